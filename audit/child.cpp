@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: Apache-2.0
+// One trial, in its own process. The order of steps is the point of the file:
+//   1. apply the configuration's in-process switches (the environment ones were set before exec)
+//      and read back what is in effect: nothing about CUDA or the model has been touched yet;
+//   2. turn the TorchScript profiling executor and fusers off (they change results between the
+//      first and later calls of a method);
+//   3. load custom-op libraries, seed every generator (CPU and each CUDA device), load the model;
+//   4. build the inputs (from a torch.save file, or seeded synthetic ones);
+//   5. digest parameters and buffers, run forward (infer) or K SGD steps (train), digesting
+//      outputs, the loss, gradients and parameters as they come;
+//   6. optionally write every digested tensor to a dump file, so that the parent can compute
+//      divergence statistics for the tensors whose digests differ.
+#include "audit/child.h"
+
+#include "audit/digest.h"
+#include "audit/fingerprint.h"
+#include "audit/switches.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/csrc/jit/codegen/fuser/interface.h>
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/script.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <dlfcn.h>
+
+namespace ra {
+namespace {
+
+using report::TrialStatus;
+
+// An error the trial attributes to its inputs (model file, input file, shapes): reported as
+// status Error with this message, and as exit 3 by the parent when it happens in the preflight.
+struct TrialInputError : std::runtime_error {
+  explicit TrialInputError(const std::string& what, std::string kind = "input")
+      : std::runtime_error(what), kind(std::move(kind)) {}
+  std::string kind;  // "input" (exit 3) or "usage" (exit 2)
+};
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double ms_since_spawn() {
+  const char* spawn = std::getenv("REPRO_AUDIT_SPAWN_NS");
+  if (!spawn) return 0;
+  return now_ms() - std::strtod(spawn, nullptr) / 1e6;
+}
+
+// First line of an exception message, without c10's backtrace.
+std::string first_line(const std::string& what) {
+  const auto nl = what.find('\n');
+  return nl == std::string::npos ? what : what.substr(0, nl);
+}
+
+std::string error_text(const c10::Error& e) { return first_line(e.what_without_backtrace()); }
+
+bool is_determinism_alert(const std::string& msg) {
+  return msg.find("does not have a deterministic implementation") != std::string::npos;
+}
+
+at::ScalarType scalar_type_of(const std::string& name) {
+  static const std::map<std::string, at::ScalarType> types = {
+      {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16},
+      {"int8", at::kChar},     {"uint8", at::kByte},     {"int16", at::kShort}, {"int32", at::kInt},
+      {"int64", at::kLong},    {"bool", at::kBool}};
+  return types.at(name);
+}
+
+void disable_jit_optimisations() {
+  torch::jit::getProfilingMode() = false;
+  torch::jit::getExecutorMode() = false;
+  torch::jit::setGraphExecutorOptimize(false);
+  torch::jit::overrideCanFuseOnCPU(false);
+  torch::jit::overrideCanFuseOnGPU(false);
+  torch::jit::setTensorExprFuserEnabled(false);
+}
+
+void load_libraries(const std::vector<std::string>& paths) {
+  for (const auto& p : paths)
+    if (dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
+      throw TrialInputError(fmt::format("cannot load library '{}': {}", p, dlerror()));
+}
+
+void seed_generators(uint64_t seed) {
+  {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
+  const auto& cuda = at::detail::getCUDAHooks();
+  if (!cuda.hasCUDA()) return;
+  for (int i = 0; i < cuda.deviceCount(); ++i) {
+    auto gen = cuda.getDefaultGenerator(static_cast<c10::DeviceIndex>(i));
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
+}
+
+c10::Device parse_device(const std::string& text) {
+  try {
+    return c10::Device(text);
+  } catch (const c10::Error&) {
+    throw TrialInputError(fmt::format("unknown device '{}' (use cpu or cuda[:N])", text), "usage");
+  }
+}
+
+// Flattens an IValue of tensors into (name, tensor) pairs; throws TrialInputError for anything else.
+void collect_tensors(const c10::IValue& v, const std::string& name, std::vector<std::pair<std::string, at::Tensor>>& out,
+                     const char* what) {
+  if (v.isTensor()) {
+    out.emplace_back(name, v.toTensor());
+  } else if (v.isTuple()) {
+    const auto& elems = v.toTupleRef().elements();
+    for (size_t i = 0; i < elems.size(); ++i) collect_tensors(elems[i], fmt::format("{}/{}", name, i), out, what);
+  } else if (v.isList()) {
+    const auto list = v.toListRef();
+    for (size_t i = 0; i < list.size(); ++i) collect_tensors(list[i], fmt::format("{}/{}", name, i), out, what);
+  } else if (v.isGenericDict()) {
+    std::vector<std::pair<std::string, c10::IValue>> items;
+    for (const auto& kv : v.toGenericDict()) {
+      if (!kv.key().isString()) throw TrialInputError(fmt::format("{} holds a dict with a non-string key", what));
+      items.emplace_back(kv.key().toStringRef(), kv.value());
+    }
+    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [k, val] : items) collect_tensors(val, fmt::format("{}/{}", name, k), out, what);
+  } else if (v.isNone()) {
+    // None outputs carry no bits.
+  } else {
+    throw TrialInputError(fmt::format("{} holds a {}, not tensors", what, v.tagKind()));
+  }
+}
+
+struct Inputs {
+  std::vector<c10::IValue> args;
+  std::unordered_map<std::string, c10::IValue> kwargs;
+  std::vector<std::string> descriptions;
+};
+
+std::string describe(const at::Tensor& t) { return fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x")); }
+
+Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
+  Inputs in;
+  if (!spec.input_file.empty()) {
+    std::ifstream f(spec.input_file, std::ios::binary);
+    if (!f) throw TrialInputError(fmt::format("input file '{}' cannot be read", spec.input_file));
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    c10::IValue value;
+    try {
+      value = torch::jit::pickle_load(bytes);
+    } catch (const c10::Error& e) {
+      throw TrialInputError(fmt::format("input file '{}' is not a torch.save file: {}", spec.input_file, error_text(e)));
+    } catch (const std::exception& e) {
+      throw TrialInputError(fmt::format("input file '{}' is not a torch.save file: {}", spec.input_file, first_line(e.what())));
+    }
+    std::vector<std::pair<std::string, at::Tensor>> check;
+    const std::string what = fmt::format("input file '{}'", spec.input_file);
+    collect_tensors(value, "input", check, what.c_str());
+    if (check.empty()) throw TrialInputError(fmt::format("{} holds no tensors", what));
+    if (value.isTensor()) {
+      in.args.push_back(value.toTensor().to(device));
+    } else if (value.isTuple() || value.isList()) {
+      const auto elems = value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec();
+      for (const auto& e : elems) in.args.push_back(e.isTensor() ? c10::IValue(e.toTensor().to(device)) : e);
+    } else if (value.isGenericDict()) {
+      for (const auto& kv : value.toGenericDict())
+        in.kwargs[kv.key().toStringRef()] = kv.value().isTensor() ? c10::IValue(kv.value().toTensor().to(device)) : kv.value();
+    } else {
+      throw TrialInputError(fmt::format("{} holds a {}, not a tensor, tuple, list or dict of tensors", what, value.tagKind()));
+    }
+    for (const auto& [name, t] : check) in.descriptions.push_back(fmt::format("{}={}", name, describe(t)));
+    return in;
+  }
+  // Synthetic inputs from their own generator, so they do not depend on the model's RNG use.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed ^ 0x5eedull);
+  for (const auto& shape : spec.shapes) {
+    const at::ScalarType type = scalar_type_of(shape.dtype);
+    at::Tensor t;
+    if (at::isFloatingType(type))
+      t = at::randn(shape.sizes, gen, at::TensorOptions().dtype(at::kFloat)).to(type);
+    else if (type == at::kBool)
+      t = at::randint(0, 2, shape.sizes, gen, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
+    else
+      t = at::randint(0, 10, shape.sizes, gen, at::TensorOptions().dtype(type));
+    in.descriptions.push_back(describe(t));
+    in.args.push_back(t.to(device));
+  }
+  return in;
+}
+
+// Checks the forward schema against the inputs, so that a count mismatch is an input error.
+void check_arity(const torch::jit::Module& module, const Inputs& in) {
+  const auto method = module.find_method("forward");
+  if (!method) throw TrialInputError("the model has no forward method");
+  const auto& schema = method->function().getSchema();
+  const size_t declared = schema.arguments().size() - 1;  // minus self
+  size_t required = 0;
+  for (size_t i = 1; i < schema.arguments().size(); ++i)
+    if (!schema.arguments()[i].default_value()) ++required;
+  if (!in.kwargs.empty()) return;  // keyword inputs are matched by TorchScript itself
+  if (in.args.size() < required || in.args.size() > declared)
+    throw TrialInputError(fmt::format("the model's forward takes {} input{}, but {} were given", declared,
+                                      declared == 1 ? "" : "s", in.args.size()));
+}
+
+class Recorder {
+ public:
+  explicit Recorder(bool dump) : dump_(dump) {}
+  void add(const std::string& name, const at::Tensor& t) {
+    tensors_.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
+    if (dump_) {
+      names_.push_back(name);
+      values_.push_back(t.detach().to(at::kCPU).contiguous());
+    }
+  }
+  void add_value(const std::string& name, const c10::IValue& v) {
+    std::vector<std::pair<std::string, at::Tensor>> flat;
+    collect_tensors(v, name, flat, "the model's output");
+    for (const auto& [n, t] : flat) add(n, t);
+  }
+  std::vector<report::TensorDigest>& tensors() { return tensors_; }
+  void write_dump(const std::string& path) const {
+    if (!dump_) return;
+    c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+    for (size_t i = 0; i < names_.size(); ++i) dict.insert(names_[i], values_[i]);
+    const std::vector<char> bytes = torch::jit::pickle_save(dict);
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error(fmt::format("cannot write dump '{}'", path));
+  }
+
+ private:
+  bool dump_;
+  std::vector<report::TensorDigest> tensors_;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> values_;
+};
+
+c10::IValue call_forward(torch::jit::Module& module, const Inputs& in) {
+  if (!in.kwargs.empty()) return module.forward(in.args, in.kwargs);
+  return module.forward(in.args);
+}
+
+// Loss for train mode: the output if it is a scalar, else the sum of every output tensor's sum.
+at::Tensor loss_of(const c10::IValue& out) {
+  std::vector<std::pair<std::string, at::Tensor>> flat;
+  collect_tensors(out, "output", flat, "the model's output");
+  if (flat.empty()) throw TrialInputError("train mode needs the model to return at least one tensor");
+  if (flat.size() == 1 && flat[0].second.numel() == 1) return flat[0].second.reshape({});
+  at::Tensor loss;
+  for (const auto& [name, t] : flat) {
+    if (!at::isFloatingType(t.scalar_type())) continue;
+    loss = loss.defined() ? loss + t.sum() : t.sum();
+  }
+  if (!loss.defined()) throw TrialInputError("train mode needs a floating-point output to differentiate");
+  return loss;
+}
+
+void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& in, Recorder& rec) {
+  for (const auto& p : module.named_parameters(true)) rec.add("param/" + p.name, p.value);
+  for (const auto& b : module.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
+  if (spec.mode == "infer") {
+    module.eval();
+    c10::InferenceMode guard;
+    rec.add_value("output", call_forward(module, in));
+    return;
+  }
+  module.train();
+  std::vector<std::pair<std::string, at::Tensor>> params;
+  for (const auto& p : module.named_parameters(true))
+    if (at::isFloatingType(p.value.scalar_type())) {
+      p.value.requires_grad_(true);
+      params.emplace_back(p.name, p.value);
+    }
+  if (params.empty()) throw TrialInputError("train mode needs a model with floating-point parameters");
+  constexpr double kLearningRate = 0.01;
+  for (int step = 1; step <= spec.steps; ++step) {
+    for (auto& [name, p] : params)
+      if (p.grad().defined()) p.mutable_grad() = at::Tensor();
+    const c10::IValue out = call_forward(module, in);
+    const at::Tensor loss = loss_of(out);
+    const std::string prefix = fmt::format("step{}/", step);
+    rec.add_value(prefix + "output", out);
+    rec.add(prefix + "loss", loss.detach());
+    loss.backward();
+    at::NoGradGuard no_grad;
+    for (auto& [name, p] : params) {
+      if (!p.grad().defined()) continue;
+      rec.add(prefix + "grad/" + name, p.grad());
+      p.sub_(p.grad(), kLearningRate);
+    }
+    for (auto& [name, p] : params) rec.add(prefix + "param/" + name, p.detach());
+  }
+}
+
+}  // namespace
+
+TrialResult run_child(const TrialSpec& spec) {
+  TrialResult result;
+  const double start = now_ms();
+  // 1. switches, before anything touches CUDA or the model.
+  try {
+    apply_switches(spec.config);
+  } catch (const c10::Error& e) {
+    result.status = TrialStatus::ConfigError;
+    result.message = "cannot apply configuration: " + error_text(e);
+    return result;
+  }
+  result.switches = read_switches(spec.config);
+  if (const std::string mismatch = switch_mismatches(result.switches); !mismatch.empty()) {
+    result.status = TrialStatus::ConfigError;
+    result.message = mismatch;
+    return result;
+  }
+  disable_jit_optimisations();
+  try {
+    load_libraries(spec.load_libraries);
+    const c10::Device device = parse_device(spec.device);
+    if (spec.task == ChildTask::Preflight) result.environment = environment_fingerprint();
+    if (device.is_cuda()) {
+      const auto& cuda = at::detail::getCUDAHooks();
+      if (!cuda.hasCUDA() || cuda.deviceCount() == 0)
+        throw TrialInputError(fmt::format("--device {} was asked for, but this machine has no CUDA device", spec.device),
+                              "usage");
+      if (device.has_index() && device.index() >= cuda.deviceCount())
+        throw TrialInputError(fmt::format("--device {} was asked for, but this machine has {} CUDA device(s)", spec.device,
+                                          cuda.deviceCount()), "usage");
+    } else if (!device.is_cpu()) {
+      throw TrialInputError(fmt::format("device '{}' is not supported (use cpu or cuda[:N])", spec.device), "usage");
+    }
+    seed_generators(spec.seed);
+    torch::jit::Module module;
+    try {
+      module = torch::jit::load(spec.model, device);
+    } catch (const c10::Error& e) {
+      throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
+    } catch (const std::exception& e) {
+      throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, first_line(e.what())));
+    }
+    const Inputs inputs = load_inputs(spec, device);
+    result.input_descriptions = inputs.descriptions;
+    check_arity(module, inputs);
+    result.startup_ms = ms_since_spawn();
+    Recorder rec(!spec.dump_path.empty());
+    if (spec.task == ChildTask::Preflight) {
+      // One forward without grad: wrong shapes or dtypes show up here, before any trial runs.
+      module.eval();
+      at::NoGradGuard no_grad;
+      c10::IValue out;
+      try {
+        out = call_forward(module, inputs);
+      } catch (const c10::Error& e) {
+        throw TrialInputError(fmt::format("the model rejects the inputs ({}): {}", fmt::join(inputs.descriptions, ", "), error_text(e)));
+      }
+      if (spec.mode == "train") {
+        (void)loss_of(out);
+        bool has_float_param = false;
+        for (const auto& p : module.named_parameters(true)) has_float_param |= at::isFloatingType(p.value.scalar_type());
+        if (!has_float_param) throw TrialInputError("train mode needs a model with floating-point parameters");
+      }
+    } else {
+      try {
+        run_model(spec, module, inputs, rec);
+      } catch (const c10::Error& e) {
+        const std::string msg = error_text(e);
+        result.status = is_determinism_alert(msg) ? TrialStatus::Raised : TrialStatus::Error;
+        result.message = msg;
+      }
+      rec.write_dump(spec.dump_path);
+      result.tensors = std::move(rec.tensors());
+    }
+  } catch (const TrialInputError& e) {
+    result.status = TrialStatus::Error;
+    result.message = e.what();
+    result.error_kind = e.kind;
+  } catch (const c10::Error& e) {
+    result.status = TrialStatus::Error;
+    result.message = error_text(e);
+  }
+  result.wall_ms = now_ms() - start;
+  return result;
+}
+
+}  // namespace ra

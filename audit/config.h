@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// Flag configurations: named sets of switches applied in a fresh child process before CUDA or the
+// model is touched.
+//
+// A switch is either applied through the child's environment (CUBLAS_WORKSPACE_CONFIG, MKL_CBWR,
+// OMP_NUM_THREADS: these are read once when a library initialises, so the parent sets them before
+// exec) or through at::globalContext() in the child before anything else runs. A switch that a
+// configuration does not name keeps the value inherited from the environment and PyTorch's
+// defaults; the child records the value actually in effect either way.
+//
+// Spelling on the command line (`--configs`): comma-separated items, each a preset name or a
+// `+`-joined list of `key=value` pairs, optionally starting from a preset: `det+threads=1`.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+enum class SwitchKind { Bool, Choice, Threads };
+
+struct SwitchInfo {
+  std::string key;
+  SwitchKind kind;
+  std::vector<std::string> choices;  // for Choice; Bool accepts on/off/true/false/1/0
+  std::string env_var;               // non-empty when applied through the environment
+  std::string help;
+};
+
+// The table of every switch, in a fixed order (reports list switches in this order).
+const std::vector<SwitchInfo>& switch_table();
+const SwitchInfo* find_switch(const std::string& key);
+
+struct Config {
+  std::string name;                          // as the user wrote it, or the preset name
+  std::map<std::string, std::string> values; // key -> canonical value ("on"/"off", choice, thread count)
+};
+
+// Preset names in contract order: default, benchmark, cudnn-det, det-warn, det, strict,
+// threads-1, threads-N, mkl-cbwr.
+const std::vector<std::string>& preset_names();
+
+// Parses one item ("det", "threads=2", "det+tf32.cublas=off"). Throws UsageError listing the
+// valid presets or keys. `logical_cpus` resolves threads=N.
+Config parse_config(const std::string& item, unsigned logical_cpus);
+
+// Splits a --configs value on commas and parses each item; duplicates are a usage error.
+std::vector<Config> parse_configs(const std::vector<std::string>& args, unsigned logical_cpus);
+
+// The default configuration list for a device type ("cpu" or "cuda").
+std::vector<std::string> default_config_names(const std::string& device_type);
+
+// Environment the parent sets for a child running `config`: name -> value, or nullopt to unset.
+std::map<std::string, std::optional<std::string>> config_environment(const Config& config);
+
+// Logical CPUs of this machine (at least 1).
+unsigned logical_cpu_count();
+
+}  // namespace ra

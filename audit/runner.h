@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Running children: every trial is a fresh process, so that cuDNN's benchmark cache,
+// CUBLAS_WORKSPACE_CONFIG and MKL_CBWR start from scratch, and so that a segfault, an abort, an
+// out-of-memory kill or a hang costs one trial, not the audit.
+//
+// The runner forks and execs (the environment is built before fork), puts each child in its own
+// process group so that a timeout kills whatever the child started, sends the child's stdout and
+// stderr to a file, and polls: waitpid(WNOHANG) for exits and a deadline per child. At most `jobs`
+// children run at once. SIGINT/SIGTERM in the parent kill every child and raise ra::Interrupted.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+struct ChildJob {
+  std::vector<std::string> argv;  // argv[0] is the executable path
+  std::map<std::string, std::optional<std::string>> env;  // overrides: value, or nullopt to unset
+  std::string log_path;           // stdout+stderr of the child
+  std::chrono::milliseconds timeout{600000};
+};
+
+struct ChildOutcome {
+  enum class Kind { Exited, Signaled, TimedOut, SpawnFailed } kind = Kind::Exited;
+  int exit_code = 0;
+  int signal = 0;
+  double wall_ms = 0;
+  std::string log_tail;  // last lines of the log (only filled when the child did not exit 0)
+};
+
+// Runs every job, at most `jobs` at a time; `on_done(index, outcome)` is called as each ends.
+// Outcomes are returned in job order.
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel,
+                                       const std::function<void(size_t, const ChildOutcome&)>& on_done = {});
+
+// The last `max_lines` lines (at most `max_bytes`) of a file.
+std::string file_tail(const std::string& path, size_t max_lines = 20, size_t max_bytes = 4096);
+
+}  // namespace ra

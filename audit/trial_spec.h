@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// The protocol between the parent and a trial child: the parent writes a TrialSpec as JSON, starts
+// `repro-audit __child SPEC RESULT` with the configuration's environment, and reads a TrialResult
+// back from RESULT. A child that exits without writing a valid RESULT has crashed.
+#pragma once
+
+#include "audit/config.h"
+#include "reports/model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// One synthetic input: a shape and a dtype name ("float32", "int64", ...).
+struct ShapeSpec {
+  std::vector<int64_t> sizes;
+  std::string dtype = "float32";
+};
+
+// Parses "8x3x224x224[:float32]"; throws UsageError.
+ShapeSpec parse_shape(const std::string& text);
+std::string to_string(const ShapeSpec& s);
+
+enum class ChildTask {
+  Preflight,  // load model and inputs, run one forward, report the environment fingerprint
+  Trial,      // apply the configuration, run, digest, dump
+};
+
+struct TrialSpec {
+  ChildTask task = ChildTask::Trial;
+  std::string model;
+  std::string input_file;            // torch.save file, or "" for synthetic inputs
+  std::vector<ShapeSpec> shapes;
+  std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
+  std::string mode = "infer";        // infer | train
+  int steps = 1;
+  uint64_t seed = 0;
+  Config config;
+  std::vector<std::string> load_libraries;
+  std::string dump_path;             // where to write the tensors for divergence statistics ("" = none)
+  int repeat = 0;
+};
+
+struct TrialResult {
+  report::TrialStatus status = report::TrialStatus::Ok;
+  std::string message;
+  std::string error_kind;  // for status Error: "input" or "usage" when the model/inputs/device are at fault
+  std::vector<report::SwitchValue> switches;
+  std::vector<report::TensorDigest> tensors;
+  nlohmann::ordered_json environment;  // preflight only
+  std::vector<std::string> input_descriptions;  // preflight only
+  double startup_ms = 0;
+  double wall_ms = 0;
+};
+
+nlohmann::json to_json(const TrialSpec& spec);
+TrialSpec trial_spec_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const TrialResult& result);
+TrialResult trial_result_from_json(const nlohmann::json& j);
+
+// Digest over a trial's tensor digests (names, dtypes, shapes and digests): equal outcomes mean
+// every tensor was bitwise equal.
+std::string outcome_digest(const std::vector<report::TensorDigest>& tensors);
+
+}  // namespace ra

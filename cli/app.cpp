@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one catch site. Usage errors (CLI11's, and ours) exit 2 with one line; input errors exit 3;
+// c10::Error is shown without its C++ backtrace unless --verbose; anything else is a bug.
+#include "cli/app.h"
+
+#include "audit/errors.h"
+#include "audit/log.h"
+#include "audit/paths.h"
+#include "cli/commands.h"
+
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace ra::cli {
+namespace {
+
+int fail(ExitCode code, const std::string& message) {
+  std::fprintf(stderr, "repro-audit: %s\n", message.c_str());
+  return static_cast<int>(code);
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+// "did you mean": for an unknown subcommand or option, the closest registered name.
+std::string suggestion(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> commands;
+  for (const auto& c : kCommands)
+    if (!c.hidden) commands.push_back(c.name);
+  const CLI::App* sub = nullptr;
+  for (const auto& c : kCommands)
+    if (app.get_subcommand(c.name)->parsed()) sub = app.get_subcommand(c.name);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--", 0) == 0 && sub != nullptr) {
+      const std::string name = arg.substr(0, arg.find('='));
+      std::vector<std::string> options;
+      bool known = false;
+      for (const CLI::Option* o : sub->get_options())
+        for (const auto& l : o->get_lnames()) {
+          options.push_back("--" + l);
+          known |= ("--" + l) == name;
+        }
+      if (!known)
+        if (const std::string c = closest(name, options); !c.empty()) return fmt::format(" (did you mean {}?)", c);
+    } else if (sub == nullptr && !arg.empty() && arg[0] != '-') {
+      if (const std::string c = closest(arg, commands); !c.empty()) return fmt::format(" (did you mean '{}'?)", c);
+      return fmt::format(" (commands: {})", fmt::join(commands, ", "));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"repro-audit: a determinism auditor for PyTorch models (LibTorch).\n"
+               "Exit codes: 0 reproducible, 1 nondeterminism found, 2 usage error, 3 input error,\n"
+               "4 a trial crashed or timed out (verdict incomplete), 130 interrupted.",
+               "repro-audit"};
+  app.set_version_flag("--version", tool_version());
+  app.require_subcommand(1);
+  GlobalOptions global;
+  for (int i = 0; i < argc; ++i) global.argv.emplace_back(argv[i]);
+  app.add_flag("-q,--quiet", global.quiet, "only errors on stderr; no progress");
+  app.add_flag("-v,--verbose", global.verbose, "debug logs on stderr, C++ backtraces on errors");
+
+  std::vector<std::pair<CLI::App*, Action>> actions;
+  for (const auto& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    if (c.hidden) sub->group("");
+    sub->fallthrough();
+    actions.emplace_back(sub, c.attach(*sub, global));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(ExitCode::Usage, one_line(e.what()) + suggestion(app, argc, argv));
+  }
+
+  log::set_level(global.verbose ? log::Level::Debug : global.quiet ? log::Level::Error : log::Level::Info);
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) return action();
+    return fail(ExitCode::Usage, "no command given");
+  } catch (const Error& e) {
+    return fail(e.code(), e.what());
+  } catch (const c10::Error& e) {
+    return fail(ExitCode::Input, one_line(global.verbose ? e.what() : e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return fail(ExitCode::Incomplete, fmt::format("internal error: {}", one_line(e.what())));
+  }
+}
+
+}  // namespace ra::cli

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// One registration list feeds the parser, --help and "did you mean". A subcommand registers its
+// options on `sub` and returns the action to run once parsing succeeded.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace ra::cli {
+
+struct GlobalOptions {
+  bool quiet = false;
+  bool verbose = false;
+  std::vector<std::string> argv;  // as given, for reports
+};
+
+using Action = std::function<int()>;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  bool hidden;
+  Action (*attach)(CLI::App& sub, const GlobalOptions& global);
+};
+
+Action attach_run(CLI::App& sub, const GlobalOptions& global);
+Action attach_env(CLI::App& sub, const GlobalOptions& global);
+Action attach_child(CLI::App& sub, const GlobalOptions& global);
+
+inline const Command kCommands[] = {
+    {"run", "audit a TorchScript model: repeated runs in fresh processes under flag configurations", false, attach_run},
+    {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,
+     attach_env},
+    {"__child", "internal: run one trial (used by the audit parent)", true, attach_child},
+};
+
+// The closest of `candidates` to `word`, or "" when none is close.
+std::string closest(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace ra::cli

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "reports/render.h"
+
+#include <cmath>
+
+namespace ra::report {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json stats_json(const DivergenceStats& s) {
+  return {{"numel", s.numel},
+          {"differing", s.differing},
+          {"first_index", s.first_index},
+          {"first_index_nd", s.first_index_nd},
+          {"max_abs_diff", number_or_null(s.max_abs_diff)},
+          {"max_ulp", number_or_null(s.max_ulp)},
+          {"nan_mismatches", s.nan_mismatches},
+          {"note", s.note}};
+}
+
+json finding_json(const TensorFinding& f) {
+  json j = {{"name", f.name},
+            {"dtype", f.dtype},
+            {"shape", f.shape},
+            {"reference_digest", f.reference_digest},
+            {"other_digest", f.other_digest},
+            {"diverging_trials", f.diverging_trials}};
+  j["stats"] = f.stats ? stats_json(*f.stats) : json(nullptr);
+  return j;
+}
+
+json config_json(const ConfigResult& c) {
+  json switches = json::array();
+  for (const auto& s : c.switches)
+    switches.push_back({{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
+                        {"effective", s.effective}});
+  json tensors = json::array();
+  for (const auto& t : c.reference)
+    tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  json diverged = json::array();
+  for (const auto& f : c.diverged_tensors) diverged.push_back(finding_json(f));
+  json trials = json::array();
+  for (const auto& t : c.trials)
+    trials.push_back({{"repeat", t.repeat},
+                      {"status", to_string(t.status)},
+                      {"exit_code", t.exit_code},
+                      {"signal", t.signal},
+                      {"message", t.message},
+                      {"stderr_tail", t.stderr_tail},
+                      {"outcome", t.outcome}});
+  return {{"config", c.name},
+          {"verdict", to_string(c.verdict)},
+          {"message", c.message},
+          {"repeats", c.repeats},
+          {"completed", c.completed},
+          {"divergence", {{"diverging_repeats", c.diverging_repeats},
+                          {"rate", c.divergence_rate},
+                          {"ci95", {c.rate_ci_low, c.rate_ci_high}},
+                          {"distinct_outcomes", c.distinct_outcomes}}},
+          {"switches", switches},
+          {"tensor_count", c.tensor_count},
+          {"diverged_tensors", diverged},
+          {"reference_digests", tensors},
+          {"trials", trials}};
+}
+
+}  // namespace
+
+json to_json(const Report& r) {
+  json targets = json::array();
+  json timing_trials = json::array();
+  for (const auto& t : r.targets) {
+    json configs = json::array();
+    for (const auto& c : t.configs) {
+      configs.push_back(config_json(c));
+      for (const auto& trial : c.trials)
+        timing_trials.push_back({{"target", t.name}, {"config", c.name}, {"repeat", trial.repeat},
+                                 {"wall_ms", trial.wall_ms}, {"startup_ms", trial.startup_ms}});
+    }
+    json dep = nullptr;
+    if (t.dependence) {
+      json differing = json::array();
+      for (const auto& f : t.dependence->differing) differing.push_back(finding_json(f));
+      dep = {{"groups", t.dependence->groups}, {"differing_tensors", differing}};
+    }
+    targets.push_back({{"name", t.name},
+                       {"kind", t.kind},
+                       {"path", t.path},
+                       {"device", t.device},
+                       {"mode", t.mode},
+                       {"steps", t.steps},
+                       {"seed", t.seed},
+                       {"inputs", t.inputs},
+                       {"verdict", to_string(t.verdict)},
+                       {"configuration_dependent", t.dependence.has_value()},
+                       {"configuration_dependence", dep},
+                       {"configs", configs}});
+  }
+  json j = {{"schema", "repro-audit/report"},
+            {"schema_version", kSchemaVersion},
+            {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
+            {"command", r.command},
+            {"verdict", to_string(r.verdict)},
+            {"exit_code", r.exit_code},
+            {"environment", r.environment},
+            {"targets", targets}};
+  j["timing"] = {{"wall_ms", r.wall_ms}, {"trials", timing_trials}};
+  return j;
+}
+
+std::string render_json(const Report& r) { return to_json(r).dump(2) + "\n"; }
+
+}  // namespace ra::report

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "reports/model.h"
+
+#include <array>
+#include <utility>
+
+namespace ra::report {
+namespace {
+
+constexpr std::array<std::pair<Verdict, const char*>, 6> kVerdicts = {{
+    {Verdict::Reproducible, "reproducible"}, {Verdict::Diverged, "diverged"}, {Verdict::Raised, "raised"},
+    {Verdict::Crashed, "crashed"}, {Verdict::Timeout, "timeout"}, {Verdict::Skipped, "skipped"}}};
+
+constexpr std::array<std::pair<TrialStatus, const char*>, 6> kStatuses = {{
+    {TrialStatus::Ok, "ok"}, {TrialStatus::Raised, "raised"}, {TrialStatus::Error, "error"},
+    {TrialStatus::ConfigError, "config_error"}, {TrialStatus::Crashed, "crashed"}, {TrialStatus::Timeout, "timeout"}}};
+
+int severity(Verdict v) {
+  switch (v) {
+    case Verdict::Reproducible: return 0;
+    case Verdict::Skipped: return 0;
+    case Verdict::Crashed: return 1;
+    case Verdict::Timeout: return 1;
+    case Verdict::Raised: return 2;
+    case Verdict::Diverged: return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* to_string(Verdict v) {
+  for (const auto& [k, s] : kVerdicts) if (k == v) return s;
+  return "?";
+}
+std::optional<Verdict> verdict_from_string(const std::string& s) {
+  for (const auto& [k, name] : kVerdicts) if (s == name) return k;
+  return std::nullopt;
+}
+const char* to_string(TrialStatus v) {
+  for (const auto& [k, s] : kStatuses) if (k == v) return s;
+  return "?";
+}
+std::optional<TrialStatus> trial_status_from_string(const std::string& s) {
+  for (const auto& [k, name] : kStatuses) if (s == name) return k;
+  return std::nullopt;
+}
+
+void finalize(Report& report) {
+  Verdict worst = Verdict::Reproducible;
+  for (auto& target : report.targets) {
+    Verdict t = Verdict::Reproducible;
+    bool all_skipped = !target.configs.empty();
+    for (const auto& c : target.configs) {
+      if (severity(c.verdict) > severity(t)) t = c.verdict;
+      all_skipped = all_skipped && c.verdict == Verdict::Skipped;
+    }
+    target.verdict = all_skipped ? Verdict::Skipped : t;
+    if (severity(target.verdict) > severity(worst)) worst = target.verdict;
+  }
+  report.verdict = worst;
+  switch (worst) {
+    case Verdict::Diverged:
+    case Verdict::Raised: report.exit_code = 1; break;
+    case Verdict::Crashed:
+    case Verdict::Timeout: report.exit_code = 4; break;
+    default: report.exit_code = 0;
+  }
+}
+
+}  // namespace ra::report

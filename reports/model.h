@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report model: one data structure that every renderer (text, JSON; HTML, JUnit and Markdown
+// later) reads. It is filled by audit/ and depends on nothing but the standard library and
+// nlohmann::json (for the opaque environment fingerprint).
+//
+// Determinism of the tool's own output: every list here is kept in a defined order (targets as
+// given, configurations as given, tensors in execution order, trials by repeat index), and
+// everything that depends on wall-clock time lives in `Timing` sections that renderers keep apart.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra::report {
+
+inline constexpr int kSchemaVersion = 1;
+
+enum class Verdict { Reproducible, Diverged, Raised, Crashed, Timeout, Skipped };
+const char* to_string(Verdict v);
+std::optional<Verdict> verdict_from_string(const std::string& s);
+
+enum class TrialStatus { Ok, Raised, Error, ConfigError, Crashed, Timeout };
+const char* to_string(TrialStatus s);
+std::optional<TrialStatus> trial_status_from_string(const std::string& s);
+
+struct TensorDigest {
+  std::string name;  // "param/fc.weight", "output", "step1/grad/fc.weight", ...
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string digest;  // 32 hex digits
+};
+
+// How two versions of one tensor differ; computed only for tensors whose digests differ.
+struct DivergenceStats {
+  int64_t numel = 0;
+  int64_t differing = 0;             // elements whose bits differ
+  int64_t first_index = -1;          // flat, row-major
+  std::vector<int64_t> first_index_nd;
+  double max_abs_diff = 0;           // over elements finite in both; NaN when none is
+  double max_ulp = 0;                // distance in units in the last place (integers: plain distance)
+  int64_t nan_mismatches = 0;        // elements NaN in exactly one, or NaN with other payload
+  std::string note;                  // e.g. "shape differs: 2x3 vs 3x2"
+};
+
+struct TensorFinding {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string reference_digest;
+  std::string other_digest;
+  int diverging_trials = 0;          // trials (of this configuration) whose digest differs
+  std::optional<DivergenceStats> stats;
+};
+
+struct SwitchValue {
+  std::string key;
+  std::string requested;  // "" when the configuration does not name it
+  std::string effective;  // read back in the child
+};
+
+struct Trial {
+  int repeat = 0;
+  TrialStatus status = TrialStatus::Ok;
+  int exit_code = 0;
+  int signal = 0;
+  std::string message;      // exception text, config mismatch, crash description
+  std::string stderr_tail;  // last lines of the child's stderr for crashed/timeout/error trials
+  std::string outcome;      // digest over all tensor digests of the trial ("" when it did not finish)
+  double wall_ms = 0;       // timing (kept apart by renderers)
+  double startup_ms = 0;    // process start to the first model op
+};
+
+struct ConfigResult {
+  std::string name;
+  std::vector<SwitchValue> switches;
+  Verdict verdict = Verdict::Reproducible;
+  std::string message;  // the reason for raised/crashed/timeout/skipped
+  int repeats = 0;
+  int completed = 0;
+  int diverging_repeats = 0;   // completed repeats whose outcome differs from the reference repeat
+  double divergence_rate = 0;  // diverging_repeats / (completed - 1)
+  double rate_ci_low = 0, rate_ci_high = 0;  // Wilson 95% interval
+  int distinct_outcomes = 0;
+  size_t tensor_count = 0;
+  std::vector<TensorDigest> reference;         // digests of the reference repeat
+  std::vector<TensorFinding> diverged_tensors;  // in execution order
+  std::vector<Trial> trials;
+};
+
+// Configurations that are each reproducible but give different results from one another.
+struct ConfigDependence {
+  std::vector<std::vector<std::string>> groups;  // configurations with identical results, in order
+  std::vector<TensorFinding> differing;          // first group vs second group
+};
+
+struct Target {
+  std::string name;    // model file name
+  std::string kind;    // "model"
+  std::string path;
+  std::string device;
+  std::string mode;    // infer | train
+  int steps = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> inputs;  // description of the inputs
+  std::vector<ConfigResult> configs;
+  std::optional<ConfigDependence> dependence;
+  Verdict verdict = Verdict::Reproducible;
+};
+
+struct Report {
+  std::string tool_version;
+  std::vector<std::string> command;  // argv, for replay
+  nlohmann::ordered_json environment;
+  std::vector<Target> targets;
+  Verdict verdict = Verdict::Reproducible;
+  int exit_code = 0;
+  double wall_ms = 0;  // timing
+};
+
+// Overall verdict and exit code from the targets (precedence: diverged/raised > crashed/timeout >
+// reproducible; skipped does not fail).
+void finalize(Report& report);
+
+}  // namespace ra::report

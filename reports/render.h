@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// Renderers of the report model. Each returns the whole document as a string; callers write it
+// atomically. JSON keeps every time-dependent figure under the top-level "timing" key, so two
+// audits with the same results differ only there.
+#pragma once
+
+#include "reports/model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace ra::report {
+
+nlohmann::ordered_json to_json(const Report& report);
+std::string render_json(const Report& report);
+
+// Human summary for stdout.
+std::string render_text(const Report& report);
+
+// The environment fingerprint as aligned "key: value" lines.
+std::string render_environment_text(const nlohmann::ordered_json& env);
+
+}  // namespace ra::report
