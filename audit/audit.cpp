@@ -83,7 +83,11 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
   if (!result || outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0) {
     TrialRun run;
     run.process = outcome;
-    throw InputError(fmt::format("the model could not be loaded and run once: {}", summarise_trial(run).message));
+    const std::string& tail = outcome.log_tail;
+    const auto nl = tail.rfind('\n');
+    const std::string last = nl == std::string::npos ? tail : tail.substr(nl + 1);
+    throw InputError(fmt::format("the model could not be loaded and run once: {}{}", summarise_trial(run).message,
+                                 last.empty() ? "" : " (" + last + ")"));
   }
   if (result->status != report::TrialStatus::Ok) {
     if (result->error_kind == "usage") throw UsageError(result->message);

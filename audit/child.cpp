@@ -64,7 +64,18 @@ std::string first_line(const std::string& what) {
   return nl == std::string::npos ? what : what.substr(0, nl);
 }
 
-std::string error_text(const c10::Error& e) { return first_line(e.what_without_backtrace()); }
+// The line of an exception worth showing: c10 errors without backtrace; for TorchScript interpreter
+// errors (a traceback of the scripted code), the final "RuntimeError: ..." line.
+std::string error_text(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  if (text.rfind("The following operation failed in the TorchScript interpreter", 0) == 0) {
+    const auto nl = text.rfind('\n');
+    return nl == std::string::npos ? text : text.substr(nl + 1);
+  }
+  return first_line(text);
+}
 
 bool is_determinism_alert(const std::string& msg) {
   return msg.find("does not have a deterministic implementation") != std::string::npos;
@@ -159,10 +170,8 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
     c10::IValue value;
     try {
       value = torch::jit::pickle_load(bytes);
-    } catch (const c10::Error& e) {
-      throw TrialInputError(fmt::format("input file '{}' is not a torch.save file: {}", spec.input_file, error_text(e)));
     } catch (const std::exception& e) {
-      throw TrialInputError(fmt::format("input file '{}' is not a torch.save file: {}", spec.input_file, first_line(e.what())));
+      throw TrialInputError(fmt::format("input file '{}' is not a torch.save file: {}", spec.input_file, error_text(e)));
     }
     std::vector<std::pair<std::string, at::Tensor>> check;
     const std::string what = fmt::format("input file '{}'", spec.input_file);
@@ -312,7 +321,7 @@ TrialResult run_child(const TrialSpec& spec) {
   // 1. switches, before anything touches CUDA or the model.
   try {
     apply_switches(spec.config);
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     result.status = TrialStatus::ConfigError;
     result.message = "cannot apply configuration: " + error_text(e);
     return result;
@@ -343,10 +352,8 @@ TrialResult run_child(const TrialSpec& spec) {
     torch::jit::Module module;
     try {
       module = torch::jit::load(spec.model, device);
-    } catch (const c10::Error& e) {
-      throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
     } catch (const std::exception& e) {
-      throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, first_line(e.what())));
+      throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
     }
     const Inputs inputs = load_inputs(spec, device);
     result.input_descriptions = inputs.descriptions;
@@ -360,7 +367,9 @@ TrialResult run_child(const TrialSpec& spec) {
       c10::IValue out;
       try {
         out = call_forward(module, inputs);
-      } catch (const c10::Error& e) {
+      } catch (const TrialInputError&) {
+        throw;
+      } catch (const std::exception& e) {
         throw TrialInputError(fmt::format("the model rejects the inputs ({}): {}", fmt::join(inputs.descriptions, ", "), error_text(e)));
       }
       if (spec.mode == "train") {
@@ -372,7 +381,9 @@ TrialResult run_child(const TrialSpec& spec) {
     } else {
       try {
         run_model(spec, module, inputs, rec);
-      } catch (const c10::Error& e) {
+      } catch (const TrialInputError&) {
+        throw;
+      } catch (const std::exception& e) {
         const std::string msg = error_text(e);
         result.status = is_determinism_alert(msg) ? TrialStatus::Raised : TrialStatus::Error;
         result.message = msg;
@@ -384,7 +395,7 @@ TrialResult run_child(const TrialSpec& spec) {
     result.status = TrialStatus::Error;
     result.message = e.what();
     result.error_kind = e.kind;
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {
     result.status = TrialStatus::Error;
     result.message = error_text(e);
   }

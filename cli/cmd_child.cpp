@@ -22,7 +22,7 @@ Action attach_child(CLI::App& sub, const GlobalOptions&) {
       throw InputError(std::string("malformed trial spec: ") + e.what());
     }
     const TrialResult result = run_child(spec);
-    write_file_atomic(paths->second, to_json(result).dump(2));
+    write_file_atomic(paths->second, to_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   };
 }

@@ -13,7 +13,7 @@ Action attach_env(CLI::App& sub, const GlobalOptions&) {
   sub.add_flag("--json", *json, "machine-readable JSON on stdout");
   return [json] {
     const auto env = environment_fingerprint();
-    const std::string out = *json ? env.dump(2) + "\n" : report::render_environment_text(env);
+    const std::string out = *json ? env.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n" : report::render_environment_text(env);
     std::fputs(out.c_str(), stdout);
     return 0;
   };

@@ -111,6 +111,6 @@ json to_json(const Report& r) {
   return j;
 }
 
-std::string render_json(const Report& r) { return to_json(r).dump(2) + "\n"; }
+std::string render_json(const Report& r) { return to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"; }
 
 }  // namespace ra::report

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tests/cli/harness.h"
+
+#include <torch/csrc/jit/frontend/resolver.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/script.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <ftw.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern "C" int ra_test_ops_anchor();
+
+namespace ra::test {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Resolves `torch.*` to ATen as the native resolver does, and `ra_test.*` to the test-only ops.
+struct TestOpsResolver : torch::jit::Resolver {
+  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name, torch::jit::GraphFunction&,
+                                                         const torch::jit::SourceRange&) override {
+    if (name == "torch") return std::make_shared<torch::jit::BuiltinModule>("aten");
+    if (name == "ra_test") return std::make_shared<torch::jit::BuiltinModule>("ra_test");
+    return nullptr;
+  }
+  c10::TypePtr resolveType(const std::string&, const torch::jit::SourceRange&) override { return nullptr; }
+};
+
+}  // namespace
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  TempDir io;
+  std::string cmd = quote(RA_BINARY);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " >" + quote(io.file("out")) + " 2>" + quote(io.file("err")) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(io.file("out"));
+  r.err = slurp(io.file("err"));
+  return r;
+}
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = std::string(base && *base ? base : "/tmp") + "/ra-test-XXXXXX";
+  if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  ::nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
+         FTW_DEPTH | FTW_PHYS);
+}
+
+void save_model(const std::string& path, const std::string& source,
+                const std::vector<std::pair<std::string, std::vector<int64_t>>>& params) {
+  (void)ra_test_ops_anchor();  // keeps the ra_test ops registered in this process
+  torch::jit::Module m("TestModel");
+  uint64_t seed = 1;
+  for (const auto& [name, shape] : params) {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed++);
+    m.register_parameter(name, at::randn(shape, gen), false);
+  }
+  m.define(source, std::make_shared<TestOpsResolver>());
+  m.save(path);
+}
+
+void save_value(const std::string& path, const c10::IValue& value) {
+  const std::vector<char> bytes = torch::jit::pickle_save(value);
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
+
+bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+int count_lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+const char* test_ops_library() { return RA_TEST_OPS; }
+
+}  // namespace ra::test

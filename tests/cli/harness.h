@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// Drives the real binary end to end: builds models with torch::jit (no Python), runs
+// `repro-audit` as a user would, and reads back exit code, stdout, stderr and the JSON report.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace at {
+class Tensor;
+}
+namespace c10 {
+class IValue;
+}
+
+namespace ra::test {
+
+struct CliResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs RA_BINARY with `args`; stdout and stderr are captured separately.
+CliResult run_cli(const std::vector<std::string>& args);
+
+// A fresh folder, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Saves a TorchScript module with one float parameter per (name, shape) and `source` as its code.
+void save_model(const std::string& path, const std::string& source,
+                const std::vector<std::pair<std::string, std::vector<int64_t>>>& params);
+
+// torch.save-compatible file of an IValue.
+void save_value(const std::string& path, const c10::IValue& value);
+
+nlohmann::json read_json(const std::string& path);
+bool file_exists(const std::string& path);
+int count_lines(const std::string& text);
+
+const char* test_ops_library();
+
+}  // namespace ra::test

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit run` end to end, on CPU.
+#include "tests/cli/harness.h"
+
+// torch before doctest: c10 defines a CHECK macro that doctest must override.
+#include <torch/script.h>
+
+#include <doctest/doctest.h>
+
+using ra::test::run_cli;
+
+namespace {
+
+const char* kLinear = R"JIT(
+def forward(self, x):
+    return torch.relu(torch.matmul(x, self.w))
+)JIT";
+
+}  // namespace
+
+TEST_CASE("run: a deterministic model is reproducible (exit 0)") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,det", "--report",
+                          dir.file("r.json"), "--quiet"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("verdict: reproducible (exit 0)") != std::string::npos);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  CHECK(j["verdict"] == "reproducible");
+  CHECK(j["exit_code"] == 0);
+  const auto& configs = j["targets"][0]["configs"];
+  REQUIRE(configs.size() == 2);
+  for (const auto& c : configs) {
+    CHECK(c["verdict"] == "reproducible");
+    CHECK(c["completed"] == 3);
+    CHECK(c["reference_digests"].size() == 2);  // param/w and output
+  }
+  CHECK(configs[1]["switches"][3]["key"] == "deterministic");
+  CHECK(configs[1]["switches"][3]["effective"] == "on");
+  CHECK(j["environment"]["torch"]["version"] == "2.11.0");
+}
+
+TEST_CASE("run: the test-only nondeterministic op diverges (exit 1) with statistics") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("nd.pt"), R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return ra_test.nondet_sum(h) * 2.0
+)JIT",
+                       {{"w", {64, 4096}}});
+  const auto r = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "4",
+                          "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"), "--quiet"});
+  CHECK(r.code == 1);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const auto& c = j["targets"][0]["configs"][0];
+  CHECK(c["verdict"] == "diverged");
+  CHECK(c["divergence"]["diverging_repeats"].get<int>() >= 1);
+  CHECK(c["divergence"]["rate"].get<double>() > 0);
+  REQUIRE(c["diverged_tensors"].size() == 1);
+  const auto& t = c["diverged_tensors"][0];
+  CHECK(t["name"] == "output");
+  CHECK(t["stats"]["differing"].get<int>() >= 1);
+  CHECK(t["stats"]["max_ulp"].get<double>() >= 1);
+  CHECK(t["stats"]["max_abs_diff"].get<double>() > 0);
+  CHECK(t["stats"]["first_index"].get<int>() >= 0);
+}
+
+TEST_CASE("run: a thread-count-dependent reduction is configuration-dependent, not nondeterministic") {
+  ra::test::TempDir dir;
+  // A full float32 sum of 16 Mi elements: ATen splits it into one partial sum per thread.
+  ra::test::save_model(dir.file("red.pt"), R"JIT(
+def forward(self, x):
+    return torch.sum(x * self.scale)
+)JIT",
+                       {{"scale", {1}}});
+  const auto r = run_cli({"run", dir.file("red.pt"), "--shape", "4096x4096", "--configs", "threads-1,threads-N",
+                          "--repeats", "2", "--report", dir.file("r.json"), "--quiet"});
+  CHECK(r.code == 0);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const auto& t = j["targets"][0];
+  CHECK(t["configs"][0]["verdict"] == "reproducible");
+  CHECK(t["configs"][1]["verdict"] == "reproducible");
+  CHECK(t["configuration_dependent"] == true);
+  CHECK(t["configuration_dependence"]["groups"].size() == 2);
+  CHECK(t["configuration_dependence"]["differing_tensors"].size() >= 1);
+  CHECK(r.out.find("configuration-dependent") != std::string::npos);
+}
+
+TEST_CASE("run: a segfaulting and a hanging child give crashed and timeout (exit 4), the rest is reported") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("f.pt"), R"JIT(
+def forward(self, x):
+    return ra_test.fault(torch.matmul(x, self.w))
+)JIT",
+                       {{"w", {8, 8}}});
+  const auto r = run_cli({"run", dir.file("f.pt"), "--shape", "2x8", "--configs", "threads=2,threads-1,threads=3",
+                          "--repeats", "2", "--jobs", "3", "--timeout", "8", "--load-library",
+                          ra::test::test_ops_library(), "--report", dir.file("r.json"), "--quiet"});
+  CHECK(r.code == 4);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const auto& configs = j["targets"][0]["configs"];
+  REQUIRE(configs.size() == 3);
+  CHECK(configs[0]["verdict"] == "reproducible");
+  CHECK(configs[0]["completed"] == 2);
+  CHECK(configs[1]["verdict"] == "crashed");
+  CHECK(configs[1]["trials"][0]["status"] == "crashed");
+  CHECK(configs[1]["trials"][0]["signal"] == 11);
+  CHECK(configs[1]["message"].get<std::string>().find("SIGSEGV") != std::string::npos);
+  CHECK(configs[2]["verdict"] == "timeout");
+  CHECK(configs[2]["trials"][1]["status"] == "timeout");
+}
+
+TEST_CASE("run: inputs from a torch.save file (tuple and dict), and --jobs does not change digests") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("two.pt"), R"JIT(
+def forward(self, a, b):
+    return torch.matmul(a, self.w) + b
+)JIT",
+                       {{"w", {4, 3}}});
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  const at::Tensor a = at::randn({2, 4}, gen), b = at::randn({2, 3}, gen);
+  ra::test::save_value(dir.file("tuple.pt"), c10::ivalue::Tuple::create({a, b}));
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  dict.insert("a", a);
+  dict.insert("b", b);
+  ra::test::save_value(dir.file("dict.pt"), dict);
+
+  const auto t1 = run_cli({"run", dir.file("two.pt"), "--input", dir.file("tuple.pt"), "--configs", "default", "--report",
+                           dir.file("t1.json"), "--quiet"});
+  const auto t2 = run_cli({"run", dir.file("two.pt"), "--input", dir.file("dict.pt"), "--configs", "default", "--jobs", "3",
+                           "--report", dir.file("t2.json"), "--quiet"});
+  CHECK(t1.code == 0);
+  CHECK(t2.code == 0);
+  const auto j1 = ra::test::read_json(dir.file("t1.json")), j2 = ra::test::read_json(dir.file("t2.json"));
+  CHECK(j1["targets"][0]["configs"][0]["reference_digests"] == j2["targets"][0]["configs"][0]["reference_digests"]);
+  CHECK(j1["targets"][0]["inputs"].size() == 2);
+}
+
+TEST_CASE("env: text and JSON") {
+  const auto text = run_cli({"env"});
+  CHECK(text.code == 0);
+  CHECK(text.out.find("torch.version:") != std::string::npos);
+  const auto json = run_cli({"env", "--json"});
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  CHECK(j["torch"]["version"] == "2.11.0");
+  CHECK(j["switches"].contains("cudnn.benchmark"));
+  CHECK(j["cuda"].contains("available"));
+  if (!j["cuda"]["available"].get<bool>()) CHECK(!j["cuda"]["reason"].get<std::string>().empty());
+}

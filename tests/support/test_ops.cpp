@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test-only operators, built only with the tests and loaded by the binary under test through
+// --load-library (and linked into the test programs so that models using them can be defined):
+//   ra_test::nondet_sum(x) -> per-row sums taken in an order drawn from std::random_device, an
+//       unseeded source: float rounding makes the result differ between processes. The positive
+//       control that proves the pipeline catches divergence without a GPU.
+//   ra_test::fault(x) -> x, except that it raises SIGSEGV when intra-op threads == 1 and hangs
+//       when intra-op threads == 3: the crash/timeout control, selected by configuration.
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <numeric>
+#include <random>
+#include <thread>
+
+namespace {
+
+at::Tensor nondet_sum(const at::Tensor& x) {
+  const at::Tensor in = x.to(at::kFloat).contiguous().reshape({x.size(0), -1});
+  at::Tensor out = at::empty({in.size(0)}, in.options());
+  const int64_t cols = in.size(1);
+  std::vector<int64_t> order(static_cast<size_t>(cols));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(std::random_device{}());
+  const float* src = in.const_data_ptr<float>();
+  float* dst = out.mutable_data_ptr<float>();
+  for (int64_t r = 0; r < in.size(0); ++r) {
+    std::shuffle(order.begin(), order.end(), rng);
+    float acc = 0.f;
+    for (int64_t c : order) acc += src[r * cols + c];
+    dst[r] = acc;
+  }
+  return out;
+}
+
+at::Tensor fault(const at::Tensor& x) {
+  const int threads = at::get_num_threads();
+  if (threads == 1) std::raise(SIGSEGV);
+  if (threads == 3)
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  return x.clone();
+}
+
+}  // namespace
+
+TORCH_LIBRARY(ra_test, m) {
+  m.def("nondet_sum(Tensor x) -> Tensor");
+  m.def("fault(Tensor x) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(ra_test, CPU, m) {
+  m.impl("nondet_sum", nondet_sum);
+  m.impl("fault", fault);
+}
+
+// Referenced by the test programs so that the linker keeps this library (and its registrations).
+extern "C" int ra_test_ops_anchor() { return 1; }

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/analysis.h"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+
+namespace {
+
+using ra::report::TrialStatus;
+using ra::report::Verdict;
+
+ra::TrialRun ok_run(int repeat, std::vector<std::string> digests) {
+  ra::TrialRun r;
+  r.repeat = repeat;
+  r.dump_path = "dump" + std::to_string(repeat);
+  ra::TrialResult res;
+  for (size_t i = 0; i < digests.size(); ++i)
+    res.tensors.push_back({"t" + std::to_string(i), "float32", {2}, digests[i]});
+  r.result = res;
+  return r;
+}
+
+ra::TrialRun signaled(int repeat, int sig) {
+  ra::TrialRun r;
+  r.repeat = repeat;
+  r.process.kind = ra::ChildOutcome::Kind::Signaled;
+  r.process.signal = sig;
+  r.process.log_tail = "last words";
+  return r;
+}
+
+// A fake statistics function that records what it was asked.
+struct FakeDiff {
+  std::vector<std::string> asked;
+  ra::DiffFn fn() {
+    return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+      std::map<std::string, ra::report::DivergenceStats> m;
+      for (const auto& n : names) {
+        asked.push_back(a + "|" + b + "|" + n);
+        ra::report::DivergenceStats s;
+        s.differing = 1;
+        m[n] = s;
+      }
+      return m;
+    };
+  }
+};
+
+const ra::Config kConfig{"default", {}};
+
+}  // namespace
+
+TEST_CASE("analyse_config: identical repeats are reproducible") {
+  FakeDiff diff;
+  const auto c = ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "b"}), ok_run(2, {"a", "b"})}, diff.fn());
+  CHECK(c.verdict == Verdict::Reproducible);
+  CHECK(c.completed == 3);
+  CHECK(c.distinct_outcomes == 1);
+  CHECK(c.diverged_tensors.empty());
+  CHECK(diff.asked.empty());
+  CHECK(c.tensor_count == 2);
+}
+
+TEST_CASE("analyse_config: one diverging repeat gives rate, interval and per-tensor statistics") {
+  FakeDiff diff;
+  const auto c = ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "X"}), ok_run(2, {"a", "b"})}, diff.fn());
+  CHECK(c.verdict == Verdict::Diverged);
+  CHECK(c.diverging_repeats == 1);
+  CHECK(c.divergence_rate == doctest::Approx(0.5));
+  CHECK(c.rate_ci_low > 0.0);
+  CHECK(c.rate_ci_high < 1.0);
+  CHECK(c.distinct_outcomes == 2);
+  REQUIRE(c.diverged_tensors.size() == 1);
+  CHECK(c.diverged_tensors[0].name == "t1");
+  CHECK(c.diverged_tensors[0].stats.has_value());
+  CHECK(diff.asked == std::vector<std::string>{"dump0|dump1|t1"});
+}
+
+TEST_CASE("analyse_config: crashes and timeouts make the verdict incomplete, divergence wins") {
+  FakeDiff diff;
+  const auto crashed = ra::analyse_config(kConfig, {ok_run(0, {"a"}), signaled(1, SIGSEGV), ok_run(2, {"a"})}, diff.fn());
+  CHECK(crashed.verdict == Verdict::Crashed);
+  CHECK(crashed.message.find("SIGSEGV") != std::string::npos);
+  CHECK(crashed.trials[1].stderr_tail == "last words");
+  CHECK(crashed.completed == 2);
+
+  ra::TrialRun timed = signaled(1, 0);
+  timed.process.kind = ra::ChildOutcome::Kind::TimedOut;
+  timed.timeout_s = 5;
+  const auto timeout = ra::analyse_config(kConfig, {ok_run(0, {"a"}), timed}, diff.fn());
+  CHECK(timeout.verdict == Verdict::Timeout);
+  CHECK(timeout.trials[1].status == TrialStatus::Timeout);
+
+  const auto both = ra::analyse_config(kConfig, {ok_run(0, {"a"}), signaled(1, SIGABRT), ok_run(2, {"b"})}, diff.fn());
+  CHECK(both.verdict == Verdict::Diverged);
+  CHECK(both.message.find("SIGABRT") != std::string::npos);
+}
+
+TEST_CASE("analyse_config: a raised alert and a switch not in effect") {
+  FakeDiff diff;
+  ra::TrialRun raised = ok_run(0, {});
+  raised.result->status = TrialStatus::Raised;
+  raised.result->message = "foo does not have a deterministic implementation";
+  CHECK(ra::analyse_config(kConfig, {raised, raised}, diff.fn()).verdict == Verdict::Raised);
+
+  ra::TrialRun bad = ok_run(0, {});
+  bad.result->status = TrialStatus::ConfigError;
+  bad.result->message = "switch 'threads' asked for 4 but 2 is in effect";
+  const auto c = ra::analyse_config(kConfig, {bad}, diff.fn());
+  CHECK(c.verdict == Verdict::Crashed);
+  CHECK(c.message.find("asked for 4") != std::string::npos);
+}
+
+TEST_CASE("analyse_config: a child that exits without a result has crashed") {
+  FakeDiff diff;
+  ra::TrialRun r;
+  r.process.exit_code = 3;
+  const auto c = ra::analyse_config(kConfig, {r}, diff.fn());
+  CHECK(c.verdict == Verdict::Crashed);
+  CHECK(c.trials[0].message.find("code 3") != std::string::npos);
+}
+
+TEST_CASE("configuration_dependence") {
+  FakeDiff diff;
+  const auto a = ra::analyse_config({"default", {}}, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "b"})}, diff.fn());
+  const auto b = ra::analyse_config({"threads-1", {}}, {ok_run(0, {"a", "c"}), ok_run(1, {"a", "c"})}, diff.fn());
+  const auto c = ra::analyse_config({"det", {}}, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "b"})}, diff.fn());
+  CHECK(!ra::configuration_dependence({a, c}, {"da", "dc"}, diff.fn()).has_value());
+  const auto dep = ra::configuration_dependence({a, b, c}, {"da", "db", "dc"}, diff.fn());
+  REQUIRE(dep.has_value());
+  CHECK(dep->groups == std::vector<std::vector<std::string>>{{"default", "det"}, {"threads-1"}});
+  REQUIRE(dep->differing.size() == 1);
+  CHECK(dep->differing[0].name == "t1");
+  CHECK(diff.asked.back() == "da|db|t1");
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/config.h"
+#include "audit/errors.h"
+#include "audit/trial_spec.h"
+
+#include <doctest/doctest.h>
+
+TEST_CASE("parse_config: presets") {
+  CHECK(ra::parse_config("default", 4).values.empty());
+  const auto det = ra::parse_config("det", 4);
+  CHECK(det.values.at("deterministic") == "on");
+  CHECK(det.values.at("cublas_workspace") == ":4096:8");
+  const auto strict = ra::parse_config("strict", 4);
+  CHECK(strict.values.at("cudnn.enabled") == "off");
+  CHECK(strict.values.at("tf32.cublas") == "off");
+  CHECK(ra::parse_config("threads-N", 8).values.at("threads") == "8");
+  CHECK(ra::parse_config("threads-N", 1).values.at("threads") == "2");  // always differs from threads-1
+  for (const auto& name : ra::preset_names()) CHECK_NOTHROW(ra::parse_config(name, 2));
+}
+
+TEST_CASE("parse_config: key=value lists, from a preset or not") {
+  const auto c = ra::parse_config("det+threads=1+tf32.cudnn=false", 4);
+  CHECK(c.name == "det+threads=1+tf32.cudnn=false");
+  CHECK(c.values.at("deterministic") == "on");
+  CHECK(c.values.at("threads") == "1");
+  CHECK(c.values.at("tf32.cudnn") == "off");
+  CHECK(ra::parse_config("deterministic=warn", 4).values.at("deterministic") == "warn");
+}
+
+TEST_CASE("parse_config: bad names and values are usage errors that list the valid ones") {
+  try {
+    ra::parse_config("detx", 4);
+    FAIL("no error");
+  } catch (const ra::UsageError& e) {
+    CHECK(std::string(e.what()).find("unknown configuration 'detx'") != std::string::npos);
+    CHECK(std::string(e.what()).find("cudnn-det") != std::string::npos);
+  }
+  CHECK_THROWS_AS(ra::parse_config("nosuch=1", 4), ra::UsageError);
+  CHECK_THROWS_AS(ra::parse_config("threads=0", 4), ra::UsageError);
+  CHECK_THROWS_AS(ra::parse_config("deterministic=maybe", 4), ra::UsageError);
+  CHECK_THROWS_AS(ra::parse_config("threads=1+det", 4), ra::UsageError);
+  CHECK_THROWS_AS(ra::parse_configs({"default,default"}, 4), ra::UsageError);
+}
+
+TEST_CASE("config_environment") {
+  const auto env = ra::config_environment(ra::parse_config("det+threads=3+mkl_cbwr=COMPATIBLE", 4));
+  CHECK(env.at("CUBLAS_WORKSPACE_CONFIG").value() == ":4096:8");
+  CHECK(env.at("OMP_NUM_THREADS").value() == "3");
+  CHECK(env.at("MKL_CBWR").value() == "COMPATIBLE");
+  CHECK(!ra::config_environment(ra::parse_config("cublas_workspace=unset", 4)).at("CUBLAS_WORKSPACE_CONFIG").has_value());
+}
+
+TEST_CASE("parse_shape") {
+  const auto s = ra::parse_shape("8x3x224x224");
+  CHECK(s.sizes == std::vector<int64_t>{8, 3, 224, 224});
+  CHECK(s.dtype == "float32");
+  CHECK(ra::parse_shape("4:int64").dtype == "int64");
+  CHECK_THROWS_AS(ra::parse_shape("8xx3"), ra::UsageError);
+  CHECK_THROWS_AS(ra::parse_shape("8x3:float99"), ra::UsageError);
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/digest.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <limits>
+
+namespace {
+
+at::Tensor randn(std::vector<int64_t> sizes, uint64_t seed = 7) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::randn(sizes, gen);
+}
+
+at::Tensor float_with_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return at::full({1}, f);
+}
+
+}  // namespace
+
+TEST_CASE("digest: a permutation changes it") {
+  const at::Tensor x = at::arange(1000, at::kFloat);
+  const at::Tensor swapped = x.clone();
+  swapped[3] = x[500];
+  swapped[500] = x[3];
+  CHECK(ra::digest(x) != ra::digest(swapped));
+  CHECK(ra::digest(x) != ra::digest(x.flip(0)));
+}
+
+TEST_CASE("digest: two changes that cancel in a sum or an XOR still change it") {
+  const at::Tensor x = at::zeros({64}, at::kInt);
+  at::Tensor y = x.clone();
+  y[1] = 5;
+  y[2] = -5;  // sum unchanged
+  at::Tensor z = x.clone();
+  z[1] = 6;
+  z[2] = 6;  // XOR unchanged
+  CHECK(ra::digest(x) != ra::digest(y));
+  CHECK(ra::digest(x) != ra::digest(z));
+}
+
+TEST_CASE("digest: +0.0 and -0.0, and NaN payloads, are told apart") {
+  CHECK(ra::digest(at::full({1}, 0.0f)) != ra::digest(at::full({1}, -0.0f)));
+  const at::Tensor nan_a = float_with_bits(0x7fc00000u), nan_b = float_with_bits(0x7fc00001u);
+  CHECK(std::isnan(nan_a.item<float>()));
+  CHECK(std::isnan(nan_b.item<float>()));
+  CHECK(ra::digest(nan_a) != ra::digest(nan_b));
+}
+
+TEST_CASE("digest: a non-contiguous view equals its contiguous copy") {
+  const at::Tensor x = randn({33, 47});
+  const at::Tensor t = x.t();
+  REQUIRE(!t.is_contiguous());
+  CHECK(ra::digest(t) == ra::digest(t.contiguous()));
+  const at::Tensor strided = x.slice(1, 0, 47, 3);
+  CHECK(ra::digest(strided) == ra::digest(strided.contiguous()));
+  const at::Tensor expanded = at::ones({1, 5}).expand({4, 5});
+  CHECK(ra::digest(expanded) == ra::digest(expanded.contiguous()));
+}
+
+TEST_CASE("digest: dtype and shape are part of it") {
+  const at::Tensor x = at::arange(12, at::kFloat);
+  CHECK(ra::digest(x) != ra::digest(x.reshape({3, 4})));
+  CHECK(ra::digest(x.reshape({3, 4})) != ra::digest(x.reshape({4, 3})));
+  CHECK(ra::digest(at::zeros({4}, at::kInt)) != ra::digest(at::zeros({4}, at::kFloat)));
+}
+
+TEST_CASE("digest: every dtype, and the vectorised kernel agrees with the generic ATen path") {
+  const at::Tensor base = randn({257, 31});
+  const std::vector<at::ScalarType> types = {at::kBFloat16, at::kHalf, at::kFloat, at::kDouble, at::kChar, at::kByte,
+                                             at::kShort,    at::kInt,  at::kLong,  at::kBool,   at::kComplexFloat};
+  std::set<std::string> seen;
+  for (const auto type : types) {
+    CAPTURE(ra::dtype_name(type));
+    at::Tensor t = type == at::kBool ? base.gt(0) : at::isIntegralType(type, false) ? (base * 50).to(type) : base.to(type);
+    const std::string d = ra::digest(t);
+    CHECK(d.size() == 32);
+    CHECK(d == ra::digest(t.clone()));
+    CHECK(d == ra::digest_generic(t));
+    // One flipped element changes the digest in every dtype.
+    at::Tensor u = t.clone();
+    u.view({-1})[100] = type == at::kBool ? at::scalar_tensor(!t.view({-1})[100].item<bool>())
+                                          : t.view({-1})[100] + (type == at::kComplexFloat ? 1 : 1);
+    CHECK(ra::digest(u) != d);
+    seen.insert(d);
+  }
+  CHECK(seen.size() == types.size());
+}
+
+TEST_CASE("digest: independent of chunking and thread count") {
+  // Sizes around the kernel's 65536-word chunk, and a few million words.
+  for (int64_t n : {0L, 1L, 65535L, 65536L, 65537L, 200001L, 3000000L}) {
+    CAPTURE(n);
+    const at::Tensor x = randn({n});
+    const int threads = at::get_num_threads();
+    at::set_num_threads(1);
+    const std::string one = ra::digest(x);
+    at::set_num_threads(std::max(2, threads));
+    const std::string many = ra::digest(x);
+    at::set_num_threads(threads);
+    CHECK(one == many);
+    CHECK(one == ra::digest_generic(x));
+  }
+}
+
+TEST_CASE("dtype_name") {
+  CHECK(ra::dtype_name(at::kFloat) == "float32");
+  CHECK(ra::dtype_name(at::kBFloat16) == "bfloat16");
+  CHECK(ra::dtype_name(at::kBool) == "bool");
+}
