@@ -115,7 +115,7 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
 
   const int ref = reference_index(runs);
   std::set<std::string> outcomes;
-  bool any_raised = false, any_timeout = false, any_crash = false;
+  bool any_raised = false, any_timeout = false, any_crash = false, any_skipped = false;
   std::string first_problem;
   for (const auto& t : c.trials) {
     switch (t.status) {
@@ -124,12 +124,13 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
         outcomes.insert(t.outcome);
         break;
       case TrialStatus::Raised: any_raised = true; break;
+      case TrialStatus::Skipped: any_skipped = true; break;
       case TrialStatus::Timeout: any_timeout = true; break;
       case TrialStatus::ConfigError:
       case TrialStatus::Error:
       case TrialStatus::Crashed: any_crash = true; break;
     }
-    if (t.status != TrialStatus::Ok && first_problem.empty())
+    if (t.status != TrialStatus::Ok && t.status != TrialStatus::Skipped && first_problem.empty())
       first_problem = fmt::format("repeat {}: {}", t.repeat, t.message);
   }
   c.distinct_outcomes = static_cast<int>(outcomes.size());
@@ -180,6 +181,9 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
   } else if (any_crash) {
     c.verdict = Verdict::Crashed;
     c.message = first_problem;
+  } else if (any_skipped && c.completed == 0) {
+    c.verdict = Verdict::Skipped;
+    c.message = c.trials.front().message;
   } else {
     c.verdict = Verdict::Reproducible;
   }

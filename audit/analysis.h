@@ -4,7 +4,8 @@
 // Within a configuration, the first completed repeat is the reference; a repeat diverges when any
 // tensor digest differs from the reference's. The divergence rate is diverging / (completed - 1),
 // with a Wilson 95% interval over those completed - 1 comparisons. Precedence of a configuration's
-// verdict: diverged (proven by two completed repeats) > raised > timeout > crashed > reproducible.
+// verdict: diverged (proven by two completed repeats) > raised > timeout > crashed > skipped (no
+// repeat completed, and every one was skipped) > reproducible.
 // Across configurations, reproducible ones whose reference outcomes differ are grouped and reported
 // as configuration-dependent, not as nondeterminism.
 #pragma once

@@ -11,6 +11,7 @@
 #include "audit/paths.h"
 #include "audit/runner.h"
 #include "audit/tensor_stats.h"
+#include "audit/trials.h"
 
 #include <fmt/format.h>
 
@@ -23,38 +24,6 @@
 
 namespace ra {
 namespace {
-
-struct Prepared {
-  ChildJob job;
-  std::string result_path;
-  std::string dump_path;
-};
-
-Prepared prepare_child(const RunOptions& o, const ScratchDir& scratch, const std::string& tag, TrialSpec spec) {
-  Prepared p;
-  const std::string base = scratch.path() + "/" + tag;
-  p.result_path = base + ".result.json";
-  p.dump_path = spec.task == ChildTask::Trial ? base + ".dump.pt" : "";
-  spec.dump_path = p.dump_path;
-  const std::string spec_path = base + ".spec.json";
-  write_file_atomic(spec_path, to_json(spec).dump(2));
-  p.job.argv = {self_executable(), "__child", spec_path, p.result_path};
-  p.job.env = config_environment(spec.config);
-  p.job.env["REPRO_AUDIT_TRIAL"] = tag;
-  p.job.log_path = base + ".log";
-  p.job.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
-  return p;
-}
-
-std::optional<TrialResult> read_result(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  try {
-    return trial_result_from_json(nlohmann::json::parse(in));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
 
 TrialSpec base_spec(const RunOptions& o) {
   TrialSpec s;
@@ -75,7 +44,7 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
   TrialSpec spec = base_spec(o);
   spec.task = ChildTask::Preflight;
   spec.config = Config{"preflight", {}};
-  const Prepared p = prepare_child(o, scratch, "preflight", spec);
+  const PreparedChild p = prepare_child(scratch, "preflight", spec, o.timeout_s);
   const ChildOutcome outcome = run_children({p.job}, 1).front();
   const auto result = read_result(p.result_path);
   if (outcome.kind == ChildOutcome::Kind::TimedOut)
@@ -83,9 +52,7 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
   if (!result || outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0) {
     TrialRun run;
     run.process = outcome;
-    const std::string& tail = outcome.log_tail;
-    const auto nl = tail.rfind('\n');
-    const std::string last = nl == std::string::npos ? tail : tail.substr(nl + 1);
+    const std::string last = last_line(outcome.log_tail);
     throw InputError(fmt::format("the model could not be loaded and run once: {}{}", summarise_trial(run).message,
                                  last.empty() ? "" : " (" + last + ")"));
   }
@@ -94,13 +61,6 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
     throw InputError(result->message);
   }
   return *result;
-}
-
-void check_readable(const std::string& path, const char* what) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{} '{}' is a directory", what, path));
-  if (::access(path.c_str(), R_OK) != 0) throw InputError(fmt::format("{} '{}' is not readable", what, path));
 }
 
 }  // namespace
@@ -130,14 +90,14 @@ report::Report run_audit(const RunOptions& o) {
   target.inputs = pre.input_descriptions;
 
   // Repeat-major order, so that --jobs runs different configurations side by side.
-  std::vector<Prepared> prepared;
+  std::vector<PreparedChild> prepared;
   std::vector<std::pair<size_t, int>> where;  // job -> (config, repeat)
   for (int r = 0; r < o.repeats; ++r)
     for (size_t c = 0; c < o.configs.size(); ++c) {
       TrialSpec spec = base_spec(o);
       spec.config = o.configs[c];
       spec.repeat = r;
-      prepared.push_back(prepare_child(o, scratch, fmt::format("c{}-r{}", c, r), spec));
+      prepared.push_back(prepare_child(scratch, fmt::format("c{}-r{}", c, r), spec, o.timeout_s));
       where.emplace_back(c, r);
     }
   std::vector<ChildJob> jobs;

@@ -12,74 +12,26 @@
 //      divergence statistics for the tensors whose digests differ.
 #include "audit/child.h"
 
+#include "audit/child_support.h"
 #include "audit/digest.h"
 #include "audit/fingerprint.h"
 #include "audit/switches.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <ATen/detail/CUDAHooksInterface.h>
-#include <torch/csrc/jit/codegen/fuser/interface.h>
-#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
-#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/script.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <dlfcn.h>
 
 namespace ra {
 namespace {
 
 using report::TrialStatus;
-
-// An error the trial attributes to its inputs (model file, input file, shapes): reported as
-// status Error with this message, and as exit 3 by the parent when it happens in the preflight.
-struct TrialInputError : std::runtime_error {
-  explicit TrialInputError(const std::string& what, std::string kind = "input")
-      : std::runtime_error(what), kind(std::move(kind)) {}
-  std::string kind;  // "input" (exit 3) or "usage" (exit 2)
-};
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double ms_since_spawn() {
-  const char* spawn = std::getenv("REPRO_AUDIT_SPAWN_NS");
-  if (!spawn) return 0;
-  return now_ms() - std::strtod(spawn, nullptr) / 1e6;
-}
-
-// First line of an exception message, without c10's backtrace.
-std::string first_line(const std::string& what) {
-  const auto nl = what.find('\n');
-  return nl == std::string::npos ? what : what.substr(0, nl);
-}
-
-// The line of an exception worth showing: c10 errors without backtrace; for TorchScript interpreter
-// errors (a traceback of the scripted code), the final "RuntimeError: ..." line.
-std::string error_text(const std::exception& e) {
-  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-  std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  if (text.rfind("The following operation failed in the TorchScript interpreter", 0) == 0) {
-    const auto nl = text.rfind('\n');
-    return nl == std::string::npos ? text : text.substr(nl + 1);
-  }
-  return first_line(text);
-}
-
-bool is_determinism_alert(const std::string& msg) {
-  return msg.find("does not have a deterministic implementation") != std::string::npos;
-}
 
 at::ScalarType scalar_type_of(const std::string& name) {
   static const std::map<std::string, at::ScalarType> types = {
@@ -87,44 +39,6 @@ at::ScalarType scalar_type_of(const std::string& name) {
       {"int8", at::kChar},     {"uint8", at::kByte},     {"int16", at::kShort}, {"int32", at::kInt},
       {"int64", at::kLong},    {"bool", at::kBool}};
   return types.at(name);
-}
-
-void disable_jit_optimisations() {
-  torch::jit::getProfilingMode() = false;
-  torch::jit::getExecutorMode() = false;
-  torch::jit::setGraphExecutorOptimize(false);
-  torch::jit::overrideCanFuseOnCPU(false);
-  torch::jit::overrideCanFuseOnGPU(false);
-  torch::jit::setTensorExprFuserEnabled(false);
-}
-
-void load_libraries(const std::vector<std::string>& paths) {
-  for (const auto& p : paths)
-    if (dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr)
-      throw TrialInputError(fmt::format("cannot load library '{}': {}", p, dlerror()));
-}
-
-void seed_generators(uint64_t seed) {
-  {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(seed);
-  }
-  const auto& cuda = at::detail::getCUDAHooks();
-  if (!cuda.hasCUDA()) return;
-  for (int i = 0; i < cuda.deviceCount(); ++i) {
-    auto gen = cuda.getDefaultGenerator(static_cast<c10::DeviceIndex>(i));
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(seed);
-  }
-}
-
-c10::Device parse_device(const std::string& text) {
-  try {
-    return c10::Device(text);
-  } catch (const c10::Error&) {
-    throw TrialInputError(fmt::format("unknown device '{}' (use cpu or cuda[:N])", text), "usage");
-  }
 }
 
 // Flattens an IValue of tensors into (name, tensor) pairs; throws TrialInputError for anything else.
@@ -223,38 +137,12 @@ void check_arity(const torch::jit::Module& module, const Inputs& in) {
                                       declared == 1 ? "" : "s", in.args.size()));
 }
 
-class Recorder {
- public:
-  explicit Recorder(bool dump) : dump_(dump) {}
-  void add(const std::string& name, const at::Tensor& t) {
-    tensors_.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
-    if (dump_) {
-      names_.push_back(name);
-      values_.push_back(t.detach().to(at::kCPU).contiguous());
-    }
-  }
-  void add_value(const std::string& name, const c10::IValue& v) {
-    std::vector<std::pair<std::string, at::Tensor>> flat;
-    collect_tensors(v, name, flat, "the model's output");
-    for (const auto& [n, t] : flat) add(n, t);
-  }
-  std::vector<report::TensorDigest>& tensors() { return tensors_; }
-  void write_dump(const std::string& path) const {
-    if (!dump_) return;
-    c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
-    for (size_t i = 0; i < names_.size(); ++i) dict.insert(names_[i], values_[i]);
-    const std::vector<char> bytes = torch::jit::pickle_save(dict);
-    std::ofstream out(path, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw std::runtime_error(fmt::format("cannot write dump '{}'", path));
-  }
-
- private:
-  bool dump_;
-  std::vector<report::TensorDigest> tensors_;
-  std::vector<std::string> names_;
-  std::vector<at::Tensor> values_;
-};
+// Flattens a model output into named tensors and records each.
+void record_value(Recorder& rec, const std::string& name, const c10::IValue& v) {
+  std::vector<std::pair<std::string, at::Tensor>> flat;
+  collect_tensors(v, name, flat, "the model's output");
+  for (const auto& [n, t] : flat) rec.add(n, t);
+}
 
 c10::IValue call_forward(torch::jit::Module& module, const Inputs& in) {
   if (!in.kwargs.empty()) return module.forward(in.args, in.kwargs);
@@ -282,7 +170,7 @@ void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& 
   if (spec.mode == "infer") {
     module.eval();
     c10::InferenceMode guard;
-    rec.add_value("output", call_forward(module, in));
+    record_value(rec, "output", call_forward(module, in));
     return;
   }
   module.train();
@@ -300,7 +188,7 @@ void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& 
     const c10::IValue out = call_forward(module, in);
     const at::Tensor loss = loss_of(out);
     const std::string prefix = fmt::format("step{}/", step);
-    rec.add_value(prefix + "output", out);
+    record_value(rec, prefix + "output", out);
     rec.add(prefix + "loss", loss.detach());
     loss.backward();
     at::NoGradGuard no_grad;
@@ -335,19 +223,8 @@ TrialResult run_child(const TrialSpec& spec) {
   disable_jit_optimisations();
   try {
     load_libraries(spec.load_libraries);
-    const c10::Device device = parse_device(spec.device);
+    const c10::Device device = checked_device(spec.device);
     if (spec.task == ChildTask::Preflight) result.environment = environment_fingerprint();
-    if (device.is_cuda()) {
-      const auto& cuda = at::detail::getCUDAHooks();
-      if (!cuda.hasCUDA() || cuda.deviceCount() == 0)
-        throw TrialInputError(fmt::format("--device {} was asked for, but this machine has no CUDA device", spec.device),
-                              "usage");
-      if (device.has_index() && device.index() >= cuda.deviceCount())
-        throw TrialInputError(fmt::format("--device {} was asked for, but this machine has {} CUDA device(s)", spec.device,
-                                          cuda.deviceCount()), "usage");
-    } else if (!device.is_cpu()) {
-      throw TrialInputError(fmt::format("device '{}' is not supported (use cpu or cuda[:N])", spec.device), "usage");
-    }
     seed_generators(spec.seed);
     torch::jit::Module module;
     try {

@@ -22,6 +22,15 @@ uint64_t fnv1a(uint64_t h, const std::string& s) {
   return h;
 }
 
+const char* task_name(ChildTask t) {
+  switch (t) {
+    case ChildTask::Preflight: return "preflight";
+    case ChildTask::Probes: return "probes";
+    case ChildTask::Trial: break;
+  }
+  return "trial";
+}
+
 }  // namespace
 
 ShapeSpec parse_shape(const std::string& text) {
@@ -53,7 +62,7 @@ std::string to_string(const ShapeSpec& s) { return fmt::format("{}:{}", fmt::joi
 nlohmann::json to_json(const TrialSpec& s) {
   nlohmann::json shapes = nlohmann::json::array();
   for (const auto& sh : s.shapes) shapes.push_back({{"sizes", sh.sizes}, {"dtype", sh.dtype}});
-  return {{"task", s.task == ChildTask::Preflight ? "preflight" : "trial"},
+  return {{"task", task_name(s.task)},
           {"model", s.model},
           {"input_file", s.input_file},
           {"shapes", shapes},
@@ -64,12 +73,15 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"config", {{"name", s.config.name}, {"values", s.config.values}}},
           {"load_libraries", s.load_libraries},
           {"dump_path", s.dump_path},
-          {"repeat", s.repeat}};
+          {"repeat", s.repeat},
+          {"probes", s.probes},
+          {"time_probes", s.time_probes}};
 }
 
 TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   TrialSpec s;
-  s.task = j.at("task").get<std::string>() == "preflight" ? ChildTask::Preflight : ChildTask::Trial;
+  const std::string task = j.at("task").get<std::string>();
+  s.task = task == "preflight" ? ChildTask::Preflight : task == "probes" ? ChildTask::Probes : ChildTask::Trial;
   s.model = j.at("model").get<std::string>();
   s.input_file = j.at("input_file").get<std::string>();
   for (const auto& sh : j.at("shapes"))
@@ -83,6 +95,8 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.load_libraries = j.at("load_libraries").get<std::vector<std::string>>();
   s.dump_path = j.at("dump_path").get<std::string>();
   s.repeat = j.at("repeat").get<int>();
+  s.probes = j.value("probes", std::vector<std::string>{});
+  s.time_probes = j.value("time_probes", false);
   return s;
 }
 
@@ -98,6 +112,7 @@ nlohmann::json to_json(const TrialResult& r) {
           {"error_kind", r.error_kind},
           {"switches", switches},
           {"tensors", tensors},
+          {"alerts", r.alerts},
           {"environment", r.environment},
           {"inputs", r.input_descriptions},
           {"startup_ms", r.startup_ms},
@@ -115,6 +130,7 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
     r.switches.push_back({sw.at("key"), sw.at("requested"), sw.at("effective")});
   for (const auto& t : j.at("tensors"))
     r.tensors.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  r.alerts = j.value("alerts", std::vector<std::string>{});
   r.environment = nlohmann::ordered_json::parse(j.at("environment").dump());
   r.input_descriptions = j.at("inputs").get<std::vector<std::string>>();
   r.startup_ms = j.at("startup_ms").get<double>();

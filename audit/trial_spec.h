@@ -28,6 +28,7 @@ std::string to_string(const ShapeSpec& s);
 enum class ChildTask {
   Preflight,  // load model and inputs, run one forward, report the environment fingerprint
   Trial,      // apply the configuration, run, digest, dump
+  Probes,     // apply the configuration, run each probe of `probes` in turn (audit/probe_child.h)
 };
 
 struct TrialSpec {
@@ -43,6 +44,8 @@ struct TrialSpec {
   std::vector<std::string> load_libraries;
   std::string dump_path;             // where to write the tensors for divergence statistics ("" = none)
   int repeat = 0;
+  std::vector<std::string> probes;   // Probes: the probes to run, in order
+  bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
 };
 
 struct TrialResult {
@@ -51,6 +54,7 @@ struct TrialResult {
   std::string error_kind;  // for status Error: "input" or "usage" when the model/inputs/device are at fault
   std::vector<report::SwitchValue> switches;
   std::vector<report::TensorDigest> tensors;
+  std::vector<std::string> alerts;  // determinism-alert warnings (warn_only mode), first line each, deduplicated
   nlohmann::ordered_json environment;  // preflight only
   std::vector<std::string> input_descriptions;  // preflight only
   double startup_ms = 0;

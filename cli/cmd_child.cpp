@@ -2,6 +2,7 @@
 // `repro-audit __child SPEC RESULT`: the hidden subcommand every trial runs in. It reads a trial
 // spec, runs it, and writes the result atomically; the parent treats a missing result as a crash.
 #include "audit/child.h"
+#include "audit/probe_child.h"
 #include "audit/errors.h"
 #include "audit/files.h"
 #include "cli/commands.h"
@@ -21,6 +22,8 @@ Action attach_child(CLI::App& sub, const GlobalOptions&) {
     } catch (const nlohmann::json::exception& e) {
       throw InputError(std::string("malformed trial spec: ") + e.what());
     }
+    if (spec.task == ChildTask::Probes || (spec.task == ChildTask::Preflight && spec.model.empty()))
+      return run_probe_child(spec, paths->second);
     const TrialResult result = run_child(spec);
     write_file_atomic(paths->second, to_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;

@@ -26,11 +26,17 @@ struct Command {
 };
 
 Action attach_run(CLI::App& sub, const GlobalOptions& global);
+Action attach_lint(CLI::App& sub, const GlobalOptions& global);
+Action attach_probes(CLI::App& sub, const GlobalOptions& global);
 Action attach_env(CLI::App& sub, const GlobalOptions& global);
 Action attach_child(CLI::App& sub, const GlobalOptions& global);
 
 inline const Command kCommands[] = {
     {"run", "audit a TorchScript model: repeated runs in fresh processes under flag configurations", false, attach_run},
+    {"lint", "static scan of a TorchScript model's graph against the knowledge base of nondeterministic ops", false,
+     attach_lint},
+    {"probes", "measure, op by op, which documented nondeterministic ops diverge here and what the flags fix",
+     false, attach_probes},
     {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,
      attach_env},
     {"__child", "internal: run one trial (used by the audit parent)", true, attach_child},

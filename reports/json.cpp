@@ -67,15 +67,47 @@ json config_json(const ConfigResult& c) {
           {"trials", trials}};
 }
 
+json probe_json(const ProbeFacts& p) {
+  return {{"family", p.family},
+          {"op", p.op},
+          {"direction", p.direction},
+          {"role", p.role},
+          {"form", p.form},
+          {"knowledge_id", p.knowledge_id.empty() ? json(nullptr) : json(p.knowledge_id)},
+          {"documented", p.documented},
+          {"documented_device", p.documented_device.empty() ? json(nullptr) : json(p.documented_device)},
+          {"doc_row", p.doc_row},
+          {"advice", p.advice},
+          {"census", p.census.empty() ? json(nullptr) : json(p.census)},
+          {"alerts", p.alerts},
+          {"disagreements", p.disagreements}};
+}
+
+json census_json(const Census& c) {
+  return {{"config", c.config},
+          {"alerted_diverged", c.alerted_diverged},
+          {"alerted_stable", c.alerted_stable},
+          {"silent_diverged", c.silent_diverged},
+          {"stable", c.stable},
+          {"not_run", c.not_run}};
+}
+
 }  // namespace
 
 json to_json(const Report& r) {
   json targets = json::array();
   json timing_trials = json::array();
+  json timing_costs = json::array();
   for (const auto& t : r.targets) {
     json configs = json::array();
-    for (const auto& c : t.configs) {
+    for (size_t i = 0; i < t.configs.size(); ++i) {
+      const ConfigResult& c = t.configs[i];
       configs.push_back(config_json(c));
+      if (const auto median = median_wall_ms(c)) {
+        const auto ratio = cost_ratio(t, i);
+        timing_costs.push_back({{"target", t.name}, {"config", c.name}, {"median_ms", *median},
+                                {"ratio_to_first", ratio ? json(*ratio) : json(nullptr)}});
+      }
       for (const auto& trial : c.trials)
         timing_trials.push_back({{"target", t.name}, {"config", c.name}, {"repeat", trial.repeat},
                                  {"wall_ms", trial.wall_ms}, {"startup_ms", trial.startup_ms}});
@@ -98,6 +130,7 @@ json to_json(const Report& r) {
                        {"configuration_dependent", t.dependence.has_value()},
                        {"configuration_dependence", dep},
                        {"configs", configs}});
+    if (t.probe) targets.back()["probe"] = probe_json(*t.probe);
   }
   json j = {{"schema", "repro-audit/report"},
             {"schema_version", kSchemaVersion},
@@ -107,7 +140,8 @@ json to_json(const Report& r) {
             {"exit_code", r.exit_code},
             {"environment", r.environment},
             {"targets", targets}};
-  j["timing"] = {{"wall_ms", r.wall_ms}, {"trials", timing_trials}};
+  if (r.census) j["census"] = census_json(*r.census);
+  j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"trials", timing_trials}};
   return j;
 }
 

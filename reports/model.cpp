@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/model.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -11,9 +12,10 @@ constexpr std::array<std::pair<Verdict, const char*>, 6> kVerdicts = {{
     {Verdict::Reproducible, "reproducible"}, {Verdict::Diverged, "diverged"}, {Verdict::Raised, "raised"},
     {Verdict::Crashed, "crashed"}, {Verdict::Timeout, "timeout"}, {Verdict::Skipped, "skipped"}}};
 
-constexpr std::array<std::pair<TrialStatus, const char*>, 6> kStatuses = {{
+constexpr std::array<std::pair<TrialStatus, const char*>, 7> kStatuses = {{
     {TrialStatus::Ok, "ok"}, {TrialStatus::Raised, "raised"}, {TrialStatus::Error, "error"},
-    {TrialStatus::ConfigError, "config_error"}, {TrialStatus::Crashed, "crashed"}, {TrialStatus::Timeout, "timeout"}}};
+    {TrialStatus::ConfigError, "config_error"}, {TrialStatus::Crashed, "crashed"}, {TrialStatus::Timeout, "timeout"},
+    {TrialStatus::Skipped, "skipped"}}};
 
 int severity(Verdict v) {
   switch (v) {
@@ -44,6 +46,24 @@ const char* to_string(TrialStatus v) {
 std::optional<TrialStatus> trial_status_from_string(const std::string& s) {
   for (const auto& [k, name] : kStatuses) if (s == name) return k;
   return std::nullopt;
+}
+
+std::optional<double> median_wall_ms(const ConfigResult& config) {
+  std::vector<double> ms;
+  for (const auto& t : config.trials)
+    if (t.status == TrialStatus::Ok) ms.push_back(t.wall_ms);
+  if (ms.empty()) return std::nullopt;
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+}
+
+std::optional<double> cost_ratio(const Target& target, size_t i) {
+  if (target.configs.empty() || i >= target.configs.size()) return std::nullopt;
+  const auto base = median_wall_ms(target.configs.front());
+  const auto mine = median_wall_ms(target.configs[i]);
+  if (!base || !mine || *base < kMinComparableMs || *mine < kMinComparableMs) return std::nullopt;
+  return *mine / *base;
 }
 
 void finalize(Report& report) {

@@ -23,7 +23,7 @@ enum class Verdict { Reproducible, Diverged, Raised, Crashed, Timeout, Skipped }
 const char* to_string(Verdict v);
 std::optional<Verdict> verdict_from_string(const std::string& s);
 
-enum class TrialStatus { Ok, Raised, Error, ConfigError, Crashed, Timeout };
+enum class TrialStatus { Ok, Raised, Error, ConfigError, Crashed, Timeout, Skipped };
 const char* to_string(TrialStatus s);
 std::optional<TrialStatus> trial_status_from_string(const std::string& s);
 
@@ -97,9 +97,34 @@ struct ConfigDependence {
   std::vector<TensorFinding> differing;          // first group vs second group
 };
 
+// What a probe target adds: its description, the documentation's word on it, the alert census
+// (the probe run once under use_deterministic_algorithms(True, warn_only=True)), and where the
+// measurement disagrees with the documentation.
+struct ProbeFacts {
+  std::string family;
+  std::string op;
+  std::string direction;       // forward | backward
+  std::string role;            // probe | control
+  std::string form;            // what is run
+  std::string knowledge_id;    // knowledge-base entry, "" when none
+  std::string documented;      // made-deterministic | raises | undocumented | not-listed
+  std::string documented_device;  // cpu | cuda | any, "" when not listed
+  std::string doc_row;
+  std::string advice;
+  std::string census;          // alerted-diverged | alerted-stable | silent-diverged | stable | "" (no census)
+  std::vector<std::string> alerts;  // alert messages seen in the census run
+  std::vector<std::string> disagreements;  // measurement vs documentation, one sentence each
+};
+
+// The alert census cross-tabulated over probes (names in suite order).
+struct Census {
+  std::string config;  // the configuration the census ran under
+  std::vector<std::string> alerted_diverged, alerted_stable, silent_diverged, stable, not_run;
+};
+
 struct Target {
-  std::string name;    // model file name
-  std::string kind;    // "model"
+  std::string name;    // model file name, or probe name
+  std::string kind;    // "model" or "probe"
   std::string path;
   std::string device;
   std::string mode;    // infer | train
@@ -108,6 +133,7 @@ struct Target {
   std::vector<std::string> inputs;  // description of the inputs
   std::vector<ConfigResult> configs;
   std::optional<ConfigDependence> dependence;
+  std::optional<ProbeFacts> probe;  // kind "probe" only
   Verdict verdict = Verdict::Reproducible;
 };
 
@@ -116,10 +142,19 @@ struct Report {
   std::vector<std::string> command;  // argv, for replay
   nlohmann::ordered_json environment;
   std::vector<Target> targets;
+  std::optional<Census> census;  // `probes` only
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing
 };
+
+// Median wall time of a configuration's completed trials (a timing figure), nullopt when none.
+std::optional<double> median_wall_ms(const ConfigResult& config);
+// Probes faster than this are too fast for their times to be compared across processes.
+inline constexpr double kMinComparableMs = 0.5;
+// Cost of configuration `i` of a target relative to its first configuration (median over median),
+// nullopt when either has no completed trial or a median below kMinComparableMs.
+std::optional<double> cost_ratio(const Target& target, size_t i);
 
 // Overall verdict and exit code from the targets (precedence: diverged/raised > crashed/timeout >
 // reproducible; skipped does not fail).

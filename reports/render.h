@@ -15,8 +15,9 @@ namespace ra::report {
 nlohmann::ordered_json to_json(const Report& report);
 std::string render_json(const Report& report);
 
-// Human summary for stdout.
+// Human summary for stdout (the probe-suite layout when the targets are probes).
 std::string render_text(const Report& report);
+std::string render_probes_text(const Report& report);
 
 // The environment fingerprint as aligned "key: value" lines.
 std::string render_environment_text(const nlohmann::ordered_json& env);

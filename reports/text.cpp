@@ -43,6 +43,7 @@ std::string flatten_env(const nlohmann::ordered_json& j, const std::string& pref
 }  // namespace
 
 std::string render_text(const Report& r) {
+  if (!r.targets.empty() && r.targets.front().probe) return render_probes_text(r);
   std::string out;
   for (const auto& t : r.targets) {
     out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,

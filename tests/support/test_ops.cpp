@@ -6,6 +6,14 @@
 //       control that proves the pipeline catches divergence without a GPU.
 //   ra_test::fault(x) -> x, except that it raises SIGSEGV when intra-op threads == 1 and hangs
 //       when intra-op threads == 3: the crash/timeout control, selected by configuration.
+// It is also a probe plugin (ra_probe_plugin_v1, see probes/registry.h) adding test-only probes to
+// `repro-audit probes`: test.nondet-sum, test.fault and test.alert use the ops above and an alert
+// of their own; test.stable is a deterministic neighbour that must keep running after a crash.
+// The plugin uses only the virtual members of ProbeContext and inline code: the executable does
+// not export its symbols.
+#include "probes/registry.h"
+
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 #include <torch/script.h>
@@ -45,7 +53,50 @@ at::Tensor fault(const at::Tensor& x) {
   return x.clone();
 }
 
+using ra::probes::ProbeContext;
+using ra::probes::ProbeInfo;
+
+class TestProbe final : public ra::probes::Probe {
+ public:
+  TestProbe(ProbeInfo info, at::Tensor (*op)(ProbeContext&)) : info_(std::move(info)), op_(op) {}
+  const ProbeInfo& info() const override { return info_; }
+  void run(ProbeContext& ctx) const override { ctx.record("output", op_(ctx)); }
+
+ private:
+  ProbeInfo info_;
+  at::Tensor (*op_)(ProbeContext&);
+};
+
+at::Tensor input(ProbeContext& ctx) { return at::randn({64, 4096}, ctx.generator()).to(ctx.device()); }
+
+ProbeInfo test_info(std::string name, std::string op, std::string form) {
+  ProbeInfo info;
+  info.name = std::move(name);
+  info.family = "test";
+  info.op = std::move(op);
+  info.cuda = false;
+  info.form = std::move(form);
+  return info;
+}
+
 }  // namespace
+
+extern "C" void ra_probe_plugin_v1(ra::probes::ProbeList& out) {
+  out.push_back(std::make_unique<TestProbe>(
+      test_info("test.nondet-sum", "ra_test::nondet_sum", "per-row sums in a random order (positive control)"),
+      [](ProbeContext& ctx) { return nondet_sum(input(ctx)); }));
+  out.push_back(std::make_unique<TestProbe>(
+      test_info("test.fault", "ra_test::fault", "segfaults with 1 intra-op thread, hangs with 3"),
+      [](ProbeContext& ctx) { return fault(input(ctx)); }));
+  out.push_back(std::make_unique<TestProbe>(
+      test_info("test.alert", "ra_test::alert", "raises the determinism alert 'ra_test_alert', then doubles"),
+      [](ProbeContext& ctx) {
+        at::globalContext().alertNotDeterministic("ra_test_alert");
+        return input(ctx) * 2;
+      }));
+  out.push_back(std::make_unique<TestProbe>(test_info("test.stable", "aten::mul", "doubles its input"),
+                                            [](ProbeContext& ctx) { return input(ctx) * 2; }));
+}
 
 TORCH_LIBRARY(ra_test, m) {
   m.def("nondet_sum(Tensor x) -> Tensor");

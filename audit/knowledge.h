@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// The knowledge base: what PyTorch documents (and what is known beyond the documentation) about
+// nondeterministic ops, read from one data file in share/ (share/knowledge/ops.json). It drives
+// `lint`, the documented status that `probes --list` shows, and the comparison of measured
+// behaviour against the documentation in `probes` reports. Torch-free.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// What PyTorch's `use_deterministic_algorithms` documentation says about an entry.
+enum class Documented {
+  MadeDeterministic,  // listed as made deterministic when mode=True
+  Raises,             // listed as raising when mode=True
+  Undocumented,       // a known source of nondeterminism the list does not cover
+};
+const char* to_string(Documented d);
+
+// Behaviour of an entry under one switch.
+enum class Behaviour {
+  MadeDeterministic,  // the switch makes it reproducible
+  Raises,             // the switch makes it raise a determinism error
+  Unaffected,         // the switch does not change it
+  Introduces,         // the switch causes the nondeterminism (e.g. cudnn.benchmark)
+  ChangesResults,     // the switch changes results reproducibly (e.g. TF32): configuration dependence
+};
+const char* to_string(Behaviour b);
+
+struct KnowledgeEntry {
+  std::string id;          // "index_add.cuda"
+  std::string title;       // "torch.index_add on CUDA tensors"
+  std::string doc_row;     // the documentation's row, "" for undocumented entries
+  Documented documented = Documented::Undocumented;
+  std::vector<std::string> ops;                   // graph ops lint matches: "aten::index_add"
+  // Constant-argument conditions, as JSON text: {"accumulate": "true"}, {"reduce": "[\"sum\",\"mean\"]"} (any
+  // of a list). An op of the entry that has no such argument is not constrained by it.
+  std::map<std::string, std::string> args;
+  std::string device;      // "cuda", "cpu" or "any"
+  std::string direction;   // "forward" or "backward"
+  std::string condition;   // when it is nondeterministic, in words
+  std::map<std::string, Behaviour> behaviour;     // switch key (config.h) -> behaviour; others: unaffected
+  std::string alert;       // the name in the alert "<alert> does not have a deterministic implementation", or ""
+  std::string advice;      // what to do about it
+};
+
+struct KnowledgeBase {
+  std::string torch_version;  // the torch version the file describes, "2.11"
+  std::string source;         // where the documented rows come from
+  std::vector<KnowledgeEntry> entries;
+
+  const KnowledgeEntry* find(const std::string& id) const;
+  // True when the entry concerns `device_type` ("cpu" or "cuda").
+  static bool applies_to(const KnowledgeEntry& e, const std::string& device_type);
+  // The behaviour under `key`, Unaffected when the entry does not name it.
+  static Behaviour behaviour_under(const KnowledgeEntry& e, const std::string& key);
+};
+
+// Parses and validates a knowledge-base file; throws InputError with the file, the entry and the
+// field for anything malformed (unknown keys included).
+KnowledgeBase load_knowledge(const std::string& path);
+KnowledgeBase parse_knowledge(const std::string& json_text, const std::string& origin);
+
+// The installed (or source-tree) knowledge base: share_dir()/knowledge/ops.json.
+std::string knowledge_path();
+
+}  // namespace ra

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit probes`: the parent side of the probe suite.
+#pragma once
+
+#include "audit/config.h"
+#include "audit/knowledge.h"
+#include "reports/model.h"
+
+#include <string>
+#include <vector>
+
+namespace ra::probes {
+class Probe;
+}
+
+namespace ra {
+
+struct ProbeRunOptions {
+  std::vector<std::string> only;  // shell globs on probe or family names; empty = every probe
+  std::string device = "cpu";
+  std::string device_type = "cpu";  // "cpu" or "cuda"
+  int repeats = 3;
+  std::vector<Config> configs;
+  bool census = true;             // run each probe once more under det-warn and collect alerts
+  bool time_probes = true;        // time a second run of each probe for the cost of each configuration
+  int jobs = 1;
+  double timeout_s = 600;         // per child process (it runs many probes)
+  uint64_t seed = 0;
+  std::vector<std::string> load_libraries;
+  std::vector<std::string> command;
+  bool progress = false;
+};
+
+// The probes `only` selects, in suite order: a glob matches a probe's name or its family. Throws
+// UsageError naming a glob that matches nothing (with the closest name).
+std::vector<const probes::Probe*> select_probes(const std::vector<std::string>& only);
+
+// Runs the preflight (device and plugins; throws UsageError/InputError), then every configuration
+// x repeat in its own child running all selected probes, plus the census child, and returns the
+// finished report: one target per probe.
+report::Report run_probe_suite(const ProbeRunOptions& options, const KnowledgeBase& kb);
+
+// The configurations `probes` uses when --configs is not given.
+std::vector<std::string> default_probe_config_names(const std::string& device_type);
+
+}  // namespace ra

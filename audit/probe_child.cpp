@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// One process, one configuration, many probes. The order of steps matches the model child
+// (audit/child.cpp): the configuration's switches are applied and read back before CUDA or any
+// probe is touched, so ops that choose their path by the flags see them from the first call.
+// Then, for each probe:
+//   1. log "start" (flushed): if the process dies now, the parent knows which probe killed it;
+//   2. reseed every global generator and give the probe its own generator, seeded from the trial
+//      seed and the probe's name, so its inputs do not depend on which other probes ran;
+//   3. run it once, recording digests (and CPU copies for the parent's statistics), and capture
+//      the determinism alerts it raises as warnings (warn_only mode) through a c10 warning handler;
+//   4. with time_probes, run it again without recording, a few times within a small budget, and
+//      keep the median (the device is synchronised around each run): the first run pays for lazy
+//      initialisation and cuDNN autotuning, and one sub-millisecond run is mostly noise;
+//   5. log the result (flushed).
+#include "audit/probe_child.h"
+
+#include "audit/child_support.h"
+#include "audit/errors.h"
+#include "audit/fingerprint.h"
+#include "audit/probe_protocol.h"
+#include "audit/switches.h"
+#include "probes/registry.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/Exception.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <dlfcn.h>
+
+namespace ra {
+namespace {
+
+using report::TrialStatus;
+
+// Collects the determinism alerts raised as warnings (use_deterministic_algorithms warn_only).
+class AlertCollector final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& warning) override {
+    const std::string& msg = warning.msg();
+    if (!is_determinism_alert(msg)) return;
+    const std::string line = msg.substr(0, msg.find('\n'));
+    if (std::find(alerts_.begin(), alerts_.end(), line) == alerts_.end()) alerts_.push_back(line);
+  }
+  std::vector<std::string> take() { return std::exchange(alerts_, {}); }
+
+ private:
+  std::vector<std::string> alerts_;
+};
+
+class ChildContext final : public probes::ProbeContext {
+ public:
+  ChildContext(c10::Device device, uint64_t seed, Recorder* recorder)
+      : device_(device), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), recorder_(recorder) {}
+  c10::Device device() const override { return device_; }
+  at::Generator& generator() override { return gen_; }
+  void record(const std::string& name, const at::Tensor& t) override {
+    if (recorder_) recorder_->add(name, t);
+  }
+
+ private:
+  c10::Device device_;
+  at::Generator gen_;
+  Recorder* recorder_;
+};
+
+uint64_t probe_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  return seed ^ h;
+}
+
+class LogFile {
+ public:
+  explicit LogFile(const std::string& path) : f_(std::fopen(path.c_str(), "a")) {
+    if (!f_) throw std::runtime_error(fmt::format("cannot open the result log '{}'", path));
+  }
+  ~LogFile() { std::fclose(f_); }
+  LogFile(const LogFile&) = delete;
+  LogFile& operator=(const LogFile&) = delete;
+  void write(const std::string& line) {
+    std::fputs(line.c_str(), f_);
+    std::fflush(f_);
+  }
+
+ private:
+  std::FILE* f_;
+};
+
+TrialResult run_one(const probes::Probe& probe, const TrialSpec& spec, const c10::Device& device,
+                    AlertCollector& alerts) {
+  const std::string& name = probe.info().name;
+  TrialResult r;
+  Recorder rec(!spec.dump_path.empty());
+  seed_generators(spec.seed);
+  const double start = now_ms();
+  try {
+    ChildContext ctx(device, probe_seed(spec.seed, name), &rec);
+    probe.run(ctx);
+    synchronize(device);
+  } catch (const probes::ProbeSkip& skip) {
+    r.status = TrialStatus::Skipped;
+    r.message = skip.what();
+  } catch (const std::exception& e) {
+    r.message = error_text(e);
+    r.status = is_determinism_alert(r.message) ? TrialStatus::Raised : TrialStatus::Error;
+  }
+  r.wall_ms = now_ms() - start;
+  r.alerts = alerts.take();
+  if (r.status != TrialStatus::Ok) return r;
+  r.tensors = std::move(rec.tensors());
+  rec.write_dump(fmt::format("{}.{}.pt", spec.dump_path, name));
+  if (spec.time_probes) {
+    // Unrecorded runs after the recorded one, up to kTimedRuns or until kTimeBudgetMs have passed;
+    // the median is the probe's time under this configuration.
+    constexpr int kTimedRuns = 5;
+    constexpr double kTimeBudgetMs = 20;
+    std::vector<double> times;
+    try {
+      const double begin = now_ms();
+      while (static_cast<int>(times.size()) < kTimedRuns && (times.empty() || now_ms() - begin < kTimeBudgetMs)) {
+        seed_generators(spec.seed);
+        ChildContext ctx(device, probe_seed(spec.seed, name), nullptr);
+        synchronize(device);
+        const double t0 = now_ms();
+        probe.run(ctx);
+        synchronize(device);
+        times.push_back(now_ms() - t0);
+      }
+    } catch (const std::exception&) {
+      // The recorded run succeeded; time what did run, or keep the recorded run's time.
+    }
+    if (!times.empty()) {
+      std::sort(times.begin(), times.end());
+      r.wall_ms = times[times.size() / 2];
+    }
+    (void)alerts.take();
+  }
+  return r;
+}
+
+}  // namespace
+
+void load_probe_plugins(const std::vector<std::string>& libraries) {
+  try {
+    for (void* handle : load_libraries(libraries)) {
+      const auto plugin = reinterpret_cast<ra_probe_plugin_v1_fn>(dlsym(handle, "ra_probe_plugin_v1"));
+      if (!plugin) continue;
+      probes::ProbeList extra;
+      plugin(extra);
+      probes::add_probes(std::move(extra));
+    }
+  } catch (const TrialInputError& e) {
+    throw InputError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw InputError(fmt::format("a --load-library plugin: {}", e.what()));
+  }
+}
+
+int run_probe_child(const TrialSpec& spec, const std::string& log_path) {
+  LogFile log(log_path);
+  TrialResult header;
+  try {
+    apply_switches(spec.config);
+    header.switches = read_switches(spec.config);
+    if (const std::string mismatch = switch_mismatches(header.switches); !mismatch.empty()) {
+      header.status = TrialStatus::ConfigError;
+      header.message = mismatch;
+    }
+  } catch (const std::exception& e) {
+    header.status = TrialStatus::ConfigError;
+    header.message = "cannot apply configuration: " + error_text(e);
+  }
+  std::optional<c10::Device> device;
+  if (header.status == TrialStatus::Ok) {
+    disable_jit_optimisations();
+    try {
+      load_probe_plugins(spec.load_libraries);
+      device = checked_device(spec.device);
+      if (spec.task == ChildTask::Preflight) header.environment = environment_fingerprint();
+    } catch (const TrialInputError& e) {
+      header.status = TrialStatus::Error;
+      header.message = e.what();
+      header.error_kind = e.kind;
+    } catch (const std::exception& e) {
+      header.status = TrialStatus::Error;
+      header.message = error_text(e);
+    }
+  }
+  header.startup_ms = ms_since_spawn();
+  log.write(probe_begin_line(header));
+  if (header.status != TrialStatus::Ok || spec.task == ChildTask::Preflight) return 0;
+
+  AlertCollector alerts;
+  c10::WarningUtils::WarningHandlerGuard guard(&alerts);
+  for (const auto& name : spec.probes) {
+    log.write(probe_start_line(name));
+    const probes::Probe* probe = probes::find_probe(name);
+    TrialResult r;
+    if (!probe) {
+      r.status = TrialStatus::Error;
+      r.message = fmt::format("unknown probe '{}'", name);
+    } else {
+      r = run_one(*probe, spec, *device, alerts);
+    }
+    log.write(probe_result_line(name, r));
+  }
+  log.write(probe_end_line());
+  return 0;
+}
+
+}  // namespace ra

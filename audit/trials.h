@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// Parent-side plumbing shared by `run` (audit/audit.cpp) and `probes` (audit/probe_audit.cpp):
+// writing a trial spec and turning it into a child job, reading results back, and the checks of
+// input paths made before any child starts.
+#pragma once
+
+#include "audit/files.h"
+#include "audit/runner.h"
+#include "audit/trial_spec.h"
+
+#include <optional>
+#include <string>
+
+namespace ra {
+
+struct PreparedChild {
+  ChildJob job;
+  std::string result_path;
+  std::string dump_path;  // for Trial and Probes tasks (a prefix for Probes), else ""
+};
+
+// Writes `spec` to <scratch>/<tag>.spec.json and describes the child that runs it. Without `dump`
+// the child keeps no tensor copies (the census needs none).
+PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, TrialSpec spec, double timeout_s,
+                            bool dump = true);
+
+// The result a model child wrote, or nullopt when it wrote none (or an unreadable one).
+std::optional<TrialResult> read_result(const std::string& path);
+
+// InputError unless `path` exists, is not a folder and is readable; `what` names it ("model").
+void check_readable(const std::string& path, const char* what);
+
+// The last line of a child's stderr tail, for one-line error messages.
+std::string last_line(const std::string& tail);
+
+}  // namespace ra

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/common.h"
+
+#include "audit/errors.h"
+#include "audit/files.h"
+#include "reports/render.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <unistd.h>
+
+namespace ra::cli {
+
+std::string device_type(const std::string& device) {
+  if (device == "cpu") return "cpu";
+  if (device == "cuda") return "cuda";
+  if (device.rfind("cuda:", 0) == 0) {
+    const std::string index = device.substr(5);
+    if (!index.empty() && index.size() <= 4 && index.find_first_not_of("0123456789") == std::string::npos) return "cuda";
+  }
+  throw UsageError(fmt::format("unknown device '{}' (use cpu, cuda or cuda:N)", device));
+}
+
+void check_writable_target(const std::string& path) {
+  const auto dir = std::filesystem::absolute(path).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw UsageError(fmt::format("cannot write report '{}': folder '{}' does not exist", path, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw UsageError(fmt::format("cannot write report '{}': folder '{}' is not writable", path, dir.string()));
+}
+
+void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
+  sub.add_option("--device", a.device, "cpu, cuda or cuda:N")->capture_default_str();
+  sub.add_option("--repeats", a.repeats, "fresh-process runs per configuration")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--configs", a.configs,
+                 "configurations: presets (default, benchmark, cudnn-det, det-warn, det, strict, threads-1, threads-N, "
+                 "mkl-cbwr) or key=value lists joined by '+' (e.g. det+threads=1); default: " + help.default_configs)
+      ->delimiter(',');
+  sub.add_option("--report", a.report, "write the JSON report here (atomically)");
+  sub.add_flag("--json", a.json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--jobs,-j", a.jobs, "child processes run at once")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--timeout", a.timeout, help.timeout)->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs")->capture_default_str();
+  sub.add_option("--load-library", a.libraries, help.library);
+}
+
+int emit_report(const report::Report& rep, const AuditArgs& a) {
+  if (!a.report.empty()) write_file_atomic(a.report, report::render_json(rep));
+  const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
+  std::fputs(out.c_str(), stdout);
+  return rep.exit_code;
+}
+
+}  // namespace ra::cli

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// Option checks shared by the subcommands.
+#pragma once
+
+#include "reports/model.h"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ra::cli {
+
+// The options `run` and `probes` share.
+struct AuditArgs {
+  std::string device = "cpu";
+  int repeats = 3;
+  std::vector<std::string> configs;
+  std::string report;
+  bool json = false;
+  int jobs = 1;
+  double timeout = 600;
+  uint64_t seed = 0;
+  std::vector<std::string> libraries;
+};
+
+struct AuditHelp {
+  std::string default_configs;  // "default,threads-1 on CPU, default,det on CUDA"
+  std::string timeout;          // what --timeout limits
+  std::string library;          // what --load-library is for
+};
+
+// Registers --device, --repeats, --configs, --report, --json, --jobs, --timeout, --seed and
+// --load-library on `sub`, storing into `a`.
+void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
+
+// Writes the JSON report to a.report (atomically) when asked, prints the summary (or the JSON with
+// --json) on stdout, and returns the report's exit code.
+int emit_report(const report::Report& rep, const AuditArgs& a);
+
+// "cpu" or "cuda" for a --device value (cpu, cuda, cuda:N); throws UsageError otherwise.
+std::string device_type(const std::string& device);
+
+// Throws UsageError unless the folder of `path` exists and is writable (checked before any work,
+// so that a report is never lost after a long audit).
+void check_writable_target(const std::string& path);
+
+}  // namespace ra::cli

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `lint` report model and its renderers: what a static scan of a TorchScript graph found
+// against the knowledge base. Filled by audit/lint.cpp; torch-free like the rest of reports/.
+//
+// Determinism: findings are kept sorted by (module path, line, op, entry id, file, call sites,
+// function) and every list is in a defined order, so two scans of the same model with the same
+// knowledge base render byte-identical documents. Nothing here depends on time.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ra::report {
+
+inline constexpr int kLintSchemaVersion = 1;
+
+// A place in the model's source. `file` is "" for code with no file name (TorchScript defined
+// from a string, e.g. `Module::define` in C++); `line` is 1-based, 0 when unknown.
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+  std::string function;  // the method or function whose code holds the line
+};
+
+struct LintFinding {
+  std::string entry;      // knowledge-base id, "index_add.cuda"
+  std::string title;      // the entry's title
+  std::string op;         // the graph op that matched, "aten::index_add"
+  std::string direction;  // forward | backward (the entry's)
+  std::string device;     // cpu | cuda | any (the entry's)
+  std::string module_path;  // "encoder.layers.0.conv"; "" is the top module
+  SourceLocation source;    // the op's own line (innermost frame)
+  // Calls to free functions (or TorchScript class methods) that lead from the module's method to
+  // the op, outermost first; empty when the op sits in a method of the module itself.
+  std::vector<SourceLocation> called_from;
+  std::vector<std::string> entry_methods;  // methods of the top module from which it is reached, sorted
+  std::string condition;                // the entry's condition, plus "depends on <arg>" where undecided
+  std::vector<std::string> depends_on;  // entry arguments that are not constants in the graph
+  std::string documented;               // made-deterministic | raises | undocumented
+  std::string deterministic;            // behaviour under use_deterministic_algorithms(True)
+  std::string alert;                    // the alert's name, "" when none
+  std::string advice;
+};
+
+struct LintReport {
+  std::string tool_version;
+  std::string model;           // as given on the command line
+  std::string device;          // as given: "cpu", "cuda", "cuda:1"
+  std::string device_type;     // "cpu" or "cuda": selects the entries that apply
+  std::string knowledge_path;  // the knowledge-base file read
+  std::string knowledge_torch;      // the torch version the knowledge base describes
+  int knowledge_entries = 0;        // entries in the file
+  int applicable_entries = 0;       // of which apply to device_type
+  std::vector<std::string> methods;  // methods of the top module scanned, in the module's order
+  std::vector<LintFinding> findings;
+  std::vector<std::string> notes;  // calls the scan could not follow, in scan order
+  int exit_code = 0;               // 1 when there is a finding, else 0
+};
+
+// "<top>" for the top module, else the path itself.
+std::string display_module_path(const std::string& path);
+// "file:line", "line N" when there is no file name, "unknown line" when the line is unknown.
+std::string display_location(const SourceLocation& loc);
+// How many findings raise under use_deterministic_algorithms(True).
+int raising_findings(const LintReport& report);
+
+nlohmann::ordered_json lint_to_json(const LintReport& report);
+std::string render_lint_json(const LintReport& report);
+std::string render_lint_text(const LintReport& report);
+
+}  // namespace ra::report

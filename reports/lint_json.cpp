@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `lint` report as JSON (`lint --json`, `lint --report`). Keys are written in a fixed order and
+// nothing depends on time, so equal scans give byte-identical files.
+#include "reports/lint.h"
+
+namespace ra::report {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json location_json(const SourceLocation& loc) {
+  return {{"file", loc.file.empty() ? json(nullptr) : json(loc.file)},
+          {"line", loc.line > 0 ? json(loc.line) : json(nullptr)},
+          {"function", loc.function}};
+}
+
+json finding_json(const LintFinding& f) {
+  json called_from = json::array();
+  for (const auto& c : f.called_from) called_from.push_back(location_json(c));
+  return {{"entry", f.entry},
+          {"title", f.title},
+          {"op", f.op},
+          {"direction", f.direction},
+          {"device", f.device},
+          {"module_path", f.module_path},
+          {"source", location_json(f.source)},
+          {"called_from", called_from},
+          {"entry_methods", f.entry_methods},
+          {"condition", f.condition},
+          {"depends_on", f.depends_on},
+          {"documented", f.documented},
+          {"deterministic", f.deterministic},
+          {"alert", f.alert.empty() ? json(nullptr) : json(f.alert)},
+          {"advice", f.advice}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json lint_to_json(const LintReport& r) {
+  json findings = json::array();
+  for (const auto& f : r.findings) findings.push_back(finding_json(f));
+  return {{"schema", "repro-audit/lint"},
+          {"schema_version", kLintSchemaVersion},
+          {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
+          {"model", r.model},
+          {"device", r.device},
+          {"device_type", r.device_type},
+          {"knowledge",
+           {{"path", r.knowledge_path},
+            {"torch", r.knowledge_torch},
+            {"entries", r.knowledge_entries},
+            {"applicable", r.applicable_entries}}},
+          {"methods", r.methods},
+          {"summary", {{"findings", r.findings.size()}, {"raise", raising_findings(r)}}},
+          {"findings", findings},
+          {"notes", r.notes},
+          {"exit_code", r.exit_code}};
+}
+
+std::string render_lint_json(const LintReport& r) {
+  return lint_to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace ra::report

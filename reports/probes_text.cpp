@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// The text summary of a probe suite: probes grouped by family (in suite order), one line per probe
+// with each configuration's verdict and the cost of the configuration against the first one, the
+// disagreements with the documentation under it, then the alert census and the suite's wall time.
+#include "reports/render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+namespace ra::report {
+namespace {
+
+// A determinism alert up to "... does not have a deterministic implementation"; other messages
+// up to 160 characters.
+std::string short_message(const std::string& m) {
+  static const std::string kAlert = " does not have a deterministic implementation";
+  if (const auto at = m.find(kAlert); at != std::string::npos) return m.substr(0, at + kAlert.size());
+  return m.size() > 160 ? m.substr(0, 157) + "..." : m;
+}
+
+std::string config_cell(const Target& t, size_t i) {
+  const ConfigResult& c = t.configs[i];
+  std::string cell = fmt::format("{} {}", c.name, to_string(c.verdict));
+  if (c.verdict == Verdict::Diverged) cell += fmt::format(" {}/{}", c.diverging_repeats, c.completed - 1);
+  if (i > 0)
+    if (const auto ratio = cost_ratio(t, i)) cell += fmt::format(" x{:.2f}", *ratio);
+  return cell;
+}
+
+std::string documented_cell(const ProbeFacts& p) {
+  if (p.documented == "not-listed") return "not listed";
+  if (p.documented == "undocumented") return fmt::format("undocumented ({})", p.documented_device);
+  return fmt::format("{} ({})", p.documented, p.documented_device);
+}
+
+void census_block(std::string& out, const Census& c) {
+  out += fmt::format("alert census under {}:\n", c.config);
+  const auto row = [&](const char* label, const std::vector<std::string>& names, bool list) {
+    out += fmt::format("  {:<22} {:>3}", label, names.size());
+    if (list && !names.empty()) out += fmt::format("  {}", fmt::join(names, ", "));
+    out += "\n";
+  };
+  row("alerted & diverged", c.alerted_diverged, true);
+  row("alerted & stable", c.alerted_stable, false);
+  row("silent & diverged", c.silent_diverged, true);
+  row("stable", c.stable, false);
+  if (!c.not_run.empty()) row("not run", c.not_run, false);
+}
+
+}  // namespace
+
+std::string render_probes_text(const Report& r) {
+  std::string out;
+  std::vector<std::string> families;
+  for (const auto& t : r.targets)
+    if (t.probe && std::find(families.begin(), families.end(), t.probe->family) == families.end())
+      families.push_back(t.probe->family);
+  size_t width = 0;
+  for (const auto& t : r.targets) width = std::max(width, t.name.size() + 1);
+  size_t skipped = 0, disagreeing = 0;
+  for (const auto& family : families) {
+    std::map<Verdict, int> counts;
+    for (const auto& t : r.targets)
+      if (t.probe && t.probe->family == family) ++counts[t.verdict];
+    std::vector<std::string> parts;
+    for (const auto& [v, n] : counts) parts.push_back(fmt::format("{} {}", n, to_string(v)));
+    out += fmt::format("== {} ({})\n", family, fmt::join(parts, ", "));
+    for (const auto& t : r.targets) {
+      if (!t.probe || t.probe->family != family) continue;
+      const ProbeFacts& p = *t.probe;
+      if (t.verdict == Verdict::Skipped) {
+        ++skipped;
+        out += fmt::format("  {:<{}} skipped: {}\n", t.name, width, t.configs.empty() ? "" : t.configs.front().message);
+        continue;
+      }
+      std::vector<std::string> cells;
+      for (size_t i = 0; i < t.configs.size(); ++i) cells.push_back(config_cell(t, i));
+      out += fmt::format("  {:<{}} {:<8} {:<28} {}{}\n", t.name, width, p.direction, documented_cell(p), fmt::join(cells, " | "),
+                         t.dependence ? " | configuration-dependent" : "");
+      for (const auto& c : t.configs)
+        if (c.verdict == Verdict::Raised || c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout)
+          out += fmt::format("      {}: {}\n", c.name, short_message(c.message));
+      if (!p.alerts.empty()) out += fmt::format("      alert in warn_only mode: {}\n", short_message(p.alerts.front()));
+      for (const auto& d : p.disagreements) out += fmt::format("      ! {}\n", d);
+      disagreeing += !p.disagreements.empty();
+    }
+  }
+  if (r.census) census_block(out, *r.census);
+  out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", r.targets.size(),
+                     r.targets.size() - skipped, skipped, disagreeing);
+  out += fmt::format("verdict: {} (exit {})\n", to_string(r.verdict), r.exit_code);
+  out += fmt::format("suite wall time: {:.1f} s\n", r.wall_ms / 1000);
+  return out;
+}
+
+}  // namespace ra::report

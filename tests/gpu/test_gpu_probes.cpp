@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU tier: the probe suite on CUDA. index_add with float32 and many duplicate indices is the
+// classic atomics case: it must diverge under `default` and be reproducible under `det`; its
+// control without duplicates, and an integer scatter_add, must be reproducible under both; put_
+// must raise under `det`. Exits 77 (reported by ctest as skipped) where no CUDA device exists.
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  std::printf("%-70s %s\n", what.c_str(), ok ? "ok" : "FAILED");
+  failures += !ok;
+}
+
+std::string verdict(const nlohmann::json& report, const std::string& probe, size_t config) {
+  for (const auto& t : report["targets"])
+    if (t["name"] == probe) return t["configs"][config]["verdict"].get<std::string>();
+  return "missing";
+}
+
+}  // namespace
+
+int main() {
+  const auto& cuda = at::detail::getCUDAHooks();
+  if (!cuda.hasCUDA() || cuda.deviceCount() == 0) {
+    std::puts("no CUDA device: skipped");
+    return 77;
+  }
+  const std::string report = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-gpu-probes.json";
+  const std::string cmd = std::string(RA_BINARY) +
+                          " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
+                          " --configs default,det --repeats 3 --quiet --report " + report + " > /dev/null";
+  const int status = std::system(cmd.c_str());
+  expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "probes exits 1 (nondeterminism found)");
+  std::ifstream in(report);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) {
+    expect(false, "the report is valid JSON");
+    return 1;
+  }
+  expect(verdict(j, "index_add", 0) == "diverged", "index_add diverges under default");
+  expect(verdict(j, "index_add", 1) == "reproducible", "index_add is reproducible under det");
+  expect(verdict(j, "index_add.unique-control", 0) == "reproducible", "index_add without duplicates is reproducible");
+  expect(verdict(j, "scatter_add.int-control", 0) == "reproducible", "integer scatter_add is reproducible");
+  expect(verdict(j, "put", 1) == "raised", "put_ raises under det");
+  std::remove(report.c_str());
+  std::printf("%d failures\n", failures);
+  return failures == 0 ? 0 : 1;
+}

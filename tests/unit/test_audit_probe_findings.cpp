@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/probe_findings.h"
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using ra::report::Verdict;
+
+ra::report::ConfigResult config(const std::string& name, const std::string& deterministic, Verdict v, int completed = 3) {
+  ra::report::ConfigResult c;
+  c.name = name;
+  c.verdict = v;
+  c.completed = completed;
+  c.repeats = 3;
+  c.switches = {{"deterministic", "", deterministic}};
+  return c;
+}
+
+ra::report::Target probe_target(std::vector<ra::report::ConfigResult> configs, const std::string& role = "probe") {
+  ra::report::Target t;
+  t.name = "p";
+  t.kind = "probe";
+  t.probe = ra::report::ProbeFacts{};
+  t.probe->role = role;
+  t.configs = std::move(configs);
+  return t;
+}
+
+ra::KnowledgeEntry entry(ra::Documented documented, const std::string& device) {
+  ra::KnowledgeEntry e;
+  e.id = "x";
+  e.documented = documented;
+  e.device = device;
+  e.behaviour["deterministic"] = documented == ra::Documented::Raises ? ra::Behaviour::Raises
+                                                                      : ra::Behaviour::MadeDeterministic;
+  return e;
+}
+
+bool mentions(const ra::report::Target& t, const std::string& text) {
+  for (const auto& d : t.probe->disagreements)
+    if (d.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("judge_probe: measurement that matches the documentation gives no disagreement") {
+  const auto e = entry(ra::Documented::Raises, "cuda");
+  auto t = probe_target({config("default", "off", Verdict::Diverged), config("det", "on", Verdict::Raised, 0)});
+  ra::judge_probe(t, &e, "cuda", ra::CensusRun{true, {"op does not have a deterministic implementation"}});
+  CHECK(t.probe->disagreements.empty());
+  CHECK(t.probe->census == "alerted-diverged");
+  CHECK(t.probe->alerts.size() == 1);
+}
+
+TEST_CASE("judge_probe: documented to raise but ran, and no alert in the census") {
+  const auto e = entry(ra::Documented::Raises, "cuda");
+  auto t = probe_target({config("default", "off", Verdict::Reproducible), config("det", "on", Verdict::Reproducible)});
+  ra::judge_probe(t, &e, "cuda", ra::CensusRun{true, {}});
+  CHECK(mentions(t, "documented to raise under use_deterministic_algorithms on cuda, but ran without an error"));
+  CHECK(mentions(t, "no alert fired"));
+  CHECK(mentions(t, "never diverged here (not observed)"));
+  CHECK(t.probe->census == "stable");
+}
+
+TEST_CASE("judge_probe: an entry for another device documents nothing here") {
+  const auto e = entry(ra::Documented::Raises, "cuda");
+  auto t = probe_target({config("default", "off", Verdict::Reproducible), config("det", "on", Verdict::Reproducible)});
+  ra::judge_probe(t, &e, "cpu", ra::CensusRun{true, {}});
+  CHECK(t.probe->disagreements.empty());
+
+  auto diverging = probe_target({config("default", "off", Verdict::Diverged)});
+  ra::judge_probe(diverging, &e, "cpu", std::nullopt);
+  CHECK(mentions(diverging, "nothing documents it as nondeterministic on cpu"));
+  CHECK(diverging.probe->census.empty());  // no census run
+}
+
+TEST_CASE("judge_probe: made deterministic but diverged under det; raised though not documented to") {
+  const auto e = entry(ra::Documented::MadeDeterministic, "any");
+  auto t = probe_target({config("det", "on", Verdict::Diverged)});
+  ra::judge_probe(t, &e, "cpu", std::nullopt);
+  CHECK(mentions(t, "documented as made deterministic on cpu, but diverged under 'det'"));
+
+  auto raised = probe_target({config("det", "on", Verdict::Raised, 0)});
+  ra::judge_probe(raised, &e, "cpu", ra::CensusRun{true, {"alert"}});
+  CHECK(mentions(raised, "raised under 'det', but the documentation does not list it as raising on cpu"));
+  CHECK(mentions(raised, "raised a determinism alert in warn_only mode"));
+}
+
+TEST_CASE("judge_probe: a control that diverges is a disagreement; one that is stable is not 'not observed'") {
+  const auto e = entry(ra::Documented::MadeDeterministic, "cpu");
+  auto diverged = probe_target({config("default", "off", Verdict::Diverged)}, "control");
+  ra::judge_probe(diverged, &e, "cpu", std::nullopt);
+  CHECK(mentions(diverged, "control diverged under 'default'"));
+
+  auto stable = probe_target({config("default", "off", Verdict::Reproducible)}, "control");
+  ra::judge_probe(stable, &e, "cpu", std::nullopt);
+  CHECK(stable.probe->disagreements.empty());
+}
+
+TEST_CASE("judge_probe: 'not observed' needs two completed repeats under a deterministic-off configuration") {
+  const auto e = entry(ra::Documented::MadeDeterministic, "cpu");
+  auto one = probe_target({config("default", "off", Verdict::Reproducible, 1)});
+  ra::judge_probe(one, &e, "cpu", std::nullopt);
+  CHECK(one.probe->disagreements.empty());
+}
+
+TEST_CASE("cross_tabulate: each probe lands in one cell, in suite order") {
+  std::vector<ra::report::Target> targets(5);
+  const char* classes[] = {"alerted-diverged", "stable", "silent-diverged", "", "alerted-stable"};
+  for (int i = 0; i < 5; ++i) {
+    targets[i].name = "p" + std::to_string(i);
+    targets[i].probe = ra::report::ProbeFacts{};
+    targets[i].probe->census = classes[i];
+  }
+  const auto c = ra::cross_tabulate(targets, "census");
+  CHECK(c.alerted_diverged == std::vector<std::string>{"p0"});
+  CHECK(c.stable == std::vector<std::string>{"p1"});
+  CHECK(c.silent_diverged == std::vector<std::string>{"p2"});
+  CHECK(c.not_run == std::vector<std::string>{"p3"});
+  CHECK(c.alerted_stable == std::vector<std::string>{"p4"});
+}
