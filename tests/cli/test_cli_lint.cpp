@@ -416,7 +416,8 @@ def forward(self, x):
 
   const auto cpu = run_cli({"lint", dir.file("m.pt"), "--device", "cpu", "--json"});
   std::set<std::string> found_cpu;
-  for (const auto& f : json::parse(cpu.out)["findings"])
+  const json j_cpu = json::parse(cpu.out);
+  for (const auto& f : j_cpu["findings"])
     if (f["op"] == "aten::index_add") found_cpu.insert(f["entry"].get<std::string>());
   CHECK(found_cpu == cpu_ids);
 
@@ -425,4 +426,24 @@ def forward(self, x):
     CAPTURE(clean.out);
     CHECK(clean.code == 0);
   }
+}
+
+TEST_CASE("lint: the shipped knowledge base decides scatter_reduce by its reduce argument") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), R"JIT(
+def forward(self, x, idx, src):
+    a = torch.scatter_reduce(x, 0, idx, src, "sum")
+    b = torch.scatter_reduce(x, 0, idx, src, "prod")
+    return torch.scatter_reduce(a + b, 0, idx, src, "amax")
+)JIT",
+                       {{"w", {1}}});
+  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--json"});
+  CHECK(r.code == 1);
+  CAPTURE(r.out);
+  const json j = json::parse(r.out);
+  std::multiset<std::string> entries;
+  for (const auto& f : j["findings"])
+    if (f["op"] == "aten::scatter_reduce") entries.insert(f["entry"].get<std::string>());
+  // "sum" is made deterministic, "prod" raises, "amax" is in neither list.
+  CHECK(entries == std::multiset<std::string>{"scatter_reduce.prod.cuda", "scatter_reduce.sum_mean.cuda"});
 }

@@ -48,6 +48,14 @@ TEST_CASE("parse_knowledge: a valid entry is read field by field") {
   CHECK(kb.find("nope") == nullptr);
 }
 
+TEST_CASE("parse_knowledge: an argument condition may be a list of accepted values") {
+  const ra::KnowledgeBase kb =
+      ra::parse_knowledge(with_entry(replaced(kGood, "{\"alpha\": 1}", "{\"reduce\": [\"sum\", \"mean\"]}")), "kb.json");
+  CHECK(kb.entries.at(0).args.at("reduce") == "[\"sum\",\"mean\"]");
+  CHECK(error_of(with_entry(replaced(kGood, "{\"alpha\": 1}", "{\"reduce\": []}"))).find("'args.reduce'") !=
+        std::string::npos);
+}
+
 TEST_CASE("parse_knowledge: malformed files name the file, the entry and the field") {
   CHECK(error_of("{") .find("kb.json") != std::string::npos);
   CHECK(error_of(with_entry(replaced(kGood, "\"title\"", "\"titel\""))).find("unknown key 'titel'") != std::string::npos);
