@@ -31,12 +31,7 @@ namespace ra::probes {
 namespace {
 
 // Input sizes for each device: small on the CPU (the suite must stay fast), large on CUDA.
-struct Sizes {
-  std::vector<int64_t> cpu, cuda;
-  const std::vector<int64_t>& on(const ProbeContext& ctx) const { return ctx.cuda() ? cuda : cpu; }
-};
-
-using PoolFn = std::function<at::Tensor(ProbeContext&, const at::Tensor&)>;
+using PoolFn = UnaryOp;
 
 ProbeInfo info(std::string name, std::string op, Direction direction, std::string kb, Role role, std::string form) {
   return {.name = std::move(name),
@@ -48,15 +43,6 @@ ProbeInfo info(std::string name, std::string op, Direction direction, std::strin
           .form = std::move(form)};
 }
 
-// output = pool(x); records the output and the input gradient for a random upstream gradient.
-void add_backward(ProbeList& out, ProbeInfo i, Sizes input, PoolFn pool) {
-  out.push_back(make_probe(std::move(i), [input = std::move(input), pool = std::move(pool)](ProbeContext& ctx) {
-    const at::Tensor x = ctx.leaf(input.on(ctx));
-    const at::Tensor y = pool(ctx, x);
-    ctx.record("output", y);
-    ctx.backward(y, {{"input", x}});
-  }));
-}
 
 // Spatial sizes of an NC... input.
 std::vector<int64_t> spatial(const at::Tensor& x) { return x.sizes().slice(2).vec(); }
@@ -64,32 +50,31 @@ std::vector<int64_t> spatial(const at::Tensor& x) { return x.sizes().slice(2).ve
 void add_fixed_window(ProbeList& out) {
   const Sizes maps2d{{2, 4, 16, 16}, {32, 32, 64, 64}};
   const Sizes maps3d{{2, 2, 8, 8, 8}, {8, 16, 32, 32, 32}};
-  add_backward(out,
+  out.push_back(make_unary_backward_probe(
                info("avg_pool2d.backward", "aten::avg_pool2d", Direction::Backward, "", Role::Control,
                     "float32 NCHW, kernel 3 stride 1 padding 1 (9 windows per cell); CUDA backward gathers"),
                maps2d, [](ProbeContext&, const at::Tensor& x) {
                  return at::avg_pool2d(x, {3, 3}, {1, 1}, {1, 1});
-               });
-  add_backward(out,
+               }));
+  out.push_back(make_unary_backward_probe(
                info("avg_pool3d.backward", "aten::avg_pool3d", Direction::Backward, "avg_pool3d.backward.cuda",
                     Role::Probe, "float32 NCDHW, kernel 3 stride 1 padding 1: 27 atomic adds per input cell"),
                maps3d, [](ProbeContext&, const at::Tensor& x) {
                  return at::avg_pool3d(x, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
-               });
-  add_backward(out,
+               }));
+  out.push_back(make_unary_backward_probe(
                info("max_pool2d.backward", "aten::max_pool2d_with_indices", Direction::Backward, "", Role::Control,
                     "float32 NCHW, kernel 3 stride 1 padding 1 (a local maximum wins 9 windows); CUDA backward "
                     "gathers"),
                maps2d, [](ProbeContext&, const at::Tensor& x) {
                  return std::get<0>(at::max_pool2d_with_indices(x, {3, 3}, {1, 1}, {1, 1}));
-               });
-  add_backward(
-      out,
+               }));
+  out.push_back(make_unary_backward_probe(
       info("max_pool3d.backward", "aten::max_pool3d_with_indices", Direction::Backward, "max_pool3d.backward.cuda",
            Role::Probe, "float32 NCDHW, kernel 3 stride 1 padding 1: a local maximum receives up to 27 atomic adds"),
       maps3d, [](ProbeContext&, const at::Tensor& x) {
         return std::get<0>(at::max_pool3d_with_indices(x, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}));
-      });
+      }));
 }
 
 void add_adaptive(ProbeList& out) {
@@ -102,37 +87,37 @@ void add_adaptive(ProbeList& out) {
   auto out3d = [](ProbeContext& ctx) {
     return ctx.cuda() ? std::vector<int64_t>{29, 29, 29} : std::vector<int64_t>{9, 9, 9};
   };
-  add_backward(out,
+  out.push_back(make_unary_backward_probe(
                info("adaptive_avg_pool2d.backward", "aten::_adaptive_avg_pool2d", Direction::Backward,
                     "adaptive_avg_pool2d.backward.cuda", Role::Probe,
                     "float32, 16x16 -> 61x61 (CUDA): ~25 overlapping windows add into each input cell"),
                maps2d,
-               [out2d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool2d(x, out2d(ctx)); });
-  add_backward(out,
+               [out2d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool2d(x, out2d(ctx)); }));
+  out.push_back(make_unary_backward_probe(
                info("adaptive_avg_pool3d.backward", "aten::_adaptive_avg_pool3d", Direction::Backward,
                     "adaptive_avg_pool3d.backward.cuda", Role::Probe,
                     "float32, 8^3 -> 29^3 (CUDA): ~100 overlapping windows add into each input cell"),
                maps3d,
-               [out3d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool3d(x, out3d(ctx)); });
-  add_backward(out,
+               [out3d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool3d(x, out3d(ctx)); }));
+  out.push_back(make_unary_backward_probe(
                info("adaptive_max_pool2d.backward", "aten::adaptive_max_pool2d", Direction::Backward,
                     "adaptive_max_pool2d.backward.cuda", Role::Probe,
                     "float32, 16x16 -> 61x61 (CUDA): each input cell is the argmax of up to ~25 windows"),
                maps2d, [out2d](ProbeContext& ctx, const at::Tensor& x) {
                  return std::get<0>(at::adaptive_max_pool2d(x, out2d(ctx)));
-               });
+               }));
   // Not in PyTorch's list: the 3d kernel also takes an atomicAdd path when the sizes do not divide.
-  add_backward(out,
+  out.push_back(make_unary_backward_probe(
                info("adaptive_max_pool3d.backward", "aten::adaptive_max_pool3d", Direction::Backward, "", Role::Probe,
                     "float32, 8^3 -> 29^3 (CUDA): each input cell is the argmax of up to ~100 windows (atomic "
                     "path, undocumented)"),
                maps3d, [out3d](ProbeContext& ctx, const at::Tensor& x) {
                  return std::get<0>(at::adaptive_max_pool3d(x, out3d(ctx)));
-               });
+               }));
 }
 
 void add_fractional(ProbeList& out) {
-  add_backward(out,
+  out.push_back(make_unary_backward_probe(
                info("fractional_max_pool2d.backward", "aten::fractional_max_pool2d", Direction::Backward,
                     "fractional_max_pool2d.backward.cuda", Role::Probe,
                     "float32, kernel 3, 64x64 -> 62x62 (CUDA): windows advance ~1 cell and overlap"),
@@ -140,8 +125,8 @@ void add_fractional(ProbeList& out) {
                  const int64_t o = x.size(2) - 2;
                  const at::Tensor samples = ctx.rand({x.size(0), x.size(1), 2});
                  return std::get<0>(at::fractional_max_pool2d(x, {3, 3}, {o, o}, samples));
-               });
-  add_backward(out,
+               }));
+  out.push_back(make_unary_backward_probe(
                info("fractional_max_pool3d.backward", "aten::fractional_max_pool3d", Direction::Backward,
                     "fractional_max_pool3d.backward.cuda", Role::Probe,
                     "float32, kernel 3, 24^3 -> 21^3 (CUDA): windows advance ~1 cell and overlap"),
@@ -149,7 +134,7 @@ void add_fractional(ProbeList& out) {
                  const int64_t o = x.size(2) - 3;  // the 3d op wants output + kernel - 1 < input
                  const at::Tensor samples = ctx.rand({x.size(0), x.size(1), 3});
                  return std::get<0>(at::fractional_max_pool3d(x, {3, 3, 3}, {o, o, o}, samples));
-               });
+               }));
 }
 
 // max_pool -> (pooled, indices); unpool(fresh values of the pooled shape, indices).

@@ -26,6 +26,15 @@ std::unique_ptr<Probe> make_probe(ProbeInfo info, ProbeFn fn) {
   return std::make_unique<FunctionProbe>(std::move(info), std::move(fn));
 }
 
+std::unique_ptr<Probe> make_unary_backward_probe(ProbeInfo info, Sizes input, UnaryOp op) {
+  return make_probe(std::move(info), [input = std::move(input), op = std::move(op)](ProbeContext& ctx) {
+    const at::Tensor x = ctx.leaf(input.on(ctx));
+    const at::Tensor y = op(ctx, x);
+    ctx.record("output", y);
+    ctx.backward(y, {{"input", x}});
+  });
+}
+
 at::Tensor ProbeContext::randn(at::IntArrayRef sizes, at::ScalarType type) {
   return at::randn(sizes, generator(), at::TensorOptions().dtype(at::kFloat)).to(device(), type);
 }

@@ -92,4 +92,15 @@ class Probe {
 using ProbeFn = std::function<void(ProbeContext&)>;
 std::unique_ptr<Probe> make_probe(ProbeInfo info, ProbeFn fn);
 
+// An input shape for each device: small on the CPU, large enough to trigger on a GPU.
+struct Sizes {
+  std::vector<int64_t> cpu, cuda;
+  const std::vector<int64_t>& on(const ProbeContext& ctx) const { return ctx.cuda() ? cuda : cpu; }
+};
+
+// The common backward probe of a one-input op: y = op(ctx, x) for a leaf x of `input`'s shape;
+// records "output" and "grad/input" (from a random upstream gradient).
+using UnaryOp = std::function<at::Tensor(ProbeContext&, const at::Tensor&)>;
+std::unique_ptr<Probe> make_unary_backward_probe(ProbeInfo info, Sizes input, UnaryOp op);
+
 }  // namespace ra::probes

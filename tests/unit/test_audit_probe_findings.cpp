@@ -28,8 +28,7 @@ ra::report::Target probe_target(std::vector<ra::report::ConfigResult> configs, c
 }
 
 ra::KnowledgeEntry entry(ra::Documented documented, const std::string& device) {
-  ra::KnowledgeEntry e;
-  e.id = "x";
+  ra::KnowledgeEntry e{.id = "x"};
   e.documented = documented;
   e.device = device;
   e.behaviour["deterministic"] = documented == ra::Documented::Raises ? ra::Behaviour::Raises
