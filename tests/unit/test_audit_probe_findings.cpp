@@ -28,7 +28,8 @@ ra::report::Target probe_target(std::vector<ra::report::ConfigResult> configs, c
 }
 
 ra::KnowledgeEntry entry(ra::Documented documented, const std::string& device) {
-  ra::KnowledgeEntry e{.id = "x"};
+  ra::KnowledgeEntry e;
+  e.id = std::string("x");
   e.documented = documented;
   e.device = device;
   e.behaviour["deterministic"] = documented == ra::Documented::Raises ? ra::Behaviour::Raises
@@ -108,8 +109,9 @@ TEST_CASE("judge_probe: 'not observed' needs two completed repeats under a deter
 TEST_CASE("cross_tabulate: each probe lands in one cell, in suite order") {
   std::vector<ra::report::Target> targets(5);
   const char* classes[] = {"alerted-diverged", "stable", "silent-diverged", "", "alerted-stable"};
+  const char* names[] = {"p0", "p1", "p2", "p3", "p4"};
   for (int i = 0; i < 5; ++i) {
-    targets[i].name = "p" + std::to_string(i);
+    targets[i].name = names[i];
     targets[i].probe = ra::report::ProbeFacts{};
     targets[i].probe->census = classes[i];
   }
