@@ -4,6 +4,7 @@
 
 #include "audit/config.h"
 #include "audit/trial_spec.h"
+#include "audit/trials.h"
 #include "reports/model.h"
 
 #include <string>
@@ -11,21 +12,12 @@
 
 namespace ra {
 
-struct RunOptions {
+struct RunOptions : SessionOptions {
   std::string model;
   std::string input_file;
   std::vector<ShapeSpec> shapes;
-  std::string device = "cpu";
   std::string mode = "infer";
   int steps = 1;
-  int repeats = 3;
-  std::vector<Config> configs;
-  int jobs = 1;
-  double timeout_s = 600;
-  uint64_t seed = 0;
-  std::vector<std::string> load_libraries;
-  std::vector<std::string> command;  // argv, recorded in the report
-  bool progress = false;             // progress lines on stderr
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every

@@ -268,13 +268,8 @@ TrialResult run_child(const TrialSpec& spec) {
       rec.write_dump(spec.dump_path);
       result.tensors = std::move(rec.tensors());
     }
-  } catch (const TrialInputError& e) {
-    result.status = TrialStatus::Error;
-    result.message = e.what();
-    result.error_kind = e.kind;
   } catch (const std::exception& e) {
-    result.status = TrialStatus::Error;
-    result.message = error_text(e);
+    record_error(result, e);
   }
   result.wall_ms = now_ms() - start;
   return result;

@@ -47,6 +47,16 @@ bool is_determinism_alert(const std::string& message) {
   return message.find("does not have a deterministic implementation") != std::string::npos;
 }
 
+void record_error(TrialResult& result, const std::exception& e) {
+  result.status = report::TrialStatus::Error;
+  if (const auto* input = dynamic_cast<const TrialInputError*>(&e)) {
+    result.message = input->what();
+    result.error_kind = input->kind;
+  } else {
+    result.message = error_text(e);
+  }
+}
+
 void disable_jit_optimisations() {
   torch::jit::getProfilingMode() = false;
   torch::jit::getExecutorMode() = false;

@@ -4,6 +4,7 @@
 // tensors and dumps CPU copies for the parent's divergence statistics.
 #pragma once
 
+#include "audit/trial_spec.h"
 #include "reports/model.h"
 
 #include <ATen/core/Tensor.h>
@@ -32,6 +33,9 @@ double ms_since_spawn();
 // interpreter errors, the final "RuntimeError: ..." line.
 std::string error_text(const std::exception& e);
 bool is_determinism_alert(const std::string& message);
+// Marks `result` as status Error with the exception's text; a TrialInputError also gives its kind
+// (so that the parent can tell a bad model or device from a failing trial).
+void record_error(TrialResult& result, const std::exception& e);
 
 // The TorchScript profiling executor and fusers change results between the first and later calls
 // of a method; a trial turns them off.

@@ -48,10 +48,9 @@
 
 #include "audit/errors.h"
 #include "audit/paths.h"
+#include "audit/trials.h"
 
 #include <fmt/format.h>
-
-#include <algorithm>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <torch/csrc/jit/api/function_impl.h>
@@ -60,7 +59,7 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/script.h>
 
-#include <filesystem>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -68,7 +67,6 @@
 #include <unordered_map>
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 namespace ra {
 namespace {
@@ -114,13 +112,6 @@ std::string first_line(const std::string& text) {
     begin = end + 1;
   }
   return "unknown error";
-}
-
-void check_readable(const std::string& path, const char* what) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{} '{}' is a directory", what, path));
-  if (::access(path.c_str(), R_OK) != 0) throw InputError(fmt::format("{} '{}' is not readable", what, path));
 }
 
 // Custom-op libraries stay loaded for the life of the process, as in a trial child.

@@ -4,6 +4,7 @@
 
 #include "audit/config.h"
 #include "audit/knowledge.h"
+#include "audit/trials.h"
 #include "reports/model.h"
 
 #include <string>
@@ -15,24 +16,15 @@ class Probe;
 
 namespace ra {
 
-struct ProbeRunOptions {
-  std::vector<std::string> only;  // shell globs on probe or family names; empty = every probe
-  std::string device = "cpu";
+struct ProbeRunOptions : SessionOptions {
+  std::vector<std::string> only;    // shell globs on probe or family names; empty = every probe
   std::string device_type = "cpu";  // "cpu" or "cuda"
-  int repeats = 3;
-  std::vector<Config> configs;
-  bool census = true;             // run each probe once more under det-warn and collect alerts
-  bool time_probes = true;        // time a second run of each probe for the cost of each configuration
-  int jobs = 1;
-  double timeout_s = 600;         // per child process (it runs many probes)
-  uint64_t seed = 0;
-  std::vector<std::string> load_libraries;
-  std::vector<std::string> command;
-  bool progress = false;
+  bool census = true;               // run each probe once more under det-warn and collect alerts
+  bool time_probes = true;          // time unrecorded runs of each probe: the cost of each configuration
 };
 
 // The probes `only` selects, in suite order: a glob matches a probe's name or its family. Throws
-// UsageError naming a glob that matches nothing (with the closest name).
+// UsageError naming a glob that matches nothing.
 std::vector<const probes::Probe*> select_probes(const std::vector<std::string>& only);
 
 // Runs the preflight (device and plugins; throws UsageError/InputError), then every configuration

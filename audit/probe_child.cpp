@@ -181,13 +181,8 @@ int run_probe_child(const TrialSpec& spec, const std::string& log_path) {
       load_probe_plugins(spec.load_libraries);
       device = checked_device(spec.device);
       if (spec.task == ChildTask::Preflight) header.environment = environment_fingerprint();
-    } catch (const TrialInputError& e) {
-      header.status = TrialStatus::Error;
-      header.message = e.what();
-      header.error_kind = e.kind;
     } catch (const std::exception& e) {
-      header.status = TrialStatus::Error;
-      header.message = error_text(e);
+      record_error(header, e);
     }
   }
   header.startup_ms = ms_since_spawn();

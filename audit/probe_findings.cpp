@@ -32,6 +32,7 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
   auto note = [&](std::string text) { facts.disagreements.push_back(std::move(text)); };
 
   bool diverged = false;
+  bool diverged_off = false;  // diverged under a configuration with deterministic=off
   bool observed_off = false;  // at least one deterministic-off configuration with >= 2 completed repeats
   for (const auto& c : target.configs) {
     diverged |= c.verdict == Verdict::Diverged;
@@ -49,12 +50,11 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
                          device_type));
       if (applies && entry->documented == Documented::MadeDeterministic && c.verdict == Verdict::Diverged)
         note(fmt::format("documented as made deterministic on {}, but diverged under '{}'", device_type, c.name));
-    } else if (deterministic_off(c) && c.completed >= 2 && c.verdict != Verdict::Diverged) {
-      observed_off = true;
+    } else if (deterministic_off(c)) {
+      diverged_off |= c.verdict == Verdict::Diverged;
+      observed_off |= c.completed >= 2 && c.verdict != Verdict::Diverged;
     }
   }
-  bool diverged_off = false;
-  for (const auto& c : target.configs) diverged_off |= deterministic_off(c) && c.verdict == Verdict::Diverged;
   if (documented && !control && observed_off && !diverged_off)
     note(fmt::format("documented as nondeterministic on {}, but never diverged here (not observed)", device_type));
 

@@ -4,6 +4,7 @@
 // input paths made before any child starts.
 #pragma once
 
+#include "audit/config.h"
 #include "audit/files.h"
 #include "audit/runner.h"
 #include "audit/trial_spec.h"
@@ -12,6 +13,19 @@
 #include <string>
 
 namespace ra {
+
+// What `run` and `probes` share: where the trials run, how many, under what, and how.
+struct SessionOptions {
+  std::string device = "cpu";  // "cpu", "cuda", "cuda:N"
+  int repeats = 3;
+  std::vector<Config> configs;
+  int jobs = 1;
+  double timeout_s = 600;      // per child process
+  uint64_t seed = 0;
+  std::vector<std::string> load_libraries;
+  std::vector<std::string> command;  // argv, recorded in the report
+  bool progress = false;             // progress lines on stderr
+};
 
 struct PreparedChild {
   ChildJob job;

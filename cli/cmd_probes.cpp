@@ -16,7 +16,6 @@
 
 #include <cstdio>
 
-#include <unistd.h>
 
 namespace ra::cli {
 namespace {
@@ -77,22 +76,11 @@ int list(const ProbesArgs& a, const KnowledgeBase& kb) {
 int execute(const ProbesArgs& a, const GlobalOptions& global) {
   const KnowledgeBase kb = load_knowledge(a.knowledge.empty() ? knowledge_path() : a.knowledge);
   ProbeRunOptions o;
-  o.device = a.device;
   o.device_type = device_type(a.device);
   if (a.list) return list(a, kb);
   o.only = a.only;
-  o.repeats = a.repeats;
-  o.configs = parse_configs(a.configs.empty() ? default_probe_config_names(o.device_type) : a.configs,
-                            logical_cpu_count());
   o.census = !a.no_census;
-  o.jobs = a.jobs;
-  o.timeout_s = a.timeout;
-  o.seed = a.seed;
-  o.load_libraries = a.libraries;
-  o.command = global.argv;
-  o.progress = !global.quiet && isatty(STDERR_FILENO);
-  if (!a.report.empty()) check_writable_target(a.report);
-
+  fill_session(o, a, global, default_probe_config_names(o.device_type));
   return emit_report(run_probe_suite(o, kb), a);
 }
 

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
 
 namespace ra::cli {
 namespace {
@@ -26,20 +25,9 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.input_file = a.input;
   if (!a.input.empty() && !a.shapes.empty()) throw UsageError("--input and --shape exclude each other");
   for (const auto& s : a.shapes) o.shapes.push_back(parse_shape(s));
-  o.device = a.device;
-  const std::string type = device_type(a.device);
   o.mode = a.mode;
   o.steps = a.steps;
-  o.repeats = a.repeats;
-  o.configs = parse_configs(a.configs.empty() ? default_config_names(type) : a.configs, logical_cpu_count());
-  o.jobs = a.jobs;
-  o.timeout_s = a.timeout;
-  o.seed = a.seed;
-  o.load_libraries = a.libraries;
-  o.command = global.argv;
-  o.progress = !global.quiet && isatty(STDERR_FILENO);
-  if (!a.report.empty()) check_writable_target(a.report);
-
+  fill_session(o, a, global, default_config_names(device_type(a.device)));
   return emit_report(run_audit(o), a);
 }
 

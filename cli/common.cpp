@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/common.h"
 
+#include "audit/config.h"
 #include "audit/errors.h"
 #include "audit/files.h"
 #include "reports/render.h"
@@ -48,6 +49,20 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--timeout", a.timeout, help.timeout)->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs")->capture_default_str();
   sub.add_option("--load-library", a.libraries, help.library);
+}
+
+void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
+                  const std::vector<std::string>& defaults) {
+  o.device = a.device;
+  o.repeats = a.repeats;
+  o.configs = parse_configs(a.configs.empty() ? defaults : a.configs, logical_cpu_count());
+  o.jobs = a.jobs;
+  o.timeout_s = a.timeout;
+  o.seed = a.seed;
+  o.load_libraries = a.libraries;
+  o.command = global.argv;
+  o.progress = !global.quiet && isatty(STDERR_FILENO);
+  if (!a.report.empty()) check_writable_target(a.report);
 }
 
 int emit_report(const report::Report& rep, const AuditArgs& a) {

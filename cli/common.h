@@ -2,6 +2,8 @@
 // Option checks shared by the subcommands.
 #pragma once
 
+#include "audit/trials.h"
+#include "cli/commands.h"
 #include "reports/model.h"
 
 #include <CLI/CLI.hpp>
@@ -33,6 +35,12 @@ struct AuditHelp {
 // Registers --device, --repeats, --configs, --report, --json, --jobs, --timeout, --seed and
 // --load-library on `sub`, storing into `a`.
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
+
+// Fills the shared options from the arguments: the device, repeats, configurations (`defaults`
+// when --configs is not given), jobs, timeout, seed, libraries, argv and progress; checks the
+// --report folder. Throws UsageError.
+void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
+                  const std::vector<std::string>& defaults);
 
 // Writes the JSON report to a.report (atomically) when asked, prints the summary (or the JSON with
 // --json) on stdout, and returns the report's exit code.

@@ -5,6 +5,10 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/script.h>
 
+// torch before doctest: c10 defines a CHECK macro that doctest must override.
+#include <doctest/doctest.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -99,5 +103,20 @@ int count_lines(const std::string& text) {
 }
 
 const char* test_ops_library() { return RA_TEST_OPS; }
+
+void expect_error(const TempDir& dir, std::vector<std::string> args, int code, const std::string& message) {
+  if (std::find(args.begin(), args.end(), "--report") == args.end()) {
+    args.push_back("--report");
+    args.push_back(dir.file("report.json"));
+  }
+  const auto r = run_cli(args);
+  CAPTURE(r.err);
+  CHECK(r.code == code);
+  CHECK(count_lines(r.err) == 1);
+  CHECK(r.err.rfind("repro-audit: ", 0) == 0);
+  CHECK(r.err.find(message) != std::string::npos);
+  CHECK(r.out.empty());
+  CHECK(!file_exists(dir.file("report.json")));
+}
 
 }  // namespace ra::test

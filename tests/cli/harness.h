@@ -50,4 +50,9 @@ int count_lines(const std::string& text);
 
 const char* test_ops_library();
 
+// Runs `args` plus `--report <dir>/report.json` (unless args name --report), and checks what every
+// bad input must give: exit `code`, one stderr line "repro-audit: ..." containing `message`,
+// nothing on stdout, and no report file.
+void expect_error(const TempDir& dir, std::vector<std::string> args, int code, const std::string& message);
+
 }  // namespace ra::test

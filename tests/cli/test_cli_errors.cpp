@@ -19,22 +19,6 @@ def forward(self, x):
     return torch.matmul(x, self.w)
 )JIT";
 
-// Runs `args` plus --report, and checks the exit code, the one-line message and that no report exists.
-void expect_error(ra::test::TempDir& dir, std::vector<std::string> args, int code, const std::string& message) {
-  if (std::find(args.begin(), args.end(), "--report") == args.end()) {
-    args.push_back("--report");
-    args.push_back(dir.file("report.json"));
-  }
-  const auto r = run_cli(args);
-  CAPTURE(r.err);
-  CHECK(r.code == code);
-  CHECK(ra::test::count_lines(r.err) == 1);
-  CHECK(r.err.rfind("repro-audit: ", 0) == 0);
-  CHECK(r.err.find(message) != std::string::npos);
-  CHECK(r.out.empty());
-  CHECK(!ra::test::file_exists(dir.file("report.json")));
-}
-
 }  // namespace
 
 TEST_CASE("run: unreadable models exit 3") {
@@ -46,36 +30,36 @@ TEST_CASE("run: unreadable models exit 3") {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(dir.file("truncated.pt"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
-  expect_error(dir, {"run", dir.file("missing.pt"), "--shape", "2x4"}, 3, "model '" + dir.file("missing.pt") + "' does not exist");
-  expect_error(dir, {"run", dir.file("text.pt"), "--shape", "2x4"}, 3, "is not a loadable TorchScript archive");
-  expect_error(dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3, "is not a loadable TorchScript archive");
+  ra::test::expect_error(dir, {"run", dir.file("missing.pt"), "--shape", "2x4"}, 3, "model '" + dir.file("missing.pt") + "' does not exist");
+  ra::test::expect_error(dir, {"run", dir.file("text.pt"), "--shape", "2x4"}, 3, "is not a loadable TorchScript archive");
+  ra::test::expect_error(dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3, "is not a loadable TorchScript archive");
 }
 
 TEST_CASE("run: inputs of the wrong shape, dtype, count or kind exit 3") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
-  expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x5"}, 3, "the model rejects the inputs (float32[2x5])");
-  expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4:int64"}, 3, "the model rejects the inputs (int64[2x4])");
-  expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--shape", "2x4"}, 3, "forward takes 1 input, but 2 were given");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x5"}, 3, "the model rejects the inputs (float32[2x5])");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4:int64"}, 3, "the model rejects the inputs (int64[2x4])");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--shape", "2x4"}, 3, "forward takes 1 input, but 2 were given");
   ra::test::save_value(dir.file("string.pt"), c10::IValue(std::string("hello")));
-  expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("string.pt")}, 3, "holds a String, not tensors");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("string.pt")}, 3, "holds a String, not tensors");
   { std::ofstream(dir.file("garbage.pt")) << "garbage"; }
-  expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("garbage.pt")}, 3, "is not a torch.save file");
-  expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("none.pt")}, 3, "input file '" + dir.file("none.pt") + "' does not exist");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("garbage.pt")}, 3, "is not a torch.save file");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("none.pt")}, 3, "input file '" + dir.file("none.pt") + "' does not exist");
 }
 
 TEST_CASE("run: usage errors exit 2 and say what is valid") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
   const std::string m = dir.file("m.pt");
-  expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "detx"}, 2, "unknown configuration 'detx' (presets: default, benchmark");
-  expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "det+bogus=1"}, 2, "unknown switch 'bogus'");
-  expect_error(dir, {"run", m, "--shape", "2x4", "--repeats", "0"}, 2, "--repeats");
-  expect_error(dir, {"run", m, "--shape", "2x4", "--device", "tpu"}, 2, "unknown device 'tpu'");
-  expect_error(dir, {"run", m, "--shape", "2x4", "--mode", "fly"}, 2, "--mode");
-  expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2, "did you mean --repeats?");
-  expect_error(dir, {"runn", m}, 2, "did you mean 'run'?");
-  expect_error(dir, {"run", m, "--shape", "2x4", "--report", "/nonexistent/dir/r.json"}, 2, "does not exist");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "detx"}, 2, "unknown configuration 'detx' (presets: default, benchmark");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "det+bogus=1"}, 2, "unknown switch 'bogus'");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repeats", "0"}, 2, "--repeats");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--device", "tpu"}, 2, "unknown device 'tpu'");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--mode", "fly"}, 2, "--mode");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2, "did you mean --repeats?");
+  ra::test::expect_error(dir, {"runn", m}, 2, "did you mean 'run'?");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--report", "/nonexistent/dir/r.json"}, 2, "does not exist");
 }
 
 TEST_CASE("run: --device cuda on a machine without a GPU exits 2") {
@@ -86,6 +70,6 @@ TEST_CASE("run: --device cuda on a machine without a GPU exits 2") {
   }
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
-  expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--device", "cuda"}, 2,
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--device", "cuda"}, 2,
                "--device cuda was asked for, but this machine has no CUDA device");
 }

@@ -319,25 +319,14 @@ TEST_CASE("lint: bad input exits 2 or 3 with one line on stderr and no report") 
   { std::ofstream(dir.file("text.pt")) << "this is not a TorchScript archive\n"; }
   std::ofstream(dir.file("bad-kb.json")) << R"KB({"schema": "repro-audit/knowledge", "schema_version": 1,
       "torch": "2.11", "source": "test", "entries": [{"id": "x", "colour": "red"}]})KB";
-  const auto expect_error = [&](std::vector<std::string> args, int code, const std::string& message) {
-    args.push_back("--report");
-    args.push_back(dir.file("report.json"));
-    const auto r = run_cli(args);
-    CAPTURE(r.err);
-    CHECK(r.code == code);
-    CHECK(ra::test::count_lines(r.err) == 1);
-    CHECK(r.err.rfind("repro-audit: ", 0) == 0);
-    CHECK(r.err.find(message) != std::string::npos);
-    CHECK(r.out.empty());
-    CHECK(!ra::test::file_exists(dir.file("report.json")));
-  };
-  expect_error({"lint", dir.file("missing.pt"), "--knowledge", kb}, 3,
+
+  ra::test::expect_error(dir, {"lint", dir.file("missing.pt"), "--knowledge", kb}, 3,
                "model '" + dir.file("missing.pt") + "' does not exist");
-  expect_error({"lint", dir.file(""), "--knowledge", kb}, 3, "is a directory");
-  expect_error({"lint", dir.file("text.pt"), "--knowledge", kb}, 3, "is not a loadable TorchScript archive");
-  expect_error({"lint", dir.file("m.pt"), "--knowledge", kb, "--device", "tpu"}, 2, "unknown device 'tpu'");
-  expect_error({"lint", dir.file("m.pt"), "--knowledge", dir.file("bad-kb.json")}, 3, "unknown key 'colour'");
-  expect_error({"lint", dir.file("m.pt"), "--knowledge", dir.file("no-kb.json")}, 3, "cannot be read");
+  ra::test::expect_error(dir, {"lint", dir.file(""), "--knowledge", kb}, 3, "is a directory");
+  ra::test::expect_error(dir, {"lint", dir.file("text.pt"), "--knowledge", kb}, 3, "is not a loadable TorchScript archive");
+  ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", kb, "--device", "tpu"}, 2, "unknown device 'tpu'");
+  ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("bad-kb.json")}, 3, "unknown key 'colour'");
+  ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("no-kb.json")}, 3, "cannot be read");
   const auto r = run_cli({"lint", dir.file("m.pt"), "--knowledge", kb, "--report", "/nonexistent/dir/r.json"});
   CHECK(r.code == 2);
   CHECK(r.err.find("does not exist") != std::string::npos);

@@ -139,7 +139,6 @@ TEST_CASE("probes: CPU probes measure thread dependence and documented raises on
 
 TEST_CASE("probes: bad input gives one line on stderr, the documented exit code and no report") {
   ra::test::TempDir dir;
-  const std::string report = dir.file("r.json");
   struct Case {
     std::vector<std::string> args;
     int code;
@@ -158,12 +157,6 @@ TEST_CASE("probes: bad input gives one line on stderr, the documented exit code 
   for (const auto& c : cases) {
     std::vector<std::string> args = {"probes", "--only", "put"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    if (c.args.front() != "--report") args.insert(args.end(), {"--report", report});
-    const auto r = run_cli(args);
-    CAPTURE(c.message);
-    CHECK(r.code == c.code);
-    CHECK(r.err.find(c.message) != std::string::npos);
-    CHECK(ra::test::count_lines(r.err) == 1);
-    CHECK(!ra::test::file_exists(report));
+    ra::test::expect_error(dir, args, c.code, c.message);
   }
 }
