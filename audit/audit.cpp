@@ -7,14 +7,19 @@
 #include "audit/analysis.h"
 #include "audit/errors.h"
 #include "audit/files.h"
+#include "audit/fix_search.h"
+#include "audit/knowledge.h"
 #include "audit/log.h"
 #include "audit/paths.h"
 #include "audit/runner.h"
 #include "audit/tensor_stats.h"
+#include "audit/trace_align.h"
+#include "audit/trace_io.h"
 #include "audit/trials.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -63,6 +68,143 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
   return *result;
 }
 
+// Runs `repeats` trials of each configuration in its own child, repeat-major (so that --jobs runs
+// different configurations side by side), and returns each configuration's runs and trace files.
+struct Batch {
+  std::vector<std::vector<TrialRun>> runs;
+  std::vector<std::vector<std::string>> traces;  // per configuration, per run ("" without trace)
+};
+
+Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, int repeats,
+                const std::string& tag, bool trace) {
+  std::vector<PreparedChild> prepared;
+  std::vector<std::string> trace_paths;
+  std::vector<std::pair<size_t, int>> where;  // job -> (config, repeat)
+  for (int r = 0; r < repeats; ++r)
+    for (size_t c = 0; c < configs.size(); ++c) {
+      TrialSpec spec = base_spec(o);
+      spec.config = configs[c];
+      spec.repeat = r;
+      const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
+      if (trace) {
+        spec.trace_path = scratch.path() + "/" + name + ".trace.jsonl";
+        spec.trace_capacity = o.trace_capacity;
+      }
+      trace_paths.push_back(spec.trace_path);
+      prepared.push_back(prepare_child(scratch, name, spec, o.timeout_s));
+      where.emplace_back(c, r);
+    }
+  std::vector<ChildJob> jobs;
+  for (const auto& p : prepared) jobs.push_back(p.job);
+  size_t done = 0;
+  const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
+    ++done;
+    const auto& [c, r] = where[i];
+    const std::string line = fmt::format("[{}/{}] {} repeat {}: {:.0f} ms", done, jobs.size(), configs[c].name, r, outcome.wall_ms);
+    if (o.progress)
+      std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), done == jobs.size() ? "\n" : "");
+    else
+      log::debug("{}", line);
+  };
+  const std::vector<ChildOutcome> outcomes = run_children(jobs, o.jobs, on_done);
+  Batch b;
+  b.runs.resize(configs.size());
+  b.traces.resize(configs.size());
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    TrialRun run;
+    run.repeat = where[i].second;
+    run.process = outcomes[i];
+    run.result = read_result(prepared[i].result_path);
+    run.dump_path = prepared[i].dump_path;
+    run.timeout_s = o.timeout_s;
+    b.runs[where[i].first].push_back(std::move(run));
+    b.traces[where[i].first].push_back(trace_paths[i]);
+  }
+  return b;
+}
+
+// Reads the traces of a configuration's completed runs (the reference run first) and names the
+// root causes. A trace that cannot be read is left out, with a warning.
+std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>& runs,
+                                                     const std::vector<std::string>& paths) {
+  const int ref = reference_index(runs);
+  if (ref < 0) return std::nullopt;
+  std::vector<size_t> order = {static_cast<size_t>(ref)};
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (static_cast<int>(i) != ref) order.push_back(i);
+  std::vector<trace::Trace> traces;
+  std::vector<int> repeats;
+  for (size_t i : order) {
+    const auto& run = runs[i];
+    if (!run.result || run.result->status != report::TrialStatus::Ok || paths[i].empty()) continue;
+    try {
+      traces.push_back(trace::read_trace(paths[i]));
+      repeats.push_back(run.repeat);
+    } catch (const trace::TraceError& e) {
+      log::warn("repeat {}: {}", run.repeat, e.what());
+    }
+  }
+  if (traces.empty()) return std::nullopt;
+  return trace::analyse_traces(traces, repeats);
+}
+
+report::ConfigResult analyse(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
+                             bool trace) {
+  report::ConfigResult result = analyse_config(config, runs, dump_differences);
+  if (trace) result.trace = summarise_traces(runs, traces);
+  return result;
+}
+
+// Medians of timed, uninstrumented runs of each configuration, one child after another so that
+// they do not compete for the machine.
+std::vector<std::optional<double>> time_configs(const RunOptions& o, const ScratchDir& scratch,
+                                                const std::vector<Config>& configs, const std::string& tag) {
+  std::vector<PreparedChild> prepared;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    TrialSpec spec = base_spec(o);
+    spec.config = configs[c];
+    spec.timed_runs = o.timed_runs;
+    prepared.push_back(prepare_child(scratch, fmt::format("{}t{}", tag, c), spec, o.timeout_s, /*dump=*/false));
+  }
+  std::vector<ChildJob> jobs;
+  for (const auto& p : prepared) jobs.push_back(p.job);
+  if (o.progress) std::fprintf(stderr, "timing %zu configurations\n", jobs.size());
+  run_children(jobs, 1);
+  std::vector<std::optional<double>> medians;
+  for (const auto& p : prepared) {
+    const auto result = read_result(p.result_path);
+    if (!result || result->status != report::TrialStatus::Ok || result->run_ms.empty()) {
+      medians.push_back(std::nullopt);
+      continue;
+    }
+    std::vector<double> v = result->run_ms;
+    std::sort(v.begin(), v.end());
+    medians.push_back(v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+  }
+  return medians;
+}
+
+// Knowledge-base advice for the ops that raised, and which candidates fix which root cause.
+void annotate_fixes(report::ConfigResult& result) {
+  auto& fs = *result.fix_search;
+  std::optional<KnowledgeBase> kb;
+  try {
+    kb = load_knowledge(knowledge_path());
+  } catch (const std::exception& e) {
+    log::debug("no knowledge base for fix advice: {}", e.what());
+  }
+  if (kb)
+    for (auto& n : fs.no_deterministic)
+      for (const auto& e : kb->entries)
+        if (!e.alert.empty() && e.alert == n.op) n.advice = e.advice;
+  if (!result.trace) return;
+  for (auto& rc : result.trace->root_causes)
+    for (size_t i = 0; i < fs.candidates.size(); ++i) {
+      const auto& f = fs.candidates[i].fixes;
+      if (std::find(f.begin(), f.end(), rc.position) != f.end()) rc.fixed_by.push_back(i);
+    }
+}
+
 }  // namespace
 
 report::Report run_audit(const RunOptions& o) {
@@ -89,48 +231,38 @@ report::Report run_audit(const RunOptions& o) {
   target.seed = o.seed;
   target.inputs = pre.input_descriptions;
 
-  // Repeat-major order, so that --jobs runs different configurations side by side.
-  std::vector<PreparedChild> prepared;
-  std::vector<std::pair<size_t, int>> where;  // job -> (config, repeat)
-  for (int r = 0; r < o.repeats; ++r)
-    for (size_t c = 0; c < o.configs.size(); ++c) {
-      TrialSpec spec = base_spec(o);
-      spec.config = o.configs[c];
-      spec.repeat = r;
-      prepared.push_back(prepare_child(scratch, fmt::format("c{}-r{}", c, r), spec, o.timeout_s));
-      where.emplace_back(c, r);
-    }
-  std::vector<ChildJob> jobs;
-  for (const auto& p : prepared) jobs.push_back(p.job);
-  size_t done = 0;
-  const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-    ++done;
-    const auto& [c, r] = where[i];
-    const std::string line = fmt::format("[{}/{}] {} repeat {}: {:.0f} ms", done, jobs.size(), o.configs[c].name, r, outcome.wall_ms);
-    if (o.progress)
-      std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), done == jobs.size() ? "\n" : "");
-    else
-      log::debug("{}", line);
-  };
-  const std::vector<ChildOutcome> outcomes = run_children(jobs, o.jobs, on_done);
-
-  std::vector<std::vector<TrialRun>> runs(o.configs.size());
-  for (size_t i = 0; i < prepared.size(); ++i) {
-    TrialRun run;
-    run.repeat = where[i].second;
-    run.process = outcomes[i];
-    run.result = read_result(prepared[i].result_path);
-    run.dump_path = prepared[i].dump_path;
-    run.timeout_s = o.timeout_s;
-    runs[where[i].first].push_back(std::move(run));
-  }
+  const Batch batch = run_batch(o, scratch, o.configs, o.repeats, "", o.trace);
   std::vector<std::string> reference_dumps;
   for (size_t c = 0; c < o.configs.size(); ++c) {
-    target.configs.push_back(analyse_config(o.configs[c], runs[c], dump_differences));
-    const int ref = reference_index(runs[c]);
-    reference_dumps.push_back(ref >= 0 ? runs[c][static_cast<size_t>(ref)].dump_path : "");
+    target.configs.push_back(analyse(o.configs[c], batch.runs[c], batch.traces[c], o.trace));
+    const int ref = reference_index(batch.runs[c]);
+    reference_dumps.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
   }
   target.dependence = configuration_dependence(target.configs, reference_dumps, dump_differences);
+
+  if (o.trace && o.fix_search) {
+    const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+    int searches = 0;
+    for (size_t c = 0; c < o.configs.size(); ++c) {
+      report::ConfigResult& failing = target.configs[c];
+      if (failing.verdict != report::Verdict::Diverged) continue;
+      const std::string tag = fmt::format("fix{}-", searches++);
+      int candidates = 0;
+      const EvaluateFn evaluate = [&](const Config& config) {
+        log::info("fix search for {}: trying {}", failing.name, config.name);
+        const Batch b = run_batch(o, scratch, {config}, o.repeats, fmt::format("{}{}", tag, candidates++), true);
+        const report::ConfigResult r = analyse(config, b.runs[0], b.traces[0], true);
+        CandidateOutcome out{r.verdict, r.message, {}};
+        if (r.trace) out.root_causes = r.trace->root_causes;
+        return out;
+      };
+      const TimeFn time = [&](const std::vector<Config>& configs) { return time_configs(o, scratch, configs, tag); };
+      failing.fix_search = search_fixes(failing, o.configs[c], device, evaluate, time);
+      failing.fix_search->repeats = o.repeats;
+      failing.fix_search->timed_runs = o.timed_runs;
+      annotate_fixes(failing);
+    }
+  }
   rep.targets.push_back(std::move(target));
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -18,6 +18,10 @@ struct RunOptions : SessionOptions {
   std::vector<ShapeSpec> shapes;
   std::string mode = "infer";
   int steps = 1;
+  bool trace = false;                 // record op traces, name root causes, search fixes
+  uint64_t trace_capacity = 1 << 21;  // tensor digests a trace may hold (16 bytes each)
+  bool fix_search = true;             // with trace: search fixes for diverged configurations
+  int timed_runs = 5;                 // fix search: timed runs per timing child, after a warm-up run
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every

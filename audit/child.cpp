@@ -16,6 +16,8 @@
 #include "audit/digest.h"
 #include "audit/fingerprint.h"
 #include "audit/switches.h"
+#include "audit/trace.h"
+#include "audit/trace_io.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
@@ -26,6 +28,7 @@
 #include <fmt/ranges.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace ra {
@@ -169,6 +172,7 @@ void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& 
   for (const auto& b : module.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
   if (spec.mode == "infer") {
     module.eval();
+    trace::set_phase("forward", 0);
     c10::InferenceMode guard;
     record_value(rec, "output", call_forward(module, in));
     return;
@@ -185,12 +189,15 @@ void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& 
   for (int step = 1; step <= spec.steps; ++step) {
     for (auto& [name, p] : params)
       if (p.grad().defined()) p.mutable_grad() = at::Tensor();
+    trace::set_phase("forward", step);
     const c10::IValue out = call_forward(module, in);
     const at::Tensor loss = loss_of(out);
     const std::string prefix = fmt::format("step{}/", step);
     record_value(rec, prefix + "output", out);
     rec.add(prefix + "loss", loss.detach());
+    trace::set_phase("backward", step);
     loss.backward();
+    trace::set_phase("optimizer", step);
     at::NoGradGuard no_grad;
     for (auto& [name, p] : params) {
       if (!p.grad().defined()) continue;
@@ -257,7 +264,20 @@ TrialResult run_child(const TrialSpec& spec) {
       }
     } else {
       try {
+        std::optional<trace::Tracer> tracer;
+        if (!spec.trace_path.empty()) tracer.emplace(device, spec.trace_capacity);
         run_model(spec, module, inputs, rec);
+        if (tracer) trace::write_trace(spec.trace_path, tracer->finish());
+        tracer.reset();
+        // Uninstrumented runs for the fix search's costs; the recorded run above was the warm-up.
+        for (int i = 0; i < spec.timed_runs; ++i) {
+          Recorder off = Recorder::off();
+          synchronize(device);
+          const double t0 = now_ms();
+          run_model(spec, module, inputs, off);
+          synchronize(device);
+          result.run_ms.push_back(now_ms() - t0);
+        }
       } catch (const TrialInputError&) {
         throw;
       } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <ATen/Context.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/jit/codegen/fuser/interface.h>
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -117,6 +118,8 @@ void synchronize(const c10::Device& device) {
 }
 
 void Recorder::add(const std::string& name, const at::Tensor& t) {
+  if (!enabled_) return;
+  at::RecordFunctionGuard not_traced(false);  // the tracer records the model, not the recorder
   tensors_.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
   if (dump_) {
     names_.push_back(name);

@@ -53,6 +53,12 @@ void synchronize(const c10::Device& device);
 class Recorder {
  public:
   explicit Recorder(bool dump) : dump_(dump) {}
+  // A recorder that keeps nothing: for timed runs.
+  static Recorder off() {
+    Recorder r(false);
+    r.enabled_ = false;
+    return r;
+  }
   void add(const std::string& name, const at::Tensor& t);
   std::vector<report::TensorDigest>& tensors() { return tensors_; }
   // Writes the kept copies as a pickled Dict[str, Tensor]; a no-op without dump.
@@ -60,6 +66,7 @@ class Recorder {
 
  private:
   bool dump_;
+  bool enabled_ = true;
   std::vector<report::TensorDigest> tensors_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> values_;

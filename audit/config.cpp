@@ -159,6 +159,51 @@ std::map<std::string, std::optional<std::string>> config_environment(const Confi
   return env;
 }
 
+Snippet switch_snippet(const std::string& key, const std::string& value) {
+  const bool on = value == "on";
+  const char* cpp_bool = on ? "true" : "false";
+  const char* py_bool = on ? "True" : "False";
+  if (key == "cudnn.benchmark")
+    return {fmt::format("at::globalContext().setBenchmarkCuDNN({});", cpp_bool),
+            fmt::format("torch.backends.cudnn.benchmark = {}", py_bool)};
+  if (key == "cudnn.deterministic")
+    return {fmt::format("at::globalContext().setDeterministicCuDNN({});", cpp_bool),
+            fmt::format("torch.backends.cudnn.deterministic = {}", py_bool)};
+  if (key == "cudnn.enabled")
+    return {fmt::format("at::globalContext().setUserEnabledCuDNN({});", cpp_bool),
+            fmt::format("torch.backends.cudnn.enabled = {}", py_bool)};
+  if (key == "deterministic") {
+    if (value == "off") return {"at::globalContext().setDeterministicAlgorithms(false, false);", "torch.use_deterministic_algorithms(False)"};
+    if (value == "warn")
+      return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);",
+              "torch.use_deterministic_algorithms(True, warn_only=True)"};
+    return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);", "torch.use_deterministic_algorithms(True)"};
+  }
+  if (key == "fill_uninitialized_memory")
+    return {fmt::format("at::globalContext().setDeterministicFillUninitializedMemory({});", cpp_bool),
+            fmt::format("torch.utils.deterministic.fill_uninitialized_memory = {}", py_bool)};
+  if (key == "tf32.cublas")
+    return {fmt::format("at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, "
+                        "at::Float32Precision::{});", on ? "TF32" : "IEEE"),
+            fmt::format("torch.backends.cuda.matmul.allow_tf32 = {}", py_bool)};
+  if (key == "tf32.cudnn")
+    return {fmt::format("for (auto op : {{at::Float32Op::CONV, at::Float32Op::RNN}}) "
+                        "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::{});",
+                        on ? "TF32" : "IEEE"),
+            fmt::format("torch.backends.cudnn.allow_tf32 = {}", py_bool)};
+  if (key == "threads") return {fmt::format("at::set_num_threads({});", value), fmt::format("torch.set_num_threads({})", value)};
+  const SwitchInfo* s = find_switch(key);
+  if (s != nullptr && !s->env_var.empty()) {
+    const char* when = key == "cublas_workspace" ? "before the first CUDA call" : "before torch is loaded";
+    if (value == "unset")
+      return {fmt::format("unsetenv(\"{}\");  // {}", s->env_var, when),
+              fmt::format("os.environ.pop(\"{}\", None)  # {}", s->env_var, when)};
+    return {fmt::format("setenv(\"{}\", \"{}\", 1);  // {}", s->env_var, value, when),
+            fmt::format("os.environ[\"{}\"] = \"{}\"  # {}", s->env_var, value, when)};
+  }
+  return {"", ""};
+}
+
 unsigned logical_cpu_count() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 }  // namespace ra

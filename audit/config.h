@@ -55,6 +55,15 @@ std::vector<std::string> default_config_names(const std::string& device_type);
 // Environment the parent sets for a child running `config`: name -> value, or nullopt to unset.
 std::map<std::string, std::optional<std::string>> config_environment(const Config& config);
 
+// How a program sets switch `key` to `value` itself: one line of C++ (LibTorch) and one of Python.
+// Environment switches are set before the library reads them (before the first CUDA call, before
+// MKL initialises).
+struct Snippet {
+  std::string cpp;
+  std::string python;
+};
+Snippet switch_snippet(const std::string& key, const std::string& value);
+
 // Logical CPUs of this machine (at least 1).
 unsigned logical_cpu_count();
 

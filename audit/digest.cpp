@@ -92,13 +92,16 @@ std::string digest(const at::Tensor& t) {
   return dk::finish(cpu_lanes(flat), dtype_name(t.scalar_type()), shape_of(t));
 }
 
-std::string digest_generic(const at::Tensor& t) {
-  const at::Tensor flat = prepare(t);
+namespace {
+
+// The two lane sums of a flat contiguous tensor as a 2-element int64 tensor on its device; nothing
+// waits for the device.
+at::Tensor generic_lanes(const at::Tensor& flat) {
   const at::Tensor all = flat.numel() == 0 ? at::empty({0}, flat.options().dtype(at::kLong)) : words_as_int64(flat);
   const int64_t n = all.numel();
   constexpr int64_t kChunk = 1 << 22;  // bounds the temporaries: 4 Mi words at a time
   using dk::kK1, dk::kK2, dk::kK3, dk::kK4, dk::kP1, dk::kP2, dk::kP3, dk::kP4;
-  at::Tensor sum_a = at::zeros({}, all.options()), sum_b = at::zeros({}, all.options());
+  at::Tensor sums = at::zeros({2}, all.options());
   for (int64_t lo = 0; lo < n; lo += kChunk) {
     const int64_t len = std::min(kChunk, n - lo);
     const at::Tensor u = all.narrow(0, lo, len);
@@ -110,13 +113,24 @@ std::string digest_generic(const at::Tensor& t) {
     const at::Tensor r16 = low32(u * 65536).bitwise_or(u.floor_divide(65536));
     const at::Tensor r8 = low32(u * 256).bitwise_or(u.floor_divide(1 << 24));
     // Products of two values below 2^32 wrap modulo 2^64 in int64, as the CPU kernel's uint64 does.
-    sum_a += (u.bitwise_xor(ka) * r16.bitwise_xor(kb) + u * (int64_t{1} << 32)).sum();
-    sum_b += (u.bitwise_xor(kc) * r8.bitwise_xor(kd) + u).sum();
+    sums[0] += (u.bitwise_xor(ka) * r16.bitwise_xor(kb) + u * (int64_t{1} << 32)).sum();
+    sums[1] += (u.bitwise_xor(kc) * r8.bitwise_xor(kd) + u).sum();
   }
+  return sums;
+}
+
+}  // namespace
+
+std::string digest_generic(const at::Tensor& t) {
+  const at::Tensor sums = generic_lanes(prepare(t)).cpu();
   dk::Lanes lanes;
-  lanes.a = static_cast<uint64_t>(sum_a.item<int64_t>());
-  lanes.b = static_cast<uint64_t>(sum_b.item<int64_t>());
+  lanes.a = static_cast<uint64_t>(sums[0].item<int64_t>());
+  lanes.b = static_cast<uint64_t>(sums[1].item<int64_t>());
   return dk::finish(lanes, dtype_name(t.scalar_type()), shape_of(t));
 }
+
+digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t) { return cpu_lanes(prepare(t)); }
+
+void digest_lanes_into(const at::Tensor& t, at::Tensor& slot) { slot.copy_(generic_lanes(prepare(t)), /*non_blocking=*/true); }
 
 }  // namespace ra

@@ -24,6 +24,8 @@
 // to a plain copy of the same bytes.
 #pragma once
 
+#include "audit/digest_kernel.h"
+
 #include <ATen/core/Tensor.h>
 
 #include <string>
@@ -36,6 +38,13 @@ std::string digest(const at::Tensor& t);
 // The same digest computed with ATen integer operations only (any device). digest() uses it for
 // non-CPU devices; tests use it on CPU as an independent reference for the vectorised kernel.
 std::string digest_generic(const at::Tensor& t);
+
+// For the tracer (audit/trace.h): the digest's lane sums of a CPU tensor, computed now; and, for a
+// tensor on any device, its lane sums written into `slot` (2 int64 elements on the same device)
+// with ATen operations queued on the device: nothing waits for it. digest_kernel::finish turns
+// lanes into the digest.
+digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t);
+void digest_lanes_into(const at::Tensor& t, at::Tensor& slot);
 
 // "float32", "bfloat16", "int64", "bool", ...
 std::string dtype_name(at::ScalarType type);

@@ -75,7 +75,10 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"dump_path", s.dump_path},
           {"repeat", s.repeat},
           {"probes", s.probes},
-          {"time_probes", s.time_probes}};
+          {"time_probes", s.time_probes},
+          {"trace_path", s.trace_path},
+          {"trace_capacity", s.trace_capacity},
+          {"timed_runs", s.timed_runs}};
 }
 
 TrialSpec trial_spec_from_json(const nlohmann::json& j) {
@@ -97,6 +100,9 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.repeat = j.at("repeat").get<int>();
   s.probes = j.value("probes", std::vector<std::string>{});
   s.time_probes = j.value("time_probes", false);
+  s.trace_path = j.value("trace_path", std::string());
+  s.trace_capacity = j.value("trace_capacity", uint64_t{0});
+  s.timed_runs = j.value("timed_runs", 0);
   return s;
 }
 
@@ -116,7 +122,8 @@ nlohmann::json to_json(const TrialResult& r) {
           {"environment", r.environment},
           {"inputs", r.input_descriptions},
           {"startup_ms", r.startup_ms},
-          {"wall_ms", r.wall_ms}};
+          {"wall_ms", r.wall_ms},
+          {"run_ms", r.run_ms}};
 }
 
 TrialResult trial_result_from_json(const nlohmann::json& j) {
@@ -135,6 +142,7 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
   r.input_descriptions = j.at("inputs").get<std::vector<std::string>>();
   r.startup_ms = j.at("startup_ms").get<double>();
   r.wall_ms = j.at("wall_ms").get<double>();
+  r.run_ms = j.value("run_ms", std::vector<double>{});
   return r;
 }
 

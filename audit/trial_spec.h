@@ -46,6 +46,9 @@ struct TrialSpec {
   int repeat = 0;
   std::vector<std::string> probes;   // Probes: the probes to run, in order
   bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
+  std::string trace_path;            // Trial: record an op trace (audit/trace.h) and write it here ("" = no trace)
+  uint64_t trace_capacity = 0;       // Trial: tensor digests the trace may hold
+  int timed_runs = 0;                // Trial: after the recorded run, time this many unrecorded ones
 };
 
 struct TrialResult {
@@ -59,6 +62,7 @@ struct TrialResult {
   std::vector<std::string> input_descriptions;  // preflight only
   double startup_ms = 0;
   double wall_ms = 0;
+  std::vector<double> run_ms;  // timed_runs: wall time of each unrecorded run, device synchronised
 };
 
 nlohmann::json to_json(const TrialSpec& spec);

@@ -17,6 +17,10 @@ struct RunArgs : AuditArgs {
   std::vector<std::string> shapes;
   std::string mode = "infer";
   int steps = 1;
+  bool trace = false;
+  uint64_t trace_capacity = 1 << 21;
+  bool no_fix_search = false;
+  int timed_runs = 5;
 };
 
 int execute(const RunArgs& a, const GlobalOptions& global) {
@@ -27,6 +31,10 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   for (const auto& s : a.shapes) o.shapes.push_back(parse_shape(s));
   o.mode = a.mode;
   o.steps = a.steps;
+  o.trace = a.trace;
+  o.trace_capacity = a.trace_capacity;
+  o.fix_search = !a.no_fix_search;
+  o.timed_runs = a.timed_runs;
   fill_session(o, a, global, default_config_names(device_type(a.device)));
   return emit_report(run_audit(o), a);
 }
@@ -42,6 +50,16 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
   sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_flag("--trace", a->trace,
+               "record every op (forward, backward, optimizer) with digests of its inputs and outputs; name the "
+               "first op that diverged and search for the cheapest switches that fix it");
+  sub.add_option("--trace-capacity", a->trace_capacity, "tensor digests a trace may hold (16 bytes each); later ops are dropped")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32))
+      ->capture_default_str();
+  sub.add_flag("--no-fix-search", a->no_fix_search, "with --trace: name root causes only, do not search for fixes");
+  sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")
+      ->check(CLI::Range(5, 1000))
+      ->capture_default_str();
   add_audit_options(sub, *a,
                     {"default,threads-1 on CPU, default,det on CUDA",
                      "seconds before a trial is killed and recorded as timeout",

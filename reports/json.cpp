@@ -32,6 +32,84 @@ json finding_json(const TensorFinding& f) {
   return j;
 }
 
+json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json root_cause_json(const RootCause& r) {
+  return {{"op", r.op},
+          {"direction", r.direction},
+          {"node", or_null(r.node)},
+          {"forward_op", or_null(r.forward_op)},
+          {"module", or_null(r.module)},
+          {"source", or_null(r.source)},
+          {"phase", r.phase},
+          {"step", r.step},
+          {"thread", r.thread},
+          {"position", r.position},
+          {"inputs", r.inputs},
+          {"outputs", r.outputs},
+          {"differing_outputs", r.differing_outputs},
+          {"runs_diverged", r.runs_diverged},
+          {"runs_compared", r.runs_compared},
+          {"repeats", r.repeats},
+          {"propagated", r.propagated},
+          {"independent_mismatches", r.independent_mismatches},
+          {"stats", r.stats ? stats_json(*r.stats) : json(nullptr)},
+          {"fixed_by", r.fixed_by}};
+}
+
+// Deterministic facts only: medians and cost ratios go to the timing section.
+json fix_search_json(const FixSearch& f) {
+  json candidates = json::array();
+  for (const auto& c : f.candidates) {
+    json toggles = json::object();
+    for (const auto& [k, v] : c.toggles) toggles[k] = v;
+    candidates.push_back({{"config", c.config},
+                          {"stage", c.stage},
+                          {"toggles", toggles},
+                          {"verdict", to_string(c.verdict)},
+                          {"message", c.message},
+                          {"fixes_root_causes", c.fixes},
+                          {"reproducible", c.fixes_all},
+                          {"minimal", c.minimal},
+                          {"snippet", {{"cpp", c.cpp}, {"python", c.python}}}});
+  }
+  json none = json::array();
+  for (const auto& n : f.no_deterministic)
+    none.push_back({{"op", n.op}, {"message", n.message}, {"advice", n.advice}, {"alternatives", n.alternatives}});
+  return {{"from", f.from},
+          {"repeats", f.repeats},
+          {"timed_runs", f.timed_runs},
+          {"conclusion", f.conclusion},
+          {"minimal_fixes", f.best},
+          {"no_deterministic_implementation", none},
+          {"candidates", candidates}};
+}
+
+json trace_json(const TraceSummary& t) {
+  json causes = json::array();
+  for (const auto& r : t.root_causes) causes.push_back(root_cause_json(r));
+  json splits = json::array();
+  for (const auto& s : t.splits)
+    splits.push_back({{"thread", s.thread},
+                      {"reference_position", s.reference_position},
+                      {"other_position", s.other_position},
+                      {"reference_op", or_null(s.reference_op)},
+                      {"other_op", or_null(s.other_op)},
+                      {"unmatched_reference", s.unmatched_reference},
+                      {"unmatched_other", s.unmatched_other},
+                      {"reordered", s.reordered},
+                      {"runs", s.runs},
+                      {"repeats", s.repeats}});
+  return {{"records", t.records},
+          {"dropped", t.dropped},
+          {"capacity", t.capacity},
+          {"memory_bytes", t.memory_bytes},
+          {"runs_compared", t.runs_compared},
+          {"runs_identical", t.runs_identical},
+          {"root_causes", causes},
+          {"splits", splits}};
+}
+
 json config_json(const ConfigResult& c) {
   json switches = json::array();
   for (const auto& s : c.switches)
@@ -64,7 +142,9 @@ json config_json(const ConfigResult& c) {
           {"tensor_count", c.tensor_count},
           {"diverged_tensors", diverged},
           {"reference_digests", tensors},
-          {"trials", trials}};
+          {"trials", trials},
+          {"trace", c.trace ? trace_json(*c.trace) : json(nullptr)},
+          {"fix_search", c.fix_search ? fix_search_json(*c.fix_search) : json(nullptr)}};
 }
 
 json probe_json(const ProbeFacts& p) {
@@ -98,6 +178,7 @@ json to_json(const Report& r) {
   json targets = json::array();
   json timing_trials = json::array();
   json timing_costs = json::array();
+  json timing_fixes = json::array();
   for (const auto& t : r.targets) {
     json configs = json::array();
     for (size_t i = 0; i < t.configs.size(); ++i) {
@@ -107,6 +188,17 @@ json to_json(const Report& r) {
         const auto ratio = cost_ratio(t, i);
         timing_costs.push_back({{"target", t.name}, {"config", c.name}, {"median_ms", *median},
                                 {"ratio_to_first", ratio ? json(*ratio) : json(nullptr)}});
+      }
+      if (c.fix_search) {
+        const FixSearch& f = *c.fix_search;
+        json fixes = json::array();
+        for (const auto& cand : f.candidates)
+          if (cand.median_ms)
+            fixes.push_back({{"config", cand.config}, {"median_ms", *cand.median_ms},
+                             {"cost_ratio", cand.cost_ratio ? json(*cand.cost_ratio) : json(nullptr)}});
+        timing_fixes.push_back({{"target", t.name}, {"config", c.name},
+                                {"baseline_median_ms", f.baseline_median_ms ? json(*f.baseline_median_ms) : json(nullptr)},
+                                {"candidates", fixes}});
       }
       for (const auto& trial : c.trials)
         timing_trials.push_back({{"target", t.name}, {"config", c.name}, {"repeat", trial.repeat},
@@ -141,7 +233,7 @@ json to_json(const Report& r) {
             {"environment", r.environment},
             {"targets", targets}};
   if (r.census) j["census"] = census_json(*r.census);
-  j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"trials", timing_trials}};
+  j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"fixes", timing_fixes}, {"trials", timing_trials}};
   return j;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ra::report {
@@ -23,6 +24,102 @@ void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t lim
                        f.stats ? stats_line(*f.stats) : std::string("digests differ"));
   }
   if (fs.size() > limit) out += fmt::format("      ... and {} more tensors\n", fs.size() - limit);
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b < 1024) return fmt::format("{} B", b);
+  if (b < 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(b) / 1024);
+  if (b < uint64_t{1024} * 1024 * 1024) return fmt::format("{:.1f} MiB", static_cast<double>(b) / (1024.0 * 1024));
+  return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
+}
+
+// " at model.py:3 in encoder.block", either part left out when unknown.
+std::string location(const std::string& source, const std::string& module) {
+  std::string out;
+  if (!source.empty()) out += " at " + source;
+  if (!module.empty()) out += " in " + module;
+  return out;
+}
+
+std::string root_cause_line(const RootCause& r) {
+  std::string where = r.direction;
+  if (r.step > 0) where += fmt::format(", step {}", r.step);
+  std::string after;
+  if (r.direction == "backward" && !r.node.empty()) {
+    where += ", in " + r.node;
+    if (!r.forward_op.empty()) where += " of " + r.forward_op + location(r.source, r.module);
+  } else {
+    after = location(r.source, r.module);
+  }
+  std::string indices;
+  for (const int i : r.differing_outputs) {
+    if (!indices.empty()) indices += ", ";
+    indices += std::to_string(i);
+  }
+  const std::string outputs = fmt::format("{} {} differed", r.differing_outputs.size() == 1 ? "output" : "outputs", indices);
+  std::string line = fmt::format("    root cause: {} ({}){} - inputs matched, {}; {}/{} runs; {} later ops propagated", r.op,
+                                 where, after, outputs, r.runs_diverged, r.runs_compared, r.propagated);
+  if (r.independent_mismatches > 0)
+    line += fmt::format(" ({} of them with matching inputs)", r.independent_mismatches);
+  line += "\n";
+  if (r.stats) line += fmt::format("      {}\n", stats_line(*r.stats));
+  return line;
+}
+
+void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
+  const TraceSummary& t = *c.trace;
+  out += fmt::format("    trace: {} records per run, {} in memory{}; {} runs compared, {} identical\n", t.records, bytes_text(t.memory_bytes),
+                     t.dropped ? fmt::format(", {} records dropped (capacity {} digests)", t.dropped, t.capacity) : "",
+                     t.runs_compared, t.runs_identical);
+  for (size_t i = 0; i < t.root_causes.size() && i < limit; ++i) out += root_cause_line(t.root_causes[i]);
+  if (t.root_causes.size() > limit) out += fmt::format("    ... and {} more root causes\n", t.root_causes.size() - limit);
+  if (t.root_causes.empty() && c.verdict == Verdict::Diverged)
+    out += "    root cause: none in the trace (no op turned matching inputs into different outputs)\n";
+  for (size_t i = 0; i < t.splits.size() && i < limit; ++i) {
+    const auto& s = t.splits[i];
+    out += fmt::format("    op streams split at #{} (thread {}): reference has {}, {} has {}; {} vs {} records unmatched{}; {}/{} runs\n",
+                       s.reference_position, s.thread, s.reference_op.empty() ? "nothing" : s.reference_op,
+                       s.repeats.empty() ? std::string("the other run") : fmt::format("repeat {}", s.repeats.front()),
+                       s.other_op.empty() ? "nothing" : s.other_op, s.unmatched_reference, s.unmatched_other,
+                       s.reordered ? fmt::format(" ({} reordered)", s.reordered) : "", s.runs, t.runs_compared);
+  }
+  if (t.splits.size() > limit) out += fmt::format("    ... and {} more splits\n", t.splits.size() - limit);
+}
+
+// The fix search: every candidate, then the cheapest minimal fix with its snippets.
+void fix_lines(std::string& out, const FixSearch& f, size_t root_causes) {
+  out += fmt::format("    fix search from {} ({} traced repeats per candidate; costs: median of {} timed runs):\n", f.from,
+                     f.repeats, f.timed_runs);
+  for (const auto& c : f.candidates) {
+    const std::string toggles = c.config.size() > f.from.size() ? c.config.substr(f.from.size() + 1) : c.config;
+    std::string line = fmt::format("      {:<40} {:<12}", toggles, to_string(c.verdict));
+    if (root_causes > 0 && (c.verdict == Verdict::Reproducible || c.verdict == Verdict::Diverged))
+      line += fmt::format(" fixes {}/{} root causes", c.fixes.size(), root_causes);
+    if (c.cost_ratio) line += fmt::format("  cost {:.2f}x", *c.cost_ratio);
+    if (c.minimal) line += "  minimal";
+    if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + c.message.substr(0, c.message.find('\n')) + ")";
+    out += line + "\n";
+  }
+  // Cheapest minimal fix first (unmeasured ones last, then in candidate order).
+  std::vector<size_t> best = f.best;
+  std::stable_sort(best.begin(), best.end(), [&](size_t a, size_t b) {
+    const auto& ra = f.candidates[a].cost_ratio;
+    const auto& rb = f.candidates[b].cost_ratio;
+    return ra && (!rb || *ra < *rb);
+  });
+  out += fmt::format("    => {}\n", f.conclusion);
+  if (!best.empty()) {
+    const FixCandidate& c = f.candidates[best.front()];
+    out += fmt::format("       cheapest: {}{}\n", c.config, c.cost_ratio ? fmt::format(" at {:.2f}x the run time of {}", *c.cost_ratio, f.from) : "");
+    std::string cpp = c.cpp, py = c.python;
+    for (size_t pos = 0; (pos = cpp.find('\n', pos)) != std::string::npos; pos += 16) cpp.replace(pos, 1, "\n               ");
+    for (size_t pos = 0; (pos = py.find('\n', pos)) != std::string::npos; pos += 16) py.replace(pos, 1, "\n               ");
+    out += fmt::format("       C++:    {}\n       Python: {}\n", cpp, py);
+  }
+  for (const auto& n : f.no_deterministic) {
+    out += fmt::format("    {} has no deterministic implementation here{}\n", n.op, n.advice.empty() ? "" : ": " + n.advice);
+    for (const auto& a : n.alternatives) out += fmt::format("      - {}\n", a);
+  }
 }
 
 std::string flatten_env(const nlohmann::ordered_json& j, const std::string& prefix, std::string& out, size_t width) {
@@ -58,6 +155,8 @@ std::string render_text(const Report& r) {
         out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensors differ\n",
                            c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size());
       findings(out, c.diverged_tensors, 5);
+      if (c.trace) trace_lines(out, c, 5);
+      if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0);
       if (!c.message.empty() && c.verdict != Verdict::Diverged) out += fmt::format("    {}\n", c.message);
       for (const auto& trial : c.trials)
         if (!trial.stderr_tail.empty() && (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {

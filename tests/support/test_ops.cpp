@@ -4,6 +4,11 @@
 //   ra_test::nondet_sum(x) -> per-row sums taken in an order drawn from std::random_device, an
 //       unseeded source: float rounding makes the result differ between processes. The positive
 //       control that proves the pipeline catches divergence without a GPU.
+//   ra_test::nondet_grad(x) -> 2x, deterministically; its backward adds to 2*grad a thousandth of
+//       the per-row nondet_sum of grad, dispatched (so a trace sees it inside the backward node):
+//       nondeterminism only in a backward node.
+//   ra_test::nondet_alert(x) -> nondet_sum(x), after raising the determinism alert
+//       'ra_test_nondet_alert': an op without a deterministic implementation.
 //   ra_test::fault(x) -> x, except that it raises SIGSEGV when intra-op threads == 1 and hangs
 //       when intra-op threads == 3: the crash/timeout control, selected by configuration.
 // It is also a probe plugin (ra_probe_plugin_v1, see probes/registry.h) adding test-only probes to
@@ -15,6 +20,8 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 #include <torch/script.h>
 
@@ -44,6 +51,32 @@ at::Tensor nondet_sum(const at::Tensor& x) {
   }
   return out;
 }
+
+at::Tensor nondet_alert(const at::Tensor& x) {
+  at::globalContext().alertNotDeterministic("ra_test_nondet_alert");
+  return nondet_sum(x);
+}
+
+at::Tensor nondet_grad_cpu(const at::Tensor& x) { return x * 2; }
+
+class NondetGrad : public torch::autograd::Function<NondetGrad> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext*, const at::Tensor& x) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return nondet_grad_cpu(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list grads) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("ra_test::nondet_sum", "")
+                               .typed<at::Tensor(const at::Tensor&)>();
+    const at::Tensor& g = grads[0];
+    const at::Tensor rows = g.reshape({g.size(0), -1});
+    const at::Tensor noise = op.call(rows.repeat({1, 64})) * 1e-3;
+    return {g * 2 + noise.reshape({-1, 1}).expand_as(rows).reshape(g.sizes())};
+  }
+};
+
+at::Tensor nondet_grad(const at::Tensor& x) { return NondetGrad::apply(x); }
 
 at::Tensor fault(const at::Tensor& x) {
   const int threads = at::get_num_threads();
@@ -101,11 +134,17 @@ extern "C" void ra_probe_plugin_v1(ra::probes::ProbeList& out) {
 TORCH_LIBRARY(ra_test, m) {
   m.def("nondet_sum(Tensor x) -> Tensor");
   m.def("fault(Tensor x) -> Tensor");
+  m.def("nondet_grad(Tensor x) -> Tensor");
+  m.def("nondet_alert(Tensor x) -> Tensor");
 }
+
+TORCH_LIBRARY_IMPL(ra_test, Autograd, m) { m.impl("nondet_grad", nondet_grad); }
 
 TORCH_LIBRARY_IMPL(ra_test, CPU, m) {
   m.impl("nondet_sum", nondet_sum);
   m.impl("fault", fault);
+  m.impl("nondet_grad", nondet_grad_cpu);
+  m.impl("nondet_alert", nondet_alert);
 }
 
 // Referenced by the test programs so that the linker keeps this library (and its registrations).

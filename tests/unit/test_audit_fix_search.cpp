@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/config.h"
+#include "audit/fix_search.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+namespace {
+
+using ra::CandidateOutcome;
+using ra::Config;
+using ra::report::Verdict;
+
+ra::report::ConfigResult failing_cpu() {
+  ra::report::ConfigResult c;
+  c.name = "default";
+  c.verdict = Verdict::Diverged;
+  c.switches = {{"deterministic", "", "off"}, {"fill_uninitialized_memory", "", "on"}, {"threads", "", "2"},
+                {"mkl_cbwr", "", "unset"}, {"cudnn.benchmark", "", "off"}};
+  ra::report::TraceSummary t;
+  ra::report::RootCause rc;
+  rc.op = "aten::index_put_";
+  rc.direction = "forward";
+  rc.position = 7;
+  t.root_causes.push_back(rc);
+  c.trace = t;
+  return c;
+}
+
+// A fake model: reproducible exactly when every switch in `needed` has its deterministic value;
+// `raises` makes deterministic=on raise.
+struct FakeModel {
+  std::map<std::string, std::string> needed;
+  bool raises = false;
+  std::vector<std::string> tried;
+  CandidateOutcome operator()(const Config& c) {
+    tried.push_back(c.name);
+    CandidateOutcome o;
+    const auto det = c.values.find("deterministic");
+    if (raises && det != c.values.end() && det->second == "on") {
+      o.verdict = Verdict::Raised;
+      o.message = "RuntimeError: index_add_cuda_ does not have a deterministic implementation, but you set ...";
+      return o;
+    }
+    for (const auto& [k, v] : needed) {
+      const auto it = c.values.find(k);
+      if (it == c.values.end() || it->second != v) {
+        o.verdict = Verdict::Diverged;
+        ra::report::RootCause rc;
+        rc.op = "aten::index_put_";
+        rc.direction = "forward";
+        o.root_causes.push_back(rc);
+        return o;
+      }
+    }
+    return o;
+  }
+};
+
+std::vector<std::optional<double>> fake_time(const std::vector<Config>& configs) {
+  std::vector<std::optional<double>> out;
+  for (const auto& c : configs) out.push_back(c.values.count("threads") && c.values.at("threads") == "1" ? 50.0 : 100.0);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("candidate_toggles") {
+  const auto toggles = ra::candidate_toggles(failing_cpu(), "cpu");
+  std::vector<std::string> keys;
+  for (const auto& t : toggles) keys.push_back(t.key + "=" + t.value);
+  // fill_uninitialized_memory is already on; CUDA-only switches are left out on the CPU.
+  CHECK(keys == std::vector<std::string>{"deterministic=on", "threads=1", "mkl_cbwr=COMPATIBLE"});
+  const auto cuda = ra::candidate_toggles(failing_cpu(), "cuda");
+  std::set<std::string> cuda_keys;
+  for (const auto& t : cuda) cuda_keys.insert(t.key);
+  CHECK(cuda_keys.count("cudnn.deterministic") == 1);
+  CHECK(cuda_keys.count("cudnn.benchmark") == 0);  // already off
+  CHECK(cuda_keys.count("mkl_cbwr") == 0);
+}
+
+TEST_CASE("with_toggles") {
+  const Config base = ra::parse_config("det", 2);
+  const Config c = ra::with_toggles(base, {{"threads", "1"}, {"mkl_cbwr", "COMPATIBLE"}});
+  CHECK(c.name == "det+threads=1+mkl_cbwr=COMPATIBLE");
+  CHECK(c.values.at("deterministic") == "on");
+  CHECK(c.values.at("threads") == "1");
+  // The name parses back to the same switches.
+  CHECK(ra::parse_config(c.name, 2).values == c.values);
+}
+
+TEST_CASE("alerted_op") {
+  CHECK(ra::alerted_op("RuntimeError: index_add_cuda_ does not have a deterministic implementation, but you set") ==
+        "index_add_cuda_");
+  CHECK(ra::alerted_op("upsample_bilinear2d_backward_out_cuda does not have a deterministic implementation") ==
+        "upsample_bilinear2d_backward_out_cuda");
+  CHECK(ra::alerted_op("CUDA out of memory").empty());
+}
+
+TEST_CASE("search_fixes: single toggles that fix are minimal, timed against the failing configuration") {
+  FakeModel model{{{"threads", "1"}}, false, {}};
+  const auto failing = failing_cpu();
+  const auto fs = ra::search_fixes(failing, ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  REQUIRE(fs.candidates.size() == 3);
+  CHECK(model.tried == std::vector<std::string>{"default+deterministic=on", "default+threads=1", "default+mkl_cbwr=COMPATIBLE"});
+  const auto& t1 = fs.candidates[1];
+  CHECK(t1.fixes_all);
+  CHECK(t1.minimal);
+  CHECK(t1.fixes == std::vector<uint64_t>{7});
+  CHECK(t1.cpp == "at::set_num_threads(1);");
+  REQUIRE(t1.cost_ratio);
+  CHECK(*t1.cost_ratio == doctest::Approx(0.5));
+  CHECK(fs.baseline_median_ms == 100.0);
+  CHECK(fs.best == std::vector<size_t>{1});
+  CHECK_FALSE(fs.candidates[0].minimal);
+  CHECK(fs.candidates[0].fixes.empty());
+  CHECK(fs.conclusion == "threads=1 from default makes it reproducible");
+}
+
+TEST_CASE("search_fixes: when no toggle fixes alone, the combination is reduced to a minimal set") {
+  FakeModel model{{{"deterministic", "on"}, {"threads", "1"}}, false, {}};
+  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  // 3 singles, the combination of 3, then dropping each toggle while it stays reproducible.
+  REQUIRE(fs.candidates.size() >= 5);
+  CHECK(fs.candidates[3].stage == "combined");
+  CHECK(fs.candidates[3].fixes_all);
+  REQUIRE(fs.best.size() == 1);
+  const auto& best = fs.candidates[fs.best[0]];
+  CHECK(best.minimal);
+  CHECK(best.fixes_all);
+  CHECK(best.config == "default+deterministic=on+threads=1");
+  CHECK(best.cpp == "at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);\nat::set_num_threads(1);");
+}
+
+TEST_CASE("search_fixes: an op that raises under deterministic mode is named, with alternatives") {
+  FakeModel model{{{"never", "x"}}, true, {}};
+  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  CHECK(fs.candidates[0].verdict == Verdict::Raised);
+  CHECK(fs.best.empty());
+  REQUIRE(fs.no_deterministic.size() == 1);
+  CHECK(fs.no_deterministic[0].op == "index_add_cuda_");
+  CHECK(fs.no_deterministic[0].alternatives.size() == 3);
+  CHECK(fs.conclusion == "no switch makes it reproducible: index_add_cuda_ has no deterministic implementation");
+  // The raising toggle is left out of the combination.
+  for (const auto& c : fs.candidates)
+    if (c.stage == "combined") CHECK(c.config == "default+threads=1+mkl_cbwr=COMPATIBLE");
+}
+
+TEST_CASE("search_fixes: nothing to toggle") {
+  auto failing = failing_cpu();
+  failing.switches = {{"deterministic", "", "on"}, {"fill_uninitialized_memory", "", "on"}, {"threads", "", "1"},
+                      {"mkl_cbwr", "", "COMPATIBLE"}};
+  FakeModel model{{{"never", "x"}}, false, {}};
+  const auto fs = ra::search_fixes(failing, ra::parse_config("det", 2), "cpu", std::ref(model), fake_time);
+  CHECK(fs.candidates.empty());
+  CHECK(model.tried.empty());
+  CHECK(fs.conclusion.find("already at its deterministic setting") != std::string::npos);
+}
