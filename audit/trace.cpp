@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -226,6 +227,7 @@ struct Tracer::State {
   at::Tensor device_slots;  // [capacity, 2] int64 on `device`, allocated on first use
   uint64_t used = 0;
   uint64_t dropped = 0;
+  uint64_t reused = 0;  // digests taken from the cache
   bool full = false;
   std::vector<std::string> names;
   std::unordered_map<std::string, uint32_t> name_ids;
@@ -265,7 +267,57 @@ struct Tracer::State {
     return it->second;
   }
 
-  // Digests `t` into a new slot (the caller holds `mu` and checked the capacity).
+  // A digest already taken of the same bits: its slot, else -1. An op's inputs are mostly earlier
+  // ops' outputs (or views and detached aliases of them), so this halves the digesting. Two
+  // tensors hold the same bits when they view the same storage at the same offset with the same
+  // dtype, sizes and strides, and the storage's version counter has not moved since (every
+  // in-place op bumps it; views and detach() share it). The storage is held weakly, so its
+  // address cannot be reused while it is cached. Inference tensors have no version counter and
+  // are always digested.
+  struct CacheKey {
+    const c10::StorageImpl* storage;
+    int64_t offset;
+    at::ScalarType dtype;
+    std::vector<int64_t> sizes, strides;
+    bool operator==(const CacheKey&) const = default;
+  };
+  struct CacheKeyHash {
+    size_t operator()(const CacheKey& k) const {
+      size_t h = std::hash<const void*>()(k.storage) ^ (static_cast<size_t>(k.offset) * 0x9e3779b97f4a7c15ull);
+      for (int64_t v : k.sizes) h = h * 31 + static_cast<size_t>(v);
+      return h;
+    }
+  };
+  struct Cached {
+    c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+    int64_t version;
+    int64_t slot;
+  };
+  std::unordered_map<CacheKey, Cached, CacheKeyHash> cache;
+  static constexpr size_t kCacheLimit = 1 << 14;
+
+  static std::optional<CacheKey> cache_key(const at::Tensor& t) {
+    if (t.is_inference() || !t.has_storage()) return std::nullopt;
+    return CacheKey{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.scalar_type(), t.sizes().vec(),
+                    t.strides().vec()};
+  }
+
+  int64_t cached_slot(const std::optional<CacheKey>& key, const at::Tensor& t) {
+    if (!key) return -1;
+    const auto it = cache.find(*key);
+    if (it == cache.end() || it->second.storage.expired() || it->second.version != t._version()) return -1;
+    return it->second.slot;
+  }
+
+  void remember(std::optional<CacheKey> key, const at::Tensor& t, int64_t slot) {
+    if (!key) return;
+    if (cache.size() >= kCacheLimit) cache.clear();
+    cache.insert_or_assign(std::move(*key), Cached{c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()),
+                                                   t._version(), slot});
+  }
+
+  // Digests `t` into a new slot, or reuses the slot of an unchanged digested tensor (the caller
+  // holds `mu` and checked the capacity).
   void add_tensor(const at::Tensor& t) {
     RawTensor r;
     if (t.defined()) {
@@ -276,16 +328,23 @@ struct Tracer::State {
       if (t.layout() != at::kStrided || t.is_quantized() || t.is_meta()) {
         r.slot = kUnsupported;
       } else {
-        r.slot = static_cast<int64_t>(used++);
-        if (t.device().is_cpu()) {
-          cpu_slots.resize(used);
-          cpu_slots.back() = digest_lanes_cpu(t);
+        r.on_device = !t.device().is_cpu();
+        std::optional<CacheKey> key = cache_key(t);
+        r.slot = cached_slot(key, t);
+        if (r.slot >= 0) {
+          ++reused;
         } else {
-          r.on_device = true;
-          if (!device_slots.defined()) device_slots = at::zeros({static_cast<int64_t>(capacity), 2}, t.options().dtype(at::kLong));
+          r.slot = static_cast<int64_t>(used++);
           cpu_slots.resize(used);
-          at::Tensor slot = device_slots.select(0, r.slot);
-          digest_lanes_into(t, slot);
+          if (!r.on_device) {
+            cpu_slots.back() = digest_lanes_cpu(t);
+          } else {
+            if (!device_slots.defined())
+              device_slots = at::zeros({static_cast<int64_t>(capacity), 2}, t.options().dtype(at::kLong));
+            at::Tensor slot = device_slots.select(0, r.slot);
+            digest_lanes_into(t, slot);
+          }
+          remember(std::move(key), t, r.slot);
         }
       }
     }
@@ -438,7 +497,9 @@ Trace Tracer::finish() {
   trace.capacity = s.capacity;
   trace.dropped = s.dropped;
   trace.device = s.device.str();
-  trace.memory_bytes = s.capacity * sizeof(dk::Lanes) + s.records.capacity() * sizeof(RawRecord) +
+  // Slots: a GPU trace allocates all of them up front; the CPU vector only touches what it used.
+  const uint64_t slot_bytes = (s.device_slots.defined() ? s.capacity : s.used) * sizeof(dk::Lanes);
+  trace.memory_bytes = slot_bytes + s.records.capacity() * sizeof(RawRecord) +
                        s.tensors.capacity() * sizeof(RawTensor) + s.shapes.capacity() * sizeof(int64_t);
   const auto convert = [&s](uint32_t begin, uint32_t count) {
     std::vector<TensorRef> out;

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// The op tracer (audit/trace.h), in process on the CPU.
+#include "audit/digest.h"
+#include "audit/trace.h"
+
+// torch before doctest: c10 defines a CHECK macro that doctest must override.
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using ra::trace::Record;
+using ra::trace::Trace;
+
+const Record* find_op(const Trace& t, const std::string& op, size_t nth = 0) {
+  for (const auto& r : t.records)
+    if (r.op == op && nth-- == 0) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("Tracer: outermost ops with digests of what they read and wrote") {
+  const at::Tensor x = at::randn({4, 8});
+  const at::Tensor w = at::randn({8, 3});
+  at::Tensor before, after, y, z;
+  Trace t;
+  {
+    ra::trace::set_phase("forward", 0);
+    ra::trace::Tracer tracer(at::kCPU, 1024);
+    y = at::matmul(x, w);  // decomposes into mm: only matmul is recorded
+    before = y.clone();
+    y.add_(1.0);           // in place: reads `before`, writes `after`
+    after = y.clone();
+    z = at::relu(y);
+    t = tracer.finish();
+  }
+  CHECK(find_op(t, "aten::mm") == nullptr);
+  const Record* mm = find_op(t, "aten::matmul");
+  REQUIRE(mm != nullptr);
+  CHECK(mm->kind == "op");
+  CHECK(mm->phase == "forward");
+  CHECK(mm->parent == -1);
+  REQUIRE(mm->inputs.size() == 2);
+  CHECK(mm->inputs[0].digest == ra::digest(x));
+  CHECK(mm->inputs[1].digest == ra::digest(w));
+  CHECK(mm->inputs[1].shape == std::vector<int64_t>{8, 3});
+  REQUIRE(mm->outputs.size() == 1);
+  CHECK(mm->outputs[0].digest == ra::digest(before));
+  const Record* add = find_op(t, "aten::add_");
+  REQUIRE(add != nullptr);
+  CHECK(add->inputs[0].digest == ra::digest(before));
+  CHECK(add->outputs[0].digest == ra::digest(after));
+  CHECK_FALSE(add->scalars.empty());  // the 1.0 and alpha
+  // relu reads the tensor add_ changed in place: the digest cache must not serve the old one.
+  const Record* relu = find_op(t, "aten::relu");
+  REQUIRE(relu != nullptr);
+  CHECK(relu->inputs[0].digest == ra::digest(after));
+  CHECK(relu->outputs[0].digest == ra::digest(z));
+  CHECK(mm->order < add->order);
+  CHECK(add->order < relu->order);
+  CHECK(t.dropped == 0);
+}
+
+TEST_CASE("Tracer: the ops the tracer's caller runs with another scalar differ in `scalars`") {
+  const at::Tensor x = at::randn({5});
+  Trace t;
+  {
+    ra::trace::Tracer tracer(at::kCPU, 1024);
+    (void)at::add(x, x, 2);
+    (void)at::add(x, x, 3);
+    t = tracer.finish();
+  }
+  const Record* a = find_op(t, "aten::add", 0);
+  const Record* b = find_op(t, "aten::add", 1);
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  CHECK(a->inputs[0].digest == b->inputs[0].digest);
+  CHECK(a->scalars != b->scalars);
+}
+
+TEST_CASE("Tracer: backward nodes, the ops they call, and phases") {
+  const at::Tensor w = at::randn({6, 3}).requires_grad_(true);
+  const at::Tensor x = at::randn({4, 6});
+  Trace t;
+  {
+    ra::trace::Tracer tracer(at::kCPU, 4096);
+    ra::trace::set_phase("forward", 1);
+    const at::Tensor loss = at::tanh(at::mm(x, w)).sum();
+    ra::trace::set_phase("backward", 1);
+    loss.backward();
+    ra::trace::set_phase("optimizer", 1);
+    {
+      at::NoGradGuard no_grad;
+      w.sub_(w.grad(), 0.1);
+    }
+    t = tracer.finish();
+  }
+  ra::trace::set_phase("forward", 0);
+  const Record* mm = find_op(t, "aten::mm");
+  REQUIRE(mm != nullptr);
+  CHECK(mm->seq >= 0);
+  CHECK(mm->step == 1);
+  const Record* node = find_op(t, "MmBackward0");
+  REQUIRE(node != nullptr);
+  CHECK(node->kind == "node");
+  CHECK(node->phase == "backward");
+  CHECK(node->seq == mm->seq);  // the link to the forward op
+  CHECK(node->outputs.empty());
+  bool child = false;
+  for (const auto& r : t.records) child |= r.parent == static_cast<int64_t>(node->order) && r.op == "aten::mm";
+  CHECK(child);  // the weight gradient's matmul, inside the node
+  const Record* sub = find_op(t, "aten::sub_");
+  REQUIRE(sub != nullptr);
+  CHECK(sub->phase == "optimizer");
+  // No record for the engine's own wrappers.
+  for (const auto& r : t.records) CHECK(r.op.find("evaluate_function") == std::string::npos);
+}
+
+TEST_CASE("Tracer: a full trace drops later records and counts them") {
+  const at::Tensor x = at::randn({3});
+  Trace t;
+  {
+    ra::trace::Tracer tracer(at::kCPU, 10);
+    for (int i = 0; i < 20; ++i) (void)at::neg(x + i);
+    t = tracer.finish();
+  }
+  CHECK(t.capacity == 10);
+  CHECK(t.dropped > 0);
+  CHECK(t.records.size() < 20);
+  for (const auto& r : t.records) CHECK(r.outputs.size() == 1);  // no half-recorded op
+}
