@@ -184,6 +184,56 @@ std::vector<std::optional<double>> time_configs(const RunOptions& o, const Scrat
   return medians;
 }
 
+// Divergence statistics of a root cause's outputs. Traces keep digests, not values, so a few more
+// traced runs of the configuration each keep a copy of the outputs of the op at the root cause's
+// position (checked to be the same op); the first two copies that differ are compared.
+void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, const Config& config,
+                              report::RootCause& rc, const std::string& tag) {
+  constexpr int kCaptureRuns = 3;
+  std::vector<PreparedChild> prepared;
+  std::vector<std::string> traces, captures;
+  for (int r = 0; r < kCaptureRuns; ++r) {
+    TrialSpec spec = base_spec(o);
+    spec.config = config;
+    spec.repeat = r;
+    const std::string name = fmt::format("{}cap{}-{}", tag, rc.position, r);
+    spec.trace_path = scratch.path() + "/" + name + ".trace.jsonl";
+    spec.trace_capacity = o.trace_capacity;
+    spec.capture_order = static_cast<int64_t>(rc.position);
+    spec.capture_path = scratch.path() + "/" + name + ".capture.pt";
+    traces.push_back(spec.trace_path);
+    captures.push_back(spec.capture_path);
+    prepared.push_back(prepare_child(scratch, name, spec, o.timeout_s, /*dump=*/false));
+  }
+  std::vector<ChildJob> jobs;
+  for (const auto& p : prepared) jobs.push_back(p.job);
+  run_children(jobs, o.jobs);
+  std::vector<std::string> usable;
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    try {
+      const trace::Trace t = trace::read_trace(traces[i]);
+      for (const auto& r : t.records)
+        if (r.order == rc.position && r.op == rc.op) usable.push_back(captures[i]);
+    } catch (const trace::TraceError& e) {
+      log::debug("capture run {}: {}", i, e.what());
+    }
+  }
+  const int output = rc.differing_outputs.empty() ? 0 : rc.differing_outputs.front();
+  const std::string name = fmt::format("output/{}", output);
+  for (size_t a = 0; a < usable.size(); ++a)
+    for (size_t b = a + 1; b < usable.size(); ++b) {
+      const auto stats = dump_differences(usable[a], usable[b], {name});
+      const auto it = stats.find(name);
+      if (it != stats.end() && it->second.note.empty() && it->second.differing > 0) {
+        rc.stats = it->second;
+        return;
+      }
+    }
+  report::DivergenceStats none;
+  none.note = fmt::format("output {} was bitwise identical in the {} runs repeated to capture it", output, usable.size());
+  rc.stats = none;
+}
+
 // Knowledge-base advice for the ops that raised, and which candidates fix which root cause.
 void annotate_fixes(report::ConfigResult& result) {
   auto& fs = *result.fix_search;
@@ -239,6 +289,14 @@ report::Report run_audit(const RunOptions& o) {
     reference_dumps.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
   }
   target.dependence = configuration_dependence(target.configs, reference_dumps, dump_differences);
+  if (o.trace)
+    for (size_t c = 0; c < o.configs.size(); ++c)
+      if (target.configs[c].trace && target.configs[c].verdict == report::Verdict::Diverged) {
+        auto& causes = target.configs[c].trace->root_causes;
+        constexpr size_t kCapturedCauses = 3;  // statistics for the first few; the rest keep digests only
+        for (size_t i = 0; i < causes.size() && i < kCapturedCauses; ++i)
+          capture_root_cause_stats(o, scratch, o.configs[c], causes[i], fmt::format("c{}-", c));
+      }
 
   if (o.trace && o.fix_search) {
     const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";

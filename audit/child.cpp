@@ -266,8 +266,17 @@ TrialResult run_child(const TrialSpec& spec) {
       try {
         std::optional<trace::Tracer> tracer;
         if (!spec.trace_path.empty()) tracer.emplace(device, spec.trace_capacity);
+        if (tracer && spec.capture_order >= 0) tracer->capture(static_cast<uint64_t>(spec.capture_order));
         run_model(spec, module, inputs, rec);
-        if (tracer) trace::write_trace(spec.trace_path, tracer->finish());
+        if (tracer) {
+          trace::write_trace(spec.trace_path, tracer->finish());
+          if (!spec.capture_path.empty()) {
+            Recorder captured(true);
+            for (size_t i = 0; i < tracer->captured().size(); ++i)
+              if (tracer->captured()[i].defined()) captured.add(fmt::format("output/{}", i), tracer->captured()[i]);
+            captured.write_dump(spec.capture_path);
+          }
+        }
         tracer.reset();
         // Uninstrumented runs for the fix search's costs; the recorded run above was the warm-up.
         for (int i = 0; i < spec.timed_runs; ++i) {

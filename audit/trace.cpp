@@ -228,6 +228,8 @@ struct Tracer::State {
   uint64_t used = 0;
   uint64_t dropped = 0;
   uint64_t reused = 0;  // digests taken from the cache
+  int64_t capture_order = -1;
+  std::vector<at::Tensor> captured;
   bool full = false;
   std::vector<std::string> names;
   std::unordered_map<std::string, uint32_t> name_ids;
@@ -448,6 +450,8 @@ struct Tracer::State {
     rec.out_begin = static_cast<uint32_t>(tensors.size());
     rec.out_count = static_cast<uint32_t>(outputs.size());
     for (const at::Tensor& t : outputs) add_tensor(t);
+    if (ctx->record == capture_order)
+      for (const at::Tensor& t : outputs) captured.push_back(t.defined() ? t.detach().to(at::kCPU).clone() : t);
   }
 };
 
@@ -478,6 +482,10 @@ Tracer::~Tracer() {
   if (state_ && state_->handle != 0) at::removeCallback(state_->handle);
   if (g_state == state_.get()) g_state = nullptr;
 }
+
+void Tracer::capture(uint64_t order) { state_->capture_order = static_cast<int64_t>(order); }
+
+const std::vector<at::Tensor>& Tracer::captured() const { return state_->captured; }
 
 Trace Tracer::finish() {
   State& s = *state_;

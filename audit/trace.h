@@ -29,10 +29,12 @@
 
 #include "audit/trace_record.h"
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace ra::trace {
 
@@ -48,6 +50,11 @@ class Tracer {
   ~Tracer();
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
+
+  // Keeps CPU copies of the outputs of the record at `order` (for divergence statistics of a
+  // root cause found in an earlier run).
+  void capture(uint64_t order);
+  const std::vector<at::Tensor>& captured() const;
 
   // Stops recording, waits for the device's queued digests and returns the trace.
   Trace finish();

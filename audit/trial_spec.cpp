@@ -78,6 +78,8 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"time_probes", s.time_probes},
           {"trace_path", s.trace_path},
           {"trace_capacity", s.trace_capacity},
+          {"capture_order", s.capture_order},
+          {"capture_path", s.capture_path},
           {"timed_runs", s.timed_runs}};
 }
 
@@ -102,6 +104,8 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.time_probes = j.value("time_probes", false);
   s.trace_path = j.value("trace_path", std::string());
   s.trace_capacity = j.value("trace_capacity", uint64_t{0});
+  s.capture_order = j.value("capture_order", int64_t{-1});
+  s.capture_path = j.value("capture_path", std::string());
   s.timed_runs = j.value("timed_runs", 0);
   return s;
 }

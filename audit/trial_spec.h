@@ -48,6 +48,8 @@ struct TrialSpec {
   bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
   std::string trace_path;            // Trial: record an op trace (audit/trace.h) and write it here ("" = no trace)
   uint64_t trace_capacity = 0;       // Trial: tensor digests the trace may hold
+  int64_t capture_order = -1;        // Trial with trace: keep the outputs of the record at this order...
+  std::string capture_path;          // ...and write them here (a dump: "output/0", "output/1", ...)
   int timed_runs = 0;                // Trial: after the recorded run, time this many unrecorded ones
 };
 
