@@ -33,6 +33,8 @@ TrialSpec base_spec(const RunOptions& o) {
   s.device = o.device;
   s.mode = o.mode;
   s.steps = o.steps;
+  s.optimizer = o.optimizer;
+  s.lr = o.lr;
   s.seed = o.seed;
   s.load_libraries = o.load_libraries;
   return s;
@@ -86,6 +88,8 @@ report::Report run_audit(const RunOptions& o) {
   target.device = o.device;
   target.mode = o.mode;
   target.steps = o.mode == "train" ? o.steps : 0;
+  target.optimizer = o.mode == "train" ? o.optimizer : "";
+  target.lr = o.mode == "train" ? o.lr : 0;
   target.seed = o.seed;
   target.inputs = pre.input_descriptions;
 

@@ -18,6 +18,8 @@ struct RunOptions : SessionOptions {
   std::vector<ShapeSpec> shapes;
   std::string mode = "infer";
   int steps = 1;
+  std::string optimizer = "sgd";  // train mode: sgd | adam
+  double lr = 0.01;               // train mode: learning rate
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every

@@ -6,8 +6,9 @@
 //      first and later calls of a method);
 //   3. load custom-op libraries, seed every generator (CPU and each CUDA device), load the model;
 //   4. build the inputs (from a torch.save file, or seeded synthetic ones);
-//   5. digest parameters and buffers, run forward (infer) or K SGD steps (train), digesting
-//      outputs, the loss, gradients and parameters as they come;
+//   5. digest parameters and buffers, run forward (infer) or K optimizer steps (train: SGD or
+//      Adam, each step a forward, a backward and an optimizer step), digesting outputs, the loss,
+//      gradients and parameters as they come;
 //   6. optionally write every digested tensor to a dump file, so that the parent can compute
 //      divergence statistics for the tensors whose digests differ.
 #include "audit/child.h"
@@ -15,6 +16,7 @@
 #include "audit/child_support.h"
 #include "audit/digest.h"
 #include "audit/fingerprint.h"
+#include "audit/optimizer.h"
 #include "audit/switches.h"
 
 #include <ATen/Context.h>
@@ -164,6 +166,28 @@ at::Tensor loss_of(const c10::IValue& out) {
   return loss;
 }
 
+// Train mode: K optimizer steps from `spec.optimizer`.
+void train(const TrialSpec& spec, torch::jit::Module& module, const Inputs& in, Recorder& rec) {
+  module.train();
+  ModelOptimizer optimizer(module, spec.optimizer, spec.lr);
+  for (int step = 1; step <= spec.steps; ++step) {
+    const std::string prefix = fmt::format("step{}/", step);
+    optimizer.zero_grad();
+    // forward
+    const c10::IValue out = call_forward(module, in);
+    const at::Tensor loss = loss_of(out);
+    record_value(rec, prefix + "output", out);
+    rec.add(prefix + "loss", loss.detach());
+    // backward
+    loss.backward();
+    for (const auto& [name, p] : optimizer.params())
+      if (p.grad().defined()) rec.add(prefix + "grad/" + name, p.grad());
+    // optimizer step
+    optimizer.step();
+    for (const auto& [name, p] : optimizer.params()) rec.add(prefix + "param/" + name, p.detach());
+  }
+}
+
 void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& in, Recorder& rec) {
   for (const auto& p : module.named_parameters(true)) rec.add("param/" + p.name, p.value);
   for (const auto& b : module.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
@@ -173,32 +197,7 @@ void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& 
     record_value(rec, "output", call_forward(module, in));
     return;
   }
-  module.train();
-  std::vector<std::pair<std::string, at::Tensor>> params;
-  for (const auto& p : module.named_parameters(true))
-    if (at::isFloatingType(p.value.scalar_type())) {
-      p.value.requires_grad_(true);
-      params.emplace_back(p.name, p.value);
-    }
-  if (params.empty()) throw TrialInputError("train mode needs a model with floating-point parameters");
-  constexpr double kLearningRate = 0.01;
-  for (int step = 1; step <= spec.steps; ++step) {
-    for (auto& [name, p] : params)
-      if (p.grad().defined()) p.mutable_grad() = at::Tensor();
-    const c10::IValue out = call_forward(module, in);
-    const at::Tensor loss = loss_of(out);
-    const std::string prefix = fmt::format("step{}/", step);
-    record_value(rec, prefix + "output", out);
-    rec.add(prefix + "loss", loss.detach());
-    loss.backward();
-    at::NoGradGuard no_grad;
-    for (auto& [name, p] : params) {
-      if (!p.grad().defined()) continue;
-      rec.add(prefix + "grad/" + name, p.grad());
-      p.sub_(p.grad(), kLearningRate);
-    }
-    for (auto& [name, p] : params) rec.add(prefix + "param/" + name, p.detach());
-  }
+  train(spec, module, in, rec);
 }
 
 }  // namespace

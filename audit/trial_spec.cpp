@@ -57,6 +57,8 @@ ShapeSpec parse_shape(const std::string& text) {
   return spec;
 }
 
+double default_learning_rate(const std::string& optimizer) { return optimizer == "adam" ? 0.001 : 0.01; }
+
 std::string to_string(const ShapeSpec& s) { return fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype); }
 
 nlohmann::json to_json(const TrialSpec& s) {
@@ -69,6 +71,8 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"device", s.device},
           {"mode", s.mode},
           {"steps", s.steps},
+          {"optimizer", s.optimizer},
+          {"lr", s.lr},
           {"seed", s.seed},
           {"config", {{"name", s.config.name}, {"values", s.config.values}}},
           {"load_libraries", s.load_libraries},
@@ -97,6 +101,8 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.repeat = j.at("repeat").get<int>();
   s.probes = j.value("probes", std::vector<std::string>{});
   s.time_probes = j.value("time_probes", false);
+  s.optimizer = j.value("optimizer", std::string("sgd"));
+  s.lr = j.value("lr", 0.01);
   return s;
 }
 

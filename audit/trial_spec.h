@@ -25,6 +25,9 @@ struct ShapeSpec {
 ShapeSpec parse_shape(const std::string& text);
 std::string to_string(const ShapeSpec& s);
 
+// Learning rate of a train-mode optimizer when --lr is not given: 0.01 for sgd, 0.001 for adam.
+double default_learning_rate(const std::string& optimizer);
+
 enum class ChildTask {
   Preflight,  // load model and inputs, run one forward, report the environment fingerprint
   Trial,      // apply the configuration, run, digest, dump
@@ -39,6 +42,8 @@ struct TrialSpec {
   std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
   std::string mode = "infer";        // infer | train
   int steps = 1;
+  std::string optimizer = "sgd";     // train mode: sgd | adam
+  double lr = 0.01;                  // train mode: learning rate
   uint64_t seed = 0;
   Config config;
   std::vector<std::string> load_libraries;

@@ -17,7 +17,17 @@ struct RunArgs : AuditArgs {
   std::vector<std::string> shapes;
   std::string mode = "infer";
   int steps = 1;
+  std::string optimizer;  // "" = sgd
+  double lr = 0;          // 0 = the optimizer's default
 };
+
+// Train-mode options: --optimizer and --lr.
+void fill_training(RunOptions& o, const RunArgs& a) {
+  const bool train = a.mode == "train";
+  if (!train && (!a.optimizer.empty() || a.lr > 0)) throw UsageError("--optimizer and --lr need --mode train");
+  o.optimizer = a.optimizer.empty() ? "sgd" : a.optimizer;
+  o.lr = a.lr > 0 ? a.lr : default_learning_rate(o.optimizer);
+}
 
 int execute(const RunArgs& a, const GlobalOptions& global) {
   RunOptions o;
@@ -27,6 +37,7 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   for (const auto& s : a.shapes) o.shapes.push_back(parse_shape(s));
   o.mode = a.mode;
   o.steps = a.steps;
+  fill_training(o, a);
   fill_session(o, a, global, default_config_names(device_type(a.device)));
   return emit_report(run_audit(o), a);
 }
@@ -38,10 +49,13 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("model", a->model, "TorchScript archive (torch.jit.save)")->required();
   sub.add_option("--input", a->input, "torch.save file holding a tensor, tuple, list or dict of tensors");
   sub.add_option("--shape", a->shapes, "synthetic seeded input, e.g. 8x3x224x224[:float32]; repeat for several inputs");
-  sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; SGD steps)")
+  sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; optimizer steps)")
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
   sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--optimizer", a->optimizer, "train mode: sgd or adam (LibTorch's torch::optim) [sgd]")
+      ->check(CLI::IsMember({"sgd", "adam"}));
+  sub.add_option("--lr", a->lr, "train mode: learning rate [0.01 for sgd, 0.001 for adam]")->check(CLI::PositiveNumber);
   add_audit_options(sub, *a,
                     {"default,threads-1 on CPU, default,det on CUDA",
                      "seconds before a trial is killed and recorded as timeout",

@@ -124,6 +124,7 @@ json to_json(const Report& r) {
                        {"device", t.device},
                        {"mode", t.mode},
                        {"steps", t.steps},
+                       {"optimizer", t.optimizer.empty() ? json(nullptr) : json({{"name", t.optimizer}, {"lr", t.lr}})},
                        {"seed", t.seed},
                        {"inputs", t.inputs},
                        {"verdict", to_string(t.verdict)},

@@ -129,6 +129,8 @@ struct Target {
   std::string device;
   std::string mode;    // infer | train
   int steps = 0;
+  std::string optimizer;  // train mode: sgd | adam ("" in infer mode)
+  double lr = 0;          // train mode: learning rate
   uint64_t seed = 0;
   std::vector<std::string> inputs;  // description of the inputs
   std::vector<ConfigResult> configs;

@@ -47,7 +47,7 @@ std::string render_text(const Report& r) {
   std::string out;
   for (const auto& t : r.targets) {
     out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
-                       t.mode == "train" ? fmt::format(", {} steps", t.steps) : "", t.seed);
+                       t.mode == "train" ? fmt::format(", {} steps, {} lr {:g}", t.steps, t.optimizer, t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(t.inputs, ", "));
     out += fmt::format("  {:<24} {:<13} {:>8} {:>9}  {}\n", "configuration", "verdict", "repeats", "diverged", "tensors");
     for (const auto& c : t.configs) {
