@@ -9,6 +9,7 @@
 #include "audit/files.h"
 #include "audit/log.h"
 #include "audit/paths.h"
+#include "audit/replay.h"
 #include "audit/runner.h"
 #include "audit/tensor_stats.h"
 #include "audit/trials.h"
@@ -101,6 +102,7 @@ report::Report run_audit(const RunOptions& o) {
       TrialSpec spec = base_spec(o);
       spec.config = o.configs[c];
       spec.repeat = r;
+      if (o.replay) spec.state_step = o.steps / 2;  // the replay's restart point
       prepared.push_back(prepare_child(scratch, fmt::format("c{}-r{}", c, r), spec, o.timeout_s));
       where.emplace_back(c, r);
     }
@@ -135,6 +137,9 @@ report::Report run_audit(const RunOptions& o) {
     reference_dumps.push_back(ref >= 0 ? runs[c][static_cast<size_t>(ref)].dump_path : "");
   }
   target.dependence = configuration_dependence(target.configs, reference_dumps, dump_differences);
+  if (o.replay)
+    target.replay = run_replay({base_spec(o), o.replay_omit, &scratch, o.timeout_s, dump_differences, o.progress},
+                               o.configs, target.configs, runs);
   rep.targets.push_back(std::move(target));
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -20,10 +20,13 @@ struct RunOptions : SessionOptions {
   int steps = 1;
   std::string optimizer = "sgd";  // train mode: sgd | adam
   double lr = 0.01;               // train mode: learning rate
+  bool replay = false;            // train mode: also run the restart-replay check (audit/replay.h)
+  std::vector<std::string> replay_omit;  // state the replay's checkpoint leaves out: rng, optimizer
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every
-// configuration x repeat in its own child, and returns the finished report.
+// configuration x repeat in its own child, then the restart-replay when asked, and returns the
+// finished report.
 report::Report run_audit(const RunOptions& options);
 
 }  // namespace ra

@@ -8,11 +8,13 @@
 //   4. build the inputs (from a torch.save file, or seeded synthetic ones);
 //   5. digest parameters and buffers, run forward (infer) or K optimizer steps (train: SGD or
 //      Adam, each step a forward, a backward and an optimizer step), digesting outputs, the loss,
-//      gradients and parameters as they come;
+//      gradients and parameters as they come; a restart-replay child restores a checkpoint before
+//      its first step or saves one after its last (audit/replay.h);
 //   6. optionally write every digested tensor to a dump file, so that the parent can compute
 //      divergence statistics for the tensors whose digests differ.
 #include "audit/child.h"
 
+#include "audit/checkpoint.h"
 #include "audit/child_support.h"
 #include "audit/digest.h"
 #include "audit/fingerprint.h"
@@ -166,11 +168,20 @@ at::Tensor loss_of(const c10::IValue& out) {
   return loss;
 }
 
-// Train mode: K optimizer steps from `spec.optimizer`.
-void train(const TrialSpec& spec, torch::jit::Module& module, const Inputs& in, Recorder& rec) {
+// Train mode: K optimizer steps from `spec.optimizer`; a restart-replay child resumes from or saves
+// a checkpoint (audit/checkpoint.h). `state` receives the training-state digests when the spec asks.
+void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in, Recorder& rec,
+           std::vector<report::TensorDigest>& state) {
   module.train();
   ModelOptimizer optimizer(module, spec.optimizer, spec.lr);
-  for (int step = 1; step <= spec.steps; ++step) {
+  const CheckpointOmissions omit = checkpoint_omissions(spec.checkpoint.omit);
+  int first_step = 1;
+  if (!spec.checkpoint.resume_path.empty()) {
+    restore_checkpoint(spec.checkpoint.resume_path, module, optimizer, omit, device);
+    state = training_state_digests(module, optimizer);
+    first_step = spec.checkpoint.resume_step + 1;
+  }
+  for (int step = first_step; step <= spec.steps; ++step) {
     const std::string prefix = fmt::format("step{}/", step);
     optimizer.zero_grad();
     // forward
@@ -185,10 +196,16 @@ void train(const TrialSpec& spec, torch::jit::Module& module, const Inputs& in, 
     // optimizer step
     optimizer.step();
     for (const auto& [name, p] : optimizer.params()) rec.add(prefix + "param/" + name, p.detach());
+    if (step == spec.state_step) state = training_state_digests(module, optimizer);
+  }
+  if (!spec.checkpoint.save_path.empty()) {
+    state = training_state_digests(module, optimizer);
+    save_checkpoint(spec.checkpoint.save_path, module, optimizer, omit);
   }
 }
 
-void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& in, Recorder& rec) {
+void run_model(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in,
+               Recorder& rec, std::vector<report::TensorDigest>& state) {
   for (const auto& p : module.named_parameters(true)) rec.add("param/" + p.name, p.value);
   for (const auto& b : module.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
   if (spec.mode == "infer") {
@@ -197,7 +214,7 @@ void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& 
     record_value(rec, "output", call_forward(module, in));
     return;
   }
-  train(spec, module, in, rec);
+  train(spec, device, module, in, rec, state);
 }
 
 }  // namespace
@@ -256,7 +273,7 @@ TrialResult run_child(const TrialSpec& spec) {
       }
     } else {
       try {
-        run_model(spec, module, inputs, rec);
+        run_model(spec, device, module, inputs, rec, result.state);
       } catch (const TrialInputError&) {
         throw;
       } catch (const std::exception& e) {

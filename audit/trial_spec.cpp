@@ -31,6 +31,18 @@ const char* task_name(ChildTask t) {
   return "trial";
 }
 
+nlohmann::json digests_json(const std::vector<report::TensorDigest>& tensors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : tensors) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  return out;
+}
+
+std::vector<report::TensorDigest> digests_from_json(const nlohmann::json& j) {
+  std::vector<report::TensorDigest> out;
+  for (const auto& t : j) out.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  return out;
+}
+
 }  // namespace
 
 ShapeSpec parse_shape(const std::string& text) {
@@ -79,7 +91,12 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"dump_path", s.dump_path},
           {"repeat", s.repeat},
           {"probes", s.probes},
-          {"time_probes", s.time_probes}};
+          {"time_probes", s.time_probes},
+          {"state_step", s.state_step},
+          {"checkpoint", {{"save_path", s.checkpoint.save_path},
+                          {"resume_path", s.checkpoint.resume_path},
+                          {"resume_step", s.checkpoint.resume_step},
+                          {"omit", s.checkpoint.omit}}}};
 }
 
 TrialSpec trial_spec_from_json(const nlohmann::json& j) {
@@ -103,6 +120,14 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.time_probes = j.value("time_probes", false);
   s.optimizer = j.value("optimizer", std::string("sgd"));
   s.lr = j.value("lr", 0.01);
+  s.state_step = j.value("state_step", 0);
+  if (j.contains("checkpoint")) {
+    const auto& c = j.at("checkpoint");
+    s.checkpoint.save_path = c.at("save_path").get<std::string>();
+    s.checkpoint.resume_path = c.at("resume_path").get<std::string>();
+    s.checkpoint.resume_step = c.at("resume_step").get<int>();
+    s.checkpoint.omit = c.at("omit").get<std::vector<std::string>>();
+  }
   return s;
 }
 
@@ -118,6 +143,7 @@ nlohmann::json to_json(const TrialResult& r) {
           {"error_kind", r.error_kind},
           {"switches", switches},
           {"tensors", tensors},
+          {"state", digests_json(r.state)},
           {"alerts", r.alerts},
           {"environment", r.environment},
           {"inputs", r.input_descriptions},
@@ -136,6 +162,7 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
     r.switches.push_back({sw.at("key"), sw.at("requested"), sw.at("effective")});
   for (const auto& t : j.at("tensors"))
     r.tensors.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  if (j.contains("state")) r.state = digests_from_json(j.at("state"));
   r.alerts = j.value("alerts", std::vector<std::string>{});
   r.environment = nlohmann::ordered_json::parse(j.at("environment").dump());
   r.input_descriptions = j.at("inputs").get<std::vector<std::string>>();

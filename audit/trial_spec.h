@@ -34,6 +34,15 @@ enum class ChildTask {
   Probes,     // apply the configuration, run each probe of `probes` in turn (audit/probe_child.h)
 };
 
+// Restart-replay (audit/replay.h): the checkpointing child saves after its last step, the resumed
+// child restores before its first.
+struct CheckpointTask {
+  std::string save_path;    // after step `steps`, write the checkpoint here ("" = none)
+  std::string resume_path;  // before training, restore from here ("" = none)
+  int resume_step = 0;      // steps the checkpoint holds: the resumed child runs resume_step+1 .. steps
+  std::vector<std::string> omit;  // state the checkpoint does not carry: "rng", "optimizer"
+};
+
 struct TrialSpec {
   ChildTask task = ChildTask::Trial;
   std::string model;
@@ -51,6 +60,8 @@ struct TrialSpec {
   int repeat = 0;
   std::vector<std::string> probes;   // Probes: the probes to run, in order
   bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
+  int state_step = 0;                // train mode: also digest the training state after this step (0 = never)
+  CheckpointTask checkpoint;         // restart-replay children only
 };
 
 struct TrialResult {
@@ -62,6 +73,9 @@ struct TrialResult {
   std::vector<std::string> alerts;  // determinism-alert warnings (warn_only mode), first line each, deduplicated
   nlohmann::ordered_json environment;  // preflight only
   std::vector<std::string> input_descriptions;  // preflight only
+  // Training-state digests (param/, buffer/, optimizer/, generator/): after step `state_step`, as
+  // saved by a checkpointing child, or as restored by a resumed one.
+  std::vector<report::TensorDigest> state;
   double startup_ms = 0;
   double wall_ms = 0;
 };

@@ -25,6 +25,25 @@ void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t lim
   if (fs.size() > limit) out += fmt::format("      ... and {} more tensors\n", fs.size() - limit);
 }
 
+void replay_lines(std::string& out, const Replay& r) {
+  const std::string omit = r.omit.empty() ? "" : fmt::format(", --replay-omit {}", fmt::join(r.omit, ","));
+  if (r.config.empty()) {
+    out += fmt::format("  restart-replay{}: {}\n    {}\n", omit, to_string(r.verdict), r.reason);
+    return;
+  }
+  out += fmt::format("  restart-replay under {} ({} steps, checkpoint, {} more in a fresh process{}): {}\n", r.config,
+                     r.steps_before, r.steps_after, omit, to_string(r.verdict));
+  if (!r.reason.empty()) out += fmt::format("    {}\n", r.reason);
+  std::vector<std::string> parts;
+  for (const auto& c : r.components) {
+    std::string state = c.tensors == 0 && c.restored_match ? "empty" : c.restored_match ? "match" : "differs";
+    if (!c.in_checkpoint) state += " (not in the checkpoint)";
+    parts.push_back(fmt::format("{} {}", c.name, state));
+  }
+  if (!parts.empty()) out += fmt::format("    state at the restart: {}\n", fmt::join(parts, ", "));
+  findings(out, r.differing, 5);
+}
+
 std::string flatten_env(const nlohmann::ordered_json& j, const std::string& prefix, std::string& out, size_t width) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
@@ -74,6 +93,7 @@ std::string render_text(const Report& r) {
                          fmt::join(groups, " and "));
       findings(out, t.dependence->differing, 5);
     }
+    if (t.replay) replay_lines(out, *t.replay);
   }
   out += fmt::format("verdict: {}{} (exit {})\n", to_string(r.verdict),
                      !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "", r.exit_code);
