@@ -6,12 +6,10 @@
 #include "audit/trials.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 
 namespace ra {
 namespace {
