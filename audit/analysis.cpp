@@ -26,8 +26,8 @@ std::map<std::string, const report::TensorDigest*> by_name(const std::vector<rep
   return m;
 }
 
-// Tensors of `other` that differ from `ref` (by digest, or present in only one), in ref's order
-// and then other's extra names.
+}  // namespace
+
 std::vector<report::TensorFinding> differing_tensors(const std::vector<report::TensorDigest>& ref,
                                                      const std::vector<report::TensorDigest>& other) {
   std::vector<report::TensorFinding> out;
@@ -53,8 +53,6 @@ void attach_stats(std::vector<report::TensorFinding>& findings, const std::strin
   for (auto& f : findings)
     if (const auto it = stats.find(f.name); it != stats.end()) f.stats = it->second;
 }
-
-}  // namespace
 
 report::Trial summarise_trial(const TrialRun& run) {
   report::Trial t;

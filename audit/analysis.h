@@ -36,6 +36,15 @@ struct TrialRun {
 using DiffFn = std::function<std::map<std::string, report::DivergenceStats>(
     const std::string& dump_a, const std::string& dump_b, const std::vector<std::string>& names)>;
 
+// Tensors of `other` that differ from `ref` (by digest, or present in only one), in ref's order
+// and then other's extra names; each with diverging_trials 1 and no statistics.
+std::vector<report::TensorFinding> differing_tensors(const std::vector<report::TensorDigest>& ref,
+                                                     const std::vector<report::TensorDigest>& other);
+
+// Fills the statistics of `findings` from the dumps of the two trials (nothing when either is "").
+void attach_stats(std::vector<report::TensorFinding>& findings, const std::string& dump_a, const std::string& dump_b,
+                  const DiffFn& diff);
+
 report::Trial summarise_trial(const TrialRun& run);
 
 report::ConfigResult analyse_config(const Config& config, const std::vector<TrialRun>& runs, const DiffFn& diff);

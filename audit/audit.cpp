@@ -11,6 +11,7 @@
 #include "audit/knowledge.h"
 #include "audit/log.h"
 #include "audit/paths.h"
+#include "audit/replay.h"
 #include "audit/runner.h"
 #include "audit/tensor_stats.h"
 #include "audit/trace_align.h"
@@ -38,6 +39,8 @@ TrialSpec base_spec(const RunOptions& o) {
   s.device = o.device;
   s.mode = o.mode;
   s.steps = o.steps;
+  s.optimizer = o.optimizer;
+  s.lr = o.lr;
   s.seed = o.seed;
   s.load_libraries = o.load_libraries;
   return s;
@@ -85,6 +88,7 @@ Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vecto
       TrialSpec spec = base_spec(o);
       spec.config = configs[c];
       spec.repeat = r;
+      if (o.replay) spec.state_step = o.steps / 2;  // the replay's restart point
       const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
       if (trace) {
         spec.trace_path = scratch.path() + "/" + name + ".trace.jsonl";
@@ -278,6 +282,8 @@ report::Report run_audit(const RunOptions& o) {
   target.device = o.device;
   target.mode = o.mode;
   target.steps = o.mode == "train" ? o.steps : 0;
+  target.optimizer = o.mode == "train" ? o.optimizer : "";
+  target.lr = o.mode == "train" ? o.lr : 0;
   target.seed = o.seed;
   target.inputs = pre.input_descriptions;
 
@@ -321,6 +327,9 @@ report::Report run_audit(const RunOptions& o) {
       annotate_fixes(failing);
     }
   }
+  if (o.replay)
+    target.replay = run_replay({base_spec(o), o.replay_omit, &scratch, o.timeout_s, dump_differences, o.progress},
+                               o.configs, target.configs, batch.runs);
   rep.targets.push_back(std::move(target));
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -22,10 +22,15 @@ struct RunOptions : SessionOptions {
   uint64_t trace_capacity = 1 << 21;  // tensor digests a trace may hold (16 bytes each)
   bool fix_search = true;             // with trace: search fixes for diverged configurations
   int timed_runs = 5;                 // fix search: timed runs per timing child, after a warm-up run
+  std::string optimizer = "sgd";  // train mode: sgd | adam
+  double lr = 0.01;               // train mode: learning rate
+  bool replay = false;            // train mode: also run the restart-replay check (audit/replay.h)
+  std::vector<std::string> replay_omit;  // state the replay's checkpoint leaves out: rng, optimizer
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every
-// configuration x repeat in its own child, and returns the finished report.
+// configuration x repeat in its own child, then the restart-replay when asked, and returns the
+// finished report.
 report::Report run_audit(const RunOptions& options);
 
 }  // namespace ra

@@ -6,15 +6,19 @@
 //      first and later calls of a method);
 //   3. load custom-op libraries, seed every generator (CPU and each CUDA device), load the model;
 //   4. build the inputs (from a torch.save file, or seeded synthetic ones);
-//   5. digest parameters and buffers, run forward (infer) or K SGD steps (train), digesting
-//      outputs, the loss, gradients and parameters as they come;
+//   5. digest parameters and buffers, run forward (infer) or K optimizer steps (train: SGD or
+//      Adam, each step a forward, a backward and an optimizer step), digesting outputs, the loss,
+//      gradients and parameters as they come; a restart-replay child restores a checkpoint before
+//      its first step or saves one after its last (audit/replay.h);
 //   6. optionally write every digested tensor to a dump file, so that the parent can compute
 //      divergence statistics for the tensors whose digests differ.
 #include "audit/child.h"
 
+#include "audit/checkpoint.h"
 #include "audit/child_support.h"
 #include "audit/digest.h"
 #include "audit/fingerprint.h"
+#include "audit/optimizer.h"
 #include "audit/switches.h"
 #include "audit/trace.h"
 #include "audit/trace_io.h"
@@ -167,7 +171,47 @@ at::Tensor loss_of(const c10::IValue& out) {
   return loss;
 }
 
-void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& in, Recorder& rec) {
+// Train mode: K optimizer steps from `spec.optimizer`; a restart-replay child resumes from or saves
+// a checkpoint (audit/checkpoint.h). `state` receives the training-state digests when the spec asks.
+void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in, Recorder& rec,
+           std::vector<report::TensorDigest>& state) {
+  module.train();
+  ModelOptimizer optimizer(module, spec.optimizer, spec.lr);
+  const CheckpointOmissions omit = checkpoint_omissions(spec.checkpoint.omit);
+  int first_step = 1;
+  if (!spec.checkpoint.resume_path.empty()) {
+    restore_checkpoint(spec.checkpoint.resume_path, module, optimizer, omit, device);
+    state = training_state_digests(module, optimizer);
+    first_step = spec.checkpoint.resume_step + 1;
+  }
+  for (int step = first_step; step <= spec.steps; ++step) {
+    const std::string prefix = fmt::format("step{}/", step);
+    trace::set_phase("forward", step);
+    optimizer.zero_grad();
+    // forward
+    const c10::IValue out = call_forward(module, in);
+    const at::Tensor loss = loss_of(out);
+    record_value(rec, prefix + "output", out);
+    rec.add(prefix + "loss", loss.detach());
+    // backward
+    trace::set_phase("backward", step);
+    loss.backward();
+    for (const auto& [name, p] : optimizer.params())
+      if (p.grad().defined()) rec.add(prefix + "grad/" + name, p.grad());
+    // optimizer step
+    trace::set_phase("optimizer", step);
+    optimizer.step();
+    for (const auto& [name, p] : optimizer.params()) rec.add(prefix + "param/" + name, p.detach());
+    if (step == spec.state_step) state = training_state_digests(module, optimizer);
+  }
+  if (!spec.checkpoint.save_path.empty()) {
+    state = training_state_digests(module, optimizer);
+    save_checkpoint(spec.checkpoint.save_path, module, optimizer, omit);
+  }
+}
+
+void run_model(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in,
+               Recorder& rec, std::vector<report::TensorDigest>& state) {
   for (const auto& p : module.named_parameters(true)) rec.add("param/" + p.name, p.value);
   for (const auto& b : module.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
   if (spec.mode == "infer") {
@@ -177,35 +221,7 @@ void run_model(const TrialSpec& spec, torch::jit::Module& module, const Inputs& 
     record_value(rec, "output", call_forward(module, in));
     return;
   }
-  module.train();
-  std::vector<std::pair<std::string, at::Tensor>> params;
-  for (const auto& p : module.named_parameters(true))
-    if (at::isFloatingType(p.value.scalar_type())) {
-      p.value.requires_grad_(true);
-      params.emplace_back(p.name, p.value);
-    }
-  if (params.empty()) throw TrialInputError("train mode needs a model with floating-point parameters");
-  constexpr double kLearningRate = 0.01;
-  for (int step = 1; step <= spec.steps; ++step) {
-    for (auto& [name, p] : params)
-      if (p.grad().defined()) p.mutable_grad() = at::Tensor();
-    trace::set_phase("forward", step);
-    const c10::IValue out = call_forward(module, in);
-    const at::Tensor loss = loss_of(out);
-    const std::string prefix = fmt::format("step{}/", step);
-    record_value(rec, prefix + "output", out);
-    rec.add(prefix + "loss", loss.detach());
-    trace::set_phase("backward", step);
-    loss.backward();
-    trace::set_phase("optimizer", step);
-    at::NoGradGuard no_grad;
-    for (auto& [name, p] : params) {
-      if (!p.grad().defined()) continue;
-      rec.add(prefix + "grad/" + name, p.grad());
-      p.sub_(p.grad(), kLearningRate);
-    }
-    for (auto& [name, p] : params) rec.add(prefix + "param/" + name, p.detach());
-  }
+  train(spec, device, module, in, rec, state);
 }
 
 }  // namespace
@@ -267,7 +283,7 @@ TrialResult run_child(const TrialSpec& spec) {
         std::optional<trace::Tracer> tracer;
         if (!spec.trace_path.empty()) tracer.emplace(device, spec.trace_capacity);
         if (tracer && spec.capture_order >= 0) tracer->capture(static_cast<uint64_t>(spec.capture_order));
-        run_model(spec, module, inputs, rec);
+        run_model(spec, device, module, inputs, rec, result.state);
         if (tracer) {
           trace::write_trace(spec.trace_path, tracer->finish());
           if (!spec.capture_path.empty()) {
@@ -283,7 +299,8 @@ TrialResult run_child(const TrialSpec& spec) {
           Recorder off = Recorder::off();
           synchronize(device);
           const double t0 = now_ms();
-          run_model(spec, module, inputs, off);
+          std::vector<report::TensorDigest> unused_state;
+          run_model(spec, device, module, inputs, off, unused_state);
           synchronize(device);
           result.run_ms.push_back(now_ms() - t0);
         }

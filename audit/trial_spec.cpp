@@ -31,6 +31,18 @@ const char* task_name(ChildTask t) {
   return "trial";
 }
 
+nlohmann::json digests_json(const std::vector<report::TensorDigest>& tensors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : tensors) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  return out;
+}
+
+std::vector<report::TensorDigest> digests_from_json(const nlohmann::json& j) {
+  std::vector<report::TensorDigest> out;
+  for (const auto& t : j) out.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  return out;
+}
+
 }  // namespace
 
 ShapeSpec parse_shape(const std::string& text) {
@@ -57,6 +69,8 @@ ShapeSpec parse_shape(const std::string& text) {
   return spec;
 }
 
+double default_learning_rate(const std::string& optimizer) { return optimizer == "adam" ? 0.001 : 0.01; }
+
 std::string to_string(const ShapeSpec& s) { return fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype); }
 
 nlohmann::json to_json(const TrialSpec& s) {
@@ -69,6 +83,8 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"device", s.device},
           {"mode", s.mode},
           {"steps", s.steps},
+          {"optimizer", s.optimizer},
+          {"lr", s.lr},
           {"seed", s.seed},
           {"config", {{"name", s.config.name}, {"values", s.config.values}}},
           {"load_libraries", s.load_libraries},
@@ -80,7 +96,12 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"trace_capacity", s.trace_capacity},
           {"capture_order", s.capture_order},
           {"capture_path", s.capture_path},
-          {"timed_runs", s.timed_runs}};
+          {"timed_runs", s.timed_runs},
+          {"state_step", s.state_step},
+          {"checkpoint", {{"save_path", s.checkpoint.save_path},
+                          {"resume_path", s.checkpoint.resume_path},
+                          {"resume_step", s.checkpoint.resume_step},
+                          {"omit", s.checkpoint.omit}}}};
 }
 
 TrialSpec trial_spec_from_json(const nlohmann::json& j) {
@@ -107,6 +128,16 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.capture_order = j.value("capture_order", int64_t{-1});
   s.capture_path = j.value("capture_path", std::string());
   s.timed_runs = j.value("timed_runs", 0);
+  s.optimizer = j.value("optimizer", std::string("sgd"));
+  s.lr = j.value("lr", 0.01);
+  s.state_step = j.value("state_step", 0);
+  if (j.contains("checkpoint")) {
+    const auto& c = j.at("checkpoint");
+    s.checkpoint.save_path = c.at("save_path").get<std::string>();
+    s.checkpoint.resume_path = c.at("resume_path").get<std::string>();
+    s.checkpoint.resume_step = c.at("resume_step").get<int>();
+    s.checkpoint.omit = c.at("omit").get<std::vector<std::string>>();
+  }
   return s;
 }
 
@@ -122,6 +153,7 @@ nlohmann::json to_json(const TrialResult& r) {
           {"error_kind", r.error_kind},
           {"switches", switches},
           {"tensors", tensors},
+          {"state", digests_json(r.state)},
           {"alerts", r.alerts},
           {"environment", r.environment},
           {"inputs", r.input_descriptions},
@@ -141,6 +173,7 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
     r.switches.push_back({sw.at("key"), sw.at("requested"), sw.at("effective")});
   for (const auto& t : j.at("tensors"))
     r.tensors.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  if (j.contains("state")) r.state = digests_from_json(j.at("state"));
   r.alerts = j.value("alerts", std::vector<std::string>{});
   r.environment = nlohmann::ordered_json::parse(j.at("environment").dump());
   r.input_descriptions = j.at("inputs").get<std::vector<std::string>>();

@@ -25,10 +25,22 @@ struct ShapeSpec {
 ShapeSpec parse_shape(const std::string& text);
 std::string to_string(const ShapeSpec& s);
 
+// Learning rate of a train-mode optimizer when --lr is not given: 0.01 for sgd, 0.001 for adam.
+double default_learning_rate(const std::string& optimizer);
+
 enum class ChildTask {
   Preflight,  // load model and inputs, run one forward, report the environment fingerprint
   Trial,      // apply the configuration, run, digest, dump
   Probes,     // apply the configuration, run each probe of `probes` in turn (audit/probe_child.h)
+};
+
+// Restart-replay (audit/replay.h): the checkpointing child saves after its last step, the resumed
+// child restores before its first.
+struct CheckpointTask {
+  std::string save_path;    // after step `steps`, write the checkpoint here ("" = none)
+  std::string resume_path;  // before training, restore from here ("" = none)
+  int resume_step = 0;      // steps the checkpoint holds: the resumed child runs resume_step+1 .. steps
+  std::vector<std::string> omit;  // state the checkpoint does not carry: "rng", "optimizer"
 };
 
 struct TrialSpec {
@@ -39,6 +51,8 @@ struct TrialSpec {
   std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
   std::string mode = "infer";        // infer | train
   int steps = 1;
+  std::string optimizer = "sgd";     // train mode: sgd | adam
+  double lr = 0.01;                  // train mode: learning rate
   uint64_t seed = 0;
   Config config;
   std::vector<std::string> load_libraries;
@@ -51,6 +65,8 @@ struct TrialSpec {
   int64_t capture_order = -1;        // Trial with trace: keep the outputs of the record at this order...
   std::string capture_path;          // ...and write them here (a dump: "output/0", "output/1", ...)
   int timed_runs = 0;                // Trial: after the recorded run, time this many unrecorded ones
+  int state_step = 0;                // train mode: also digest the training state after this step (0 = never)
+  CheckpointTask checkpoint;         // restart-replay children only
 };
 
 struct TrialResult {
@@ -62,6 +78,9 @@ struct TrialResult {
   std::vector<std::string> alerts;  // determinism-alert warnings (warn_only mode), first line each, deduplicated
   nlohmann::ordered_json environment;  // preflight only
   std::vector<std::string> input_descriptions;  // preflight only
+  // Training-state digests (param/, buffer/, optimizer/, generator/): after step `state_step`, as
+  // saved by a checkpointing child, or as restored by a resumed one.
+  std::vector<report::TensorDigest> state;
   double startup_ms = 0;
   double wall_ms = 0;
   std::vector<double> run_ms;  // timed_runs: wall time of each unrecorded run, device synchronised

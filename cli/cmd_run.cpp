@@ -21,7 +21,25 @@ struct RunArgs : AuditArgs {
   uint64_t trace_capacity = 1 << 21;
   bool no_fix_search = false;
   int timed_runs = 5;
+  std::string optimizer;  // "" = sgd
+  double lr = 0;          // 0 = the optimizer's default
+  bool replay = false;
+  std::vector<std::string> replay_omit;
 };
+
+// Train-mode options: --optimizer and --lr, and the restart-replay's preconditions.
+void fill_training(RunOptions& o, const RunArgs& a) {
+  const bool train = a.mode == "train";
+  if (!train && (!a.optimizer.empty() || a.lr > 0)) throw UsageError("--optimizer and --lr need --mode train");
+  o.optimizer = a.optimizer.empty() ? "sgd" : a.optimizer;
+  o.lr = a.lr > 0 ? a.lr : default_learning_rate(o.optimizer);
+  if (a.replay && !train) throw UsageError("--replay needs --mode train");
+  if (a.replay && a.steps < 2)
+    throw UsageError(fmt::format("--replay needs --steps 2 or more (it restarts after step K/2), not {}", a.steps));
+  if (!a.replay && !a.replay_omit.empty()) throw UsageError("--replay-omit needs --replay");
+  o.replay = a.replay;
+  o.replay_omit = a.replay_omit;
+}
 
 int execute(const RunArgs& a, const GlobalOptions& global) {
   RunOptions o;
@@ -35,6 +53,7 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.trace_capacity = a.trace_capacity;
   o.fix_search = !a.no_fix_search;
   o.timed_runs = a.timed_runs;
+  fill_training(o, a);
   fill_session(o, a, global, default_config_names(device_type(a.device)));
   return emit_report(run_audit(o), a);
 }
@@ -46,7 +65,7 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("model", a->model, "TorchScript archive (torch.jit.save)")->required();
   sub.add_option("--input", a->input, "torch.save file holding a tensor, tuple, list or dict of tensors");
   sub.add_option("--shape", a->shapes, "synthetic seeded input, e.g. 8x3x224x224[:float32]; repeat for several inputs");
-  sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; SGD steps)")
+  sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; optimizer steps)")
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
   sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(CLI::PositiveNumber)->capture_default_str();
@@ -60,6 +79,17 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")
       ->check(CLI::Range(5, 1000))
       ->capture_default_str();
+  sub.add_option("--optimizer", a->optimizer, "train mode: sgd or adam (LibTorch's torch::optim) [sgd]")
+      ->check(CLI::IsMember({"sgd", "adam"}));
+  sub.add_option("--lr", a->lr, "train mode: learning rate [0.01 for sgd, 0.001 for adam]")->check(CLI::PositiveNumber);
+  sub.add_flag("--replay", a->replay,
+               "train mode, --steps >= 2: also train K/2 steps, checkpoint (parameters, buffers, optimizer, generators), "
+               "resume in a fresh process, and compare with the uninterrupted run");
+  sub.add_option("--replay-omit", a->replay_omit,
+                 "rng or optimizer: simulate a checkpoint that does not save this state, to see whether your training "
+                 "depends on it (repeatable)")
+      ->check(CLI::IsMember({"rng", "optimizer"}))
+      ->delimiter(',');
   add_audit_options(sub, *a,
                     {"default,threads-1 on CPU, default,det on CUDA",
                      "seconds before a trial is killed and recorded as timeout",

@@ -163,6 +163,29 @@ json probe_json(const ProbeFacts& p) {
           {"disagreements", p.disagreements}};
 }
 
+json replay_json(const Replay& r) {
+  json components = json::array();
+  for (const auto& c : r.components)
+    components.push_back({{"name", c.name},
+                          {"description", c.description},
+                          {"tensors", c.tensors},
+                          {"in_checkpoint", c.in_checkpoint},
+                          {"saved_match", c.saved_match},
+                          {"restored_match", c.restored_match},
+                          {"differing", c.differing}});
+  json differing = json::array();
+  for (const auto& f : r.differing) differing.push_back(finding_json(f));
+  return {{"config", r.config.empty() ? json(nullptr) : json(r.config)},
+          {"steps_before", r.steps_before},
+          {"steps_after", r.steps_after},
+          {"omit", r.omit},
+          {"verdict", to_string(r.verdict)},
+          {"reason", r.reason},
+          {"components", components},
+          {"tensors_compared", r.tensors_compared},
+          {"differing_tensors", differing}};
+}
+
 json census_json(const Census& c) {
   return {{"config", c.config},
           {"alerted_diverged", c.alerted_diverged},
@@ -216,6 +239,7 @@ json to_json(const Report& r) {
                        {"device", t.device},
                        {"mode", t.mode},
                        {"steps", t.steps},
+                       {"optimizer", t.optimizer.empty() ? json(nullptr) : json({{"name", t.optimizer}, {"lr", t.lr}})},
                        {"seed", t.seed},
                        {"inputs", t.inputs},
                        {"verdict", to_string(t.verdict)},
@@ -223,6 +247,7 @@ json to_json(const Report& r) {
                        {"configuration_dependence", dep},
                        {"configs", configs}});
     if (t.probe) targets.back()["probe"] = probe_json(*t.probe);
+    if (t.replay) targets.back()["replay"] = replay_json(*t.replay);
   }
   json j = {{"schema", "repro-audit/report"},
             {"schema_version", kSchemaVersion},

@@ -48,6 +48,16 @@ std::optional<TrialStatus> trial_status_from_string(const std::string& s) {
   return std::nullopt;
 }
 
+const char* to_string(ReplayVerdict v) {
+  switch (v) {
+    case ReplayVerdict::Reproducible: return "reproducible";
+    case ReplayVerdict::Diverged: return "diverged";
+    case ReplayVerdict::Inconclusive: return "inconclusive";
+    case ReplayVerdict::Crashed: return "crashed";
+  }
+  return "?";
+}
+
 std::optional<double> median_wall_ms(const ConfigResult& config) {
   std::vector<double> ms;
   for (const auto& t : config.trials)
@@ -75,7 +85,11 @@ void finalize(Report& report) {
       if (severity(c.verdict) > severity(t)) t = c.verdict;
       all_skipped = all_skipped && c.verdict == Verdict::Skipped;
     }
-    target.verdict = all_skipped ? Verdict::Skipped : t;
+    if (target.replay && target.replay->verdict == ReplayVerdict::Diverged && severity(Verdict::Diverged) > severity(t))
+      t = Verdict::Diverged;
+    if (target.replay && target.replay->verdict == ReplayVerdict::Crashed && severity(Verdict::Crashed) > severity(t))
+      t = Verdict::Crashed;
+    target.verdict = all_skipped && t == Verdict::Reproducible ? Verdict::Skipped : t;
     if (severity(target.verdict) > severity(worst)) worst = target.verdict;
   }
   report.verdict = worst;

@@ -209,6 +209,34 @@ struct Census {
   std::vector<std::string> alerted_diverged, alerted_stable, silent_diverged, stable, not_run;
 };
 
+// Restart-replay (`run --replay`): train K/2 steps, checkpoint, resume in a fresh process, and
+// compare with the uninterrupted K-step run of the same configuration (audit/replay.h).
+enum class ReplayVerdict { Reproducible, Diverged, Inconclusive, Crashed };
+const char* to_string(ReplayVerdict v);
+
+// One component of the training state at the restart point, compared with the uninterrupted run.
+struct ReplayComponent {
+  std::string name;         // parameters | buffers | optimizer | generator/cpu | generator/cuda:N
+  std::string description;  // "the CPU generator state"
+  size_t tensors = 0;       // in the uninterrupted run's state
+  bool in_checkpoint = true;  // false when --replay-omit left it out
+  bool saved_match = true;    // the checkpointing child's state equals the uninterrupted run's
+  bool restored_match = true;  // the resumed child's state after restore equals the uninterrupted run's
+  std::vector<std::string> differing;  // tensors that differ after restore, in the reference's order
+};
+
+struct Replay {
+  std::string config;  // "" when no configuration could be used (inconclusive)
+  int steps_before = 0;  // steps of the checkpointing child
+  int steps_after = 0;   // steps of the resumed child
+  std::vector<std::string> omit;  // --replay-omit: rng, optimizer
+  ReplayVerdict verdict = ReplayVerdict::Inconclusive;
+  std::string reason;
+  std::vector<ReplayComponent> components;  // parameters, buffers, optimizer, then generators
+  size_t tensors_compared = 0;              // tensors of steps steps_before+1 .. steps_before+steps_after
+  std::vector<TensorFinding> differing;     // resumed vs uninterrupted, in execution order
+};
+
 struct Target {
   std::string name;    // model file name, or probe name
   std::string kind;    // "model" or "probe"
@@ -216,11 +244,14 @@ struct Target {
   std::string device;
   std::string mode;    // infer | train
   int steps = 0;
+  std::string optimizer;  // train mode: sgd | adam ("" in infer mode)
+  double lr = 0;          // train mode: learning rate
   uint64_t seed = 0;
   std::vector<std::string> inputs;  // description of the inputs
   std::vector<ConfigResult> configs;
   std::optional<ConfigDependence> dependence;
   std::optional<ProbeFacts> probe;  // kind "probe" only
+  std::optional<Replay> replay;     // `run --replay` only
   Verdict verdict = Verdict::Reproducible;
 };
 
@@ -244,7 +275,8 @@ inline constexpr double kMinComparableMs = 0.5;
 std::optional<double> cost_ratio(const Target& target, size_t i);
 
 // Overall verdict and exit code from the targets (precedence: diverged/raised > crashed/timeout >
-// reproducible; skipped does not fail).
+// reproducible; skipped does not fail). A target's restart-replay counts too: diverged as diverged,
+// crashed as crashed; inconclusive does not change the verdict.
 void finalize(Report& report);
 
 }  // namespace ra::report

@@ -122,6 +122,25 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes) {
   }
 }
 
+void replay_lines(std::string& out, const Replay& r) {
+  const std::string omit = r.omit.empty() ? "" : fmt::format(", --replay-omit {}", fmt::join(r.omit, ","));
+  if (r.config.empty()) {
+    out += fmt::format("  restart-replay{}: {}\n    {}\n", omit, to_string(r.verdict), r.reason);
+    return;
+  }
+  out += fmt::format("  restart-replay under {} ({} steps, checkpoint, {} more in a fresh process{}): {}\n", r.config,
+                     r.steps_before, r.steps_after, omit, to_string(r.verdict));
+  if (!r.reason.empty()) out += fmt::format("    {}\n", r.reason);
+  std::vector<std::string> parts;
+  for (const auto& c : r.components) {
+    std::string state = c.tensors == 0 && c.restored_match ? "empty" : c.restored_match ? "match" : "differs";
+    if (!c.in_checkpoint) state += " (not in the checkpoint)";
+    parts.push_back(fmt::format("{} {}", c.name, state));
+  }
+  if (!parts.empty()) out += fmt::format("    state at the restart: {}\n", fmt::join(parts, ", "));
+  findings(out, r.differing, 5);
+}
+
 std::string flatten_env(const nlohmann::ordered_json& j, const std::string& prefix, std::string& out, size_t width) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
@@ -144,7 +163,7 @@ std::string render_text(const Report& r) {
   std::string out;
   for (const auto& t : r.targets) {
     out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
-                       t.mode == "train" ? fmt::format(", {} steps", t.steps) : "", t.seed);
+                       t.mode == "train" ? fmt::format(", {} steps, {} lr {:g}", t.steps, t.optimizer, t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(t.inputs, ", "));
     out += fmt::format("  {:<24} {:<13} {:>8} {:>9}  {}\n", "configuration", "verdict", "repeats", "diverged", "tensors");
     for (const auto& c : t.configs) {
@@ -173,6 +192,7 @@ std::string render_text(const Report& r) {
                          fmt::join(groups, " and "));
       findings(out, t.dependence->differing, 5);
     }
+    if (t.replay) replay_lines(out, *t.replay);
   }
   out += fmt::format("verdict: {}{} (exit {})\n", to_string(r.verdict),
                      !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "", r.exit_code);

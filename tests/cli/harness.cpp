@@ -77,6 +77,7 @@ void save_model(const std::string& path, const std::string& source,
                 const std::vector<std::pair<std::string, std::vector<int64_t>>>& params) {
   (void)ra_test_ops_anchor();  // keeps the ra_test ops registered in this process
   torch::jit::Module m("TestModel");
+  m.register_attribute("training", c10::BoolType::get(), true);  // as torch.jit.script gives every nn.Module
   uint64_t seed = 1;
   for (const auto& [name, shape] : params) {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed++);

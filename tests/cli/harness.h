@@ -37,7 +37,8 @@ class TempDir {
   std::string path_;
 };
 
-// Saves a TorchScript module with one float parameter per (name, shape) and `source` as its code.
+// Saves a TorchScript module with one float parameter per (name, shape) and `source` as its code;
+// it has a `training` attribute, as scripted nn.Modules do.
 void save_model(const std::string& path, const std::string& source,
                 const std::vector<std::pair<std::string, std::vector<int64_t>>>& params);
 

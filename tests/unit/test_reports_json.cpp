@@ -130,3 +130,57 @@ TEST_CASE("to_json: the trace of a configuration") {
   b.erase("timing");
   CHECK(a.dump() == b.dump());
 }
+
+TEST_CASE("finalize: a restart-replay that diverged exits 1, one that crashed exits 4, inconclusive changes nothing") {
+  auto r = sample(1);
+  r.targets[0].configs[0].verdict = ra::report::Verdict::Reproducible;
+  r.targets[0].replay = ra::report::Replay{};
+  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Inconclusive;
+  ra::report::finalize(r);
+  CHECK(r.exit_code == 0);
+  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Crashed;
+  ra::report::finalize(r);
+  CHECK(r.exit_code == 4);
+  CHECK(r.targets[0].verdict == ra::report::Verdict::Crashed);
+  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Diverged;
+  ra::report::finalize(r);
+  CHECK(r.exit_code == 1);
+  CHECK(r.verdict == ra::report::Verdict::Diverged);
+  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Reproducible;
+  r.targets[0].configs[0].verdict = ra::report::Verdict::Timeout;
+  ra::report::finalize(r);
+  CHECK(r.exit_code == 4);
+}
+
+TEST_CASE("to_json: the optimizer of a train-mode target, and the replay only when it ran") {
+  auto r = sample(1);
+  auto j = ra::report::to_json(r);
+  CHECK(j["targets"][0]["optimizer"].is_null());
+  CHECK(!j["targets"][0].contains("replay"));
+  r.targets[0].mode = "train";
+  r.targets[0].optimizer = "adam";
+  r.targets[0].lr = 0.001;
+  ra::report::Replay replay;
+  replay.config = "default";
+  replay.steps_before = 2;
+  replay.steps_after = 3;
+  replay.omit = {"rng"};
+  replay.verdict = ra::report::ReplayVerdict::Diverged;
+  replay.reason = "the CPU generator state after restore differs";
+  replay.components = {{"generator/cpu", "the CPU generator state", 1, false, true, false, {"generator/cpu"}}};
+  replay.tensors_compared = 12;
+  replay.differing = {{"step3/output", "float32", {2}, "a", "b", 1, std::nullopt}};
+  r.targets[0].replay = replay;
+  j = ra::report::to_json(r);
+  CHECK(j["targets"][0]["optimizer"] == nlohmann::ordered_json({{"name", "adam"}, {"lr", 0.001}}));
+  const auto& jr = j["targets"][0]["replay"];
+  CHECK(jr["verdict"] == "diverged");
+  CHECK(jr["steps_after"] == 3);
+  CHECK(jr["components"][0]["in_checkpoint"] == false);
+  CHECK(jr["components"][0]["restored_match"] == false);
+  CHECK(jr["differing_tensors"][0]["name"] == "step3/output");
+  const std::string text = ra::report::render_text(r);
+  CHECK(text.find("restart-replay under default (2 steps, checkpoint, 3 more in a fresh process, --replay-omit rng): "
+                  "diverged") != std::string::npos);
+  CHECK(text.find("generator/cpu differs (not in the checkpoint)") != std::string::npos);
+}
