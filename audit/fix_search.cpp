@@ -173,18 +173,22 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
   for (size_t i : minimal) s.result.candidates[i].minimal = true;
   s.result.best = minimal;
 
-  // 3. Costs, measured side by side: the failing configuration first, then each minimal fix.
-  if (!minimal.empty()) {
+  // 3. Costs, measured side by side: the failing configuration first, then every candidate that
+  // ran (fixing or not), so that each toggle's price is known.
+  std::vector<size_t> ran_candidates;
+  for (size_t i = 0; i < s.result.candidates.size(); ++i)
+    if (ran(s.result.candidates[i].verdict)) ran_candidates.push_back(i);
+  if (!ran_candidates.empty()) {
     std::vector<Config> timed = {failing_config};
-    for (size_t i : minimal) {
+    for (size_t i : ran_candidates) {
       std::vector<Toggle> ts;
       for (const auto& [k, v] : s.result.candidates[i].toggles) ts.push_back({k, v});
       timed.push_back(with_toggles(failing_config, ts));
     }
     const auto medians = time(timed);
     s.result.baseline_median_ms = medians.empty() ? std::nullopt : medians[0];
-    for (size_t k = 0; k < minimal.size() && k + 1 < medians.size(); ++k) {
-      auto& c = s.result.candidates[minimal[k]];
+    for (size_t k = 0; k < ran_candidates.size() && k + 1 < medians.size(); ++k) {
+      auto& c = s.result.candidates[ran_candidates[k]];
       c.median_ms = medians[k + 1];
       if (c.median_ms && s.result.baseline_median_ms && *s.result.baseline_median_ms > 0)
         c.cost_ratio = *c.median_ms / *s.result.baseline_median_ms;

@@ -16,12 +16,13 @@
 // stays reproducible, which leaves a minimal set (no toggle of it can be dropped). A toggle that
 // makes an op raise (deterministic mode on an op without a deterministic implementation) names
 // the op, and the report gives the alternatives: a deterministic formulation, running the op on
-// the CPU, or warn-only mode plus an allowlist entry. Every fixing set found is then timed against
-// the failing configuration in uninstrumented children (the median of the timed runs after a
-// warm-up run), side by side, so the cost ratios come from one sitting.
+// the CPU, or warn-only mode plus an allowlist entry. Every candidate that ran (fixing or not) is
+// then timed against the failing configuration in uninstrumented children (the median of the
+// timed runs after a warm-up run), side by side, so the cost ratios come from one sitting.
 //
 // The cost. One traced trial per candidate and repeat (at most one per switch, plus the
-// combination and its reduction), then one timing child per fix and one for the baseline.
+// combination and its reduction), then one timing child per candidate that ran and one for the
+// baseline.
 #pragma once
 
 #include "audit/config.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// `./dev bench` (build/repro-audit-bench-trace [cpu|cuda]): what `run --trace` costs, measured side by
+// `./dev bench` (build/repro-audit-bench-trace [cpu|cuda] [repetitions] [width]): what `run --trace` costs, measured side by
 // side in one process. A ResNet-like convolutional training step (stem convolution, four residual
-// blocks with batch norm at two widths, a strided downsampling convolution, pooling, a linear head,
+// blocks with batch norm at two widths, by default ResNet-18's first two, 64 and 128 channels, a strided downsampling convolution, pooling, a linear head,
 // log-softmax loss, backward, an SGD update) is timed untraced and traced, interleaved, as the
 // median of the repetitions after warm-up; the traced time includes collecting the trace (finish()).
 // Targets (issue 4): traced/untraced at most 1.5 on CPU and 1.25 on GPU. Also prints what the trace
@@ -44,7 +44,7 @@ def forward(self, x):
     return -torch.log_softmax(z, 1).mean()
 )JIT";
 
-torch::jit::Module resnet_like(const c10::Device& device) {
+torch::jit::Module resnet_like(const c10::Device& device, int64_t width) {
   torch::jit::Module m("ResNetLike");
   m.register_attribute("training", c10::BoolType::get(), true);
   const auto conv = [&](const std::string& name, int64_t out, int64_t in) {
@@ -54,11 +54,12 @@ torch::jit::Module resnet_like(const c10::Device& device) {
     m.register_buffer(name + "m", at::zeros({out}).to(device));
     m.register_buffer(name + "v", at::ones({out}).to(device));
   };
-  conv("stem", 32, 3);
-  for (const char* b : {"a", "c"}) conv(std::string(b) + "1", 32, 32), conv(std::string(b) + "2", 32, 32);
-  m.register_parameter("down", (at::randn({64, 32, 3, 3}) / std::sqrt(288.0)).to(device), false);
-  for (const char* b : {"d", "e"}) conv(std::string(b) + "1", 64, 64), conv(std::string(b) + "2", 64, 64);
-  m.register_parameter("fc", (at::randn({64, 10}) / 8.0).to(device), false);
+  const int64_t w = width, w2 = 2 * width;
+  conv("stem", w, 3);
+  for (const char* b : {"a", "c"}) conv(std::string(b) + "1", w, w), conv(std::string(b) + "2", w, w);
+  m.register_parameter("down", (at::randn({w2, w, 3, 3}) / std::sqrt(9.0 * static_cast<double>(w))).to(device), false);
+  for (const char* b : {"d", "e"}) conv(std::string(b) + "1", w2, w2), conv(std::string(b) + "2", w2, w2);
+  m.register_parameter("fc", (at::randn({w2, 10}) / std::sqrt(static_cast<double>(w2))).to(device), false);
   m.register_parameter("fcb", at::zeros({10}).to(device), false);
   m.define(kResNetLike);
   for (const auto& p : m.parameters()) p.requires_grad_(true);
@@ -76,10 +77,12 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const std::string device_name = argc > 1 ? argv[1] : "cpu";
   const int reps = argc > 2 ? std::max(3, std::atoi(argv[2])) : 7;
+  // ResNet-18's first two stages are 64 and 128 channels wide; a narrower net is more memory-bound.
+  const int64_t width = argc > 3 ? std::max(8, std::atoi(argv[3])) : 64;
   ra::disable_jit_optimisations();  // as in a trial child
   const c10::Device device = ra::checked_device(device_name);
   ra::seed_generators(0);
-  torch::jit::Module model = resnet_like(device);
+  torch::jit::Module model = resnet_like(device, width);
   const int64_t batch = device.is_cpu() ? 16 : 128;
   const at::Tensor x = at::randn({batch, 3, 32, 32}).to(device);
   std::vector<at::Tensor> params;
@@ -114,8 +117,9 @@ int main(int argc, char** argv) {
   size_t digests = 0;
   for (const auto& r : last.records) digests += r.inputs.size() + r.outputs.size();
   const double a = median(plain), b = median(with_trace);
-  std::printf("Trace overhead, ResNet-like training step on %s (batch %lld, 3x32x32; %d intra-op threads)\n",
-              device.str().c_str(), static_cast<long long>(batch), at::get_num_threads());
+  std::printf("Trace overhead, ResNet-like training step on %s (batch %lld, 3x32x32, %lld/%lld channels; %d intra-op threads)\n",
+              device.str().c_str(), static_cast<long long>(batch), static_cast<long long>(width),
+              static_cast<long long>(2 * width), at::get_num_threads());
   std::printf("  untraced step: %8.1f ms (median of %d)\n", a * 1e3, reps);
   std::printf("  traced step:   %8.1f ms (median of %d, interleaved)\n", b * 1e3, reps);
   std::printf("  ratio:         %8.2f   (target: at most %.2f)\n", b / a, device.is_cpu() ? 1.5 : 1.25);

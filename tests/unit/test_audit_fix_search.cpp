@@ -158,3 +158,13 @@ TEST_CASE("search_fixes: nothing to toggle") {
   CHECK(model.tried.empty());
   CHECK(fs.conclusion.find("already at its deterministic setting") != std::string::npos);
 }
+
+TEST_CASE("search_fixes: every candidate that ran is timed, raising ones are not") {
+  FakeModel model{{{"threads", "1"}}, true, {}};
+  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  REQUIRE(fs.candidates.size() == 3);
+  CHECK_FALSE(fs.candidates[0].cost_ratio.has_value());  // deterministic=on raised
+  REQUIRE(fs.candidates[2].cost_ratio.has_value());        // mkl_cbwr ran and did not fix: still priced
+  CHECK(*fs.candidates[2].cost_ratio == doctest::Approx(1.0));
+  CHECK(*fs.candidates[1].cost_ratio == doctest::Approx(0.5));
+}
