@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/render.h"
+#include "tests/unit/report_samples.h"
 
 #include <doctest/doctest.h>
 
@@ -57,49 +58,11 @@ TEST_CASE("render_json: same results give the same bytes apart from the timing s
   CHECK(a["targets"][0]["configs"][0]["verdict"] == "diverged");
 }
 
-namespace {
-
-ra::report::TraceSummary sample_trace() {
-  ra::report::TraceSummary t;
-  t.records = 120;
-  t.capacity = 1 << 20;
-  t.memory_bytes = 4096;
-  t.runs_compared = 2;
-  ra::report::RootCause rc;
-  rc.op = "aten::index_add";
-  rc.direction = "backward";
-  rc.node = "IndexAddBackward0";
-  rc.forward_op = "aten::index_add";
-  rc.module = "enc";
-  rc.source = "model.py:5";
-  rc.phase = "backward";
-  rc.step = 1;
-  rc.position = 77;
-  rc.inputs = {"float32[8x64]"};
-  rc.outputs = {"float32[8x64]"};
-  rc.differing_outputs = {0};
-  rc.runs_diverged = 2;
-  rc.runs_compared = 2;
-  rc.repeats = {1, 2};
-  rc.propagated = 14;
-  t.root_causes = {rc};
-  ra::report::StructuralSplit s;
-  s.reference_position = 90;
-  s.other_position = 91;
-  s.other_op = "aten::contiguous";
-  s.unmatched_other = 1;
-  s.runs = 1;
-  s.repeats = {2};
-  t.splits = {s};
-  return t;
-}
-
-}  // namespace
 
 TEST_CASE("to_json: the trace of a configuration") {
   auto r = sample(1);
   CHECK(ra::report::to_json(r)["targets"][0]["configs"][0]["trace"].is_null());
-  r.targets[0].configs[0].trace = sample_trace();
+  r.targets[0].configs[0].trace = ra::test::sample_trace();
   const auto j = ra::report::to_json(r);
   const auto& t = j["targets"][0]["configs"][0]["trace"];
   CHECK(t["records"] == 120);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/render.h"
+#include "tests/unit/report_samples.h"
 
 #include <doctest/doctest.h>
 
@@ -15,24 +16,8 @@ ra::report::Report traced_report() {
   ra::report::ConfigResult c;
   c.name = "default";
   c.verdict = ra::report::Verdict::Diverged;
-  ra::report::TraceSummary trace;
-  trace.records = 120;
-  trace.memory_bytes = 4096;
-  trace.runs_compared = 2;
-  ra::report::RootCause rc;
-  rc.op = "aten::index_add";
-  rc.direction = "backward";
-  rc.node = "IndexAddBackward0";
-  rc.forward_op = "aten::index_add";
-  rc.module = "enc";
-  rc.source = "model.py:5";
-  rc.phase = "backward";
-  rc.step = 1;
-  rc.differing_outputs = {0};
-  rc.runs_diverged = 2;
-  rc.runs_compared = 2;
-  rc.propagated = 14;
-  trace.root_causes = {rc};
+  ra::report::TraceSummary trace = ra::test::sample_trace();
+  ra::report::RootCause rc = trace.root_causes.front();
   rc.op = "ra_test::nondet_sum";
   rc.direction = "forward";
   rc.node = rc.forward_op = "";
@@ -40,13 +25,6 @@ ra::report::Report traced_report() {
   rc.source = "model.py:3";
   rc.step = 0;
   trace.root_causes.push_back(rc);
-  ra::report::StructuralSplit s;
-  s.reference_position = 90;
-  s.other_op = "aten::contiguous";
-  s.unmatched_other = 1;
-  s.runs = 1;
-  s.repeats = {2};
-  trace.splits = {s};
   c.trace = trace;
   t.configs = {c};
   r.targets = {t};
