@@ -338,15 +338,20 @@ struct Tracer::State {
         } else {
           r.slot = static_cast<int64_t>(used++);
           cpu_slots.resize(used);
-          if (!r.on_device) {
-            cpu_slots.back() = digest_lanes_cpu(t);
-          } else {
-            if (!device_slots.defined())
-              device_slots = at::zeros({static_cast<int64_t>(capacity), 2}, t.options().dtype(at::kLong));
-            at::Tensor slot = device_slots.select(0, r.slot);
-            digest_lanes_into(t, slot);
+          try {
+            if (!r.on_device) {
+              cpu_slots.back() = digest_lanes_cpu(t);
+            } else {
+              if (!device_slots.defined())
+                device_slots = at::zeros({static_cast<int64_t>(capacity), 2}, t.options().dtype(at::kLong));
+              at::Tensor slot = device_slots.select(0, r.slot);
+              digest_lanes_into(t, slot);
+            }
+            remember(std::move(key), t, r.slot);
+          } catch (const std::exception&) {
+            r.slot = kUnsupported;  // a tensor the digest cannot read (no storage, ...): never the model's failure
+            r.on_device = false;
           }
-          remember(std::move(key), t, r.slot);
         }
       }
     }
