@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-# Use ccache when it is installed: LibTorch translation units are slow to compile.
+# Use ccache when it is installed: LibTorch translation units are slow to compile. CCACHE_BASEDIR
+# makes paths inside the source tree relative, so that a fresh clone elsewhere (CI) reuses what
+# an earlier build compiled.
 find_program(RA_CCACHE ccache)
 if(RA_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${RA_CCACHE})
-  set(CMAKE_C_COMPILER_LAUNCHER ${RA_CCACHE})
+  set(RA_CCACHE_LAUNCHER ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${CMAKE_SOURCE_DIR} ${RA_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${RA_CCACHE_LAUNCHER})
+  set(CMAKE_C_COMPILER_LAUNCHER ${RA_CCACHE_LAUNCHER})
 endif()
