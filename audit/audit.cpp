@@ -11,6 +11,7 @@
 #include "audit/knowledge.h"
 #include "audit/log.h"
 #include "audit/paths.h"
+#include "audit/progress.h"
 #include "audit/replay.h"
 #include "audit/runner.h"
 #include "audit/tensor_stats.h"
@@ -100,15 +101,10 @@ Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vecto
     }
   std::vector<ChildJob> jobs;
   for (const auto& p : prepared) jobs.push_back(p.job);
-  size_t done = 0;
+  Progress progress(jobs.size(), o.progress);
   const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-    ++done;
     const auto& [c, r] = where[i];
-    const std::string line = fmt::format("[{}/{}] {} repeat {}: {:.0f} ms", done, jobs.size(), configs[c].name, r, outcome.wall_ms);
-    if (o.progress)
-      std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), done == jobs.size() ? "\n" : "");
-    else
-      log::debug("{}", line);
+    progress.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
   };
   const std::vector<ChildOutcome> outcomes = run_children(jobs, o.jobs, on_done);
   Batch b;

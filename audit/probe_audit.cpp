@@ -17,6 +17,7 @@
 #include "audit/log.h"
 #include "audit/paths.h"
 #include "audit/probe_child.h"
+#include "audit/progress.h"
 #include "audit/probe_findings.h"
 #include "audit/probe_protocol.h"
 #include "audit/tensor_stats.h"
@@ -62,7 +63,7 @@ class SuiteRunner {
     for (int r = 0; r < o_.repeats; ++r)
       for (size_t c = 0; c < o_.configs.size(); ++c) pending.push_back({static_cast<int>(c), r, names_, 0});
     if (o_.census) pending.push_back({-1, 0, names_, 0});
-    total_ = pending.size();
+    progress_ = Progress(pending.size(), o_.progress);
     while (!pending.empty()) pending = run_round(pending);
   }
 
@@ -95,22 +96,16 @@ class SuiteRunner {
       jobs.push_back(prepared.back().job);
     }
     const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-      ++done_;
       const Batch& b = batches[i];
       const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
-      const std::string line = fmt::format("[{}/{}] {} repeat {}: {} probes, {:.1f} s", done_, total_, what, b.repeat,
-                                           b.probes.size(), outcome.wall_ms / 1000);
-      if (o_.progress)
-        std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), done_ == total_ ? "\n" : "");
-      else
-        log::debug("{}", line);
+      progress_.done(fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
     };
     const std::vector<ChildOutcome> outcomes = run_children(jobs, o_.jobs, on_done);
     std::vector<Batch> again;
     for (size_t i = 0; i < batches.size(); ++i)
       if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty()) {
         again.push_back(std::move(rest));
-        ++total_;
+        progress_.add(1);
       }
     return again;
   }
@@ -176,7 +171,7 @@ class SuiteRunner {
   std::map<std::string, size_t> index_;
   std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
   std::vector<std::optional<CensusRun>> census_;
-  size_t done_ = 0, total_ = 0;
+  Progress progress_{0, false};
 };
 
 // The preflight: the device exists, the plugins load, and the environment fingerprint.

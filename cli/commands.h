@@ -30,6 +30,7 @@ Action attach_lint(CLI::App& sub, const GlobalOptions& global);
 Action attach_probes(CLI::App& sub, const GlobalOptions& global);
 Action attach_env(CLI::App& sub, const GlobalOptions& global);
 Action attach_child(CLI::App& sub, const GlobalOptions& global);
+Action attach_completion(CLI::App& sub, const GlobalOptions& global);
 
 inline const Command kCommands[] = {
     {"run", "audit a TorchScript model: repeated runs in fresh processes under flag configurations", false, attach_run},
@@ -40,6 +41,7 @@ inline const Command kCommands[] = {
     {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,
      attach_env},
     {"__child", "internal: run one trial (used by the audit parent)", true, attach_child},
+    {"__completion", "internal: print the bash or zsh completion script (used by the build)", true, attach_completion},
 };
 
 // The closest of `candidates` to `word`, or "" when none is close.
