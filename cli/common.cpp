@@ -44,6 +44,8 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
                  "mkl-cbwr) or key=value lists joined by '+' (e.g. det+threads=1); default: " + help.default_configs)
       ->delimiter(',');
   sub.add_option("--report", a.report, "write the JSON report here (atomically)");
+  sub.add_option("--junit", a.junit, "write a JUnit XML report here (atomically; one test case per target x configuration)");
+  sub.add_option("--markdown", a.markdown, "write a Markdown summary here (atomically; e.g. $GITHUB_STEP_SUMMARY)");
   sub.add_flag("--json", a.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--jobs,-j", a.jobs, "child processes run at once")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--timeout", a.timeout, help.timeout)->check(CLI::PositiveNumber)->capture_default_str();
@@ -62,11 +64,14 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.load_libraries = a.libraries;
   o.command = global.argv;
   o.progress = !global.quiet && isatty(STDERR_FILENO);
-  if (!a.report.empty()) check_writable_target(a.report);
+  for (const std::string* path : {&a.report, &a.junit, &a.markdown})
+    if (!path->empty()) check_writable_target(*path);
 }
 
 int emit_report(const report::Report& rep, const AuditArgs& a) {
   if (!a.report.empty()) write_file_atomic(a.report, report::render_json(rep));
+  if (!a.junit.empty()) write_file_atomic(a.junit, report::render_junit(rep));
+  if (!a.markdown.empty()) write_file_atomic(a.markdown, report::render_markdown(rep));
   const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
   std::fputs(out.c_str(), stdout);
   return rep.exit_code;

@@ -19,6 +19,8 @@ struct AuditArgs {
   int repeats = 3;
   std::vector<std::string> configs;
   std::string report;
+  std::string junit;     // --junit FILE
+  std::string markdown;  // --markdown FILE
   bool json = false;
   int jobs = 1;
   double timeout = 600;
@@ -32,17 +34,17 @@ struct AuditHelp {
   std::string library;          // what --load-library is for
 };
 
-// Registers --device, --repeats, --configs, --report, --json, --jobs, --timeout, --seed and
+// Registers --device, --repeats, --configs, --report, --junit, --markdown, --json, --jobs, --timeout, --seed and
 // --load-library on `sub`, storing into `a`.
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 
 // Fills the shared options from the arguments: the device, repeats, configurations (`defaults`
 // when --configs is not given), jobs, timeout, seed, libraries, argv and progress; checks the
-// --report folder. Throws UsageError.
+// --report, --junit and --markdown folders. Throws UsageError.
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults);
 
-// Writes the JSON report to a.report (atomically) when asked, prints the summary (or the JSON with
+// Writes the JSON, JUnit and Markdown reports (each atomically) where asked, prints the summary (or the JSON with
 // --json) on stdout, and returns the report's exit code.
 int emit_report(const report::Report& rep, const AuditArgs& a);
 

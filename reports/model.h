@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The report model: one data structure that every renderer (text, JSON; HTML, JUnit and Markdown
+// The report model: one data structure that every renderer (text, JSON, JUnit, Markdown; HTML
 // later) reads. It is filled by audit/ and depends on nothing but the standard library and
 // nlohmann::json (for the opaque environment fingerprint).
 //

@@ -19,6 +19,13 @@ std::string render_json(const Report& report);
 std::string render_text(const Report& report);
 std::string render_probes_text(const Report& report);
 
+// JUnit XML: one <testsuite> per target, one <testcase> per target x configuration (plus the
+// configuration dependence and restart-replay); no time attributes (share/schema/junit.xsd).
+std::string render_junit(const Report& report);
+
+// Markdown summary for CI job pages; deterministic apart from the measured fix costs.
+std::string render_markdown(const Report& report);
+
 // The environment fingerprint as aligned "key: value" lines.
 std::string render_environment_text(const nlohmann::ordered_json& env);
 

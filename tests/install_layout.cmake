@@ -6,8 +6,8 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
 foreach(f bin/repro-audit share/man/man1/repro-audit.1 share/repro-audit/schema/report-v1.schema.json
-        share/repro-audit/knowledge/ops.json share/bash-completion/completions/repro-audit
-        share/zsh/site-functions/_repro-audit)
+        share/repro-audit/schema/junit.xsd share/repro-audit/knowledge/ops.json
+        share/bash-completion/completions/repro-audit share/zsh/site-functions/_repro-audit)
   if(NOT EXISTS "${PREFIX}/${f}")
     message(FATAL_ERROR "missing after install: ${f}")
   endif()

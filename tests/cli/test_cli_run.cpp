@@ -7,6 +7,10 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 using ra::test::run_cli;
 
 namespace {
@@ -147,4 +151,72 @@ TEST_CASE("env: text and JSON") {
   CHECK(j["switches"].contains("cudnn.benchmark"));
   CHECK(j["cuda"].contains("available"));
   if (!j["cuda"]["available"].get<bool>()) CHECK(!j["cuda"]["reason"].get<std::string>().empty());
+}
+
+namespace {
+
+// Writes `name` under RA_JUNIT_DIR afresh; the junit_schema test validates it with xmllint.
+std::string junit_out(const std::string& name) {
+  std::filesystem::create_directories(RA_JUNIT_DIR);
+  const std::string path = std::string(RA_JUNIT_DIR) + "/" + name;
+  std::filesystem::remove(path);
+  return path;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("run --junit --markdown: a reproducible model passes every test case") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
+  const std::string junit = junit_out("run-reproducible.xml");
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,det", "--repeats", "2", "--junit",
+                          junit, "--markdown", dir.file("summary.md"), "--quiet"});
+  CHECK(r.code == 0);
+  const std::string x = slurp(junit);
+  CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\">") != std::string::npos);
+  CHECK(x.find("<testcase classname=\"m.pt\" name=\"default\"/>") != std::string::npos);
+  CHECK(x.find("<testcase classname=\"m.pt\" name=\"det\"/>") != std::string::npos);
+  const std::string m = slurp(dir.file("summary.md"));
+  CHECK(m.rfind("## repro-audit: reproducible (exit 0)\n", 0) == 0);
+  CHECK(m.find("| m.pt | det | reproducible | 0/1 (0.00) |") != std::string::npos);
+}
+
+TEST_CASE("run --junit --markdown: the test-only nondeterministic op fails its test case") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("nd.pt"), R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return ra_test.nondet_sum(h) * 2.0
+)JIT",
+                       {{"w", {64, 4096}}});
+  const std::string junit = junit_out("run-diverged.xml");
+  const auto r = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "4",
+                          "--load-library", ra::test::test_ops_library(), "--junit", junit, "--markdown",
+                          dir.file("summary.md"), "--quiet"});
+  CHECK(r.code == 1);
+  const std::string x = slurp(junit);
+  CHECK(x.find("tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\"") != std::string::npos);
+  CHECK(x.find("<testcase classname=\"nd.pt\" name=\"default\">\n      <failure type=\"diverged\" message=\"divergence rate ") !=
+        std::string::npos);
+  CHECK(x.find("diverged tensors (1):\n  output float32[8]: ") != std::string::npos);
+  const std::string m = slurp(dir.file("summary.md"));
+  CHECK(m.rfind("## repro-audit: diverged (exit 1)\n", 0) == 0);
+  CHECK(m.find("| nd.pt | default | **diverged** |") != std::string::npos);
+  CHECK(m.find("- diverged tensors: `output`") != std::string::npos);
+}
+
+TEST_CASE("run --junit: the folder is checked before any work") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "4x16", "--junit", dir.file("missing/j.xml")}, 2,
+                         "does not exist");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "4x16", "--markdown", dir.file("missing/s.md")}, 2,
+                         "does not exist");
 }

@@ -43,4 +43,106 @@ inline ra::report::TraceSummary sample_trace() {
   return t;
 }
 
+// One model target (named with XML markup characters) with a configuration of every verdict: det
+// reproducible; default diverged, traced (sample_trace), with a fix search whose minimal fix is
+// default+deterministic=on at a measured cost of 1 + wall_ms/40; strict raised; threads-1 crashed
+// (stderr with a control character and a byte that is not UTF-8); threads-N timeout; cudnn-det
+// skipped; plus a configuration dependence and a diverged restart-replay. `wall_ms` changes only
+// timing figures.
+inline ra::report::Report every_verdict_report(double wall_ms) {
+  using ra::report::Verdict;
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  ra::report::Target t;
+  t.name = "m<1>&\"'.pt";
+  t.kind = "model";
+  t.device = "cpu";
+  t.mode = "train";
+  t.steps = 4;
+  ra::report::TensorFinding output;
+  output.name = "output";
+  output.dtype = "float32";
+  output.shape = {8};
+  output.diverging_trials = 1;
+  ra::report::DivergenceStats stats;
+  stats.numel = 8;
+  stats.differing = 3;
+  stats.first_index = 2;
+  stats.first_index_nd = {2};
+  stats.max_abs_diff = 1e-6;
+  stats.max_ulp = 2;
+  output.stats = stats;
+  const auto config = [&](const char* name, Verdict v, const std::string& message) {
+    ra::report::ConfigResult c;
+    c.name = name;
+    c.verdict = v;
+    c.message = message;
+    c.repeats = 3;
+    c.completed = v == Verdict::Reproducible || v == Verdict::Diverged ? 3 : 0;
+    ra::report::Trial trial;
+    trial.wall_ms = wall_ms;
+    c.trials = {trial};
+    return c;
+  };
+  auto diverged = config("default", Verdict::Diverged, "");
+  diverged.diverging_repeats = 1;
+  diverged.divergence_rate = 0.5;
+  diverged.rate_ci_low = 0.09;
+  diverged.rate_ci_high = 0.91;
+  diverged.distinct_outcomes = 2;
+  diverged.diverged_tensors = {output};
+  diverged.trace = sample_trace();
+  ra::report::FixSearch fix;
+  fix.from = "default";
+  fix.repeats = 3;
+  fix.timed_runs = 3;
+  ra::report::FixCandidate det;
+  det.toggles = {{"deterministic", "on"}};
+  det.config = "default+deterministic=on";
+  det.stage = "single";
+  det.fixes = {77};
+  det.fixes_all = det.minimal = true;
+  det.cpp = "torch::globalContext().setDeterministicAlgorithms(true, false);";
+  det.python = "torch.use_deterministic_algorithms(True)";
+  det.median_ms = wall_ms * 1.25;
+  det.cost_ratio = 1 + wall_ms / 40;
+  ra::report::FixCandidate threads = det;
+  threads.toggles = {{"threads", "1"}};
+  threads.config = "default+threads=1";
+  threads.verdict = Verdict::Diverged;
+  threads.fixes = {};
+  threads.fixes_all = threads.minimal = false;
+  fix.candidates = {det, threads};
+  fix.best = {0};
+  fix.conclusion = "Deterministic algorithms fix it.";
+  fix.baseline_median_ms = wall_ms;
+  diverged.fix_search = fix;
+  auto crashed = config("threads-1", Verdict::Crashed, "signal 11");
+  crashed.trials[0].status = ra::report::TrialStatus::Crashed;
+  crashed.trials[0].repeat = 1;
+  crashed.trials[0].stderr_tail = "bell\x01" "bad\xFF" "byte\nsegfault\tin child\n";
+  t.configs = {config("det", Verdict::Reproducible, ""), diverged,
+               config("strict", Verdict::Raised, "index_add_cpu_ does not have a deterministic implementation\nat model.py:5"),
+               crashed, config("threads-N", Verdict::Timeout, "timed out after 8 s"),
+               config("cudnn-det", Verdict::Skipped, "needs CUDA\nbut none found")};
+  ra::report::ConfigDependence dep;
+  dep.groups = {{"det"}, {"strict"}};
+  dep.differing = {output};
+  t.dependence = dep;
+  ra::report::Replay replay;
+  replay.config = "default";
+  replay.steps_before = replay.steps_after = 2;
+  replay.verdict = ra::report::ReplayVerdict::Diverged;
+  ra::report::ReplayComponent params;
+  params.name = "parameters";
+  params.tensors = 1;
+  replay.components = {params};
+  replay.differing = {output};
+  t.replay = replay;
+  r.targets = {t};
+  r.wall_ms = wall_ms;
+  ra::report::finalize(r);
+  return r;
+}
+
 }  // namespace ra::test

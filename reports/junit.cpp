@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: Apache-2.0
+// JUnit XML for CI test views: one <testsuite> per target, one <testcase> per target x
+// configuration, plus a test case for a target's configuration dependence and one for its
+// restart-replay. The subset we emit is described by share/schema/junit.xsd.
+//
+// Verdicts map onto JUnit's outcomes as the exit code counts them: reproducible passes, diverged
+// and raised are <failure>s (the audit found something about the model), crashed and timeout are
+// <error>s (the audit could not finish), skipped is <skipped>. Configuration dependence does not
+// change the exit code, so its test case passes and says what differs in <system-out>.
+//
+// Determinism: no time or timestamp attributes and no cost figures; two audits with the same
+// results give the same bytes. Text is escaped for XML 1.0: markup characters become entities,
+// control characters XML cannot carry become U+FFFD, as do bytes that are not UTF-8.
+#include "reports/render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdint>
+
+namespace ra::report {
+namespace {
+
+// Appends the code point as UTF-8, or U+FFFD where XML 1.0 does not allow it.
+void append_char(std::string& out, uint32_t cp) {
+  const bool allowed = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
+                       (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
+  if (!allowed) cp = 0xFFFD;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Decodes one UTF-8 sequence at s[i]; returns its length, setting cp (U+FFFD and length 1 when
+// the bytes there are not well-formed UTF-8).
+size_t decode(const std::string& s, size_t i, uint32_t& cp) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t len = 0;
+  uint32_t min = 0;
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  }
+  if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
+  else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
+  else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
+  if (len == 0 || i + len > s.size()) {
+    cp = 0xFFFD;
+    return 1;
+  }
+  for (size_t k = 1; k < len; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) {
+      cp = 0xFFFD;
+      return 1;
+    }
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if (cp < min || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
+  return len;
+}
+
+enum class Context { Text, Attribute };
+
+// Escapes `s` for element text or a double-quoted attribute value. In attributes, tab, newline and
+// carriage return are written as character references, so that parsers keep them.
+std::string xml(const std::string& s, Context where = Context::Attribute) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    i += decode(s, i, cp);
+    switch (cp) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\r': out += "&#13;"; break;
+      case '\t': out += where == Context::Attribute ? "&#9;" : "\t"; break;
+      case '\n': out += where == Context::Attribute ? "&#10;" : "\n"; break;
+      default: append_char(out, cp);
+    }
+  }
+  return out;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string stats_text(const DivergenceStats& s) {
+  if (!s.note.empty()) return s.note;
+  return fmt::format("{}/{} elements differ, first at [{}], max abs {:.3g}, max {:g} ULP{}", s.differing, s.numel,
+                     fmt::join(s.first_index_nd, ","), s.max_abs_diff, s.max_ulp,
+                     s.nan_mismatches ? fmt::format(", {} NaN mismatches", s.nan_mismatches) : "");
+}
+
+void tensor_lines(std::string& out, const std::vector<TensorFinding>& fs) {
+  for (const auto& f : fs)
+    out += fmt::format("  {} {}[{}]: {}\n", f.name, f.dtype, fmt::join(f.shape, "x"),
+                       f.stats ? stats_text(*f.stats) : std::string("digests differ"));
+}
+
+// "ra_test::nondet_sum (forward) at model.py:3 in encoder.block"
+std::string root_cause_text(const RootCause& r) {
+  std::string s = fmt::format("{} ({}", r.op, r.direction);
+  if (r.step > 0) s += fmt::format(", step {}", r.step);
+  if (!r.node.empty()) s += ", in " + r.node + (r.forward_op.empty() ? "" : " of " + r.forward_op);
+  s += ")";
+  if (!r.source.empty()) s += " at " + r.source;
+  if (!r.module.empty()) s += " in " + r.module;
+  return s;
+}
+
+// Minimal fixes in candidate order (their cost order is a timing figure, kept out of JUnit).
+std::vector<const FixCandidate*> minimal_fixes(const FixSearch& f) {
+  std::vector<const FixCandidate*> out;
+  for (const auto& c : f.candidates)
+    if (c.minimal) out.push_back(&c);
+  return out;
+}
+
+struct Outcome {
+  std::string element;  // "" (passed), failure, error, skipped
+  std::string type;
+  std::string message;
+  std::string body;
+};
+
+Outcome diverged_outcome(const ConfigResult& c) {
+  Outcome o{"failure", "diverged", "", ""};
+  o.message = fmt::format("divergence rate {:.2f}: {}/{} repeats differ from the reference; {} tensor{}", c.divergence_rate,
+                          c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0, c.diverged_tensors.size(),
+                          c.diverged_tensors.size() == 1 ? " differs" : "s differ");
+  if (!c.diverged_tensors.empty()) o.message += fmt::format(" (first: {})", c.diverged_tensors.front().name);
+  o.body = fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {}/{} repeats diverged, {} distinct outcomes\n",
+                       c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0,
+                       c.distinct_outcomes);
+  if (!c.diverged_tensors.empty()) {
+    o.body += fmt::format("diverged tensors ({}):\n", c.diverged_tensors.size());
+    tensor_lines(o.body, c.diverged_tensors);
+  }
+  if (c.trace) {
+    if (!c.trace->root_causes.empty()) o.message += "; root cause: " + root_cause_text(c.trace->root_causes.front());
+    for (const auto& r : c.trace->root_causes)
+      o.body += fmt::format("root cause: {}; inputs matched, outputs differed; {}/{} runs; {} later ops propagated\n",
+                            root_cause_text(r), r.runs_diverged, r.runs_compared, r.propagated);
+    if (c.trace->root_causes.empty()) o.body += "root cause: none in the trace\n";
+  }
+  if (c.fix_search) {
+    const FixSearch& f = *c.fix_search;
+    const auto fixes = minimal_fixes(f);
+    if (!fixes.empty()) o.message += "; fix: " + fixes.front()->config;
+    o.body += fmt::format("fix search from {}: {}\n", f.from, f.conclusion);
+    for (const auto* m : fixes)
+      o.body += fmt::format("minimal fix: {}\n  C++:    {}\n  Python: {}\n", m->config, m->cpp, m->python);
+    for (const auto& n : f.no_deterministic) {
+      o.body += fmt::format("no deterministic implementation: {}{}\n", n.op, n.advice.empty() ? "" : ": " + n.advice);
+      for (const auto& a : n.alternatives) o.body += fmt::format("  - {}\n", a);
+    }
+  }
+  return o;
+}
+
+Outcome config_outcome(const ConfigResult& c) {
+  switch (c.verdict) {
+    case Verdict::Reproducible: return {};
+    case Verdict::Diverged: return diverged_outcome(c);
+    case Verdict::Raised: return {"failure", "raised", first_line(c.message), c.message};
+    case Verdict::Skipped: return {"skipped", "", c.message, ""};
+    case Verdict::Crashed:
+    case Verdict::Timeout: {
+      Outcome o{"error", to_string(c.verdict), first_line(c.message), c.message};
+      for (const auto& t : c.trials)
+        if (!t.stderr_tail.empty() && (t.status == TrialStatus::Crashed || t.status == TrialStatus::Timeout)) {
+          o.body += fmt::format("\nrepeat {} stderr:\n{}", t.repeat, t.stderr_tail);
+          break;
+        }
+      return o;
+    }
+  }
+  return {};
+}
+
+Outcome replay_outcome(const Replay& r) {
+  std::string body = r.reason.empty() ? "" : r.reason + "\n";
+  for (const auto& c : r.components)
+    if (!c.restored_match || !c.in_checkpoint)
+      body += fmt::format("{}: {}{}\n", c.name, c.restored_match ? "matches" : "differs after restore",
+                          c.in_checkpoint ? "" : " (not in the checkpoint)");
+  if (!r.differing.empty()) {
+    body += fmt::format("differing tensors ({}):\n", r.differing.size());
+    tensor_lines(body, r.differing);
+  }
+  switch (r.verdict) {
+    case ReplayVerdict::Reproducible: return {};
+    case ReplayVerdict::Diverged:
+      return {"failure", "replay-diverged",
+              fmt::format("resuming from the step-{} checkpoint gives different results ({} tensor{})", r.steps_before,
+                          r.differing.size(), r.differing.size() == 1 ? " differs" : "s differ"),
+              body};
+    case ReplayVerdict::Crashed: return {"error", "crashed", first_line(r.reason), body};
+    case ReplayVerdict::Inconclusive: return {"skipped", "", first_line(r.reason), ""};
+  }
+  return {};
+}
+
+struct Counts {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  void add(const Outcome& o) {
+    ++tests;
+    failures += o.element == "failure";
+    errors += o.element == "error";
+    skipped += o.element == "skipped";
+  }
+  void add(const Counts& c) {
+    tests += c.tests, failures += c.failures, errors += c.errors, skipped += c.skipped;
+  }
+  std::string attributes() const {
+    return fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"", tests, failures, errors, skipped);
+  }
+};
+
+std::string testcase(const std::string& classname, const std::string& name, const Outcome& o, const std::string& system_out = "") {
+  std::string out = fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml(classname), xml(name));
+  if (o.element.empty() && system_out.empty()) return out + "/>\n";
+  out += ">\n";
+  if (!o.element.empty()) {
+    out += fmt::format("      <{}", o.element);
+    if (!o.type.empty()) out += fmt::format(" type=\"{}\"", xml(o.type));
+    out += fmt::format(" message=\"{}\"", xml(o.message));
+    out += o.body.empty() ? "/>\n" : fmt::format(">{}</{}>\n", xml(o.body, Context::Text), o.element);
+  }
+  if (!system_out.empty()) out += fmt::format("      <system-out>{}</system-out>\n", xml(system_out, Context::Text));
+  return out + "    </testcase>\n";
+}
+
+std::string property(const std::string& name, const std::string& value) {
+  return fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml(name), xml(value));
+}
+
+}  // namespace
+
+std::string render_junit(const Report& r) {
+  Counts all;
+  std::string suites;
+  for (const auto& t : r.targets) {
+    Counts counts;
+    std::string cases;
+    for (const auto& c : t.configs) {
+      const Outcome o = config_outcome(c);
+      counts.add(o);
+      cases += testcase(t.name, c.name, o);
+    }
+    if (t.dependence) {
+      std::vector<std::string> groups;
+      for (const auto& g : t.dependence->groups) groups.push_back(fmt::format("{{{}}}", fmt::join(g, ", ")));
+      std::string text = fmt::format("each configuration is reproducible, but results differ between {}\n",
+                                     fmt::join(groups, " and "));
+      tensor_lines(text, t.dependence->differing);
+      counts.add(Outcome{});
+      cases += testcase(t.name, "configuration-dependence", Outcome{}, text);
+    }
+    if (t.replay) {
+      const Outcome o = replay_outcome(*t.replay);
+      counts.add(o);
+      cases += testcase(t.name, t.replay->config.empty() ? "restart-replay" : "restart-replay " + t.replay->config, o);
+    }
+    all.add(counts);
+    suites += fmt::format("  <testsuite name=\"{}\" {}>\n    <properties>\n", xml(t.name), counts.attributes());
+    std::string props = property("kind", t.kind) + property("device", t.device);
+    if (!t.mode.empty()) props += property("mode", t.mode);
+    if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);
+    props += property("seed", std::to_string(t.seed)) + property("verdict", to_string(t.verdict));
+    suites += props;
+    suites += "    </properties>\n" + cases + "  </testsuite>\n";
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites name=\"repro-audit\" {}>\n", all.attributes());
+  out += suites;
+  out += "</testsuites>\n";
+  return out;
+}
+
+}  // namespace ra::report

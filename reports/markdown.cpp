@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+// A compact Markdown summary for CI job pages (GitHub's $GITHUB_STEP_SUMMARY): the verdict and
+// exit code, a table of target x configuration, then for each diverged configuration its root
+// causes and cheapest fix, the configuration dependence and restart-replay of each target, and the
+// alert census of a probe suite. It is deterministic apart from the fix costs, which are measured
+// and say so.
+#include "reports/render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace ra::report {
+namespace {
+
+// Plain text for Markdown (and GFM table cells): punctuation that Markdown reads is
+// backslash-escaped, '&' becomes an entity, line breaks become spaces.
+std::string md(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '\n' || c == '\r') out += ' ';
+    else if (c == '&') out += "&amp;";
+    else if (std::string_view("\\`*_[]<>|#~!").find(c) != std::string_view::npos) (out += '\\') += c;
+    else out += c;
+  }
+  return out;
+}
+
+// A code span: a backtick fence longer than any run of backticks in `s`; '|' stays escaped for
+// tables.
+std::string code(const std::string& s) {
+  std::string body;
+  size_t run = 0, longest = 0;
+  for (const char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (c == '\n' || c == '\r') body += ' ';
+    else if (c == '|') body += "\\|";
+    else body += c;
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
+  return pad ? fence + " " + body + " " + fence : fence + body + fence;
+}
+
+std::string rate_cell(const ConfigResult& c) {
+  if (c.completed < 2) return "-";
+  return fmt::format("{}/{} ({:.2f})", c.diverging_repeats, c.completed - 1, c.divergence_rate);
+}
+
+std::string root_cause_text(const RootCause& r) {
+  std::string s = fmt::format("{} ({}", code(r.op), md(r.direction));
+  if (r.step > 0) s += fmt::format(", step {}", r.step);
+  if (!r.node.empty()) s += ", in " + code(r.node) + (r.forward_op.empty() ? "" : " of " + code(r.forward_op));
+  s += ")";
+  if (!r.source.empty()) s += " at " + code(r.source);
+  if (!r.module.empty()) s += " in " + code(r.module);
+  return s;
+}
+
+// The cheapest minimal fix (unmeasured ones after measured ones, then candidate order).
+const FixCandidate* cheapest(const FixSearch& f) {
+  const FixCandidate* best = nullptr;
+  for (const size_t i : f.best) {
+    const FixCandidate& c = f.candidates[i];
+    if (!best || (c.cost_ratio && (!best->cost_ratio || *c.cost_ratio < *best->cost_ratio))) best = &c;
+  }
+  return best;
+}
+
+void fence(std::string& out, const char* lang, const std::string& text) {
+  size_t longest = 2;
+  for (size_t at = text.find("```"); at != std::string::npos; at = text.find("```", at + 1)) {
+    size_t n = 0;
+    while (at + n < text.size() && text[at + n] == '`') ++n;
+    longest = std::max(longest, n);
+  }
+  const std::string f(longest + 1, '`');
+  out += fmt::format("  {}{}\n", f, lang);
+  for (size_t start = 0; start <= text.size();) {
+    const size_t nl = text.find('\n', start);
+    out += "  " + text.substr(start, nl == std::string::npos ? std::string::npos : nl - start) + "\n";
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+  }
+  out += fmt::format("  {}\n", f);
+}
+
+void details(std::string& out, const Target& t, const ConfigResult& c) {
+  out += fmt::format("\n**{} · {}: {}**", md(t.name), md(c.name), to_string(c.verdict));
+  if (c.verdict == Verdict::Diverged)
+    out += fmt::format(" - divergence rate {:.2f} (95% CI {:.2f}-{:.2f})", c.divergence_rate, c.rate_ci_low, c.rate_ci_high);
+  out += "\n\n";
+  if (c.verdict != Verdict::Diverged) {
+    if (!c.message.empty()) out += fmt::format("- {}\n", md(c.message.substr(0, c.message.find('\n'))));
+    return;
+  }
+  constexpr size_t kLimit = 5;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < c.diverged_tensors.size() && i < kLimit; ++i) names.push_back(code(c.diverged_tensors[i].name));
+  if (c.diverged_tensors.size() > kLimit) names.push_back(fmt::format("and {} more", c.diverged_tensors.size() - kLimit));
+  if (!names.empty()) out += fmt::format("- diverged tensors: {}\n", fmt::join(names, ", "));
+  if (c.trace) {
+    for (const auto& r : c.trace->root_causes)
+      out += fmt::format("- root cause: {}; {}/{} runs\n", root_cause_text(r), r.runs_diverged, r.runs_compared);
+    if (c.trace->root_causes.empty()) out += "- root cause: none in the trace\n";
+  }
+  if (!c.fix_search) return;
+  const FixSearch& f = *c.fix_search;
+  if (const FixCandidate* fix = cheapest(f)) {
+    out += fmt::format("- cheapest fix: {}{}\n", code(fix->config),
+                       fix->cost_ratio ? fmt::format(" (measured cost {:.2f}x the run time of {})", *fix->cost_ratio, md(f.from)) : "");
+    fence(out, "cpp", fix->cpp);
+    fence(out, "python", fix->python);
+  }
+  out += fmt::format("- {}\n", md(f.conclusion));
+  for (const auto& n : f.no_deterministic)
+    out += fmt::format("- {} has no deterministic implementation here{}\n", code(n.op), n.advice.empty() ? "" : ": " + md(n.advice));
+}
+
+}  // namespace
+
+std::string render_markdown(const Report& r) {
+  std::string out = fmt::format("## repro-audit: {}{} (exit {})\n\n", to_string(r.verdict),
+                                std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
+                                    ? ", configuration-dependent"
+                                    : "",
+                                r.exit_code);
+  out += "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs) {
+      const bool bad = c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped;
+      out += fmt::format("| {} | {} | {} | {} |\n", md(t.name), md(c.name),
+                         bad ? fmt::format("**{}**", to_string(c.verdict)) : to_string(c.verdict), rate_cell(c));
+    }
+  for (const auto& t : r.targets) {
+    for (const auto& c : t.configs)
+      if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);
+    if (t.dependence) {
+      std::vector<std::string> groups;
+      for (const auto& g : t.dependence->groups) {
+        std::vector<std::string> names;
+        for (const auto& n : g) names.push_back(md(n));
+        groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
+      }
+      out += fmt::format("\n**{}: configuration-dependent** - each configuration is reproducible, but results differ between {}\n",
+                         md(t.name), fmt::join(groups, " and "));
+    }
+    if (t.replay) {
+      const Replay& rp = *t.replay;
+      out += fmt::format("\n**{}: restart-replay{}: {}**", md(t.name), rp.config.empty() ? "" : " under " + md(rp.config),
+                         to_string(rp.verdict));
+      if (!rp.reason.empty()) out += " - " + md(rp.reason.substr(0, rp.reason.find('\n')));
+      out += "\n";
+    }
+  }
+  if (r.census) {
+    const Census& c = *r.census;
+    out += fmt::format("\n**Alert census under {}**\n\n", md(c.config));
+    out += "| alerted & diverged | alerted & stable | silent & diverged | stable | not run |\n|---|---|---|---|---|\n";
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", c.alerted_diverged.size(), c.alerted_stable.size(), c.silent_diverged.size(),
+                       c.stable.size(), c.not_run.size());
+    if (!c.silent_diverged.empty()) {
+      std::vector<std::string> names;
+      for (const auto& n : c.silent_diverged) names.push_back(code(n));
+      out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
+    }
+  }
+  return out;
+}
+
+}  // namespace ra::report

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "reports/render.h"
+#include "tests/unit/report_samples.h"
+
+#include <doctest/doctest.h>
+
+TEST_CASE("render_markdown: verdict line, table, root cause and the cheapest fix") {
+  const std::string m = ra::report::render_markdown(ra::test::every_verdict_report(10));
+  CHECK(m.rfind("## repro-audit: diverged, configuration-dependent (exit 1)\n", 0) == 0);
+  CHECK(m.find("| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n") != std::string::npos);
+  // Markdown and table syntax in names is escaped.
+  CHECK(m.find("| m\\<1\\>&amp;\"'.pt | det | reproducible | 0/2 (0.00) |") != std::string::npos);
+  CHECK(m.find("| m\\<1\\>&amp;\"'.pt | default | **diverged** | 1/2 (0.50) |") != std::string::npos);
+  CHECK(m.find("| cudnn-det | skipped | - |") != std::string::npos);
+  CHECK(m.find("- diverged tensors: `output`") != std::string::npos);
+  CHECK(m.find("- root cause: `aten::index_add` (backward, step 1, in `IndexAddBackward0` of `aten::index_add`) at `model.py:5` "
+               "in `enc`; 2/2 runs") != std::string::npos);
+  CHECK(m.find("- cheapest fix: `default+deterministic=on` (measured cost 1.25x the run time of default)") != std::string::npos);
+  CHECK(m.find("  ```cpp\n  torch::globalContext().setDeterministicAlgorithms(true, false);\n  ```\n") != std::string::npos);
+  CHECK(m.find("  ```python\n  torch.use_deterministic_algorithms(True)\n  ```\n") != std::string::npos);
+  CHECK(m.find("**m\\<1\\>&amp;\"'.pt · strict: raised**\n\n- index\\_add\\_cpu\\_ does not have") != std::string::npos);
+  CHECK(m.find("configuration-dependent** - each configuration is reproducible, but results differ between {det} and {strict}") !=
+        std::string::npos);
+  CHECK(m.find("restart-replay under default: diverged**") != std::string::npos);
+}
+
+TEST_CASE("render_markdown: deterministic apart from the measured cost") {
+  std::string a = ra::report::render_markdown(ra::test::every_verdict_report(10));
+  std::string b = ra::report::render_markdown(ra::test::every_verdict_report(20));
+  CHECK(a != b);
+  const auto strip = [](std::string s) {
+    const size_t at = s.find("(measured cost ");
+    return s.erase(at, s.find(')', at) - at);
+  };
+  CHECK(strip(a) == strip(b));
+}
+
+TEST_CASE("render_markdown: the alert census of a probe report") {
+  ra::report::Report r;
+  ra::report::Census c;
+  c.config = "det-warn";
+  c.alerted_diverged = {"index_add"};
+  c.silent_diverged = {"scatter|reduce"};
+  c.stable = {"mm", "conv"};
+  r.census = c;
+  const std::string m = ra::report::render_markdown(r);
+  CHECK(m.rfind("## repro-audit: reproducible (exit 0)\n", 0) == 0);
+  CHECK(m.find("**Alert census under det-warn**") != std::string::npos);
+  CHECK(m.find("| 1 | 0 | 1 | 2 | 0 |") != std::string::npos);
+  CHECK(m.find("Diverged without an alert: `scatter\\|reduce`") != std::string::npos);
+}
