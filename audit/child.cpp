@@ -17,9 +17,11 @@
 #include "audit/checkpoint.h"
 #include "audit/child_support.h"
 #include "audit/digest.h"
+#include "audit/errors.h"
 #include "audit/fingerprint.h"
 #include "audit/optimizer.h"
 #include "audit/switches.h"
+#include "audit/tensor_file.h"
 #include "audit/trace.h"
 #include "audit/trace_io.h"
 
@@ -48,29 +50,13 @@ at::ScalarType scalar_type_of(const std::string& name) {
   return types.at(name);
 }
 
-// Flattens an IValue of tensors into (name, tensor) pairs; throws TrialInputError for anything else.
-void collect_tensors(const c10::IValue& v, const std::string& name, std::vector<std::pair<std::string, at::Tensor>>& out,
-                     const char* what) {
-  if (v.isTensor()) {
-    out.emplace_back(name, v.toTensor());
-  } else if (v.isTuple()) {
-    const auto& elems = v.toTupleRef().elements();
-    for (size_t i = 0; i < elems.size(); ++i) collect_tensors(elems[i], fmt::format("{}/{}", name, i), out, what);
-  } else if (v.isList()) {
-    const auto list = v.toListRef();
-    for (size_t i = 0; i < list.size(); ++i) collect_tensors(list[i], fmt::format("{}/{}", name, i), out, what);
-  } else if (v.isGenericDict()) {
-    std::vector<std::pair<std::string, c10::IValue>> items;
-    for (const auto& kv : v.toGenericDict()) {
-      if (!kv.key().isString()) throw TrialInputError(fmt::format("{} holds a dict with a non-string key", what));
-      items.emplace_back(kv.key().toStringRef(), kv.value());
-    }
-    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [k, val] : items) collect_tensors(val, fmt::format("{}/{}", name, k), out, what);
-  } else if (v.isNone()) {
-    // None outputs carry no bits.
-  } else {
-    throw TrialInputError(fmt::format("{} holds a {}, not tensors", what, v.tagKind()));
+// Flattens an IValue of tensors into (name, tensor) pairs (audit/tensor_file.h); throws
+// TrialInputError for anything else.
+void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const char* what) {
+  try {
+    flatten_tensors(v, name, out, what);
+  } catch (const InputError& e) {
+    throw TrialInputError(e.what());
   }
 }
 

@@ -28,6 +28,7 @@ struct Command {
 Action attach_run(CLI::App& sub, const GlobalOptions& global);
 Action attach_lint(CLI::App& sub, const GlobalOptions& global);
 Action attach_probes(CLI::App& sub, const GlobalOptions& global);
+Action attach_diff(CLI::App& sub, const GlobalOptions& global);
 Action attach_env(CLI::App& sub, const GlobalOptions& global);
 Action attach_child(CLI::App& sub, const GlobalOptions& global);
 Action attach_completion(CLI::App& sub, const GlobalOptions& global);
@@ -38,6 +39,8 @@ inline const Command kCommands[] = {
      attach_lint},
     {"probes", "measure, op by op, which documented nondeterministic ops diverge here and what the flags fix",
      false, attach_probes},
+    {"diff", "bitwise diff of two torch.save files (a tensor or a state_dict): digests, dtype, shape, divergence",
+     false, attach_diff},
     {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,
      attach_env},
     {"__child", "internal: run one trial (used by the audit parent)", true, attach_child},

@@ -10,17 +10,6 @@ using json = nlohmann::ordered_json;
 
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json stats_json(const DivergenceStats& s) {
-  return {{"numel", s.numel},
-          {"differing", s.differing},
-          {"first_index", s.first_index},
-          {"first_index_nd", s.first_index_nd},
-          {"max_abs_diff", number_or_null(s.max_abs_diff)},
-          {"max_ulp", number_or_null(s.max_ulp)},
-          {"nan_mismatches", s.nan_mismatches},
-          {"note", s.note}};
-}
-
 json finding_json(const TensorFinding& f) {
   json j = {{"name", f.name},
             {"dtype", f.dtype},
@@ -28,7 +17,7 @@ json finding_json(const TensorFinding& f) {
             {"reference_digest", f.reference_digest},
             {"other_digest", f.other_digest},
             {"diverging_trials", f.diverging_trials}};
-  j["stats"] = f.stats ? stats_json(*f.stats) : json(nullptr);
+  j["stats"] = f.stats ? stats_to_json(*f.stats) : json(nullptr);
   return j;
 }
 
@@ -53,7 +42,7 @@ json root_cause_json(const RootCause& r) {
           {"repeats", r.repeats},
           {"propagated", r.propagated},
           {"independent_mismatches", r.independent_mismatches},
-          {"stats", r.stats ? stats_json(*r.stats) : json(nullptr)},
+          {"stats", r.stats ? stats_to_json(*r.stats) : json(nullptr)},
           {"fixed_by", r.fixed_by}};
 }
 
@@ -196,6 +185,17 @@ json census_json(const Census& c) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json stats_to_json(const DivergenceStats& s) {
+  return {{"numel", s.numel},
+          {"differing", s.differing},
+          {"first_index", s.first_index},
+          {"first_index_nd", s.first_index_nd},
+          {"max_abs_diff", number_or_null(s.max_abs_diff)},
+          {"max_ulp", number_or_null(s.max_ulp)},
+          {"nan_mismatches", s.nan_mismatches},
+          {"note", s.note}};
+}
 
 json to_json(const Report& r) {
   json targets = json::array();

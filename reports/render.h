@@ -26,6 +26,11 @@ std::string render_junit(const Report& report);
 // Markdown summary for CI job pages; deterministic apart from the measured fix costs.
 std::string render_markdown(const Report& report);
 
+// A tensor's divergence statistics: one text line ("1/6 elements differ, first at [0,2], ...") and
+// the JSON object reports carry.
+std::string stats_text(const DivergenceStats& s);
+nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
+
 // The environment fingerprint as aligned "key: value" lines.
 std::string render_environment_text(const nlohmann::ordered_json& env);
 

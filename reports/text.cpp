@@ -8,20 +8,21 @@
 #include <cmath>
 
 namespace ra::report {
-namespace {
 
-std::string stats_line(const DivergenceStats& s) {
+std::string stats_text(const DivergenceStats& s) {
   if (!s.note.empty()) return s.note;
   std::string idx = s.first_index_nd.empty() ? "[]" : fmt::format("[{}]", fmt::join(s.first_index_nd, ","));
   return fmt::format("{}/{} elements differ, first at {}, max abs {:.3g}, max {:g} ULP{}", s.differing, s.numel, idx,
                      s.max_abs_diff, s.max_ulp, s.nan_mismatches ? fmt::format(", {} NaN mismatches", s.nan_mismatches) : "");
 }
 
+namespace {
+
 void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t limit) {
   for (size_t i = 0; i < fs.size() && i < limit; ++i) {
     const auto& f = fs[i];
     out += fmt::format("      {} {}[{}]: {}\n", f.name, f.dtype, fmt::join(f.shape, "x"),
-                       f.stats ? stats_line(*f.stats) : std::string("digests differ"));
+                       f.stats ? stats_text(*f.stats) : std::string("digests differ"));
   }
   if (fs.size() > limit) out += fmt::format("      ... and {} more tensors\n", fs.size() - limit);
 }
@@ -62,7 +63,7 @@ std::string root_cause_line(const RootCause& r) {
   if (r.independent_mismatches > 0)
     line += fmt::format(" ({} of them with matching inputs)", r.independent_mismatches);
   line += "\n";
-  if (r.stats) line += fmt::format("      {}\n", stats_line(*r.stats));
+  if (r.stats) line += fmt::format("      {}\n", stats_text(*r.stats));
   return line;
 }
 

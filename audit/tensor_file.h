@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tensors in `torch.save` files: reading the zip format that torch.save writes and flattening the
+// value it holds (a tensor, or tuples, lists and string-keyed dicts of them, nested) into named
+// tensors. Shared by the trial child (`--input` files, model outputs) and `repro-audit diff`.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ra {
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+// Appends the tensors of `v` to `out`, named by their path below `name`: "input/0", "input/k";
+// with an empty `name`, a top-level dict's entries are named by their keys ("layer1/0/weight") and
+// a bare tensor gets "". Dict entries come in key order; None carries no bits and is skipped.
+// Throws InputError naming `what` for anything else (a non-string key, an int, a string...).
+void flatten_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const std::string& what);
+
+// Reads the torch.save file at `path` (zip format, as torch.save and torch::jit::pickle_save
+// write it). Throws InputError naming the file when it is missing, unreadable or not such a file.
+c10::IValue load_torch_file(const std::string& path);
+
+// load_torch_file + flatten_tensors with no prefix, sorted by name. Throws InputError naming the
+// file when it holds no tensors, anything but tensors and containers of them, two tensors under
+// one name, or tensors the digest cannot read (sparse, quantized).
+NamedTensors load_tensor_file(const std::string& path);
+
+}  // namespace ra

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "reports/diff.h"
+#include "reports/render.h"
+
+namespace ra::report {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+bool has_b_type(const DiffEntry& e) {
+  return e.status == DiffStatus::DtypeDiffers || e.status == DiffStatus::ShapeDiffers;
+}
+
+json entry_json(const DiffEntry& e) {
+  return {{"name", e.name},
+          {"status", diff_status_name(e.status)},
+          {"dtype", e.dtype},
+          {"shape", e.shape},
+          {"dtype_b", has_b_type(e) ? json(e.dtype_b) : json(nullptr)},
+          {"shape_b", has_b_type(e) ? json(e.shape_b) : json(nullptr)},
+          {"digest_a", or_null(e.digest_a)},
+          {"digest_b", or_null(e.digest_b)},
+          {"stats", e.stats ? stats_to_json(*e.stats) : json(nullptr)}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json diff_to_json(const DiffReport& r) {
+  json entries = json::array();
+  for (const auto& e : r.entries) entries.push_back(entry_json(e));
+  const DiffSummary s = diff_summary(r);
+  return {{"schema", "repro-audit/diff"},
+          {"schema_version", kDiffSchemaVersion},
+          {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
+          {"a", r.a},
+          {"b", r.b},
+          {"entries", entries},
+          {"summary",
+           {{"entries", s.entries},
+            {"identical", s.identical},
+            {"differ", s.differs},
+            {"only_a", s.only_a},
+            {"only_b", s.only_b},
+            {"bitwise_identical", r.exit_code == 0}}},
+          {"exit_code", r.exit_code}};
+}
+
+std::string render_diff_json(const DiffReport& r) {
+  return diff_to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace ra::report

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `diff` table: one line per entry, status first, names aligned; identical entries show only
+// their type, differing ones their divergence statistics; then one summary line.
+#include "reports/diff.h"
+#include "reports/render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace ra::report {
+namespace {
+
+std::string type_text(const std::string& dtype, const std::vector<int64_t>& shape) {
+  return fmt::format("{}[{}]", dtype, fmt::join(shape, "x"));
+}
+
+std::string detail(const DiffEntry& e) {
+  const std::string a = type_text(e.dtype, e.shape);
+  switch (e.status) {
+    case DiffStatus::Identical:
+    case DiffStatus::OnlyA:
+    case DiffStatus::OnlyB: return a;
+    case DiffStatus::DtypeDiffers:
+    case DiffStatus::ShapeDiffers: return fmt::format("{} vs {}", a, type_text(e.dtype_b, e.shape_b));
+    case DiffStatus::Differs: return fmt::format("{}  {}", a, e.stats ? stats_text(*e.stats) : "digests differ");
+  }
+  return a;
+}
+
+}  // namespace
+
+const char* diff_status_name(DiffStatus status) {
+  switch (status) {
+    case DiffStatus::Identical: return "identical";
+    case DiffStatus::Differs: return "differs";
+    case DiffStatus::DtypeDiffers: return "dtype-differs";
+    case DiffStatus::ShapeDiffers: return "shape-differs";
+    case DiffStatus::OnlyA: return "only-a";
+    case DiffStatus::OnlyB: return "only-b";
+  }
+  return "unknown";
+}
+
+DiffSummary diff_summary(const DiffReport& r) {
+  DiffSummary s;
+  s.entries = static_cast<int>(r.entries.size());
+  for (const auto& e : r.entries) {
+    switch (e.status) {
+      case DiffStatus::Identical: ++s.identical; break;
+      case DiffStatus::OnlyA: ++s.only_a; break;
+      case DiffStatus::OnlyB: ++s.only_b; break;
+      default: ++s.differs; break;
+    }
+  }
+  return s;
+}
+
+std::string diff_summary_line(const DiffReport& r) {
+  const DiffSummary s = diff_summary(r);
+  std::string line = fmt::format("{} of {} {} differ", s.differs, s.entries, s.entries == 1 ? "entry" : "entries");
+  if (s.only_a > 0) line += fmt::format(", {} only in A", s.only_a);
+  if (s.only_b > 0) line += fmt::format(", {} only in B", s.only_b);
+  if (r.exit_code == 0) line += ": the files are bitwise identical";
+  return line;
+}
+
+std::string render_diff_text(const DiffReport& r) {
+  std::string out = fmt::format("A: {}\nB: {}\n", r.a, r.b);
+  size_t width = 0;
+  for (const auto& e : r.entries) width = std::max(width, e.name.size());
+  width = std::min<size_t>(width, 48);
+  for (const auto& e : r.entries)
+    out += fmt::format("  {:<13}  {:<{}}  {}\n", diff_status_name(e.status), e.name, width, detail(e));
+  out += diff_summary_line(r) + "\n";
+  return out;
+}
+
+}  // namespace ra::report

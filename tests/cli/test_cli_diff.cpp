@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit diff A B` end to end: torch.save files written from C++ IValues (no Python),
+// compared through the binary; exit codes, the text table and the JSON document.
+#include "tests/cli/harness.h"
+
+// torch before doctest: c10 defines a CHECK macro that doctest must override.
+#include <torch/torch.h>
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+using nlohmann::json;
+using ra::test::run_cli;
+
+namespace {
+
+at::Tensor ramp(int64_t n, at::ScalarType type = at::kFloat) { return at::arange(n, at::TensorOptions(type)).mul(0.1); }
+
+// A small state_dict: "fc/bias", "fc/weight", "layers/0", "layers/1" (a nested dict and a list).
+c10::IValue state_dict(const at::Tensor& weight) {
+  c10::impl::GenericDict fc(c10::StringType::get(), c10::TensorType::get());
+  fc.insert("weight", weight);
+  fc.insert("bias", ramp(3));
+  c10::List<at::Tensor> layers;
+  layers.push_back(ramp(4).reshape({2, 2}));
+  layers.push_back(ramp(5, at::kDouble));
+  c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
+  top.insert("fc", fc);
+  top.insert("layers", layers);
+  return top;
+}
+
+at::Tensor weight() { return ramp(6).reshape({2, 3}); }
+
+const json* entry(const json& doc, const std::string& name) {
+  for (const auto& e : doc["entries"])
+    if (e["name"] == name) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("diff: identical state dicts exit 0") {
+  ra::test::TempDir dir;
+  ra::test::save_value(dir.file("a.pt"), state_dict(weight()));
+  ra::test::save_value(dir.file("b.pt"), state_dict(weight()));
+  const auto r = run_cli({"diff", dir.file("a.pt"), dir.file("b.pt"), "--report", dir.file("r.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("0 of 4 entries differ: the files are bitwise identical") != std::string::npos);
+  CHECK(r.out.find("identical      fc/weight  float32[2x3]") != std::string::npos);
+  const json doc = ra::test::read_json(dir.file("r.json"));
+  CHECK(doc["schema"] == "repro-audit/diff");
+  CHECK(doc["schema_version"] == 1);
+  CHECK(doc["exit_code"] == 0);
+  CHECK(doc["summary"]["entries"] == 4);
+  CHECK(doc["summary"]["identical"] == 4);
+  CHECK(doc["summary"]["bitwise_identical"] == true);
+  std::vector<std::string> names;
+  for (const auto& e : doc["entries"]) names.push_back(e["name"].get<std::string>());
+  CHECK(names == std::vector<std::string>{"fc/bias", "fc/weight", "layers/0", "layers/1"});
+  const json* w = entry(doc, "fc/weight");
+  REQUIRE(w != nullptr);
+  CHECK((*w)["digest_a"] == (*w)["digest_b"]);
+  CHECK((*w)["stats"].is_null());
+}
+
+TEST_CASE("diff: one changed element exits 1 with its statistics") {
+  ra::test::TempDir dir;
+  at::Tensor changed = weight();
+  changed.view(at::kInt).view({-1})[5].add_(1);  // one ULP at [1,2]
+  ra::test::save_value(dir.file("a.pt"), state_dict(weight()));
+  ra::test::save_value(dir.file("b.pt"), state_dict(changed));
+  const auto r = run_cli({"diff", dir.file("a.pt"), dir.file("b.pt")});
+  CAPTURE(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("differs        fc/weight  float32[2x3]  1/6 elements differ, first at [1,2]") != std::string::npos);
+  CHECK(r.out.find("max 1 ULP") != std::string::npos);
+  CHECK(r.out.find("1 of 4 entries differ\n") != std::string::npos);
+
+  const auto j = run_cli({"diff", dir.file("a.pt"), dir.file("b.pt"), "--json"});
+  CHECK(j.code == 1);
+  const json doc = json::parse(j.out);
+  const json* w = entry(doc, "fc/weight");
+  REQUIRE(w != nullptr);
+  CHECK((*w)["status"] == "differs");
+  CHECK((*w)["dtype"] == "float32");
+  CHECK((*w)["shape"] == json::array({2, 3}));
+  CHECK((*w)["digest_a"] != (*w)["digest_b"]);
+  CHECK((*w)["stats"]["differing"] == 1);
+  CHECK((*w)["stats"]["max_ulp"] == 1.0);
+  CHECK((*w)["stats"]["first_index"] == 5);
+  CHECK((*w)["stats"]["first_index_nd"] == json::array({1, 2}));
+  CHECK((*entry(doc, "fc/bias"))["status"] == "identical");
+  CHECK(doc["summary"]["differ"] == 1);
+  CHECK(doc["summary"]["bitwise_identical"] == false);
+}
+
+TEST_CASE("diff: dtype and shape mismatches") {
+  ra::test::TempDir dir;
+  ra::test::save_value(dir.file("a.pt"), state_dict(weight()));
+  ra::test::save_value(dir.file("dtype.pt"), state_dict(weight().to(at::kDouble)));
+  ra::test::save_value(dir.file("shape.pt"), state_dict(weight().reshape({3, 2})));
+  const auto d = run_cli({"diff", dir.file("a.pt"), dir.file("dtype.pt"), "--json"});
+  CHECK(d.code == 1);
+  const json dd = json::parse(d.out);
+  CHECK((*entry(dd, "fc/weight"))["status"] == "dtype-differs");
+  CHECK((*entry(dd, "fc/weight"))["dtype_b"] == "float64");
+  CHECK((*entry(dd, "fc/weight"))["stats"].is_null());
+  const auto s = run_cli({"diff", dir.file("a.pt"), dir.file("shape.pt")});
+  CHECK(s.code == 1);
+  CHECK(s.out.find("shape-differs  fc/weight  float32[2x3] vs float32[3x2]") != std::string::npos);
+}
+
+TEST_CASE("diff: entries only in one file") {
+  ra::test::TempDir dir;
+  c10::impl::GenericDict a(c10::StringType::get(), c10::TensorType::get());
+  a.insert("shared", ramp(3));
+  a.insert("old", ramp(2));
+  c10::impl::GenericDict b(c10::StringType::get(), c10::TensorType::get());
+  b.insert("shared", ramp(3));
+  b.insert("new", ramp(2));
+  ra::test::save_value(dir.file("a.pt"), a);
+  ra::test::save_value(dir.file("b.pt"), b);
+  const auto r = run_cli({"diff", dir.file("a.pt"), dir.file("b.pt")});
+  CHECK(r.code == 1);
+  CHECK(r.out.find("only-b         new") != std::string::npos);
+  CHECK(r.out.find("only-a         old") != std::string::npos);
+  CHECK(r.out.find("0 of 3 entries differ, 1 only in A, 1 only in B\n") != std::string::npos);
+  const json doc = json::parse(run_cli({"diff", dir.file("a.pt"), dir.file("b.pt"), "--json"}).out);
+  CHECK((*entry(doc, "old"))["digest_b"].is_null());
+  CHECK((*entry(doc, "new"))["digest_a"].is_null());
+  CHECK(doc["summary"]["only_a"] == 1);
+  CHECK(doc["summary"]["only_b"] == 1);
+}
+
+TEST_CASE("diff: a file holding one tensor") {
+  ra::test::TempDir dir;
+  ra::test::save_value(dir.file("a.pt"), ramp(8));
+  ra::test::save_value(dir.file("b.pt"), ramp(8));
+  at::Tensor changed = ramp(8);
+  changed[3] = 42;
+  ra::test::save_value(dir.file("c.pt"), changed);
+  const auto same = run_cli({"diff", dir.file("a.pt"), dir.file("b.pt"), "--json"});
+  CHECK(same.code == 0);
+  const json doc = json::parse(same.out);
+  REQUIRE(doc["entries"].size() == 1);
+  CHECK(doc["entries"][0]["name"] == "<tensor>");
+  CHECK(doc["a"] == dir.file("a.pt"));
+  CHECK(doc["b"] == dir.file("b.pt"));
+  const auto other = run_cli({"diff", dir.file("a.pt"), dir.file("c.pt")});
+  CHECK(other.code == 1);
+  CHECK(other.out.find("differs        <tensor>  float32[8]  1/8 elements differ, first at [3]") != std::string::npos);
+}
+
+TEST_CASE("diff: bad inputs exit 3 with one line and no report") {
+  ra::test::TempDir dir;
+  ra::test::save_value(dir.file("a.pt"), ramp(3));
+  std::ofstream(dir.file("text.pt")) << "not a torch.save file\n";
+  ra::test::save_value(dir.file("int.pt"), c10::IValue(int64_t{7}));
+  ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("missing.pt")}, 3,
+                         "file '" + dir.file("missing.pt") + "' does not exist");
+  ra::test::expect_error(dir, {"diff", dir.file("text.pt"), dir.file("a.pt")}, 3,
+                         "file '" + dir.file("text.pt") + "' is not a torch.save file");
+  ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("int.pt")}, 3,
+                         "file '" + dir.file("int.pt") + "' holds a Int, not tensors");
+  ra::test::expect_error(dir, {"diff", dir.file("a.pt")}, 2, "b is required");
+  ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("a.pt"), "--report", "/nonexistent/dir/r.json"}, 2,
+                         "does not exist");
+}
