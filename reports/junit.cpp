@@ -99,13 +99,6 @@ std::string xml(const std::string& s, Context where = Context::Attribute) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-std::string stats_text(const DivergenceStats& s) {
-  if (!s.note.empty()) return s.note;
-  return fmt::format("{}/{} elements differ, first at [{}], max abs {:.3g}, max {:g} ULP{}", s.differing, s.numel,
-                     fmt::join(s.first_index_nd, ","), s.max_abs_diff, s.max_ulp,
-                     s.nan_mismatches ? fmt::format(", {} NaN mismatches", s.nan_mismatches) : "");
-}
-
 void tensor_lines(std::string& out, const std::vector<TensorFinding>& fs) {
   for (const auto& f : fs)
     out += fmt::format("  {} {}[{}]: {}\n", f.name, f.dtype, fmt::join(f.shape, "x"),
