@@ -23,6 +23,19 @@ struct CliResult {
   std::string err;
 };
 
+// Models several test files use (TorchScript source for save_model):
+// relu(x @ w), with a parameter w;
+inline constexpr const char* kLinearReluModel = R"JIT(
+def forward(self, x):
+    return torch.relu(torch.matmul(x, self.w))
+)JIT";
+// the test-only nondeterministic op after a matmul, with w of 64x4096 (needs test_ops_library()).
+inline constexpr const char* kNondetSumModel = R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    return ra_test.nondet_sum(h) * 2.0
+)JIT";
+
 // Runs RA_BINARY with `args`; stdout and stderr are captured separately.
 CliResult run_cli(const std::vector<std::string>& args);
 

@@ -11,10 +11,7 @@ using ra::test::run_cli;
 
 namespace {
 
-const char* kLinear = R"JIT(
-def forward(self, x):
-    return torch.relu(torch.matmul(x, self.w))
-)JIT";
+const char* kLinear = ra::test::kLinearReluModel;
 
 // Dropout in train mode draws its mask from the CPU generator at every step.
 const char* kDropout = R"JIT(

@@ -15,10 +15,7 @@ using ra::test::run_cli;
 
 namespace {
 
-const char* kLinear = R"JIT(
-def forward(self, x):
-    return torch.relu(torch.matmul(x, self.w))
-)JIT";
+const char* kLinear = ra::test::kLinearReluModel;
 
 }  // namespace
 
@@ -46,11 +43,7 @@ TEST_CASE("run: a deterministic model is reproducible (exit 0)") {
 
 TEST_CASE("run: the test-only nondeterministic op diverges (exit 1) with statistics") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("nd.pt"), R"JIT(
-def forward(self, x):
-    h = torch.matmul(x, self.w)
-    return ra_test.nondet_sum(h) * 2.0
-)JIT",
+  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel,
                        {{"w", {64, 4096}}});
   const auto r = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "4",
                           "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"), "--quiet"});
@@ -190,11 +183,7 @@ TEST_CASE("run --junit --markdown: a reproducible model passes every test case")
 
 TEST_CASE("run --junit --markdown: the test-only nondeterministic op fails its test case") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("nd.pt"), R"JIT(
-def forward(self, x):
-    h = torch.matmul(x, self.w)
-    return ra_test.nondet_sum(h) * 2.0
-)JIT",
+  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel,
                        {{"w", {64, 4096}}});
   const std::string junit = junit_out("run-diverged.xml");
   const auto r = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "4",
