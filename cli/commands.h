@@ -29,6 +29,7 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global);
 Action attach_lint(CLI::App& sub, const GlobalOptions& global);
 Action attach_probes(CLI::App& sub, const GlobalOptions& global);
 Action attach_diff(CLI::App& sub, const GlobalOptions& global);
+Action attach_report(CLI::App& sub, const GlobalOptions& global);
 Action attach_env(CLI::App& sub, const GlobalOptions& global);
 Action attach_child(CLI::App& sub, const GlobalOptions& global);
 Action attach_completion(CLI::App& sub, const GlobalOptions& global);
@@ -41,6 +42,8 @@ inline const Command kCommands[] = {
      false, attach_probes},
     {"diff", "bitwise diff of two torch.save files (a tensor or a state_dict): digests, dtype, shape, divergence",
      false, attach_diff},
+    {"report", "re-render a saved JSON report (from run or probes) as text, JSON, JUnit XML or Markdown", false,
+     attach_report},
     {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,
      attach_env},
     {"__child", "internal: run one trial (used by the audit parent)", true, attach_child},

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit report IN.json`: re-render a saved report (from `run` or `probes`) as the text
+// summary, the JSON, JUnit XML or Markdown, exactly as the audit that wrote it would have. Exits
+// with the report's own exit code; 3 when IN.json is unreadable, not JSON, not a report, or of a
+// schema version this build does not read (nothing is written then).
+#include "audit/errors.h"
+#include "audit/files.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "reports/json_read.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace ra::cli {
+namespace {
+
+struct ReportArgs {
+  std::string input;
+  AuditArgs out;  // only report, junit, markdown and json are used
+};
+
+report::Report read_report(const std::string& path) {
+  const std::string text = read_file(path, "report");
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
+    if (const auto end = what.find("] "); what.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+      what = what.substr(end + 2);
+    throw InputError(fmt::format("{} is not valid JSON: {}", path, what));
+  }
+  try {
+    return report::report_from_json(j);
+  } catch (const report::ReportError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+int execute(const ReportArgs& a) {
+  for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown})
+    if (!path->empty()) check_writable_target(*path);
+  // The whole report is read before anything is written: no output on any error.
+  return emit_report(read_report(a.input), a.out);
+}
+
+}  // namespace
+
+Action attach_report(CLI::App& sub, const GlobalOptions&) {
+  auto a = std::make_shared<ReportArgs>();
+  sub.add_option("input", a->input, "JSON report written by run or probes (--report)")->required();
+  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically)");
+  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
+  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
+  return [a] { return execute(*a); };
+}
+
+}  // namespace ra::cli

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: Apache-2.0
+// The inverse of reports/json.cpp. Every accessor takes the JSON path of the value it reads, so an
+// error names the field ("targets[0].configs[1].trials[2].status: expected a string").
+#include "reports/json_read.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace ra::report {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// A value and where it sits in the document.
+struct Node {
+  const json& v;
+  std::string path;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ReportError(fmt::format("{}: {}", path.empty() ? "(top level)" : path, what));
+  }
+
+  Node at(const std::string& key) const {
+    if (!v.is_object()) fail("expected an object");
+    const auto it = v.find(key);
+    const std::string p = path.empty() ? key : path + "." + key;
+    if (it == v.end()) throw ReportError(fmt::format("{}: missing", p));
+    return {*it, p};
+  }
+  bool has(const std::string& key) const { return v.is_object() && v.contains(key); }
+  bool null() const { return v.is_null(); }
+
+  size_t size() const {
+    if (!v.is_array()) fail("expected an array");
+    return v.size();
+  }
+  Node operator[](size_t i) const { return {v[i], fmt::format("{}[{}]", path, i)}; }
+
+  std::string str() const {
+    if (!v.is_string()) fail("expected a string");
+    return v.get<std::string>();
+  }
+  // A string that to_json writes as null when empty.
+  std::string str_or_null() const { return null() ? std::string() : str(); }
+  int64_t i64() const {
+    if (!v.is_number_integer()) fail("expected an integer");
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      fail("integer out of range");
+    return v.get<int64_t>();
+  }
+  int i32() const {
+    const int64_t x = i64();
+    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) fail("integer out of range");
+    return int(x);
+  }
+  uint64_t u64() const {
+    if (!v.is_number_unsigned()) fail("expected a non-negative integer");
+    return v.get<uint64_t>();
+  }
+  double num() const {
+    if (!v.is_number()) fail("expected a number");
+    return v.get<double>();
+  }
+  // A number that to_json writes as null when not finite.
+  double num_or_nan() const { return null() ? std::numeric_limits<double>::quiet_NaN() : num(); }
+  std::optional<double> opt_num() const { return null() ? std::nullopt : std::optional<double>(num()); }
+  bool boolean() const {
+    if (!v.is_boolean()) fail("expected true or false");
+    return v.get<bool>();
+  }
+
+  template <class F>
+  auto list(F read) const {
+    std::vector<decltype(read(std::declval<Node>()))> out;
+    const size_t n = size();
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) out.push_back(read((*this)[i]));
+    return out;
+  }
+  std::vector<std::string> strings() const { return list([](const Node& n) { return n.str(); }); }
+  std::vector<int64_t> i64s() const { return list([](const Node& n) { return n.i64(); }); }
+  std::vector<int> i32s() const { return list([](const Node& n) { return n.i32(); }); }
+  std::vector<uint64_t> u64s() const { return list([](const Node& n) { return n.u64(); }); }
+  std::vector<size_t> sizes() const { return list([](const Node& n) { return size_t(n.u64()); }); }
+};
+
+Verdict verdict(const Node& n) {
+  const auto v = verdict_from_string(n.str());
+  if (!v) n.fail(fmt::format("unknown verdict '{}'", n.str()));
+  return *v;
+}
+
+TrialStatus trial_status(const Node& n) {
+  const auto s = trial_status_from_string(n.str());
+  if (!s) n.fail(fmt::format("unknown trial status '{}'", n.str()));
+  return *s;
+}
+
+ReplayVerdict replay_verdict(const Node& n) {
+  const std::string s = n.str();
+  for (const auto v : {ReplayVerdict::Reproducible, ReplayVerdict::Diverged, ReplayVerdict::Inconclusive,
+                       ReplayVerdict::Crashed})
+    if (s == to_string(v)) return v;
+  n.fail(fmt::format("unknown replay verdict '{}'", s));
+}
+
+DivergenceStats stats(const Node& n) {
+  DivergenceStats s;
+  s.numel = n.at("numel").i64();
+  s.differing = n.at("differing").i64();
+  s.first_index = n.at("first_index").i64();
+  s.first_index_nd = n.at("first_index_nd").i64s();
+  s.max_abs_diff = n.at("max_abs_diff").num_or_nan();
+  s.max_ulp = n.at("max_ulp").num_or_nan();
+  s.nan_mismatches = n.at("nan_mismatches").i64();
+  s.note = n.at("note").str();
+  return s;
+}
+
+std::optional<DivergenceStats> opt_stats(const Node& n) {
+  return n.null() ? std::nullopt : std::optional<DivergenceStats>(stats(n));
+}
+
+TensorFinding finding(const Node& n) {
+  TensorFinding f;
+  f.name = n.at("name").str();
+  f.dtype = n.at("dtype").str();
+  f.shape = n.at("shape").i64s();
+  f.reference_digest = n.at("reference_digest").str();
+  f.other_digest = n.at("other_digest").str();
+  f.diverging_trials = n.at("diverging_trials").i32();
+  f.stats = opt_stats(n.at("stats"));
+  return f;
+}
+
+std::vector<TensorFinding> findings(const Node& n) { return n.list(finding); }
+
+RootCause root_cause(const Node& n) {
+  RootCause r;
+  r.op = n.at("op").str();
+  r.direction = n.at("direction").str();
+  r.node = n.at("node").str_or_null();
+  r.forward_op = n.at("forward_op").str_or_null();
+  r.module = n.at("module").str_or_null();
+  r.source = n.at("source").str_or_null();
+  r.phase = n.at("phase").str();
+  r.step = n.at("step").i32();
+  const uint64_t thread = n.at("thread").u64();
+  if (thread > std::numeric_limits<uint32_t>::max()) n.at("thread").fail("integer out of range");
+  r.thread = uint32_t(thread);
+  r.position = n.at("position").u64();
+  r.inputs = n.at("inputs").strings();
+  r.outputs = n.at("outputs").strings();
+  r.differing_outputs = n.at("differing_outputs").i32s();
+  r.runs_diverged = n.at("runs_diverged").i32();
+  r.runs_compared = n.at("runs_compared").i32();
+  r.repeats = n.at("repeats").i32s();
+  r.propagated = n.at("propagated").u64();
+  r.independent_mismatches = n.at("independent_mismatches").u64();
+  r.stats = opt_stats(n.at("stats"));
+  r.fixed_by = n.at("fixed_by").sizes();
+  return r;
+}
+
+StructuralSplit split(const Node& n) {
+  StructuralSplit s;
+  const uint64_t thread = n.at("thread").u64();
+  if (thread > std::numeric_limits<uint32_t>::max()) n.at("thread").fail("integer out of range");
+  s.thread = uint32_t(thread);
+  s.reference_position = n.at("reference_position").u64();
+  s.other_position = n.at("other_position").u64();
+  s.reference_op = n.at("reference_op").str_or_null();
+  s.other_op = n.at("other_op").str_or_null();
+  s.unmatched_reference = n.at("unmatched_reference").u64();
+  s.unmatched_other = n.at("unmatched_other").u64();
+  s.reordered = n.at("reordered").u64();
+  s.runs = n.at("runs").i32();
+  s.repeats = n.at("repeats").i32s();
+  return s;
+}
+
+TraceSummary trace(const Node& n) {
+  TraceSummary t;
+  t.records = n.at("records").u64();
+  t.dropped = n.at("dropped").u64();
+  t.capacity = n.at("capacity").u64();
+  t.memory_bytes = n.at("memory_bytes").u64();
+  t.runs_compared = n.at("runs_compared").i32();
+  t.runs_identical = n.at("runs_identical").i32();
+  t.root_causes = n.at("root_causes").list(root_cause);
+  t.splits = n.at("splits").list(split);
+  return t;
+}
+
+FixCandidate candidate(const Node& n) {
+  FixCandidate c;
+  c.config = n.at("config").str();
+  c.stage = n.at("stage").str();
+  const Node toggles = n.at("toggles");
+  if (!toggles.v.is_object()) toggles.fail("expected an object");
+  for (const auto& [key, value] : toggles.v.items()) c.toggles.emplace_back(key, Node{value, toggles.path + "." + key}.str());
+  c.verdict = verdict(n.at("verdict"));
+  c.message = n.at("message").str();
+  c.fixes = n.at("fixes_root_causes").u64s();
+  c.fixes_all = n.at("reproducible").boolean();
+  c.minimal = n.at("minimal").boolean();
+  c.cpp = n.at("snippet").at("cpp").str();
+  c.python = n.at("snippet").at("python").str();
+  return c;
+}
+
+FixSearch fix_search(const Node& n) {
+  FixSearch f;
+  f.from = n.at("from").str();
+  f.repeats = n.at("repeats").i32();
+  f.timed_runs = n.at("timed_runs").i32();
+  f.conclusion = n.at("conclusion").str();
+  f.best = n.at("minimal_fixes").sizes();
+  f.no_deterministic = n.at("no_deterministic_implementation").list([](const Node& m) {
+    return NoDeterministicImplementation{m.at("op").str(), m.at("message").str(), m.at("advice").str(),
+                                         m.at("alternatives").strings()};
+  });
+  f.candidates = n.at("candidates").list(candidate);
+  return f;
+}
+
+Trial trial(const Node& n) {
+  Trial t;
+  t.repeat = n.at("repeat").i32();
+  t.status = trial_status(n.at("status"));
+  t.exit_code = n.at("exit_code").i32();
+  t.signal = n.at("signal").i32();
+  t.message = n.at("message").str();
+  t.stderr_tail = n.at("stderr_tail").str();
+  t.outcome = n.at("outcome").str();
+  return t;
+}
+
+ConfigResult config(const Node& n) {
+  ConfigResult c;
+  c.name = n.at("config").str();
+  c.verdict = verdict(n.at("verdict"));
+  c.message = n.at("message").str();
+  c.repeats = n.at("repeats").i32();
+  c.completed = n.at("completed").i32();
+  const Node d = n.at("divergence");
+  c.diverging_repeats = d.at("diverging_repeats").i32();
+  c.divergence_rate = d.at("rate").num();
+  const Node ci = d.at("ci95");
+  if (ci.size() != 2) ci.fail("expected two numbers");
+  c.rate_ci_low = ci[0].num();
+  c.rate_ci_high = ci[1].num();
+  c.distinct_outcomes = d.at("distinct_outcomes").i32();
+  c.switches = n.at("switches").list([](const Node& s) {
+    return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()};
+  });
+  c.tensor_count = size_t(n.at("tensor_count").u64());
+  c.diverged_tensors = findings(n.at("diverged_tensors"));
+  c.reference = n.at("reference_digests").list([](const Node& t) {
+    return TensorDigest{t.at("name").str(), t.at("dtype").str(), t.at("shape").i64s(), t.at("digest").str()};
+  });
+  c.trials = n.at("trials").list(trial);
+  if (const Node t = n.at("trace"); !t.null()) c.trace = trace(t);
+  if (const Node f = n.at("fix_search"); !f.null()) c.fix_search = fix_search(f);
+  return c;
+}
+
+ProbeFacts probe(const Node& n) {
+  ProbeFacts p;
+  p.family = n.at("family").str();
+  p.op = n.at("op").str();
+  p.direction = n.at("direction").str();
+  p.role = n.at("role").str();
+  p.form = n.at("form").str();
+  p.knowledge_id = n.at("knowledge_id").str_or_null();
+  p.documented = n.at("documented").str();
+  p.documented_device = n.at("documented_device").str_or_null();
+  p.doc_row = n.at("doc_row").str();
+  p.advice = n.at("advice").str();
+  p.census = n.at("census").str_or_null();
+  p.alerts = n.at("alerts").strings();
+  p.disagreements = n.at("disagreements").strings();
+  return p;
+}
+
+Replay replay(const Node& n) {
+  Replay r;
+  r.config = n.at("config").str_or_null();
+  r.steps_before = n.at("steps_before").i32();
+  r.steps_after = n.at("steps_after").i32();
+  r.omit = n.at("omit").strings();
+  r.verdict = replay_verdict(n.at("verdict"));
+  r.reason = n.at("reason").str();
+  r.components = n.at("components").list([](const Node& c) {
+    ReplayComponent out;
+    out.name = c.at("name").str();
+    out.description = c.at("description").str();
+    out.tensors = size_t(c.at("tensors").u64());
+    out.in_checkpoint = c.at("in_checkpoint").boolean();
+    out.saved_match = c.at("saved_match").boolean();
+    out.restored_match = c.at("restored_match").boolean();
+    out.differing = c.at("differing").strings();
+    return out;
+  });
+  r.tensors_compared = size_t(n.at("tensors_compared").u64());
+  r.differing = findings(n.at("differing_tensors"));
+  return r;
+}
+
+Target target(const Node& n) {
+  Target t;
+  t.name = n.at("name").str();
+  t.kind = n.at("kind").str();
+  t.path = n.at("path").str();
+  t.device = n.at("device").str();
+  t.mode = n.at("mode").str();
+  t.steps = n.at("steps").i32();
+  if (const Node o = n.at("optimizer"); !o.null()) {
+    t.optimizer = o.at("name").str();
+    t.lr = o.at("lr").num();
+  }
+  t.seed = n.at("seed").u64();
+  t.inputs = n.at("inputs").strings();
+  t.verdict = verdict(n.at("verdict"));
+  const bool dependent = n.at("configuration_dependent").boolean();
+  if (const Node d = n.at("configuration_dependence"); !d.null()) {
+    ConfigDependence dep;
+    const Node groups = d.at("groups");
+    dep.groups = groups.list([](const Node& g) { return g.strings(); });
+    dep.differing = findings(d.at("differing_tensors"));
+    t.dependence = dep;
+  }
+  if (dependent != t.dependence.has_value())
+    n.at("configuration_dependent").fail("disagrees with configuration_dependence");
+  t.configs = n.at("configs").list(config);
+  if (n.has("probe")) t.probe = probe(n.at("probe"));
+  if (n.has("replay")) t.replay = replay(n.at("replay"));
+  return t;
+}
+
+Census census(const Node& n) {
+  Census c;
+  c.config = n.at("config").str();
+  c.alerted_diverged = n.at("alerted_diverged").strings();
+  c.alerted_stable = n.at("alerted_stable").strings();
+  c.silent_diverged = n.at("silent_diverged").strings();
+  c.stable = n.at("stable").strings();
+  c.not_run = n.at("not_run").strings();
+  return c;
+}
+
+// timing.trials lists every trial in report order (target, configuration, repeat), as to_json writes it.
+void read_trial_times(const Node& timing, Report& r) {
+  const Node list = timing.at("trials");
+  size_t i = 0;
+  for (auto& t : r.targets)
+    for (auto& c : t.configs)
+      for (auto& trial : c.trials) {
+        if (i >= list.size()) list.fail(fmt::format("no entry for {} / {} repeat {}", t.name, c.name, trial.repeat));
+        const Node e = list[i++];
+        if (e.at("target").str() != t.name || e.at("config").str() != c.name || e.at("repeat").i32() != trial.repeat)
+          e.fail(fmt::format("expected the entry for {} / {} repeat {}", t.name, c.name, trial.repeat));
+        trial.wall_ms = e.at("wall_ms").num();
+        trial.startup_ms = e.at("startup_ms").num();
+      }
+  if (i != list.size()) list[i].fail("entry for no trial of the report");
+}
+
+// timing.fixes: one entry per fix search in report order, with the measured candidates by name.
+void read_fix_times(const Node& timing, Report& r) {
+  const Node list = timing.at("fixes");
+  size_t i = 0;
+  for (auto& t : r.targets)
+    for (auto& c : t.configs) {
+      if (!c.fix_search) continue;
+      if (i >= list.size()) list.fail(fmt::format("no entry for the fix search of {} / {}", t.name, c.name));
+      const Node e = list[i++];
+      if (e.at("target").str() != t.name || e.at("config").str() != c.name)
+        e.fail(fmt::format("expected the entry for the fix search of {} / {}", t.name, c.name));
+      FixSearch& f = *c.fix_search;
+      f.baseline_median_ms = e.at("baseline_median_ms").opt_num();
+      const Node cands = e.at("candidates");
+      for (size_t k = 0; k < cands.size(); ++k) {
+        const Node m = cands[k];
+        const std::string name = m.at("config").str();
+        FixCandidate* found = nullptr;
+        for (auto& cand : f.candidates)
+          if (cand.config == name && !cand.median_ms) {
+            found = &cand;
+            break;
+          }
+        if (!found) m.at("config").fail(fmt::format("no candidate '{}' in the fix search", name));
+        found->median_ms = m.at("median_ms").num();
+        found->cost_ratio = m.at("cost_ratio").opt_num();
+      }
+    }
+  if (i != list.size()) list[i].fail("entry for no fix search of the report");
+}
+
+}  // namespace
+
+Report report_from_json(const json& j) {
+  const Node root{j, ""};
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string() ||
+      j["schema"].get<std::string>() != "repro-audit/report") {
+    if (j.is_object() && j.contains("schema") && j["schema"].is_string())
+      throw ReportError(fmt::format("not a repro-audit report (its schema is '{}')", j["schema"].get<std::string>()));
+    throw ReportError("not a repro-audit report (no \"schema\": \"repro-audit/report\")");
+  }
+  const Node version = root.at("schema_version");
+  if (!version.v.is_number_integer()) version.fail("expected an integer");
+  if (version.v.get<int64_t>() != kSchemaVersion)
+    throw ReportError(fmt::format("report schema version {} is not supported by this repro-audit (it reads version {})",
+                                  version.v.dump(), kSchemaVersion));
+  Report r;
+  r.tool_version = root.at("tool").at("version").str();
+  r.command = root.at("command").strings();
+  r.verdict = verdict(root.at("verdict"));
+  r.exit_code = root.at("exit_code").i32();
+  r.environment = root.at("environment").v;  // opaque: whatever the fingerprint held
+  r.targets = root.at("targets").list(target);
+  if (root.has("census")) r.census = census(root.at("census"));
+  const Node timing = root.at("timing");
+  r.wall_ms = timing.at("wall_ms").num();
+  timing.at("configs").size();  // derived from the trials' times: checked, not read
+  read_trial_times(timing, r);
+  read_fix_times(timing, r);
+  return r;
+}
+
+}  // namespace ra::report

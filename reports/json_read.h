@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading a saved JSON report back into the report model: the inverse of `to_json` for everything
+// it writes, so that `repro-audit report` re-renders a report exactly as the run that wrote it.
+// Figures `to_json` derives (the cost medians of timing.configs) are recomputed, not read.
+#pragma once
+
+#include "reports/model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace ra::report {
+
+// A document that is not a report this version reads: one line, naming the JSON path of the
+// missing or mistyped field ("targets[0].configs[1].verdict: missing").
+class ReportError : public std::runtime_error {
+ public:
+  explicit ReportError(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Checks "schema" and "schema_version" first, then reads every field; throws ReportError.
+// Takes the ordered document so that the environment keeps its key order.
+Report report_from_json(const nlohmann::ordered_json& j);
+
+}  // namespace ra::report

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "reports/json_read.h"
+#include "reports/render.h"
+#include "tests/unit/report_samples.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string round_trip(const ra::report::Report& r) {
+  const std::string first = ra::report::render_json(r);
+  return ra::report::render_json(ra::report::report_from_json(json::parse(first)));
+}
+
+// A probes report: two probe targets with their facts, and the census.
+ra::report::Report probes_report() {
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.command = {"repro-audit", "probes"};
+  r.environment = {{"torch", {{"version", "2.11.0"}}}, {"cpu", {{"threads", 2}}}};
+  for (const char* name : {"index_add.forward", "sum.control"}) {
+    ra::report::Target t;
+    t.name = name;
+    t.kind = "probe";
+    t.device = "cpu";
+    t.mode = "infer";
+    t.seed = 7;
+    t.inputs = {"float32[64x8]"};
+    ra::report::ConfigResult c;
+    c.name = "default";
+    c.repeats = 2;
+    c.completed = 2;
+    c.switches = {{"deterministic", "", "off"}, {"threads", "1", "1"}};
+    c.reference = {{"output/0", "float32", {64, 8}, std::string(32, 'a')}};
+    c.tensor_count = 1;
+    for (int i = 0; i < 2; ++i) {
+      ra::report::Trial trial;
+      trial.repeat = i;
+      trial.outcome = std::string(32, 'b');
+      trial.wall_ms = 1.25 + i;
+      trial.startup_ms = 0.5;
+      c.trials.push_back(trial);
+    }
+    t.configs = {c};
+    ra::report::ProbeFacts p;
+    p.family = "scatter_index";
+    p.op = "index_add";
+    p.direction = "forward";
+    p.role = std::string(name) == "sum.control" ? "control" : "probe";
+    p.form = "x.index_add(0, idx, src)";
+    p.knowledge_id = std::string(name) == "sum.control" ? "" : "index_add";
+    p.documented = "raises";
+    p.documented_device = "cuda";
+    p.doc_row = "torch.Tensor.index_add_() when called on CUDA tensor";
+    p.census = "stable";
+    p.alerts = {"index_add_cuda_ does not have a deterministic implementation"};
+    p.disagreements = {"documented to raise, measured stable"};
+    t.probe = p;
+    r.targets.push_back(t);
+  }
+  ra::report::Census census;
+  census.config = "det-warn";
+  census.stable = {"index_add.forward", "sum.control"};
+  census.not_run = {"embedding_bag.backward"};
+  r.census = census;
+  r.wall_ms = 321.5;
+  ra::report::finalize(r);
+  return r;
+}
+
+void expect_error(const json& j, const std::string& message) {
+  try {
+    ra::report::report_from_json(j);
+    FAIL("no ReportError for: " << message);
+  } catch (const ra::report::ReportError& e) {
+    CHECK(std::string(e.what()) == message);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r), byte for byte") {
+  SUBCASE("every verdict, trace, fix search with timings, dependence, restart-replay") {
+    const auto r = ra::test::every_verdict_report(40);
+    REQUIRE(r.targets.front().replay.has_value());
+    CHECK(round_trip(r) == ra::report::render_json(r));
+  }
+  SUBCASE("probe facts and the census") {
+    const auto r = probes_report();
+    CHECK(round_trip(r) == ra::report::render_json(r));
+  }
+  SUBCASE("the text summary, JUnit and Markdown of the read report are the original's") {
+    for (const auto& r : {ra::test::every_verdict_report(40), probes_report()}) {
+      const auto back = ra::report::report_from_json(json::parse(ra::report::render_json(r)));
+      CHECK(ra::report::render_text(back) == ra::report::render_text(r));
+      CHECK(ra::report::render_junit(back) == ra::report::render_junit(r));
+      CHECK(ra::report::render_markdown(back) == ra::report::render_markdown(r));
+    }
+  }
+}
+
+TEST_CASE("report_from_json: timings and non-finite statistics come back") {
+  const auto r = ra::test::every_verdict_report(40);
+  const auto back = ra::report::report_from_json(to_json(r));
+  REQUIRE(back.targets.size() == r.targets.size());
+  const auto& c = back.targets.front().configs;
+  REQUIRE(c.size() == r.targets.front().configs.size());
+  for (size_t i = 0; i < c.size(); ++i)
+    for (size_t k = 0; k < c[i].trials.size(); ++k) {
+      CHECK(c[i].trials[k].wall_ms == r.targets.front().configs[i].trials[k].wall_ms);
+      CHECK(c[i].trials[k].startup_ms == r.targets.front().configs[i].trials[k].startup_ms);
+    }
+  CHECK(back.wall_ms == r.wall_ms);
+
+  auto nan = ra::test::every_verdict_report(40);
+  nan.targets.front().configs.front().diverged_tensors = nan.targets.front().replay->differing;
+  nan.targets.front().configs.front().diverged_tensors.front().stats->max_abs_diff = std::nan("");
+  const auto nan_back = ra::report::report_from_json(to_json(nan));
+  CHECK(std::isnan(nan_back.targets.front().configs.front().diverged_tensors.front().stats->max_abs_diff));
+}
+
+TEST_CASE("report_from_json: errors name the schema, the version or the JSON path") {
+  const json good = to_json(ra::test::every_verdict_report(40));
+  json j = good;
+  j["schema"] = "repro-audit/lint";
+  expect_error(j, "not a repro-audit report (its schema is 'repro-audit/lint')");
+  expect_error(json::array(), "not a repro-audit report (no \"schema\": \"repro-audit/report\")");
+  j = good;
+  j["schema_version"] = 2;
+  expect_error(j, "report schema version 2 is not supported by this repro-audit (it reads version 1)");
+  j = good;
+  j["targets"][0]["configs"][1].erase("verdict");
+  expect_error(j, "targets[0].configs[1].verdict: missing");
+  j = good;
+  j["targets"][0]["configs"][0]["trials"][0]["repeat"] = "zero";
+  expect_error(j, "targets[0].configs[0].trials[0].repeat: expected an integer");
+  j = good;
+  j["targets"][0]["configs"][0]["verdict"] = "flaky";
+  expect_error(j, "targets[0].configs[0].verdict: unknown verdict 'flaky'");
+  j = good;
+  j["tool"] = "repro-audit";
+  expect_error(j, "tool: expected an object");
+  j = good;
+  j["timing"]["trials"].erase(0);
+  CHECK_THROWS_AS(ra::report::report_from_json(j), ra::report::ReportError);
+}
