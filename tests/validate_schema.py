@@ -24,9 +24,12 @@ def main(argv):
     schema_path, folder, names = argv[1], argv[2], argv[3:]
     with open(schema_path, encoding="utf-8") as f:
         schema = json.load(f)
+    # jsonschema 4.10 resolves "#/$defs/..." against a relative "$id" ("repro-audit/report-v1")
+    # by joining it with itself once a scope is pushed twice; an absolute base avoids that.
+    if "://" not in schema.get("$id", "://"):
+        schema["$id"] = "https://repro-audit.invalid/" + schema["$id"]
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    validator = cls(schema)
     failed = 0
     for name in names:
         path = os.path.join(folder, name)
@@ -36,7 +39,7 @@ def main(argv):
             continue
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+        errors = sorted(cls(schema).iter_errors(doc), key=lambda e: list(e.absolute_path))
         for e in errors[:20]:
             where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
             print(f"{name}: {where}: {e.message}")
