@@ -20,16 +20,19 @@ struct LintArgs {
   std::string knowledge;
   bool json = false;
   std::vector<std::string> libraries;
+  std::string allowlist;
 };
 
 int execute(const LintArgs& a) {
   const std::string type = device_type(a.device);
   if (!a.report.empty()) check_writable_target(a.report);
+  const AllowlistOption allow = load_allowlist_option(a.allowlist);
   const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
   const KnowledgeBase kb = load_knowledge(knowledge);
   LintResult result = lint_model(a.model, type, kb, a.libraries);
   result.device = a.device;
   result.knowledge_path = knowledge;
+  if (allow.list) apply_allowlist(result, *allow.list, allow.today);
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
   const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result);
@@ -49,6 +52,7 @@ Action attach_lint(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--report", a->report, "write the JSON report here (atomically)");
   sub.add_option("--knowledge", a->knowledge, "knowledge-base file to use instead of the installed one");
   sub.add_option("--load-library", a->libraries, "shared library with custom ops the model needs (repeatable)");
+  add_allowlist_option(sub, a->allowlist);
   return [a] { return execute(*a); };
 }
 

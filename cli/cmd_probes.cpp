@@ -81,7 +81,8 @@ int execute(const ProbesArgs& a, const GlobalOptions& global) {
   o.only = a.only;
   o.census = !a.no_census;
   fill_session(o, a, global, default_probe_config_names(o.device_type));
-  return emit_report(run_probe_suite(o, kb), a);
+  const AllowlistOption allow = load_allowlist_option(a.allowlist);
+  return emit_report(run_probe_suite(o, kb), a, allow);
 }
 
 }  // namespace

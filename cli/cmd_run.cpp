@@ -55,7 +55,8 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.timed_runs = a.timed_runs;
   fill_training(o, a);
   fill_session(o, a, global, default_config_names(device_type(a.device)));
-  return emit_report(run_audit(o), a);
+  const AllowlistOption allow = load_allowlist_option(a.allowlist);
+  return emit_report(run_audit(o), a, allow);
 }
 
 }  // namespace

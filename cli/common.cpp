@@ -51,6 +51,21 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--timeout", a.timeout, help.timeout)->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs")->capture_default_str();
   sub.add_option("--load-library", a.libraries, help.library);
+  add_allowlist_option(sub, a.allowlist);
+}
+
+void add_allowlist_option(CLI::App& sub, std::string& path) {
+  sub.add_option("--allowlist", path,
+                 "JSON file of accepted nondeterminism (op or target, reason, optional expiry and config); allowed "
+                 "findings do not fail the exit code, expired entries that match do");
+}
+
+AllowlistOption load_allowlist_option(const std::string& path) {
+  AllowlistOption o;
+  if (path.empty()) return o;
+  o.list = load_allowlist(path);
+  o.today = today_date();
+  return o;
 }
 
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
@@ -68,7 +83,8 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
     if (!path->empty()) check_writable_target(*path);
 }
 
-int emit_report(const report::Report& rep, const AuditArgs& a) {
+int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow) {
+  if (allow.list) apply_allowlist(rep, *allow.list, allow.today);
   if (!a.report.empty()) write_file_atomic(a.report, report::render_json(rep));
   if (!a.junit.empty()) write_file_atomic(a.junit, report::render_junit(rep));
   if (!a.markdown.empty()) write_file_atomic(a.markdown, report::render_markdown(rep));

@@ -2,12 +2,14 @@
 // Option checks shared by the subcommands.
 #pragma once
 
+#include "audit/allowlist.h"
 #include "audit/trials.h"
 #include "cli/commands.h"
 #include "reports/model.h"
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,7 @@ struct AuditArgs {
   double timeout = 600;
   uint64_t seed = 0;
   std::vector<std::string> libraries;
+  std::string allowlist;  // --allowlist FILE
 };
 
 struct AuditHelp {
@@ -44,9 +47,20 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults);
 
-// Writes the JSON, JUnit and Markdown reports (each atomically) where asked, prints the summary (or the JSON with
-// --json) on stdout, and returns the report's exit code.
-int emit_report(const report::Report& rep, const AuditArgs& a);
+// --allowlist, read before any work: the list (none without the option) and today's date.
+struct AllowlistOption {
+  std::optional<Allowlist> list;
+  std::string today;
+};
+// Throws InputError for a bad file, UsageError for a bad REPRO_AUDIT_TODAY.
+AllowlistOption load_allowlist_option(const std::string& path);
+// Registers --allowlist FILE on `sub`, storing into `path`.
+void add_allowlist_option(CLI::App& sub, std::string& path);
+
+// Applies the allowlist (if any), writes the JSON, JUnit and Markdown reports (each atomically)
+// where asked, prints the summary (or the JSON with --json) on stdout, and returns the report's
+// exit code.
+int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow);
 
 // "cpu" or "cuda" for a --device value (cpu, cuda, cuda:N); throws UsageError otherwise.
 std::string device_type(const std::string& device);

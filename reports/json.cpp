@@ -99,6 +99,10 @@ json trace_json(const TraceSummary& t) {
           {"splits", splits}};
 }
 
+json allowed_by_json(const AllowedBy& a) {
+  return {{"entry", a.entry}, {"reason", a.reason}, {"expires", a.expires.empty() ? json(nullptr) : json(a.expires)}};
+}
+
 json config_json(const ConfigResult& c) {
   json switches = json::array();
   for (const auto& s : c.switches)
@@ -133,7 +137,8 @@ json config_json(const ConfigResult& c) {
           {"reference_digests", tensors},
           {"trials", trials},
           {"trace", c.trace ? trace_json(*c.trace) : json(nullptr)},
-          {"fix_search", c.fix_search ? fix_search_json(*c.fix_search) : json(nullptr)}};
+          {"fix_search", c.fix_search ? fix_search_json(*c.fix_search) : json(nullptr)},
+          {"allowed_by", c.allowed_by ? allowed_by_json(*c.allowed_by) : json(nullptr)}};
 }
 
 json probe_json(const ProbeFacts& p) {
@@ -255,6 +260,7 @@ json to_json(const Report& r) {
             {"command", r.command},
             {"verdict", to_string(r.verdict)},
             {"exit_code", r.exit_code},
+            {"allowlist_expired", r.allowlist_expired},
             {"environment", r.environment},
             {"targets", targets}};
   if (r.census) j["census"] = census_json(*r.census);

@@ -5,7 +5,8 @@
 //
 // Verdicts map onto JUnit's outcomes as the exit code counts them: reproducible passes, diverged
 // and raised are <failure>s (the audit found something about the model), crashed and timeout are
-// <error>s (the audit could not finish), skipped is <skipped>. Configuration dependence does not
+// <error>s (the audit could not finish), skipped is <skipped>, and so is a diverged or raised
+// configuration that --allowlist allowed (its message gives the reason). Configuration dependence does not
 // change the exit code, so its test case passes and says what differs in <system-out>.
 //
 // Determinism: no time or timestamp attributes and no cost figures; two audits with the same
@@ -167,6 +168,11 @@ Outcome diverged_outcome(const ConfigResult& c) {
 }
 
 Outcome config_outcome(const ConfigResult& c) {
+  // Accepted by --allowlist: not a failure of this run, but still visible in CI test views.
+  if (c.allowed_by && (c.verdict == Verdict::Diverged || c.verdict == Verdict::Raised))
+    return {"skipped", "", fmt::format("{}, allowed: {} (allowlist entry {})", to_string(c.verdict), c.allowed_by->reason,
+                                       c.allowed_by->entry),
+            ""};
   switch (c.verdict) {
     case Verdict::Reproducible: return {};
     case Verdict::Diverged: return diverged_outcome(c);

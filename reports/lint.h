@@ -7,6 +7,8 @@
 // knowledge base render byte-identical documents. Nothing here depends on time.
 #pragma once
 
+#include "reports/model.h"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -42,6 +44,7 @@ struct LintFinding {
   std::string deterministic;            // behaviour under use_deterministic_algorithms(True)
   std::string alert;                    // the alert's name, "" when none
   std::string advice;
+  std::optional<AllowedBy> allowed_by;  // --allowlist: the entry that accepted it
 };
 
 struct LintReport {
@@ -56,7 +59,8 @@ struct LintReport {
   std::vector<std::string> methods;  // methods of the top module scanned, in the module's order
   std::vector<LintFinding> findings;
   std::vector<std::string> notes;  // calls the scan could not follow, in scan order
-  int exit_code = 0;               // 1 when there is a finding, else 0
+  std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched
+  int exit_code = 0;               // 1 when there is a finding not allowed, or an expired entry; else 0
 };
 
 // "<top>" for the top module, else the path itself.

@@ -31,7 +31,12 @@ json finding_json(const LintFinding& f) {
           {"documented", f.documented},
           {"deterministic", f.deterministic},
           {"alert", f.alert.empty() ? json(nullptr) : json(f.alert)},
-          {"advice", f.advice}};
+          {"advice", f.advice},
+          {"allowed_by", f.allowed_by ? json{{"entry", f.allowed_by->entry},
+                                             {"reason", f.allowed_by->reason},
+                                             {"expires", f.allowed_by->expires.empty() ? json(nullptr)
+                                                                                       : json(f.allowed_by->expires)}}
+                                      : json(nullptr)}};
 }
 
 }  // namespace
@@ -54,6 +59,7 @@ nlohmann::ordered_json lint_to_json(const LintReport& r) {
           {"summary", {{"findings", r.findings.size()}, {"raise", raising_findings(r)}}},
           {"findings", findings},
           {"notes", r.notes},
+          {"allowlist_expired", r.allowlist_expired},
           {"exit_code", r.exit_code}};
 }
 

@@ -44,12 +44,18 @@ std::string render_lint_text(const LintReport& r) {
     out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", f.deterministic,
                        f.alert.empty() ? "" : fmt::format(" (alert: {})", f.alert));
     out += fmt::format("    advice:        {}\n", f.advice);
+    if (f.allowed_by)
+      out += fmt::format("    allowed: {} (allowlist entry {})\n", f.allowed_by->reason, f.allowed_by->entry);
   }
   if (!r.notes.empty()) out += "\n";
   for (const auto& n : r.notes) out += fmt::format("note: {}\n", n);
   const size_t n = r.findings.size();
   out += fmt::format("\n{} finding{} ({} raise under use_deterministic_algorithms)\n", n, n == 1 ? "" : "s",
                      raising_findings(r));
+  size_t allowed = 0;
+  for (const auto& f : r.findings) allowed += f.allowed_by.has_value();
+  if (allowed > 0) out += fmt::format("{} allowed by the allowlist\n", allowed);
+  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   return out;
 }
 

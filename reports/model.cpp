@@ -82,7 +82,7 @@ void finalize(Report& report) {
     Verdict t = Verdict::Reproducible;
     bool all_skipped = !target.configs.empty();
     for (const auto& c : target.configs) {
-      if (severity(c.verdict) > severity(t)) t = c.verdict;
+      if (!c.allowed_by && severity(c.verdict) > severity(t)) t = c.verdict;
       all_skipped = all_skipped && c.verdict == Verdict::Skipped;
     }
     if (target.replay && target.replay->verdict == ReplayVerdict::Diverged && severity(Verdict::Diverged) > severity(t))
@@ -100,6 +100,7 @@ void finalize(Report& report) {
     case Verdict::Timeout: report.exit_code = 4; break;
     default: report.exit_code = 0;
   }
+  if (!report.allowlist_expired.empty()) report.exit_code = 1;
 }
 
 }  // namespace ra::report

@@ -159,6 +159,14 @@ struct FixSearch {
   std::optional<double> baseline_median_ms;  // timing
 };
 
+// The allowlist entry that accepted a finding (audit/allowlist.h): its 0-based index, its reason,
+// and its expiry date ("" when none).
+struct AllowedBy {
+  int entry = 0;
+  std::string reason;
+  std::string expires;
+};
+
 struct ConfigResult {
   std::string name;
   std::vector<SwitchValue> switches;
@@ -176,6 +184,7 @@ struct ConfigResult {
   std::vector<Trial> trials;
   std::optional<TraceSummary> trace;           // `run --trace` only
   std::optional<FixSearch> fix_search;         // `run --trace`, diverged configurations
+  std::optional<AllowedBy> allowed_by;         // --allowlist: a diverged or raised verdict that was accepted
 };
 
 // Configurations that are each reproducible but give different results from one another.
@@ -261,6 +270,7 @@ struct Report {
   nlohmann::ordered_json environment;
   std::vector<Target> targets;
   std::optional<Census> census;  // `probes` only
+  std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched, one sentence each
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing
@@ -275,7 +285,8 @@ inline constexpr double kMinComparableMs = 0.5;
 std::optional<double> cost_ratio(const Target& target, size_t i);
 
 // Overall verdict and exit code from the targets (precedence: diverged/raised > crashed/timeout >
-// reproducible; skipped does not fail). A target's restart-replay counts too: diverged as diverged,
+// reproducible; skipped does not fail). A configuration with `allowed_by` counts as reproducible;
+// an expired allowlist entry (`allowlist_expired`) makes the exit code 1. A target's restart-replay counts too: diverged as diverged,
 // crashed as crashed; inconclusive does not change the verdict.
 void finalize(Report& report);
 

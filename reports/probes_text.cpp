@@ -83,6 +83,9 @@ std::string render_probes_text(const Report& r) {
       for (const auto& c : t.configs)
         if (c.verdict == Verdict::Raised || c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout)
           out += fmt::format("      {}: {}\n", c.name, short_message(c.message));
+      for (const auto& c : t.configs)
+        if (c.allowed_by)
+          out += fmt::format("      {}: allowed: {} (allowlist entry {})\n", c.name, c.allowed_by->reason, c.allowed_by->entry);
       if (!p.alerts.empty()) out += fmt::format("      alert in warn_only mode: {}\n", short_message(p.alerts.front()));
       for (const auto& d : p.disagreements) out += fmt::format("      ! {}\n", d);
       disagreeing += !p.disagreements.empty();
@@ -91,6 +94,7 @@ std::string render_probes_text(const Report& r) {
   if (r.census) census_block(out, *r.census);
   out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", r.targets.size(),
                      r.targets.size() - skipped, skipped, disagreeing);
+  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   out += fmt::format("verdict: {} (exit {})\n", to_string(r.verdict), r.exit_code);
   out += fmt::format("suite wall time: {:.1f} s\n", r.wall_ms / 1000);
   return out;

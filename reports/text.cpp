@@ -174,6 +174,8 @@ std::string render_text(const Report& r) {
       if (c.verdict == Verdict::Diverged)
         out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensors differ\n",
                            c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size());
+      if (c.allowed_by)
+        out += fmt::format("    allowed: {} (allowlist entry {})\n", c.allowed_by->reason, c.allowed_by->entry);
       findings(out, c.diverged_tensors, 5);
       if (c.trace) trace_lines(out, c, 5);
       if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0);
@@ -195,6 +197,7 @@ std::string render_text(const Report& r) {
     }
     if (t.replay) replay_lines(out, *t.replay);
   }
+  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   out += fmt::format("verdict: {}{} (exit {})\n", to_string(r.verdict),
                      !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "", r.exit_code);
   return out;
