@@ -44,7 +44,8 @@ int execute(const ReportArgs& a) {
   for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown})
     if (!path->empty()) check_writable_target(*path);
   // The whole report is read before anything is written: no output on any error.
-  return emit_report(read_report(a.input), a.out);
+  // The saved report already carries its allowlist decisions: none is applied again.
+  return emit_report(read_report(a.input), a.out, AllowlistOption{});
 }
 
 }  // namespace

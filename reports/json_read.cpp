@@ -266,6 +266,8 @@ ConfigResult config(const Node& n) {
   c.trials = n.at("trials").list(trial);
   if (const Node t = n.at("trace"); !t.null()) c.trace = trace(t);
   if (const Node f = n.at("fix_search"); !f.null()) c.fix_search = fix_search(f);
+  if (const Node a = n.at("allowed_by"); !a.null())
+    c.allowed_by = AllowedBy{a.at("entry").i32(), a.at("reason").str(), a.at("expires").str_or_null()};
   return c;
 }
 
@@ -424,6 +426,7 @@ Report report_from_json(const json& j) {
   r.environment = root.at("environment").v;  // opaque: whatever the fingerprint held
   r.targets = root.at("targets").list(target);
   if (root.has("census")) r.census = census(root.at("census"));
+  r.allowlist_expired = root.at("allowlist_expired").strings();
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();
   timing.at("configs").size();  // derived from the trials' times: checked, not read

@@ -94,6 +94,14 @@ TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r)
     const auto r = probes_report();
     CHECK(round_trip(r) == ra::report::render_json(r));
   }
+  SUBCASE("allowlist decisions") {
+    auto r = ra::test::every_verdict_report(40);
+    r.targets.front().configs.front().allowed_by = ra::report::AllowedBy{2, "known scatter in the loss", "2027-01-31"};
+    r.allowlist_expired = {"allowlist entry 0 for aten::index_add expired on 2026-10-01"};
+    const std::string text = round_trip(r);
+    CHECK(text == ra::report::render_json(r));
+    CHECK(text.find("known scatter in the loss") != std::string::npos);
+  }
   SUBCASE("the text summary, JUnit and Markdown of the read report are the original's") {
     for (const auto& r : {ra::test::every_verdict_report(40), probes_report()}) {
       const auto back = ra::report::report_from_json(json::parse(ra::report::render_json(r)));
