@@ -95,6 +95,8 @@ void save_value(const std::string& path, const c10::IValue& value) {
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
 
+std::string read_file(const std::string& path) { return slurp(path); }
+
 bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 int count_lines(const std::string& text) {

@@ -59,6 +59,8 @@ void save_model(const std::string& path, const std::string& source,
 void save_value(const std::string& path, const c10::IValue& value);
 
 nlohmann::json read_json(const std::string& path);
+// The whole file as bytes ("" when it cannot be read).
+std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
 int count_lines(const std::string& text);
 

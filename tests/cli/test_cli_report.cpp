@@ -17,13 +17,6 @@ using ra::test::run_cli;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 // A path under RA_REPORT_DIR, removed first so that a stale file never validates.
@@ -44,12 +37,12 @@ void check_rerender(const ra::test::TempDir& dir, const std::string& saved, cons
   CHECK(r.code == code);
   CHECK(r.err.empty());
   CHECK(r.out == audit_out);
-  CHECK(slurp(dir.file("b.xml")) == slurp(junit));
-  CHECK(slurp(dir.file("b.md")) == slurp(markdown));
-  CHECK(slurp(copy) == slurp(saved));
+  CHECK(ra::test::read_file(dir.file("b.xml")) == ra::test::read_file(junit));
+  CHECK(ra::test::read_file(dir.file("b.md")) == ra::test::read_file(markdown));
+  CHECK(ra::test::read_file(copy) == ra::test::read_file(saved));
   const auto json = run_cli({"report", saved, "--json"});
   CHECK(json.code == code);
-  CHECK(json.out == slurp(saved));
+  CHECK(json.out == ra::test::read_file(saved));
 }
 
 }  // namespace

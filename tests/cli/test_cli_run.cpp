@@ -156,13 +156,6 @@ std::string junit_out(const std::string& name) {
   return path;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 TEST_CASE("run --junit --markdown: a reproducible model passes every test case") {
@@ -172,11 +165,11 @@ TEST_CASE("run --junit --markdown: a reproducible model passes every test case")
   const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,det", "--repeats", "2", "--junit",
                           junit, "--markdown", dir.file("summary.md"), "--quiet"});
   CHECK(r.code == 0);
-  const std::string x = slurp(junit);
+  const std::string x = ra::test::read_file(junit);
   CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\">") != std::string::npos);
   CHECK(x.find("<testcase classname=\"m.pt\" name=\"default\"/>") != std::string::npos);
   CHECK(x.find("<testcase classname=\"m.pt\" name=\"det\"/>") != std::string::npos);
-  const std::string m = slurp(dir.file("summary.md"));
+  const std::string m = ra::test::read_file(dir.file("summary.md"));
   CHECK(m.rfind("## repro-audit: reproducible (exit 0)\n", 0) == 0);
   CHECK(m.find("| m.pt | det | reproducible | 0/1 (0.00) |") != std::string::npos);
 }
@@ -190,12 +183,12 @@ TEST_CASE("run --junit --markdown: the test-only nondeterministic op fails its t
                           "--load-library", ra::test::test_ops_library(), "--junit", junit, "--markdown",
                           dir.file("summary.md"), "--quiet"});
   CHECK(r.code == 1);
-  const std::string x = slurp(junit);
+  const std::string x = ra::test::read_file(junit);
   CHECK(x.find("tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\"") != std::string::npos);
   CHECK(x.find("<testcase classname=\"nd.pt\" name=\"default\">\n      <failure type=\"diverged\" message=\"divergence rate ") !=
         std::string::npos);
   CHECK(x.find("diverged tensors (1):\n  output float32[8]: ") != std::string::npos);
-  const std::string m = slurp(dir.file("summary.md"));
+  const std::string m = ra::test::read_file(dir.file("summary.md"));
   CHECK(m.rfind("## repro-audit: diverged (exit 1)\n", 0) == 0);
   CHECK(m.find("| nd.pt | default | **diverged** |") != std::string::npos);
   CHECK(m.find("- diverged tensors: `output`") != std::string::npos);
