@@ -72,6 +72,21 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
   return *result;
 }
 
+// The spec of a trial of `config` named `name` in the scratch folder, with its trace file when
+// `trace` (the replay's restart point is recorded whenever --replay is on).
+TrialSpec trial_spec(const RunOptions& o, const ScratchDir& scratch, const Config& config, int repeat,
+                     const std::string& name, bool trace) {
+  TrialSpec spec = base_spec(o);
+  spec.config = config;
+  spec.repeat = repeat;
+  if (o.replay) spec.state_step = o.steps / 2;
+  if (trace) {
+    spec.trace_path = scratch.path() + "/" + name + ".trace.jsonl";
+    spec.trace_capacity = o.trace_capacity;
+  }
+  return spec;
+}
+
 // Runs `repeats` trials of each configuration in its own child, repeat-major (so that --jobs runs
 // different configurations side by side), and returns each configuration's runs and trace files.
 struct Batch {
@@ -86,15 +101,8 @@ Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vecto
   std::vector<std::pair<size_t, int>> where;  // job -> (config, repeat)
   for (int r = 0; r < repeats; ++r)
     for (size_t c = 0; c < configs.size(); ++c) {
-      TrialSpec spec = base_spec(o);
-      spec.config = configs[c];
-      spec.repeat = r;
-      if (o.replay) spec.state_step = o.steps / 2;  // the replay's restart point
       const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
-      if (trace) {
-        spec.trace_path = scratch.path() + "/" + name + ".trace.jsonl";
-        spec.trace_capacity = o.trace_capacity;
-      }
+      const TrialSpec spec = trial_spec(o, scratch, configs[c], r, name, trace);
       trace_paths.push_back(spec.trace_path);
       prepared.push_back(prepare_child(scratch, name, spec, o.timeout_s));
       where.emplace_back(c, r);
@@ -173,13 +181,8 @@ std::vector<std::optional<double>> time_configs(const RunOptions& o, const Scrat
   std::vector<std::optional<double>> medians;
   for (const auto& p : prepared) {
     const auto result = read_result(p.result_path);
-    if (!result || result->status != report::TrialStatus::Ok || result->run_ms.empty()) {
-      medians.push_back(std::nullopt);
-      continue;
-    }
-    std::vector<double> v = result->run_ms;
-    std::sort(v.begin(), v.end());
-    medians.push_back(v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+    const bool ok = result && result->status == report::TrialStatus::Ok;
+    medians.push_back(ok ? report::median(result->run_ms) : std::nullopt);
   }
   return medians;
 }
@@ -193,12 +196,8 @@ void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, co
   std::vector<PreparedChild> prepared;
   std::vector<std::string> traces, captures;
   for (int r = 0; r < kCaptureRuns; ++r) {
-    TrialSpec spec = base_spec(o);
-    spec.config = config;
-    spec.repeat = r;
     const std::string name = fmt::format("{}cap{}-{}", tag, rc.position, r);
-    spec.trace_path = scratch.path() + "/" + name + ".trace.jsonl";
-    spec.trace_capacity = o.trace_capacity;
+    TrialSpec spec = trial_spec(o, scratch, config, r, name, /*trace=*/true);
     spec.capture_order = static_cast<int64_t>(rc.position);
     spec.capture_path = scratch.path() + "/" + name + ".capture.pt";
     traces.push_back(spec.trace_path);

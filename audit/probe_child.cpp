@@ -133,10 +133,7 @@ TrialResult run_one(const probes::Probe& probe, const TrialSpec& spec, const c10
     } catch (const std::exception&) {
       // The recorded run succeeded; time what did run, or keep the recorded run's time.
     }
-    if (!times.empty()) {
-      std::sort(times.begin(), times.end());
-      r.wall_ms = times[times.size() / 2];
-    }
+    if (const auto m = report::median(std::move(times))) r.wall_ms = *m;
     (void)alerts.take();
   }
   return r;

@@ -8,6 +8,7 @@
 // held: records, tensor digests and memory.
 #include "audit/child_support.h"
 #include "audit/trace.h"
+#include "reports/model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -67,11 +68,6 @@ torch::jit::Module resnet_like(const c10::Device& device, int64_t width) {
   return m;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,7 +112,7 @@ int main(int argc, char** argv) {
   }
   size_t digests = 0;
   for (const auto& r : last.records) digests += r.inputs.size() + r.outputs.size();
-  const double a = median(plain), b = median(with_trace);
+  const double a = *ra::report::median(plain), b = *ra::report::median(with_trace);
   std::printf("Trace overhead, ResNet-like training step on %s (batch %lld, 3x32x32, %lld/%lld channels; %d intra-op threads)\n",
               device.str().c_str(), static_cast<long long>(batch), static_cast<long long>(width),
               static_cast<long long>(2 * width), at::get_num_threads());

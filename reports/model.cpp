@@ -58,14 +58,18 @@ const char* to_string(ReplayVerdict v) {
   return "?";
 }
 
+std::optional<double> median(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 std::optional<double> median_wall_ms(const ConfigResult& config) {
   std::vector<double> ms;
   for (const auto& t : config.trials)
     if (t.status == TrialStatus::Ok) ms.push_back(t.wall_ms);
-  if (ms.empty()) return std::nullopt;
-  std::sort(ms.begin(), ms.end());
-  const size_t n = ms.size();
-  return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  return median(std::move(ms));
 }
 
 std::optional<double> cost_ratio(const Target& target, size_t i) {

@@ -276,6 +276,8 @@ struct Report {
   double wall_ms = 0;  // timing
 };
 
+// The median of `values` (the mean of the middle two for an even count), nullopt when empty.
+std::optional<double> median(std::vector<double> values);
 // Median wall time of a configuration's completed trials (a timing figure), nullopt when none.
 std::optional<double> median_wall_ms(const ConfigResult& config);
 // Probes faster than this are too fast for their times to be compared across processes.
