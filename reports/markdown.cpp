@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // A compact Markdown summary for CI job pages (GitHub's $GITHUB_STEP_SUMMARY): the verdict and
 // exit code, a table of target x configuration, then for each diverged configuration its root
-// causes and cheapest fix, the configuration dependence and restart-replay of each target, and the
-// alert census of a probe suite. It is deterministic apart from the fix costs, which are measured
-// and say so.
+// causes and minimal fixes, the configuration dependence and restart-replay of each target, and
+// the alert census of a probe suite.
+//
+// Determinism: everything above the final "Timing" section is a function of the results alone
+// (minimal fixes are listed in candidate order). The measured figures - the audit's wall time and
+// each fix's cost, hence which fix is cheapest - sit between the kTimingBegin and kTimingEnd
+// comment lines at the end, invisible when rendered, so two audits with the same results differ
+// only there.
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -69,6 +74,8 @@ const FixCandidate* cheapest(const FixSearch& f) {
   return best;
 }
 
+std::string cost_cell(const std::optional<double>& ratio) { return ratio ? fmt::format("{:.2f}x", *ratio) : "-"; }
+
 void fence(std::string& out, const char* lang, const std::string& text) {
   size_t longest = 2;
   for (size_t at = text.find("```"); at != std::string::npos; at = text.find("```", at + 1)) {
@@ -109,15 +116,35 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   }
   if (!c.fix_search) return;
   const FixSearch& f = *c.fix_search;
-  if (const FixCandidate* fix = cheapest(f)) {
-    out += fmt::format("- cheapest fix: {}{}\n", code(fix->config),
-                       fix->cost_ratio ? fmt::format(" (measured cost {:.2f}x the run time of {})", *fix->cost_ratio, md(f.from)) : "");
-    fence(out, "cpp", fix->cpp);
-    fence(out, "python", fix->python);
+  for (const size_t i : f.best) {
+    const FixCandidate& fix = f.candidates[i];
+    out += fmt::format("- minimal fix: {}\n", code(fix.config));
+    fence(out, "cpp", fix.cpp);
+    fence(out, "python", fix.python);
   }
   out += fmt::format("- {}\n", md(f.conclusion));
   for (const auto& n : f.no_deterministic)
     out += fmt::format("- {} has no deterministic implementation here{}\n", code(n.op), n.advice.empty() ? "" : ": " + md(n.advice));
+}
+
+// The measured part: the audit's wall time, then per diverged configuration with a fix search the
+// cheapest minimal fix and the cost of every candidate that was timed.
+void timing(std::string& out, const Report& r) {
+  out += fmt::format("\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kMarkdownTimingBegin, r.wall_ms / 1000);
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs) {
+      if (!c.fix_search) continue;
+      const FixSearch& f = *c.fix_search;
+      out += fmt::format("\n**{} · {}**", md(t.name), md(c.name));
+      if (const FixCandidate* fix = cheapest(f))
+        out += fmt::format(": cheapest fix {}{}", code(fix->config),
+                           fix->cost_ratio ? fmt::format(" at {:.2f}x the run time of {}", *fix->cost_ratio, md(f.from)) : " (not measured)");
+      out += "\n\n| candidate | verdict | median | cost |\n|---|---|---|---|\n";
+      for (const auto& cand : f.candidates)
+        out += fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
+                           cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand.cost_ratio));
+    }
+  out += fmt::format("{}\n", kMarkdownTimingEnd);
 }
 
 }  // namespace
@@ -168,6 +195,7 @@ std::string render_markdown(const Report& r) {
       out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
     }
   }
+  timing(out, r);
   return out;
 }
 

@@ -153,7 +153,7 @@ struct FixSearch {
   int repeats = 0;                   // traced repeats per candidate
   int timed_runs = 0;                // timed runs per timing child (after one warm-up run)
   std::vector<FixCandidate> candidates;  // singles in switch-table order, then combined, then reductions
-  std::vector<size_t> best;          // minimal fixing candidates, cheapest first (ties: candidate order)
+  std::vector<size_t> best;          // minimal fixing candidates, in candidate order (cost order is a timing figure)
   std::vector<NoDeterministicImplementation> no_deterministic;
   std::string conclusion;            // one sentence
   std::optional<double> baseline_median_ms;  // timing

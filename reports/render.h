@@ -23,7 +23,10 @@ std::string render_probes_text(const Report& report);
 // configuration dependence and restart-replay); no time attributes (share/schema/junit.xsd).
 std::string render_junit(const Report& report);
 
-// Markdown summary for CI job pages; deterministic apart from the measured fix costs.
+// Markdown summary for CI job pages. Everything measured (wall time, fix costs, the cheapest fix)
+// sits in a final section between these two comment lines; the rest depends on the results only.
+inline constexpr const char* kMarkdownTimingBegin = "<!-- repro-audit:timing:begin -->";
+inline constexpr const char* kMarkdownTimingEnd = "<!-- repro-audit:timing:end -->";
 std::string render_markdown(const Report& report);
 
 // A tensor's divergence statistics: one text line ("1/6 elements differ, first at [0,2], ...") and

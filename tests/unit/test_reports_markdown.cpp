@@ -4,7 +4,7 @@
 
 #include <doctest/doctest.h>
 
-TEST_CASE("render_markdown: verdict line, table, root cause and the cheapest fix") {
+TEST_CASE("render_markdown: verdict line, table, root cause and the minimal fixes") {
   const std::string m = ra::report::render_markdown(ra::test::every_verdict_report(10));
   CHECK(m.rfind("## repro-audit: diverged, configuration-dependent (exit 1)\n", 0) == 0);
   CHECK(m.find("| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n") != std::string::npos);
@@ -15,7 +15,7 @@ TEST_CASE("render_markdown: verdict line, table, root cause and the cheapest fix
   CHECK(m.find("- diverged tensors: `output`") != std::string::npos);
   CHECK(m.find("- root cause: `aten::index_add` (backward, step 1, in `IndexAddBackward0` of `aten::index_add`) at `model.py:5` "
                "in `enc`; 2/2 runs") != std::string::npos);
-  CHECK(m.find("- cheapest fix: `default+deterministic=on` (measured cost 1.25x the run time of default)") != std::string::npos);
+  CHECK(m.find("- minimal fix: `default+deterministic=on`\n") != std::string::npos);
   CHECK(m.find("  ```cpp\n  torch::globalContext().setDeterministicAlgorithms(true, false);\n  ```\n") != std::string::npos);
   CHECK(m.find("  ```python\n  torch.use_deterministic_algorithms(True)\n  ```\n") != std::string::npos);
   CHECK(m.find("**m\\<1\\>&amp;\"'.pt · strict: raised**\n\n- index\\_add\\_cpu\\_ does not have") != std::string::npos);
@@ -24,15 +24,28 @@ TEST_CASE("render_markdown: verdict line, table, root cause and the cheapest fix
   CHECK(m.find("restart-replay under default: diverged**") != std::string::npos);
 }
 
-TEST_CASE("render_markdown: deterministic apart from the measured cost") {
-  std::string a = ra::report::render_markdown(ra::test::every_verdict_report(10));
-  std::string b = ra::report::render_markdown(ra::test::every_verdict_report(20));
+TEST_CASE("render_markdown: measured figures only in the final timing section") {
+  const std::string a = ra::report::render_markdown(ra::test::every_verdict_report(10));
+  const std::string b = ra::report::render_markdown(ra::test::every_verdict_report(20));
   CHECK(a != b);
-  const auto strip = [](std::string s) {
-    const size_t at = s.find("(measured cost ");
-    return s.erase(at, s.find(')', at) - at);
+  const auto split = [](const std::string& s) {
+    const size_t begin = s.find(ra::report::kMarkdownTimingBegin);
+    const size_t end = s.find(ra::report::kMarkdownTimingEnd);
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    CHECK(s.find(ra::report::kMarkdownTimingBegin, begin + 1) == std::string::npos);
+    CHECK(s.substr(end) == std::string(ra::report::kMarkdownTimingEnd) + "\n");  // the section ends the document
+    return std::pair{s.substr(0, begin), s.substr(begin, end - begin)};
   };
-  CHECK(strip(a) == strip(b));
+  const auto [body_a, timing_a] = split(a);
+  const auto [body_b, timing_b] = split(b);
+  CHECK(body_a == body_b);
+  CHECK(timing_a != timing_b);
+  CHECK(body_a.find("cost") == std::string::npos);
+  CHECK(timing_a.find("**m\\<1\\>&amp;\"'.pt · default**: cheapest fix `default+deterministic=on` at 1.25x the run time of default") !=
+        std::string::npos);
+  CHECK(timing_a.find("| `default+deterministic=on` | reproducible | 12.5 ms | 1.25x |") != std::string::npos);
+  CHECK(timing_a.find("Audit wall time: ") != std::string::npos);
 }
 
 TEST_CASE("render_markdown: the alert census of a probe report") {
