@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Keeps the documented CI recipes honest: every YAML recipe (docs/ci/*.yml and the yaml blocks
+of README.md and docs/CI.md) must parse, and every `repro-audit` command in it must name a real
+subcommand and only options that subcommand's --help lists. The structure a CI system needs is
+checked too: GitHub jobs have steps, GitLab jobs have a script, and every JUnit file a command
+writes is published (GitLab `artifacts:reports:junit`, or a GitHub step that reads it).
+
+usage: check_ci_recipes.py REPRO_AUDIT_BINARY SOURCE_DIR
+"""
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+import yaml
+
+failures = []
+
+
+def fail(where, message):
+    failures.append(f"{where}: {message}")
+
+
+def help_text(binary, sub, cache={}):
+    if sub not in cache:
+        p = subprocess.run([binary, sub, "--help"], capture_output=True, text=True, timeout=60)
+        # CLI11 prints the top-level help for `repro-audit nosuch --help`: a subcommand's own help
+        # has its usage line.
+        ok = p.returncode == 0 and f"Usage: {pathlib.Path(binary).name} {sub} " in p.stdout
+        cache[sub] = p.stdout if ok else None
+    return cache[sub]
+
+
+def commands(shell):
+    """The repro-audit invocations in a shell snippet, as token lists."""
+    shell = shell.replace("\\\n", " ")
+    for line in shell.splitlines():
+        for part in re.split(r"&&|\|\||;|\|", line):
+            try:
+                tokens = shlex.split(part, comments=True)
+            except ValueError:
+                continue
+            if "repro-audit" in tokens:
+                yield tokens[tokens.index("repro-audit"):]
+
+
+def check_command(binary, where, tokens, variables):
+    expanded = []
+    for t in tokens:
+        m = re.fullmatch(r"\$\{?(\w+)\}?", t)
+        expanded += shlex.split(variables[m.group(1)]) if m and m.group(1) in variables else [t]
+    if len(expanded) < 2:
+        return fail(where, "repro-audit without a subcommand")
+    sub = expanded[1]
+    text = help_text(binary, sub)
+    if text is None:
+        return fail(where, f"unknown subcommand '{sub}'")
+    for t in expanded[2:]:
+        if t.startswith("--"):
+            option = t.split("=", 1)[0]
+            if not re.search(r"(?<![\w-])" + re.escape(option) + r"(?![\w-])", text):
+                fail(where, f"'repro-audit {sub}' has no option {option}")
+    for i, t in enumerate(expanded):
+        if t == "--junit" and i + 1 < len(expanded):
+            yield expanded[i + 1]
+
+
+def github(binary, where, doc):
+    jobs = doc.get("jobs")
+    if not isinstance(jobs, dict) or not jobs:
+        return fail(where, "no jobs")
+    for name, job in jobs.items():
+        steps = job.get("steps")
+        if not steps:
+            fail(f"{where} job {name}", "no steps")
+            continue
+        published = " ".join(yaml.safe_dump(s.get("with", {})) for s in steps)
+        for step in steps:
+            for junit in check_command_all(binary, f"{where} job {name}", step.get("run", ""), {}):
+                if junit not in published:
+                    fail(f"{where} job {name}", f"JUnit file {junit} is written but never published")
+
+
+def gitlab(binary, where, doc):
+    variables = {k: str(v) for k, v in (doc.get("variables") or {}).items()}
+    jobs = {k: v for k, v in doc.items() if isinstance(v, dict) and ("script" in v or "extends" in v)}
+    if not jobs:
+        return fail(where, "no jobs")
+    for name, job in jobs.items():
+        script = job.get("script")
+        if script is None:
+            continue  # inherits its script through extends
+        junit_reports = ((job.get("artifacts") or {}).get("reports") or {}).get("junit")
+        junit_reports = [junit_reports] if isinstance(junit_reports, str) else (junit_reports or [])
+        for line in script:
+            for junit in check_command_all(binary, f"{where} job {name}", line, variables):
+                if junit not in junit_reports:
+                    fail(f"{where} job {name}", f"JUnit file {junit} is written but not in artifacts:reports:junit")
+
+
+def check_command_all(binary, where, shell, variables):
+    found = []
+    for tokens in commands(shell):
+        found += list(check_command(binary, where, tokens, variables))
+    return found
+
+
+def check_doc(binary, where, doc):
+    if not isinstance(doc, (dict, list)):
+        return fail(where, "not a YAML mapping")
+    if isinstance(doc, list):  # a fragment: a list of GitHub steps
+        for step in doc:
+            check_command_all(binary, where, step.get("run", "") if isinstance(step, dict) else "", {})
+    elif "jobs" in doc:
+        github(binary, where, doc)
+    else:
+        gitlab(binary, where, doc)
+
+
+def main():
+    binary, source = sys.argv[1], pathlib.Path(sys.argv[2])
+    recipes = sorted((source / "docs" / "ci").glob("*.yml"))
+    if len(recipes) < 2:
+        fail("docs/ci", "expected the GitHub Actions and GitLab CI recipes")
+    count = 0
+    for path in recipes:
+        where = str(path.relative_to(source))
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as e:
+            fail(where, f"not valid YAML: {e}")
+            continue
+        check_doc(binary, where, doc)
+        count += 1
+    for md in ["README.md", "docs/CI.md"]:
+        text = (source / md).read_text()
+        for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, re.S)):
+            try:
+                doc = yaml.safe_load(block)
+            except yaml.YAMLError as e:
+                fail(f"{md} yaml block {n}", f"not valid YAML: {e}")
+                continue
+            check_doc(binary, f"{md} yaml block {n}", doc)
+            count += 1
+        for n, block in enumerate(re.findall(r"```(?:sh|bash|console)\n(.*?)```", text, re.S)):
+            shell = "\n".join(l[2:] if l.startswith("$ ") else l for l in block.splitlines() if not l.startswith("#"))
+            check_command_all(binary, f"{md} shell block {n}", shell, {})
+    for f in failures:
+        print(f, file=sys.stderr)
+    print(f"checked {count} YAML documents: {len(failures)} problems")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
