@@ -4,6 +4,7 @@
 #include "audit/child_support.h"
 #include "audit/errors.h"
 #include "audit/files.h"
+#include "audit/python_pickle.h"
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -49,14 +50,12 @@ c10::IValue load_torch_file(const std::string& path) {
   const std::vector<char> bytes(text.begin(), text.end());
   try {
     return torch::jit::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    // LibTorch's unpickler turns collections.OrderedDict into None (it expects one only as a
-    // tensor's unused backward hooks), so a Python state_dict() saved as is cannot be read.
-    if (text.find("collections\nOrderedDict\n") != std::string::npos)
-      throw InputError(fmt::format("file '{}' cannot be read by LibTorch: it holds a collections.OrderedDict (as "
-                                   "Python's state_dict() returns); save dict(state_dict) instead",
-                                   path));
-    throw InputError(fmt::format("file '{}' is not a torch.save file: {}", path, error_text(e)));
+  } catch (const std::exception&) {
+    // LibTorch's unpickler reads only what LibTorch writes and a subset of Python's pickles: it
+    // turns collections.OrderedDict into None, so Python's state_dict() files fail. Those are read
+    // by our own interpreter of the subset torch.save writes (audit/python_pickle.h), whose error
+    // names the first thing it cannot read.
+    return load_python_pickle(path, text);
   }
 }
 

@@ -169,3 +169,68 @@ TEST_CASE("diff: bad inputs exit 3 with one line and no report") {
   ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("a.pt"), "--report", "/nonexistent/dir/r.json"}, 2,
                          "does not exist");
 }
+
+// Files written by Python's torch.save (tests/data/make_state_dicts.py): what users diff most.
+std::string data_file(const std::string& name) { return std::string(RA_TEST_DATA) + "/" + name; }
+
+TEST_CASE("diff: Python state_dict() files, OrderedDict and all") {
+  const auto same = run_cli({"diff", data_file("state_dict_a.pt"), data_file("state_dict_a.pt"), "--json"});
+  REQUIRE_MESSAGE(same.code == 0, same.err);
+  const json s = json::parse(same.out);
+  std::vector<std::string> names;
+  for (const auto& e : s["entries"]) names.push_back(e["name"]);
+  CHECK(names == std::vector<std::string>{"0.bias", "0.weight", "1.bias", "1.num_batches_tracked", "1.running_mean",
+                                          "1.running_var", "1.weight", "2.bias", "2.weight"});
+  CHECK((*entry(s, "0.weight"))["dtype"] == "float32");
+  CHECK((*entry(s, "0.weight"))["shape"] == json::array({3, 4}));
+  CHECK((*entry(s, "1.num_batches_tracked"))["dtype"] == "int64");
+  CHECK((*entry(s, "1.num_batches_tracked"))["shape"] == json::array());
+  CHECK((*entry(s, "2.weight"))["dtype"] == "float64");
+
+  const auto d = run_cli({"diff", data_file("state_dict_a.pt"), data_file("state_dict_b.pt"), "--json"});
+  CHECK(d.code == 1);
+  const json dd = json::parse(d.out);
+  const json& w = *entry(dd, "0.weight");
+  CHECK(w["status"] == "differs");
+  CHECK(w["stats"]["differing"] == 1);
+  CHECK(w["stats"]["first_index_nd"] == json::array({1, 2}));
+  CHECK(w["stats"]["max_ulp"] == 1.0);
+  CHECK((*entry(dd, "2.bias"))["stats"]["differing"] == 2);
+  CHECK((*entry(dd, "2.bias"))["stats"]["max_abs_diff"] == doctest::Approx(0.5));
+  CHECK((*entry(dd, "1.running_var"))["status"] == "identical");
+  CHECK(dd["summary"]["differ"] == 2);
+  CHECK(dd["summary"]["identical"] == 7);
+}
+
+TEST_CASE("diff: nested Python containers and a view into a larger storage") {
+  const auto r = run_cli({"diff", data_file("nested.pt"), data_file("nested.pt"), "--json"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const json doc = json::parse(r.out);
+  CHECK(doc["entries"].size() == 12);
+  REQUIRE(entry(doc, "extra/0") != nullptr);
+  CHECK((*entry(doc, "extra/0"))["shape"] == json::array({2, 2}));
+  CHECK((*entry(doc, "extra/1/0"))["dtype"] == "int64");
+  CHECK((*entry(doc, "extra/1/1"))["dtype"] == "bool");
+  CHECK(entry(doc, "model/0.weight") != nullptr);
+  // The view's values, not its storage's: the same bits as a C++ tensor holding 2, 3, 4, 5.
+  ra::test::TempDir dir;
+  c10::impl::GenericDict extra(c10::StringType::get(), c10::AnyType::get());
+  extra.insert("0", at::arange(2, 6, at::TensorOptions(at::kFloat)).view({2, 2}));
+  ra::test::save_value(dir.file("view.pt"), extra);
+  const auto v = run_cli({"diff", data_file("nested.pt"), dir.file("view.pt"), "--json"});
+  CHECK(v.code == 1);  // the other entries are only in A
+  CHECK((*entry(json::parse(v.out), "extra/0"))["status"] == "only-a");
+  c10::impl::GenericDict top(c10::StringType::get(), c10::AnyType::get());
+  c10::List<at::Tensor> list;
+  list.push_back(extra.at("0").toTensor());
+  top.insert("extra", list);
+  ra::test::save_value(dir.file("view2.pt"), top);
+  const json v2 = json::parse(run_cli({"diff", data_file("nested.pt"), dir.file("view2.pt"), "--json"}).out);
+  CHECK((*entry(v2, "extra/0"))["status"] == "identical");
+}
+
+TEST_CASE("diff: a Python file holding a class repro-audit does not read") {
+  ra::test::TempDir dir;
+  ra::test::expect_error(dir, {"diff", data_file("foreign_class.pt"), data_file("foreign_class.pt")}, 3,
+                         "file '" + data_file("foreign_class.pt") + "' holds a datetime.date, which repro-audit cannot read");
+}
