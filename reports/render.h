@@ -26,6 +26,11 @@ std::string render_junit(const Report& report);
 // Markdown summary for CI job pages; deterministic apart from the measured fix costs.
 std::string render_markdown(const Report& report);
 
+// A self-contained HTML page (inline CSS, JS and SVG; no network fetches). Every clock figure is
+// inside one block between the lines "<!-- timing:begin -->" and "<!-- timing:end -->"; outside it,
+// two audits with the same results give the same bytes (reports/html.cpp).
+std::string render_html(const Report& report);
+
 // A tensor's divergence statistics: one text line ("1/6 elements differ, first at [0,2], ...") and
 // the JSON object reports carry.
 std::string stats_text(const DivergenceStats& s);
