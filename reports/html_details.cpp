@@ -52,7 +52,8 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   if (c.allowed_by)
     out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry, esc(c.allowed_by->reason),
                        c.allowed_by->expires.empty() ? "" : fmt::format(" (expires {})", esc(c.allowed_by->expires)));
-  if (!c.message.empty()) out += message(c.message) + "\n";
+  // A diverged configuration's message only counts the repeats, as the line above does.
+  if (!c.message.empty() && c.verdict != Verdict::Diverged) out += message(c.message) + "\n";
   if (!c.diverged_tensors.empty()) {
     out += fmt::format("<p>{} from the reference repeat:</p>\n", plural(c.diverged_tensors.size(), "tensor differs", "tensors differ"));
     tensor_table(out, c.diverged_tensors, "diverged-tensor", true);
