@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit report IN.json`: re-render a saved report (from `run` or `probes`) as the text
-// summary, the JSON, JUnit XML or Markdown, exactly as the audit that wrote it would have. Exits
+// summary, the JSON, JUnit XML, Markdown or HTML, exactly as the audit that wrote it would have. Exits
 // with the report's own exit code; 3 when IN.json is unreadable, not JSON, not a report, or of a
 // schema version this build does not read (nothing is written then).
 #include "audit/errors.h"
@@ -19,7 +19,7 @@ namespace {
 
 struct ReportArgs {
   std::string input;
-  AuditArgs out;  // only report, junit, markdown and json are used
+  AuditArgs out;  // only report, junit, markdown, html and json are used
 };
 
 report::Report read_report(const std::string& path) {
@@ -41,7 +41,7 @@ report::Report read_report(const std::string& path) {
 }
 
 int execute(const ReportArgs& a) {
-  for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown})
+  for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown, &a.out.html})
     if (!path->empty()) check_writable_target(*path);
   // The whole report is read before anything is written: no output on any error.
   // The saved report already carries its allowlist decisions: none is applied again.
@@ -55,6 +55,7 @@ Action attach_report(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("input", a->input, "JSON report written by run or probes (--report)")->required();
   sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically)");
   sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
+  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
   sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
   return [a] { return execute(*a); };

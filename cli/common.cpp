@@ -46,6 +46,7 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--report", a.report, "write the JSON report here (atomically)");
   sub.add_option("--junit", a.junit, "write a JUnit XML report here (atomically; one test case per target x configuration)");
   sub.add_option("--markdown", a.markdown, "write a Markdown summary here (atomically; e.g. $GITHUB_STEP_SUMMARY)");
+  sub.add_option("--html", a.html, "write a self-contained HTML report here (atomically; opens from disk, fetches nothing)");
   sub.add_flag("--json", a.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--jobs,-j", a.jobs, "child processes run at once")->check(CLI::PositiveNumber)->capture_default_str();
   sub.add_option("--timeout", a.timeout, help.timeout)->check(CLI::PositiveNumber)->capture_default_str();
@@ -79,7 +80,7 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.load_libraries = a.libraries;
   o.command = global.argv;
   o.progress = !global.quiet && isatty(STDERR_FILENO);
-  for (const std::string* path : {&a.report, &a.junit, &a.markdown})
+  for (const std::string* path : {&a.report, &a.junit, &a.markdown, &a.html})
     if (!path->empty()) check_writable_target(*path);
 }
 
@@ -88,6 +89,7 @@ int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& a
   if (!a.report.empty()) write_file_atomic(a.report, report::render_json(rep));
   if (!a.junit.empty()) write_file_atomic(a.junit, report::render_junit(rep));
   if (!a.markdown.empty()) write_file_atomic(a.markdown, report::render_markdown(rep));
+  if (!a.html.empty()) write_file_atomic(a.html, report::render_html(rep));
   const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
   std::fputs(out.c_str(), stdout);
   return rep.exit_code;

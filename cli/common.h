@@ -23,6 +23,7 @@ struct AuditArgs {
   std::string report;
   std::string junit;     // --junit FILE
   std::string markdown;  // --markdown FILE
+  std::string html;      // --html FILE
   bool json = false;
   int jobs = 1;
   double timeout = 600;
@@ -37,13 +38,13 @@ struct AuditHelp {
   std::string library;          // what --load-library is for
 };
 
-// Registers --device, --repeats, --configs, --report, --junit, --markdown, --json, --jobs, --timeout, --seed and
+// Registers --device, --repeats, --configs, --report, --junit, --markdown, --html, --json, --jobs, --timeout, --seed and
 // --load-library on `sub`, storing into `a`.
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 
 // Fills the shared options from the arguments: the device, repeats, configurations (`defaults`
 // when --configs is not given), jobs, timeout, seed, libraries, argv and progress; checks the
-// --report, --junit and --markdown folders. Throws UsageError.
+// --report, --junit, --markdown and --html folders. Throws UsageError.
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults);
 
@@ -57,7 +58,7 @@ AllowlistOption load_allowlist_option(const std::string& path);
 // Registers --allowlist FILE on `sub`, storing into `path`.
 void add_allowlist_option(CLI::App& sub, std::string& path);
 
-// Applies the allowlist (if any), writes the JSON, JUnit and Markdown reports (each atomically)
+// Applies the allowlist (if any), writes the JSON, JUnit, Markdown and HTML reports (each atomically)
 // where asked, prints the summary (or the JSON with --json) on stdout, and returns the report's
 // exit code.
 int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow);

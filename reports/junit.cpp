@@ -13,6 +13,7 @@
 // results give the same bytes. Text is escaped for XML 1.0: markup characters become entities,
 // control characters XML cannot carry become U+FFFD, as do bytes that are not UTF-8.
 #include "reports/render.h"
+#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,51 +27,7 @@ namespace {
 void append_char(std::string& out, uint32_t cp) {
   const bool allowed = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
                        (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
-  if (!allowed) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// Decodes one UTF-8 sequence at s[i]; returns its length, setting cp (U+FFFD and length 1 when
-// the bytes there are not well-formed UTF-8).
-size_t decode(const std::string& s, size_t i, uint32_t& cp) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  size_t len = 0;
-  uint32_t min = 0;
-  if (c < 0x80) {
-    cp = c;
-    return 1;
-  }
-  if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F, min = 0x80;
-  else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F, min = 0x800;
-  else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07, min = 0x10000;
-  if (len == 0 || i + len > s.size()) {
-    cp = 0xFFFD;
-    return 1;
-  }
-  for (size_t k = 1; k < len; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) {
-      cp = 0xFFFD;
-      return 1;
-    }
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if (cp < min || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) cp = 0xFFFD;
-  return len;
+  append_utf8(out, allowed ? cp : 0xFFFD);
 }
 
 enum class Context { Text, Attribute };
@@ -82,7 +39,7 @@ std::string xml(const std::string& s, Context where = Context::Attribute) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     uint32_t cp = 0;
-    i += decode(s, i, cp);
+    i += decode_utf8(s, i, cp);
     switch (cp) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

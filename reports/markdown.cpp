@@ -130,7 +130,7 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
 // The measured part: the audit's wall time, then per diverged configuration with a fix search the
 // cheapest minimal fix and the cost of every candidate that was timed.
 void timing(std::string& out, const Report& r) {
-  out += fmt::format("\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kMarkdownTimingBegin, r.wall_ms / 1000);
+  out += fmt::format("\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   for (const auto& t : r.targets)
     for (const auto& c : t.configs) {
       if (!c.fix_search) continue;
@@ -144,7 +144,7 @@ void timing(std::string& out, const Report& r) {
         out += fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
                            cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand.cost_ratio));
     }
-  out += fmt::format("{}\n", kMarkdownTimingEnd);
+  out += fmt::format("{}\n", kTimingEnd);
 }
 
 }  // namespace

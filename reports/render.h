@@ -23,11 +23,19 @@ std::string render_probes_text(const Report& report);
 // configuration dependence and restart-replay); no time attributes (share/schema/junit.xsd).
 std::string render_junit(const Report& report);
 
-// Markdown summary for CI job pages. Everything measured (wall time, fix costs, the cheapest fix)
-// sits in a final section between these two comment lines; the rest depends on the results only.
-inline constexpr const char* kMarkdownTimingBegin = "<!-- repro-audit:timing:begin -->";
-inline constexpr const char* kMarkdownTimingEnd = "<!-- repro-audit:timing:end -->";
+// The Markdown summary and the HTML page write every clock figure inside one block at their end,
+// between these two lines (each once); outside it, two audits with the same results give the same
+// bytes.
+inline constexpr const char* kTimingBegin = "<!-- timing:begin -->";
+inline constexpr const char* kTimingEnd = "<!-- timing:end -->";
+
+// Markdown summary for CI job pages; its timing block holds the wall time, the cheapest fix and
+// every fix candidate's cost.
 std::string render_markdown(const Report& report);
+
+// A self-contained HTML page (inline CSS, JS and SVG; no network fetches); its timing block is a
+// <section id="timing"> (reports/html.cpp).
+std::string render_html(const Report& report);
 
 // A tensor's divergence statistics: one text line ("1/6 elements differ, first at [0,2], ...") and
 // the JSON object reports carry.

@@ -6,7 +6,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
 foreach(f bin/repro-audit share/man/man1/repro-audit.1 share/repro-audit/schema/report-v1.schema.json
-        share/repro-audit/schema/junit.xsd share/repro-audit/knowledge/ops.json
+        share/repro-audit/schema/junit.xsd share/repro-audit/knowledge/ops.json share/repro-audit/html/report.css
         share/bash-completion/completions/repro-audit share/zsh/site-functions/_repro-audit)
   if(NOT EXISTS "${PREFIX}/${f}")
     message(FATAL_ERROR "missing after install: ${f}")
@@ -39,7 +39,7 @@ if(NOT rc EQUAL 0)
 endif()
 file(READ "${PREFIX}/share/bash-completion/completions/repro-audit" bash_completion)
 file(READ "${PREFIX}/share/zsh/site-functions/_repro-audit" zsh_completion)
-foreach(word "compgen -W \"run " " diff " "--trace" "--replay-omit" "--only" "--junit")
+foreach(word "compgen -W \"run " " diff " "--trace" "--replay-omit" "--only" "--junit" "--html")
   string(FIND "${bash_completion}" "${word}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "bash completion lacks '${word}'")

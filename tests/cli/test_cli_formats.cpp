@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tool's own output is deterministic: two audits with the same results write byte-identical
-// JSON, JUnit and Markdown, apart from their separated timing sections (JSON: the last top-level
-// key "timing"; Markdown: the part between its timing marker comments; JUnit has none).
+// JSON, HTML, JUnit and Markdown, apart from their separated timing sections (JSON: the last
+// top-level key "timing"; HTML and Markdown: the block between the kTimingBegin and kTimingEnd
+// lines; JUnit has none).
 #include "reports/render.h"
 #include "tests/cli/harness.h"
 
@@ -16,7 +17,7 @@ namespace {
 using ra::test::run_cli;
 
 struct Outputs {
-  std::string json, junit, markdown;
+  std::string json, html, junit, markdown;
 };
 
 // The JSON report without its "timing" object, which must be its last key.
@@ -42,13 +43,13 @@ std::string without_section(const std::string& s, const std::string& begin, cons
 // line is part of the report), and returns what it wrote.
 Outputs audit(const ra::test::TempDir& dir, std::vector<std::string> args, int code) {
   for (const auto& [flag, name] : std::vector<std::pair<std::string, std::string>>{
-           {"--report", "r.json"}, {"--junit", "r.xml"}, {"--markdown", "r.md"}})
+           {"--report", "r.json"}, {"--html", "r.html"}, {"--junit", "r.xml"}, {"--markdown", "r.md"}})
     args.insert(args.end(), {flag, dir.file(name)});
   args.push_back("--quiet");
   const auto r = run_cli(args);
   CHECK_MESSAGE(r.code == code, r.err);
-  return {ra::test::read_file(dir.file("r.json")), ra::test::read_file(dir.file("r.xml")),
-          ra::test::read_file(dir.file("r.md"))};
+  return {ra::test::read_file(dir.file("r.json")), ra::test::read_file(dir.file("r.html")),
+          ra::test::read_file(dir.file("r.xml")), ra::test::read_file(dir.file("r.md"))};
 }
 
 // Equal, or a failure that shows where the two documents part.
@@ -63,11 +64,14 @@ void check_equal(const char* what, const std::string& a, const std::string& b) {
 void check_same_apart_from_timing(const Outputs& a, const Outputs& b) {
   REQUIRE(!a.json.empty());
   check_equal("JSON reports", json_without_timing(a.json), json_without_timing(b.json));
+  check_equal("HTML pages", without_section(a.html, ra::report::kTimingBegin, ra::report::kTimingEnd),
+              without_section(b.html, ra::report::kTimingBegin, ra::report::kTimingEnd));
   check_equal("JUnit files", a.junit, b.junit);
-  check_equal("Markdown summaries", without_section(a.markdown, ra::report::kMarkdownTimingBegin, ra::report::kMarkdownTimingEnd),
-              without_section(b.markdown, ra::report::kMarkdownTimingBegin, ra::report::kMarkdownTimingEnd));
+  check_equal("Markdown summaries", without_section(a.markdown, ra::report::kTimingBegin, ra::report::kTimingEnd),
+              without_section(b.markdown, ra::report::kTimingBegin, ra::report::kTimingEnd));
   // The timing sections hold real measurements, so they do differ between two audits.
   CHECK(a.json != b.json);
+  CHECK(a.html != b.html);
 }
 
 }  // namespace

@@ -29,12 +29,12 @@ TEST_CASE("render_markdown: measured figures only in the final timing section") 
   const std::string b = ra::report::render_markdown(ra::test::every_verdict_report(20));
   CHECK(a != b);
   const auto split = [](const std::string& s) {
-    const size_t begin = s.find(ra::report::kMarkdownTimingBegin);
-    const size_t end = s.find(ra::report::kMarkdownTimingEnd);
+    const size_t begin = s.find(ra::report::kTimingBegin);
+    const size_t end = s.find(ra::report::kTimingEnd);
     REQUIRE(begin != std::string::npos);
     REQUIRE(end != std::string::npos);
-    CHECK(s.find(ra::report::kMarkdownTimingBegin, begin + 1) == std::string::npos);
-    CHECK(s.substr(end) == std::string(ra::report::kMarkdownTimingEnd) + "\n");  // the section ends the document
+    CHECK(s.find(ra::report::kTimingBegin, begin + 1) == std::string::npos);
+    CHECK(s.substr(end) == std::string(ra::report::kTimingEnd) + "\n");  // the section ends the document
     return std::pair{s.substr(0, begin), s.substr(begin, end - begin)};
   };
   const auto [body_a, timing_a] = split(a);
