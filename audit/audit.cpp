@@ -274,6 +274,8 @@ report::Report run_audit(const RunOptions& o) {
   target.name = std::filesystem::path(o.model).filename().string();
   target.kind = "model";
   target.path = o.model;
+  target.model_digest = file_digest(o.model, "model");
+  if (!o.input_file.empty()) target.input_digest = file_digest(o.input_file, "input file");
   target.device = o.device;
   target.mode = o.mode;
   target.steps = o.mode == "train" ? o.steps : 0;

@@ -13,6 +13,7 @@
 #include "audit/probe_audit.h"
 
 #include "audit/analysis.h"
+#include "audit/digest_kernel.h"
 #include "audit/errors.h"
 #include "audit/log.h"
 #include "audit/paths.h"
@@ -266,6 +267,8 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     report::Target t;
     t.name = info.name;
     t.kind = "probe";
+    const std::string identity = info.name + "\n" + info.form;
+    t.model_digest = digest_kernel::bytes_digest(identity.data(), identity.size());
     t.device = o.device;
     t.mode = info.direction == probes::Direction::Backward ? "train" : "infer";
     t.seed = o.seed;

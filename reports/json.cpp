@@ -241,6 +241,8 @@ json to_json(const Report& r) {
     targets.push_back({{"name", t.name},
                        {"kind", t.kind},
                        {"path", t.path},
+                       {"model_digest", or_null(t.model_digest)},
+                       {"input_digest", or_null(t.input_digest)},
                        {"device", t.device},
                        {"mode", t.mode},
                        {"steps", t.steps},

@@ -243,6 +243,9 @@ Target target(const Node& n) {
   t.name = n.at("name").str();
   t.kind = n.at("kind").str();
   t.path = n.at("path").str();
+  // Absent from reports written before targets carried their identity.
+  if (n.has("model_digest")) t.model_digest = n.at("model_digest").str_or_null();
+  if (n.has("input_digest")) t.input_digest = n.at("input_digest").str_or_null();
   t.device = n.at("device").str();
   t.mode = n.at("mode").str();
   t.steps = n.at("steps").i32();

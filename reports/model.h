@@ -250,6 +250,12 @@ struct Target {
   std::string name;    // model file name, or probe name
   std::string kind;    // "model" or "probe"
   std::string path;
+  // Content identities, which `--baseline` and `compare` check (audit/baseline.h): a model's is the
+  // digest of its TorchScript archive's bytes, a probe's that of its name and form; input_digest is
+  // the digest of the --input file's bytes ("" for synthetic inputs and probes). "" when unknown
+  // (reports written before these were recorded).
+  std::string model_digest;
+  std::string input_digest;
   std::string device;
   std::string mode;    // infer | train
   int steps = 0;

@@ -56,6 +56,7 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   ra::report::Target t;
   t.name = "m<1>&\"'.pt";
   t.kind = "model";
+  t.model_digest = "0123456789abcdef0123456789abcdef";
   t.device = "cpu";
   t.mode = "train";
   t.steps = 4;

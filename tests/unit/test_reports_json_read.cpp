@@ -112,6 +112,20 @@ TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r)
   }
 }
 
+TEST_CASE("report_from_json: target digests come back, and reports written before them read with none") {
+  auto r = ra::test::every_verdict_report(40);
+  r.targets.front().input_digest = "fedcba9876543210fedcba9876543210";
+  const auto back = ra::report::report_from_json(to_json(r));
+  CHECK(back.targets.front().model_digest == "0123456789abcdef0123456789abcdef");
+  CHECK(back.targets.front().input_digest == "fedcba9876543210fedcba9876543210");
+  json old = to_json(r);
+  old["targets"][0].erase("model_digest");
+  old["targets"][0].erase("input_digest");
+  const auto read = ra::report::report_from_json(old);
+  CHECK(read.targets.front().model_digest.empty());
+  CHECK(read.targets.front().input_digest.empty());
+}
+
 TEST_CASE("report_from_json: timings and non-finite statistics come back") {
   const auto r = ra::test::every_verdict_report(40);
   const auto back = ra::report::report_from_json(to_json(r));
