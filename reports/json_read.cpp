@@ -283,6 +283,50 @@ Census census(const Node& n) {
   return c;
 }
 
+EnvironmentChange change(const Node& n, bool with_affects = true) {
+  return {n.at("key").str(), n.at("baseline").str(), n.at("current").str(), with_affects ? n.at("affects").str() : ""};
+}
+
+std::optional<TensorDigest> tensor_digest(const Node& n, const std::string& name) {
+  if (n.null()) return std::nullopt;
+  return TensorDigest{name, n.at("dtype").str(), n.at("shape").i64s(), n.at("digest").str()};
+}
+
+std::optional<Verdict> opt_verdict(const Node& n) { return n.null() ? std::nullopt : std::optional<Verdict>(verdict(n)); }
+
+BaselineResult baseline_result(const Node& n) {
+  BaselineResult r;
+  r.target = n.at("target").str();
+  r.config = n.at("config").str();
+  const Node status = n.at("status");
+  const auto s = baseline_status_from_string(status.str());
+  if (!s) status.fail(fmt::format("unknown baseline status '{}'", status.str()));
+  r.status = *s;
+  r.baseline_verdict = opt_verdict(n.at("baseline_verdict"));
+  r.current_verdict = opt_verdict(n.at("verdict"));
+  r.reason = n.at("reason").str();
+  r.switch_changes = n.at("switch_changes").list([](const Node& c) { return change(c); });
+  r.explained_by = n.at("explained_by").strings();
+  r.tensors = size_t(n.at("tensors").u64());
+  r.differing = size_t(n.at("differing").u64());
+  r.differing_tensors = n.at("differing_tensors").list([](const Node& t) {
+    const std::string name = t.at("name").str();
+    return BaselineTensor{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name)};
+  });
+  return r;
+}
+
+BaselineComparison baseline(const Node& n) {
+  BaselineComparison b;
+  b.source = n.at("source").str();
+  b.schema = n.at("schema").str();
+  b.tool_version = n.at("tool_version").str();
+  b.changes = n.at("environment_changes").list([](const Node& c) { return change(c); });
+  b.ignored = n.at("ignored_changes").list([](const Node& c) { return change(c, false); });
+  b.results = n.at("results").list(baseline_result);
+  return b;
+}
+
 // timing.trials lists every trial in report order (target, configuration, repeat), as to_json writes it.
 void read_trial_times(const Node& timing, Report& r) {
   const Node list = timing.at("trials");
@@ -354,6 +398,7 @@ Report report_from_json(const json& j) {
   r.environment = root.at("environment").v;  // opaque: whatever the fingerprint held
   r.targets = root.at("targets").list(target);
   if (root.has("census")) r.census = census(root.at("census"));
+  if (root.has("baseline")) r.baseline = baseline(root.at("baseline"));
   r.allowlist_expired = root.at("allowlist_expired").strings();
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();

@@ -120,6 +120,56 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
     out += fmt::format("- {} has no deterministic implementation here{}\n", code(n.op), n.advice.empty() ? "" : ": " + md(n.advice));
 }
 
+std::string tensors_cell(const BaselineResult& b) {
+  if (b.status == BaselineStatus::Missing || b.status == BaselineStatus::Added || b.status == BaselineStatus::Incomparable)
+    return "-";
+  return b.differing == 0 ? fmt::format("{} match", b.tensors) : fmt::format("{}/{} differ", b.differing, b.tensors);
+}
+
+// The comparison with a baseline: the environment changes, a table of the results that are not
+// matches (all of them when few), and details for those that differ.
+void baseline_section(std::string& out, const Report& r) {
+  const BaselineComparison& b = *r.baseline;
+  out += fmt::format("\n### Baseline {}: {}\n\n", code(b.source), md(baseline_counts(b)));
+  std::vector<std::string> ignored;
+  for (const auto& c : b.ignored) ignored.push_back(code(c.key));
+  if (b.changes.empty()) {
+    out += "Environment unchanged since the baseline";
+    if (!ignored.empty()) out += fmt::format(" (ignored differences, which cannot change results: {})", fmt::join(ignored, ", "));
+    out += ".\n\n";
+  } else {
+    out += "| environment change | baseline | current | can affect |\n|---|---|---|---|\n";
+    for (const auto& c : b.changes)
+      out += fmt::format("| {} | {} | {} | {} |\n", code(c.key), md(c.baseline), md(c.current), md(affects_text(c.affects)));
+    if (!ignored.empty()) out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
+    out += "\n";
+  }
+  constexpr size_t kListAllUpTo = 12;
+  const bool all = b.results.size() <= kListAllUpTo;
+  out += "| target | configuration | against the baseline | tensors |\n|---|---|---|---|\n";
+  for (const auto& res : b.results) {
+    if (res.status == BaselineStatus::Match && !all) continue;
+    const bool bad = baseline_failure(r, res) || res.status == BaselineStatus::Explained;
+    out += fmt::format("| {} | {} | {} | {} |\n", md(res.target), md(res.config),
+                       bad ? fmt::format("**{}**", to_string(res.status)) : to_string(res.status), tensors_cell(res));
+  }
+  if (!all) out += "\nMatches are counted above, not listed.\n";
+  bool explained = false;
+  for (const auto& res : b.results) {
+    if (res.status == BaselineStatus::Match) continue;
+    explained = explained || res.status == BaselineStatus::Explained;
+    out += fmt::format("\n- **{} · {}: {}** - {}\n", md(res.target), md(res.config), to_string(res.status), md(res.reason));
+    std::vector<std::string> names;
+    for (const auto& t : res.differing_tensors) names.push_back(code(t.name));
+    if (res.differing > res.differing_tensors.size()) names.push_back(fmt::format("and {} more", res.differing - res.differing_tensors.size()));
+    if (!names.empty()) out += fmt::format("  - differing tensors: {}\n", fmt::join(names, ", "));
+  }
+  if (explained)
+    out += fmt::format("\n> **Explained differences** do not fail the run: the results changed together with the environment. "
+                       "If the new results are the right ones, save the baseline again with {}.\n",
+                       code("--save-baseline " + b.source));
+}
+
 }  // namespace
 
 std::string render_markdown(const Report& r) {
@@ -168,6 +218,7 @@ std::string render_markdown(const Report& r) {
       out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
     }
   }
+  if (r.baseline) baseline_section(out, r);
   return out;
 }
 

@@ -31,6 +31,18 @@ std::string render_markdown(const Report& report);
 std::string stats_text(const DivergenceStats& s);
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 
+// The comparison with a baseline (reports/baseline_text.cpp): the section the text summaries print
+// before their verdict line ("" without one); the counts per status ("1 regression, 2 match");
+// one differing tensor ("output float32[4x8]: 1f2e3d4c5b6a -> 9a0c1b2d3e4f"); what a change can
+// affect ("any device", "cpu", "cuda:0").
+std::string render_baseline_text(const Report& report);
+std::string baseline_counts(const BaselineComparison& baseline);
+std::string baseline_tensor_text(const BaselineTensor& tensor);
+std::string affects_text(const std::string& affects);
+// For the verdict line: ", 1 baseline regression", ", changed with the environment since the
+// baseline", ", matches the baseline"; "" without a baseline.
+std::string baseline_verdict_text(const Report& report);
+
 // The environment fingerprint as aligned "key: value" lines.
 std::string render_environment_text(const nlohmann::ordered_json& env);
 
