@@ -173,11 +173,11 @@ void baseline_section(std::string& out, const Report& r) {
 }  // namespace
 
 std::string render_markdown(const Report& r) {
-  std::string out = fmt::format("## repro-audit: {}{} (exit {})\n\n", to_string(r.verdict),
+  std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", to_string(r.verdict),
                                 std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
                                     ? ", configuration-dependent"
                                     : "",
-                                r.exit_code);
+                                md(baseline_verdict_text(r)), r.exit_code);
   out += "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
   for (const auto& t : r.targets)
     for (const auto& c : t.configs) {

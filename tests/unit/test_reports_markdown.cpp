@@ -55,6 +55,8 @@ TEST_CASE("render_markdown: the baseline section") {
   r.baseline = ra::test::sample_baseline();
   ra::report::finalize(r);
   const std::string m = ra::report::render_markdown(r);
+  CHECK(m.rfind("## repro-audit: diverged, configuration-dependent, 1 baseline regression, 1 nondeterministic against the "
+                "baseline (exit 1)\n", 0) == 0);
   CHECK(m.find("\n### Baseline `golden <1>.json`: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, "
                "1 added, 1 match\n\n| environment change | baseline | current | can affect |\n|---|---|---|---|\n"
                "| `torch.version` | 2.11.0 | 2.12.0 | any device |\n| `cuda.cudnn` | 9.19.0 | 9.20.0 | cuda |\n\n"
