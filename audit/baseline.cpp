@@ -93,7 +93,8 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
   if (b.inputs != c.inputs) return fmt::format("{} with inputs {}, not {}", of, inputs_text(b.inputs), inputs_text(c.inputs));
   if (b.input_digest != c.input_digest) {
     if (b.input_digest.empty()) return fmt::format("{} with synthetic inputs, not an input file", of);
-    if (c.input_digest.empty()) return fmt::format("{} with an input file (digest {}), not synthetic inputs", of, short_digest(b.input_digest));
+    if (c.input_digest.empty())
+      return fmt::format("{} with an input file (digest {}), not synthetic inputs", of, short_digest(b.input_digest));
     return fmt::format("{} with another input file (digest {}; this one's is {})", of, short_digest(b.input_digest),
                        short_digest(c.input_digest));
   }
@@ -154,8 +155,6 @@ std::string keys_text(const std::vector<const EnvironmentChange*>& changes) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::string device_type_of(const std::string& device) { return starts_with(device, "cuda") ? "cuda" : "cpu"; }
-
 report::BaselineResult compare_config(const report::Target& target, const report::ConfigResult& b,
                                       const report::ConfigResult& c, const std::vector<EnvironmentChange>& env) {
   report::BaselineResult r;
@@ -192,12 +191,14 @@ report::BaselineResult compare_config(const report::Target& target, const report
   if (!relevant.empty()) {
     r.status = BaselineStatus::Explained;
     for (const auto* ch : relevant) r.explained_by.push_back(ch->key);
-    r.reason = fmt::format("{}; explained by changes that can affect {}: {}", what, target.device, keys_text(relevant));
+    r.reason =
+        fmt::format("{}; explained by changes that can affect {}: {}", what, normal_device(target.device), keys_text(relevant));
     return r;
   }
   r.status = BaselineStatus::Regression;
-  r.reason = fmt::format("{} and nothing that can affect {} changed", what, target.device);
-  if (!irrelevant.empty()) r.reason += fmt::format(" (changed, but cannot affect {}: {})", device_type_of(target.device), keys_text(irrelevant));
+  r.reason = fmt::format("{} and nothing that can affect {} changed", what, normal_device(target.device));
+  if (!irrelevant.empty())
+    r.reason += fmt::format(" (changed, but cannot affect {}: {})", normal_device(target.device), keys_text(irrelevant));
   return r;
 }
 

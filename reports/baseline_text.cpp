@@ -13,7 +13,7 @@
 namespace ra::report {
 namespace {
 
-constexpr size_t kListAllUpTo = 12;  // results; beyond that, matches are only counted
+constexpr size_t kListAllUpTo = 12;  // results; beyond that, only the noteworthy ones are listed
 constexpr size_t kTensorsShown = 5;
 
 std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) : d; }
@@ -34,6 +34,17 @@ std::string baseline_tensor_text(const BaselineTensor& t) {
     return fmt::format("{}: {} -> {}", t.name, side_text(*t.baseline), side_text(*t.current));
   return fmt::format("{} {}: {} -> {}", t.name, side_text(*t.current), short_digest(t.baseline->digest),
                      short_digest(t.current->digest));
+}
+
+bool baseline_noteworthy(const BaselineResult& r) {
+  if (r.status == BaselineStatus::Match) return false;
+  // Skipped on both sides (a probe that does not run on this device): nothing to say.
+  return !(r.status == BaselineStatus::Incomparable && r.baseline_verdict == Verdict::Skipped &&
+           r.current_verdict == Verdict::Skipped);
+}
+
+bool baseline_listed(const BaselineComparison& b, const BaselineResult& r) {
+  return b.results.size() <= kListAllUpTo || baseline_noteworthy(r);
 }
 
 std::string baseline_counts(const BaselineComparison& b) {
@@ -66,11 +77,10 @@ std::string render_baseline_text(const Report& r) {
     for (const auto& c : b.ignored) keys.push_back(c.key);
     out += fmt::format("  ignored, cannot change results: {}\n", fmt::join(keys, ", "));
   }
-  const bool all = b.results.size() <= kListAllUpTo;
   bool explained = false;
   for (const auto& res : b.results) {
     explained = explained || res.status == BaselineStatus::Explained;
-    if (res.status == BaselineStatus::Match && !all) continue;
+    if (!baseline_listed(b, res)) continue;
     out += fmt::format("  {} / {}: {}", res.target, res.config, to_string(res.status));
     out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors) : fmt::format(": {}\n", res.reason);
     for (const auto& c : res.switch_changes)

@@ -144,19 +144,21 @@ void baseline_section(std::string& out, const Report& r) {
     if (!ignored.empty()) out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
     out += "\n";
   }
-  constexpr size_t kListAllUpTo = 12;
-  const bool all = b.results.size() <= kListAllUpTo;
   out += "| target | configuration | against the baseline | tensors |\n|---|---|---|---|\n";
+  size_t unlisted = 0;
   for (const auto& res : b.results) {
-    if (res.status == BaselineStatus::Match && !all) continue;
+    if (!baseline_listed(b, res)) {
+      ++unlisted;
+      continue;
+    }
     const bool bad = baseline_failure(r, res) || res.status == BaselineStatus::Explained;
     out += fmt::format("| {} | {} | {} | {} |\n", md(res.target), md(res.config),
                        bad ? fmt::format("**{}**", to_string(res.status)) : to_string(res.status), tensors_cell(res));
   }
-  if (!all) out += "\nMatches are counted above, not listed.\n";
+  if (unlisted > 0) out += fmt::format("\n{} more (matches, and probes skipped on both sides) are counted above, not listed.\n", unlisted);
   bool explained = false;
   for (const auto& res : b.results) {
-    if (res.status == BaselineStatus::Match) continue;
+    if (!baseline_noteworthy(res)) continue;
     explained = explained || res.status == BaselineStatus::Explained;
     out += fmt::format("\n- **{} · {}: {}** - {}\n", md(res.target), md(res.config), to_string(res.status), md(res.reason));
     std::vector<std::string> names;

@@ -231,7 +231,11 @@ TEST_CASE("apply_baseline: a GPU's SKU or SM count explains a difference on that
   CHECK(sm.status == BaselineStatus::Explained);
   CHECK(sm.explained_by == std::vector<std::string>{"cuda.devices[1].sm_count"});
   CHECK(run("cuda:1", "name", "NVIDIA H100 NVL").status == BaselineStatus::Explained);
-  CHECK(run("cuda", "sm_count", 114).status == BaselineStatus::Regression);  // device 0 did not change
+  const auto other = run("cuda", "sm_count", 114);  // device 0 did not change
+  CHECK(other.status == BaselineStatus::Regression);
+  CHECK(other.reason ==
+        "1 of 2 tensors differ and nothing that can affect cuda:0 changed (changed, but cannot affect cuda:0: "
+        "cuda.devices[1].sm_count 132 -> 114)");
   CHECK(run("cpu", "name", "NVIDIA H100 NVL").status == BaselineStatus::Regression);
 }
 

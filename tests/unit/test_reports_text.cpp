@@ -83,16 +83,24 @@ TEST_CASE("render_baseline_text: changes, one line per result, differing tensors
   CHECK(ra::report::render_baseline_text(ra::test::every_verdict_report(10)).empty());
 }
 
-TEST_CASE("render_baseline_text: many results list only the ones that are not matches") {
+TEST_CASE("render_baseline_text: many results list only the noteworthy ones") {
   auto r = ra::test::every_verdict_report(10);
   auto b = ra::test::sample_baseline();
   const auto match = b.results.front();
   for (int i = 0; i < 20; ++i) b.results.push_back(match);
+  auto skipped = b.results[4];  // incomparable
+  skipped.config = "skipped-both";
+  skipped.baseline_verdict = skipped.current_verdict = ra::report::Verdict::Skipped;
+  b.results.push_back(skipped);
   b.changes.clear();
   r.baseline = b;
   ra::report::finalize(r);
   const std::string section = ra::report::render_baseline_text(r);
   CHECK(section.find("  environment: unchanged\n") != std::string::npos);
   CHECK(section.find(": match") == std::string::npos);
-  CHECK(section.find("21 match") != std::string::npos);
+  CHECK(section.find("skipped-both") == std::string::npos);
+  CHECK(section.find("/ cudnn-det: incomparable") != std::string::npos);  // skipped on one side only
+  CHECK(section.find("2 incomparable, 1 missing, 1 added, 21 match") != std::string::npos);
+  CHECK(ra::report::render_markdown(r).find("\n22 more (matches, and probes skipped on both sides) are counted above") !=
+        std::string::npos);
 }
