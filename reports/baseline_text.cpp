@@ -38,9 +38,9 @@ std::string baseline_tensor_text(const BaselineTensor& t) {
 
 bool baseline_noteworthy(const BaselineResult& r) {
   if (r.status == BaselineStatus::Match) return false;
-  // Skipped on both sides (a probe that does not run on this device): nothing to say.
-  return !(r.status == BaselineStatus::Incomparable && r.baseline_verdict == Verdict::Skipped &&
-           r.current_verdict == Verdict::Skipped);
+  // Skipped or raised alike on both sides (a probe that does not run on this device, an op without
+  // a deterministic implementation under det): nothing changed, nothing to say.
+  return !(r.status == BaselineStatus::Incomparable && r.baseline_verdict == r.current_verdict);
 }
 
 bool baseline_listed(const BaselineComparison& b, const BaselineResult& r) {

@@ -155,7 +155,7 @@ void baseline_section(std::string& out, const Report& r) {
     out += fmt::format("| {} | {} | {} | {} |\n", md(res.target), md(res.config),
                        bad ? fmt::format("**{}**", to_string(res.status)) : to_string(res.status), tensors_cell(res));
   }
-  if (unlisted > 0) out += fmt::format("\n{} more (matches, and probes skipped on both sides) are counted above, not listed.\n", unlisted);
+  if (unlisted > 0) out += fmt::format("\n{} more (matches, and configurations skipped or raised alike on both sides) are counted above, not listed.\n", unlisted);
   bool explained = false;
   for (const auto& res : b.results) {
     if (!baseline_noteworthy(res)) continue;

@@ -36,8 +36,9 @@ nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 // one differing tensor ("output float32[4x8]: 1f2e3d4c5b6a -> 9a0c1b2d3e4f"); what a change can
 // affect ("any device", "cpu", "cuda:0").
 std::string render_baseline_text(const Report& report);
-// Whether a result deserves a line of its own: not a match, and not skipped on both sides. The
-// summaries list every result when there are at most 12, else only the noteworthy ones.
+// Whether a result deserves a line of its own: not a match, and not incomparable with the same
+// verdict on both sides (skipped or raised alike). The summaries list every result when there are
+// at most 12, else only the noteworthy ones.
 bool baseline_noteworthy(const BaselineResult& result);
 bool baseline_listed(const BaselineComparison& baseline, const BaselineResult& result);
 std::string baseline_counts(const BaselineComparison& baseline);

@@ -201,6 +201,7 @@ inline ra::report::BaselineComparison sample_baseline() {
                result("threads-N", BaselineStatus::Added, "not in the baseline"),
                result("mkl-cbwr", BaselineStatus::Missing, "in the baseline only")};
   b.results[4].tensors = b.results[5].tensors = b.results[6].tensors = 0;
+  b.results[4].current_verdict = Verdict::Skipped;
   return b;
 }
 

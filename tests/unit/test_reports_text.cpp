@@ -101,6 +101,6 @@ TEST_CASE("render_baseline_text: many results list only the noteworthy ones") {
   CHECK(section.find("skipped-both") == std::string::npos);
   CHECK(section.find("/ cudnn-det: incomparable") != std::string::npos);  // skipped on one side only
   CHECK(section.find("2 incomparable, 1 missing, 1 added, 21 match") != std::string::npos);
-  CHECK(ra::report::render_markdown(r).find("\n22 more (matches, and probes skipped on both sides) are counted above") !=
+  CHECK(ra::report::render_markdown(r).find("\n22 more (matches, and configurations skipped or raised alike on both sides) are counted above") !=
         std::string::npos);
 }
