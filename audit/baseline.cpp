@@ -75,7 +75,9 @@ std::string inputs_text(const std::vector<std::string>& inputs) {
 // What makes `b` (the baseline's) and `c` (the current) different experiments, as the end of the
 // sentence "baseline X was made ...", or "" when they are the same.
 std::string identity_mismatch(const report::Target& b, const report::Target& c) {
-  if (!b.model_digest.empty() && !c.model_digest.empty() && b.model_digest != c.model_digest) {
+  // Reports written before targets carried digests have none: then only the rest is checked.
+  const bool digests = !b.model_digest.empty() && !c.model_digest.empty();
+  if (digests && b.model_digest != c.model_digest) {
     if (b.name == c.name)
       return fmt::format("from another version of {} (digest {}; this one's is {})", describe_target(b),
                          short_digest(b.model_digest), short_digest(c.model_digest));
@@ -91,7 +93,7 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
     return fmt::format("{} with optimizer {}, not {}", of, optimizer_text(b), optimizer_text(c));
   if (b.seed != c.seed) return fmt::format("{} with seed {}, not {}", of, b.seed, c.seed);
   if (b.inputs != c.inputs) return fmt::format("{} with inputs {}, not {}", of, inputs_text(b.inputs), inputs_text(c.inputs));
-  if (b.input_digest != c.input_digest) {
+  if (digests && b.input_digest != c.input_digest) {
     if (b.input_digest.empty()) return fmt::format("{} with synthetic inputs, not an input file", of);
     if (c.input_digest.empty())
       return fmt::format("{} with an input file (digest {}), not synthetic inputs", of, short_digest(b.input_digest));

@@ -55,11 +55,12 @@ std::vector<std::string> linear_run(const ra::test::TempDir& dir, std::vector<st
 }
 
 const json& result_of(const json& report, const std::string& config) {
-  const json& results = report["baseline"]["results"];
-  for (size_t i = 0; i < results.size(); ++i)
-    if (results[i]["config"] == config) return results[i];
-  FAIL("no baseline result for " << config);
-  throw;
+  const json& results = report.at("baseline").at("results");
+  const json* found = nullptr;
+  for (size_t i = 0; i < results.size() && !found; ++i)
+    if (results[i]["config"] == config) found = &results[i];
+  REQUIRE_MESSAGE(found != nullptr, "no baseline result for " << config);
+  return *found;
 }
 
 // Saves a baseline of the linear model (default, threads-1) into `path`.

@@ -67,10 +67,11 @@ ra::report::Report report(const std::string& device = "cpu") {
 ra::Baseline baseline_of(const ra::report::Report& r) { return {"golden.json", "repro-audit/baseline", r}; }
 
 const ra::report::BaselineResult& result(const ra::report::Report& r, const std::string& config) {
+  const ra::report::BaselineResult* found = nullptr;
   for (const auto& res : r.baseline->results)
-    if (res.config == config) return res;
-  FAIL("no result for " << config);
-  throw;
+    if (res.config == config && !found) found = &res;
+  REQUIRE_MESSAGE(found != nullptr, "no result for " << config);
+  return *found;
 }
 
 std::string check_error(const ra::Baseline& base, const std::vector<ra::report::Target>& targets,
@@ -383,6 +384,16 @@ TEST_CASE("check_baseline_targets: another model, device, mode, seed or inputs i
   t = report().targets;
   t[0].input_digest = hex('7');
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with synthetic inputs, not an input file");
+
+  // A baseline from a report written before targets carried digests: the rest is still checked.
+  auto old = report();
+  old.targets[0].model_digest.clear();
+  t = report().targets;
+  t[0].input_digest = hex('7');
+  t[0].model_digest = hex('9');
+  CHECK(check_error(baseline_of(old), t).empty());
+  t[0].seed = 3;
+  CHECK(check_error(baseline_of(old), t) == "baseline golden.json was made for m.pt with seed 0, not 3");
 
   auto probe = report().targets;
   probe[0].kind = "probe";
