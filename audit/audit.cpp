@@ -274,6 +274,8 @@ report::Report run_audit(const RunOptions& o) {
   target.name = std::filesystem::path(o.model).filename().string();
   target.kind = "model";
   target.path = o.model;
+  target.model_digest = file_digest(o.model, "model");
+  if (!o.input_file.empty()) target.input_digest = file_digest(o.input_file, "input file");
   target.device = o.device;
   target.mode = o.mode;
   target.steps = o.mode == "train" ? o.steps : 0;
@@ -281,6 +283,7 @@ report::Report run_audit(const RunOptions& o) {
   target.lr = o.mode == "train" ? o.lr : 0;
   target.seed = o.seed;
   target.inputs = pre.input_descriptions;
+  if (o.check_targets) o.check_targets({target}, config_names(o.configs));
 
   const Batch batch = run_batch(o, scratch, o.configs, o.repeats, "", o.trace);
   std::vector<std::string> reference_dumps;

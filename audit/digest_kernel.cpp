@@ -55,4 +55,8 @@ std::string finish(const Lanes& lanes, const std::string& dtype, const std::vect
   return fmt::format("{:016x}{:016x}", h1, h2);
 }
 
+std::string bytes_digest(const void* data, size_t n) {
+  return finish(words8(static_cast<const uint8_t*>(data), n, 0), "uint8", {static_cast<int64_t>(n)});
+}
+
 }  // namespace ra::digest_kernel

@@ -49,4 +49,8 @@ Lanes words8(const uint8_t* w, size_t n, uint64_t first);
 // The printed digest: 32 hex digits from the lanes, the dtype name and the shape.
 std::string finish(const Lanes& lanes, const std::string& dtype, const std::vector<int64_t>& shape);
 
+// The digest of `n` bytes read as a one-dimensional uint8 tensor (the digest of that tensor, on any
+// device): content identities such as a probe's (audit/files.h digests whole files the same way).
+std::string bytes_digest(const void* data, size_t n);
+
 }  // namespace ra::digest_kernel

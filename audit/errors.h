@@ -12,9 +12,9 @@ namespace ra {
 // Stable exit codes: documented in README.md and share/man/repro-audit.1.
 enum class ExitCode : int {
   Reproducible = 0,      // every verdict reproducible (configuration dependence included)
-  Nondeterministic = 1,  // a divergence or a raised nondeterminism alert was found
+  Nondeterministic = 1,  // a divergence or a raised nondeterminism alert was found, or a baseline regression
   Usage = 2,             // bad flags, unknown configuration, key or device
-  Input = 3,             // model, input or report unreadable or invalid
+  Input = 3,             // model, input, report or baseline unreadable or invalid
   Incomplete = 4,        // a trial crashed or timed out, so the verdict is incomplete
   Interrupted = 130,     // SIGINT
 };

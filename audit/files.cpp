@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/files.h"
 
+#include "audit/digest_kernel.h"
 #include "audit/errors.h"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -27,6 +29,25 @@ std::string read_file(const std::string& path, const std::string& what) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string file_digest(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));
+  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{} '{}' is a directory", what, path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+  std::vector<char> chunk(size_t{1} << 20);
+  digest_kernel::Lanes lanes;
+  uint64_t total = 0;
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto n = static_cast<size_t>(in.gcount());
+    lanes += digest_kernel::words8(reinterpret_cast<const uint8_t*>(chunk.data()), n, total);
+    total += n;
+  }
+  if (in.bad()) throw InputError(fmt::format("cannot read {} '{}': {}", what, path, std::strerror(errno)));
+  return digest_kernel::finish(lanes, "uint8", {static_cast<int64_t>(total)});
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {

@@ -10,6 +10,11 @@ namespace ra {
 // Reads a whole file; throws InputError naming `what` ("model", "report", ...) when it cannot.
 std::string read_file(const std::string& path, const std::string& what);
 
+// The digest of a file's bytes, read as a one-dimensional uint8 tensor (audit/digest_kernel.h),
+// streamed in chunks so that a model of gigabytes is not held in memory; throws InputError naming
+// `what` when the file cannot be read.
+std::string file_digest(const std::string& path, const std::string& what);
+
 // Writes `contents` to `path` atomically (temporary file in the same folder, fsync, rename).
 // Throws ra::Error(Input) when the folder is not writable.
 void write_file_atomic(const std::string& path, const std::string& contents);

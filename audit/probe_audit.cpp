@@ -13,6 +13,7 @@
 #include "audit/probe_audit.h"
 
 #include "audit/analysis.h"
+#include "audit/digest_kernel.h"
 #include "audit/errors.h"
 #include "audit/log.h"
 #include "audit/paths.h"
@@ -200,6 +201,19 @@ std::string documented_status(const probes::ProbeInfo& info, const KnowledgeBase
   return e ? to_string(e->documented) : "not-listed";
 }
 
+// A probe's target as the report names it, before any result: name, kind, identity, device, mode, seed.
+report::Target probe_target(const probes::ProbeInfo& info, const ProbeRunOptions& o) {
+  report::Target t;
+  t.name = info.name;
+  t.kind = "probe";
+  const std::string identity = info.name + "\n" + info.form;
+  t.model_digest = digest_kernel::bytes_digest(identity.data(), identity.size());
+  t.device = o.device;
+  t.mode = info.direction == probes::Direction::Backward ? "train" : "infer";
+  t.seed = o.seed;
+  return t;
+}
+
 report::Target skipped_target(report::Target t, const ProbeRunOptions& o, const std::string& reason) {
   for (const auto& c : o.configs) {
     report::ConfigResult r;
@@ -249,6 +263,12 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   log::debug("scratch folder {}", scratch.path());
   const TrialResult pre = preflight(o, scratch);
 
+  if (o.check_targets) {
+    std::vector<report::Target> targets;
+    for (const auto* p : selected) targets.push_back(probe_target(p->info(), o));
+    o.check_targets(targets, config_names(o.configs));
+  }
+
   std::vector<std::string> runnable;
   for (const auto* p : selected)
     if (o.device_type == "cuda" ? p->info().cuda : p->info().cpu) runnable.push_back(p->info().name);
@@ -263,12 +283,7 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   for (const auto* p : selected) {
     const probes::ProbeInfo& info = p->info();
     const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb.find(info.kb);
-    report::Target t;
-    t.name = info.name;
-    t.kind = "probe";
-    t.device = o.device;
-    t.mode = info.direction == probes::Direction::Backward ? "train" : "infer";
-    t.seed = o.seed;
+    report::Target t = probe_target(info, o);
     report::ProbeFacts facts;
     facts.family = info.family;
     facts.op = info.op;

@@ -54,4 +54,10 @@ std::string last_line(const std::string& tail) {
   return nl == std::string::npos ? tail : tail.substr(nl + 1);
 }
 
+std::vector<std::string> config_names(const std::vector<Config>& configs) {
+  std::vector<std::string> names;
+  for (const auto& c : configs) names.push_back(c.name);
+  return names;
+}
+
 }  // namespace ra

@@ -8,7 +8,9 @@
 #include "audit/files.h"
 #include "audit/runner.h"
 #include "audit/trial_spec.h"
+#include "reports/model.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,7 +27,14 @@ struct SessionOptions {
   std::vector<std::string> load_libraries;
   std::vector<std::string> command;  // argv, recorded in the report
   bool progress = false;             // progress lines on stderr
+  // Called after the preflight and before any trial, with the targets as the report will name them
+  // (identity set, no results yet) and the configurations' names; throws to stop the audit
+  // (--baseline checks that the baseline was made from the same targets: audit/baseline.h).
+  std::function<void(const std::vector<report::Target>&, const std::vector<std::string>&)> check_targets;
 };
+
+// The names of the configurations, in order.
+std::vector<std::string> config_names(const std::vector<Config>& configs);
 
 struct PreparedChild {
   ChildJob job;

@@ -63,7 +63,7 @@ std::string suggestion(const CLI::App& app, int argc, char** argv) {
 
 int run(int argc, char** argv) {
   CLI::App app{"repro-audit: a determinism auditor for PyTorch models (LibTorch).\n"
-               "Exit codes: 0 reproducible, 1 nondeterminism found, 2 usage error, 3 input error,\n"
+               "Exit codes: 0 reproducible, 1 nondeterminism or a regression found, 2 usage error, 3 input error,\n"
                "4 a trial crashed or timed out (verdict incomplete), 130 interrupted.",
                "repro-audit"};
   app.set_version_flag("--version", tool_version());

@@ -82,7 +82,8 @@ int execute(const ProbesArgs& a, const GlobalOptions& global) {
   o.census = !a.no_census;
   fill_session(o, a, global, default_probe_config_names(o.device_type));
   const AllowlistOption allow = load_allowlist_option(a.allowlist);
-  return emit_report(run_probe_suite(o, kb), a, allow);
+  const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
+  return emit_report(run_probe_suite(o, kb), a, allow, baseline);
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   fill_training(o, a);
   fill_session(o, a, global, default_config_names(device_type(a.device)));
   const AllowlistOption allow = load_allowlist_option(a.allowlist);
-  return emit_report(run_audit(o), a, allow);
+  const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
+  return emit_report(run_audit(o), a, allow, baseline);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ struct Command {
 Action attach_run(CLI::App& sub, const GlobalOptions& global);
 Action attach_lint(CLI::App& sub, const GlobalOptions& global);
 Action attach_probes(CLI::App& sub, const GlobalOptions& global);
+Action attach_compare(CLI::App& sub, const GlobalOptions& global);
 Action attach_diff(CLI::App& sub, const GlobalOptions& global);
 Action attach_report(CLI::App& sub, const GlobalOptions& global);
 Action attach_env(CLI::App& sub, const GlobalOptions& global);
@@ -40,6 +41,8 @@ inline const Command kCommands[] = {
      attach_lint},
     {"probes", "measure, op by op, which documented nondeterministic ops diverge here and what the flags fix",
      false, attach_probes},
+    {"compare", "compare two reports or baselines: which environment changes explain a changed result, which changes "
+                "are regressions", false, attach_compare},
     {"diff", "bitwise diff of two torch.save files (a tensor or a state_dict): digests, dtype, shape, divergence",
      false, attach_diff},
     {"report", "re-render a saved JSON report (from run or probes) as text, JSON, JUnit XML or Markdown", false,

@@ -4,12 +4,14 @@
 #include "audit/config.h"
 #include "audit/errors.h"
 #include "audit/files.h"
+#include "reports/baseline.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include <unistd.h>
 
@@ -53,6 +55,13 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs")->capture_default_str();
   sub.add_option("--load-library", a.libraries, help.library);
   add_allowlist_option(sub, a.allowlist);
+  sub.add_option("--baseline", a.baseline,
+                 "compare with a baseline (--save-baseline) or a JSON report of the same target: new bits in an "
+                 "unchanged environment are a regression (exit 1); environment changes (torch, CUDA, cuDNN, cuBLAS, "
+                 "driver, GPU, CPU, flags) are listed and explain a difference only on devices they can affect");
+  sub.add_option("--save-baseline", a.save_baseline,
+                 "write a baseline here (atomically): every configuration's digests with the environment fingerprint, "
+                 "for a later --baseline or compare");
 }
 
 void add_allowlist_option(CLI::App& sub, std::string& path) {
@@ -80,16 +89,28 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.load_libraries = a.libraries;
   o.command = global.argv;
   o.progress = !global.quiet && isatty(STDERR_FILENO);
-  for (const std::string* path : {&a.report, &a.junit, &a.markdown, &a.html})
+  for (const std::string* path : {&a.report, &a.junit, &a.markdown, &a.html, &a.save_baseline})
     if (!path->empty()) check_writable_target(*path);
 }
 
-int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow) {
+std::optional<Baseline> load_baseline_option(const std::string& path, SessionOptions& session) {
+  if (path.empty()) return std::nullopt;
+  auto base = std::make_shared<const Baseline>(load_baseline(path));
+  session.check_targets = [base](const std::vector<report::Target>& targets, const std::vector<std::string>& configs) {
+    check_baseline_targets(*base, targets, configs);
+  };
+  return *base;
+}
+
+int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow,
+                const std::optional<Baseline>& baseline) {
   if (allow.list) apply_allowlist(rep, *allow.list, allow.today);
+  if (baseline) apply_baseline(rep, *baseline);
   if (!a.report.empty()) write_file_atomic(a.report, report::render_json(rep));
   if (!a.junit.empty()) write_file_atomic(a.junit, report::render_junit(rep));
   if (!a.markdown.empty()) write_file_atomic(a.markdown, report::render_markdown(rep));
   if (!a.html.empty()) write_file_atomic(a.html, report::render_html(rep));
+  if (!a.save_baseline.empty()) write_file_atomic(a.save_baseline, report::render_baseline(rep));
   const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
   std::fputs(out.c_str(), stdout);
   return rep.exit_code;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "audit/allowlist.h"
+#include "audit/baseline.h"
 #include "audit/trials.h"
 #include "cli/commands.h"
 #include "reports/model.h"
@@ -30,6 +31,8 @@ struct AuditArgs {
   uint64_t seed = 0;
   std::vector<std::string> libraries;
   std::string allowlist;  // --allowlist FILE
+  std::string baseline;       // --baseline FILE
+  std::string save_baseline;  // --save-baseline FILE
 };
 
 struct AuditHelp {
@@ -38,13 +41,13 @@ struct AuditHelp {
   std::string library;          // what --load-library is for
 };
 
-// Registers --device, --repeats, --configs, --report, --junit, --markdown, --html, --json, --jobs, --timeout, --seed and
-// --load-library on `sub`, storing into `a`.
+// Registers --device, --repeats, --configs, --report, --junit, --markdown, --html, --json, --jobs, --timeout, --seed,
+// --load-library, --allowlist, --baseline and --save-baseline on `sub`, storing into `a`.
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 
 // Fills the shared options from the arguments: the device, repeats, configurations (`defaults`
 // when --configs is not given), jobs, timeout, seed, libraries, argv and progress; checks the
-// --report, --junit, --markdown and --html folders. Throws UsageError.
+// --report, --junit, --markdown, --html and --save-baseline folders. Throws UsageError.
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults);
 
@@ -58,10 +61,17 @@ AllowlistOption load_allowlist_option(const std::string& path);
 // Registers --allowlist FILE on `sub`, storing into `path`.
 void add_allowlist_option(CLI::App& sub, std::string& path);
 
-// Applies the allowlist (if any), writes the JSON, JUnit, Markdown and HTML reports (each atomically)
-// where asked, prints the summary (or the JSON with --json) on stdout, and returns the report's
-// exit code.
-int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow);
+// --baseline, read and checked before any work (nullopt without the option); InputError for a
+// file that is missing, not JSON, or not a baseline or report this version reads. The session's
+// check_targets is set to check, after the preflight and before any trial, that the baseline was
+// made from the same targets (audit/baseline.h).
+std::optional<Baseline> load_baseline_option(const std::string& path, SessionOptions& session);
+
+// Applies the allowlist and the baseline (if any), writes the JSON, JUnit, Markdown and HTML reports
+// and the --save-baseline file (each atomically) where asked, prints the summary (or the JSON with
+// --json) on stdout, and returns the report's exit code.
+int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow,
+                const std::optional<Baseline>& baseline = std::nullopt);
 
 // "cpu" or "cuda" for a --device value (cpu, cuda, cuda:N); throws UsageError otherwise.
 std::string device_type(const std::string& device);

@@ -335,11 +335,14 @@ std::string render_html(const Report& r) {
   out += fmt::format("<title>{}</title>\n<style>\n{}</style>\n</head>\n", esc(title(r)), html::assets::kCss);
   out += fmt::format("<body data-verdict=\"{}\" data-exit-code=\"{}\">\n", to_string(r.verdict), r.exit_code);
   out += "<nav><span class=\"brand\">repro-audit</span><a href=\"#verdict\">Verdict</a><a href=\"#environment\">Environment</a>"
-         "<a href=\"#matrix\">Matrix</a><a href=\"#root-causes\">Root causes</a><a href=\"#fixes\">Fixes</a>"
+         "<a href=\"#matrix\">Matrix</a>";
+  if (r.baseline) out += "<a href=\"#baseline\">Baseline</a>";
+  out += "<a href=\"#root-causes\">Root causes</a><a href=\"#fixes\">Fixes</a>"
          "<a href=\"#census\">Census</a><a href=\"#details\">Details</a><a href=\"#timing\">Timing</a></nav>\n<main>\n";
   banner_section(out, r);
   html::environment_section(out, r);
   matrix_section(out, r);
+  html::baseline_section(out, r);
   html::root_causes_section(out, r);
   html::fixes_section(out, r);
   html::census_section(out, r);

@@ -189,6 +189,48 @@ json census_json(const Census& c) {
           {"not_run", c.not_run}};
 }
 
+json change_json(const EnvironmentChange& c, bool with_affects = true) {
+  json j = {{"key", c.key}, {"baseline", c.baseline}, {"current", c.current}};
+  if (with_affects) j["affects"] = c.affects;
+  return j;
+}
+
+json tensor_digest_json(const std::optional<TensorDigest>& t) {
+  if (!t) return nullptr;
+  return {{"dtype", t->dtype}, {"shape", t->shape}, {"digest", t->digest}};
+}
+
+json verdict_or_null(const std::optional<Verdict>& v) { return v ? json(to_string(*v)) : json(nullptr); }
+
+json baseline_json(const BaselineComparison& b) {
+  json changes = json::array(), ignored = json::array(), results = json::array();
+  for (const auto& c : b.changes) changes.push_back(change_json(c));
+  for (const auto& c : b.ignored) ignored.push_back(change_json(c, false));
+  for (const auto& r : b.results) {
+    json switches = json::array(), tensors = json::array();
+    for (const auto& c : r.switch_changes) switches.push_back(change_json(c));
+    for (const auto& t : r.differing_tensors)
+      tensors.push_back({{"name", t.name}, {"baseline", tensor_digest_json(t.baseline)}, {"current", tensor_digest_json(t.current)}});
+    results.push_back({{"target", r.target},
+                       {"config", r.config},
+                       {"status", to_string(r.status)},
+                       {"baseline_verdict", verdict_or_null(r.baseline_verdict)},
+                       {"verdict", verdict_or_null(r.current_verdict)},
+                       {"reason", r.reason},
+                       {"switch_changes", switches},
+                       {"explained_by", r.explained_by},
+                       {"tensors", r.tensors},
+                       {"differing", r.differing},
+                       {"differing_tensors", tensors}});
+  }
+  return {{"source", b.source},
+          {"schema", b.schema},
+          {"tool_version", b.tool_version},
+          {"environment_changes", changes},
+          {"ignored_changes", ignored},
+          {"results", results}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s) {
@@ -241,6 +283,8 @@ json to_json(const Report& r) {
     targets.push_back({{"name", t.name},
                        {"kind", t.kind},
                        {"path", t.path},
+                       {"model_digest", or_null(t.model_digest)},
+                       {"input_digest", or_null(t.input_digest)},
                        {"device", t.device},
                        {"mode", t.mode},
                        {"steps", t.steps},
@@ -264,6 +308,7 @@ json to_json(const Report& r) {
             {"environment", r.environment},
             {"targets", targets}};
   if (r.census) j["census"] = census_json(*r.census);
+  if (r.baseline) j["baseline"] = baseline_json(*r.baseline);
   j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"fixes", timing_fixes}, {"trials", timing_trials}};
   return j;
 }

@@ -3,6 +3,8 @@
 // error names the field ("targets[0].configs[1].trials[2].status: expected a string").
 #include "reports/json_read.h"
 
+#include "reports/json_node.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -14,85 +16,8 @@ namespace ra::report {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// A value and where it sits in the document.
-struct Node {
-  const json& v;
-  std::string path;
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ReportError(fmt::format("{}: {}", path.empty() ? "(top level)" : path, what));
-  }
-
-  Node at(const std::string& key) const {
-    if (!v.is_object()) fail("expected an object");
-    const auto it = v.find(key);
-    const std::string p = path.empty() ? key : path + "." + key;
-    if (it == v.end()) throw ReportError(fmt::format("{}: missing", p));
-    return {*it, p};
-  }
-  bool has(const std::string& key) const { return v.is_object() && v.contains(key); }
-  bool null() const { return v.is_null(); }
-
-  size_t size() const {
-    if (!v.is_array()) fail("expected an array");
-    return v.size();
-  }
-  Node operator[](size_t i) const { return {v[i], fmt::format("{}[{}]", path, i)}; }
-
-  std::string str() const {
-    if (!v.is_string()) fail("expected a string");
-    return v.get<std::string>();
-  }
-  // A string that to_json writes as null when empty.
-  std::string str_or_null() const { return null() ? std::string() : str(); }
-  int64_t i64() const {
-    if (!v.is_number_integer()) fail("expected an integer");
-    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      fail("integer out of range");
-    return v.get<int64_t>();
-  }
-  int i32() const {
-    const int64_t x = i64();
-    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) fail("integer out of range");
-    return int(x);
-  }
-  uint64_t u64() const {
-    if (!v.is_number_unsigned()) fail("expected a non-negative integer");
-    return v.get<uint64_t>();
-  }
-  double num() const {
-    if (!v.is_number()) fail("expected a number");
-    return v.get<double>();
-  }
-  // A number that to_json writes as null when not finite.
-  double num_or_nan() const { return null() ? std::numeric_limits<double>::quiet_NaN() : num(); }
-  std::optional<double> opt_num() const { return null() ? std::nullopt : std::optional<double>(num()); }
-  bool boolean() const {
-    if (!v.is_boolean()) fail("expected true or false");
-    return v.get<bool>();
-  }
-
-  template <class F>
-  auto list(F read) const {
-    std::vector<decltype(read(std::declval<Node>()))> out;
-    const size_t n = size();
-    out.reserve(n);
-    for (size_t i = 0; i < n; ++i) out.push_back(read((*this)[i]));
-    return out;
-  }
-  std::vector<std::string> strings() const { return list([](const Node& n) { return n.str(); }); }
-  std::vector<int64_t> i64s() const { return list([](const Node& n) { return n.i64(); }); }
-  std::vector<int> i32s() const { return list([](const Node& n) { return n.i32(); }); }
-  std::vector<uint64_t> u64s() const { return list([](const Node& n) { return n.u64(); }); }
-  std::vector<size_t> sizes() const { return list([](const Node& n) { return size_t(n.u64()); }); }
-};
-
-Verdict verdict(const Node& n) {
-  const auto v = verdict_from_string(n.str());
-  if (!v) n.fail(fmt::format("unknown verdict '{}'", n.str()));
-  return *v;
-}
+using detail::Node;
+using detail::verdict;
 
 TrialStatus trial_status(const Node& n) {
   const auto s = trial_status_from_string(n.str());
@@ -318,6 +243,9 @@ Target target(const Node& n) {
   t.name = n.at("name").str();
   t.kind = n.at("kind").str();
   t.path = n.at("path").str();
+  // Absent from reports written before targets carried their identity.
+  if (n.has("model_digest")) t.model_digest = n.at("model_digest").str_or_null();
+  if (n.has("input_digest")) t.input_digest = n.at("input_digest").str_or_null();
   t.device = n.at("device").str();
   t.mode = n.at("mode").str();
   t.steps = n.at("steps").i32();
@@ -353,6 +281,50 @@ Census census(const Node& n) {
   c.stable = n.at("stable").strings();
   c.not_run = n.at("not_run").strings();
   return c;
+}
+
+EnvironmentChange change(const Node& n, bool with_affects = true) {
+  return {n.at("key").str(), n.at("baseline").str(), n.at("current").str(), with_affects ? n.at("affects").str() : ""};
+}
+
+std::optional<TensorDigest> tensor_digest(const Node& n, const std::string& name) {
+  if (n.null()) return std::nullopt;
+  return TensorDigest{name, n.at("dtype").str(), n.at("shape").i64s(), n.at("digest").str()};
+}
+
+std::optional<Verdict> opt_verdict(const Node& n) { return n.null() ? std::nullopt : std::optional<Verdict>(verdict(n)); }
+
+BaselineResult baseline_result(const Node& n) {
+  BaselineResult r;
+  r.target = n.at("target").str();
+  r.config = n.at("config").str();
+  const Node status = n.at("status");
+  const auto s = baseline_status_from_string(status.str());
+  if (!s) status.fail(fmt::format("unknown baseline status '{}'", status.str()));
+  r.status = *s;
+  r.baseline_verdict = opt_verdict(n.at("baseline_verdict"));
+  r.current_verdict = opt_verdict(n.at("verdict"));
+  r.reason = n.at("reason").str();
+  r.switch_changes = n.at("switch_changes").list([](const Node& c) { return change(c); });
+  r.explained_by = n.at("explained_by").strings();
+  r.tensors = size_t(n.at("tensors").u64());
+  r.differing = size_t(n.at("differing").u64());
+  r.differing_tensors = n.at("differing_tensors").list([](const Node& t) {
+    const std::string name = t.at("name").str();
+    return BaselineTensor{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name)};
+  });
+  return r;
+}
+
+BaselineComparison baseline(const Node& n) {
+  BaselineComparison b;
+  b.source = n.at("source").str();
+  b.schema = n.at("schema").str();
+  b.tool_version = n.at("tool_version").str();
+  b.changes = n.at("environment_changes").list([](const Node& c) { return change(c); });
+  b.ignored = n.at("ignored_changes").list([](const Node& c) { return change(c, false); });
+  b.results = n.at("results").list(baseline_result);
+  return b;
 }
 
 // timing.trials lists every trial in report order (target, configuration, repeat), as to_json writes it.
@@ -426,6 +398,7 @@ Report report_from_json(const json& j) {
   r.environment = root.at("environment").v;  // opaque: whatever the fingerprint held
   r.targets = root.at("targets").list(target);
   if (root.has("census")) r.census = census(root.at("census"));
+  if (root.has("baseline")) r.baseline = baseline(root.at("baseline"));
   r.allowlist_expired = root.at("allowlist_expired").strings();
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();

@@ -9,6 +9,11 @@
 // configuration that --allowlist allowed (its message gives the reason). Configuration dependence does not
 // change the exit code, so its test case passes and says what differs in <system-out>.
 //
+// With a baseline (--baseline, compare), one more <testsuite name="baseline"> holds a test case
+// per target x configuration compared ("baseline CONFIG"): regression and nondeterministic are
+// <failure>s, explained passes with the environment changes in <system-out> (it does not fail the
+// exit code), incomparable, missing and added are <skipped>.
+//
 // Determinism: no time or timestamp attributes and no cost figures; two audits with the same
 // results give the same bytes. Text is escaped for XML 1.0: markup characters become entities,
 // control characters XML cannot carry become U+FFFD, as do bytes that are not UTF-8.
@@ -172,6 +177,30 @@ Outcome replay_outcome(const Replay& r) {
   return {};
 }
 
+// A baseline result: regression and (not allowed) nondeterministic fail; explained passes with
+// the changes in <system-out>; incomparable, missing and added are skipped with the reason.
+Outcome baseline_outcome(const Report& r, const BaselineResult& b, std::string& system_out) {
+  std::string body;
+  for (const auto& t : b.differing_tensors) body += "  " + baseline_tensor_text(t) + "\n";
+  if (b.differing > b.differing_tensors.size()) body += fmt::format("  ... and {} more tensors\n", b.differing - b.differing_tensors.size());
+  if (!body.empty()) body = fmt::format("differing tensors ({}):\n{}", b.differing, body);
+  switch (b.status) {
+    case BaselineStatus::Match: return {};
+    case BaselineStatus::Explained:
+      system_out = fmt::format("explained: {}\n{}If the new results are the right ones, save the baseline again "
+                               "(--save-baseline {}).\n", b.reason, body, r.baseline->source);
+      return {};
+    case BaselineStatus::Regression: return {"failure", "regression", b.reason, body};
+    case BaselineStatus::Nondeterministic:
+      if (!baseline_failure(r, b)) return {"skipped", "", "nondeterministic, allowed by the allowlist: " + b.reason, ""};
+      return {"failure", "nondeterministic", b.reason, body};
+    case BaselineStatus::Incomparable:
+    case BaselineStatus::Missing:
+    case BaselineStatus::Added: return {"skipped", "", fmt::format("{}: {}", to_string(b.status), b.reason), ""};
+  }
+  return {};
+}
+
 struct Counts {
   int tests = 0, failures = 0, errors = 0, skipped = 0;
   void add(const Outcome& o) {
@@ -240,6 +269,24 @@ std::string render_junit(const Report& r) {
     if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);
     props += property("seed", std::to_string(t.seed)) + property("verdict", to_string(t.verdict));
     suites += props;
+    suites += "    </properties>\n" + cases + "  </testsuite>\n";
+  }
+  if (r.baseline) {
+    const BaselineComparison& b = *r.baseline;
+    Counts counts;
+    std::string cases;
+    for (const auto& res : b.results) {
+      std::string system_out;
+      const Outcome o = baseline_outcome(r, res, system_out);
+      counts.add(o);
+      cases += testcase(res.target, "baseline " + res.config, o, system_out);
+    }
+    all.add(counts);
+    std::vector<std::string> changes;
+    for (const auto& c : b.changes) changes.push_back(fmt::format("{}: {} -> {}", c.key, c.baseline, c.current));
+    suites += fmt::format("  <testsuite name=\"baseline\" {}>\n    <properties>\n", counts.attributes());
+    suites += property("source", b.source) + property("tool_version", b.tool_version) +
+              property("environment_changes", fmt::format("{}", fmt::join(changes, "; ")));
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";

@@ -147,14 +147,66 @@ void timing(std::string& out, const Report& r) {
   out += fmt::format("{}\n", kTimingEnd);
 }
 
+std::string tensors_cell(const BaselineResult& b) {
+  if (b.status == BaselineStatus::Missing || b.status == BaselineStatus::Added || b.status == BaselineStatus::Incomparable)
+    return "-";
+  return b.differing == 0 ? fmt::format("{} match", b.tensors) : fmt::format("{}/{} differ", b.differing, b.tensors);
+}
+
+// The comparison with a baseline: the environment changes, a table of the results that are not
+// matches (all of them when few), and details for those that differ.
+void baseline_section(std::string& out, const Report& r) {
+  const BaselineComparison& b = *r.baseline;
+  out += fmt::format("\n### Baseline {}: {}\n\n", code(b.source), md(baseline_counts(b)));
+  std::vector<std::string> ignored;
+  for (const auto& c : b.ignored) ignored.push_back(code(c.key));
+  if (b.changes.empty()) {
+    out += "Environment unchanged since the baseline";
+    if (!ignored.empty()) out += fmt::format(" (ignored differences, which cannot change results: {})", fmt::join(ignored, ", "));
+    out += ".\n\n";
+  } else {
+    out += "| environment change | baseline | current | can affect |\n|---|---|---|---|\n";
+    for (const auto& c : b.changes)
+      out += fmt::format("| {} | {} | {} | {} |\n", code(c.key), md(c.baseline), md(c.current), md(affects_text(c.affects)));
+    if (!ignored.empty()) out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
+    out += "\n";
+  }
+  out += "| target | configuration | against the baseline | tensors |\n|---|---|---|---|\n";
+  size_t unlisted = 0;
+  for (const auto& res : b.results) {
+    if (!baseline_listed(b, res)) {
+      ++unlisted;
+      continue;
+    }
+    const bool bad = baseline_failure(r, res) || res.status == BaselineStatus::Explained;
+    out += fmt::format("| {} | {} | {} | {} |\n", md(res.target), md(res.config),
+                       bad ? fmt::format("**{}**", to_string(res.status)) : to_string(res.status), tensors_cell(res));
+  }
+  if (unlisted > 0) out += fmt::format("\n{} more (matches, and configurations skipped or raised alike on both sides) are counted above, not listed.\n", unlisted);
+  bool explained = false;
+  for (const auto& res : b.results) {
+    if (!baseline_noteworthy(res)) continue;
+    explained = explained || res.status == BaselineStatus::Explained;
+    out += fmt::format("\n- **{} · {}: {}** - {}\n", md(res.target), md(res.config), to_string(res.status), md(res.reason));
+    std::vector<std::string> names;
+    for (const auto& t : res.differing_tensors) names.push_back(code(t.name));
+    if (res.differing > res.differing_tensors.size()) names.push_back(fmt::format("and {} more", res.differing - res.differing_tensors.size()));
+    if (!names.empty()) out += fmt::format("  - differing tensors: {}\n", fmt::join(names, ", "));
+  }
+  if (explained)
+    out += fmt::format("\n> **Explained differences** do not fail the run: the results changed together with the environment. "
+                       "If the new results are the right ones, save the baseline again with {}.\n",
+                       code("--save-baseline " + b.source));
+}
+
 }  // namespace
 
 std::string render_markdown(const Report& r) {
-  std::string out = fmt::format("## repro-audit: {}{} (exit {})\n\n", to_string(r.verdict),
+  std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", to_string(r.verdict),
                                 std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
                                     ? ", configuration-dependent"
                                     : "",
-                                r.exit_code);
+                                md(baseline_verdict_text(r)), r.exit_code);
   out += "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
   for (const auto& t : r.targets)
     for (const auto& c : t.configs) {
@@ -195,6 +247,7 @@ std::string render_markdown(const Report& r) {
       out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
     }
   }
+  if (r.baseline) baseline_section(out, r);
   timing(out, r);
   return out;
 }

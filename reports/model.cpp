@@ -58,6 +58,32 @@ const char* to_string(ReplayVerdict v) {
   return "?";
 }
 
+namespace {
+constexpr std::array<std::pair<BaselineStatus, const char*>, 7> kBaselineStatuses = {{
+    {BaselineStatus::Match, "match"}, {BaselineStatus::Explained, "explained"},
+    {BaselineStatus::Regression, "regression"}, {BaselineStatus::Nondeterministic, "nondeterministic"},
+    {BaselineStatus::Incomparable, "incomparable"}, {BaselineStatus::Missing, "missing"}, {BaselineStatus::Added, "added"}}};
+}  // namespace
+
+const char* to_string(BaselineStatus v) {
+  for (const auto& [k, s] : kBaselineStatuses) if (k == v) return s;
+  return "?";
+}
+std::optional<BaselineStatus> baseline_status_from_string(const std::string& s) {
+  for (const auto& [k, name] : kBaselineStatuses) if (s == name) return k;
+  return std::nullopt;
+}
+
+bool baseline_failure(const Report& report, const BaselineResult& result) {
+  if (result.status == BaselineStatus::Regression) return true;
+  if (result.status != BaselineStatus::Nondeterministic) return false;
+  for (const auto& t : report.targets)
+    if (t.name == result.target)
+      for (const auto& c : t.configs)
+        if (c.name == result.config && c.allowed_by) return false;
+  return true;
+}
+
 std::optional<double> median(std::vector<double> values) {
   if (values.empty()) return std::nullopt;
   std::sort(values.begin(), values.end());
@@ -105,6 +131,9 @@ void finalize(Report& report) {
     default: report.exit_code = 0;
   }
   if (!report.allowlist_expired.empty()) report.exit_code = 1;
+  if (report.baseline)
+    for (const auto& result : report.baseline->results)
+      if (baseline_failure(report, result)) report.exit_code = 1;
 }
 
 }  // namespace ra::report

@@ -32,6 +32,7 @@ struct TensorDigest {
   std::string dtype;
   std::vector<int64_t> shape;
   std::string digest;  // 32 hex digits
+  bool operator==(const TensorDigest&) const = default;
 };
 
 // How two versions of one tensor differ; computed only for tensors whose digests differ.
@@ -250,6 +251,12 @@ struct Target {
   std::string name;    // model file name, or probe name
   std::string kind;    // "model" or "probe"
   std::string path;
+  // Content identities, which `--baseline` and `compare` check (audit/baseline.h): a model's is the
+  // digest of its TorchScript archive's bytes, a probe's that of its name and form; input_digest is
+  // the digest of the --input file's bytes ("" for synthetic inputs and probes). "" when unknown
+  // (reports written before these were recorded).
+  std::string model_digest;
+  std::string input_digest;
   std::string device;
   std::string mode;    // infer | train
   int steps = 0;
@@ -264,6 +271,64 @@ struct Target {
   Verdict verdict = Verdict::Reproducible;
 };
 
+// The comparison with a baseline (`--baseline FILE` on run and probes, `repro-audit compare A B`;
+// audit/baseline.h opens with the essay): what changed in the environment, and for each target x
+// configuration whether the results still match the baseline's.
+enum class BaselineStatus {
+  Match,             // the same reference digests
+  Explained,         // digests differ, and something that can affect this device changed
+  Regression,        // digests differ, nothing that affects this device changed, neither side diverged
+  Nondeterministic,  // digests differ, and the configuration diverged in the baseline or here
+  Incomparable,      // a side has no reference (raised, crashed, timed out or skipped on every repeat)
+  Missing,           // in the baseline only
+  Added,             // in the current results only
+};
+const char* to_string(BaselineStatus s);
+std::optional<BaselineStatus> baseline_status_from_string(const std::string& s);
+
+// One difference between the baseline's environment and the current one: a fingerprint key
+// ("torch.version", "cuda.devices[0].sm_count") or a configuration's effective switch
+// ("config.threads").
+struct EnvironmentChange {
+  std::string key;
+  std::string baseline;  // the value as text; "(absent)" when that side does not have the key
+  std::string current;
+  std::string affects;   // cpu | cuda | cuda:N | any; "" for an ignored key (cannot change results)
+};
+
+// A tensor whose bits differ from the baseline's; a side is nullopt where the tensor is absent.
+struct BaselineTensor {
+  std::string name;
+  std::optional<TensorDigest> baseline;
+  std::optional<TensorDigest> current;
+};
+
+// The differing tensors a result lists (then a count).
+inline constexpr size_t kBaselineTensorsListed = 20;
+
+struct BaselineResult {
+  std::string target;
+  std::string config;
+  BaselineStatus status = BaselineStatus::Match;
+  std::optional<Verdict> baseline_verdict;  // nullopt when added
+  std::optional<Verdict> current_verdict;   // nullopt when missing
+  std::string reason;                       // one sentence
+  std::vector<EnvironmentChange> switch_changes;  // this configuration's effective switches that differ
+  std::vector<std::string> explained_by;    // explained: keys of the changes that can affect the target's device
+  size_t tensors = 0;                       // tensors compared: the union of both reference lists
+  size_t differing = 0;                     // of those, differing in digest, dtype or shape, or on one side only
+  std::vector<BaselineTensor> differing_tensors;  // the first kBaselineTensorsListed, in execution order
+};
+
+struct BaselineComparison {
+  std::string source;        // the baseline file as given
+  std::string schema;        // what it was: repro-audit/baseline or repro-audit/report
+  std::string tool_version;  // the repro-audit that wrote it
+  std::vector<EnvironmentChange> changes;  // fingerprint keys that differ and can change results
+  std::vector<EnvironmentChange> ignored;  // fingerprint keys that differ but cannot (paths, identifiers)
+  std::vector<BaselineResult> results;     // current targets x configurations in order, the baseline's own after each target
+};
+
 struct Report {
   std::string tool_version;
   std::vector<std::string> command;  // argv, for replay
@@ -271,6 +336,7 @@ struct Report {
   std::vector<Target> targets;
   std::optional<Census> census;  // `probes` only
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched, one sentence each
+  std::optional<BaselineComparison> baseline;  // --baseline, compare
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing
@@ -286,10 +352,15 @@ inline constexpr double kMinComparableMs = 0.5;
 // nullopt when either has no completed trial or a median below kMinComparableMs.
 std::optional<double> cost_ratio(const Target& target, size_t i);
 
+// True when a baseline result fails the exit code: a regression, or a nondeterministic result
+// whose configuration --allowlist did not allow in this report.
+bool baseline_failure(const Report& report, const BaselineResult& result);
+
 // Overall verdict and exit code from the targets (precedence: diverged/raised > crashed/timeout >
 // reproducible; skipped does not fail). A configuration with `allowed_by` counts as reproducible;
 // an expired allowlist entry (`allowlist_expired`) makes the exit code 1. A target's restart-replay counts too: diverged as diverged,
-// crashed as crashed; inconclusive does not change the verdict.
+// crashed as crashed; inconclusive does not change the verdict. A baseline result that
+// `baseline_failure` counts makes the exit code 1 (the verdict stays what the targets say).
 void finalize(Report& report);
 
 }  // namespace ra::report

@@ -95,7 +95,8 @@ std::string render_probes_text(const Report& r) {
   out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", r.targets.size(),
                      r.targets.size() - skipped, skipped, disagreeing);
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
-  out += fmt::format("verdict: {} (exit {})\n", to_string(r.verdict), r.exit_code);
+  out += render_baseline_text(r);
+  out += fmt::format("verdict: {}{} (exit {})\n", to_string(r.verdict), baseline_verdict_text(r), r.exit_code);
   out += fmt::format("suite wall time: {:.1f} s\n", r.wall_ms / 1000);
   return out;
 }

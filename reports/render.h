@@ -42,6 +42,23 @@ std::string render_html(const Report& report);
 std::string stats_text(const DivergenceStats& s);
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 
+// The comparison with a baseline (reports/baseline_text.cpp): the section the text summaries print
+// before their verdict line ("" without one); the counts per status ("1 regression, 2 match");
+// one differing tensor ("output float32[4x8]: 1f2e3d4c5b6a -> 9a0c1b2d3e4f"); what a change can
+// affect ("any device", "cpu", "cuda:0").
+std::string render_baseline_text(const Report& report);
+// Whether a result deserves a line of its own: not a match, and not incomparable with the same
+// verdict on both sides (skipped or raised alike). The summaries list every result when there are
+// at most 12, else only the noteworthy ones.
+bool baseline_noteworthy(const BaselineResult& result);
+bool baseline_listed(const BaselineComparison& baseline, const BaselineResult& result);
+std::string baseline_counts(const BaselineComparison& baseline);
+std::string baseline_tensor_text(const BaselineTensor& tensor);
+std::string affects_text(const std::string& affects);
+// For the verdict line: ", 1 baseline regression", ", changed with the environment since the
+// baseline", ", matches the baseline"; "" without a baseline.
+std::string baseline_verdict_text(const Report& report);
+
 // The environment fingerprint as aligned "key: value" lines.
 std::string render_environment_text(const nlohmann::ordered_json& env);
 

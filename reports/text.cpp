@@ -198,9 +198,27 @@ std::string render_text(const Report& r) {
     if (t.replay) replay_lines(out, *t.replay);
   }
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
-  out += fmt::format("verdict: {}{} (exit {})\n", to_string(r.verdict),
-                     !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "", r.exit_code);
+  out += render_baseline_text(r);
+  out += fmt::format("verdict: {}{}{} (exit {})\n", to_string(r.verdict),
+                     !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "",
+                     baseline_verdict_text(r), r.exit_code);
   return out;
+}
+
+std::string baseline_verdict_text(const Report& r) {
+  if (!r.baseline) return "";
+  size_t regressions = 0, nondeterministic = 0;
+  for (const auto& res : r.baseline->results)
+    if (baseline_failure(r, res)) (res.status == BaselineStatus::Regression ? regressions : nondeterministic) += 1;
+  std::vector<std::string> parts;
+  if (regressions) parts.push_back(fmt::format("{} baseline regression{}", regressions, regressions == 1 ? "" : "s"));
+  if (nondeterministic) parts.push_back(fmt::format("{} nondeterministic against the baseline", nondeterministic));
+  if (!parts.empty()) return fmt::format(", {}", fmt::join(parts, ", "));
+  const auto any = [&](BaselineStatus s) {
+    return std::any_of(r.baseline->results.begin(), r.baseline->results.end(), [s](const auto& x) { return x.status == s; });
+  };
+  if (any(BaselineStatus::Explained)) return ", changed with the environment since the baseline";
+  return any(BaselineStatus::Match) ? ", matches the baseline" : "";
 }
 
 std::string render_environment_text(const nlohmann::ordered_json& env) {

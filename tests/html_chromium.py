@@ -217,6 +217,26 @@ def walk(node):
         yield from walk(child)
 
 
+def check_baseline(c, dom, report):
+    """The baseline section: present exactly when the report has one; its environment changes and
+    listed results (with their statuses, in order) as in the JSON."""
+    b = report.get("baseline")
+    c.eq("<section id=baseline>", len(dom.find("section", id="baseline")), 1 if b else 0)
+    if not b:
+        return
+    c.eq("environment changes", len(dom.find("tr", cls="env-change")) - len(b["ignored_changes"]), len(b["environment_changes"]))
+    rows = [(n.attrs.get("data-status")) for n in dom.find("tr", cls="baseline-result")]
+    statuses = [r["status"] for r in b["results"]]
+    if len(statuses) <= 12:
+        c.eq("baseline results", rows, statuses)
+    else:
+        c.true("baseline results listed are a subset", set(rows) <= set(statuses))
+    failing = {"regression"} | ({"nondeterministic"} if report["exit_code"] == 1 else set())
+    c.eq("baseline results marked as failing",
+         len([n for n in dom.find("tr", cls="baseline-result") if n.attrs.get("data-fails") == "true"]) > 0,
+         any(s in failing for s in rows) and report["exit_code"] == 1)
+
+
 def check_page(chromium, folder, stem, profile, pdf_dir):
     c = Checker(stem)
     html_path, json_path = os.path.join(folder, stem + ".html"), os.path.join(folder, stem + ".json")
@@ -239,6 +259,7 @@ def check_page(chromium, folder, stem, profile, pdf_dir):
     check_network(c, raw, dom)
     check_timing(c, raw)
     check_counts(c, dom, report)
+    check_baseline(c, dom, report)
     pdf = os.path.join(pdf_dir, stem + ".pdf")
     p = run_chromium(chromium, ["--no-pdf-header-footer", f"--print-to-pdf={pdf}"], url, profile)
     c.eq("chromium --print-to-pdf exit status", p.returncode, 0)

@@ -56,6 +56,7 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   ra::report::Target t;
   t.name = "m<1>&\"'.pt";
   t.kind = "model";
+  t.model_digest = "0123456789abcdef0123456789abcdef";
   t.device = "cpu";
   t.mode = "train";
   t.steps = 4;
@@ -143,6 +144,65 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   r.wall_ms = wall_ms;
   ra::report::finalize(r);
   return r;
+}
+
+// A comparison with a baseline, one result of every status, for every_verdict_report's target:
+// torch.version changed (any device), cuda.cudnn changed (cuda), torch.library_dir ignored; det
+// matches, default is nondeterministic, threads-1 explained (by torch.version and its threads
+// switch), strict a regression with an output of another shape and one only in the baseline,
+// cudnn-det incomparable, mkl-cbwr missing, threads-N added. Attach it and call finalize.
+inline ra::report::BaselineComparison sample_baseline() {
+  using ra::report::BaselineStatus;
+  using ra::report::Verdict;
+  ra::report::BaselineComparison b;
+  b.source = "golden <1>.json";
+  b.schema = "repro-audit/baseline";
+  b.tool_version = "0.1.0";
+  b.changes = {{"torch.version", "2.11.0", "2.12.0", "any"}, {"cuda.cudnn", "9.19.0", "9.20.0", "cuda"}};
+  b.ignored = {{"torch.library_dir", "/a", "/b", ""}};
+  const std::string target = "m<1>&\"'.pt";
+  const auto result = [&](const char* config, BaselineStatus s, const std::string& reason) {
+    ra::report::BaselineResult r;
+    r.target = target;
+    r.config = config;
+    r.status = s;
+    r.baseline_verdict = s == BaselineStatus::Added ? std::nullopt : std::optional<Verdict>(Verdict::Reproducible);
+    r.current_verdict = s == BaselineStatus::Missing ? std::nullopt : std::optional<Verdict>(Verdict::Reproducible);
+    r.reason = reason;
+    r.tensors = 3;
+    return r;
+  };
+  const ra::report::TensorDigest before{"output", "float32", {8}, std::string(32, 'a')};
+  ra::report::TensorDigest after = before;
+  after.digest = std::string(32, 'b');
+  auto nondet = result("default", BaselineStatus::Nondeterministic,
+                       "1 of 3 tensors differ, but the configuration diverged within the current results, so the "
+                       "difference cannot be attributed");
+  nondet.current_verdict = Verdict::Diverged;
+  nondet.differing = 1;
+  nondet.differing_tensors = {{"output", before, after}};
+  auto explained = result("threads-1", BaselineStatus::Explained,
+                          "1 of 3 tensors differ; explained by changes that can affect cpu: torch.version 2.11.0 -> "
+                          "2.12.0, config.threads 2 -> 1");
+  explained.switch_changes = {{"config.threads", "2", "1", "cpu"}};
+  explained.explained_by = {"torch.version", "config.threads"};
+  explained.differing = 1;
+  explained.differing_tensors = {{"output", before, after}};
+  auto regression = result("strict", BaselineStatus::Regression,
+                           "2 of 3 tensors differ and nothing that can affect cpu changed (changed, but cannot affect "
+                           "cpu: cuda.cudnn 9.19.0 -> 9.20.0)");
+  ra::report::TensorDigest reshaped = before;
+  reshaped.shape = {2, 4};
+  regression.differing = 2;
+  regression.differing_tensors = {{"output", before, reshaped}, {"loss", before, std::nullopt}};
+  auto match = result("det", BaselineStatus::Match, "all 3 tensors match");
+  b.results = {match, nondet, regression, explained,
+               result("cudnn-det", BaselineStatus::Incomparable, "nothing to compare: no repeat completed in the current results (skipped)"),
+               result("threads-N", BaselineStatus::Added, "not in the baseline"),
+               result("mkl-cbwr", BaselineStatus::Missing, "in the baseline only")};
+  b.results[4].tensors = b.results[5].tensors = b.results[6].tensors = 0;
+  b.results[4].current_verdict = Verdict::Skipped;
+  return b;
 }
 
 }  // namespace ra::test

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/digest.h"
+#include "audit/errors.h"
+#include "audit/files.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
+
+#include <unistd.h>
 
 namespace {
 
@@ -112,4 +118,24 @@ TEST_CASE("dtype_name") {
   CHECK(ra::dtype_name(at::kFloat) == "float32");
   CHECK(ra::dtype_name(at::kBFloat16) == "bfloat16");
   CHECK(ra::dtype_name(at::kBool) == "bool");
+}
+
+TEST_CASE("file_digest: a file's bytes as a uint8 tensor, streamed across chunks; bytes_digest likewise") {
+  // 2.5 MiB: more than one of file_digest's 1 MiB chunks, so the global word index must carry on.
+  const at::Tensor bytes = at::randint(0, 256, {(5 << 20) / 2}, at::TensorOptions().dtype(at::kByte));
+  char name[] = "/tmp/ra-digest-XXXXXX";
+  const int fd = ::mkstemp(name);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::ofstream(name, std::ios::binary)
+      .write(static_cast<const char*>(bytes.data_ptr()), static_cast<std::streamsize>(bytes.numel()));
+  const std::string whole = ra::digest(bytes);
+  CHECK(ra::file_digest(name, "model") == whole);
+  CHECK(ra::digest_kernel::bytes_digest(bytes.data_ptr(), static_cast<size_t>(bytes.numel())) == whole);
+  // One byte more or one byte changed is another digest.
+  std::ofstream(name, std::ios::binary | std::ios::app).put('\0');
+  CHECK(ra::file_digest(name, "model") != whole);
+  std::remove(name);
+  CHECK_THROWS_AS(ra::file_digest(name, "model"), ra::InputError);
+  CHECK(ra::digest_kernel::bytes_digest("ab", 2) != ra::digest_kernel::bytes_digest("ba", 2));
 }

@@ -102,14 +102,39 @@ TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r)
     CHECK(text == ra::report::render_json(r));
     CHECK(text.find("known scatter in the loss") != std::string::npos);
   }
+  SUBCASE("a baseline comparison") {
+    auto r = ra::test::every_verdict_report(40);
+    r.baseline = ra::test::sample_baseline();
+    ra::report::finalize(r);
+    const std::string text = round_trip(r);
+    CHECK(text == ra::report::render_json(r));
+    CHECK(text.find("\"status\": \"regression\"") != std::string::npos);
+  }
   SUBCASE("the text summary, JUnit and Markdown of the read report are the original's") {
-    for (const auto& r : {ra::test::every_verdict_report(40), probes_report()}) {
+    auto with_baseline = ra::test::every_verdict_report(40);
+    with_baseline.baseline = ra::test::sample_baseline();
+    ra::report::finalize(with_baseline);
+    for (const auto& r : {ra::test::every_verdict_report(40), probes_report(), with_baseline}) {
       const auto back = ra::report::report_from_json(json::parse(ra::report::render_json(r)));
       CHECK(ra::report::render_text(back) == ra::report::render_text(r));
       CHECK(ra::report::render_junit(back) == ra::report::render_junit(r));
       CHECK(ra::report::render_markdown(back) == ra::report::render_markdown(r));
     }
   }
+}
+
+TEST_CASE("report_from_json: target digests come back, and reports written before them read with none") {
+  auto r = ra::test::every_verdict_report(40);
+  r.targets.front().input_digest = "fedcba9876543210fedcba9876543210";
+  const auto back = ra::report::report_from_json(to_json(r));
+  CHECK(back.targets.front().model_digest == "0123456789abcdef0123456789abcdef");
+  CHECK(back.targets.front().input_digest == "fedcba9876543210fedcba9876543210");
+  json old = to_json(r);
+  old["targets"][0].erase("model_digest");
+  old["targets"][0].erase("input_digest");
+  const auto read = ra::report::report_from_json(old);
+  CHECK(read.targets.front().model_digest.empty());
+  CHECK(read.targets.front().input_digest.empty());
 }
 
 TEST_CASE("report_from_json: timings and non-finite statistics come back") {
@@ -150,6 +175,13 @@ TEST_CASE("report_from_json: errors name the schema, the version or the JSON pat
   j = good;
   j["targets"][0]["configs"][0]["verdict"] = "flaky";
   expect_error(j, "targets[0].configs[0].verdict: unknown verdict 'flaky'");
+  j = to_json([] {
+    auto r = ra::test::every_verdict_report(40);
+    r.baseline = ra::test::sample_baseline();
+    return r;
+  }());
+  j["baseline"]["results"][2]["status"] = "worse";
+  expect_error(j, "baseline.results[2].status: unknown baseline status 'worse'");
   j = good;
   j["tool"] = "repro-audit";
   expect_error(j, "tool: expected an object");

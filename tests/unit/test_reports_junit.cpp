@@ -99,3 +99,33 @@ TEST_CASE("render_junit: a reproducible report passes, an empty one is still a d
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"repro-audit\" tests=\"0\" failures=\"0\" errors=\"0\" "
         "skipped=\"0\">\n</testsuites>\n");
 }
+
+TEST_CASE("render_junit: a baseline suite, one test case per comparison, and the schema file") {
+  auto r = ra::test::every_verdict_report(10);
+  r.baseline = ra::test::sample_baseline();
+  ra::report::finalize(r);
+  const std::string x = ra::report::render_junit(r);
+  // For the junit_schema test, which validates this file with xmllint.
+  std::filesystem::create_directories(RA_JUNIT_DIR);
+  ra::write_file_atomic(std::string(RA_JUNIT_DIR) + "/unit-baseline.xml", x);
+  const std::string suite = between(x, "<testsuite name=\"baseline\"", "</testsuite>");
+  REQUIRE(!suite.empty());
+  CHECK(suite.rfind(" tests=\"7\" failures=\"2\" errors=\"0\" skipped=\"3\">", 0) == 0);
+  CHECK(suite.find("<property name=\"environment_changes\" value=\"torch.version: 2.11.0 -&gt; 2.12.0; cuda.cudnn: "
+                   "9.19.0 -&gt; 9.20.0\"/>") != std::string::npos);
+  CHECK(count(suite, "<testcase ") == 7);
+  CHECK(suite.find("name=\"baseline det\"/>") != std::string::npos);
+  CHECK(suite.find("<failure type=\"regression\" message=\"2 of 3 tensors differ and nothing that can affect cpu changed") !=
+        std::string::npos);
+  CHECK(suite.find("<failure type=\"nondeterministic\"") != std::string::npos);
+  CHECK(between(suite, "name=\"baseline threads-1\">", "</testcase>").find("<system-out>explained: ") != std::string::npos);
+  CHECK(suite.find("<skipped message=\"missing: in the baseline only\"/>") != std::string::npos);
+  CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"15\" failures=\"5\" errors=\"2\" skipped=\"4\">") !=
+        std::string::npos);
+
+  // An allowed nondeterministic configuration is skipped, not failed.
+  r.targets.front().configs[1].allowed_by = ra::report::AllowedBy{0, "known", ""};
+  ra::report::finalize(r);
+  const std::string allowed = between(ra::report::render_junit(r), "name=\"baseline default\">", "</testcase>");
+  CHECK(allowed.find("<skipped message=\"nondeterministic, allowed by the allowlist: ") != std::string::npos);
+}

@@ -62,3 +62,25 @@ TEST_CASE("render_markdown: the alert census of a probe report") {
   CHECK(m.find("| 1 | 0 | 1 | 2 | 0 |") != std::string::npos);
   CHECK(m.find("Diverged without an alert: `scatter\\|reduce`") != std::string::npos);
 }
+
+TEST_CASE("render_markdown: the baseline section") {
+  auto r = ra::test::every_verdict_report(10);
+  r.baseline = ra::test::sample_baseline();
+  ra::report::finalize(r);
+  const std::string m = ra::report::render_markdown(r);
+  CHECK(m.rfind("## repro-audit: diverged, configuration-dependent, 1 baseline regression, 1 nondeterministic against the "
+                "baseline (exit 1)\n", 0) == 0);
+  CHECK(m.find("\n### Baseline `golden <1>.json`: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, "
+               "1 added, 1 match\n\n| environment change | baseline | current | can affect |\n|---|---|---|---|\n"
+               "| `torch.version` | 2.11.0 | 2.12.0 | any device |\n| `cuda.cudnn` | 9.19.0 | 9.20.0 | cuda |\n\n"
+               "Also differ, ignored (cannot change results): `torch.library_dir`\n") != std::string::npos);
+  CHECK(m.find("| m\\<1\\>&amp;\"'.pt | strict | **regression** | 2/3 differ |\n") != std::string::npos);
+  CHECK(m.find("| m\\<1\\>&amp;\"'.pt | threads-1 | **explained** | 1/3 differ |\n") != std::string::npos);
+  CHECK(m.find("| m\\<1\\>&amp;\"'.pt | det | match | 3 match |\n") != std::string::npos);
+  CHECK(m.find("| m\\<1\\>&amp;\"'.pt | mkl-cbwr | missing | - |\n") != std::string::npos);
+  CHECK(m.find("- **m\\<1\\>&amp;\"'.pt · strict: regression** - 2 of 3 tensors differ") != std::string::npos);
+  CHECK(m.find("  - differing tensors: `output`, `loss`\n") != std::string::npos);
+  CHECK(m.find("> **Explained differences** do not fail the run") != std::string::npos);
+  CHECK(m.find("`--save-baseline golden <1>.json`") != std::string::npos);
+  CHECK(ra::report::render_markdown(ra::test::every_verdict_report(10)).find("### Baseline") == std::string::npos);
+}

@@ -48,3 +48,59 @@ TEST_CASE("render_text: root causes and splits of a traced configuration") {
   r.targets[0].configs[0].trace.reset();
   CHECK(ra::report::render_text(r).find("trace:") == std::string::npos);
 }
+
+TEST_CASE("render_baseline_text: changes, one line per result, differing tensors, counts and the re-save hint") {
+  auto r = ra::test::every_verdict_report(10);
+  r.baseline = ra::test::sample_baseline();
+  ra::report::finalize(r);
+  const std::string text = ra::report::render_text(r);
+  const std::string section = ra::report::render_baseline_text(r);
+  CHECK(text.find(section) != std::string::npos);
+  CHECK(section.rfind("baseline golden <1>.json (a baseline written by repro-audit 0.1.0)\n"
+                      "  environment: 2 changes\n"
+                      "    torch.version: 2.11.0 -> 2.12.0 (can affect any device)\n"
+                      "    cuda.cudnn: 9.19.0 -> 9.20.0 (can affect cuda)\n"
+                      "  ignored, cannot change results: torch.library_dir\n"
+                      "  m<1>&\"'.pt / det: match (3 tensors)\n",
+                      0) == 0);
+  CHECK(section.find("  m<1>&\"'.pt / strict: regression: 2 of 3 tensors differ and nothing that can affect cpu changed "
+                     "(changed, but cannot affect cpu: cuda.cudnn 9.19.0 -> 9.20.0)\n"
+                     "    output: float32[8] -> float32[2x4]\n"
+                     "    loss float32[8]: only in the baseline\n") != std::string::npos);
+  CHECK(section.find("  m<1>&\"'.pt / threads-1: explained: 1 of 3 tensors differ; explained by changes that can affect cpu: "
+                     "torch.version 2.11.0 -> 2.12.0, config.threads 2 -> 1\n"
+                     "    switch threads: 2 -> 1\n"
+                     "    output float32[8]: aaaaaaaaaaaa -> bbbbbbbbbbbb\n") != std::string::npos);
+  CHECK(section.find("  m<1>&\"'.pt / mkl-cbwr: missing: in the baseline only\n") != std::string::npos);
+  CHECK(section.find("baseline: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, 1 added, 1 match\n"
+                     "  explained: the results changed together with the environment, which does not fail the run; if the "
+                     "new results are the right ones, save the baseline again (--save-baseline golden <1>.json)\n") !=
+        std::string::npos);
+  CHECK(text.find("verdict: diverged, configuration-dependent, 1 baseline regression, 1 nondeterministic against the "
+                  "baseline (exit 1)\n") != std::string::npos);
+  // The section comes just before the verdict line; no baseline, no section.
+  CHECK(text.find(section) + section.size() == text.find("verdict: "));
+  CHECK(ra::report::render_baseline_text(ra::test::every_verdict_report(10)).empty());
+}
+
+TEST_CASE("render_baseline_text: many results list only the noteworthy ones") {
+  auto r = ra::test::every_verdict_report(10);
+  auto b = ra::test::sample_baseline();
+  const auto match = b.results.front();
+  for (int i = 0; i < 20; ++i) b.results.push_back(match);
+  auto skipped = b.results[4];  // incomparable
+  skipped.config = "skipped-both";
+  skipped.baseline_verdict = skipped.current_verdict = ra::report::Verdict::Skipped;
+  b.results.push_back(skipped);
+  b.changes.clear();
+  r.baseline = b;
+  ra::report::finalize(r);
+  const std::string section = ra::report::render_baseline_text(r);
+  CHECK(section.find("  environment: unchanged\n") != std::string::npos);
+  CHECK(section.find(": match") == std::string::npos);
+  CHECK(section.find("skipped-both") == std::string::npos);
+  CHECK(section.find("/ cudnn-det: incomparable") != std::string::npos);  // skipped on one side only
+  CHECK(section.find("2 incomparable, 1 missing, 1 added, 21 match") != std::string::npos);
+  CHECK(ra::report::render_markdown(r).find("\n22 more (matches, and configurations skipped or raised alike on both sides) are counted above") !=
+        std::string::npos);
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// The baseline section of the text summary (run and probes print it before their verdict line):
+// the environment changes, one line per result that is not a match (every result when there are
+// few), the differing tensors, and the counts with a hint to re-save an explained baseline.
+#include "reports/render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+
+namespace ra::report {
+namespace {
+
+constexpr size_t kListAllUpTo = 12;  // results; beyond that, only the noteworthy ones are listed
+constexpr size_t kTensorsShown = 5;
+
+std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) : d; }
+
+std::string side_text(const TensorDigest& t) { return fmt::format("{}[{}]", t.dtype, fmt::join(t.shape, "x")); }
+
+}  // namespace
+
+std::string affects_text(const std::string& affects) {
+  if (affects == "any") return "any device";
+  return affects;
+}
+
+std::string baseline_tensor_text(const BaselineTensor& t) {
+  if (!t.current) return fmt::format("{} {}: only in the baseline", t.name, side_text(*t.baseline));
+  if (!t.baseline) return fmt::format("{} {}: not in the baseline", t.name, side_text(*t.current));
+  if (t.baseline->dtype != t.current->dtype || t.baseline->shape != t.current->shape)
+    return fmt::format("{}: {} -> {}", t.name, side_text(*t.baseline), side_text(*t.current));
+  return fmt::format("{} {}: {} -> {}", t.name, side_text(*t.current), short_digest(t.baseline->digest),
+                     short_digest(t.current->digest));
+}
+
+bool baseline_noteworthy(const BaselineResult& r) {
+  if (r.status == BaselineStatus::Match) return false;
+  // Skipped or raised alike on both sides (a probe that does not run on this device, an op without
+  // a deterministic implementation under det): nothing changed, nothing to say.
+  return !(r.status == BaselineStatus::Incomparable && r.baseline_verdict == r.current_verdict);
+}
+
+bool baseline_listed(const BaselineComparison& b, const BaselineResult& r) {
+  return b.results.size() <= kListAllUpTo || baseline_noteworthy(r);
+}
+
+std::string baseline_counts(const BaselineComparison& b) {
+  constexpr std::array<BaselineStatus, 7> kOrder = {BaselineStatus::Regression, BaselineStatus::Nondeterministic,
+                                                    BaselineStatus::Explained, BaselineStatus::Incomparable,
+                                                    BaselineStatus::Missing, BaselineStatus::Added, BaselineStatus::Match};
+  std::vector<std::string> parts;
+  for (const auto s : kOrder) {
+    size_t n = 0;
+    for (const auto& r : b.results) n += r.status == s;
+    if (n > 0) parts.push_back(fmt::format("{} {}", n, to_string(s)));
+  }
+  return parts.empty() ? std::string("nothing compared") : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string render_baseline_text(const Report& r) {
+  if (!r.baseline) return "";
+  const BaselineComparison& b = *r.baseline;
+  std::string out = fmt::format("baseline {} ({} written by repro-audit {})\n", b.source,
+                                b.schema == "repro-audit/report" ? "a report" : "a baseline", b.tool_version);
+  if (b.changes.empty()) {
+    out += "  environment: unchanged\n";
+  } else {
+    out += fmt::format("  environment: {} change{}\n", b.changes.size(), b.changes.size() == 1 ? "" : "s");
+    for (const auto& c : b.changes)
+      out += fmt::format("    {}: {} -> {} (can affect {})\n", c.key, c.baseline, c.current, affects_text(c.affects));
+  }
+  if (!b.ignored.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& c : b.ignored) keys.push_back(c.key);
+    out += fmt::format("  ignored, cannot change results: {}\n", fmt::join(keys, ", "));
+  }
+  bool explained = false;
+  for (const auto& res : b.results) {
+    explained = explained || res.status == BaselineStatus::Explained;
+    if (!baseline_listed(b, res)) continue;
+    out += fmt::format("  {} / {}: {}", res.target, res.config, to_string(res.status));
+    out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors) : fmt::format(": {}\n", res.reason);
+    for (const auto& c : res.switch_changes)
+      out += fmt::format("    switch {}: {} -> {}\n", c.key.substr(c.key.find('.') + 1), c.baseline, c.current);
+    const size_t shown = std::min(res.differing_tensors.size(), kTensorsShown);
+    for (size_t i = 0; i < shown; ++i) out += fmt::format("    {}\n", baseline_tensor_text(res.differing_tensors[i]));
+    if (res.differing > shown) out += fmt::format("    ... and {} more tensors\n", res.differing - shown);
+  }
+  out += fmt::format("baseline: {}\n", baseline_counts(b));
+  if (explained)
+    out += fmt::format(
+        "  explained: the results changed together with the environment, which does not fail the run; if the new "
+        "results are the right ones, save the baseline again (--save-baseline {})\n",
+        b.source);
+  return out;
+}
+
+}  // namespace ra::report

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: Apache-2.0
+// Baselines end to end on the CPU: `--save-baseline` then `--baseline` (run and probes), and
+// `compare A B`. A regression in an unchanged environment is produced honestly by tampering with
+// a saved digest (the model and the machine stay the same); an explained difference by a real
+// environment change (OMP_NUM_THREADS, which changes the default configuration's thread count and
+// a training step's reductions) and by editing a saved baseline's torch version; a cuDNN change
+// cannot explain a CPU difference. Bad baselines exit 3 with one line and write nothing. The
+// baselines and reports written into RA_REPORT_DIR are validated by the report_schema and
+// baseline_schema tests, the JUnit file in RA_JUNIT_DIR by junit_schema.
+#include "tests/cli/harness.h"
+
+// torch before doctest: c10 defines a CHECK macro that doctest must override.
+#include <torch/script.h>
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+using ra::test::run_cli;
+using nlohmann::json;
+
+namespace {
+
+void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// A path under `dir` (RA_REPORT_DIR or RA_JUNIT_DIR), removed first so that a stale file never validates.
+std::string fresh(const char* dir, const std::string& name) {
+  std::filesystem::create_directories(dir);
+  const std::string path = std::string(dir) + "/" + name;
+  std::filesystem::remove(path);
+  return path;
+}
+
+// Sets an environment variable for the binaries a test case runs, and restores it.
+struct Env {
+  std::string name;
+  std::optional<std::string> was;
+  Env(const char* n, const char* value) : name(n) {
+    if (const char* v = std::getenv(n)) was = v;
+    ::setenv(n, value, 1);
+  }
+  ~Env() { was ? ::setenv(name.c_str(), was->c_str(), 1) : ::unsetenv(name.c_str()); }
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+};
+
+std::vector<std::string> linear_run(const ra::test::TempDir& dir, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,threads-1",
+                                   "--repeats", "2", "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+const json& result_of(const json& report, const std::string& config) {
+  const json& results = report.at("baseline").at("results");
+  const json* found = nullptr;
+  for (size_t i = 0; i < results.size() && !found; ++i)
+    if (results[i]["config"] == config) found = &results[i];
+  REQUIRE_MESSAGE(found != nullptr, "no baseline result for " << config);
+  return *found;
+}
+
+// Saves a baseline of the linear model (default, threads-1) into `path`.
+void save_linear_baseline(const ra::test::TempDir& dir, const std::string& path) {
+  ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
+  const auto r = run_cli(linear_run(dir, {"--save-baseline", path}));
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+}
+
+// The baseline at `path` with the default configuration's output digest replaced.
+json tampered(const std::string& path) {
+  json g = ra::test::read_json(path);
+  json& tensors = g["targets"][0]["configs"][0]["reference_digests"];
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i]["name"] == "output") tensors[i]["digest"] = std::string(32, '0');
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("run --save-baseline, then --baseline in the same environment: everything matches (exit 0)") {
+  ra::test::TempDir dir;
+  const std::string golden = fresh(RA_REPORT_DIR, "baseline.json");
+  save_linear_baseline(dir, golden);
+  const json g = ra::test::read_json(golden);
+  CHECK(g["schema"] == "repro-audit/baseline");
+  CHECK(g["schema_version"] == 1);
+  REQUIRE(g["targets"].size() == 1);
+  CHECK(g["targets"][0]["name"] == "m.pt");
+  CHECK(g["targets"][0]["model_digest"].get<std::string>().size() == 32);
+  CHECK(g["targets"][0]["inputs"] == json::array({"float32[4x16]"}));
+  REQUIRE(g["targets"][0]["configs"].size() == 2);
+  CHECK(g["targets"][0]["configs"][1]["config"] == "threads-1");
+  CHECK(g["targets"][0]["configs"][1]["reference_digests"].size() == 2);  // param/w, output
+  CHECK(g["environment"]["torch"]["version"].is_string());
+  CHECK(!g.contains("timing"));
+
+  // The same command again writes the same bytes: nothing in a baseline depends on the clock.
+  const std::string first = ra::test::read_file(golden);
+  REQUIRE(run_cli(linear_run(dir, {"--save-baseline", golden})).code == 0);
+  CHECK(ra::test::read_file(golden) == first);
+
+  const std::string report = fresh(RA_REPORT_DIR, "run-baseline.json");
+  const auto r = run_cli(linear_run(dir, {"--baseline", golden, "--report", report}));
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("  environment: unchanged\n") != std::string::npos);
+  CHECK(r.out.find("m.pt / default: match (2 tensors)\n") != std::string::npos);
+  CHECK(r.out.find("verdict: reproducible, matches the baseline (exit 0)\n") != std::string::npos);
+  const json j = ra::test::read_json(report);
+  CHECK(j["targets"][0]["model_digest"] == g["targets"][0]["model_digest"]);
+  CHECK(j["baseline"]["source"] == golden);
+  CHECK(j["baseline"]["schema"] == "repro-audit/baseline");
+  CHECK(j["baseline"]["environment_changes"].empty());
+  REQUIRE(j["baseline"]["results"].size() == 2);
+  for (const auto* config : {"default", "threads-1"}) {
+    CHECK(result_of(j, config)["status"] == "match");
+    CHECK(result_of(j, config)["tensors"] == 2);
+  }
+  // A report with a baseline section re-renders byte for byte.
+  const auto again = run_cli({"report", report, "--json"});
+  CHECK(again.code == 0);
+  CHECK(again.out == ra::test::read_file(report));
+}
+
+TEST_CASE("run --baseline: a changed digest in the same environment is a regression (exit 1) naming the tensor") {
+  ra::test::TempDir dir;
+  save_linear_baseline(dir, dir.file("g.json"));
+  spit(dir.file("t.json"), tampered(dir.file("g.json")).dump(2));
+  const std::string junit = fresh(RA_JUNIT_DIR, "run-baseline.xml");
+  // The JSON and HTML go to RA_REPORT_DIR for the report_schema and html_chromium tests.
+  const std::string report = fresh(RA_REPORT_DIR, "run-regression.json"), page = fresh(RA_REPORT_DIR, "run-regression.html");
+  const auto r = run_cli(linear_run(dir, {"--baseline", dir.file("t.json"), "--report", report, "--junit", junit, "--markdown",
+                                          dir.file("r.md"), "--html", page}));
+  CAPTURE(r.err);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("m.pt / default: regression: 1 of 2 tensors differ and nothing that can affect cpu changed\n"
+                   "    output float32[4x8]: 000000000000 -> ") != std::string::npos);
+  CHECK(r.out.find("m.pt / threads-1: match") != std::string::npos);
+  CHECK(r.out.find("verdict: reproducible, 1 baseline regression (exit 1)\n") != std::string::npos);
+  const json j = ra::test::read_json(report);
+  CHECK(j["exit_code"] == 1);
+  CHECK(j["verdict"] == "reproducible");
+  const std::string html = ra::test::read_file(page);
+  CHECK(html.find("<tr class=\"baseline-result\" data-status=\"regression\" data-fails=\"true\"><td>m.pt</td><td>default</td>") !=
+        std::string::npos);
+  CHECK(html.find("<a href=\"#baseline\">Baseline</a>") != std::string::npos);
+  const json& res = result_of(j, "default");
+  CHECK(res["status"] == "regression");
+  CHECK(res["differing"] == 1);
+  REQUIRE(res["differing_tensors"].size() == 1);
+  CHECK(res["differing_tensors"][0]["name"] == "output");
+  CHECK(res["differing_tensors"][0]["baseline"]["digest"] == std::string(32, '0'));
+  const std::string xml = ra::test::read_file(junit);
+  CHECK(xml.find("<testsuite name=\"baseline\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\">") != std::string::npos);
+  CHECK(xml.find("<failure type=\"regression\"") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.md")).find("| m.pt | default | **regression** | 1/2 differ |") != std::string::npos);
+}
+
+TEST_CASE("run --baseline: a real environment change (OMP_NUM_THREADS) explains the default configuration's new bits") {
+  // Reductions in a training step: their results depend on the intra-op thread count.
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("mlp.pt"), R"JIT(
+def forward(self, x):
+    h = torch.tanh(torch.matmul(x, self.w1) + self.b1)
+    y = torch.matmul(h, self.w2)
+    return (y * y).sum() / 1000.0
+)JIT",
+                       {{"w1", {4096, 256}}, {"b1", {256}}, {"w2", {256, 4096}}});
+  const std::vector<std::string> args = {"run", dir.file("mlp.pt"), "--shape", "64x4096", "--mode", "train", "--steps", "2",
+                                         "--configs", "default,threads-1", "--repeats", "2", "--quiet"};
+  {
+    const Env one("OMP_NUM_THREADS", "1");
+    auto save = args;
+    save.insert(save.end(), {"--save-baseline", dir.file("g.json")});
+    REQUIRE(run_cli(save).code == 0);
+  }
+  const Env two("OMP_NUM_THREADS", "2");
+  auto cmp = args;
+  cmp.insert(cmp.end(), {"--baseline", dir.file("g.json"), "--report", dir.file("r.json")});
+  const auto r = run_cli(cmp);
+  CAPTURE(r.err);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  const json j = ra::test::read_json(dir.file("r.json"));
+  const json& changes = j["baseline"]["environment_changes"];
+  REQUIRE(changes.size() == 1);
+  CHECK(changes[0]["key"] == "env_vars.OMP_NUM_THREADS");
+  CHECK(changes[0]["baseline"] == "1");
+  CHECK(changes[0]["current"] == "2");
+  CHECK(changes[0]["affects"] == "cpu");
+  const json& def = result_of(j, "default");
+  REQUIRE(def["switch_changes"].size() == 1);
+  CHECK(def["switch_changes"][0]["key"] == "config.threads");
+  CHECK(def["switch_changes"][0]["baseline"] == "1");
+  CHECK(def["switch_changes"][0]["current"] == "2");
+  CHECK(def["status"] == "explained");
+  CHECK(def["explained_by"] == json::array({"env_vars.OMP_NUM_THREADS", "config.threads"}));
+  CHECK(result_of(j, "threads-1")["status"] == "match");  // one thread either way
+  CHECK(r.out.find("save the baseline again (--save-baseline " + dir.file("g.json") + ")") != std::string::npos);
+}
+
+TEST_CASE("run --baseline: a torch change explains a difference; a cuDNN change cannot explain it on the CPU") {
+  ra::test::TempDir dir;
+  save_linear_baseline(dir, dir.file("g.json"));
+  json torch = tampered(dir.file("g.json"));
+  torch["environment"]["torch"]["version"] = "2.10.0";
+  spit(dir.file("torch.json"), torch.dump(2));
+  const auto r = run_cli(linear_run(dir, {"--baseline", dir.file("torch.json"), "--report", dir.file("r.json")}));
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("    torch.version: 2.10.0 -> ") != std::string::npos);
+  CHECK(r.out.find("m.pt / default: explained: 1 of 2 tensors differ; explained by changes that can affect cpu: "
+                   "torch.version 2.10.0 -> ") != std::string::npos);
+  CHECK(r.out.find("verdict: reproducible, changed with the environment since the baseline (exit 0)\n") != std::string::npos);
+  json j = ra::test::read_json(dir.file("r.json"));
+  CHECK(result_of(j, "default")["status"] == "explained");
+  CHECK(result_of(j, "default")["explained_by"] == json::array({"torch.version"}));
+  CHECK(result_of(j, "threads-1")["status"] == "match");
+
+  json cudnn = tampered(dir.file("g.json"));
+  cudnn["environment"]["cuda"]["cudnn"] = "8.9.7";
+  cudnn["environment"]["torch"]["library_dir"] = "/elsewhere/torch/lib";
+  spit(dir.file("cudnn.json"), cudnn.dump(2));
+  const auto c = run_cli(linear_run(dir, {"--baseline", dir.file("cudnn.json"), "--report", dir.file("c.json")}));
+  CHECK(c.code == 1);
+  j = ra::test::read_json(dir.file("c.json"));
+  const json& changes = j["baseline"]["environment_changes"];
+  REQUIRE(changes.size() == 1);
+  CHECK(changes[0]["key"] == "cuda.cudnn");
+  CHECK(changes[0]["baseline"] == "8.9.7");
+  CHECK(changes[0]["affects"] == "cuda");
+  REQUIRE(j["baseline"]["ignored_changes"].size() == 1);
+  CHECK(j["baseline"]["ignored_changes"][0]["key"] == "torch.library_dir");
+  CHECK(result_of(j, "default")["status"] == "regression");
+  CHECK(result_of(j, "default")["reason"].get<std::string>().find("(changed, but cannot affect cpu: cuda.cudnn 8.9.7 -> ") !=
+        std::string::npos);
+}
+
+TEST_CASE("run --baseline: another model, shape, mode, seed or no shared configuration exits 3 and writes nothing") {
+  ra::test::TempDir dir;
+  save_linear_baseline(dir, dir.file("g.json"));
+  ra::test::save_model(dir.file("other.pt"), ra::test::kLinearReluModel, {{"w", {16, 4}}});
+  const std::vector<std::string> outputs = {"--junit", dir.file("j.xml"), "--markdown", dir.file("s.md"),
+                                            "--save-baseline", dir.file("new.json"), "--baseline", dir.file("g.json")};
+  const auto bad = [&](std::vector<std::string> args, const std::string& message) {
+    args.insert(args.end(), outputs.begin(), outputs.end());
+    ra::test::expect_error(dir, args, 3, message);
+    for (const char* f : {"j.xml", "s.md", "new.json"}) CHECK(!ra::test::file_exists(dir.file(f)));
+  };
+  bad({"run", dir.file("other.pt"), "--shape", "4x16"},
+      "baseline " + dir.file("g.json") + " was made from model m.pt (digest ");
+  bad({"run", dir.file("m.pt"), "--shape", "8x16"},
+      "was made for m.pt with inputs float32[4x16], not float32[8x16]");
+  bad({"run", dir.file("m.pt"), "--shape", "4x16", "--mode", "train"}, "was made for m.pt in infer mode, not train mode");
+  bad({"run", dir.file("m.pt"), "--shape", "4x16", "--seed", "5"}, "was made for m.pt with seed 0, not 5");
+  bad({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "det"},
+      "has no configuration of this run: it holds default, threads-1, this run has det");
+  // A baseline from the same bytes under another name is the same model.
+  std::filesystem::copy_file(dir.file("m.pt"), dir.file("renamed.pt"));
+  const auto renamed = run_cli({"run", dir.file("renamed.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "2",
+                                "--baseline", dir.file("g.json"), "--quiet"});
+  CHECK(renamed.code == 0);
+  CHECK(renamed.out.find("renamed.pt / default: match") != std::string::npos);
+  CHECK(renamed.out.find("renamed.pt / threads-1: missing: in the baseline only") != std::string::npos);
+}
+
+TEST_CASE("--baseline: a missing, malformed, foreign or newer file exits 3 with one line, before any work") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
+  const auto run = [&](const std::string& file) {
+    return std::vector<std::string>{"run", dir.file("m.pt"), "--shape", "4x16", "--baseline", file,
+                                    "--save-baseline", dir.file("new.json")};
+  };
+  const std::pair<const char*, const char*> cases[] = {
+      {"{\"schema\": ", "is not valid JSON: "},
+      {R"({"schema": "repro-audit/lint", "schema_version": 1})",
+       "not a repro-audit baseline or report (its schema is 'repro-audit/lint')"},
+      {R"({"schema": "repro-audit/baseline", "schema_version": 2})",
+       "baseline schema version 2 is not supported by this repro-audit (it reads version 1)"},
+      {R"({"schema": "repro-audit/report", "schema_version": 0})",
+       "report schema version 0 is not supported by this repro-audit (it reads version 1)"},
+      {R"({"schema": "repro-audit/baseline", "schema_version": 1, "tool": {"version": "0.1.0"}, "command": [],
+           "verdict": "reproducible", "environment": {}, "targets": [{"name": "m.pt"}]})",
+       "targets[0].kind: missing"},
+  };
+  for (const auto& [text, message] : cases) {
+    CAPTURE(text);
+    spit(dir.file("bad.json"), text);
+    ra::test::expect_error(dir, run(dir.file("bad.json")), 3, message);
+    CHECK(!ra::test::file_exists(dir.file("new.json")));
+  }
+  ra::test::expect_error(dir, run(dir.file("missing.json")), 3, "baseline '" + dir.file("missing.json") + "' does not exist");
+  spit(dir.file("bad.json"), "{");
+  ra::test::expect_error(dir, {"probes", "--only", "index_add", "--baseline", dir.file("bad.json")}, 3, "bad.json");
+  // The --save-baseline folder is checked before any work, as the report's is.
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "4x16", "--save-baseline", dir.file("no/g.json")}, 2,
+                         "does not exist");
+}
+
+TEST_CASE("compare: two reports of the same reproducible model match (exit 0); the result re-renders") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
+  REQUIRE(run_cli(linear_run(dir, {"--report", dir.file("a.json")})).code == 0);
+  REQUIRE(run_cli(linear_run(dir, {"--report", dir.file("b.json"), "--save-baseline", dir.file("b-baseline.json")})).code == 0);
+  const std::string saved = fresh(RA_REPORT_DIR, "compare.json");
+  const auto r = run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--report", saved});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("baseline " + dir.file("a.json") + " (a report written by repro-audit ") != std::string::npos);
+  CHECK(r.out.find("baseline: 2 match\n") != std::string::npos);
+  const json j = ra::test::read_json(saved);
+  CHECK(j["baseline"]["schema"] == "repro-audit/report");
+  CHECK(result_of(j, "default")["status"] == "match");
+  const auto again = run_cli({"report", saved, "--json"});
+  CHECK(again.code == 0);
+  CHECK(again.out == ra::test::read_file(saved));
+  // A baseline file on either side compares the same.
+  const auto mixed = run_cli({"compare", dir.file("b-baseline.json"), dir.file("a.json"), "--json"});
+  CHECK(mixed.code == 0);
+  CHECK(json::parse(mixed.out)["baseline"]["results"][1]["status"] == "match");
+  const auto reverse = run_cli({"compare", dir.file("a.json"), dir.file("b-baseline.json")});
+  CHECK(reverse.code == 0);
+  CHECK(reverse.out.find("baseline: 2 match\n") != std::string::npos);
+}
+
+TEST_CASE("compare: a diverging model is nondeterministic against its own earlier report (exit 1)") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
+  for (const char* out : {"a.json", "b.json"}) {
+    const auto r = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "3",
+                            "--load-library", ra::test::test_ops_library(), "--report", dir.file(out), "--quiet"});
+    REQUIRE(r.code == 1);
+  }
+  const auto r = run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--json"});
+  CAPTURE(r.err);
+  CHECK(r.code == 1);
+  const json j = json::parse(r.out);
+  const json& res = result_of(j, "default");
+  CHECK(res["status"] == "nondeterministic");
+  CHECK(res["baseline_verdict"] == "diverged");
+  CHECK(res["verdict"] == "diverged");
+  CHECK(res["reason"].get<std::string>().find("the configuration diverged within both") != std::string::npos);
+}
+
+TEST_CASE("compare: B from another model exits 3 and writes nothing") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
+  ra::test::save_model(dir.file("other.pt"), ra::test::kLinearReluModel, {{"w", {16, 4}}});
+  REQUIRE(run_cli(linear_run(dir, {"--report", dir.file("a.json")})).code == 0);
+  REQUIRE(run_cli({"run", dir.file("other.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "2", "--report",
+                   dir.file("b.json"), "--quiet"})
+              .code == 0);
+  ra::test::expect_error(dir, {"compare", dir.file("a.json"), dir.file("b.json"), "--junit", dir.file("j.xml")}, 3,
+                         "was made from model m.pt (digest ");
+  CHECK(!ra::test::file_exists(dir.file("j.xml")));
+  ra::test::expect_error(dir, {"compare", dir.file("a.json"), dir.file("missing.json")}, 3,
+                         "report '" + dir.file("missing.json") + "' does not exist");
+}
+
+TEST_CASE("probes --save-baseline, then --baseline: matches, the positive control nondeterministic, left-out probes missing") {
+  ra::test::TempDir dir;
+  const std::string golden = fresh(RA_REPORT_DIR, "probes-baseline.json");
+  const std::vector<std::string> base = {"probes", "--load-library", ra::test::test_ops_library(), "--configs", "default",
+                                         "--repeats", "2", "--no-census", "--quiet"};
+  auto save = base;
+  save.insert(save.end(), {"--only", "test.nondet-sum,test.stable", "--save-baseline", golden});
+  REQUIRE(run_cli(save).code == 1);
+  const json g = ra::test::read_json(golden);
+  REQUIRE(g["targets"].size() == 2);
+  CHECK(g["targets"][0]["kind"] == "probe");
+
+  auto cmp = base;
+  cmp.insert(cmp.end(), {"--only", "test.nondet-sum,test.stable", "--baseline", golden, "--report", dir.file("r.json")});
+  const auto r = run_cli(cmp);
+  CAPTURE(r.err);
+  CHECK(r.code == 1);
+  const json j = ra::test::read_json(dir.file("r.json"));
+  const json& results = j["baseline"]["results"];
+  REQUIRE(results.size() == 2);
+  CHECK(results[0]["target"] == "test.nondet-sum");
+  CHECK(results[0]["status"] == "nondeterministic");
+  CHECK(results[1]["target"] == "test.stable");
+  CHECK(results[1]["status"] == "match");
+
+  auto subset = base;
+  subset.insert(subset.end(), {"--only", "test.stable", "--baseline", golden});
+  const auto s = run_cli(subset);
+  CHECK(s.code == 0);
+  CHECK(s.out.find("test.nondet-sum / default: missing: in the baseline only") != std::string::npos);
+  CHECK(s.out.find("test.stable / default: match") != std::string::npos);
+
+  auto none = base;
+  none.insert(none.end(), {"--only", "test.alert", "--baseline", golden});
+  ra::test::expect_error(dir, none, 3, "has no target of this run: it holds probes test.nondet-sum, test.stable, this run has probe test.alert");
+}

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/baseline.h"
+
+#include "audit/errors.h"
+#include "reports/baseline.h"
+#include "reports/render.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using ra::report::BaselineStatus;
+using ra::report::Verdict;
+
+// A fingerprint shaped like `repro-audit env --json` (one GPU, so device keys exist).
+json environment() {
+  return json::parse(R"({
+    "tool": {"version": "0.1.0", "share_dir": "/opt/a/share"},
+    "torch": {"version": "2.11.0", "git_version": "70d99e", "library_dir": "/venv-a/torch/lib", "cuda_compiled": true},
+    "cuda": {"available": true, "compiled_cuda": "13.0", "compiled_cudnn": "9.19.0", "runtime": "13.0",
+             "driver": "13.0", "cudnn": "9.19.0", "cublas": "13.1.0", "reason": "",
+             "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-aaaa", "sm_count": 132,
+                          "compute_capability": "9.0", "memory_bytes": 85000000000},
+                         {"index": 1, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-bbbb", "sm_count": 132,
+                          "compute_capability": "9.0", "memory_bytes": 85000000000}]},
+    "cpu": {"model": "AMD EPYC", "logical_cpus": 2, "aten_capability": "AVX512", "machine": "x86_64", "kernel": "Linux 6.1"},
+    "threads": {"intra_op": 2, "inter_op": 2, "openmp": true, "mkl": true, "mkldnn": true},
+    "env_vars": {"CUBLAS_WORKSPACE_CONFIG": null, "MKL_CBWR": null},
+    "switches": {"cudnn.benchmark": "off", "threads": "2"}
+  })");
+}
+
+std::string hex(char c) { return std::string(32, c); }
+
+ra::report::ConfigResult config(const std::string& name, Verdict v, char output = 'b', const std::string& threads = "2") {
+  ra::report::ConfigResult c;
+  c.name = name;
+  c.verdict = v;
+  c.repeats = 3;
+  c.completed = v == Verdict::Reproducible || v == Verdict::Diverged ? 3 : 0;
+  c.switches = {{"cudnn.benchmark", "", "off"}, {"threads", "", threads}};
+  if (c.completed > 0) c.reference = {{"param/w", "float32", {16, 8}, hex('a')}, {"output", "float32", {4, 8}, hex(output)}};
+  c.tensor_count = c.reference.size();
+  return c;
+}
+
+ra::report::Report report(const std::string& device = "cpu") {
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.environment = environment();
+  ra::report::Target t;
+  t.name = "m.pt";
+  t.kind = "model";
+  t.model_digest = hex('1');
+  t.device = device;
+  t.mode = "infer";
+  t.inputs = {"float32[4x16]"};
+  t.configs = {config("default", Verdict::Reproducible), config("threads-1", Verdict::Reproducible, 'b', "1")};
+  r.targets = {t};
+  ra::report::finalize(r);
+  return r;
+}
+
+ra::Baseline baseline_of(const ra::report::Report& r) { return {"golden.json", "repro-audit/baseline", r}; }
+
+const ra::report::BaselineResult& result(const ra::report::Report& r, const std::string& config) {
+  const ra::report::BaselineResult* found = nullptr;
+  for (const auto& res : r.baseline->results)
+    if (res.config == config && !found) found = &res;
+  REQUIRE_MESSAGE(found != nullptr, "no result for " << config);
+  return *found;
+}
+
+std::string check_error(const ra::Baseline& base, const std::vector<ra::report::Target>& targets,
+                        const std::vector<std::string>& configs = {"default"}) {
+  try {
+    ra::check_baseline_targets(base, targets, configs);
+  } catch (const ra::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("diff_environments: identical fingerprints give nothing; changes are keyed, ordered and classified") {
+  CHECK(ra::diff_environments(environment(), environment()).changes.empty());
+  CHECK(ra::diff_environments(environment(), environment()).ignored.empty());
+
+  json after = environment();
+  after["torch"]["version"] = "2.12.0";
+  after["torch"]["library_dir"] = "/venv-b/torch/lib";
+  after["cuda"]["cudnn"] = "9.20.0";
+  after["cuda"]["devices"][0]["sm_count"] = 114;
+  after["cuda"]["devices"][0]["uuid"] = "GPU-cccc";
+  after["env_vars"]["MKL_CBWR"] = "COMPATIBLE";
+  after["switches"]["threads"] = "4";
+  after["cpu"].erase("kernel");
+  after["cpu"]["numa_nodes"] = 2;  // a key this version does not know
+  const auto d = ra::diff_environments(environment(), after);
+  REQUIRE(d.changes.size() == 5);
+  CHECK(d.changes[0].key == "torch.version");
+  CHECK(d.changes[0].baseline == "2.11.0");
+  CHECK(d.changes[0].current == "2.12.0");
+  CHECK(d.changes[0].affects == "any");
+  CHECK(d.changes[1].key == "cuda.cudnn");
+  CHECK(d.changes[1].affects == "cuda");
+  CHECK(d.changes[2].key == "cuda.devices[0].sm_count");
+  CHECK(d.changes[2].baseline == "132");
+  CHECK(d.changes[2].affects == "cuda:0");
+  CHECK(d.changes[3].key == "cpu.numa_nodes");
+  CHECK(d.changes[3].baseline == "(absent)");
+  CHECK(d.changes[3].affects == "any");
+  CHECK(d.changes[4].key == "env_vars.MKL_CBWR");
+  CHECK(d.changes[4].baseline == "(unset)");
+  CHECK(d.changes[4].affects == "cpu");
+  REQUIRE(d.ignored.size() == 4);
+  CHECK(d.ignored[0].key == "torch.library_dir");
+  CHECK(d.ignored[1].key == "cuda.devices[0].uuid");
+  CHECK(d.ignored[2].key == "switches.threads");
+  CHECK(d.ignored[3].key == "cpu.kernel");  // the baseline's own keys come last
+  CHECK(d.ignored[3].current == "(absent)");
+
+  json no_gpu = environment();
+  no_gpu["cuda"]["devices"] = json::array();
+  const auto gone = ra::diff_environments(environment(), no_gpu);
+  bool name_gone = false;
+  for (const auto& c : gone.changes) name_gone |= c.key == "cuda.devices[1].name" && c.current == "(absent)" && c.affects == "cuda:1";
+  CHECK(name_gone);
+}
+
+TEST_CASE("key_affects, switch_affects, affects_device") {
+  CHECK(ra::key_affects("torch.git_version") == "any");
+  CHECK(ra::key_affects("tool.share_dir").empty());
+  CHECK(ra::key_affects("cuda.driver") == "cuda");
+  CHECK(ra::key_affects("cuda.cublas") == "cuda");
+  CHECK(ra::key_affects("cuda.devices[3].name") == "cuda:3");
+  CHECK(ra::key_affects("cuda.devices[3].index").empty());
+  CHECK(ra::key_affects("cpu.model") == "cpu");
+  CHECK(ra::key_affects("cpu.aten_capability") == "any");  // synthetic inputs are drawn on the CPU
+  CHECK(ra::key_affects("threads.intra_op").empty());      // compared per configuration
+  CHECK(ra::key_affects("env_vars.CUBLAS_WORKSPACE_CONFIG") == "cuda");
+  CHECK(ra::key_affects("env_vars.SOMETHING_NEW") == "any");
+  CHECK(ra::switch_affects("cudnn.benchmark") == "cuda");
+  CHECK(ra::switch_affects("tf32.cublas") == "cuda");
+  CHECK(ra::switch_affects("threads") == "cpu");
+  CHECK(ra::switch_affects("mkl_cbwr") == "cpu");
+  CHECK(ra::switch_affects("deterministic") == "any");
+  CHECK(ra::affects_device("any", "cpu"));
+  CHECK(ra::affects_device("cpu", "cpu"));
+  CHECK_FALSE(ra::affects_device("cuda", "cpu"));
+  CHECK_FALSE(ra::affects_device("cpu", "cuda:0"));
+  CHECK(ra::affects_device("cuda", "cuda:1"));
+  CHECK(ra::affects_device("cuda:0", "cuda"));
+  CHECK_FALSE(ra::affects_device("cuda:1", "cuda"));
+  CHECK(ra::affects_device("cuda:1", "cuda:1"));
+}
+
+TEST_CASE("apply_baseline: the same environment and digests match (exit 0)") {
+  auto r = report();
+  ra::apply_baseline(r, baseline_of(report()));
+  REQUIRE(r.baseline.has_value());
+  CHECK(r.baseline->source == "golden.json");
+  CHECK(r.baseline->changes.empty());
+  REQUIRE(r.baseline->results.size() == 2);
+  for (const auto& res : r.baseline->results) {
+    CHECK(res.status == BaselineStatus::Match);
+    CHECK(res.tensors == 2);
+    CHECK(res.differing == 0);
+  }
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("apply_baseline: a torch change explains a CPU target's difference (exit 0), listing the change") {
+  auto r = report();
+  r.environment["torch"]["version"] = "2.12.0";
+  r.targets[0].configs[0].reference[1].digest = hex('c');
+  ra::apply_baseline(r, baseline_of(report()));
+  const auto& res = result(r, "default");
+  CHECK(res.status == BaselineStatus::Explained);
+  CHECK(res.explained_by == std::vector<std::string>{"torch.version"});
+  CHECK(res.reason == "1 of 2 tensors differ; explained by changes that can affect cpu: torch.version 2.11.0 -> 2.12.0");
+  REQUIRE(res.differing_tensors.size() == 1);
+  CHECK(res.differing_tensors[0].name == "output");
+  CHECK(res.differing_tensors[0].baseline->digest == hex('b'));
+  CHECK(res.differing_tensors[0].current->digest == hex('c'));
+  CHECK(result(r, "threads-1").status == BaselineStatus::Match);
+  CHECK(r.exit_code == 0);
+  const std::string text = ra::report::render_text(r);
+  CHECK(text.find("m.pt / default: explained: 1 of 2 tensors differ") != std::string::npos);
+  CHECK(text.find("save the baseline again (--save-baseline golden.json)") != std::string::npos);
+}
+
+TEST_CASE("apply_baseline: a cuDNN change does not explain a CPU target's difference (regression, exit 1)") {
+  auto r = report();
+  r.environment["cuda"]["cudnn"] = "9.20.0";
+  r.targets[0].configs[0].reference[1].digest = hex('c');
+  ra::apply_baseline(r, baseline_of(report()));
+  const auto& res = result(r, "default");
+  CHECK(res.status == BaselineStatus::Regression);
+  CHECK(res.explained_by.empty());
+  CHECK(res.reason ==
+        "1 of 2 tensors differ and nothing that can affect cpu changed (changed, but cannot affect cpu: cuda.cudnn "
+        "9.19.0 -> 9.20.0)");
+  REQUIRE(r.baseline->changes.size() == 1);
+  CHECK(r.baseline->changes[0].affects == "cuda");
+  CHECK(r.verdict == Verdict::Reproducible);
+  CHECK(r.exit_code == 1);
+  CHECK(ra::report::render_text(r).find("verdict: reproducible, 1 baseline regression (exit 1)") != std::string::npos);
+
+  // The same cuDNN change explains a CUDA target's difference.
+  auto gpu = report("cuda");
+  gpu.environment["cuda"]["cudnn"] = "9.20.0";
+  gpu.targets[0].configs[0].reference[1].digest = hex('c');
+  ra::apply_baseline(gpu, baseline_of(report("cuda")));
+  CHECK(result(gpu, "default").status == BaselineStatus::Explained);
+  CHECK(gpu.exit_code == 0);
+}
+
+TEST_CASE("apply_baseline: a GPU's SKU or SM count explains a difference on that device only") {
+  const auto run = [](const std::string& device, const std::string& key, const json& value) {
+    auto r = report(device);
+    r.environment["cuda"]["devices"][1][key] = value;
+    r.targets[0].configs[0].reference[1].digest = hex('c');
+    ra::apply_baseline(r, baseline_of(report(device)));
+    return result(r, "default");
+  };
+  const auto sm = run("cuda:1", "sm_count", 114);
+  CHECK(sm.status == BaselineStatus::Explained);
+  CHECK(sm.explained_by == std::vector<std::string>{"cuda.devices[1].sm_count"});
+  CHECK(run("cuda:1", "name", "NVIDIA H100 NVL").status == BaselineStatus::Explained);
+  const auto other = run("cuda", "sm_count", 114);  // device 0 did not change
+  CHECK(other.status == BaselineStatus::Regression);
+  CHECK(other.reason ==
+        "1 of 2 tensors differ and nothing that can affect cuda:0 changed (changed, but cannot affect cuda:0: "
+        "cuda.devices[1].sm_count 132 -> 114)");
+  CHECK(run("cpu", "name", "NVIDIA H100 NVL").status == BaselineStatus::Regression);
+}
+
+TEST_CASE("apply_baseline: a configuration's effective switch change explains only where it can act") {
+  auto r = report();
+  r.targets[0].configs[0].switches[1].effective = "4";  // default: threads 2 -> 4 (more CPUs)
+  r.targets[0].configs[0].reference[1].digest = hex('c');
+  r.targets[0].configs[1].switches[0].effective = "on";  // threads-1: cudnn.benchmark, cannot act on cpu
+  r.targets[0].configs[1].reference[1].digest = hex('d');
+  ra::apply_baseline(r, baseline_of(report()));
+  const auto& def = result(r, "default");
+  CHECK(def.status == BaselineStatus::Explained);
+  CHECK(def.explained_by == std::vector<std::string>{"config.threads"});
+  REQUIRE(def.switch_changes.size() == 1);
+  CHECK(def.switch_changes[0].baseline == "2");
+  CHECK(def.switch_changes[0].current == "4");
+  CHECK(def.switch_changes[0].affects == "cpu");
+  const auto& one = result(r, "threads-1");
+  CHECK(one.status == BaselineStatus::Regression);
+  REQUIRE(one.switch_changes.size() == 1);
+  CHECK(one.switch_changes[0].key == "config.cudnn.benchmark");
+  CHECK(r.exit_code == 1);
+}
+
+TEST_CASE("apply_baseline: ignored keys explain nothing") {
+  auto r = report();
+  r.environment["torch"]["library_dir"] = "/elsewhere";
+  r.environment["tool"]["share_dir"] = "/elsewhere/share";
+  r.environment["switches"]["threads"] = "8";
+  r.targets[0].configs[0].reference[1].digest = hex('c');
+  ra::apply_baseline(r, baseline_of(report()));
+  CHECK(r.baseline->changes.empty());
+  CHECK(r.baseline->ignored.size() == 3);
+  CHECK(result(r, "default").status == BaselineStatus::Regression);
+  CHECK(result(r, "default").reason == "1 of 2 tensors differ and nothing that can affect cpu changed");
+}
+
+TEST_CASE("apply_baseline: a configuration that diverged on either side is nondeterministic (exit 1 unless allowed)") {
+  auto base = report();
+  base.targets[0].configs[0] = config("default", Verdict::Diverged);
+  auto r = report();
+  r.environment["torch"]["version"] = "2.12.0";  // even with a change that could explain it
+  r.targets[0].configs[0].reference[1].digest = hex('c');
+  ra::apply_baseline(r, baseline_of(base));
+  const auto& res = result(r, "default");
+  CHECK(res.status == BaselineStatus::Nondeterministic);
+  CHECK(res.reason.find("diverged within the baseline") != std::string::npos);
+  CHECK(r.exit_code == 1);
+
+  // Diverged here, and accepted by an allowlist entry: does not fail.
+  auto allowed = report();
+  allowed.targets[0].configs[0] = config("default", Verdict::Diverged, 'c');
+  allowed.targets[0].configs[0].allowed_by = ra::report::AllowedBy{0, "known", ""};
+  ra::apply_baseline(allowed, baseline_of(report()));
+  CHECK(result(allowed, "default").status == BaselineStatus::Nondeterministic);
+  CHECK_FALSE(ra::report::baseline_failure(allowed, result(allowed, "default")));
+  CHECK(allowed.exit_code == 0);
+
+  // Digests that still match are a match, whatever the verdicts.
+  auto same = report();
+  same.targets[0].configs[0] = config("default", Verdict::Diverged);
+  ra::apply_baseline(same, baseline_of(report()));
+  CHECK(result(same, "default").status == BaselineStatus::Match);
+}
+
+TEST_CASE("apply_baseline: configurations on one side only are missing or added; no reference is incomparable") {
+  auto base = report();
+  base.targets[0].configs.push_back(config("mkl-cbwr", Verdict::Reproducible));
+  base.targets[0].configs.push_back(config("det", Verdict::Raised));
+  auto r = report();
+  r.targets[0].configs.push_back(config("det", Verdict::Reproducible));
+  r.targets[0].configs.push_back(config("threads-N", Verdict::Reproducible));
+  ra::report::finalize(r);
+  ra::apply_baseline(r, baseline_of(base));
+  const auto& results = r.baseline->results;
+  REQUIRE(results.size() == 5);
+  CHECK(results[0].config == "default");
+  CHECK(results[2].config == "det");
+  CHECK(results[2].status == BaselineStatus::Incomparable);
+  CHECK(results[2].reason == "nothing to compare: no repeat completed in the baseline (raised)");
+  CHECK(results[3].config == "threads-N");
+  CHECK(results[3].status == BaselineStatus::Added);
+  CHECK_FALSE(results[3].baseline_verdict.has_value());
+  CHECK(results[4].config == "mkl-cbwr");
+  CHECK(results[4].status == BaselineStatus::Missing);
+  CHECK_FALSE(results[4].current_verdict.has_value());
+  CHECK(r.exit_code == 0);
+  CHECK(ra::report::baseline_counts(*r.baseline) == "1 incomparable, 1 missing, 1 added, 2 match");
+}
+
+TEST_CASE("apply_baseline: differing tensors are listed in execution order, the first 20, with a count") {
+  auto base = report();
+  auto r = report();
+  auto& ref = r.targets[0].configs[0].reference;
+  auto& old = base.targets[0].configs[0].reference;
+  for (int i = 0; i < 30; ++i) {
+    old.push_back({"step1/grad/p" + std::to_string(i), "float32", {4}, hex('e')});
+    ref.push_back({"step1/grad/p" + std::to_string(i), "float32", {4}, hex('f')});
+  }
+  ref[0].shape = {8, 16};                        // param/w: shape differs
+  ref.push_back({"extra", "float32", {1}, hex('a')});  // only here
+  old.push_back({"gone", "float32", {1}, hex('a')});   // only in the baseline
+  r.environment["torch"]["version"] = "2.12.0";
+  ra::apply_baseline(r, baseline_of(base));
+  const auto& res = result(r, "default");
+  CHECK(res.tensors == 34);
+  CHECK(res.differing == 33);
+  REQUIRE(res.differing_tensors.size() == ra::report::kBaselineTensorsListed);
+  CHECK(res.differing_tensors[0].name == "param/w");
+  CHECK(ra::report::baseline_tensor_text(res.differing_tensors[0]) == "param/w: float32[16x8] -> float32[8x16]");
+  CHECK(res.differing_tensors[1].name == "step1/grad/p0");
+  CHECK(ra::report::render_text(r).find("... and 28 more tensors") != std::string::npos);
+}
+
+TEST_CASE("check_baseline_targets: another model, device, mode, seed or inputs is an input error naming it") {
+  const auto base = baseline_of(report());
+  CHECK(check_error(base, report().targets).empty());
+
+  auto renamed = report().targets;
+  renamed[0].name = "renamed.pt";  // same bytes under another name: the same model
+  CHECK(check_error(base, renamed).empty());
+
+  auto other = report().targets;
+  other[0].name = "b.pt";
+  other[0].model_digest = hex('9');
+  CHECK(check_error(base, other) ==
+        "baseline golden.json was made from model m.pt (digest 111111111111...), not b.pt (digest 999999999999...)");
+  other[0].name = "m.pt";
+  CHECK(check_error(base, other) ==
+        "baseline golden.json was made from another version of model m.pt (digest 111111111111...; this one's is "
+        "999999999999...)");
+
+  auto t = report().targets;
+  t[0].device = "cuda";
+  CHECK(check_error(base, t) == "baseline golden.json was made for m.pt on cpu, not on cuda");
+  t = report().targets;
+  t[0].mode = "train";
+  CHECK(check_error(base, t) == "baseline golden.json was made for m.pt in infer mode, not train mode");
+  t = report().targets;
+  t[0].seed = 7;
+  CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with seed 0, not 7");
+  t = report().targets;
+  t[0].inputs = {"float32[8x16]"};
+  CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with inputs float32[4x16], not float32[8x16]");
+  t = report().targets;
+  t[0].input_digest = hex('7');
+  CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with synthetic inputs, not an input file");
+
+  // A baseline from a report written before targets carried digests: the rest is still checked.
+  auto old = report();
+  old.targets[0].model_digest.clear();
+  t = report().targets;
+  t[0].input_digest = hex('7');
+  t[0].model_digest = hex('9');
+  CHECK(check_error(baseline_of(old), t).empty());
+  t[0].seed = 3;
+  CHECK(check_error(baseline_of(old), t) == "baseline golden.json was made for m.pt with seed 0, not 3");
+
+  auto probe = report().targets;
+  probe[0].kind = "probe";
+  CHECK(check_error(base, probe) ==
+        "baseline golden.json has no target of this run: it holds model m.pt, this run has probe m.pt");
+  CHECK(check_error(base, report().targets, {"det", "strict"}) ==
+        "baseline golden.json has no configuration of this run: it holds default, threads-1, this run has det, strict");
+}
+
+TEST_CASE("parse_baseline: a baseline file or a report; anything else is an input error naming the file") {
+  auto r = report();
+  r.targets[0].configs[0].allowed_by = ra::report::AllowedBy{0, "known", ""};
+  const auto from_baseline = ra::parse_baseline(ra::report::render_baseline(r), "g.json");
+  CHECK(from_baseline.schema == "repro-audit/baseline");
+  CHECK(from_baseline.results.environment == r.environment);
+  REQUIRE(from_baseline.results.targets.size() == 1);
+  const auto& t = from_baseline.results.targets[0];
+  CHECK(t.model_digest == hex('1'));
+  CHECK(t.inputs == r.targets[0].inputs);
+  REQUIRE(t.configs.size() == 2);
+  CHECK(t.configs[1].reference.size() == 2);
+  CHECK(t.configs[1].switches[1].effective == "1");
+  // What a baseline keeps writes back to the same bytes.
+  CHECK(ra::report::render_baseline(from_baseline.results) == ra::report::render_baseline(r));
+
+  const auto from_report = ra::parse_baseline(ra::report::render_json(r), "r.json");
+  CHECK(from_report.schema == "repro-audit/report");
+  CHECK(from_report.results.targets[0].configs[0].reference == r.targets[0].configs[0].reference);
+
+  const auto error = [](const std::string& text) {
+    try {
+      ra::parse_baseline(text, "g.json");
+    } catch (const ra::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error("{\"schema\": ").rfind("baseline g.json is not valid JSON: ", 0) == 0);
+  CHECK(error(R"({"schema": "repro-audit/lint", "schema_version": 1})") ==
+        "baseline g.json: not a repro-audit baseline or report (its schema is 'repro-audit/lint')");
+  CHECK(error(R"({"schema": "repro-audit/baseline", "schema_version": 2})") ==
+        "baseline g.json: baseline schema version 2 is not supported by this repro-audit (it reads version 1)");
+  CHECK(error("[]") == "baseline g.json: not a repro-audit baseline or report (no \"schema\")");
+  json bad = json::parse(ra::report::render_baseline(r));
+  bad["targets"][0]["configs"][0].erase("reference_digests");
+  CHECK(error(bad.dump()) == "baseline g.json: targets[0].configs[0].reference_digests: missing");
+}
