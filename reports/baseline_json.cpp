@@ -2,6 +2,7 @@
 #include "reports/baseline.h"
 
 #include "reports/json_node.h"
+#include "reports/json_parts.h"
 #include "reports/json_read.h"
 
 #include <fmt/format.h>
@@ -13,86 +14,31 @@ using json = nlohmann::ordered_json;
 using detail::Node;
 using detail::verdict;
 
-json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
-
 json config_json(const ConfigResult& c) {
-  json switches = json::array();
-  for (const auto& s : c.switches)
-    switches.push_back({{"key", s.key}, {"requested", or_null(s.requested)}, {"effective", s.effective}});
-  json tensors = json::array();
-  for (const auto& t : c.reference)
-    tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
-  return {{"config", c.name},
-          {"verdict", to_string(c.verdict)},
-          {"message", c.message},
-          {"repeats", c.repeats},
-          {"completed", c.completed},
-          {"divergence", {{"diverging_repeats", c.diverging_repeats},
-                          {"rate", c.divergence_rate},
-                          {"ci95", {c.rate_ci_low, c.rate_ci_high}},
-                          {"distinct_outcomes", c.distinct_outcomes}}},
-          {"switches", switches},
-          {"reference_digests", tensors}};
+  json j = detail::config_head_json(c);
+  j["reference_digests"] = detail::digests_json(c.reference);
+  return j;
 }
 
 json target_json(const Target& t) {
   json configs = json::array();
   for (const auto& c : t.configs) configs.push_back(config_json(c));
-  return {{"name", t.name},
-          {"kind", t.kind},
-          {"model_digest", or_null(t.model_digest)},
-          {"input_digest", or_null(t.input_digest)},
-          {"device", t.device},
-          {"mode", t.mode},
-          {"steps", t.steps},
-          {"optimizer", t.optimizer.empty() ? json(nullptr) : json({{"name", t.optimizer}, {"lr", t.lr}})},
-          {"seed", t.seed},
-          {"inputs", t.inputs},
-          {"verdict", to_string(t.verdict)},
-          {"configs", configs}};
+  json j = detail::target_head_json(t, detail::TargetDoc::Baseline);
+  j["configs"] = configs;
+  return j;
 }
 
 ConfigResult config(const Node& n) {
   ConfigResult c;
-  c.name = n.at("config").str();
-  c.verdict = verdict(n.at("verdict"));
-  c.message = n.at("message").str();
-  c.repeats = n.at("repeats").i32();
-  c.completed = n.at("completed").i32();
-  const Node d = n.at("divergence");
-  c.diverging_repeats = d.at("diverging_repeats").i32();
-  c.divergence_rate = d.at("rate").num();
-  const Node ci = d.at("ci95");
-  if (ci.size() != 2) ci.fail("expected two numbers");
-  c.rate_ci_low = ci[0].num();
-  c.rate_ci_high = ci[1].num();
-  c.distinct_outcomes = d.at("distinct_outcomes").i32();
-  c.switches = n.at("switches").list([](const Node& s) {
-    return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()};
-  });
-  c.reference = n.at("reference_digests").list([](const Node& t) {
-    return TensorDigest{t.at("name").str(), t.at("dtype").str(), t.at("shape").i64s(), t.at("digest").str()};
-  });
+  detail::read_config_head(n, c);
+  c.reference = detail::read_digests(n.at("reference_digests"));
   c.tensor_count = c.reference.size();
   return c;
 }
 
 Target target(const Node& n) {
   Target t;
-  t.name = n.at("name").str();
-  t.kind = n.at("kind").str();
-  t.model_digest = n.at("model_digest").str_or_null();
-  t.input_digest = n.at("input_digest").str_or_null();
-  t.device = n.at("device").str();
-  t.mode = n.at("mode").str();
-  t.steps = n.at("steps").i32();
-  if (const Node o = n.at("optimizer"); !o.null()) {
-    t.optimizer = o.at("name").str();
-    t.lr = o.at("lr").num();
-  }
-  t.seed = n.at("seed").u64();
-  t.inputs = n.at("inputs").strings();
-  t.verdict = verdict(n.at("verdict"));
+  detail::read_target_head(n, t, detail::TargetDoc::Baseline);
   t.configs = n.at("configs").list(config);
   return t;
 }

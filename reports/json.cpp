@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/render.h"
 
+#include "reports/json_parts.h"
+
 #include <cmath>
 
 namespace ra::report {
@@ -104,13 +106,6 @@ json allowed_by_json(const AllowedBy& a) {
 }
 
 json config_json(const ConfigResult& c) {
-  json switches = json::array();
-  for (const auto& s : c.switches)
-    switches.push_back({{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
-                        {"effective", s.effective}});
-  json tensors = json::array();
-  for (const auto& t : c.reference)
-    tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
   json diverged = json::array();
   for (const auto& f : c.diverged_tensors) diverged.push_back(finding_json(f));
   json trials = json::array();
@@ -122,23 +117,15 @@ json config_json(const ConfigResult& c) {
                       {"message", t.message},
                       {"stderr_tail", t.stderr_tail},
                       {"outcome", t.outcome}});
-  return {{"config", c.name},
-          {"verdict", to_string(c.verdict)},
-          {"message", c.message},
-          {"repeats", c.repeats},
-          {"completed", c.completed},
-          {"divergence", {{"diverging_repeats", c.diverging_repeats},
-                          {"rate", c.divergence_rate},
-                          {"ci95", {c.rate_ci_low, c.rate_ci_high}},
-                          {"distinct_outcomes", c.distinct_outcomes}}},
-          {"switches", switches},
-          {"tensor_count", c.tensor_count},
-          {"diverged_tensors", diverged},
-          {"reference_digests", tensors},
-          {"trials", trials},
-          {"trace", c.trace ? trace_json(*c.trace) : json(nullptr)},
-          {"fix_search", c.fix_search ? fix_search_json(*c.fix_search) : json(nullptr)},
-          {"allowed_by", c.allowed_by ? allowed_by_json(*c.allowed_by) : json(nullptr)}};
+  json j = detail::config_head_json(c);
+  j["tensor_count"] = c.tensor_count;
+  j["diverged_tensors"] = diverged;
+  j["reference_digests"] = detail::digests_json(c.reference);
+  j["trials"] = trials;
+  j["trace"] = c.trace ? trace_json(*c.trace) : json(nullptr);
+  j["fix_search"] = c.fix_search ? fix_search_json(*c.fix_search) : json(nullptr);
+  j["allowed_by"] = c.allowed_by ? allowed_by_json(*c.allowed_by) : json(nullptr);
+  return j;
 }
 
 json probe_json(const ProbeFacts& p) {
@@ -280,21 +267,11 @@ json to_json(const Report& r) {
       for (const auto& f : t.dependence->differing) differing.push_back(finding_json(f));
       dep = {{"groups", t.dependence->groups}, {"differing_tensors", differing}};
     }
-    targets.push_back({{"name", t.name},
-                       {"kind", t.kind},
-                       {"path", t.path},
-                       {"model_digest", or_null(t.model_digest)},
-                       {"input_digest", or_null(t.input_digest)},
-                       {"device", t.device},
-                       {"mode", t.mode},
-                       {"steps", t.steps},
-                       {"optimizer", t.optimizer.empty() ? json(nullptr) : json({{"name", t.optimizer}, {"lr", t.lr}})},
-                       {"seed", t.seed},
-                       {"inputs", t.inputs},
-                       {"verdict", to_string(t.verdict)},
-                       {"configuration_dependent", t.dependence.has_value()},
-                       {"configuration_dependence", dep},
-                       {"configs", configs}});
+    json target = detail::target_head_json(t, detail::TargetDoc::Report);
+    target["configuration_dependent"] = t.dependence.has_value();
+    target["configuration_dependence"] = dep;
+    target["configs"] = configs;
+    targets.push_back(std::move(target));
     if (t.probe) targets.back()["probe"] = probe_json(*t.probe);
     if (t.replay) targets.back()["replay"] = replay_json(*t.replay);
   }
@@ -314,5 +291,47 @@ json to_json(const Report& r) {
 }
 
 std::string render_json(const Report& r) { return to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"; }
+
+namespace detail {
+
+json config_head_json(const ConfigResult& c) {
+  json switches = json::array();
+  for (const auto& s : c.switches)
+    switches.push_back({{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
+                        {"effective", s.effective}});
+  return {{"config", c.name},
+          {"verdict", to_string(c.verdict)},
+          {"message", c.message},
+          {"repeats", c.repeats},
+          {"completed", c.completed},
+          {"divergence", {{"diverging_repeats", c.diverging_repeats},
+                          {"rate", c.divergence_rate},
+                          {"ci95", {c.rate_ci_low, c.rate_ci_high}},
+                          {"distinct_outcomes", c.distinct_outcomes}}},
+          {"switches", switches}};
+}
+
+json digests_json(const std::vector<TensorDigest>& digests) {
+  json out = json::array();
+  for (const auto& t : digests) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  return out;
+}
+
+json target_head_json(const Target& t, TargetDoc doc) {
+  json j = {{"name", t.name}, {"kind", t.kind}};
+  if (doc == TargetDoc::Report) j["path"] = t.path;
+  j["model_digest"] = t.model_digest.empty() ? json(nullptr) : json(t.model_digest);
+  j["input_digest"] = t.input_digest.empty() ? json(nullptr) : json(t.input_digest);
+  j["device"] = t.device;
+  j["mode"] = t.mode;
+  j["steps"] = t.steps;
+  j["optimizer"] = t.optimizer.empty() ? json(nullptr) : json({{"name", t.optimizer}, {"lr", t.lr}});
+  j["seed"] = t.seed;
+  j["inputs"] = t.inputs;
+  j["verdict"] = to_string(t.verdict);
+  return j;
+}
+
+}  // namespace detail
 
 }  // namespace ra::report

@@ -4,6 +4,7 @@
 #include "reports/json_read.h"
 
 #include "reports/json_node.h"
+#include "reports/json_parts.h"
 
 #include <fmt/format.h>
 
@@ -167,27 +168,10 @@ Trial trial(const Node& n) {
 
 ConfigResult config(const Node& n) {
   ConfigResult c;
-  c.name = n.at("config").str();
-  c.verdict = verdict(n.at("verdict"));
-  c.message = n.at("message").str();
-  c.repeats = n.at("repeats").i32();
-  c.completed = n.at("completed").i32();
-  const Node d = n.at("divergence");
-  c.diverging_repeats = d.at("diverging_repeats").i32();
-  c.divergence_rate = d.at("rate").num();
-  const Node ci = d.at("ci95");
-  if (ci.size() != 2) ci.fail("expected two numbers");
-  c.rate_ci_low = ci[0].num();
-  c.rate_ci_high = ci[1].num();
-  c.distinct_outcomes = d.at("distinct_outcomes").i32();
-  c.switches = n.at("switches").list([](const Node& s) {
-    return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()};
-  });
+  detail::read_config_head(n, c);
   c.tensor_count = size_t(n.at("tensor_count").u64());
   c.diverged_tensors = findings(n.at("diverged_tensors"));
-  c.reference = n.at("reference_digests").list([](const Node& t) {
-    return TensorDigest{t.at("name").str(), t.at("dtype").str(), t.at("shape").i64s(), t.at("digest").str()};
-  });
+  c.reference = detail::read_digests(n.at("reference_digests"));
   c.trials = n.at("trials").list(trial);
   if (const Node t = n.at("trace"); !t.null()) c.trace = trace(t);
   if (const Node f = n.at("fix_search"); !f.null()) c.fix_search = fix_search(f);
@@ -240,22 +224,7 @@ Replay replay(const Node& n) {
 
 Target target(const Node& n) {
   Target t;
-  t.name = n.at("name").str();
-  t.kind = n.at("kind").str();
-  t.path = n.at("path").str();
-  // Absent from reports written before targets carried their identity.
-  if (n.has("model_digest")) t.model_digest = n.at("model_digest").str_or_null();
-  if (n.has("input_digest")) t.input_digest = n.at("input_digest").str_or_null();
-  t.device = n.at("device").str();
-  t.mode = n.at("mode").str();
-  t.steps = n.at("steps").i32();
-  if (const Node o = n.at("optimizer"); !o.null()) {
-    t.optimizer = o.at("name").str();
-    t.lr = o.at("lr").num();
-  }
-  t.seed = n.at("seed").u64();
-  t.inputs = n.at("inputs").strings();
-  t.verdict = verdict(n.at("verdict"));
+  detail::read_target_head(n, t, detail::TargetDoc::Report);
   const bool dependent = n.at("configuration_dependent").boolean();
   if (const Node d = n.at("configuration_dependence"); !d.null()) {
     ConfigDependence dep;
@@ -407,5 +376,51 @@ Report report_from_json(const json& j) {
   read_fix_times(timing, r);
   return r;
 }
+
+namespace detail {
+
+void read_config_head(const Node& n, ConfigResult& c) {
+  c.name = n.at("config").str();
+  c.verdict = verdict(n.at("verdict"));
+  c.message = n.at("message").str();
+  c.repeats = n.at("repeats").i32();
+  c.completed = n.at("completed").i32();
+  const Node d = n.at("divergence");
+  c.diverging_repeats = d.at("diverging_repeats").i32();
+  c.divergence_rate = d.at("rate").num();
+  const Node ci = d.at("ci95");
+  if (ci.size() != 2) ci.fail("expected two numbers");
+  c.rate_ci_low = ci[0].num();
+  c.rate_ci_high = ci[1].num();
+  c.distinct_outcomes = d.at("distinct_outcomes").i32();
+  c.switches = n.at("switches").list([](const Node& s) {
+    return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()};
+  });
+}
+
+std::vector<TensorDigest> read_digests(const Node& n) {
+  return n.list([](const Node& t) { return TensorDigest{t.at("name").str(), t.at("dtype").str(), t.at("shape").i64s(), t.at("digest").str()}; });
+}
+
+void read_target_head(const Node& n, Target& t, TargetDoc doc) {
+  t.name = n.at("name").str();
+  t.kind = n.at("kind").str();
+  if (doc == TargetDoc::Report) t.path = n.at("path").str();
+  // Reports written before targets carried their identity have no digests; baselines always do.
+  if (doc == TargetDoc::Baseline || n.has("model_digest")) t.model_digest = n.at("model_digest").str_or_null();
+  if (doc == TargetDoc::Baseline || n.has("input_digest")) t.input_digest = n.at("input_digest").str_or_null();
+  t.device = n.at("device").str();
+  t.mode = n.at("mode").str();
+  t.steps = n.at("steps").i32();
+  if (const Node o = n.at("optimizer"); !o.null()) {
+    t.optimizer = o.at("name").str();
+    t.lr = o.at("lr").num();
+  }
+  t.seed = n.at("seed").u64();
+  t.inputs = n.at("inputs").strings();
+  t.verdict = verdict(n.at("verdict"));
+}
+
+}  // namespace detail
 
 }  // namespace ra::report
