@@ -36,6 +36,12 @@ def forward(self, x):
     return ra_test.nondet_sum(h) * 2.0
 )JIT";
 
+// the test-only op without a deterministic implementation (raises under det, else nondet_sum), with
+// w of 16x64 (needs test_ops_library()).
+inline constexpr const char* kNondetAlertModel = R"JIT(
+def forward(self, x):
+    return ra_test.nondet_alert(torch.matmul(x, self.w).repeat(1, 64))
+)JIT";
 // Runs RA_BINARY with `args`; stdout and stderr are captured separately.
 CliResult run_cli(const std::vector<std::string>& args);
 

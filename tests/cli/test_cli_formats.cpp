@@ -90,10 +90,7 @@ TEST_CASE("report formats: two training audits with the same results differ only
 
 TEST_CASE("report formats: a configuration that raises gives the same documents twice") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("al.pt"), R"JIT(
-def forward(self, x):
-    return ra_test.nondet_alert(torch.matmul(x, self.w).repeat(1, 64))
-)JIT",
+  ra::test::save_model(dir.file("al.pt"), ra::test::kNondetAlertModel,
                        {{"w", {16, 64}}});
   const std::vector<std::string> args = {"run", dir.file("al.pt"), "--shape", "8x16", "--configs", "det,strict", "--repeats",
                                          "2", "--load-library", ra::test::test_ops_library()};

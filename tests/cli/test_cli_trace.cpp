@@ -167,10 +167,7 @@ def forward(self, x):
 
 TEST_CASE("run --trace: an op without a deterministic implementation is named, with alternatives") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("al.pt"), R"JIT(
-def forward(self, x):
-    return ra_test.nondet_alert(torch.matmul(x, self.w).repeat(1, 64))
-)JIT",
+  ra::test::save_model(dir.file("al.pt"), ra::test::kNondetAlertModel,
                        {{"w", {16, 64}}});
   const auto r = run_cli({"run", dir.file("al.pt"), "--shape", "8x16", "--configs", "default", "--repeats", "3",
                           "--trace", "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"),
