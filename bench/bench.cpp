@@ -5,10 +5,10 @@
 //      CPU: std::memcpy into a preallocated buffer vs ra::digest (vectorised kernel over all
 //      intra-op threads, and with one thread); CUDA (when present): device-to-device copy_ vs
 //      ra::digest on the device. Each figure is the median of interleaved repetitions.
-//   2. The fixed cost of one trial on CPU: `repro-audit --version` (process start + library load),
-//      and, from a real audit of a tiny model, the time from spawn to the first model op and the
-//      whole trial's wall time (medians over the repeats).
-#include "audit/digest.h"
+//   2. Start-up: the front's `--help` and `report`, against a process that loads LibTorch and its
+//      CUDA half as every invocation did before the front/worker split; and a CPU trial's time
+//      from spawn to the first model op, with and without the CUDA half, from real audits.
+#include "audit/digest/digest.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -27,6 +27,13 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
 
 namespace {
 
@@ -103,7 +110,35 @@ void digest_cuda() {
   }
 }
 
-void trial_cost(const std::string& binary) {
+// Runs argv (no shell) with stdout and stderr to /dev/null, extra environment entries added, and
+// returns its wall time in seconds.
+double run_quiet(const std::vector<std::string>& argv, const std::vector<std::string>& env_extra = {}) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  env_strings.insert(env_strings.end(), env_extra.begin(), env_extra.end());
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  const auto t0 = Clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Start-up of the front against a process that loads LibTorch with its CUDA half, as every
+// invocation did before the front/worker split (the worker with REPRO_AUDIT_LOAD_CUDA=1 loads
+// exactly those libraries). Then the CPU trial's spawn-to-first-op time, from real audits of a
+// tiny model whose children load the CUDA half (as before) or not (now), interleaved.
+void startup_and_trial_cost(const std::string& front, const std::string& worker) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("repro-audit-bench-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -111,37 +146,57 @@ void trial_cost(const std::string& binary) {
   m.register_parameter("w", at::ones({8, 8}), false);
   m.define("def forward(self, x):\n    return torch.matmul(x, self.w)\n");
   m.save((dir / "tiny.pt").string());
-  std::vector<double> start;
-  for (int i = 0; i < 11; ++i)
-    start.push_back(seconds([&] { (void)std::system((binary + " --version >/dev/null").c_str()); }));
-  const std::string cmd = binary + " run " + (dir / "tiny.pt").string() + " --shape 2x8 --configs default --repeats 9 " +
-                          "--quiet --report " + (dir / "r.json").string() + " >/dev/null";
-  const double audit_s = seconds([&] { (void)std::system(cmd.c_str()); });
-  std::ifstream in(dir / "r.json");
-  const auto report = nlohmann::json::parse(in);
-  std::vector<double> startup, wall;
-  for (const auto& t : report["timing"]["trials"]) {
-    startup.push_back(t["startup_ms"].get<double>());
-    wall.push_back(t["wall_ms"].get<double>());
+  const std::string report = (dir / "r.json").string();
+  const std::vector<std::string> audit = {front, "run", (dir / "tiny.pt").string(), "--shape", "2x8", "--configs",
+                                          "default", "--repeats", "5", "--quiet", "--report", report};
+  const std::vector<std::string> with_cuda = {"REPRO_AUDIT_LOAD_CUDA=1"};
+  run_quiet(audit);  // the report that `report` re-renders below
+
+  constexpr int kReps = 15;
+  std::vector<double> help, report_s, torch_help;
+  for (int i = 0; i < kReps; ++i) {
+    help.push_back(run_quiet({front, "--help"}));
+    report_s.push_back(run_quiet({front, "report", report}));
+    torch_help.push_back(run_quiet({worker, "--help"}, with_cuda));
   }
-  std::printf("Fixed cost of one trial, CPU (tiny 8x8 model)\n");
-  std::printf("  process start + library load (repro-audit --version): %7.1f ms (median of 11)\n", median(start) * 1e3);
-  std::printf("  spawn to first model op:                              %7.1f ms (median of %zu trials)\n", median(startup),
-              startup.size());
-  std::printf("  whole trial (spawn to exit):                          %7.1f ms (median of %zu trials)\n", median(wall),
-              wall.size());
-  std::printf("  whole audit, preflight + 9 trials:                    %7.1f ms\n", audit_s * 1e3);
+  std::printf("Start-up (median of %d, interleaved)\n", kReps);
+  std::printf("  repro-audit --help (front, no LibTorch):                 %7.1f ms\n", median(help) * 1e3);
+  std::printf("  repro-audit report r.json (front):                       %7.1f ms\n", median(report_s) * 1e3);
+  std::printf("  LibTorch + CUDA half loaded (the old start of any command): %7.1f ms\n", median(torch_help) * 1e3);
+
+  // Spawn to first model op of CPU trials: children without the CUDA half (now) and with it (before).
+  const auto startups = [&](const std::vector<std::string>& env) {
+    run_quiet(audit, env);
+    std::ifstream in(report);
+    const auto r = nlohmann::json::parse(in);
+    std::vector<double> out;
+    for (const auto& t : r["timing"]["trials"]) out.push_back(t["startup_ms"].get<double>());
+    return out;
+  };
+  std::vector<double> now, before;
+  for (int i = 0; i < 3; ++i) {
+    const auto a = startups({});
+    const auto b = startups(with_cuda);
+    now.insert(now.end(), a.begin(), a.end());
+    before.insert(before.end(), b.begin(), b.end());
+  }
+  std::printf("Spawn to first model op, CPU trial (tiny 8x8 model; median of %zu trials each, interleaved audits)\n",
+              now.size());
+  std::printf("  now (worker without the CUDA half):     %7.1f ms\n", median(now));
+  std::printf("  before (LibTorch's CUDA half loaded):   %7.1f ms\n", median(before));
+  std::printf("  ratio now/before:                       %7.2f\n", median(now) / median(before));
   fs::remove(dir / "tiny.pt");
-  fs::remove(dir / "r.json");
+  fs::remove(report);
   fs::remove(dir);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string binary = argc > 1 ? argv[1] : (std::filesystem::path(argv[0]).parent_path() / "repro-audit").string();
+  const std::string front = argc > 1 ? argv[1] : RA_FRONT;
+  const std::string worker = argc > 2 ? argv[2] : RA_WORKER;
+  startup_and_trial_cost(front, worker);
   digest_cpu();
   digest_cuda();
-  trial_cost(binary);
   return 0;
 }

@@ -6,8 +6,8 @@
 // median of the repetitions after warm-up; the traced time includes collecting the trace (finish()).
 // Targets (issue 4): traced/untraced at most 1.5 on CPU and 1.25 on GPU. Also prints what the trace
 // held: records, tensor digests and memory.
-#include "audit/child_support.h"
-#include "audit/trace.h"
+#include "audit/runtime/child_support.h"
+#include "audit/trace/tracer.h"
 #include "reports/model.h"
 
 #include <ATen/ATen.h>

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one catch site. Usage errors (CLI11's, and ours) exit 2 with one line; input errors exit 3;
-// c10::Error is shown without its C++ backtrace unless --verbose; anything else is a bug.
+// in the worker, c10::Error is shown without its C++ backtrace unless --verbose; anything else is
+// a bug. The front and the worker share this file with their own command tables (Program).
 #include "cli/app.h"
 
-#include "audit/errors.h"
-#include "audit/log.h"
-#include "audit/paths.h"
+#include "audit/common/errors.h"
+#include "audit/common/log.h"
+#include "audit/common/paths.h"
 #include "cli/commands.h"
 
-#include <c10/util/Exception.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -31,12 +31,12 @@ std::string one_line(std::string s) {
 }
 
 // "did you mean": for an unknown subcommand or option, the closest registered name.
-std::string suggestion(const CLI::App& app, int argc, char** argv) {
+std::string suggestion(const CLI::App& app, std::span<const Command> table, int argc, char** argv) {
   std::vector<std::string> commands;
-  for (const auto& c : kCommands)
+  for (const auto& c : table)
     if (!c.hidden) commands.push_back(c.name);
   const CLI::App* sub = nullptr;
-  for (const auto& c : kCommands)
+  for (const auto& c : table)
     if (app.get_subcommand(c.name)->parsed()) sub = app.get_subcommand(c.name);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -61,7 +61,7 @@ std::string suggestion(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, const Program& program) {
   CLI::App app{"repro-audit: a determinism auditor for PyTorch models (LibTorch).\n"
                "Exit codes: 0 reproducible, 1 nondeterminism or a regression found, 2 usage error, 3 input error,\n"
                "4 a trial crashed or timed out (verdict incomplete), 130 interrupted.",
@@ -74,7 +74,7 @@ int run(int argc, char** argv) {
   app.add_flag("-v,--verbose", global.verbose, "debug logs on stderr, C++ backtraces on errors");
 
   std::vector<std::pair<CLI::App*, Action>> actions;
-  for (const auto& c : kCommands) {
+  for (const auto& c : program.commands) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     if (c.hidden) sub->group("");
     sub->fallthrough();
@@ -90,7 +90,7 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return fail(ExitCode::Usage, one_line(e.what()) + suggestion(app, argc, argv));
+    return fail(ExitCode::Usage, one_line(e.what()) + suggestion(app, program.commands, argc, argv));
   }
 
   log::set_level(global.verbose ? log::Level::Debug : global.quiet ? log::Level::Error : log::Level::Info);
@@ -100,11 +100,13 @@ int run(int argc, char** argv) {
     return fail(ExitCode::Usage, "no command given");
   } catch (const Error& e) {
     return fail(e.code(), e.what());
-  } catch (const c10::Error& e) {
-    return fail(ExitCode::Input, one_line(global.verbose ? e.what() : e.what_without_backtrace()));
   } catch (const std::exception& e) {
+    if (program.library_error)
+      if (const auto text = program.library_error(e, global.verbose)) return fail(ExitCode::Input, one_line(*text));
     return fail(ExitCode::Incomplete, fmt::format("internal error: {}", one_line(e.what())));
   }
 }
+
+int run(int argc, char** argv) { return run(argc, argv, Program{front_commands()}); }
 
 }  // namespace ra::cli

@@ -7,7 +7,7 @@
 // regression or a nondeterministic configuration (and when B itself found nondeterminism), 4 when
 // B is itself incomplete, 3 when either file is unreadable or invalid or B was not made from the
 // same targets as A (nothing is written then).
-#include "audit/baseline.h"
+#include "audit/baseline/baseline.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 

@@ -3,8 +3,8 @@
 // registered commands and options, so that completions never drift from the parser. The build
 // runs it once per shell and `cmake --install` installs the results (bash-completion's and zsh's
 // standard folders).
-#include "audit/config.h"
-#include "audit/errors.h"
+#include "audit/trial/config.h"
+#include "audit/common/errors.h"
 #include "cli/commands.h"
 
 #include <fmt/format.h>
@@ -30,7 +30,7 @@ struct CommandInfo {
 
 std::vector<CommandInfo> visible_commands(const CLI::App& app) {
   std::vector<CommandInfo> out;
-  for (const auto& c : kCommands) {
+  for (const auto& c : front_commands()) {
     if (c.hidden) continue;
     const CLI::App* sub = app.get_subcommand(c.name);
     CommandInfo info{c.name, c.summary, {}};

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit probes [--list] [--only GLOB] ...`: the built-in probe suite (probes/), measured on
 // this machine under flag configurations, and compared with the knowledge base.
-#include "audit/errors.h"
-#include "audit/knowledge.h"
-#include "audit/probe_audit.h"
-#include "audit/probe_child.h"
-#include "audit/trials.h"
+#include "audit/common/errors.h"
+#include "audit/knowledge/knowledge.h"
+#include "audit/run/probe_audit.h"
+#include "audit/trial/trials.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "probes/registry.h"
+#include "probes/probe_info.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -34,13 +33,10 @@ std::string documented_text(const probes::ProbeInfo& info, const KnowledgeBase& 
 }
 
 int list(const ProbesArgs& a, const KnowledgeBase& kb) {
-  for (const auto& lib : a.libraries) check_readable(lib, "library");
-  load_probe_plugins(a.libraries);
-  const auto selected = select_probes(a.only);
+  const auto selected = select_probes(probe_catalogue(a.libraries), a.only);
   if (a.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    for (const auto* p : selected) {
-      const auto& i = p->info();
+    for (const auto& i : selected) {
       std::vector<std::string> devices;
       if (i.cpu) devices.emplace_back("cpu");
       if (i.cuda) devices.emplace_back("cuda");
@@ -61,8 +57,7 @@ int list(const ProbesArgs& a, const KnowledgeBase& kb) {
   }
   std::string text = fmt::format("{:<34} {:<15} {:<34} {:<9} {:<9} {}\n", "probe", "family", "op", "device", "direction",
                                  "documented");
-  for (const auto* p : selected) {
-    const auto& i = p->info();
+  for (const auto& i : selected) {
     const std::string devices = i.cpu && i.cuda ? "cpu,cuda" : i.cpu ? "cpu" : "cuda";
     text += fmt::format("{:<34} {:<15} {:<34} {:<9} {:<9} {}{}\n", i.name, i.family, i.op, devices,
                         probes::to_string(i.direction), documented_text(i, kb),

@@ -3,8 +3,8 @@
 // summary, the JSON, JUnit XML, Markdown or HTML, exactly as the audit that wrote it would have. Exits
 // with the report's own exit code; 3 when IN.json is unreadable, not JSON, not a report, or of a
 // schema version this build does not read (nothing is written then).
-#include "audit/errors.h"
-#include "audit/files.h"
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "reports/json_read.h"

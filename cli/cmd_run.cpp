@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit run MODEL ...`: audit one TorchScript model.
-#include "audit/audit.h"
-#include "audit/errors.h"
+#include "audit/run/model_audit.h"
+#include "audit/common/errors.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/common.h"
 
-#include "audit/config.h"
-#include "audit/errors.h"
-#include "audit/files.h"
+#include "audit/trial/config.h"
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "reports/baseline.h"
 #include "reports/render.h"
 

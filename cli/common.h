@@ -2,9 +2,9 @@
 // Option checks shared by the subcommands.
 #pragma once
 
-#include "audit/allowlist.h"
-#include "audit/baseline.h"
-#include "audit/trials.h"
+#include "audit/baseline/allowlist.h"
+#include "audit/baseline/baseline.h"
+#include "audit/trial/trials.h"
 #include "cli/commands.h"
 #include "reports/model.h"
 

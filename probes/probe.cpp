@@ -19,9 +19,6 @@ class FunctionProbe final : public Probe {
 
 }  // namespace
 
-const char* to_string(Direction d) { return d == Direction::Forward ? "forward" : "backward"; }
-const char* to_string(Role r) { return r == Role::Probe ? "probe" : "control"; }
-
 std::unique_ptr<Probe> make_probe(ProbeInfo info, ProbeFn fn) {
   return std::make_unique<FunctionProbe>(std::move(info), std::move(fn));
 }

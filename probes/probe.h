@@ -21,6 +21,8 @@
 //   * A probe that cannot run here (no cuDNN, an SDPA backend this GPU lacks) throws ProbeSkip.
 #pragma once
 
+#include "probes/probe_info.h"
+
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -33,26 +35,6 @@
 #include <vector>
 
 namespace ra::probes {
-
-enum class Direction { Forward, Backward };
-const char* to_string(Direction d);
-
-// A control runs the same op in a form that must be stable (no duplicate indices, a
-// deterministic-by-construction variant); it proves the probe's divergence comes from the op.
-enum class Role { Probe, Control };
-const char* to_string(Role r);
-
-struct ProbeInfo {
-  std::string name;    // unique, [a-z0-9_.-]: "index_add", "conv2d.backward", "scatter_reduce.prod"
-  std::string family;  // "convolution", "scatter-index", ... (the file it lives in)
-  std::string op;      // the ATen op under test, e.g. "aten::index_add"
-  bool cpu = true;     // runs on CPU tensors
-  bool cuda = true;    // runs on CUDA tensors
-  Direction direction = Direction::Forward;
-  std::string kb;      // id of its knowledge-base entry (share/knowledge/ops.json), "" when none
-  Role role = Role::Probe;
-  std::string form;    // one line: what is run (sizes, duplicates, dtype)
-};
 
 // Thrown by a probe that cannot run on this machine; the reason becomes a `skipped` verdict.
 struct ProbeSkip : std::runtime_error {

@@ -346,6 +346,8 @@ void read_fix_times(const Node& timing, Report& r) {
 
 }  // namespace
 
+DivergenceStats stats_from_json(const json& j) { return stats(Node{j, ""}); }
+
 Report report_from_json(const json& j) {
   const Node root{j, ""};
   if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string() ||

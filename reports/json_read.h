@@ -24,4 +24,7 @@ class ReportError : public std::runtime_error {
 // Takes the ordered document so that the environment keeps its key order.
 Report report_from_json(const nlohmann::ordered_json& j);
 
+// The inverse of stats_to_json (reports/render.h); throws ReportError.
+DivergenceStats stats_from_json(const nlohmann::ordered_json& j);
+
 }  // namespace ra::report

@@ -5,7 +5,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${PR
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
-foreach(f bin/repro-audit share/man/man1/repro-audit.1 share/repro-audit/schema/report-v1.schema.json
+foreach(f bin/repro-audit libexec/repro-audit/repro-audit-worker share/man/man1/repro-audit.1 share/repro-audit/schema/report-v1.schema.json
         share/repro-audit/schema/junit.xsd share/repro-audit/knowledge/ops.json share/repro-audit/html/report.css
         share/bash-completion/completions/repro-audit share/zsh/site-functions/_repro-audit)
   if(NOT EXISTS "${PREFIX}/${f}")

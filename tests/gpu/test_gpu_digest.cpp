@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU tier: the digest of a CUDA tensor equals the digest of its CPU copy, for every dtype and for
 // non-contiguous views. Exits 77 (reported by ctest as skipped) where no CUDA device exists.
-#include "audit/digest.h"
+#include "audit/digest/digest.h"
 
 #include <ATen/ATen.h>
 #include <ATen/detail/CUDAHooksInterface.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/allowlist.h"
+#include "audit/baseline/allowlist.h"
 
-#include "audit/errors.h"
+#include "audit/common/errors.h"
 #include "reports/render.h"
 
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/analysis.h"
+#include "audit/trial/analysis.h"
 
 #include <doctest/doctest.h>
 

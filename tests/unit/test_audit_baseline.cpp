@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/baseline.h"
+#include "audit/baseline/baseline.h"
 
-#include "audit/errors.h"
+#include "audit/common/errors.h"
 #include "reports/baseline.h"
 #include "reports/render.h"
 

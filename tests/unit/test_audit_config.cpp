@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/config.h"
-#include "audit/errors.h"
-#include "audit/trial_spec.h"
+#include "audit/trial/config.h"
+#include "audit/common/errors.h"
+#include "audit/trial/trial_spec.h"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/digest.h"
-#include "audit/errors.h"
-#include "audit/files.h"
+#include "audit/digest/digest.h"
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/config.h"
-#include "audit/fix_search.h"
+#include "audit/trial/config.h"
+#include "audit/trace/fix_search.h"
 
 #include <doctest/doctest.h>
 

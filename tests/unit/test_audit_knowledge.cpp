@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/knowledge.h"
+#include "audit/knowledge/knowledge.h"
 
-#include "audit/errors.h"
+#include "audit/common/errors.h"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/probe_findings.h"
+#include "audit/knowledge/probe_findings.h"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/probe_protocol.h"
+#include "audit/trial/probe_protocol.h"
 
-#include "audit/files.h"
+#include "audit/common/files.h"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reader of Python torch.save pickles: hand-written pickles in real zip archives, for what
 // tests/data's Python-made files cannot show (every malformed case is one InputError).
-#include "audit/errors.h"
-#include "audit/python_pickle.h"
+#include "audit/common/errors.h"
+#include "audit/tensor_io/python_pickle.h"
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>

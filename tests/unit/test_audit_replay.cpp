@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/replay.h"
+#include "audit/train/replay.h"
 
 #include <doctest/doctest.h>
 

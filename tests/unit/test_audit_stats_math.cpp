@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/stats_math.h"
+#include "audit/digest/stats_math.h"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/tensor_stats.h"
+#include "audit/digest/tensor_stats.h"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/trace_align.h"
-#include "audit/trace_io.h"
+#include "audit/trace/trace_align.h"
+#include "audit/trace/trace_io.h"
 
-#include "audit/files.h"
+#include "audit/common/files.h"
 
 #include <doctest/doctest.h>
 

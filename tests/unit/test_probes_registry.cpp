@@ -4,8 +4,8 @@
 // gives the same bits twice in one process with the same seed.
 #include "probes/registry.h"
 
-#include "audit/digest.h"
-#include "audit/knowledge.h"
+#include "audit/digest/digest.h"
+#include "audit/knowledge/knowledge.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/files.h"
+#include "audit/common/files.h"
 #include "reports/render.h"
 #include "tests/unit/report_samples.h"
 

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/baseline/allowlist.h"
+
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <set>
+
+namespace ra {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw InputError(fmt::format("allowlist '{}': {}", path, what));
+}
+
+[[noreturn]] void bad_entry(const std::string& path, size_t i, const std::string& what) {
+  throw InputError(fmt::format("allowlist '{}': entry {}: {}", path, i, what));
+}
+
+std::string string_field(const json& e, const char* key, const std::string& path, size_t i) {
+  if (!e.contains(key)) return "";
+  if (!e[key].is_string()) bad_entry(path, i, fmt::format("'{}' must be a string", key));
+  const std::string s = e[key].get<std::string>();
+  if (s.empty()) bad_entry(path, i, fmt::format("'{}' must not be empty", key));
+  return s;
+}
+
+// What an entry names, for messages: its op or its target.
+std::string subject(const AllowEntry& e) { return e.op.empty() ? e.target : e.op; }
+
+std::string expired_message(const AllowEntry& e) {
+  return fmt::format("allowlist entry {} for {} expired on {}", e.index, subject(e), e.expires);
+}
+
+bool config_matches(const AllowEntry& e, const std::string& config) { return e.config.empty() || e.config == config; }
+
+// Collects the matches of one finding: the first unexpired entry, and every expired one.
+struct Matches {
+  const AllowEntry* allowed = nullptr;
+  std::vector<const AllowEntry*> expired;
+};
+
+template <typename Pred>
+Matches match(const Allowlist& list, const std::string& today, Pred pred) {
+  Matches m;
+  for (const auto& e : list.entries) {
+    if (!pred(e)) continue;
+    if (expired(e, today)) m.expired.push_back(&e);
+    else if (!m.allowed) m.allowed = &e;
+  }
+  return m;
+}
+
+report::AllowedBy allowed_by(const AllowEntry& e) { return {e.index, e.reason, e.expires}; }
+
+// Records expired entries once each, in entry order.
+void note_expired(std::set<int>& seen, const Matches& m) {
+  for (const auto* e : m.expired) seen.insert(e->index);
+}
+
+std::vector<std::string> expired_messages(const Allowlist& list, const std::set<int>& seen) {
+  std::vector<std::string> out;
+  for (int i : seen) out.push_back(expired_message(list.entries[static_cast<size_t>(i)]));
+  return out;
+}
+
+bool finding(report::Verdict v) { return v == report::Verdict::Diverged || v == report::Verdict::Raised; }
+
+}  // namespace
+
+bool valid_date(const std::string& d) {
+  if (d.size() != 10 || d[4] != '-' || d[7] != '-') return false;
+  for (int i : {0, 1, 2, 3, 5, 6, 8, 9})
+    if (d[static_cast<size_t>(i)] < '0' || d[static_cast<size_t>(i)] > '9') return false;
+  const int y = std::stoi(d.substr(0, 4)), m = std::stoi(d.substr(5, 2)), day = std::stoi(d.substr(8, 2));
+  if (m < 1 || m > 12 || day < 1) return false;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return day <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+}
+
+Allowlist parse_allowlist(const std::string& text, const std::string& path) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    bad(path, fmt::format("not valid JSON ({})", e.what()));
+  }
+  if (!doc.is_object()) bad(path, "the document must be an object");
+  for (const auto& [key, value] : doc.items())
+    if (key != "allowlist" && key != "entries") bad(path, fmt::format("unknown key '{}'", key));
+  if (!doc.contains("allowlist") || !doc["allowlist"].is_number_integer() || doc["allowlist"].get<int64_t>() != 1)
+    bad(path, "\"allowlist\" must be 1 (the format version)");
+  if (!doc.contains("entries") || !doc["entries"].is_array()) bad(path, "\"entries\" must be an array");
+  Allowlist list;
+  list.path = path;
+  const json& entries = doc["entries"];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const json& e = entries[i];
+    if (!e.is_object()) bad_entry(path, i, "must be an object");
+    for (const auto& [key, value] : e.items())
+      if (key != "op" && key != "target" && key != "reason" && key != "expires" && key != "config")
+        bad_entry(path, i, fmt::format("unknown key '{}'", key));
+    AllowEntry a;
+    a.index = static_cast<int>(i);
+    a.op = string_field(e, "op", path, i);
+    a.target = string_field(e, "target", path, i);
+    if (a.op.empty() == a.target.empty()) bad_entry(path, i, "needs exactly one of 'op' and 'target'");
+    a.reason = string_field(e, "reason", path, i);
+    if (a.reason.empty()) bad_entry(path, i, "needs a non-empty 'reason'");
+    a.expires = string_field(e, "expires", path, i);
+    if (e.contains("expires") && !valid_date(a.expires))
+      bad_entry(path, i, fmt::format("'expires' must be a date YYYY-MM-DD, not '{}'", a.expires));
+    a.config = string_field(e, "config", path, i);
+    list.entries.push_back(std::move(a));
+  }
+  return list;
+}
+
+Allowlist load_allowlist(const std::string& path) {
+  return parse_allowlist(read_file(path, "allowlist"), path);
+}
+
+std::string today_date() {
+  if (const char* env = std::getenv("REPRO_AUDIT_TODAY"); env && *env) {
+    if (!valid_date(env)) throw UsageError(fmt::format("REPRO_AUDIT_TODAY must be a date YYYY-MM-DD, not '{}'", env));
+    return env;
+  }
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+bool expired(const AllowEntry& e, const std::string& today) { return !e.expires.empty() && e.expires < today; }
+
+void apply_allowlist(report::Report& report, const Allowlist& list, const std::string& today) {
+  std::set<int> seen;
+  for (auto& t : report.targets) {
+    for (auto& c : t.configs) {
+      c.allowed_by.reset();
+      if (!finding(c.verdict)) continue;
+      const Matches by_target = match(list, today, [&](const AllowEntry& e) {
+        return config_matches(e, c.name) && (e.target == t.name || (t.probe && !e.op.empty() && e.op == t.probe->op));
+      });
+      note_expired(seen, by_target);
+      if (by_target.allowed) {
+        c.allowed_by = allowed_by(*by_target.allowed);
+        continue;
+      }
+      // A model's divergence by its root causes: every one must be covered.
+      if (t.probe || !c.trace || c.trace->root_causes.empty()) continue;
+      const AllowEntry* first = nullptr;
+      bool all = true;
+      for (const auto& rc : c.trace->root_causes) {
+        const Matches m = match(list, today, [&](const AllowEntry& e) { return config_matches(e, c.name) && e.op == rc.op; });
+        note_expired(seen, m);
+        if (!m.allowed) all = false;
+        else if (!first) first = m.allowed;
+      }
+      if (all && first) c.allowed_by = allowed_by(*first);
+    }
+  }
+  report.allowlist_expired = expired_messages(list, seen);
+  report::finalize(report);
+}
+
+void apply_allowlist(report::LintReport& report, const Allowlist& list, const std::string& today) {
+  std::set<int> seen;
+  const std::string model = std::filesystem::path(report.model).filename().string();
+  bool open = false;
+  for (auto& f : report.findings) {
+    const Matches m = match(list, today, [&](const AllowEntry& e) {
+      return e.config.empty() && (e.op == f.op || (!e.target.empty() && e.target == model));
+    });
+    note_expired(seen, m);
+    f.allowed_by.reset();
+    if (m.allowed) f.allowed_by = allowed_by(*m.allowed);
+    else open = true;
+  }
+  report.allowlist_expired = expired_messages(list, seen);
+  report.exit_code = open || !seen.empty() ? 1 : 0;
+}
+
+}  // namespace ra

@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/baseline/baseline.h"
+
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
+#include "reports/baseline.h"
+#include "reports/json_read.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace ra {
+namespace {
+
+using json = nlohmann::ordered_json;
+using report::BaselineStatus;
+using report::EnvironmentChange;
+
+constexpr const char* kAbsent = "(absent)";
+
+// "(unset)" for null, strings as they are, anything else as JSON.
+std::string value_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "(unset)";
+  return v.dump();
+}
+
+// Leaf keys in document order; arrays of objects by index ("cuda.devices[0].name"), other arrays
+// as one value; an empty array gives no key (its absence shows in the other side's keys).
+void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  if (!j.is_object()) return;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object()) {
+      flatten(*it, key, out);
+    } else if (it->is_array() && !it->empty() && it->front().is_object()) {
+      for (size_t i = 0; i < it->size(); ++i) flatten((*it)[i], fmt::format("{}[{}]", key, i), out);
+    } else if (!(it->is_array() && it->empty())) {
+      out.emplace_back(key, value_text(*it));
+    }
+  }
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// "cpu" or "cuda:N" (plain "cuda" is device 0), so that device strings compare by meaning.
+std::string normal_device(const std::string& device) { return device == "cuda" ? "cuda:0" : device; }
+
+std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) + "..." : d; }
+
+std::string describe_target(const report::Target& t) { return fmt::format("{} {}", t.kind, t.name); }
+
+// "model a.pt", "probes a, b, c and 4 more".
+std::string describe_targets(const std::vector<report::Target>& ts) {
+  if (ts.empty()) return "no target";
+  if (ts.size() == 1) return describe_target(ts.front());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ts.size() && i < 3; ++i) names.push_back(ts[i].name);
+  const std::string more = ts.size() > 3 ? fmt::format(" and {} more", ts.size() - 3) : "";
+  const bool same_kind = std::all_of(ts.begin(), ts.end(), [&](const auto& t) { return t.kind == ts.front().kind; });
+  return fmt::format("{}s {}{}", same_kind ? ts.front().kind : "target", fmt::join(names, ", "), more);
+}
+
+std::string optimizer_text(const report::Target& t) { return fmt::format("{} (lr {:g})", t.optimizer, t.lr); }
+
+std::string inputs_text(const std::vector<std::string>& inputs) {
+  return inputs.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(inputs, ", "));
+}
+
+// What makes `b` (the baseline's) and `c` (the current) different experiments, as the end of the
+// sentence "baseline X was made ...", or "" when they are the same.
+std::string identity_mismatch(const report::Target& b, const report::Target& c) {
+  // Reports written before targets carried digests have none: then only the rest is checked.
+  const bool digests = !b.model_digest.empty() && !c.model_digest.empty();
+  if (digests && b.model_digest != c.model_digest) {
+    if (b.name == c.name)
+      return fmt::format("from another version of {} (digest {}; this one's is {})", describe_target(b),
+                         short_digest(b.model_digest), short_digest(c.model_digest));
+    return fmt::format("from {} (digest {}), not {} (digest {})", describe_target(b), short_digest(b.model_digest), c.name,
+                       short_digest(c.model_digest));
+  }
+  const std::string of = fmt::format("for {}", c.name);
+  if (normal_device(b.device) != normal_device(c.device))
+    return fmt::format("{} on {}, not on {}", of, b.device, c.device);
+  if (b.mode != c.mode) return fmt::format("{} in {} mode, not {} mode", of, b.mode, c.mode);
+  if (b.steps != c.steps) return fmt::format("{} with {} train steps, not {}", of, b.steps, c.steps);
+  if (b.optimizer != c.optimizer || b.lr != c.lr)
+    return fmt::format("{} with optimizer {}, not {}", of, optimizer_text(b), optimizer_text(c));
+  if (b.seed != c.seed) return fmt::format("{} with seed {}, not {}", of, b.seed, c.seed);
+  if (b.inputs != c.inputs) return fmt::format("{} with inputs {}, not {}", of, inputs_text(b.inputs), inputs_text(c.inputs));
+  if (digests && b.input_digest != c.input_digest) {
+    if (b.input_digest.empty()) return fmt::format("{} with synthetic inputs, not an input file", of);
+    if (c.input_digest.empty())
+      return fmt::format("{} with an input file (digest {}), not synthetic inputs", of, short_digest(b.input_digest));
+    return fmt::format("{} with another input file (digest {}; this one's is {})", of, short_digest(b.input_digest),
+                       short_digest(c.input_digest));
+  }
+  return "";
+}
+
+const report::ConfigResult* find_config(const report::Target& t, const std::string& name) {
+  for (const auto& c : t.configs)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+const char* side_name(bool baseline) { return baseline ? "the baseline" : "the current results"; }
+
+std::vector<EnvironmentChange> switch_changes(const report::ConfigResult& b, const report::ConfigResult& c) {
+  std::vector<EnvironmentChange> out;
+  std::set<std::string> seen;
+  for (const auto& s : c.switches) {
+    seen.insert(s.key);
+    std::string before = kAbsent;
+    for (const auto& bs : b.switches)
+      if (bs.key == s.key) before = bs.effective;
+    if (before != s.effective) out.push_back({"config." + s.key, before, s.effective, switch_affects(s.key)});
+  }
+  for (const auto& bs : b.switches)
+    if (!seen.count(bs.key)) out.push_back({"config." + bs.key, bs.effective, kAbsent, switch_affects(bs.key)});
+  return out;
+}
+
+// Fills tensors, differing and differing_tensors: the current reference's order, then tensors
+// only in the baseline in its order.
+void diff_tensors(const report::ConfigResult& b, const report::ConfigResult& c, report::BaselineResult& r) {
+  std::map<std::string, const report::TensorDigest*> before;
+  for (const auto& t : b.reference) before.emplace(t.name, &t);
+  std::set<std::string> seen;
+  const auto add = [&r](report::BaselineTensor t) {
+    ++r.differing;
+    if (r.differing_tensors.size() < report::kBaselineTensorsListed) r.differing_tensors.push_back(std::move(t));
+  };
+  for (const auto& t : c.reference) {
+    if (!seen.insert(t.name).second) continue;
+    const auto it = before.find(t.name);
+    if (it == before.end()) {
+      add({t.name, std::nullopt, t});
+      continue;
+    }
+    const report::TensorDigest& o = *it->second;
+    if (o.digest != t.digest || o.dtype != t.dtype || o.shape != t.shape) add({t.name, o, t});
+  }
+  for (const auto& t : b.reference)
+    if (seen.insert(t.name).second) add({t.name, t, std::nullopt});
+  r.tensors = seen.size();
+}
+
+std::string keys_text(const std::vector<const EnvironmentChange*>& changes) {
+  std::vector<std::string> parts;
+  for (const auto* c : changes) parts.push_back(fmt::format("{} {} -> {}", c->key, c->baseline, c->current));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+report::BaselineResult compare_config(const report::Target& target, const report::ConfigResult& b,
+                                      const report::ConfigResult& c, const std::vector<EnvironmentChange>& env) {
+  report::BaselineResult r;
+  r.target = target.name;
+  r.config = c.name;
+  r.baseline_verdict = b.verdict;
+  r.current_verdict = c.verdict;
+  r.switch_changes = switch_changes(b, c);
+  if (b.reference.empty() || c.reference.empty()) {
+    const bool in_baseline = b.reference.empty();
+    const report::ConfigResult& empty = in_baseline ? b : c;
+    r.status = BaselineStatus::Incomparable;
+    r.reason = fmt::format("nothing to compare: no repeat completed in {} ({})", side_name(in_baseline),
+                           to_string(empty.verdict));
+    return r;
+  }
+  diff_tensors(b, c, r);
+  if (r.differing == 0) {
+    r.status = BaselineStatus::Match;
+    r.reason = fmt::format("all {} tensors match", r.tensors);
+    return r;
+  }
+  const std::string what = fmt::format("{} of {} tensors differ", r.differing, r.tensors);
+  const bool b_diverged = b.verdict == report::Verdict::Diverged, c_diverged = c.verdict == report::Verdict::Diverged;
+  if (b_diverged || c_diverged) {
+    r.status = BaselineStatus::Nondeterministic;
+    r.reason = fmt::format("{}, but the configuration diverged within {}, so the difference cannot be attributed", what,
+                           b_diverged && c_diverged ? "both" : side_name(b_diverged));
+    return r;
+  }
+  std::vector<const EnvironmentChange*> relevant, irrelevant;
+  for (const std::vector<EnvironmentChange>* list : {&env, &std::as_const(r.switch_changes)})
+    for (const auto& ch : *list) (affects_device(ch.affects, target.device) ? relevant : irrelevant).push_back(&ch);
+  if (!relevant.empty()) {
+    r.status = BaselineStatus::Explained;
+    for (const auto* ch : relevant) r.explained_by.push_back(ch->key);
+    r.reason =
+        fmt::format("{}; explained by changes that can affect {}: {}", what, normal_device(target.device), keys_text(relevant));
+    return r;
+  }
+  r.status = BaselineStatus::Regression;
+  r.reason = fmt::format("{} and nothing that can affect {} changed", what, normal_device(target.device));
+  if (!irrelevant.empty())
+    r.reason += fmt::format(" (changed, but cannot affect {}: {})", normal_device(target.device), keys_text(irrelevant));
+  return r;
+}
+
+report::BaselineResult one_side(const std::string& target, const report::ConfigResult& c, bool in_baseline) {
+  report::BaselineResult r;
+  r.target = target;
+  r.config = c.name;
+  r.status = in_baseline ? BaselineStatus::Missing : BaselineStatus::Added;
+  (in_baseline ? r.baseline_verdict : r.current_verdict) = c.verdict;
+  r.reason = in_baseline ? "in the baseline only" : "not in the baseline";
+  return r;
+}
+
+}  // namespace
+
+Baseline parse_baseline(const std::string& text, const std::string& path, const std::string& what) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string why = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
+    if (const auto end = why.find("] "); starts_with(why, "[json.exception") && end != std::string::npos)
+      why = why.substr(end + 2);
+    throw InputError(fmt::format("{} {} is not valid JSON: {}", what, path, why));
+  }
+  Baseline b;
+  b.path = path;
+  try {
+    b.results = report::results_from_json(j, b.schema);
+  } catch (const report::ReportError& e) {
+    throw InputError(fmt::format("{} {}: {}", what, path, e.what()));
+  }
+  return b;
+}
+
+Baseline load_baseline(const std::string& path, const std::string& what) {
+  return parse_baseline(read_file(path, what), path, what);
+}
+
+std::vector<int> pair_targets(const std::vector<report::Target>& baseline, const std::vector<report::Target>& current) {
+  std::vector<int> pair(current.size(), -1);
+  std::vector<bool> used(baseline.size(), false);
+  for (size_t i = 0; i < current.size(); ++i)
+    for (size_t k = 0; k < baseline.size(); ++k)
+      if (!used[k] && baseline[k].kind == current[i].kind && baseline[k].name == current[i].name) {
+        pair[i] = int(k);
+        used[k] = true;
+        break;
+      }
+  // A renamed model file: one unpaired model on each side.
+  std::vector<size_t> lone_current, lone_baseline;
+  for (size_t i = 0; i < current.size(); ++i)
+    if (pair[i] < 0 && current[i].kind == "model") lone_current.push_back(i);
+  for (size_t k = 0; k < baseline.size(); ++k)
+    if (!used[k] && baseline[k].kind == "model") lone_baseline.push_back(k);
+  if (lone_current.size() == 1 && lone_baseline.size() == 1) pair[lone_current.front()] = int(lone_baseline.front());
+  return pair;
+}
+
+void check_baseline_targets(const Baseline& base, const std::vector<report::Target>& targets,
+                            const std::vector<std::string>& configs) {
+  const auto& held = base.results.targets;
+  const std::vector<int> pair = pair_targets(held, targets);
+  if (std::all_of(pair.begin(), pair.end(), [](int k) { return k < 0; }))
+    throw InputError(fmt::format("baseline {} has no target of this run: it holds {}, this run has {}", base.path,
+                                 describe_targets(held), describe_targets(targets)));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (pair[i] < 0) continue;
+    const std::string mismatch = identity_mismatch(held[size_t(pair[i])], targets[i]);
+    if (!mismatch.empty()) throw InputError(fmt::format("baseline {} was made {}", base.path, mismatch));
+  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (pair[i] >= 0)
+      for (const auto& c : held[size_t(pair[i])].configs)
+        if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
+  for (const auto& c : configs)
+    if (std::find(names.begin(), names.end(), c) != names.end()) return;
+  throw InputError(fmt::format("baseline {} has no configuration of this run: it holds {}, this run has {}", base.path,
+                               names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")),
+                               fmt::join(configs, ", ")));
+}
+
+std::string key_affects(const std::string& key) {
+  static const std::map<std::string, std::string> kKeys = {
+      {"tool.version", "any"},          {"tool.share_dir", ""},
+      {"torch.version", "any"},         {"torch.git_version", "any"},
+      {"torch.library_dir", ""},        {"torch.cuda_compiled", "any"},
+      {"cuda.available", "cuda"},       {"cuda.compiled_cuda", "cuda"},
+      {"cuda.compiled_cudnn", "cuda"},  {"cuda.runtime", "cuda"},
+      {"cuda.driver", "cuda"},          {"cuda.cudnn", "cuda"},
+      {"cuda.cublas", "cuda"},          {"cuda.reason", ""},
+      {"cpu.model", "cpu"},             {"cpu.logical_cpus", "cpu"},
+      {"cpu.aten_capability", "any"},   {"cpu.machine", "any"},
+      {"cpu.kernel", ""},               {"threads.intra_op", ""},
+      {"threads.inter_op", "cpu"},      {"threads.openmp", "cpu"},
+      {"threads.mkl", "cpu"},           {"threads.mkldnn", "cpu"},
+      {"env_vars.CUBLAS_WORKSPACE_CONFIG", "cuda"},
+      {"env_vars.MKL_CBWR", "cpu"},
+      {"env_vars.OMP_NUM_THREADS", "cpu"},
+      {"env_vars.MKL_NUM_THREADS", "cpu"},
+      {"env_vars.CUDA_VISIBLE_DEVICES", "cuda"},
+      {"env_vars.CUDA_LAUNCH_BLOCKING", "cuda"},
+      {"env_vars.CUDNN_LOGINFO_DBG", ""},
+      {"env_vars.NVIDIA_TF32_OVERRIDE", "cuda"},
+      {"env_vars.TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "cuda"},
+      {"env_vars.ATEN_CPU_CAPABILITY", "any"},
+      {"env_vars.PYTORCH_CUDA_ALLOC_CONF", "cuda"},
+      {"env_vars.KMP_DETERMINISTIC_REDUCTION", "cpu"},
+  };
+  if (const auto it = kKeys.find(key); it != kKeys.end()) return it->second;
+  // Compared per configuration, as its effective switches.
+  if (starts_with(key, "switches.")) return "";
+  // cuda.devices[N].field: that device's SKU, SM count, compute capability, memory.
+  if (starts_with(key, "cuda.devices[")) {
+    const size_t close = key.find(']');
+    const std::string index = close == std::string::npos ? "" : key.substr(13, close - 13);
+    const std::string field = close == std::string::npos ? "" : key.substr(close + 1);
+    if (field == ".uuid" || field == ".index") return "";
+    if (!index.empty() && index.find_first_not_of("0123456789") == std::string::npos) return "cuda:" + index;
+    return "cuda";
+  }
+  return "any";  // unknown: it may change anything
+}
+
+std::string switch_affects(const std::string& key) {
+  if (starts_with(key, "cudnn.") || starts_with(key, "tf32.") || key == "cublas_workspace") return "cuda";
+  if (key == "threads" || key == "mkl_cbwr") return "cpu";
+  return "any";  // deterministic, fill_uninitialized_memory, unknown
+}
+
+bool affects_device(const std::string& affects, const std::string& device) {
+  if (affects == "any") return true;
+  const std::string d = normal_device(device);
+  if (d == "cpu") return affects == "cpu";
+  return affects == "cuda" || affects == d;
+}
+
+EnvironmentDiff diff_environments(const json& baseline, const json& current) {
+  std::vector<std::pair<std::string, std::string>> before, after;
+  flatten(baseline, "", before);
+  flatten(current, "", after);
+  std::map<std::string, std::string> old(before.begin(), before.end());
+  std::set<std::string> seen;
+  EnvironmentDiff d;
+  const auto add = [&d](const std::string& key, const std::string& b, const std::string& c) {
+    const std::string affects = key_affects(key);
+    (affects.empty() ? d.ignored : d.changes).push_back({key, b, c, affects});
+  };
+  for (const auto& [key, value] : after) {
+    seen.insert(key);
+    const auto it = old.find(key);
+    const std::string b = it == old.end() ? kAbsent : it->second;
+    if (b != value) add(key, b, value);
+  }
+  for (const auto& [key, value] : before)
+    if (!seen.count(key)) add(key, value, kAbsent);
+  return d;
+}
+
+void apply_baseline(report::Report& current, const Baseline& base) {
+  std::vector<std::string> configs;
+  for (const auto& t : current.targets)
+    for (const auto& c : t.configs)
+      if (std::find(configs.begin(), configs.end(), c.name) == configs.end()) configs.push_back(c.name);
+  check_baseline_targets(base, current.targets, configs);
+
+  const auto& held = base.results.targets;
+  const EnvironmentDiff env = diff_environments(base.results.environment, current.environment);
+  report::BaselineComparison cmp;
+  cmp.source = base.path;
+  cmp.schema = base.schema;
+  cmp.tool_version = base.results.tool_version;
+  cmp.changes = env.changes;
+  cmp.ignored = env.ignored;
+  const std::vector<int> pair = pair_targets(held, current.targets);
+  std::vector<bool> used(held.size(), false);
+  for (size_t i = 0; i < current.targets.size(); ++i) {
+    const report::Target& t = current.targets[i];
+    if (pair[i] < 0) {
+      for (const auto& c : t.configs) cmp.results.push_back(one_side(t.name, c, false));
+      continue;
+    }
+    const report::Target& b = held[size_t(pair[i])];
+    used[size_t(pair[i])] = true;
+    for (const auto& c : t.configs) {
+      const report::ConfigResult* bc = find_config(b, c.name);
+      cmp.results.push_back(bc ? compare_config(t, *bc, c, env.changes) : one_side(t.name, c, false));
+    }
+    for (const auto& bc : b.configs)
+      if (!find_config(t, bc.name)) cmp.results.push_back(one_side(t.name, bc, true));
+  }
+  for (size_t k = 0; k < held.size(); ++k)
+    if (!used[k])
+      for (const auto& bc : held[k].configs) cmp.results.push_back(one_side(held[k].name, bc, true));
+  current.baseline = std::move(cmp);
+  report::finalize(current);
+}
+
+}  // namespace ra

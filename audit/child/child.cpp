@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// One trial, in its own process. The order of steps is the point of the file:
+//   1. apply the configuration's in-process switches (the environment ones were set before exec)
+//      and read back what is in effect: nothing about CUDA or the model has been touched yet;
+//   2. turn the TorchScript profiling executor and fusers off (they change results between the
+//      first and later calls of a method);
+//   3. load custom-op libraries, seed every generator (CPU and each CUDA device), load the target
+//      and build its inputs (audit/targets/target.h: whatever its kind);
+//   4. run it once, recording its tensors' digests, under the tracer with --trace; then, for the
+//      fix search's costs, run it again unrecorded as often as the spec asks;
+//   5. optionally write every digested tensor to a dump file, so that the parent can compute
+//      divergence statistics for the tensors whose digests differ.
+#include "audit/child/child.h"
+
+#include "audit/common/errors.h"
+#include "audit/runtime/child_support.h"
+#include "audit/runtime/fingerprint.h"
+#include "audit/runtime/switches.h"
+#include "audit/targets/target.h"
+#include "audit/trace/trace_io.h"
+#include "audit/trace/tracer.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace ra {
+
+using report::TrialStatus;
+
+TrialResult run_child(const TrialSpec& spec) {
+  TrialResult result;
+  const double start = now_ms();
+  // 1. switches, before anything touches CUDA or the model.
+  try {
+    apply_switches(spec.config);
+  } catch (const std::exception& e) {
+    result.status = TrialStatus::ConfigError;
+    result.message = "cannot apply configuration: " + error_text(e);
+    return result;
+  }
+  result.switches = read_switches(spec.config);
+  if (const std::string mismatch = switch_mismatches(result.switches); !mismatch.empty()) {
+    result.status = TrialStatus::ConfigError;
+    result.message = mismatch;
+    return result;
+  }
+  disable_jit_optimisations();
+  try {
+    load_libraries(spec.load_libraries);
+    const c10::Device device = checked_device(spec.device);
+    if (spec.task == ChildTask::Preflight) result.environment = environment_fingerprint();
+    seed_generators(spec.seed);
+    const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
+    result.input_descriptions = target->load(spec, device);
+    result.startup_ms = ms_since_spawn();
+    Recorder rec(!spec.dump_path.empty());
+    if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::None)
+      throw TrialInputError(fmt::format("a {} target cannot be traced op by op; audit it without --trace", target->kind()),
+                            "usage");
+    if (spec.task == ChildTask::Preflight) {
+      target->check();
+    } else {
+      try {
+        std::optional<trace::Tracer> tracer;
+        if (!spec.trace_path.empty()) tracer.emplace(device, spec.trace_capacity);
+        if (tracer && spec.capture_order >= 0) tracer->capture(static_cast<uint64_t>(spec.capture_order));
+        target->run(rec, result.state);
+        if (tracer) {
+          trace::write_trace(spec.trace_path, tracer->finish());
+          if (!spec.capture_path.empty()) {
+            Recorder captured(true);
+            for (size_t i = 0; i < tracer->captured().size(); ++i)
+              if (tracer->captured()[i].defined()) captured.add(fmt::format("output/{}", i), tracer->captured()[i]);
+            captured.write_dump(spec.capture_path);
+          }
+        }
+        tracer.reset();
+        // Uninstrumented runs for the fix search's costs; the recorded run above was the warm-up.
+        for (int i = 0; i < spec.timed_runs; ++i) {
+          Recorder off = Recorder::off();
+          synchronize(device);
+          const double t0 = now_ms();
+          std::vector<report::TensorDigest> unused_state;
+          target->run(off, unused_state);
+          synchronize(device);
+          result.run_ms.push_back(now_ms() - t0);
+        }
+      } catch (const TrialInputError&) {
+        throw;
+      } catch (const std::exception& e) {
+        const std::string msg = error_text(e);
+        result.status = is_determinism_alert(msg) ? TrialStatus::Raised : TrialStatus::Error;
+        result.message = msg;
+      }
+      rec.write_dump(spec.dump_path);
+      result.tensors = std::move(rec.tensors());
+    }
+  } catch (const std::exception& e) {
+    record_error(result, e);
+  }
+  result.wall_ms = now_ms() - start;
+  return result;
+}
+
+}  // namespace ra

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/common/log.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace ra::log {
+namespace {
+
+std::atomic<Level> g_level{Level::Info};
+
+spdlog::logger& logger() {
+  static std::shared_ptr<spdlog::logger> instance = [] {
+    auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    const bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    sink->set_color_mode(color ? spdlog::color_mode::automatic : spdlog::color_mode::never);
+    auto l = std::make_shared<spdlog::logger>("repro-audit", sink);
+    l->set_pattern("%^[%l]%$ %v");
+    l->set_level(spdlog::level::trace);
+    return l;
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+void set_level(Level l) { g_level = l; }
+Level level() { return g_level; }
+
+void write(Level l, std::string_view message) {
+  switch (l) {
+    case Level::Debug: logger().debug(message); break;
+    case Level::Info: logger().info(message); break;
+    case Level::Warn: logger().warn(message); break;
+    case Level::Error: logger().error(message); break;
+    case Level::Off: break;
+  }
+}
+
+}  // namespace ra::log

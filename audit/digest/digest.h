@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tensor digests: a 128-bit identifier of a tensor's exact bits.
+//
+// The problem. A determinism audit compares runs bit for bit, in different processes and possibly
+// on different devices, for tensors of gigabytes. A digest must therefore: see every bit (+0.0 and
+// -0.0, NaN payloads), be position-aware (a permutation, or two changes that cancel in a sum or an
+// XOR, must change it), ignore strides (a view equals its contiguous copy), give the same value on
+// CPU and GPU for the same bits, and run on the tensor's own device at memory speed.
+//
+// The approach. The tensor is read in logical (row-major) order as a sequence of 32-bit words
+// (elements of 1 or 2 bytes are one zero-extended word each; wider ones are split little-endian).
+// Each word u at global index j contributes, to each of two 64-bit lanes, a product of two 32-bit
+// values that mix u with keys derived from j, plus u itself (so that a zero factor cannot hide u).
+// The lanes are sums modulo 2^64: addition is associative and commutative, so any chunking, thread
+// count or reduction tree (CPU threads, GPU blocks) gives the same lanes. Index-keyed, non-linear
+// per-word terms make the digest position-aware: a swap or a pair of cancelling changes changes
+// the lanes unless two pseudo-random 64-bit terms cancel exactly (about 2^-64 per lane). The lanes
+// are finished on the host together with the dtype name and the shape.
+//
+// The cost. On CPU the word loop is vectorised (32x32->64 multiplies) and split over intra-op
+// threads; a non-contiguous tensor is first made contiguous on its device. On other devices the
+// same arithmetic runs as ATen int64 operations (exact, so bit-identical to the CPU kernel), in
+// bounded chunks; only the two lane sums travel to the host. bench/bench.cpp measures the ratio
+// to a plain copy of the same bytes.
+#pragma once
+
+#include "audit/digest/digest_kernel.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace ra {
+
+// The digest of `t` on its own device.
+std::string digest(const at::Tensor& t);
+
+// The same digest computed with ATen integer operations only (any device). digest() uses it for
+// non-CPU devices; tests use it on CPU as an independent reference for the vectorised kernel.
+std::string digest_generic(const at::Tensor& t);
+
+// For the tracer (audit/trace.h): the digest's lane sums of a CPU tensor, computed now; and, for a
+// tensor on any device, its lane sums written into `slot` (2 int64 elements on the same device)
+// with ATen operations queued on the device: nothing waits for it. digest_kernel::finish turns
+// lanes into the digest.
+digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t);
+void digest_lanes_into(const at::Tensor& t, at::Tensor& slot);
+
+// "float32", "bfloat16", "int64", "bool", ...
+std::string dtype_name(at::ScalarType type);
+
+}  // namespace ra

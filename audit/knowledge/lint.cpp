@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: Apache-2.0
+// `lint`: a static scan of a TorchScript model against the knowledge base.
+//
+// The problem. Before spending GPU time on `run`, a user wants to know which ops of a model are
+// known to be nondeterministic on the target device, where they sit (module path and source line)
+// and what `use_deterministic_algorithms` will do about each: make it deterministic, or raise.
+// Everything needed is in the TorchScript archive: the graphs of the methods, the module tree and
+// the source ranges that map each node back to the code it was compiled from.
+//
+// The approach. The archive is loaded on the CPU (map location CPU: CUDA is never initialised, so
+// `--device cuda` works on a machine without a GPU; the device only selects which entries apply).
+// Every method of the top module is walked node by node, through the sub-blocks of `prim::If` and
+// `prim::Loop` and the subgraphs of `prim::fork`. Calls are followed rather than inlined:
+// `prim::CallMethod` continues in the called method's graph, `prim::CallFunction` in the called
+// function's. Following calls ourselves, instead of running torch::jit::Inline and reading the
+// inlined call stack, keeps the whole module path: the walker knows which live object each
+// module-typed value holds, because it resolves every `prim::GetAttr` chain from `self` through
+// the loaded module tree, so a ModuleList element reached as `self.layers` then `0` is "layers.0"
+// (the inlined call stack records only the last attribute name, "0").
+//
+// Each graph is walked as a copy specialised for its call: arguments that are constants of
+// immutable types at the call site (bool, int, float, str, None) replace the parameters, and
+// constant propagation over immutable types folds what they decide. A call such as
+// F.interpolate(x, mode="bilinear") then keeps only the bilinear branch of interpolate, instead
+// of reporting every mode's kernel. No tensor is computed.
+//
+// A node whose kind is one of an entry's ops is a candidate; the entry's `args` conditions are
+// checked against the node's schema: a constant argument that contradicts the condition (or an
+// overload without the argument) drops the candidate, a non-constant one keeps it with
+// "[depends on <arg>]" added to the condition. The source line is the op's own line (the
+// innermost frame; for a loaded archive, the original range that generated the serialized code);
+// calls through free functions that lead to it are listed, outermost first, as "called from".
+// Identical findings (module path, line, op, entry, file, call sites) reached from several
+// methods are merged and the methods listed. Findings are kept in a map ordered by that key, so
+// the output is sorted by module path, line, op, entry id, then file and call sites, and does not
+// depend on hash order or addresses.
+//
+// The limits. The scan is static: a condition on runtime values (tensor dtypes, shapes, whether
+// an input requires grad, which branch runs on data) cannot be decided, so every op that may run
+// is reported, including ops in branches that never execute. Entries whose direction is
+// "backward" are reported at their forward op, because any op in a graph may be differentiated;
+// the finding says which direction the entry concerns. Ops whose result is unused may be removed
+// by the dead-code elimination that follows constant propagation (the graph executor removes them
+// too). A call whose target cannot be resolved is listed as a note. The archive keeps no original
+// line for some calls to free functions (they show as "unknown line"). Custom ops need their
+// library (`--load-library`), else the archive does not load.
+#include "audit/knowledge/lint.h"
+
+#include "audit/common/errors.h"
+#include "audit/common/paths.h"
+#include "audit/trial/trials.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include <dlfcn.h>
+
+namespace ra {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Node;
+using torch::jit::Value;
+using report::SourceLocation;
+
+// Calls deeper than this are not followed (TorchScript has no recursion; this only bounds a bug).
+constexpr int kMaxCallDepth = 200;
+
+// A value known to hold a live object of the loaded model (a module or a TorchScript class
+// instance), with the module path of the nearest enclosing module.
+struct ObjectRef {
+  c10::intrusive_ptr<c10::ivalue::Object> object;
+  std::string path;
+};
+using ObjectMap = std::unordered_map<const Value*, ObjectRef>;
+
+// What a call passes, per input of the callee's graph: the objects it is known to pass, and the
+// arguments that are constants of immutable types (bool, int, float, str, None, tuples of them).
+struct Args {
+  std::vector<std::optional<ObjectRef>> objects;
+  std::vector<std::optional<c10::IValue>> constants;
+};
+
+// The function body being walked.
+struct Frame {
+  std::string module_path;
+  std::string function;                    // display name of the method or function
+  std::vector<SourceLocation> called_from;  // calls to functions since the module's method
+  int depth = 0;
+};
+
+std::string first_line(const std::string& text) {
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    std::string line = text.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (line.find_first_not_of(' ') != std::string::npos) return line.substr(line.find_first_not_of(' '));
+    begin = end + 1;
+  }
+  return "unknown error";
+}
+
+// Custom-op libraries stay loaded for the life of the process, as in a trial child.
+void open_libraries(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    check_readable(path, "library");
+    if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* why = ::dlerror();
+      throw InputError(fmt::format("library '{}' cannot be loaded: {}", path, first_line(why ? why : "")));
+    }
+  }
+}
+
+torch::jit::Module load_model(const std::string& path) {
+  check_readable(path, "model");
+  const auto unloadable = [&](const std::string& why) {
+    return InputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", path, first_line(why)));
+  };
+  try {
+    return torch::jit::load(path, c10::Device(c10::kCPU));
+  } catch (const c10::Error& e) {
+    throw unloadable(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    throw unloadable(e.what());
+  }
+}
+
+SourceLocation location_of(const Node* n, const std::string& function) {
+  torch::jit::SourceRange range = n->sourceRange();
+  // A loaded archive's graphs are compiled from the serialized code; its debug records map each
+  // range back to the original source.
+  if (auto original = range.findSourceRangeThatGenerated()) range = *original;
+  SourceLocation loc{"", 0, function};
+  const auto source = range.source();
+  if (!source) return loc;
+  const size_t index = source->lineno_for_offset(range.start());
+  const std::optional<std::string>& file = source->filename();
+  // With a file name, the source knows the line its text starts at; without one, the text is
+  // the whole source and lines count from 1.
+  loc.line = static_cast<int>(file ? source->lineno_to_source_lineno(index) : index + 1);
+  // Code defined from a string (Module::define in C++) carries the placeholder "<string>".
+  if (file && *file != "<string>") loc.file = *file;
+  return loc;
+}
+
+std::string function_name(const torch::jit::Function& fn, bool is_method) {
+  if (is_method) return fn.name();
+  std::string q = fn.qualname().qualifiedName();
+  // "__torch__.torch.nn.functional.___torch_mangle_1.interpolate" -> "torch.nn.functional.interpolate"
+  std::string out;
+  size_t begin = 0;
+  while (begin <= q.size()) {
+    const size_t end = std::min(q.find('.', begin), q.size());
+    const std::string part = q.substr(begin, end - begin);
+    if (!(begin == 0 && part == "__torch__") && part.rfind("___torch_mangle_", 0) != 0)
+      out += (out.empty() ? "" : ".") + part;
+    begin = end + 1;
+  }
+  return out;
+}
+
+enum class ArgState { Holds, Contradicted, Undecided };
+
+bool matches(const c10::IValue& v, const nlohmann::json& expected) {
+  if (expected.is_array())
+    return std::any_of(expected.begin(), expected.end(), [&](const nlohmann::json& e) { return matches(v, e); });
+  if (expected.is_boolean()) return v.isBool() && v.toBool() == expected.get<bool>();
+  if (expected.is_number_integer()) return v.isInt() && v.toInt() == expected.get<int64_t>();
+  if (expected.is_string()) return v.isString() && v.toStringRef() == expected.get<std::string>();
+  return false;
+}
+
+ArgState check_arg(const Node* n, const std::string& name, const std::string& expected_json) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (schema == nullptr) return ArgState::Undecided;
+  const auto index = schema->argumentIndexWithName(name);
+  if (!index) return ArgState::Holds;  // the condition is about another op of the entry (aten::pad's mode)
+  if (*index < 0 || static_cast<size_t>(*index) >= n->inputs().size()) return ArgState::Undecided;
+  const auto value = torch::jit::toIValue(n->input(*index));
+  if (!value) return ArgState::Undecided;
+  return matches(*value, nlohmann::json::parse(expected_json)) ? ArgState::Holds : ArgState::Contradicted;
+}
+
+std::string join_path(const std::string& parent, const std::string& name) {
+  return parent.empty() ? name : parent + "." + name;
+}
+
+using CallSites = std::vector<std::tuple<std::string, int, std::string>>;
+
+CallSites call_sites(const std::vector<SourceLocation>& locs) {
+  CallSites out;
+  for (const auto& l : locs) out.emplace_back(l.file, l.line, l.function);
+  return out;
+}
+
+// A copy of `graph` in which the inputs given as constants are replaced by them, then constant
+// propagation over immutable types (no tensor is computed): branches on a constant argument, such
+// as `mode == "bilinear"` inside F.interpolate, keep only the branch that runs.
+std::shared_ptr<torch::jit::Graph> specialise(torch::jit::Graph& graph,
+                                              const std::vector<std::optional<c10::IValue>>& constants) {
+  std::shared_ptr<torch::jit::Graph> copy = graph.copy();
+  {
+    const torch::jit::WithInsertPoint guard(copy->block()->param_node()->next());
+    for (size_t i = 0; i < constants.size() && i < copy->inputs().size(); ++i) {
+      if (!constants[i]) continue;
+      if (const auto value = torch::jit::tryInsertConstant(*copy, *constants[i]))
+        copy->inputs()[i]->replaceAllUsesWith(*value);
+    }
+  }
+  try {
+    torch::jit::ConstantPropagationImmutableTypes(copy);
+  } catch (const std::exception&) {
+    return graph.copy();  // a pass that gives up leaves the graph as compiled: report more, not less
+  }
+  return copy;
+}
+
+// Sort order and identity of a finding: module path, line, op, entry id, then file and call sites.
+using FindingKey = std::tuple<std::string, int, std::string, std::string, std::string, CallSites>;
+
+class Scanner {
+ public:
+  Scanner(const KnowledgeBase& kb, const std::string& device_type) {
+    for (const auto& e : kb.entries)
+      if (KnowledgeBase::applies_to(e, device_type))
+        for (const auto& op : e.ops) by_op_.emplace(op, &e);
+  }
+
+  void scan_method(const torch::jit::Method& method, const c10::intrusive_ptr<c10::ivalue::Object>& self) {
+    entry_method_ = method.name();
+    walk_function(method.function(), Args{{ObjectRef{self, ""}}, {}}, Frame{"", method.name(), {}, 0});
+  }
+
+  std::vector<LintFinding> findings() const {
+    std::vector<LintFinding> out;
+    for (const auto& [key, found] : findings_) {
+      LintFinding f = found.finding;
+      f.entry_methods.assign(found.entry_methods.begin(), found.entry_methods.end());
+      if (!f.depends_on.empty()) f.condition += fmt::format(" [depends on {}]", fmt::join(f.depends_on, ", "));
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  struct Found {
+    LintFinding finding;
+    std::set<std::string> entry_methods;
+  };
+
+  void note(const std::string& text) {
+    if (note_set_.insert(text).second) notes_.push_back(text);
+  }
+
+  void walk_function(torch::jit::Function& fn, const Args& args, const Frame& frame) {
+    if (frame.depth > kMaxCallDepth) {
+      note(fmt::format("calls nested deeper than {} levels in '{}' were not followed", kMaxCallDepth, frame.function));
+      return;
+    }
+    torch::jit::GraphFunction* graph_fn = torch::jit::tryToGraphFunction(fn);
+    if (graph_fn == nullptr) {
+      note(fmt::format("'{}' has no TorchScript graph and was not scanned", frame.function));
+      return;
+    }
+    std::shared_ptr<torch::jit::Graph> graph = specialise(*graph_fn->graph(), args.constants);
+    ObjectMap objects;
+    for (size_t i = 0; i < args.objects.size() && i < graph->inputs().size(); ++i)
+      if (args.objects[i]) objects.emplace(graph->inputs()[i], *args.objects[i]);
+    walk_block(graph->block(), objects, frame);
+  }
+
+  void walk_block(Block* block, ObjectMap& objects, const Frame& frame) {
+    for (Node* n : block->nodes()) {
+      const c10::Symbol kind = n->kind();
+      if (kind == c10::prim::GetAttr) {
+        resolve_attribute(n, objects);
+      } else if (kind == c10::prim::CallMethod) {
+        call_method(n, objects, frame);
+      } else if (kind == c10::prim::CallFunction) {
+        call_function(n, objects, frame);
+      } else {
+        match(n, frame);
+      }
+      for (Block* sub : n->blocks()) walk_block(sub, objects, frame);
+      // prim::fork and friends carry their body as a subgraph whose inputs are the node's inputs.
+      if (n->hasAttribute(c10::attr::Subgraph) && n->kindOf(c10::attr::Subgraph) == torch::jit::AttributeKind::g) {
+        const auto sub = n->g(c10::attr::Subgraph);
+        for (size_t i = 0; i < sub->inputs().size() && i < n->inputs().size(); ++i)
+          if (const auto it = objects.find(n->input(i)); it != objects.end())
+            objects.emplace(sub->inputs()[i], it->second);
+        walk_block(sub->block(), objects, frame);
+      }
+    }
+  }
+
+  static void resolve_attribute(const Node* n, ObjectMap& objects) {
+    const auto parent = objects.find(n->input(0));
+    if (parent == objects.end()) return;
+    const std::string name = n->s(c10::attr::name);
+    const c10::IValue value = parent->second.object->getAttr(name);
+    if (!value.isObject()) return;
+    auto object = value.toObject();
+    const bool is_module = object->type()->is_module();
+    const std::string path = is_module ? join_path(parent->second.path, name) : parent->second.path;
+    objects.emplace(n->output(), ObjectRef{object, path});
+  }
+
+  static Args args_of(const Node* n, size_t first, const ObjectMap& objects) {
+    Args args;
+    for (size_t i = first; i < n->inputs().size(); ++i) {
+      const auto it = objects.find(n->input(i));
+      args.objects.push_back(it == objects.end() ? std::nullopt : std::optional<ObjectRef>(it->second));
+      std::optional<c10::IValue> constant = torch::jit::toIValue(n->input(i));
+      if (constant && (constant->isTensor() || constant->isObject())) constant.reset();
+      args.constants.push_back(std::move(constant));
+    }
+    return args;
+  }
+
+  void call_method(const Node* n, const ObjectMap& objects, const Frame& frame) {
+    const std::string name = n->s(c10::attr::name);
+    const SourceLocation site = location_of(n, frame.function);
+    Frame callee{frame.module_path, name, frame.called_from, frame.depth + 1};
+    c10::ClassTypePtr type;
+    if (const auto it = objects.find(n->input(0)); it != objects.end()) {
+      type = it->second.object->type();
+      if (type->is_module()) {
+        // A method of the same module continues the caller's chain; another module starts afresh.
+        if (it->second.path != frame.module_path) callee.called_from.clear();
+        callee.module_path = it->second.path;
+      } else {
+        callee.called_from.push_back(site);
+      }
+    } else {
+      type = n->input(0)->type()->cast<c10::ClassType>();
+      if (type == nullptr) {
+        note(fmt::format("the call to '{}' on {} at {} could not be followed", name, n->input(0)->type()->repr_str(),
+                         report::display_location(site)));
+        return;
+      }
+      if (type->is_module())
+        note(fmt::format("the module of the call to '{}' at {} could not be resolved; what it calls is reported under "
+                         "'{}'", name, report::display_location(site), report::display_module_path(frame.module_path)));
+      callee.called_from.push_back(site);
+    }
+    torch::jit::Function* fn = type->findMethod(name);
+    if (fn == nullptr) {
+      note(fmt::format("method '{}' of {} called at {} was not found", name, type->repr_str(),
+                       report::display_location(site)));
+      return;
+    }
+    callee.function = function_name(*fn, true);
+    walk_function(*fn, args_of(n, 0, objects), callee);
+  }
+
+  void call_function(const Node* n, const ObjectMap& objects, const Frame& frame) {
+    const SourceLocation site = location_of(n, frame.function);
+    const auto type = n->input(0)->type()->cast<c10::FunctionType>();
+    if (type == nullptr) {
+      note(fmt::format("the function called at {} could not be resolved", report::display_location(site)));
+      return;
+    }
+    torch::jit::Function* fn = type->function();
+    Frame callee{frame.module_path, function_name(*fn, false), frame.called_from, frame.depth + 1};
+    callee.called_from.push_back(site);
+    walk_function(*fn, args_of(n, 1, objects), callee);
+  }
+
+  void match(const Node* n, const Frame& frame) {
+    const std::string op = n->kind().toQualString();
+    const auto [begin, end] = by_op_.equal_range(op);
+    for (auto it = begin; it != end; ++it) {
+      const KnowledgeEntry& e = *it->second;
+      std::vector<std::string> depends_on;
+      bool excluded = false;
+      for (const auto& [name, expected] : e.args) {
+        const ArgState state = check_arg(n, name, expected);
+        excluded |= state == ArgState::Contradicted;
+        if (state == ArgState::Undecided) depends_on.push_back(name);
+      }
+      if (excluded) continue;
+      add(e, op, location_of(n, frame.function), frame, std::move(depends_on));
+    }
+  }
+
+  void add(const KnowledgeEntry& e, const std::string& op, const SourceLocation& loc, const Frame& frame,
+           std::vector<std::string> depends_on) {
+    const FindingKey key{frame.module_path, loc.line, op, e.id, loc.file, call_sites(frame.called_from)};
+    auto [it, inserted] = findings_.try_emplace(key);
+    Found& found = it->second;
+    found.entry_methods.insert(entry_method_);
+    if (!inserted) {
+      // The same line reached again: it is decided when any occurrence decided it.
+      if (depends_on.empty()) found.finding.depends_on.clear();
+      return;
+    }
+    LintFinding& f = found.finding;
+    f.entry = e.id;
+    f.title = e.title;
+    f.op = op;
+    f.direction = e.direction;
+    f.device = e.device;
+    f.module_path = frame.module_path;
+    f.source = loc;
+    f.called_from = frame.called_from;
+    f.condition = e.condition;
+    f.depends_on = std::move(depends_on);
+    f.documented = to_string(e.documented);
+    f.deterministic = to_string(KnowledgeBase::behaviour_under(e, "deterministic"));
+    f.alert = e.alert;
+    f.advice = e.advice;
+  }
+
+  std::multimap<std::string, const KnowledgeEntry*> by_op_;
+  std::map<FindingKey, Found> findings_;
+  std::vector<std::string> notes_;
+  std::set<std::string> note_set_;
+  std::string entry_method_;
+};
+
+}  // namespace
+
+LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
+                      const std::vector<std::string>& libraries) {
+  LintResult r;
+  r.tool_version = tool_version();
+  r.model = model;
+  r.device_type = device_type;
+  r.knowledge_torch = kb.torch_version;
+  r.knowledge_entries = static_cast<int>(kb.entries.size());
+  for (const auto& e : kb.entries) r.applicable_entries += KnowledgeBase::applies_to(e, device_type);
+
+  open_libraries(libraries);
+  torch::jit::Module module = load_model(model);
+  Scanner scanner(kb, device_type);
+  for (const auto& method : module.get_methods()) {
+    r.methods.push_back(method.name());
+    scanner.scan_method(method, module._ivalue());
+  }
+  r.findings = scanner.findings();
+  r.notes = scanner.notes();
+  r.exit_code = static_cast<int>(r.findings.empty() ? ExitCode::Reproducible : ExitCode::Nondeterministic);
+  return r;
+}
+
+}  // namespace ra

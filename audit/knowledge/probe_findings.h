@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// From a probe's measured verdicts to what they mean against the documentation: the census class
+// and the disagreements. Torch-free, so the rules are unit-tested on hand-made verdicts.
+//
+// The rules, for a probe on device type D whose knowledge-base entry E applies to D:
+//   * under a configuration with use_deterministic_algorithms on (deterministic=on read back):
+//     E documented "raises" but the probe completed without raising -> disagreement; not
+//     documented to raise but it raised -> disagreement; documented "made deterministic" but it
+//     diverged -> disagreement;
+//   * under configurations with it off: E documented nondeterministic (either list) but never
+//     diverged in any of them with at least two completed repeats each -> "not observed"; a probe
+//     without an applicable entry, or a control, that diverged -> disagreement;
+//   * census (warn_only run): an alert where none is documented, or no alert where E raises.
+// An entry that does not apply to D (a CUDA row probed on the CPU) documents nothing for D: the
+// op is expected to be deterministic and silent there.
+#pragma once
+
+#include "audit/knowledge/knowledge.h"
+#include "reports/model.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+struct CensusRun {
+  bool completed = false;           // the census trial of this probe finished (ok or raised)
+  std::vector<std::string> alerts;  // determinism alerts it raised as warnings
+};
+
+// Fills target.probe->census, ->alerts and ->disagreements from target.configs.
+void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std::string& device_type,
+                 const std::optional<CensusRun>& census);
+
+// Cross-tabulates the census over probe targets, in their order.
+report::Census cross_tabulate(const std::vector<report::Target>& targets, const std::string& config_name);
+
+}  // namespace ra

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parent never initialises CUDA (it does not even link LibTorch): it writes trial specs, starts
+// children, reads their results, and asks the worker for statistics from the children's CPU dumps
+// (audit/trial/worker.h). The preflight child checks the model, the inputs and the device once,
+// and brings back the environment fingerprint.
+#include "audit/run/model_audit.h"
+
+#include "audit/trial/analysis.h"
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
+#include "audit/trace/fix_search.h"
+#include "audit/knowledge/knowledge.h"
+#include "audit/common/log.h"
+#include "audit/common/paths.h"
+#include "audit/common/progress.h"
+#include "audit/train/replay.h"
+#include "audit/trial/runner.h"
+#include "audit/trace/trace_align.h"
+#include "audit/trace/trace_io.h"
+#include "audit/trial/trials.h"
+#include "audit/trial/worker.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace ra {
+namespace {
+
+TrialSpec base_spec(const RunOptions& o) {
+  TrialSpec s;
+  s.model = std::filesystem::absolute(o.model).string();
+  s.input_file = o.input_file.empty() ? "" : std::filesystem::absolute(o.input_file).string();
+  s.shapes = o.shapes;
+  s.device = o.device;
+  s.mode = o.mode;
+  s.steps = o.steps;
+  s.optimizer = o.optimizer;
+  s.lr = o.lr;
+  s.seed = o.seed;
+  s.load_libraries = o.load_libraries;
+  return s;
+}
+
+// The preflight: fingerprint, and one forward pass that turns every problem of the model, the
+// inputs or the device into one clear error before any trial runs.
+TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
+  TrialSpec spec = base_spec(o);
+  spec.task = ChildTask::Preflight;
+  spec.config = Config{"preflight", {}};
+  const PreparedChild p = prepare_child(scratch, "preflight", spec, o.timeout_s);
+  const ChildOutcome outcome = run_children({p.job}, 1).front();
+  const auto result = read_result(p.result_path);
+  if (outcome.kind == ChildOutcome::Kind::TimedOut)
+    throw InputError(fmt::format("the model did not load and run once within --timeout {:g} s", o.timeout_s));
+  if (!result || outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0) {
+    TrialRun run;
+    run.process = outcome;
+    const std::string last = last_line(outcome.log_tail);
+    throw InputError(fmt::format("the model could not be loaded and run once: {}{}", summarise_trial(run).message,
+                                 last.empty() ? "" : " (" + last + ")"));
+  }
+  if (result->status != report::TrialStatus::Ok) {
+    if (result->error_kind == "usage") throw UsageError(result->message);
+    throw InputError(result->message);
+  }
+  return *result;
+}
+
+// The spec of a trial of `config` named `name` in the scratch folder, with its trace file when
+// `trace` (the replay's restart point is recorded whenever --replay is on).
+TrialSpec trial_spec(const RunOptions& o, const ScratchDir& scratch, const Config& config, int repeat,
+                     const std::string& name, bool trace) {
+  TrialSpec spec = base_spec(o);
+  spec.config = config;
+  spec.repeat = repeat;
+  if (o.replay) spec.state_step = o.steps / 2;
+  if (trace) {
+    spec.trace_path = scratch.path() + "/" + name + ".trace.jsonl";
+    spec.trace_capacity = o.trace_capacity;
+  }
+  return spec;
+}
+
+// Runs `repeats` trials of each configuration in its own child, repeat-major (so that --jobs runs
+// different configurations side by side), and returns each configuration's runs and trace files.
+struct Batch {
+  std::vector<std::vector<TrialRun>> runs;
+  std::vector<std::vector<std::string>> traces;  // per configuration, per run ("" without trace)
+};
+
+Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, int repeats,
+                const std::string& tag, bool trace) {
+  std::vector<PreparedChild> prepared;
+  std::vector<std::string> trace_paths;
+  std::vector<std::pair<size_t, int>> where;  // job -> (config, repeat)
+  for (int r = 0; r < repeats; ++r)
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
+      const TrialSpec spec = trial_spec(o, scratch, configs[c], r, name, trace);
+      trace_paths.push_back(spec.trace_path);
+      prepared.push_back(prepare_child(scratch, name, spec, o.timeout_s));
+      where.emplace_back(c, r);
+    }
+  std::vector<ChildJob> jobs;
+  for (const auto& p : prepared) jobs.push_back(p.job);
+  Progress progress(jobs.size(), o.progress);
+  const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
+    const auto& [c, r] = where[i];
+    progress.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
+  };
+  const std::vector<ChildOutcome> outcomes = run_children(jobs, o.jobs, on_done);
+  Batch b;
+  b.runs.resize(configs.size());
+  b.traces.resize(configs.size());
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    TrialRun run;
+    run.repeat = where[i].second;
+    run.process = outcomes[i];
+    run.result = read_result(prepared[i].result_path);
+    run.dump_path = prepared[i].dump_path;
+    run.timeout_s = o.timeout_s;
+    b.runs[where[i].first].push_back(std::move(run));
+    b.traces[where[i].first].push_back(trace_paths[i]);
+  }
+  return b;
+}
+
+// Reads the traces of a configuration's completed runs (the reference run first) and names the
+// root causes. A trace that cannot be read is left out, with a warning.
+std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>& runs,
+                                                     const std::vector<std::string>& paths) {
+  const int ref = reference_index(runs);
+  if (ref < 0) return std::nullopt;
+  std::vector<size_t> order = {static_cast<size_t>(ref)};
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (static_cast<int>(i) != ref) order.push_back(i);
+  std::vector<trace::Trace> traces;
+  std::vector<int> repeats;
+  for (size_t i : order) {
+    const auto& run = runs[i];
+    if (!run.result || run.result->status != report::TrialStatus::Ok || paths[i].empty()) continue;
+    try {
+      traces.push_back(trace::read_trace(paths[i]));
+      repeats.push_back(run.repeat);
+    } catch (const trace::TraceError& e) {
+      log::warn("repeat {}: {}", run.repeat, e.what());
+    }
+  }
+  if (traces.empty()) return std::nullopt;
+  return trace::analyse_traces(traces, repeats);
+}
+
+report::ConfigResult analyse(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
+                             bool trace, const DiffFn& diff) {
+  report::ConfigResult result = analyse_config(config, runs, diff);
+  if (trace) result.trace = summarise_traces(runs, traces);
+  return result;
+}
+
+// Medians of timed, uninstrumented runs of each configuration, one child after another so that
+// they do not compete for the machine.
+std::vector<std::optional<double>> time_configs(const RunOptions& o, const ScratchDir& scratch,
+                                                const std::vector<Config>& configs, const std::string& tag) {
+  std::vector<PreparedChild> prepared;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    TrialSpec spec = base_spec(o);
+    spec.config = configs[c];
+    spec.timed_runs = o.timed_runs;
+    prepared.push_back(prepare_child(scratch, fmt::format("{}t{}", tag, c), spec, o.timeout_s, /*dump=*/false));
+  }
+  std::vector<ChildJob> jobs;
+  for (const auto& p : prepared) jobs.push_back(p.job);
+  if (o.progress) std::fprintf(stderr, "timing %zu configurations\n", jobs.size());
+  run_children(jobs, 1);
+  std::vector<std::optional<double>> medians;
+  for (const auto& p : prepared) {
+    const auto result = read_result(p.result_path);
+    const bool ok = result && result->status == report::TrialStatus::Ok;
+    medians.push_back(ok ? report::median(result->run_ms) : std::nullopt);
+  }
+  return medians;
+}
+
+// Divergence statistics of a root cause's outputs. Traces keep digests, not values, so a few more
+// traced runs of the configuration each keep a copy of the outputs of the op at the root cause's
+// position (checked to be the same op); the first two copies that differ are compared.
+void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, const Config& config,
+                              report::RootCause& rc, const std::string& tag) {
+  constexpr int kCaptureRuns = 3;
+  std::vector<PreparedChild> prepared;
+  std::vector<std::string> traces, captures;
+  for (int r = 0; r < kCaptureRuns; ++r) {
+    const std::string name = fmt::format("{}cap{}-{}", tag, rc.position, r);
+    TrialSpec spec = trial_spec(o, scratch, config, r, name, /*trace=*/true);
+    spec.capture_order = static_cast<int64_t>(rc.position);
+    spec.capture_path = scratch.path() + "/" + name + ".capture.pt";
+    traces.push_back(spec.trace_path);
+    captures.push_back(spec.capture_path);
+    prepared.push_back(prepare_child(scratch, name, spec, o.timeout_s, /*dump=*/false));
+  }
+  std::vector<ChildJob> jobs;
+  for (const auto& p : prepared) jobs.push_back(p.job);
+  run_children(jobs, o.jobs);
+  std::vector<std::string> usable;
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    try {
+      const trace::Trace t = trace::read_trace(traces[i]);
+      for (const auto& r : t.records)
+        if (r.order == rc.position && r.op == rc.op) usable.push_back(captures[i]);
+    } catch (const trace::TraceError& e) {
+      log::debug("capture run {}: {}", i, e.what());
+    }
+  }
+  const int output = rc.differing_outputs.empty() ? 0 : rc.differing_outputs.front();
+  const std::string name = fmt::format("output/{}", output);
+  for (size_t a = 0; a < usable.size(); ++a)
+    for (size_t b = a + 1; b < usable.size(); ++b) {
+      const auto stats = worker_diff(scratch, o.timeout_s)(usable[a], usable[b], {name});
+      const auto it = stats.find(name);
+      if (it != stats.end() && it->second.note.empty() && it->second.differing > 0) {
+        rc.stats = it->second;
+        return;
+      }
+    }
+  report::DivergenceStats none;
+  none.note = fmt::format("output {} was bitwise identical in the {} runs repeated to capture it", output, usable.size());
+  rc.stats = none;
+}
+
+// Knowledge-base advice for the ops that raised, and which candidates fix which root cause.
+void annotate_fixes(report::ConfigResult& result) {
+  auto& fs = *result.fix_search;
+  std::optional<KnowledgeBase> kb;
+  try {
+    kb = load_knowledge(knowledge_path());
+  } catch (const std::exception& e) {
+    log::debug("no knowledge base for fix advice: {}", e.what());
+  }
+  if (kb)
+    for (auto& n : fs.no_deterministic)
+      for (const auto& e : kb->entries)
+        if (!e.alert.empty() && e.alert == n.op) n.advice = e.advice;
+  if (!result.trace) return;
+  for (auto& rc : result.trace->root_causes)
+    for (size_t i = 0; i < fs.candidates.size(); ++i) {
+      const auto& f = fs.candidates[i].fixes;
+      if (std::find(f.begin(), f.end(), rc.position) != f.end()) rc.fixed_by.push_back(i);
+    }
+}
+
+}  // namespace
+
+report::Report run_audit(const RunOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  check_readable(o.model, "model");
+  if (!o.input_file.empty()) check_readable(o.input_file, "input file");
+  for (const auto& lib : o.load_libraries) check_readable(lib, "library");
+
+  ScratchDir scratch;
+  log::debug("scratch folder {}", scratch.path());
+  const TrialResult pre = preflight(o, scratch);
+
+  report::Report rep;
+  rep.tool_version = tool_version();
+  rep.command = o.command;
+  rep.environment = pre.environment;
+  report::Target target;
+  target.name = std::filesystem::path(o.model).filename().string();
+  target.kind = "model";
+  target.path = o.model;
+  target.model_digest = file_digest(o.model, "model");
+  if (!o.input_file.empty()) target.input_digest = file_digest(o.input_file, "input file");
+  target.device = o.device;
+  target.mode = o.mode;
+  target.steps = o.mode == "train" ? o.steps : 0;
+  target.optimizer = o.mode == "train" ? o.optimizer : "";
+  target.lr = o.mode == "train" ? o.lr : 0;
+  target.seed = o.seed;
+  target.inputs = pre.input_descriptions;
+  if (o.check_targets) o.check_targets({target}, config_names(o.configs));
+
+  const Batch batch = run_batch(o, scratch, o.configs, o.repeats, "", o.trace);
+  std::vector<std::string> reference_dumps;
+  for (size_t c = 0; c < o.configs.size(); ++c) {
+    const int ref = reference_index(batch.runs[c]);
+    reference_dumps.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
+  }
+  // Every statistic the analysis needs, from one worker: a first pass collects the requests.
+  BatchedDiff stats(scratch, o.timeout_s);
+  {
+    std::vector<report::ConfigResult> first;
+    for (size_t c = 0; c < o.configs.size(); ++c) first.push_back(analyse_config(o.configs[c], batch.runs[c], stats.collect()));
+    configuration_dependence(first, reference_dumps, stats.collect());
+  }
+  stats.resolve();
+  for (size_t c = 0; c < o.configs.size(); ++c)
+    target.configs.push_back(analyse(o.configs[c], batch.runs[c], batch.traces[c], o.trace, stats.answer()));
+  target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
+  if (o.trace)
+    for (size_t c = 0; c < o.configs.size(); ++c)
+      if (target.configs[c].trace && target.configs[c].verdict == report::Verdict::Diverged) {
+        auto& causes = target.configs[c].trace->root_causes;
+        constexpr size_t kCapturedCauses = 3;  // statistics for the first few; the rest keep digests only
+        for (size_t i = 0; i < causes.size() && i < kCapturedCauses; ++i)
+          capture_root_cause_stats(o, scratch, o.configs[c], causes[i], fmt::format("c{}-", c));
+      }
+
+  if (o.trace && o.fix_search) {
+    const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+    int searches = 0;
+    for (size_t c = 0; c < o.configs.size(); ++c) {
+      report::ConfigResult& failing = target.configs[c];
+      if (failing.verdict != report::Verdict::Diverged) continue;
+      const std::string tag = fmt::format("fix{}-", searches++);
+      int candidates = 0;
+      const EvaluateFn evaluate = [&](const Config& config) {
+        log::info("fix search for {}: trying {}", failing.name, config.name);
+        const Batch b = run_batch(o, scratch, {config}, o.repeats, fmt::format("{}{}", tag, candidates++), true);
+        const report::ConfigResult r = analyse(config, b.runs[0], b.traces[0], true, worker_diff(scratch, o.timeout_s));
+        CandidateOutcome out{r.verdict, r.message, {}};
+        if (r.trace) out.root_causes = r.trace->root_causes;
+        return out;
+      };
+      const TimeFn time = [&](const std::vector<Config>& configs) { return time_configs(o, scratch, configs, tag); };
+      failing.fix_search = search_fixes(failing, o.configs[c], device, evaluate, time);
+      failing.fix_search->repeats = o.repeats;
+      failing.fix_search->timed_runs = o.timed_runs;
+      annotate_fixes(failing);
+    }
+  }
+  if (o.replay)
+    target.replay = run_replay({base_spec(o), o.replay_omit, &scratch, o.timeout_s, worker_diff(scratch, o.timeout_s), o.progress},
+                               o.configs, target.configs, batch.runs);
+  rep.targets.push_back(std::move(target));
+  report::finalize(rep);
+  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return rep;
+}
+
+}  // namespace ra

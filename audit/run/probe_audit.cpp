@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+// The probe suite, parent side. Each configuration x repeat is one fresh child that runs every
+// selected probe in turn (audit/child/probe_child.cpp, in the worker): a process per probe would pay LibTorch's and
+// CUDA's start-up cost (about half a second) a few hundred times. Crash isolation is kept at the
+// probe level by the child's line log (audit/probe_protocol.h): when a child dies, the probe that
+// was running is charged with the crash or the timeout, and the probes after it run again in a
+// new child, in rounds, until every probe has a result.
+//
+// The analysis is the one `run` uses (audit/analysis.h), per probe: each probe becomes a target
+// whose trials are its entries in the children's logs. On top of that come the census (one more
+// child under det-warn collecting alerts) and the comparison with the knowledge base
+// (audit/probe_findings.h).
+#include "audit/run/probe_audit.h"
+
+#include "audit/trial/analysis.h"
+#include "audit/digest/digest_kernel.h"
+#include "audit/common/errors.h"
+#include "audit/common/log.h"
+#include "audit/common/paths.h"
+#include "audit/common/progress.h"
+#include "audit/knowledge/probe_findings.h"
+#include "audit/trial/probe_protocol.h"
+#include "audit/trial/trials.h"
+#include "audit/trial/worker.h"
+#include "probes/probe_info.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <tuple>
+#include <cstdio>
+#include <fnmatch.h>
+
+namespace ra {
+namespace {
+
+// One child to run: a configuration (index into options.configs, or -1 for the census), a
+// repeat, and the probes still to do.
+struct Batch {
+  int config = 0;
+  int repeat = 0;
+  std::vector<std::string> probes;
+  int attempt = 0;
+};
+
+// What one probe got in one configuration x repeat.
+struct Slot {
+  TrialRun run;
+  bool filled = false;
+};
+
+class SuiteRunner {
+ public:
+  SuiteRunner(const ProbeRunOptions& o, const ScratchDir& scratch, std::vector<std::string> names)
+      : o_(o), scratch_(scratch), names_(std::move(names)) {
+    for (size_t i = 0; i < names_.size(); ++i) index_[names_[i]] = i;
+    slots_.assign(names_.size(), std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(o.repeats)));
+    census_.assign(names_.size(), std::nullopt);
+  }
+
+  void run() {
+    std::vector<Batch> pending;
+    if (names_.empty()) return;
+    for (int r = 0; r < o_.repeats; ++r)
+      for (size_t c = 0; c < o_.configs.size(); ++c) pending.push_back({static_cast<int>(c), r, names_, 0});
+    if (o_.census) pending.push_back({-1, 0, names_, 0});
+    progress_ = Progress(pending.size(), o_.progress);
+    while (!pending.empty()) pending = run_round(pending);
+  }
+
+  const Slot& slot(size_t probe, size_t config, int repeat) const { return slots_[probe][config][repeat]; }
+  const std::optional<CensusRun>& census(size_t probe) const { return census_[probe]; }
+
+ private:
+  Config census_config() const {
+    Config c = parse_config("det-warn", logical_cpu_count());
+    c.name = "census";
+    return c;
+  }
+
+  std::vector<Batch> run_round(const std::vector<Batch>& batches) {
+    std::vector<PreparedChild> prepared;
+    std::vector<ChildJob> jobs;
+    for (const auto& b : batches) {
+      TrialSpec spec;
+      spec.task = ChildTask::Probes;
+      spec.device = o_.device;
+      spec.seed = o_.seed;
+      spec.load_libraries = o_.load_libraries;
+      spec.config = b.config < 0 ? census_config() : o_.configs[static_cast<size_t>(b.config)];
+      spec.repeat = b.repeat;
+      spec.probes = b.probes;
+      spec.time_probes = o_.time_probes && b.config >= 0;
+      const std::string tag = b.config < 0 ? fmt::format("census-a{}", b.attempt)
+                                           : fmt::format("c{}-r{}-a{}", b.config, b.repeat, b.attempt);
+      prepared.push_back(prepare_child(scratch_, tag, spec, o_.timeout_s, b.config >= 0));
+      jobs.push_back(prepared.back().job);
+    }
+    const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
+      const Batch& b = batches[i];
+      const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
+      progress_.done(fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
+    };
+    const std::vector<ChildOutcome> outcomes = run_children(jobs, o_.jobs, on_done);
+    std::vector<Batch> again;
+    for (size_t i = 0; i < batches.size(); ++i)
+      if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty()) {
+        again.push_back(std::move(rest));
+        progress_.add(1);
+      }
+    return again;
+  }
+
+  // Files the batch's results; returns the probes left to run after a crash.
+  Batch collect(const Batch& b, const PreparedChild& p, const ChildOutcome& outcome) {
+    const ProbeLog log = read_probe_log(p.result_path);
+    Batch rest{b.config, b.repeat, {}, b.attempt + 1};
+    const bool died = !(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0 && log.ended);
+    // A child that died before its first probe, or that could not apply the configuration: every
+    // probe gets that outcome (running them again would end the same way).
+    if (!log.begin || log.begin->status != report::TrialStatus::Ok) {
+      for (const auto& name : b.probes) {
+        TrialRun run;
+        run.process = outcome;
+        if (log.begin) {
+          run.process = ChildOutcome{};
+          run.result = *log.begin;
+        }
+        file(b, name, std::move(run), p);
+      }
+      return rest;
+    }
+    bool after_crash = false;
+    for (const auto& name : b.probes) {
+      TrialRun run;
+      if (const auto it = log.done.find(name); it != log.done.end()) {
+        run.process.wall_ms = it->second.wall_ms;
+        run.result = it->second;
+        run.result->switches = log.begin->switches;
+        file(b, name, std::move(run), p);
+      } else if (died && !after_crash && (log.running == name || log.running.empty())) {
+        run.process = outcome;  // this probe was running when the child died
+        if (run.process.kind == ChildOutcome::Kind::Exited && run.process.exit_code == 0) run.process.exit_code = -1;
+        file(b, name, std::move(run), p);
+        after_crash = true;
+      } else {
+        rest.probes.push_back(name);
+      }
+    }
+    return rest;
+  }
+
+  void file(const Batch& b, const std::string& name, TrialRun run, const PreparedChild& p) {
+    const size_t i = index_.at(name);
+    if (b.config < 0) {
+      CensusRun census;
+      census.completed = run.result && (run.result->status == report::TrialStatus::Ok ||
+                                        run.result->status == report::TrialStatus::Raised);
+      if (run.result) census.alerts = run.result->alerts;
+      census_[i] = census;
+      return;
+    }
+    run.repeat = b.repeat;
+    run.timeout_s = o_.timeout_s;
+    run.dump_path = p.dump_path.empty() ? "" : fmt::format("{}.{}.pt", p.dump_path, name);
+    slots_[i][static_cast<size_t>(b.config)][static_cast<size_t>(b.repeat)] = {std::move(run), true};
+  }
+
+  const ProbeRunOptions& o_;
+  const ScratchDir& scratch_;
+  std::vector<std::string> names_;
+  std::map<std::string, size_t> index_;
+  std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
+  std::vector<std::optional<CensusRun>> census_;
+  Progress progress_{0, false};
+};
+
+// The preflight: the device exists, the plugins load, and the environment fingerprint.
+TrialResult preflight(const ProbeRunOptions& o, const ScratchDir& scratch) {
+  TrialSpec spec;
+  spec.task = ChildTask::Preflight;
+  spec.device = o.device;
+  spec.load_libraries = o.load_libraries;
+  spec.config = Config{"preflight", {}};
+  const PreparedChild p = prepare_child(scratch, "preflight", spec, o.timeout_s);
+  const ChildOutcome outcome = run_children({p.job}, 1).front();
+  const ProbeLog log = read_probe_log(p.result_path);
+  if (!log.begin) {
+    const std::string last = last_line(outcome.log_tail);
+    throw InputError(fmt::format("the probe child could not start{}", last.empty() ? "" : ": " + last));
+  }
+  if (log.begin->status != report::TrialStatus::Ok) {
+    if (log.begin->error_kind == "usage") throw UsageError(log.begin->message);
+    throw InputError(log.begin->message);
+  }
+  return *log.begin;
+}
+
+std::string documented_status(const probes::ProbeInfo& info, const KnowledgeBase& kb) {
+  const KnowledgeEntry* e = info.kb.empty() ? nullptr : kb.find(info.kb);
+  return e ? to_string(e->documented) : "not-listed";
+}
+
+// A probe's target as the report names it, before any result: name, kind, identity, device, mode, seed.
+report::Target probe_target(const probes::ProbeInfo& info, const ProbeRunOptions& o) {
+  report::Target t;
+  t.name = info.name;
+  t.kind = "probe";
+  const std::string identity = info.name + "\n" + info.form;
+  t.model_digest = digest_kernel::bytes_digest(identity.data(), identity.size());
+  t.device = o.device;
+  t.mode = info.direction == probes::Direction::Backward ? "train" : "infer";
+  t.seed = o.seed;
+  return t;
+}
+
+report::Target skipped_target(report::Target t, const ProbeRunOptions& o, const std::string& reason) {
+  for (const auto& c : o.configs) {
+    report::ConfigResult r;
+    r.name = c.name;
+    r.verdict = report::Verdict::Skipped;
+    r.message = reason;
+    r.repeats = o.repeats;
+    t.configs.push_back(std::move(r));
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<std::string> default_probe_config_names(const std::string& device_type) {
+  if (device_type == "cuda") return {"default", "det", "benchmark", "cudnn-det"};
+  return {"default", "det", "threads-1", "mkl-cbwr"};
+}
+
+std::vector<probes::ProbeInfo> probe_catalogue(const std::vector<std::string>& libraries) {
+  for (const auto& lib : libraries) check_readable(lib, "library");
+  ScratchDir scratch;
+  const std::string path = scratch.path() + "/catalogue.json";
+  std::vector<std::string> args = {"__catalogue", path};
+  args.insert(args.end(), libraries.begin(), libraries.end());
+  run_worker_service(scratch, "catalogue", args, 600);
+  std::vector<probes::ProbeInfo> out;
+  try {
+    for (const auto& j : nlohmann::json::parse(read_file(path, "probe catalogue"))) out.push_back(probes::probe_info_from_json(j));
+  } catch (const std::exception& e) {
+    throw Error(ExitCode::Incomplete, fmt::format("the worker's probe catalogue is unreadable: {}", e.what()));
+  }
+  return out;
+}
+
+std::vector<probes::ProbeInfo> select_probes(const std::vector<probes::ProbeInfo>& all,
+                                             const std::vector<std::string>& only) {
+  std::vector<probes::ProbeInfo> out;
+  std::vector<bool> used(only.size(), false);
+  for (const auto& p : all) {
+    bool take = only.empty();
+    for (size_t g = 0; g < only.size(); ++g)
+      if (fnmatch(only[g].c_str(), p.name.c_str(), 0) == 0 || fnmatch(only[g].c_str(), p.family.c_str(), 0) == 0) {
+        take = true;
+        used[g] = true;
+      }
+    if (take) out.push_back(p);
+  }
+  for (size_t g = 0; g < only.size(); ++g)
+    if (!used[g])
+      throw UsageError(fmt::format("--only '{}' matches no probe or family (see repro-audit probes --list)", only[g]));
+  return out;
+}
+
+report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<probes::ProbeInfo> selected = select_probes(probe_catalogue(o.load_libraries), o.only);
+
+  ScratchDir scratch;
+  log::debug("scratch folder {}", scratch.path());
+  const TrialResult pre = preflight(o, scratch);
+
+  if (o.check_targets) {
+    std::vector<report::Target> targets;
+    for (const auto& info : selected) targets.push_back(probe_target(info, o));
+    o.check_targets(targets, config_names(o.configs));
+  }
+
+  std::vector<std::string> runnable;
+  for (const auto& info : selected)
+    if (o.device_type == "cuda" ? info.cuda : info.cpu) runnable.push_back(info.name);
+  SuiteRunner runner(o, scratch, runnable);
+  runner.run();
+
+  report::Report rep;
+  rep.tool_version = tool_version();
+  rep.command = o.command;
+  rep.environment = pre.environment;
+  // The runnable probes' results per configuration, analysed twice: once to collect what
+  // statistics are needed, then with the answers of one worker (audit/trial/worker.h).
+  std::vector<std::vector<std::vector<TrialRun>>> runs(runnable.size(), std::vector<std::vector<TrialRun>>(o.configs.size()));
+  std::vector<std::vector<std::string>> reference_dumps(runnable.size());
+  for (size_t i = 0; i < runnable.size(); ++i)
+    for (size_t c = 0; c < o.configs.size(); ++c) {
+      for (int r = 0; r < o.repeats; ++r) runs[i][c].push_back(runner.slot(i, c, r).run);
+      const int ref = reference_index(runs[i][c]);
+      reference_dumps[i].push_back(ref >= 0 ? runs[i][c][static_cast<size_t>(ref)].dump_path : "");
+    }
+  const auto analyse = [&](size_t i, const DiffFn& diff) {
+    std::vector<report::ConfigResult> configs;
+    for (size_t c = 0; c < o.configs.size(); ++c) configs.push_back(analyse_config(o.configs[c], runs[i][c], diff));
+    auto dependence = configuration_dependence(configs, reference_dumps[i], diff);
+    return std::make_pair(std::move(configs), std::move(dependence));
+  };
+  BatchedDiff stats(scratch, o.timeout_s);
+  for (size_t i = 0; i < runnable.size(); ++i) analyse(i, stats.collect());
+  stats.resolve();
+
+  size_t index = 0;
+  for (const auto& info : selected) {
+    const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb.find(info.kb);
+    report::Target t = probe_target(info, o);
+    report::ProbeFacts facts;
+    facts.family = info.family;
+    facts.op = info.op;
+    facts.direction = probes::to_string(info.direction);
+    facts.role = probes::to_string(info.role);
+    facts.form = info.form;
+    facts.knowledge_id = info.kb;
+    facts.documented = documented_status(info, kb);
+    if (entry) {
+      facts.documented_device = entry->device;
+      facts.doc_row = entry->doc_row;
+      facts.advice = entry->advice;
+    }
+    t.probe = facts;
+    const bool runs_here = o.device_type == "cuda" ? info.cuda : info.cpu;
+    if (!runs_here) {
+      rep.targets.push_back(skipped_target(std::move(t), o, fmt::format("the probe does not run on {}", o.device_type)));
+      continue;
+    }
+    const size_t i = index++;
+    std::tie(t.configs, t.dependence) = analyse(i, stats.answer());
+    judge_probe(t, entry, o.device_type, runner.census(i));
+    rep.targets.push_back(std::move(t));
+  }
+  if (o.census) rep.census = cross_tabulate(rep.targets, "census (det-warn)");
+  report::finalize(rep);
+  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return rep;
+}
+
+}  // namespace ra

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit probes`: the parent side of the probe suite.
+#pragma once
+
+#include "audit/trial/config.h"
+#include "audit/knowledge/knowledge.h"
+#include "audit/trial/trials.h"
+#include "reports/model.h"
+
+#include <string>
+#include <vector>
+
+#include "probes/probe_info.h"
+
+namespace ra {
+
+struct ProbeRunOptions : SessionOptions {
+  std::vector<std::string> only;    // shell globs on probe or family names; empty = every probe
+  std::string device_type = "cpu";  // "cpu" or "cuda"
+  bool census = true;               // run each probe once more under det-warn and collect alerts
+  bool time_probes = true;          // time unrecorded runs of each probe: the cost of each configuration
+};
+
+// Every probe, built in and from the --load-library plugins, in suite order, as the worker
+// describes them (audit/trial/worker.h). Throws InputError for an unreadable or unusable library.
+std::vector<probes::ProbeInfo> probe_catalogue(const std::vector<std::string>& libraries);
+
+// The probes `only` selects, in suite order: a glob matches a probe's name or its family. Throws
+// UsageError naming a glob that matches nothing.
+std::vector<probes::ProbeInfo> select_probes(const std::vector<probes::ProbeInfo>& all,
+                                             const std::vector<std::string>& only);
+
+// Runs the preflight (device and plugins; throws UsageError/InputError), then every configuration
+// x repeat in its own child running all selected probes, plus the census child, and returns the
+// finished report: one target per probe.
+report::Report run_probe_suite(const ProbeRunOptions& options, const KnowledgeBase& kb);
+
+// The configurations `probes` uses when --configs is not given.
+std::vector<std::string> default_probe_config_names(const std::string& device_type);
+
+}  // namespace ra

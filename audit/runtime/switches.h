@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// Applying a configuration inside a child, and reading back what is in effect.
+#pragma once
+
+#include "audit/trial/config.h"
+#include "reports/model.h"
+
+#include <vector>
+
+namespace ra {
+
+// Applies every in-process switch of `config` through at::globalContext() and at::set_num_threads.
+// Environment switches were set by the parent before exec. Call before CUDA or the model is
+// touched.
+void apply_switches(const Config& config);
+
+// Every switch of the table with the value requested by `config` ("" if not named) and the value
+// in effect now.
+std::vector<report::SwitchValue> read_switches(const Config& config);
+
+// Human-readable description of every requested switch whose effective value differs; "" if none.
+std::string switch_mismatches(const std::vector<report::SwitchValue>& switches);
+
+}  // namespace ra

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// targets/: what a trial runs. To add a kind of target, implement this interface.
+//
+// A target is anything whose tensors a trial can compute and digest: a TorchScript model
+// (torchscript.cpp), a probe of the built-in suite (probe.cpp), and next an exported program, an
+// AOTInductor package or a user's own command. The trial children (audit/child/) drive every
+// kind alike: apply the configuration, load the target, run it once recording its tensors, maybe
+// under the tracer, maybe again for timing. Nothing above the worker knows the kind: the front
+// sees trial results, digests and verdicts (audit/trial/), whatever computed them.
+//
+// Rules for a target (they are what makes a digest comparison mean something):
+//   * load() does everything that may fail because of the user's files (the model, the inputs,
+//     their agreement) and throws TrialInputError for it, so the preflight reports it in one line
+//     before any trial runs; run() then fails only for reasons that are findings.
+//   * Every tensor whose bits must be reproducible goes through the Recorder, in a fixed order,
+//     with a stable name ("param/fc.weight", "output/0", "step2/grad/fc.bias").
+//   * Randomness comes from the generators the child seeded, never from the clock.
+//   * run() may be called again (timed runs, with a Recorder that keeps nothing) and must do
+//     the same work each time.
+#pragma once
+
+#include "audit/runtime/child_support.h"
+#include "audit/trial/trial_spec.h"
+#include "reports/model.h"
+
+#include <c10/core/Device.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ra::targets {
+
+// What `--trace` can see of a target's run.
+enum class Tracing {
+  OpByOp,  // every ATen op reaches the dispatcher: root causes can be named
+  None,    // fused or compiled code: only outputs are digested
+};
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  // The kind, as reports and messages name it: "torchscript", "probe".
+  virtual std::string kind() const = 0;
+  virtual Tracing tracing() const = 0;
+  // Loads the target onto `device` and builds its inputs from the spec (input file, shapes,
+  // seed). Returns the inputs' descriptions ("input=float32[8x3x32x32]"). Throws TrialInputError.
+  virtual std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) = 0;
+  // The preflight's check: one run without recording, turning a mismatch of the target and its
+  // inputs into a TrialInputError.
+  virtual void check() = 0;
+  // One run under the spec's mode, recording every tensor to compare; training-state digests
+  // (restart-replay) go to `state`.
+  virtual void run(Recorder& rec, std::vector<report::TensorDigest>& state) = 0;
+};
+
+// The target a trial spec names: its model file (a TorchScript archive). Throws TrialInputError
+// for a file that is not one.
+std::unique_ptr<Target> open_model_target(const TrialSpec& spec);
+
+// The registered probe `name` (built in or from a plugin), or nullptr.
+std::unique_ptr<Target> open_probe_target(const std::string& name);
+
+}  // namespace ra::targets

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+// The TorchScript target: an archive from torch.jit.save, run through torch::jit::Module.
+//   infer: module.eval(), one forward under InferenceMode; records params, buffers and outputs;
+//   train: module.train(), K optimizer steps (SGD or Adam), each a forward, a backward and an
+//          optimizer step, recording outputs, the loss, gradients and parameters as they come; a
+//          restart-replay child restores a checkpoint before its first step or saves one after
+//          its last (audit/train/replay.h).
+#include "audit/targets/inputs.h"
+#include "audit/targets/target.h"
+
+#include "audit/common/errors.h"
+#include "audit/trace/tracer.h"
+#include "audit/train/checkpoint.h"
+#include "audit/train/optimizer.h"
+
+#include <torch/script.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ra::targets {
+namespace {
+
+// Checks the forward schema against the inputs, so that a count mismatch is an input error.
+void check_arity(const torch::jit::Module& module, const Inputs& in) {
+  const auto method = module.find_method("forward");
+  if (!method) throw TrialInputError("the model has no forward method");
+  const auto& schema = method->function().getSchema();
+  const size_t declared = schema.arguments().size() - 1;  // minus self
+  size_t required = 0;
+  for (size_t i = 1; i < schema.arguments().size(); ++i)
+    if (!schema.arguments()[i].default_value()) ++required;
+  if (!in.kwargs.empty()) return;  // keyword inputs are matched by TorchScript itself
+  if (in.args.size() < required || in.args.size() > declared)
+    throw TrialInputError(fmt::format("the model's forward takes {} input{}, but {} were given", declared,
+                                      declared == 1 ? "" : "s", in.args.size()));
+}
+
+// Flattens a model output into named tensors and records each.
+void record_value(Recorder& rec, const std::string& name, const c10::IValue& v) {
+  std::vector<std::pair<std::string, at::Tensor>> flat;
+  collect_tensors(v, name, flat, "the model's output");
+  for (const auto& [n, t] : flat) rec.add(n, t);
+}
+
+c10::IValue call_forward(torch::jit::Module& module, const Inputs& in) {
+  if (!in.kwargs.empty()) return module.forward(in.args, in.kwargs);
+  return module.forward(in.args);
+}
+
+// Loss for train mode: the output if it is a scalar, else the sum of every output tensor's sum.
+at::Tensor loss_of(const c10::IValue& out) {
+  std::vector<std::pair<std::string, at::Tensor>> flat;
+  collect_tensors(out, "output", flat, "the model's output");
+  if (flat.empty()) throw TrialInputError("train mode needs the model to return at least one tensor");
+  if (flat.size() == 1 && flat[0].second.numel() == 1) return flat[0].second.reshape({});
+  at::Tensor loss;
+  for (const auto& [name, t] : flat) {
+    if (!at::isFloatingType(t.scalar_type())) continue;
+    loss = loss.defined() ? loss + t.sum() : t.sum();
+  }
+  if (!loss.defined()) throw TrialInputError("train mode needs a floating-point output to differentiate");
+  return loss;
+}
+
+// Train mode: K optimizer steps from `spec.optimizer`; a restart-replay child resumes from or saves
+// a checkpoint (audit/checkpoint.h). `state` receives the training-state digests when the spec asks.
+void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in, Recorder& rec,
+           std::vector<report::TensorDigest>& state) {
+  module.train();
+  ModelOptimizer optimizer(module, spec.optimizer, spec.lr);
+  const CheckpointOmissions omit = checkpoint_omissions(spec.checkpoint.omit);
+  int first_step = 1;
+  if (!spec.checkpoint.resume_path.empty()) {
+    restore_checkpoint(spec.checkpoint.resume_path, module, optimizer, omit, device);
+    state = training_state_digests(module, optimizer);
+    first_step = spec.checkpoint.resume_step + 1;
+  }
+  for (int step = first_step; step <= spec.steps; ++step) {
+    const std::string prefix = fmt::format("step{}/", step);
+    trace::set_phase("forward", step);
+    optimizer.zero_grad();
+    // forward
+    const c10::IValue out = call_forward(module, in);
+    const at::Tensor loss = loss_of(out);
+    record_value(rec, prefix + "output", out);
+    rec.add(prefix + "loss", loss.detach());
+    // backward
+    trace::set_phase("backward", step);
+    loss.backward();
+    for (const auto& [name, p] : optimizer.params())
+      if (p.grad().defined()) rec.add(prefix + "grad/" + name, p.grad());
+    // optimizer step
+    trace::set_phase("optimizer", step);
+    optimizer.step();
+    for (const auto& [name, p] : optimizer.params()) rec.add(prefix + "param/" + name, p.detach());
+    if (step == spec.state_step) state = training_state_digests(module, optimizer);
+  }
+  if (!spec.checkpoint.save_path.empty()) {
+    state = training_state_digests(module, optimizer);
+    save_checkpoint(spec.checkpoint.save_path, module, optimizer, omit);
+  }
+}
+
+void run_model(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in,
+               Recorder& rec, std::vector<report::TensorDigest>& state) {
+  for (const auto& p : module.named_parameters(true)) rec.add("param/" + p.name, p.value);
+  for (const auto& b : module.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
+  if (spec.mode == "infer") {
+    module.eval();
+    trace::set_phase("forward", 0);
+    c10::InferenceMode guard;
+    record_value(rec, "output", call_forward(module, in));
+    return;
+  }
+  train(spec, device, module, in, rec, state);
+}
+
+class TorchScriptTarget final : public Target {
+ public:
+  std::string kind() const override { return "torchscript"; }
+  Tracing tracing() const override { return Tracing::OpByOp; }
+
+  std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) override {
+    spec_ = spec;
+    device_ = device;
+    try {
+      module_ = torch::jit::load(spec.model, device);
+    } catch (const std::exception& e) {
+      throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
+    }
+    inputs_ = load_inputs(spec, device);
+    check_arity(module_, inputs_);
+    return inputs_.descriptions;
+  }
+
+  void check() override {
+    // One forward without grad: wrong shapes or dtypes show up here, before any trial runs.
+    module_.eval();
+    at::NoGradGuard no_grad;
+    c10::IValue out;
+    try {
+      out = call_forward(module_, inputs_);
+    } catch (const TrialInputError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw TrialInputError(
+          fmt::format("the model rejects the inputs ({}): {}", fmt::join(inputs_.descriptions, ", "), error_text(e)));
+    }
+    if (spec_.mode == "train") {
+      (void)loss_of(out);
+      bool has_float_param = false;
+      for (const auto& p : module_.named_parameters(true)) has_float_param |= at::isFloatingType(p.value.scalar_type());
+      if (!has_float_param) throw TrialInputError("train mode needs a model with floating-point parameters");
+    }
+  }
+
+  void run(Recorder& rec, std::vector<report::TensorDigest>& state) override {
+    run_model(spec_, device_, module_, inputs_, rec, state);
+  }
+
+ private:
+  TrialSpec spec_;
+  c10::Device device_{c10::kCPU};
+  torch::jit::Module module_;
+  Inputs inputs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Target> open_model_target(const TrialSpec&) { return std::make_unique<TorchScriptTarget>(); }
+
+}  // namespace ra::targets

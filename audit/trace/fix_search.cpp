@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+// See audit/fix_search.h for the design.
+#include "audit/trace/fix_search.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace ra {
+namespace {
+
+using report::FixCandidate;
+using report::Verdict;
+
+// The deterministic setting of each switch, and where it matters.
+struct Target {
+  const char* value;
+  bool cpu;
+  bool cuda;
+};
+
+const std::map<std::string, Target>& targets() {
+  static const std::map<std::string, Target> t = {
+      {"cudnn.benchmark", {"off", false, true}},     {"cudnn.deterministic", {"on", false, true}},
+      {"cudnn.enabled", {"off", false, true}},       {"deterministic", {"on", true, true}},
+      {"fill_uninitialized_memory", {"on", true, true}}, {"cublas_workspace", {":4096:8", false, true}},
+      {"tf32.cublas", {"off", false, true}},         {"tf32.cudnn", {"off", false, true}},
+      {"threads", {"1", true, true}},                {"mkl_cbwr", {"COMPATIBLE", true, false}},
+  };
+  return t;
+}
+
+std::string spell(const std::vector<Toggle>& toggles) {
+  std::vector<std::string> parts;
+  for (const auto& t : toggles) parts.push_back(t.key + "=" + t.value);
+  return fmt::format("{}", fmt::join(parts, "+"));
+}
+
+bool ran(Verdict v) { return v == Verdict::Reproducible || v == Verdict::Diverged; }
+
+class Search {
+ public:
+  Search(const report::ConfigResult& failing, const Config& config, const EvaluateFn& evaluate)
+      : failing_(failing), config_(config), evaluate_(evaluate) {}
+
+  size_t try_toggles(const std::vector<Toggle>& toggles, const char* stage) {
+    const Config c = with_toggles(config_, toggles);
+    const CandidateOutcome outcome = evaluate_(c);
+    FixCandidate f;
+    for (const auto& t : toggles) f.toggles.emplace_back(t.key, t.value);
+    f.config = c.name;
+    f.stage = stage;
+    f.verdict = outcome.verdict;
+    f.message = outcome.message;
+    f.fixes_all = outcome.verdict == Verdict::Reproducible;
+    if (ran(outcome.verdict) && failing_.trace) {
+      std::set<std::string> still;
+      for (const auto& r : outcome.root_causes) still.insert(root_cause_key(r));
+      for (const auto& r : failing_.trace->root_causes)
+        if (f.fixes_all || !still.count(root_cause_key(r))) f.fixes.push_back(r.position);
+    }
+    std::vector<std::string> cpp, python;
+    for (const auto& t : toggles) {
+      const Snippet s = switch_snippet(t.key, t.value);
+      cpp.push_back(s.cpp);
+      python.push_back(s.python);
+    }
+    f.cpp = fmt::format("{}", fmt::join(cpp, "\n"));
+    f.python = fmt::format("{}", fmt::join(python, "\n"));
+    if (outcome.verdict == Verdict::Raised) note_raise(outcome.message);
+    result.candidates.push_back(std::move(f));
+    return result.candidates.size() - 1;
+  }
+
+  void note_raise(const std::string& message) {
+    const std::string op = alerted_op(message);
+    if (op.empty()) return;
+    for (const auto& n : result.no_deterministic)
+      if (n.op == op) return;
+    report::NoDeterministicImplementation n;
+    n.op = op;
+    n.message = message;
+    n.alternatives = {
+        "rewrite the computation deterministically (for example a sort-based or one-hot matmul formulation of a "
+        "scatter/index reduction instead of atomic adds)",
+        "run only this op on the CPU (move its inputs with .cpu() and the result back) where its CPU kernel is "
+        "deterministic for these inputs",
+        "keep deterministic mode with warn_only=True (torch.use_deterministic_algorithms(True, warn_only=True)), so "
+        "that every other op stays deterministic, and accept this op in the allowlist with a reason"};
+    result.no_deterministic.push_back(std::move(n));
+  }
+
+  const report::ConfigResult& failing_;
+  const Config& config_;
+  const EvaluateFn& evaluate_;
+  report::FixSearch result;
+};
+
+}  // namespace
+
+std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const std::string& device_type) {
+  std::vector<Toggle> out;
+  for (const auto& s : switch_table()) {
+    const auto it = targets().find(s.key);
+    if (it == targets().end()) continue;
+    const Target& t = it->second;
+    if (!(device_type == "cuda" ? t.cuda : t.cpu)) continue;
+    std::string effective;
+    for (const auto& sw : failing.switches)
+      if (sw.key == s.key) effective = sw.effective;
+    if (effective == t.value || effective.rfind("no effect", 0) == 0) continue;
+    out.push_back({s.key, t.value});
+  }
+  return out;
+}
+
+Config with_toggles(const Config& base, const std::vector<Toggle>& toggles) {
+  Config c = base;
+  for (const auto& t : toggles) c.values[t.key] = t.value;
+  c.name = toggles.empty() ? base.name : base.name + "+" + spell(toggles);
+  return c;
+}
+
+std::string root_cause_key(const report::RootCause& r) {
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}", r.op, r.direction, r.node, r.forward_op, r.step, r.module, r.source);
+}
+
+std::string alerted_op(const std::string& message) {
+  static const std::string kPhrase = " does not have a deterministic implementation";
+  const size_t at = message.find(kPhrase);
+  if (at == std::string::npos || at == 0) return "";
+  size_t begin = message.find_last_of(" :\n", at - 1);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  return message.substr(begin, at - begin);
+}
+
+report::FixSearch search_fixes(const report::ConfigResult& failing, const Config& failing_config,
+                               const std::string& device_type, const EvaluateFn& evaluate, const TimeFn& time) {
+  Search s(failing, failing_config, evaluate);
+  s.result.from = failing_config.name;
+  const std::vector<Toggle> toggles = candidate_toggles(failing, device_type);
+  std::vector<size_t> minimal;
+
+  // 1. One switch at a time.
+  std::vector<Toggle> usable;
+  for (const auto& t : toggles) {
+    const size_t i = s.try_toggles({t}, "single");
+    if (s.result.candidates[i].fixes_all) minimal.push_back(i);
+    if (ran(s.result.candidates[i].verdict)) usable.push_back(t);
+  }
+  // 2. None alone: all that ran, together; then drop toggles while it stays reproducible.
+  if (minimal.empty() && usable.size() >= 2) {
+    size_t best = s.try_toggles(usable, "combined");
+    if (s.result.candidates[best].fixes_all) {
+      std::vector<Toggle> current = usable;
+      for (const auto& t : usable) {
+        if (current.size() <= 2) break;  // single toggles were tried already
+        std::vector<Toggle> fewer;
+        for (const auto& c : current)
+          if (c.key != t.key) fewer.push_back(c);
+        const size_t i = s.try_toggles(fewer, "reduced");
+        if (s.result.candidates[i].fixes_all) {
+          current = fewer;
+          best = i;
+        }
+      }
+      minimal.push_back(best);
+    }
+  }
+  for (size_t i : minimal) s.result.candidates[i].minimal = true;
+  s.result.best = minimal;
+
+  // 3. Costs, measured side by side: the failing configuration first, then every candidate that
+  // ran (fixing or not), so that each toggle's price is known.
+  std::vector<size_t> ran_candidates;
+  for (size_t i = 0; i < s.result.candidates.size(); ++i)
+    if (ran(s.result.candidates[i].verdict)) ran_candidates.push_back(i);
+  if (!ran_candidates.empty()) {
+    std::vector<Config> timed = {failing_config};
+    for (size_t i : ran_candidates) {
+      std::vector<Toggle> ts;
+      for (const auto& [k, v] : s.result.candidates[i].toggles) ts.push_back({k, v});
+      timed.push_back(with_toggles(failing_config, ts));
+    }
+    const auto medians = time(timed);
+    s.result.baseline_median_ms = medians.empty() ? std::nullopt : medians[0];
+    for (size_t k = 0; k < ran_candidates.size() && k + 1 < medians.size(); ++k) {
+      auto& c = s.result.candidates[ran_candidates[k]];
+      c.median_ms = medians[k + 1];
+      if (c.median_ms && s.result.baseline_median_ms && *s.result.baseline_median_ms > 0)
+        c.cost_ratio = *c.median_ms / *s.result.baseline_median_ms;
+    }
+  }
+
+  // 4. One sentence.
+  std::vector<std::string> fixes;
+  for (size_t i : minimal) fixes.push_back(s.result.candidates[i].config.substr(failing_config.name.size() + 1));
+  std::vector<std::string> raising;
+  for (const auto& n : s.result.no_deterministic) raising.push_back(n.op);
+  if (toggles.empty())
+    s.result.conclusion = "every candidate switch is already at its deterministic setting; no switch can fix it";
+  else if (!fixes.empty())
+    s.result.conclusion = fmt::format("{} from {} make{} it reproducible", fmt::join(fixes, " or "), failing_config.name,
+                                      fixes.size() == 1 ? "s" : "");
+  else if (!raising.empty())
+    s.result.conclusion = fmt::format("no switch makes it reproducible: {} {} no deterministic implementation",
+                                      fmt::join(raising, ", "), raising.size() == 1 ? "has" : "have");
+  else
+    s.result.conclusion = "no combination of the candidate switches makes it reproducible";
+  return s.result;
+}
+
+}  // namespace ra

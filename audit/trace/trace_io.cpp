@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trace/trace_io.h"
+
+#include "audit/common/files.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace ra::trace {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kFormat = "repro-audit/trace";
+
+json tensors_json(const std::vector<TensorRef>& ts) {
+  json a = json::array();
+  for (const auto& t : ts) a.push_back(json::array({t.dtype, t.shape, t.digest}));
+  return a;
+}
+
+std::vector<TensorRef> tensors_from(const json& a) {
+  std::vector<TensorRef> ts;
+  ts.reserve(a.size());
+  for (const auto& t : a) {
+    if (!t.is_array() || t.size() != 3) throw std::runtime_error("a tensor is not [dtype, shape, digest]");
+    ts.push_back({t[0].get<std::string>(), t[1].get<std::vector<int64_t>>(), t[2].get<std::string>()});
+  }
+  return ts;
+}
+
+std::string record_line(const Record& r) {
+  json j = {{"th", r.thread}, {"ord", r.order}, {"op", r.op}, {"kind", r.kind}, {"ph", r.phase}, {"step", r.step}};
+  if (r.seq != -1) j["seq"] = r.seq;
+  if (r.parent != -1) j["par"] = r.parent;
+  if (!r.module.empty()) j["mod"] = r.module;
+  if (!r.source.empty()) j["src"] = r.source;
+  if (!r.scalars.empty()) j["sc"] = r.scalars;
+  j["in"] = tensors_json(r.inputs);
+  j["out"] = tensors_json(r.outputs);
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Record record_from(const json& j) {
+  if (!j.is_object()) throw std::runtime_error("not a JSON object");
+  Record r;
+  r.thread = j.at("th").get<uint32_t>();
+  r.order = j.at("ord").get<uint64_t>();
+  r.op = j.at("op").get<std::string>();
+  r.kind = j.at("kind").get<std::string>();
+  r.phase = j.at("ph").get<std::string>();
+  r.step = j.at("step").get<int>();
+  r.seq = j.value("seq", int64_t{-1});
+  r.parent = j.value("par", int64_t{-1});
+  r.module = j.value("mod", std::string());
+  r.source = j.value("src", std::string());
+  r.scalars = j.value("sc", std::string());
+  r.inputs = tensors_from(j.at("in"));
+  r.outputs = tensors_from(j.at("out"));
+  return r;
+}
+
+}  // namespace
+
+void write_trace(const std::string& path, const Trace& trace) {
+  std::string out = json({{"format", kFormat},
+                          {"version", kTraceVersion},
+                          {"device", trace.device},
+                          {"dropped", trace.dropped},
+                          {"capacity", trace.capacity},
+                          {"memory_bytes", trace.memory_bytes},
+                          {"records", trace.records.size()}})
+                        .dump(-1, ' ', false, json::error_handler_t::replace);
+  out += '\n';
+  for (const auto& r : trace.records) {
+    out += record_line(r);
+    out += '\n';
+  }
+  write_file_atomic(path, out);
+}
+
+Trace read_trace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(fmt::format("trace '{}' cannot be read: {}", path, std::strerror(errno)));
+  Trace trace;
+  std::string line;
+  if (!std::getline(in, line)) throw TraceError(fmt::format("trace '{}' is empty", path));
+  uint64_t expected = 0;
+  try {
+    const json h = json::parse(line);
+    if (!h.is_object() || h.value("format", std::string()) != kFormat)
+      throw TraceError(fmt::format("'{}' line 1: not a repro-audit trace", path));
+    if (h.at("version").get<int>() != kTraceVersion)
+      throw TraceError(fmt::format("'{}' line 1: trace version {} (this build reads {})", path,
+                                   h.at("version").dump(), kTraceVersion));
+    trace.device = h.at("device").get<std::string>();
+    trace.dropped = h.at("dropped").get<uint64_t>();
+    trace.capacity = h.at("capacity").get<uint64_t>();
+    trace.memory_bytes = h.at("memory_bytes").get<uint64_t>();
+    expected = h.at("records").get<uint64_t>();
+  } catch (const TraceError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw TraceError(fmt::format("'{}' line 1: bad trace header: {}", path, e.what()));
+  }
+  trace.records.reserve(expected);
+  uint64_t line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (trace.records.size() == expected)
+      throw TraceError(fmt::format("'{}' line {}: more records than the {} the header says", path, line_no, expected));
+    try {
+      trace.records.push_back(record_from(json::parse(line)));
+    } catch (const std::exception& e) {
+      throw TraceError(fmt::format("'{}' line {}: malformed record: {}", path, line_no, e.what()));
+    }
+  }
+  if (trace.records.size() != expected)
+    throw TraceError(fmt::format("'{}': {} of {} records (the trace is cut short)", path, trace.records.size(), expected));
+  const auto by_order = [](const Record& a, const Record& b) { return a.order < b.order; };
+  if (!std::is_sorted(trace.records.begin(), trace.records.end(), by_order))
+    std::stable_sort(trace.records.begin(), trace.records.end(), by_order);
+  return trace;
+}
+
+}  // namespace ra::trace

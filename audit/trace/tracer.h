@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// The op tracer of `run --trace`, inside a trial child.
+//
+// The problem. To name the first op whose inputs were the same in two runs and whose outputs were
+// not, every op of a forward pass, of autograd's backward pass and of the optimizer step must be
+// seen with digests of what it read and what it wrote, in execution order, without changing what
+// runs (no host synchronisation per op, no copies of tensors, bounded memory).
+//
+// The approach. A global at::RecordFunction observer (FUNCTION and BACKWARD_FUNCTION scopes, with
+// inputs and outputs) sees every dispatched op and every autograd node on every thread. A record is
+// kept for the outermost op of each thread (what the model's code calls: aten::conv2d, not the
+// aten::convolution it decomposes into), for each autograd node, and for the ops a node calls
+// directly; autograd's `evaluate_function` wrappers are transparent, and the ops the engine runs
+// after a node (reducing a broadcast gradient) belong to that node. Input digests are taken when an
+// op starts (an in-place op shows what it read), output digests when it ends. Forward ops also get
+// the TorchScript module path and source line from the interpreter's call stack, looked up only for
+// the outermost ops.
+//
+// Digests go into preallocated slots: on the CPU the vectorised kernel runs at once (the CPU is
+// synchronous anyway); on a GPU the digest's ATen integer arithmetic is queued on the op's stream
+// and writes its two lane sums into a slot of one device buffer, read back once at the end. The
+// observer's own ops run with RecordFunction and autograd off, so they are neither recorded nor
+// counted in autograd's sequence numbers. When the slots run out, records stop and are counted as
+// dropped; the trace's memory is its slots plus small per-record metadata, never tensors.
+//
+// The cost: the digests read each op's inputs and outputs once more (memory speed), plus a few
+// microseconds per op of bookkeeping. bench/trace_overhead measures it against an untraced step.
+#pragma once
+
+#include "audit/trace/trace_record.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ra::trace {
+
+// What the trial is doing, for the records that follow (the train loop sets it; a GPU's autograd
+// thread reads it).
+void set_phase(const char* phase, int step);
+
+// Records while alive; at most one at a time.
+class Tracer {
+ public:
+  // `capacity`: tensor digests the trace can hold. A GPU trace's slots live on `device`.
+  Tracer(const c10::Device& device, uint64_t capacity);
+  ~Tracer();
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  // Keeps CPU copies of the outputs of the record at `order` (for divergence statistics of a
+  // root cause found in an earlier run).
+  void capture(uint64_t order);
+  const std::vector<at::Tensor>& captured() const;
+
+  // Stops recording, waits for the device's queued digests and returns the trace.
+  Trace finish();
+
+  struct State;  // defined in trace.cpp
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ra::trace

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trial/analysis.h"
+
+#include "audit/digest/stats_math.h"
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstring>
+#include <set>
+
+namespace ra {
+namespace {
+
+using report::TrialStatus;
+using report::Verdict;
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+std::map<std::string, const report::TensorDigest*> by_name(const std::vector<report::TensorDigest>& tensors) {
+  std::map<std::string, const report::TensorDigest*> m;
+  for (const auto& t : tensors) m[t.name] = &t;
+  return m;
+}
+
+}  // namespace
+
+std::vector<report::TensorFinding> differing_tensors(const std::vector<report::TensorDigest>& ref,
+                                                     const std::vector<report::TensorDigest>& other) {
+  std::vector<report::TensorFinding> out;
+  const auto others = by_name(other);
+  const auto refs = by_name(ref);
+  for (const auto& t : ref) {
+    const auto it = others.find(t.name);
+    if (it != others.end() && it->second->digest == t.digest) continue;
+    report::TensorFinding f{t.name, t.dtype, t.shape, t.digest, it == others.end() ? "" : it->second->digest, 1, std::nullopt};
+    out.push_back(f);
+  }
+  for (const auto& t : other)
+    if (!refs.count(t.name)) out.push_back({t.name, t.dtype, t.shape, "", t.digest, 1, std::nullopt});
+  return out;
+}
+
+void attach_stats(std::vector<report::TensorFinding>& findings, const std::string& dump_a, const std::string& dump_b,
+                  const DiffFn& diff) {
+  if (findings.empty() || !diff || dump_a.empty() || dump_b.empty()) return;
+  std::vector<std::string> names;
+  for (const auto& f : findings) names.push_back(f.name);
+  const auto stats = diff(dump_a, dump_b, names);
+  for (auto& f : findings)
+    if (const auto it = stats.find(f.name); it != stats.end()) f.stats = it->second;
+}
+
+report::Trial summarise_trial(const TrialRun& run) {
+  report::Trial t;
+  t.repeat = run.repeat;
+  t.wall_ms = run.process.wall_ms;
+  t.exit_code = run.process.exit_code;
+  t.signal = run.process.signal;
+  switch (run.process.kind) {
+    case ChildOutcome::Kind::TimedOut:
+      t.status = TrialStatus::Timeout;
+      t.message = fmt::format("no result after {:g} s; the trial was killed", run.timeout_s);
+      t.stderr_tail = run.process.log_tail;
+      return t;
+    case ChildOutcome::Kind::Signaled:
+      t.status = TrialStatus::Crashed;
+      t.message = fmt::format("killed by {}", signal_name(run.process.signal));
+      t.stderr_tail = run.process.log_tail;
+      return t;
+    case ChildOutcome::Kind::SpawnFailed:
+      t.status = TrialStatus::Crashed;
+      t.message = run.process.log_tail;
+      return t;
+    case ChildOutcome::Kind::Exited: break;
+  }
+  if (run.process.exit_code != 0 || !run.result) {
+    t.status = TrialStatus::Crashed;
+    t.message = run.process.exit_code != 0 ? fmt::format("exited with code {} without a result", run.process.exit_code)
+                                           : std::string("exited without writing a valid result");
+    t.stderr_tail = run.process.log_tail;
+    return t;
+  }
+  const TrialResult& r = *run.result;
+  t.status = r.status;
+  t.message = r.message;
+  t.startup_ms = r.startup_ms;
+  if (r.status == TrialStatus::Ok) t.outcome = outcome_digest(r.tensors);
+  return t;
+}
+
+int reference_index(const std::vector<TrialRun>& runs) {
+  for (size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].result && runs[i].process.kind == ChildOutcome::Kind::Exited && runs[i].process.exit_code == 0 &&
+        runs[i].result->status == TrialStatus::Ok)
+      return static_cast<int>(i);
+  return -1;
+}
+
+report::ConfigResult analyse_config(const Config& config, const std::vector<TrialRun>& runs, const DiffFn& diff) {
+  report::ConfigResult c;
+  c.name = config.name;
+  c.repeats = static_cast<int>(runs.size());
+  for (const auto& run : runs) c.trials.push_back(summarise_trial(run));
+  for (const auto& run : runs)
+    if (run.result && !run.result->switches.empty()) {
+      c.switches = run.result->switches;
+      break;
+    }
+
+  const int ref = reference_index(runs);
+  std::set<std::string> outcomes;
+  bool any_raised = false, any_timeout = false, any_crash = false, any_skipped = false;
+  std::string first_problem;
+  for (const auto& t : c.trials) {
+    switch (t.status) {
+      case TrialStatus::Ok:
+        ++c.completed;
+        outcomes.insert(t.outcome);
+        break;
+      case TrialStatus::Raised: any_raised = true; break;
+      case TrialStatus::Skipped: any_skipped = true; break;
+      case TrialStatus::Timeout: any_timeout = true; break;
+      case TrialStatus::ConfigError:
+      case TrialStatus::Error:
+      case TrialStatus::Crashed: any_crash = true; break;
+    }
+    if (t.status != TrialStatus::Ok && t.status != TrialStatus::Skipped && first_problem.empty())
+      first_problem = fmt::format("repeat {}: {}", t.repeat, t.message);
+  }
+  c.distinct_outcomes = static_cast<int>(outcomes.size());
+
+  if (ref >= 0) {
+    const auto& reference = runs[static_cast<size_t>(ref)];
+    c.reference = reference.result->tensors;
+    c.tensor_count = c.reference.size();
+    const std::string& ref_outcome = c.trials[static_cast<size_t>(ref)].outcome;
+    std::map<std::string, size_t> finding_index;
+    int first_diverging = -1;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (c.trials[i].status != TrialStatus::Ok || static_cast<int>(i) == ref || c.trials[i].outcome == ref_outcome) continue;
+      ++c.diverging_repeats;
+      if (first_diverging < 0) first_diverging = static_cast<int>(i);
+      for (auto& f : differing_tensors(c.reference, runs[i].result->tensors)) {
+        if (auto it = finding_index.find(f.name); it != finding_index.end()) {
+          ++c.diverged_tensors[it->second].diverging_trials;
+        } else {
+          finding_index[f.name] = c.diverged_tensors.size();
+          c.diverged_tensors.push_back(f);
+        }
+      }
+    }
+    if (first_diverging >= 0) {
+      // Statistics against the first diverging repeat, for every tensor that diverged anywhere.
+      std::vector<report::TensorFinding> with_stats = c.diverged_tensors;
+      attach_stats(with_stats, reference.dump_path, runs[static_cast<size_t>(first_diverging)].dump_path, diff);
+      c.diverged_tensors = with_stats;
+    }
+  }
+  const int comparisons = c.completed - 1;
+  if (comparisons > 0) {
+    c.divergence_rate = static_cast<double>(c.diverging_repeats) / comparisons;
+    std::tie(c.rate_ci_low, c.rate_ci_high) = wilson_interval(c.diverging_repeats, comparisons);
+  }
+
+  if (c.diverging_repeats > 0) {
+    c.verdict = Verdict::Diverged;
+    c.message = fmt::format("{} of {} repeats differ from the reference repeat", c.diverging_repeats, comparisons);
+    if (!first_problem.empty()) c.message += "; also " + first_problem;
+  } else if (any_raised) {
+    c.verdict = Verdict::Raised;
+    c.message = first_problem;
+  } else if (any_timeout) {
+    c.verdict = Verdict::Timeout;
+    c.message = first_problem;
+  } else if (any_crash) {
+    c.verdict = Verdict::Crashed;
+    c.message = first_problem;
+  } else if (any_skipped && c.completed == 0) {
+    c.verdict = Verdict::Skipped;
+    c.message = c.trials.front().message;
+  } else {
+    c.verdict = Verdict::Reproducible;
+  }
+  return c;
+}
+
+std::optional<report::ConfigDependence> configuration_dependence(const std::vector<report::ConfigResult>& configs,
+                                                                 const std::vector<std::string>& reference_dumps,
+                                                                 const DiffFn& diff) {
+  std::vector<std::string> group_outcome;
+  std::vector<size_t> group_first;
+  report::ConfigDependence dep;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto& c = configs[i];
+    if (c.verdict != Verdict::Reproducible || c.completed == 0) continue;
+    const std::string outcome = outcome_digest(c.reference);
+    size_t g = 0;
+    while (g < group_outcome.size() && group_outcome[g] != outcome) ++g;
+    if (g == group_outcome.size()) {
+      group_outcome.push_back(outcome);
+      group_first.push_back(i);
+      dep.groups.emplace_back();
+    }
+    dep.groups[g].push_back(c.name);
+  }
+  if (dep.groups.size() < 2) return std::nullopt;
+  const size_t a = group_first[0], b = group_first[1];
+  dep.differing = differing_tensors(configs[a].reference, configs[b].reference);
+  attach_stats(dep.differing, reference_dumps[a], reference_dumps[b], diff);
+  return dep;
+}
+
+}  // namespace ra

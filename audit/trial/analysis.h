@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// From trial results to verdicts.
+//
+// Within a configuration, the first completed repeat is the reference; a repeat diverges when any
+// tensor digest differs from the reference's. The divergence rate is diverging / (completed - 1),
+// with a Wilson 95% interval over those completed - 1 comparisons. Precedence of a configuration's
+// verdict: diverged (proven by two completed repeats) > raised > timeout > crashed > skipped (no
+// repeat completed, and every one was skipped) > reproducible.
+// Across configurations, reproducible ones whose reference outcomes differ are grouped and reported
+// as configuration-dependent, not as nondeterminism.
+#pragma once
+
+#include "audit/trial/config.h"
+#include "audit/trial/runner.h"
+#include "audit/trial/trial_spec.h"
+#include "reports/model.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// What one trial left behind: how the process ended, and its result if it wrote one.
+struct TrialRun {
+  int repeat = 0;
+  ChildOutcome process;
+  std::optional<TrialResult> result;
+  std::string dump_path;
+  double timeout_s = 0;
+};
+
+// Computes divergence statistics for `names` between two dumps (a seam: tests pass a fake).
+using DiffFn = std::function<std::map<std::string, report::DivergenceStats>(
+    const std::string& dump_a, const std::string& dump_b, const std::vector<std::string>& names)>;
+
+// Tensors of `other` that differ from `ref` (by digest, or present in only one), in ref's order
+// and then other's extra names; each with diverging_trials 1 and no statistics.
+std::vector<report::TensorFinding> differing_tensors(const std::vector<report::TensorDigest>& ref,
+                                                     const std::vector<report::TensorDigest>& other);
+
+// Fills the statistics of `findings` from the dumps of the two trials (nothing when either is "").
+void attach_stats(std::vector<report::TensorFinding>& findings, const std::string& dump_a, const std::string& dump_b,
+                  const DiffFn& diff);
+
+report::Trial summarise_trial(const TrialRun& run);
+
+report::ConfigResult analyse_config(const Config& config, const std::vector<TrialRun>& runs, const DiffFn& diff);
+
+// Groups reproducible configurations by their reference outcome; nullopt when they all agree.
+// `reference_dumps[i]` is the dump of configuration i's reference repeat ("" if none).
+std::optional<report::ConfigDependence> configuration_dependence(const std::vector<report::ConfigResult>& configs,
+                                                                 const std::vector<std::string>& reference_dumps,
+                                                                 const DiffFn& diff);
+
+// Index in `runs` of the reference repeat (first with status ok), or -1.
+int reference_index(const std::vector<TrialRun>& runs);
+
+}  // namespace ra

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trial/config.h"
+
+#include "audit/common/errors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+namespace ra {
+namespace {
+
+const std::vector<std::string> kPresets = {"default", "benchmark", "cudnn-det", "det-warn", "det",
+                                           "strict",  "threads-1", "threads-N", "mkl-cbwr"};
+
+std::string canonical_bool(const std::string& key, const std::string& v) {
+  if (v == "on" || v == "true" || v == "1") return "on";
+  if (v == "off" || v == "false" || v == "0") return "off";
+  throw UsageError(fmt::format("switch '{}' takes on or off, not '{}'", key, v));
+}
+
+std::string canonical_value(const SwitchInfo& s, const std::string& v, unsigned cpus) {
+  switch (s.kind) {
+    case SwitchKind::Bool: return canonical_bool(s.key, v);
+    case SwitchKind::Choice:
+      if (std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end())
+        throw UsageError(fmt::format("switch '{}' takes one of {}, not '{}'", s.key, fmt::join(s.choices, ", "), v));
+      return v;
+    case SwitchKind::Threads: {
+      if (v == "N") return std::to_string(std::max(2u, cpus));
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 4096)
+        throw UsageError(fmt::format("switch 'threads' takes a positive count or N, not '{}'", v));
+      return std::to_string(n);
+    }
+  }
+  return v;
+}
+
+std::map<std::string, std::string> preset_values(const std::string& name, unsigned cpus) {
+  if (name == "default") return {};
+  if (name == "benchmark") return {{"cudnn.benchmark", "on"}};
+  if (name == "cudnn-det") return {{"cudnn.benchmark", "off"}, {"cudnn.deterministic", "on"}};
+  if (name == "det-warn") return {{"deterministic", "warn"}, {"cublas_workspace", ":4096:8"}};
+  if (name == "det")
+    return {{"deterministic", "on"}, {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"}};
+  if (name == "strict")
+    return {{"deterministic", "on"}, {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"},
+            {"cudnn.enabled", "off"}, {"tf32.cublas", "off"}, {"tf32.cudnn", "off"}};
+  if (name == "threads-1") return {{"threads", "1"}};
+  if (name == "threads-N") return {{"threads", std::to_string(std::max(2u, cpus))}};
+  if (name == "mkl-cbwr") return {{"mkl_cbwr", "COMPATIBLE"}};
+  throw UsageError(fmt::format("unknown configuration '{}' (presets: {}; or key=value, keys: {})", name,
+                               fmt::join(kPresets, ", "), [] {
+                                 std::vector<std::string> keys;
+                                 for (const auto& s : switch_table()) keys.push_back(s.key);
+                                 return fmt::format("{}", fmt::join(keys, ", "));
+                               }()));
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos - start));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<SwitchInfo>& switch_table() {
+  static const std::vector<SwitchInfo> table = {
+      {"cudnn.benchmark", SwitchKind::Bool, {}, "", "torch.backends.cudnn.benchmark"},
+      {"cudnn.deterministic", SwitchKind::Bool, {}, "", "torch.backends.cudnn.deterministic"},
+      {"cudnn.enabled", SwitchKind::Bool, {}, "", "torch.backends.cudnn.enabled"},
+      {"deterministic", SwitchKind::Choice, {"off", "warn", "on"}, "",
+       "torch.use_deterministic_algorithms (warn = warn_only=True)"},
+      {"fill_uninitialized_memory", SwitchKind::Bool, {}, "",
+       "torch.utils.deterministic.fill_uninitialized_memory"},
+      {"cublas_workspace", SwitchKind::Choice, {"unset", ":4096:8", ":16:8"}, "CUBLAS_WORKSPACE_CONFIG",
+       "CUBLAS_WORKSPACE_CONFIG"},
+      {"tf32.cublas", SwitchKind::Bool, {}, "", "TF32 in cuBLAS matmul (torch.backends.cuda.matmul.allow_tf32)"},
+      {"tf32.cudnn", SwitchKind::Bool, {}, "", "TF32 in cuDNN conv and RNN (torch.backends.cudnn.allow_tf32)"},
+      {"threads", SwitchKind::Threads, {}, "OMP_NUM_THREADS", "intra-op threads (torch.set_num_threads)"},
+      {"mkl_cbwr", SwitchKind::Choice, {"unset", "AUTO", "COMPATIBLE", "SSE4_2", "AVX2", "AVX512"}, "MKL_CBWR",
+       "MKL conditional numerical reproducibility branch"},
+  };
+  return table;
+}
+
+const SwitchInfo* find_switch(const std::string& key) {
+  for (const auto& s : switch_table())
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+const std::vector<std::string>& preset_names() { return kPresets; }
+
+Config parse_config(const std::string& item, unsigned cpus) {
+  if (item.empty()) throw UsageError("empty configuration name in --configs");
+  Config config{item, {}};
+  const auto parts = split(item, '+');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const size_t eq = part.find('=');
+    if (eq == std::string::npos) {
+      if (i != 0) throw UsageError(fmt::format("in configuration '{}': only the first item may be a preset, '{}' is not key=value", item, part));
+      config.values = preset_values(part, cpus);
+      continue;
+    }
+    const std::string key = part.substr(0, eq);
+    const SwitchInfo* s = find_switch(key);
+    if (s == nullptr) {
+      std::vector<std::string> keys;
+      for (const auto& sw : switch_table()) keys.push_back(sw.key);
+      throw UsageError(fmt::format("unknown switch '{}' in configuration '{}' (keys: {})", key, item, fmt::join(keys, ", ")));
+    }
+    config.values[key] = canonical_value(*s, part.substr(eq + 1), cpus);
+  }
+  return config;
+}
+
+std::vector<Config> parse_configs(const std::vector<std::string>& args, unsigned cpus) {
+  std::vector<Config> out;
+  std::set<std::string> seen;
+  for (const auto& arg : args)
+    for (const auto& item : split(arg, ',')) {
+      if (!seen.insert(item).second) throw UsageError(fmt::format("configuration '{}' is given twice", item));
+      out.push_back(parse_config(item, cpus));
+    }
+  if (out.empty()) throw UsageError("--configs names no configuration");
+  return out;
+}
+
+std::vector<std::string> default_config_names(const std::string& device_type) {
+  if (device_type == "cuda") return {"default", "det"};
+  return {"default", "threads-1"};
+}
+
+std::map<std::string, std::optional<std::string>> config_environment(const Config& config) {
+  std::map<std::string, std::optional<std::string>> env;
+  for (const auto& [key, value] : config.values) {
+    const SwitchInfo* s = find_switch(key);
+    if (s == nullptr || s->env_var.empty()) continue;
+    if (value == "unset")
+      env[s->env_var] = std::nullopt;
+    else
+      env[s->env_var] = value;
+    if (key == "threads") env["MKL_NUM_THREADS"] = value;
+  }
+  return env;
+}
+
+Snippet switch_snippet(const std::string& key, const std::string& value) {
+  const bool on = value == "on";
+  const char* cpp_bool = on ? "true" : "false";
+  const char* py_bool = on ? "True" : "False";
+  if (key == "cudnn.benchmark")
+    return {fmt::format("at::globalContext().setBenchmarkCuDNN({});", cpp_bool),
+            fmt::format("torch.backends.cudnn.benchmark = {}", py_bool)};
+  if (key == "cudnn.deterministic")
+    return {fmt::format("at::globalContext().setDeterministicCuDNN({});", cpp_bool),
+            fmt::format("torch.backends.cudnn.deterministic = {}", py_bool)};
+  if (key == "cudnn.enabled")
+    return {fmt::format("at::globalContext().setUserEnabledCuDNN({});", cpp_bool),
+            fmt::format("torch.backends.cudnn.enabled = {}", py_bool)};
+  if (key == "deterministic") {
+    if (value == "off") return {"at::globalContext().setDeterministicAlgorithms(false, false);", "torch.use_deterministic_algorithms(False)"};
+    if (value == "warn")
+      return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);",
+              "torch.use_deterministic_algorithms(True, warn_only=True)"};
+    return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);", "torch.use_deterministic_algorithms(True)"};
+  }
+  if (key == "fill_uninitialized_memory")
+    return {fmt::format("at::globalContext().setDeterministicFillUninitializedMemory({});", cpp_bool),
+            fmt::format("torch.utils.deterministic.fill_uninitialized_memory = {}", py_bool)};
+  if (key == "tf32.cublas")
+    return {fmt::format("at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, "
+                        "at::Float32Precision::{});", on ? "TF32" : "IEEE"),
+            fmt::format("torch.backends.cuda.matmul.allow_tf32 = {}", py_bool)};
+  if (key == "tf32.cudnn")
+    return {fmt::format("for (auto op : {{at::Float32Op::CONV, at::Float32Op::RNN}}) "
+                        "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::{});",
+                        on ? "TF32" : "IEEE"),
+            fmt::format("torch.backends.cudnn.allow_tf32 = {}", py_bool)};
+  if (key == "threads") return {fmt::format("at::set_num_threads({});", value), fmt::format("torch.set_num_threads({})", value)};
+  const SwitchInfo* s = find_switch(key);
+  if (s != nullptr && !s->env_var.empty()) {
+    const char* when = key == "cublas_workspace" ? "before the first CUDA call" : "before torch is loaded";
+    if (value == "unset")
+      return {fmt::format("unsetenv(\"{}\");  // {}", s->env_var, when),
+              fmt::format("os.environ.pop(\"{}\", None)  # {}", s->env_var, when)};
+    return {fmt::format("setenv(\"{}\", \"{}\", 1);  // {}", s->env_var, value, when),
+            fmt::format("os.environ[\"{}\"] = \"{}\"  # {}", s->env_var, value, when)};
+  }
+  return {"", ""};
+}
+
+unsigned logical_cpu_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+}  // namespace ra

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trial/runner.h"
+
+#include "audit/common/errors.h"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace ra {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+// Installs SIGINT/SIGTERM handlers for the lifetime of one run_children call.
+class StopSignalScope {
+ public:
+  StopSignalScope() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopSignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+std::vector<std::string> build_environment(const std::map<std::string, std::optional<std::string>>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string key = entry.substr(0, entry.find('='));
+    if (overrides.count(key) == 0) env.push_back(entry);
+  }
+  for (const auto& [key, value] : overrides)
+    if (value) env.push_back(key + "=" + *value);
+  return env;
+}
+
+struct Running {
+  size_t index;
+  pid_t pid;
+  std::chrono::steady_clock::time_point start;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+pid_t spawn(const ChildJob& job) {
+  std::vector<std::string> env = build_environment(job.env);
+  env.push_back("REPRO_AUDIT_SPAWN_NS=" +
+                std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch()).count()));
+  std::vector<char*> argv, envp;
+  for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  const int log_fd = ::open(job.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Child: only async-signal-safe calls from here to exec.
+    ::setpgid(0, 0);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  if (pid > 0) ::setpgid(pid, pid);  // also from the parent, to close the race with killpg
+  return pid;
+}
+
+void kill_group(pid_t pid) {
+  ::killpg(pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
+
+}  // namespace
+
+std::string file_tail(const std::string& path, size_t max_lines, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  size_t lines = 0, pos = text.size();
+  while (pos > 0) {
+    if (text[pos - 1] == '\n' && ++lines == max_lines) break;
+    --pos;
+  }
+  return text.substr(pos);
+}
+
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel,
+                                       const std::function<void(size_t, const ChildOutcome&)>& on_done) {
+  StopSignalScope signals;
+  std::vector<ChildOutcome> outcomes(jobs.size());
+  std::vector<Running> running;
+  size_t next = 0;
+  if (parallel < 1) parallel = 1;
+
+  auto finish = [&](size_t r, ChildOutcome outcome) {
+    const size_t index = running[r].index;
+    outcome.wall_ms = ms_since(running[r].start);
+    if (!(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0))
+      outcome.log_tail = file_tail(jobs[index].log_path);
+    outcomes[index] = outcome;
+    running.erase(running.begin() + static_cast<long>(r));
+    if (on_done) on_done(index, outcomes[index]);
+  };
+
+  while (next < jobs.size() || !running.empty()) {
+    if (g_stop_signal != 0) {
+      for (const auto& r : running) kill_group(r.pid);
+      for (const auto& r : running) ::waitpid(r.pid, nullptr, 0);
+      throw Interrupted();
+    }
+    while (next < jobs.size() && static_cast<int>(running.size()) < parallel) {
+      const auto now = std::chrono::steady_clock::now();
+      const pid_t pid = spawn(jobs[next]);
+      if (pid < 0) {
+        ChildOutcome o;
+        o.kind = ChildOutcome::Kind::SpawnFailed;
+        o.log_tail = std::string("cannot start child: ") + std::strerror(errno);
+        outcomes[next] = o;
+        if (on_done) on_done(next, o);
+      } else {
+        running.push_back({next, pid, now, now + jobs[next].timeout});
+      }
+      ++next;
+    }
+    bool progressed = false;
+    for (size_t r = 0; r < running.size();) {
+      int status = 0;
+      const pid_t done = ::waitpid(running[r].pid, &status, WNOHANG);
+      if (done == running[r].pid) {
+        ChildOutcome o;
+        if (WIFSIGNALED(status)) {
+          o.kind = ChildOutcome::Kind::Signaled;
+          o.signal = WTERMSIG(status);
+        } else {
+          o.exit_code = WEXITSTATUS(status);
+        }
+        ::killpg(running[r].pid, SIGKILL);  // anything the child left behind
+        finish(r, o);
+        progressed = true;
+        continue;
+      }
+      if (std::chrono::steady_clock::now() >= running[r].deadline) {
+        kill_group(running[r].pid);
+        ::waitpid(running[r].pid, nullptr, 0);
+        ChildOutcome o;
+        o.kind = ChildOutcome::Kind::TimedOut;
+        finish(r, o);
+        progressed = true;
+        continue;
+      }
+      ++r;
+    }
+    if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return outcomes;
+}
+
+}  // namespace ra

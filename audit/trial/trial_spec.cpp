@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trial/trial_spec.h"
+
+#include "audit/common/errors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
+
+namespace ra {
+namespace {
+
+const std::set<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16", "int8",  "uint8",
+                                       "int16",   "int32",   "int64",   "bool"};
+
+uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+const char* task_name(ChildTask t) {
+  switch (t) {
+    case ChildTask::Preflight: return "preflight";
+    case ChildTask::Probes: return "probes";
+    case ChildTask::Trial: break;
+  }
+  return "trial";
+}
+
+nlohmann::json digests_json(const std::vector<report::TensorDigest>& tensors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : tensors) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  return out;
+}
+
+std::vector<report::TensorDigest> digests_from_json(const nlohmann::json& j) {
+  std::vector<report::TensorDigest> out;
+  for (const auto& t : j) out.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  return out;
+}
+
+}  // namespace
+
+ShapeSpec parse_shape(const std::string& text) {
+  ShapeSpec spec;
+  std::string dims = text;
+  if (const size_t colon = text.find(':'); colon != std::string::npos) {
+    dims = text.substr(0, colon);
+    spec.dtype = text.substr(colon + 1);
+    if (!kDtypes.count(spec.dtype))
+      throw UsageError(fmt::format("unknown dtype '{}' in --shape '{}' (dtypes: {})", spec.dtype, text, fmt::join(kDtypes, ", ")));
+  }
+  size_t start = 0;
+  while (true) {
+    const size_t x = dims.find('x', start);
+    const std::string d = dims.substr(start, x - start);
+    char* end = nullptr;
+    const long long v = std::strtoll(d.c_str(), &end, 10);
+    if (d.empty() || *end != '\0' || v < 0 || v > (1ll << 40))
+      throw UsageError(fmt::format("bad --shape '{}': expected sizes like 8x3x224x224[:float32]", text));
+    spec.sizes.push_back(v);
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return spec;
+}
+
+double default_learning_rate(const std::string& optimizer) { return optimizer == "adam" ? 0.001 : 0.01; }
+
+std::string to_string(const ShapeSpec& s) { return fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype); }
+
+nlohmann::json to_json(const TrialSpec& s) {
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const auto& sh : s.shapes) shapes.push_back({{"sizes", sh.sizes}, {"dtype", sh.dtype}});
+  return {{"task", task_name(s.task)},
+          {"model", s.model},
+          {"input_file", s.input_file},
+          {"shapes", shapes},
+          {"device", s.device},
+          {"mode", s.mode},
+          {"steps", s.steps},
+          {"optimizer", s.optimizer},
+          {"lr", s.lr},
+          {"seed", s.seed},
+          {"config", {{"name", s.config.name}, {"values", s.config.values}}},
+          {"load_libraries", s.load_libraries},
+          {"dump_path", s.dump_path},
+          {"repeat", s.repeat},
+          {"probes", s.probes},
+          {"time_probes", s.time_probes},
+          {"trace_path", s.trace_path},
+          {"trace_capacity", s.trace_capacity},
+          {"capture_order", s.capture_order},
+          {"capture_path", s.capture_path},
+          {"timed_runs", s.timed_runs},
+          {"state_step", s.state_step},
+          {"checkpoint", {{"save_path", s.checkpoint.save_path},
+                          {"resume_path", s.checkpoint.resume_path},
+                          {"resume_step", s.checkpoint.resume_step},
+                          {"omit", s.checkpoint.omit}}}};
+}
+
+TrialSpec trial_spec_from_json(const nlohmann::json& j) {
+  TrialSpec s;
+  const std::string task = j.at("task").get<std::string>();
+  s.task = task == "preflight" ? ChildTask::Preflight : task == "probes" ? ChildTask::Probes : ChildTask::Trial;
+  s.model = j.at("model").get<std::string>();
+  s.input_file = j.at("input_file").get<std::string>();
+  for (const auto& sh : j.at("shapes"))
+    s.shapes.push_back({sh.at("sizes").get<std::vector<int64_t>>(), sh.at("dtype").get<std::string>()});
+  s.device = j.at("device").get<std::string>();
+  s.mode = j.at("mode").get<std::string>();
+  s.steps = j.at("steps").get<int>();
+  s.seed = j.at("seed").get<uint64_t>();
+  s.config.name = j.at("config").at("name").get<std::string>();
+  s.config.values = j.at("config").at("values").get<std::map<std::string, std::string>>();
+  s.load_libraries = j.at("load_libraries").get<std::vector<std::string>>();
+  s.dump_path = j.at("dump_path").get<std::string>();
+  s.repeat = j.at("repeat").get<int>();
+  s.probes = j.value("probes", std::vector<std::string>{});
+  s.time_probes = j.value("time_probes", false);
+  s.trace_path = j.value("trace_path", std::string());
+  s.trace_capacity = j.value("trace_capacity", uint64_t{0});
+  s.capture_order = j.value("capture_order", int64_t{-1});
+  s.capture_path = j.value("capture_path", std::string());
+  s.timed_runs = j.value("timed_runs", 0);
+  s.optimizer = j.value("optimizer", std::string("sgd"));
+  s.lr = j.value("lr", 0.01);
+  s.state_step = j.value("state_step", 0);
+  if (j.contains("checkpoint")) {
+    const auto& c = j.at("checkpoint");
+    s.checkpoint.save_path = c.at("save_path").get<std::string>();
+    s.checkpoint.resume_path = c.at("resume_path").get<std::string>();
+    s.checkpoint.resume_step = c.at("resume_step").get<int>();
+    s.checkpoint.omit = c.at("omit").get<std::vector<std::string>>();
+  }
+  return s;
+}
+
+nlohmann::json to_json(const TrialResult& r) {
+  nlohmann::json switches = nlohmann::json::array();
+  for (const auto& sw : r.switches)
+    switches.push_back({{"key", sw.key}, {"requested", sw.requested}, {"effective", sw.effective}});
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const auto& t : r.tensors)
+    tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  return {{"status", report::to_string(r.status)},
+          {"message", r.message},
+          {"error_kind", r.error_kind},
+          {"switches", switches},
+          {"tensors", tensors},
+          {"state", digests_json(r.state)},
+          {"alerts", r.alerts},
+          {"environment", r.environment},
+          {"inputs", r.input_descriptions},
+          {"startup_ms", r.startup_ms},
+          {"wall_ms", r.wall_ms},
+          {"run_ms", r.run_ms}};
+}
+
+TrialResult trial_result_from_json(const nlohmann::json& j) {
+  TrialResult r;
+  const auto status = report::trial_status_from_string(j.at("status").get<std::string>());
+  if (!status) throw std::runtime_error("unknown trial status");
+  r.status = *status;
+  r.message = j.at("message").get<std::string>();
+  r.error_kind = j.at("error_kind").get<std::string>();
+  for (const auto& sw : j.at("switches"))
+    r.switches.push_back({sw.at("key"), sw.at("requested"), sw.at("effective")});
+  for (const auto& t : j.at("tensors"))
+    r.tensors.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  if (j.contains("state")) r.state = digests_from_json(j.at("state"));
+  r.alerts = j.value("alerts", std::vector<std::string>{});
+  r.environment = nlohmann::ordered_json::parse(j.at("environment").dump());
+  r.input_descriptions = j.at("inputs").get<std::vector<std::string>>();
+  r.startup_ms = j.at("startup_ms").get<double>();
+  r.wall_ms = j.at("wall_ms").get<double>();
+  r.run_ms = j.value("run_ms", std::vector<double>{});
+  return r;
+}
+
+std::string outcome_digest(const std::vector<report::TensorDigest>& tensors) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  for (const auto& t : tensors) {
+    const std::string line = fmt::format("{}|{}|{}|{}\n", t.name, t.dtype, fmt::join(t.shape, "x"), t.digest);
+    a = fnv1a(a, line);
+    b = fnv1a(b ^ a, line);
+  }
+  return fmt::format("{:016x}{:016x}", a, b);
+}
+
+}  // namespace ra

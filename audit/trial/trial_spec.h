@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: Apache-2.0
+// The protocol between the parent and a trial child: the parent writes a TrialSpec as JSON, starts
+// `repro-audit __child SPEC RESULT` with the configuration's environment, and reads a TrialResult
+// back from RESULT. A child that exits without writing a valid RESULT has crashed.
+#pragma once
+
+#include "audit/trial/config.h"
+#include "reports/model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// One synthetic input: a shape and a dtype name ("float32", "int64", ...).
+struct ShapeSpec {
+  std::vector<int64_t> sizes;
+  std::string dtype = "float32";
+};
+
+// Parses "8x3x224x224[:float32]"; throws UsageError.
+ShapeSpec parse_shape(const std::string& text);
+std::string to_string(const ShapeSpec& s);
+
+// Learning rate of a train-mode optimizer when --lr is not given: 0.01 for sgd, 0.001 for adam.
+double default_learning_rate(const std::string& optimizer);
+
+enum class ChildTask {
+  Preflight,  // load model and inputs, run one forward, report the environment fingerprint
+  Trial,      // apply the configuration, run, digest, dump
+  Probes,     // apply the configuration, run each probe of `probes` in turn (audit/probe_child.h)
+};
+
+// Restart-replay (audit/replay.h): the checkpointing child saves after its last step, the resumed
+// child restores before its first.
+struct CheckpointTask {
+  std::string save_path;    // after step `steps`, write the checkpoint here ("" = none)
+  std::string resume_path;  // before training, restore from here ("" = none)
+  int resume_step = 0;      // steps the checkpoint holds: the resumed child runs resume_step+1 .. steps
+  std::vector<std::string> omit;  // state the checkpoint does not carry: "rng", "optimizer"
+};
+
+struct TrialSpec {
+  ChildTask task = ChildTask::Trial;
+  std::string model;
+  std::string input_file;            // torch.save file, or "" for synthetic inputs
+  std::vector<ShapeSpec> shapes;
+  std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
+  std::string mode = "infer";        // infer | train
+  int steps = 1;
+  std::string optimizer = "sgd";     // train mode: sgd | adam
+  double lr = 0.01;                  // train mode: learning rate
+  uint64_t seed = 0;
+  Config config;
+  std::vector<std::string> load_libraries;
+  std::string dump_path;             // where to write the tensors for divergence statistics ("" = none)
+  int repeat = 0;
+  std::vector<std::string> probes;   // Probes: the probes to run, in order
+  bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
+  std::string trace_path;            // Trial: record an op trace (audit/trace.h) and write it here ("" = no trace)
+  uint64_t trace_capacity = 0;       // Trial: tensor digests the trace may hold
+  int64_t capture_order = -1;        // Trial with trace: keep the outputs of the record at this order...
+  std::string capture_path;          // ...and write them here (a dump: "output/0", "output/1", ...)
+  int timed_runs = 0;                // Trial: after the recorded run, time this many unrecorded ones
+  int state_step = 0;                // train mode: also digest the training state after this step (0 = never)
+  CheckpointTask checkpoint;         // restart-replay children only
+};
+
+struct TrialResult {
+  report::TrialStatus status = report::TrialStatus::Ok;
+  std::string message;
+  std::string error_kind;  // for status Error: "input" or "usage" when the model/inputs/device are at fault
+  std::vector<report::SwitchValue> switches;
+  std::vector<report::TensorDigest> tensors;
+  std::vector<std::string> alerts;  // determinism-alert warnings (warn_only mode), first line each, deduplicated
+  nlohmann::ordered_json environment;  // preflight only
+  std::vector<std::string> input_descriptions;  // preflight only
+  // Training-state digests (param/, buffer/, optimizer/, generator/): after step `state_step`, as
+  // saved by a checkpointing child, or as restored by a resumed one.
+  std::vector<report::TensorDigest> state;
+  double startup_ms = 0;
+  double wall_ms = 0;
+  std::vector<double> run_ms;  // timed_runs: wall time of each unrecorded run, device synchronised
+};
+
+nlohmann::json to_json(const TrialSpec& spec);
+TrialSpec trial_spec_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const TrialResult& result);
+TrialResult trial_result_from_json(const nlohmann::json& j);
+
+// Digest over a trial's tensor digests (names, dtypes, shapes and digests): equal outcomes mean
+// every tensor was bitwise equal.
+std::string outcome_digest(const std::vector<report::TensorDigest>& tensors);
+
+}  // namespace ra

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trial/trials.h"
+
+#include "audit/trial/config.h"
+#include "audit/common/errors.h"
+#include "audit/common/paths.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace ra {
+
+PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, TrialSpec spec, double timeout_s,
+                            bool dump) {
+  PreparedChild p;
+  const std::string base = scratch.path() + "/" + tag;
+  p.result_path = base + ".result.json";
+  p.dump_path = spec.task == ChildTask::Preflight || !dump ? "" : base + ".dump";
+  if (spec.task == ChildTask::Trial && !p.dump_path.empty()) p.dump_path += ".pt";
+  spec.dump_path = p.dump_path;
+  const std::string spec_path = base + ".spec.json";
+  write_file_atomic(spec_path, to_json(spec).dump(2));
+  p.job.argv = {worker_executable(), "__child", spec_path, p.result_path};
+  p.job.env = config_environment(spec.config);
+  p.job.env["REPRO_AUDIT_TRIAL"] = tag;
+  p.job.log_path = base + ".log";
+  p.job.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+  return p;
+}
+
+std::optional<TrialResult> read_result(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    return trial_result_from_json(nlohmann::json::parse(in));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void check_readable(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));
+  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{} '{}' is a directory", what, path));
+  if (::access(path.c_str(), R_OK) != 0) throw InputError(fmt::format("{} '{}' is not readable", what, path));
+}
+
+std::string last_line(const std::string& tail) {
+  const auto nl = tail.rfind('\n');
+  return nl == std::string::npos ? tail : tail.substr(nl + 1);
+}
+
+std::vector<std::string> config_names(const std::vector<Config>& configs) {
+  std::vector<std::string> names;
+  for (const auto& c : configs) names.push_back(c.name);
+  return names;
+}
+
+}  // namespace ra

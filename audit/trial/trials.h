@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// Parent-side plumbing shared by `run` (audit/audit.cpp) and `probes` (audit/probe_audit.cpp):
+// writing a trial spec and turning it into a child job, reading results back, and the checks of
+// input paths made before any child starts.
+#pragma once
+
+#include "audit/trial/config.h"
+#include "audit/common/files.h"
+#include "audit/trial/runner.h"
+#include "audit/trial/trial_spec.h"
+#include "reports/model.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace ra {
+
+// What `run` and `probes` share: where the trials run, how many, under what, and how.
+struct SessionOptions {
+  std::string device = "cpu";  // "cpu", "cuda", "cuda:N"
+  int repeats = 3;
+  std::vector<Config> configs;
+  int jobs = 1;
+  double timeout_s = 600;      // per child process
+  uint64_t seed = 0;
+  std::vector<std::string> load_libraries;
+  std::vector<std::string> command;  // argv, recorded in the report
+  bool progress = false;             // progress lines on stderr
+  // Called after the preflight and before any trial, with the targets as the report will name them
+  // (identity set, no results yet) and the configurations' names; throws to stop the audit
+  // (--baseline checks that the baseline was made from the same targets: audit/baseline.h).
+  std::function<void(const std::vector<report::Target>&, const std::vector<std::string>&)> check_targets;
+};
+
+// The names of the configurations, in order.
+std::vector<std::string> config_names(const std::vector<Config>& configs);
+
+struct PreparedChild {
+  ChildJob job;
+  std::string result_path;
+  std::string dump_path;  // for Trial and Probes tasks (a prefix for Probes), else ""
+};
+
+// Writes `spec` to <scratch>/<tag>.spec.json and describes the child that runs it. Without `dump`
+// the child keeps no tensor copies (the census needs none).
+PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, TrialSpec spec, double timeout_s,
+                            bool dump = true);
+
+// The result a model child wrote, or nullopt when it wrote none (or an unreadable one).
+std::optional<TrialResult> read_result(const std::string& path);
+
+// InputError unless `path` exists, is not a folder and is readable; `what` names it ("model").
+void check_readable(const std::string& path, const char* what);
+
+// The last line of a child's stderr tail, for one-line error messages.
+std::string last_line(const std::string& tail);
+
+}  // namespace ra

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trial/worker.h"
+
+#include "audit/common/errors.h"
+#include "audit/common/paths.h"
+#include "audit/trial/runner.h"
+#include "audit/trial/trials.h"
+#include "reports/json_read.h"
+#include "reports/render.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace ra {
+
+void run_worker_service(const ScratchDir& scratch, const std::string& tag, const std::vector<std::string>& args,
+                        double timeout_s) {
+  ChildJob job;
+  job.argv = {worker_executable()};
+  job.argv.insert(job.argv.end(), args.begin(), args.end());
+  job.log_path = scratch.path() + "/" + tag + ".log";
+  job.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
+  const ChildOutcome out = run_children({job}, 1).front();
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == 0) return;
+  // The worker's own error line, without its "repro-audit: " prefix (the front adds it again).
+  std::string line = last_line(out.log_tail);
+  if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
+    throw UsageError(line);
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
+    throw InputError(line);
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
+    throw Interrupted();
+  const std::string how = out.kind == ChildOutcome::Kind::TimedOut  ? "timed out"
+                          : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
+                          : out.kind == ChildOutcome::Kind::SpawnFailed
+                              ? "could not be started"
+                              : fmt::format("exited with code {}", out.exit_code);
+  throw Error(ExitCode::Incomplete,
+              fmt::format("the worker ({}) {}{}", args.empty() ? "" : args.front(), how, line.empty() ? "" : ": " + line));
+}
+
+nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : requests) out.push_back({{"a", r.dump_a}, {"b", r.dump_b}, {"names", r.names}});
+  return out;
+}
+
+std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j) {
+  std::vector<StatsRequest> out;
+  for (const auto& r : j)
+    out.push_back({r.at("a").get<std::string>(), r.at("b").get<std::string>(), r.at("names").get<std::vector<std::string>>()});
+  return out;
+}
+
+nlohmann::json stats_answers_to_json(const std::vector<StatsAnswer>& answers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& a : answers) {
+    nlohmann::json one = nlohmann::json::array();
+    for (const auto& [name, s] : a) one.push_back({{"name", name}, {"stats", report::stats_to_json(s)}});
+    out.push_back(one);
+  }
+  return out;
+}
+
+std::vector<StatsAnswer> stats_answers_from_json(const nlohmann::json& j) {
+  std::vector<StatsAnswer> out;
+  for (const auto& one : j) {
+    StatsAnswer a;
+    for (const auto& e : one) a[e.at("name").get<std::string>()] = report::stats_from_json(nlohmann::ordered_json(e.at("stats")));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vector<StatsRequest>& requests,
+                                      double timeout_s) {
+  if (requests.empty()) return {};
+  static int calls = 0;
+  const std::string tag = fmt::format("stats{}", calls++);
+  const std::string request_path = scratch.path() + "/" + tag + ".request.json";
+  const std::string result_path = scratch.path() + "/" + tag + ".result.json";
+  std::string failure;
+  try {
+    write_file_atomic(request_path, stats_requests_to_json(requests).dump());
+    run_worker_service(scratch, tag, {"__stats", request_path, result_path}, timeout_s);
+    auto answers = stats_answers_from_json(nlohmann::json::parse(read_file(result_path, "statistics")));
+    if (answers.size() == requests.size()) return answers;
+    failure = "the worker answered a different number of requests";
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  std::vector<StatsAnswer> out;
+  for (const auto& r : requests) {
+    StatsAnswer a;
+    for (const auto& name : r.names) a[name].note = "statistics unavailable: " + failure;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+DiffFn worker_diff(const ScratchDir& scratch, double timeout_s) {
+  return [&scratch, timeout_s](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+    return worker_stats(scratch, {{a, b, names}}, timeout_s).front();
+  };
+}
+
+std::string BatchedDiff::key(const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+  std::string k = a + '\n' + b;
+  for (const auto& n : names) k += '\n' + n;
+  return k;
+}
+
+DiffFn BatchedDiff::collect() {
+  return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+    if (index_.emplace(key(a, b, names), requests_.size()).second) requests_.push_back({a, b, names});
+    return StatsAnswer{};
+  };
+}
+
+void BatchedDiff::resolve() { answers_ = worker_stats(scratch_, requests_, timeout_s_); }
+
+DiffFn BatchedDiff::answer() const {
+  return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+    const auto it = index_.find(key(a, b, names));
+    return it == index_.end() || it->second >= answers_.size() ? StatsAnswer{} : answers_[it->second];
+  };
+}
+
+}  // namespace ra

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// The worker's services to the front. The front (repro-audit) never links LibTorch; whatever
+// needs it runs in the worker executable (repro-audit-worker), started like any trial child: its
+// own process and process group, a log file, a timeout. Besides trials, the front asks it for:
+//   * divergence statistics of tensors whose digests differ (`__stats REQUEST RESULT`): the
+//     dumps are torch.save files, so the numbers are computed where torch is;
+//   * the probe catalogue (`__catalogue RESULT [LIBRARY...]`): the built-in probes and those of
+//     --load-library plugins, described in JSON (probes/probe_info.h).
+// A service that fails turns into the error the worker printed, with its exit code (2 usage,
+// 3 input), so that the user reads the same line as before the split.
+#pragma once
+
+#include "audit/common/files.h"
+#include "audit/trial/analysis.h"
+#include "reports/model.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// Runs `repro-audit-worker ARGS...` (tagged `tag` in the scratch folder) and waits for it. On a
+// nonzero exit, throws the worker's own one-line error as UsageError, InputError or (a crash or a
+// timeout) Error(Incomplete).
+void run_worker_service(const ScratchDir& scratch, const std::string& tag, const std::vector<std::string>& args,
+                        double timeout_s);
+
+struct StatsRequest {
+  std::string dump_a;
+  std::string dump_b;
+  std::vector<std::string> names;
+};
+using StatsAnswer = std::map<std::string, report::DivergenceStats>;
+
+// Divergence statistics for each request, in one worker. A request the worker could not answer
+// (the worker failed, a dump is unreadable) gets a note per name, never an exception.
+std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vector<StatsRequest>& requests,
+                                      double timeout_s);
+
+// A DiffFn (audit/trial/analysis.h) that asks the worker, one worker per call: for the few calls
+// of a traced run.
+DiffFn worker_diff(const ScratchDir& scratch, double timeout_s);
+
+// Statistics for many comparisons in one worker. Analysis code is pure, so it runs twice: first
+// with collect(), which records what is asked and answers nothing, then, after resolve() has
+// asked the worker once for everything, with answer().
+class BatchedDiff {
+ public:
+  BatchedDiff(const ScratchDir& scratch, double timeout_s) : scratch_(scratch), timeout_s_(timeout_s) {}
+  DiffFn collect();
+  void resolve();
+  DiffFn answer() const;
+
+ private:
+  static std::string key(const std::string& a, const std::string& b, const std::vector<std::string>& names);
+  const ScratchDir& scratch_;
+  double timeout_s_;
+  std::vector<StatsRequest> requests_;
+  std::map<std::string, size_t> index_;
+  std::vector<StatsAnswer> answers_;
+};
+
+// Request and answer files of `__stats` (the worker side reads and writes the same format).
+nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests);
+std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j);
+nlohmann::json stats_answers_to_json(const std::vector<StatsAnswer>& answers);
+std::vector<StatsAnswer> stats_answers_from_json(const nlohmann::json& j);
+
+}  // namespace ra

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// The worker's hidden services, each started by the front as a child process:
+//   __child SPEC RESULT        one trial (or a probe child, or a preflight): reads a trial spec,
+//                              runs it, writes the result atomically; the front treats a missing
+//                              result as a crash.
+//   __stats REQUEST RESULT     divergence statistics between dumps (audit/trial/worker.h).
+//   __catalogue RESULT [LIB...]  the probes, built in and from plugins, as JSON.
+#include "audit/child/child.h"
+#include "audit/child/probe_child.h"
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
+#include "audit/digest/tensor_stats.h"
+#include "audit/trial/worker.h"
+#include "cli/worker/commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace ra::cli::worker {
+
+Action attach_child(CLI::App& sub, const GlobalOptions&) {
+  auto paths = std::make_shared<std::pair<std::string, std::string>>();
+  sub.add_option("spec", paths->first, "trial spec (JSON)")->required();
+  sub.add_option("result", paths->second, "where to write the result (JSON)")->required();
+  return [paths] {
+    TrialSpec spec;
+    try {
+      spec = trial_spec_from_json(nlohmann::json::parse(read_file(paths->first, "trial spec")));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(std::string("malformed trial spec: ") + e.what());
+    }
+    if (spec.task == ChildTask::Probes || (spec.task == ChildTask::Preflight && spec.model.empty()))
+      return run_probe_child(spec, paths->second);
+    const TrialResult result = run_child(spec);
+    write_file_atomic(paths->second, to_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    return 0;
+  };
+}
+
+Action attach_stats(CLI::App& sub, const GlobalOptions&) {
+  auto paths = std::make_shared<std::pair<std::string, std::string>>();
+  sub.add_option("request", paths->first, "requests (JSON)")->required();
+  sub.add_option("result", paths->second, "where to write the answers (JSON)")->required();
+  return [paths] {
+    std::vector<StatsRequest> requests;
+    try {
+      requests = stats_requests_from_json(nlohmann::json::parse(read_file(paths->first, "statistics request")));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(std::string("malformed statistics request: ") + e.what());
+    }
+    std::vector<StatsAnswer> answers;
+    for (const auto& r : requests) answers.push_back(dump_differences(r.dump_a, r.dump_b, r.names));
+    write_file_atomic(paths->second, stats_answers_to_json(answers).dump());
+    return 0;
+  };
+}
+
+Action attach_catalogue(CLI::App& sub, const GlobalOptions&) {
+  auto a = std::make_shared<std::pair<std::string, std::vector<std::string>>>();
+  sub.add_option("result", a->first, "where to write the catalogue (JSON)")->required();
+  sub.add_option("libraries", a->second, "--load-library plugins");
+  return [a] {
+    write_probe_catalogue(a->first, a->second);
+    return 0;
+  };
+}
+
+}  // namespace ra::cli::worker

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/worker/commands.h"
+
+namespace ra::cli::worker {
+namespace {
+
+const Command kWorkerCommands[] = {
+    {"env", "the environment fingerprint", false, attach_env},
+    {"lint", "static scan of a TorchScript model's graph", false, attach_lint},
+    {"diff", "bitwise diff of two torch.save files", false, attach_diff},
+    {"__child", "run one trial, probe child or preflight", true, attach_child},
+    {"__stats", "divergence statistics between dumps", true, attach_stats},
+    {"__catalogue", "the probe catalogue", true, attach_catalogue},
+};
+
+}  // namespace
+
+std::span<const Command> commands() { return kWorkerCommands; }
+
+}  // namespace ra::cli::worker

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// `lint` in the worker: the model's graphs are read with LibTorch (audit/knowledge/lint.h).
+#include "audit/common/files.h"
+#include "audit/knowledge/knowledge.h"
+#include "audit/knowledge/lint.h"
+#include "cli/common.h"
+#include "cli/worker/commands.h"
+#include "cli/worker_commands.h"
+#include "reports/lint.h"
+
+#include <cstdio>
+#include <memory>
+
+namespace ra::cli::worker {
+namespace {
+
+int execute(const LintArgs& a) {
+  const std::string type = device_type(a.device);
+  if (!a.report.empty()) check_writable_target(a.report);
+  const AllowlistOption allow = load_allowlist_option(a.allowlist);
+  const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
+  const KnowledgeBase kb = load_knowledge(knowledge);
+  LintResult result = lint_model(a.model, type, kb, a.libraries);
+  result.device = a.device;
+  result.knowledge_path = knowledge;
+  if (allow.list) apply_allowlist(result, *allow.list, allow.today);
+  // The report is complete before anything is written: no half report on any error above.
+  if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
+  const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result);
+  std::fputs(out.c_str(), stdout);
+  return result.exit_code;
+}
+
+}  // namespace
+
+Action attach_lint(CLI::App& sub, const GlobalOptions&) {
+  auto a = std::make_shared<LintArgs>();
+  add_lint_options(sub, *a);
+  return [a] { return execute(*a); };
+}
+
+}  // namespace ra::cli::worker

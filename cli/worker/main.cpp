@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// repro-audit-worker: the half of the tool that links LibTorch (see CMakeLists.txt). It loads
+// LibTorch's CUDA half only for work that asks for a CUDA device, before anything could ask torch
+// whether CUDA exists (audit/runtime/cuda_loader.h).
+#include "audit/runtime/library_error.h"
+#include "audit/runtime/cuda_loader.h"
+#include "cli/app.h"
+#include "cli/worker/commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+// Whether this command needs LibTorch's CUDA half: `env` (it lists the GPUs), and a `__child`
+// whose spec names a CUDA device or is a preflight (the preflight records the fingerprint).
+// REPRO_AUDIT_LOAD_CUDA=1 loads it for any command (repro-audit-bench compares both).
+bool needs_cuda(int argc, char** argv) {
+  if (const char* force = std::getenv("REPRO_AUDIT_LOAD_CUDA"); force && std::string(force) == "1") return true;
+  int i = 1;
+  while (i < argc && argv[i][0] == '-') ++i;  // global flags: -v, -q
+  if (i >= argc) return false;
+  const std::string command = argv[i];
+  if (command == "env") return true;
+  if (command != "__child" || i + 1 >= argc) return false;
+  std::ifstream in(argv[i + 1]);
+  const auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return false;  // the command itself reports the malformed spec
+  const auto device = spec.value("device", std::string());
+  return device.rfind("cuda", 0) == 0 || spec.value("task", std::string()) == "preflight";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (needs_cuda(argc, argv)) ra::load_cuda();
+  return ra::cli::run(argc, argv, ra::cli::Program{ra::cli::worker::commands(), ra::library_error_text});
+}

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// The subcommands the worker runs for the user (env, lint, diff): their options, registered by the
+// front for parsing and by the worker for running (cli/worker/), so both read a command line alike.
+#pragma once
+
+#include "cli/commands.h"
+
+#include <string>
+#include <vector>
+
+namespace ra::cli {
+
+struct EnvArgs {
+  bool json = false;
+};
+void add_env_options(CLI::App& sub, EnvArgs& a);
+
+struct LintArgs {
+  std::string model;
+  std::string device = "cpu";
+  std::string report;
+  std::string knowledge;
+  bool json = false;
+  std::vector<std::string> libraries;
+  std::string allowlist;
+};
+void add_lint_options(CLI::App& sub, LintArgs& a);
+
+struct DiffArgs {
+  std::string a;
+  std::string b;
+  std::string report;
+  bool json = false;
+};
+void add_diff_options(CLI::App& sub, DiffArgs& a);
+
+}  // namespace ra::cli

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+# How a target that needs LibTorch is built. Two things make this file worth its own concern:
+#   * Speed. A translation unit that includes LibTorch's headers spends 40 to 130 s of a 2-core
+#     machine parsing them. Every torch target reuses one precompiled header (ra_torch_pch), so
+#     the headers are parsed once per build, not once per file.
+#   * What gets loaded. torch's own `torch` target links libtorch.so, which pulls libtorch_cuda.so
+#     and with it cuBLAS, cuDNN, NCCL ... into every process, about half a second of start-up for
+#     a CPU trial. Our torch targets link libtorch_cpu and libc10 only; the worker loads the CUDA
+#     half with dlopen when a CUDA device is asked for (audit/runtime/cuda_loader.h).
+# Torch-free targets never call these functions, so a torch include there fails to compile.
+
+# The compile-side usage requirements of torch (include folders, definitions, options), without
+# its link line.
+add_library(ra_torch_headers INTERFACE)
+target_include_directories(ra_torch_headers SYSTEM INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_INCLUDE_DIRECTORIES>)
+target_compile_definitions(ra_torch_headers INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_COMPILE_DEFINITIONS>)
+target_compile_options(ra_torch_headers INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_COMPILE_OPTIONS>)
+
+
+# The shared precompiled header.
+set(RA_TORCH_PCH_HEADERS <torch/script.h> <ATen/ATen.h> <ATen/record_function.h>
+    <torch/csrc/jit/serialization/pickle.h>)
+add_library(ra_torch_pch STATIC ${CMAKE_CURRENT_LIST_DIR}/torch_pch.cpp)
+target_link_libraries(ra_torch_pch PRIVATE ra_torch_headers torch_cpu c10 ra_warnings)
+target_precompile_headers(ra_torch_pch PRIVATE ${RA_TORCH_PCH_HEADERS})
+
+# ra_torch_target(TARGET): TARGET compiles against LibTorch's headers with the shared precompiled
+# header and links its CPU half. Only the link passes on to TARGET's users: a torch-free file that
+# links a torch library (the worker's command line) does not see LibTorch's headers, so it keeps
+# the cheaper torch-free precompiled header and Debian's fmt.
+function(ra_torch_target target)
+  target_link_libraries(${target} PRIVATE ra_torch_headers PUBLIC $<LINK_ONLY:torch_cpu> $<LINK_ONLY:c10>)
+  target_precompile_headers(${target} REUSE_FROM ra_torch_pch)
+  set_property(TARGET ${target} PROPERTY BUILD_RPATH "${RA_TORCH_LIBRARY_DIR}")
+endfunction()

@@ -1,0 +1,2 @@
+// SPDX-License-Identifier: Apache-2.0
+// The translation unit that builds the shared LibTorch precompiled header (cmake/TorchTargets.cmake).
