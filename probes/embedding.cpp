@@ -21,7 +21,7 @@
 namespace ra::probes {
 namespace {
 
-constexpr const char* kFamily = "embedding";
+constexpr const char* kEmbeddingFamily = "embedding";
 
 // A lookup of `n` indices (CPU: `n / 16`) from a 64-row table, as [n / 64, 64] token ids.
 ProbeFn embedding(int64_t n) {
@@ -53,35 +53,35 @@ void register_embedding(ProbeList& out) {
   const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
   const Direction backward = Direction::Backward;
   add({.name = "embedding.backward",
-       .family = kFamily,
+       .family = kEmbeddingFamily,
        .op = "aten::embedding",
        .direction = backward,
        .kb = "",
        .form = "float32 table 64x64 (CPU 64x16), 64Ki (CPU 4Ki) indices: CUDA's sorted path; gradient of weight"},
       embedding(65536));
   add({.name = "embedding.backward.few-indices",
-       .family = kFamily,
+       .family = kEmbeddingFamily,
        .op = "aten::embedding",
        .direction = backward,
        .kb = "",
        .form = "float32 table 64x64 (CPU 64x16), 2Ki (CPU 128) indices: CUDA's small-batch kernel; gradient of weight"},
       embedding(2048));
   add({.name = "embedding_bag.sum.backward",
-       .family = kFamily,
+       .family = kEmbeddingFamily,
        .op = "aten::embedding_bag",
        .direction = backward,
        .kb = "",
        .form = "float32 table 64 rows, 8Ki (CPU 256) bags of 16, mode sum; gradient of weight"},
       embedding_bag(0, 64));
   add({.name = "embedding_bag.mean.backward",
-       .family = kFamily,
+       .family = kEmbeddingFamily,
        .op = "aten::embedding_bag",
        .direction = backward,
        .kb = "",
        .form = "float32 table 64 rows, 8Ki (CPU 256) bags of 16, mode mean; gradient of weight"},
       embedding_bag(1, 64));
   add({.name = "embedding_bag.max.backward",
-       .family = kFamily,
+       .family = kEmbeddingFamily,
        .op = "aten::embedding_bag",
        .direction = backward,
        .kb = "embedding_bag.max.backward.cuda",

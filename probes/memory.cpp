@@ -19,7 +19,7 @@
 namespace ra::probes {
 namespace {
 
-constexpr const char* kFamily = "memory";
+constexpr const char* kMemoryFamily = "memory";
 constexpr int64_t kFreshBytes = 34LL << 20;  // above glibc's DEFAULT_MMAP_THRESHOLD_MAX (32 MiB)
 constexpr int64_t kRecorded = 1 << 16;       // elements read back from the start of the block
 
@@ -40,7 +40,7 @@ void resize_quantized(ProbeContext& ctx) {
 void register_memory(ProbeList& out) {
   out.push_back(
       make_probe({.name = "empty.uninitialized",
-                  .family = kFamily,
+                  .family = kMemoryFamily,
                   .op = "aten::empty",
                   .kb = "empty.uninitialized",
                   .form = "float32 torch.empty of 34 MiB (a fresh block); the bits of its first 64Ki elements"},
@@ -48,7 +48,7 @@ void register_memory(ProbeList& out) {
   // Quantized tensors are CPU tensors here: resize_ has no QuantizedCUDA kernel.
   out.push_back(
       make_probe({.name = "resize.quantized",
-                  .family = kFamily,
+                  .family = kMemoryFamily,
                   .op = "aten::resize_",
                   .cuda = false,
                   .kb = "resize.quantized",

@@ -27,7 +27,7 @@
 namespace ra::probes {
 namespace {
 
-constexpr const char* kFamily = "reductions";
+constexpr const char* kReductionsFamily = "reductions";
 
 int64_t pick(const ProbeContext& ctx, int64_t cpu, int64_t cuda) { return ctx.cuda() ? cuda : cpu; }
 int64_t bin_inputs(const ProbeContext& ctx) { return pick(ctx, 1 << 16, 1 << 22); }
@@ -95,44 +95,44 @@ void sum_along_dims(ProbeContext& ctx) {
 void register_reductions(ProbeList& out) {
   const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
   add({.name = "histc",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::histc",
        .kb = "histc.cuda",
        .form = "float32 N(0,1), 4Mi (CPU 64Ki) elements into 64 bins over [-3, 3]"},
       histc);
   add({.name = "bincount.weights",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::bincount",
        .kb = "bincount.weights.cuda",
        .form = "4Mi (CPU 64Ki) int64 values in [0, 64) with float32 N(0,1) weights"},
       bincount_weights);
   add({.name = "bincount.unweighted-control",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::bincount",
        .kb = "",
        .role = Role::Control,
        .form = "4Mi (CPU 64Ki) int64 values in [0, 64), no weights: integer counts"},
       bincount_unweighted);
   add({.name = "median.indices",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::median",
        .kb = "median.indices.cuda",
        .form = "float32 8Ki (CPU 64) rows of 1Ki values in {0..3}, median along dim 1 with indices"},
       median_indices);
   add({.name = "kthvalue.indices",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::kthvalue",
        .kb = "",
        .form = "float32 8Ki (CPU 64) rows of 1Ki values in {0..3}, k = 300 along dim 1 with indices"},
       kthvalue_indices);
   add({.name = "cumsum",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::cumsum",
        .kb = "cumsum.cuda",
        .form = "float32 N(0,1), 1-D, 16Mi (CPU 64Ki) elements: one device-wide scan"},
       cumsum_float);
   add({.name = "cumsum.int-control",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::cumsum",
        .kb = "",
        .role = Role::Control,
@@ -140,21 +140,21 @@ void register_reductions(ProbeList& out) {
       cumsum_int);
   // On the CPU only: a CUDA reduction's tree does not depend on the host's thread count.
   add({.name = "sum.threads",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::sum",
        .cuda = false,
        .kb = "cpu.reduction.threads",
        .form = "float32 N(0,1), 16 full sums of 64Ki contiguous elements each"},
       sum_rows_whole);
   add({.name = "dot.threads",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::dot",
        .cuda = false,
        .kb = "cpu.reduction.threads",
        .form = "float32 N(0,1), 8 dot products of 64Ki-element vectors"},
       dot_rows);
   add({.name = "sum.dim.threads-control",
-       .family = kFamily,
+       .family = kReductionsFamily,
        .op = "aten::sum",
        .cuda = false,
        .kb = "",

@@ -27,7 +27,7 @@
 namespace ra::probes {
 namespace {
 
-constexpr const char* kFamily = "scatter-index";
+constexpr const char* kScatterIndexFamily = "scatter-index";
 using IndexList = c10::List<std::optional<at::Tensor>>;
 
 // Row form: `updates` source rows of `width` columns land on `rows` target rows along dim 0.
@@ -183,39 +183,39 @@ void register_scatter_index(ProbeList& out) {
   const char* elementwise = "float32 [64Ki, 64] source (CPU [4Ki, 16]), every element sent to one of 64 rows";
 
   add({.name = "index_add",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index_add",
        .kb = "index_add.cuda",
        .form = std::string(rows) + ", duplicate indices"},
       index_add);
   add({.name = "index_add.unique-control",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index_add",
        .kb = "",
        .role = Role::Control,
        .form = "float32, dim 0, a permutation index: one add per element"},
       index_add_unique);
   add({.name = "index_put.accumulate",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index_put",
        .kb = "index_put.accumulate.cpu",
        .form = std::string(rows) + ", x[idx] += v (accumulate=True), duplicate rows"},
       index_put_accumulate);
   add({.name = "index_put.accumulate.unique-control",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index_put",
        .kb = "",
        .role = Role::Control,
        .form = "float32, accumulate=True, a permutation row index"},
       index_put_accumulate_unique);
   add({.name = "index_put",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index_put",
        .kb = "index_put.no_accumulate",
        .form = std::string(flat) + ", x[i, j] = v (accumulate=False), duplicate (i, j)"},
       index_put_overwrite);
   add({.name = "getitem.backward",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index",
        .direction = Direction::Backward,
        .kb = "getitem.backward.cpu",
@@ -224,98 +224,98 @@ void register_scatter_index(ProbeList& out) {
   // accumulate=True has one documentation row per device (a deterministic alternative on the CPU,
   // an error on CUDA), hence one probe per device.
   add({.name = "put.accumulate.cpu",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::put",
        .cuda = false,
        .kb = "put.accumulate.cpu",
        .form = "float32 32x32, put_ accumulate=True, 16Ki flat indices with duplicates"},
       put(true));
   add({.name = "put.accumulate.cuda",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::put",
        .cpu = false,
        .kb = "put.accumulate.cuda",
        .form = "float32 64x64, put_ accumulate=True, 1Mi flat indices (256 adds per element)"},
       put(true));
   add({.name = "put",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::put",
        .kb = "put.no_accumulate",
        .form = std::string(flat) + ", put_ accumulate=False, duplicate indices"},
       put(false));
   add({.name = "scatter_add",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter_add",
        .kb = "scatter_add.cuda",
        .form = std::string(elementwise) + ", dim 0"},
       scatter_add);
   add({.name = "scatter_add.unique-control",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter_add",
        .kb = "",
        .role = Role::Control,
        .form = "float32, dim 0, a permutation of rows: one add per element"},
       scatter_add_unique);
   add({.name = "scatter_add.int-control",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter_add",
        .kb = "",
        .role = Role::Control,
        .form = "int64, duplicates as scatter_add: integer atomics commute"},
       scatter_add_int);
   add({.name = "scatter",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter",
        .kb = "scatter.src.cuda",
        .form = std::string(elementwise) + ", src tensor: the last write wins"},
       scatter_src);
   add({.name = "scatter_reduce.sum",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "scatter_reduce.sum_mean.cuda",
        .form = std::string(elementwise) + ", reduce=sum, include_self"},
       scatter_reduce("sum"));
   add({.name = "scatter_reduce.mean",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "scatter_reduce.sum_mean.cuda",
        .form = std::string(elementwise) + ", reduce=mean, include_self"},
       scatter_reduce("mean"));
   add({.name = "scatter_reduce.prod",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "scatter_reduce.prod.cuda",
        .form = std::string(elementwise) + ", values 1 + 0.01 N(0,1), reduce=prod, include_self"},
       scatter_reduce("prod"));
   add({.name = "scatter_reduce.amax-control",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "",
        .role = Role::Control,
        .form = std::string(elementwise) + ", reduce=amax: exact in any order"},
       scatter_reduce("amax"));
   add({.name = "index_copy",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index_copy",
        .kb = "index_copy",
        .form = std::string(rows) + ", duplicate indices: the last copy wins"},
       index_copy);
   add({.name = "gather.backward",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::gather",
        .direction = Direction::Backward,
        .kb = "gather.backward.cuda",
        .form = std::string(elementwise) + " (gathered); gradient of the 64-row input"},
       gather_backward);
   add({.name = "index_select.backward",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::index_select",
        .direction = Direction::Backward,
        .kb = "index_select.backward.cuda",
        .form = std::string(rows) + " (selected); gradient of the 64-row input, an index_add"},
       index_select_backward);
   add({.name = "repeat_interleave.backward",
-       .family = kFamily,
+       .family = kScatterIndexFamily,
        .op = "aten::repeat_interleave",
        .direction = Direction::Backward,
        .kb = "repeat_interleave.backward.cuda",

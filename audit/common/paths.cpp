@@ -21,7 +21,10 @@ std::string self_executable() {
 }
 
 std::string worker_executable() {
-  if (const char* env = std::getenv("REPRO_AUDIT_WORKER"); env && *env) return env;
+  if (const char* env = std::getenv("REPRO_AUDIT_WORKER"); env && *env) {
+    if (::access(env, X_OK) == 0) return env;
+    throw InputError(fmt::format("REPRO_AUDIT_WORKER='{}' is not an executable file", env));
+  }
   const fs::path dir = fs::path(self_executable()).parent_path();
   const fs::path candidates[] = {dir / "repro-audit-worker",
                                  dir.parent_path() / "libexec" / "repro-audit" / "repro-audit-worker"};
