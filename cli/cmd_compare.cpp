@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit compare A B`: B's results judged against A as the baseline, as `run --baseline A`
-// would judge a fresh run (audit/baseline.h). A and B are each a baseline (--save-baseline) or a
+// would judge a fresh run (audit/baseline/baseline.h). A and B are each a baseline (--save-baseline) or a
 // JSON report (--report). The output is B's report with its baseline section, through the same
 // renderers as run and probes: the text summary (or --json), --report, --junit, --markdown, --html.
 // Exit 0 when every compared result matches or is explained by an environment change, 1 for a

@@ -64,7 +64,7 @@ void add_allowlist_option(CLI::App& sub, std::string& path);
 // --baseline, read and checked before any work (nullopt without the option); InputError for a
 // file that is missing, not JSON, or not a baseline or report this version reads. The session's
 // check_targets is set to check, after the preflight and before any trial, that the baseline was
-// made from the same targets (audit/baseline.h).
+// made from the same targets (audit/baseline/baseline.h).
 std::optional<Baseline> load_baseline_option(const std::string& path, SessionOptions& session);
 
 // Applies the allowlist and the baseline (if any), writes the JSON, JUnit, Markdown and HTML reports

@@ -13,3 +13,11 @@ target_precompile_headers(ra_plain_pch PRIVATE <nlohmann/json.hpp> <fmt/format.h
 function(ra_plain_target target)
   target_precompile_headers(${target} REUSE_FROM ra_plain_pch)
 endfunction()
+
+# ra_unity(TARGET...): each TARGET's files compile as one translation unit (CMake's unity build).
+# Most of a file's compile time here is instantiating the templates of the headers it shares with
+# its neighbours (LibTorch's, json's, fmt's, CLI11's); one unit per library does that once. Only
+# for libraries whose files share no file-local names (a clash is a compile error, not a bug).
+function(ra_unity)
+  set_target_properties(${ARGN} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+endfunction()

@@ -24,14 +24,6 @@ add_library(ra_torch_pch STATIC ${CMAKE_CURRENT_LIST_DIR}/torch_pch.cpp)
 target_link_libraries(ra_torch_pch PRIVATE ra_torch_headers torch_cpu c10 ra_warnings)
 target_precompile_headers(ra_torch_pch PRIVATE ${RA_TORCH_PCH_HEADERS})
 
-# ra_torch_unity(TARGET...): TARGET's files compile as one translation unit (CMake's unity build).
-# With LibTorch's headers precompiled, most of a torch file's compile time is instantiating the
-# templates those headers leave pending, again for every file; one unit per library does it
-# once. Only for libraries whose files share no file-local names.
-function(ra_torch_unity)
-  set_target_properties(${ARGN} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
-endfunction()
-
 # ra_torch_target(TARGET): TARGET compiles against LibTorch's headers with the shared precompiled
 # header and links its CPU half. Only the link passes on to TARGET's users: a torch-free file that
 # links a torch library (the worker's command line) does not see LibTorch's headers, so it keeps

@@ -75,7 +75,7 @@ struct Trial {
   double startup_ms = 0;    // process start to the first model op
 };
 
-// What `run --trace` found in a configuration (audit/trace_align.h): the first op of each diverging
+// What `run --trace` found in a configuration (audit/trace/trace_align.h): the first op of each diverging
 // run whose inputs matched the reference run and whose outputs did not, and where the op streams
 // themselves differ. Positions are `order` values in the reference run's trace.
 struct RootCause {
@@ -126,7 +126,7 @@ struct TraceSummary {
   std::vector<StructuralSplit> splits;   // in reference order
 };
 
-// One configuration the fix search tried (audit/fix_search.h).
+// One configuration the fix search tried (audit/trace/fix_search.h).
 struct FixCandidate {
   std::vector<std::pair<std::string, std::string>> toggles;  // switch key -> value, applied to the failing config
   std::string config;         // as --configs spells it: "default+threads=1"
@@ -160,7 +160,7 @@ struct FixSearch {
   std::optional<double> baseline_median_ms;  // timing
 };
 
-// The allowlist entry that accepted a finding (audit/allowlist.h): its 0-based index, its reason,
+// The allowlist entry that accepted a finding (audit/baseline/allowlist.h): its 0-based index, its reason,
 // and its expiry date ("" when none).
 struct AllowedBy {
   int entry = 0;
@@ -220,7 +220,7 @@ struct Census {
 };
 
 // Restart-replay (`run --replay`): train K/2 steps, checkpoint, resume in a fresh process, and
-// compare with the uninterrupted K-step run of the same configuration (audit/replay.h).
+// compare with the uninterrupted K-step run of the same configuration (audit/train/replay.h).
 enum class ReplayVerdict { Reproducible, Diverged, Inconclusive, Crashed };
 const char* to_string(ReplayVerdict v);
 
@@ -251,7 +251,7 @@ struct Target {
   std::string name;    // model file name, or probe name
   std::string kind;    // "model" or "probe"
   std::string path;
-  // Content identities, which `--baseline` and `compare` check (audit/baseline.h): a model's is the
+  // Content identities, which `--baseline` and `compare` check (audit/baseline/baseline.h): a model's is the
   // digest of its TorchScript archive's bytes, a probe's that of its name and form; input_digest is
   // the digest of the --input file's bytes ("" for synthetic inputs and probes). "" when unknown
   // (reports written before these were recorded).
@@ -272,7 +272,7 @@ struct Target {
 };
 
 // The comparison with a baseline (`--baseline FILE` on run and probes, `repro-audit compare A B`;
-// audit/baseline.h opens with the essay): what changed in the environment, and for each target x
+// audit/baseline/baseline.h opens with the essay): what changed in the environment, and for each target x
 // configuration whether the results still match the baseline's.
 enum class BaselineStatus {
   Match,             // the same reference digests

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The child side of a trial (`repro-audit __child SPEC RESULT`).
+// child/ (worker): the worker's entry points: the trial child and the probe child.
+// The child side of a trial (`repro-audit-worker __child SPEC RESULT`).
 #pragma once
 
 #include "audit/trial/trial_spec.h"

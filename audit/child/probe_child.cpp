@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // One process, one configuration, many probes. The order of steps matches the model child
-// (audit/child.cpp): the configuration's switches are applied and read back before CUDA or any
+// (audit/child/child.cpp): the configuration's switches are applied and read back before CUDA or any
 // probe is touched, so ops that choose their path by the flags see them from the first call.
 // Then, for each probe:
 //   1. log "start" (flushed): if the process dies now, the parent knows which probe killed it;

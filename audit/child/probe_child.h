@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The child side of `repro-audit probes`: one process per configuration x repeat runs the probes
-// of the spec in turn and logs each result as a JSON line (audit/probe_protocol.h).
+// of the spec in turn and logs each result as a JSON line (audit/trial/probe_protocol.h).
 #pragma once
 
 #include "audit/trial/trial_spec.h"

@@ -10,7 +10,7 @@ namespace ra {
 // Reads a whole file; throws InputError naming `what` ("model", "report", ...) when it cannot.
 std::string read_file(const std::string& path, const std::string& what);
 
-// The digest of a file's bytes, read as a one-dimensional uint8 tensor (audit/digest_kernel.h),
+// The digest of a file's bytes, read as a one-dimensional uint8 tensor (audit/digest/digest_kernel.h),
 // streamed in chunks so that a model of gigabytes is not held in memory; throws InputError naming
 // `what` when the file cannot be read.
 std::string file_digest(const std::string& path, const std::string& what);

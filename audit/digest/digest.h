@@ -39,7 +39,7 @@ std::string digest(const at::Tensor& t);
 // non-CPU devices; tests use it on CPU as an independent reference for the vectorised kernel.
 std::string digest_generic(const at::Tensor& t);
 
-// For the tracer (audit/trace.h): the digest's lane sums of a CPU tensor, computed now; and, for a
+// For the tracer (audit/trace/tracer.h): the digest's lane sums of a CPU tensor, computed now; and, for a
 // tensor on any device, its lane sums written into `slot` (2 int64 elements on the same device)
 // with ATen operations queued on the device: nothing waits for it. digest_kernel::finish turns
 // lanes into the digest.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The digest's arithmetic, on raw words, without torch. See audit/digest.h for the design.
+// digest/: what identifies a tensor's bits (the digest) and how far two tensors are apart.
+// The digest's arithmetic, on raw words, without torch. See audit/digest/digest.h for the design.
 #pragma once
 
 #include <cstddef>
@@ -50,7 +51,7 @@ Lanes words8(const uint8_t* w, size_t n, uint64_t first);
 std::string finish(const Lanes& lanes, const std::string& dtype, const std::vector<int64_t>& shape);
 
 // The digest of `n` bytes read as a one-dimensional uint8 tensor (the digest of that tensor, on any
-// device): content identities such as a probe's (audit/files.h digests whole files the same way).
+// device): content identities such as a probe's (audit/common/files.h digests whole files the same way).
 std::string bytes_digest(const void* data, size_t n);
 
 }  // namespace ra::digest_kernel

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// knowledge/: the knowledge base of nondeterministic ops, lint, and probe findings against it.
 // The knowledge base: what PyTorch documents (and what is known beyond the documentation) about
 // nondeterministic ops, read from one data file in share/ (share/knowledge/ops.json). It drives
 // `lint`, the documented status that `probes --list` shows, and the comparison of measured

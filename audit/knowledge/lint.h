@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `lint`: a static scan of a TorchScript model's graphs against the knowledge base. Torch-free
-// header; the scan itself (audit/lint.cpp) explains its approach and its limits.
+// header; the scan itself (audit/knowledge/lint.cpp) explains its approach and its limits.
 #pragma once
 
 #include "audit/knowledge/knowledge.h"

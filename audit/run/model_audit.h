@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// run/: the audits end to end as the front runs them: `run` and `probes`.
 // `repro-audit run`: the parent side of an audit of one model.
 #pragma once
 
@@ -24,7 +25,7 @@ struct RunOptions : SessionOptions {
   int timed_runs = 5;                 // fix search: timed runs per timing child, after a warm-up run
   std::string optimizer = "sgd";  // train mode: sgd | adam
   double lr = 0.01;               // train mode: learning rate
-  bool replay = false;            // train mode: also run the restart-replay check (audit/replay.h)
+  bool replay = false;            // train mode: also run the restart-replay check (audit/train/replay.h)
   std::vector<std::string> replay_omit;  // state the replay's checkpoint leaves out: rng, optimizer
 };
 

@@ -2,14 +2,14 @@
 // The probe suite, parent side. Each configuration x repeat is one fresh child that runs every
 // selected probe in turn (audit/child/probe_child.cpp, in the worker): a process per probe would pay LibTorch's and
 // CUDA's start-up cost (about half a second) a few hundred times. Crash isolation is kept at the
-// probe level by the child's line log (audit/probe_protocol.h): when a child dies, the probe that
+// probe level by the child's line log (audit/trial/probe_protocol.h): when a child dies, the probe that
 // was running is charged with the crash or the timeout, and the probes after it run again in a
 // new child, in rounds, until every probe has a result.
 //
-// The analysis is the one `run` uses (audit/analysis.h), per probe: each probe becomes a target
+// The analysis is the one `run` uses (audit/trial/analysis.h), per probe: each probe becomes a target
 // whose trials are its entries in the children's logs. On top of that come the census (one more
 // child under det-warn collecting alerts) and the comparison with the knowledge base
-// (audit/probe_findings.h).
+// (audit/knowledge/probe_findings.h).
 #include "audit/run/probe_audit.h"
 
 #include "audit/trial/analysis.h"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What both kinds of trial child share (the model child, audit/child.cpp, and the probe child,
-// audit/probe_child.cpp): error texts, the first steps of a trial, and the recorder that digests
+// runtime/ (worker): what every worker process shares: devices, seeding, switches, the fingerprint, CUDA on demand.
+// What both kinds of trial child share (the model child, audit/child/child.cpp, and the probe child,
+// audit/child/probe_child.cpp): error texts, the first steps of a trial, and the recorder that digests
 // tensors and dumps CPU copies for the parent's divergence statistics.
 #pragma once
 

@@ -64,7 +64,7 @@ at::Tensor loss_of(const c10::IValue& out) {
 }
 
 // Train mode: K optimizer steps from `spec.optimizer`; a restart-replay child resumes from or saves
-// a checkpoint (audit/checkpoint.h). `state` receives the training-state digests when the spec asks.
+// a checkpoint (audit/train/checkpoint.h). `state` receives the training-state digests when the spec asks.
 void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in, Recorder& rec,
            std::vector<report::TensorDigest>& state) {
   module.train();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Both files are loaded whole on the CPU (torch.save files hold CPU or device tensors; pickle_load
 // maps everything to the CPU here) before anything is compared, so that bad input in either file
-// is reported before a line of output. Equality is decided by the digest (audit/digest.h), which
+// is reported before a line of output. Equality is decided by the digest (audit/digest/digest.h), which
 // sees every bit (-0.0, NaN payloads) and ignores strides; statistics, the costly part, are
 // computed only for entries whose digests differ with the same dtype and shape.
 #include "audit/tensor_io/diff.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit diff A B`: compares two torch.save files entry by entry. Torch-free header; the
-// implementation loads the files with torch (audit/tensor_file.h).
+// implementation loads the files with torch (audit/tensor_io/tensor_file.h).
 #pragma once
 
 #include "reports/diff.h"
@@ -12,9 +12,9 @@ namespace ra {
 // Name given to the tensor of a file that holds one bare tensor.
 inline constexpr const char* kBareTensorName = "<tensor>";
 
-// Loads both files (audit/tensor_file.h: InputError naming the file on bad input) and compares
+// Loads both files (audit/tensor_io/tensor_file.h: InputError naming the file on bad input) and compares
 // the entries of the union of their names, in name order: digests for bitwise equality, then dtype
-// and shape, and divergence statistics (audit/tensor_stats.h) for entries whose bits differ.
+// and shape, and divergence statistics (audit/digest/tensor_stats.h) for entries whose bits differ.
 // exit_code is 0 when both files hold the same names and every entry is identical, else 1.
 report::DiffReport diff_tensor_files(const std::string& a, const std::string& b);
 

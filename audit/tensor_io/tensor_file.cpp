@@ -53,7 +53,7 @@ c10::IValue load_torch_file(const std::string& path) {
   } catch (const std::exception&) {
     // LibTorch's unpickler reads only what LibTorch writes and a subset of Python's pickles: it
     // turns collections.OrderedDict into None, so Python's state_dict() files fail. Those are read
-    // by our own interpreter of the subset torch.save writes (audit/python_pickle.h), whose error
+    // by our own interpreter of the subset torch.save writes (audit/tensor_io/python_pickle.h), whose error
     // names the first thing it cannot read.
     return load_python_pickle(path, text);
   }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// tensor_io/ (worker): reading tensor and pickle files, and `diff`.
 // Tensors in `torch.save` files: reading the zip format that torch.save writes and flattening the
 // value it holds (a tensor, or tuples, lists and string-keyed dicts of them, nested) into named
 // tensors. Shared by the trial child (`--input` files, model outputs) and `repro-audit diff`.

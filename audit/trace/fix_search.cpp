@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// See audit/fix_search.h for the design.
+// See audit/trace/fix_search.h for the design.
 #include "audit/trace/fix_search.h"
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 // Fix search: the smallest set of switches that makes a diverging configuration reproducible, and
 // what it costs.
 //
-// The problem. A configuration diverged; its root causes are known (audit/trace_align.h). Users
+// The problem. A configuration diverged; its root causes are known (audit/trace/trace_align.h). Users
 // want the cheapest flags that make it reproducible, measured, not guessed: the documentation
 // says what a switch is meant to do, not whether it fixes this model on this machine, nor what it
 // costs here.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Trace files: how a trial child hands its op trace (audit/trace_record.h) to the parent.
+// Trace files: how a trial child hands its op trace (audit/trace/trace_record.h) to the parent.
 //
 // JSON lines, so a trace of 100k records is written and read one small object at a time:
 //   {"format":"repro-audit/trace","version":1,"device":"cuda:0","dropped":0,"capacity":..,
@@ -28,7 +28,7 @@ class TraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Writes `trace` atomically; throws ra::InputError (audit/errors.h) when the folder is not writable.
+// Writes `trace` atomically; throws ra::InputError (audit/common/errors.h) when the folder is not writable.
 void write_trace(const std::string& path, const Trace& trace);
 
 // Reads a trace written by write_trace; records come back sorted by `order`. Throws TraceError.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// trace/: op traces, their alignment and root cause, and the fix search.
 // What `run --trace` records in a trial child, without torch: the parent reads traces back, aligns
-// the op streams of repeated runs and names the root cause (audit/trace_align.h).
+// the op streams of repeated runs and names the root cause (audit/trace/trace_align.h).
 //
 // A record is one ATen op the model (or the train loop) called, or one autograd backward node,
 // with the digests of its tensor inputs (taken when it starts, so that an in-place op shows what it
@@ -19,7 +20,7 @@ namespace ra::trace {
 struct TensorRef {
   std::string dtype;           // "float32", ...; "" for an undefined (None) tensor
   std::vector<int64_t> shape;
-  std::string digest;          // 32 hex digits (audit/digest.h), "" for an undefined tensor
+  std::string digest;          // 32 hex digits (audit/digest/digest.h), "" for an undefined tensor
 };
 
 struct Record {

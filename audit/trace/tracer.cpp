@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// See audit/trace.h for the design.
+// See audit/trace/tracer.h for the design.
 #include "audit/trace/tracer.h"
 
 #include "audit/digest/digest.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The training state that restart-replay (audit/replay.h) checkpoints and restores, in one file
+// The training state that restart-replay (audit/train/replay.h) checkpoints and restores, in one file
 // written with torch::serialize::OutputArchive:
 //   model/param/I, model/buffer/I   the module's parameters and buffers, by position
 //                                   (named_parameters / named_buffers order, recursive);

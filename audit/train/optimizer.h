@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The optimizer of a train-mode trial: LibTorch's SGD or Adam over the model's floating-point
 // parameters, taken from the TorchScript module. Only optimizer.cpp includes the torch/optim
-// headers (slow to compile); the trial child (audit/child.cpp) and the checkpoint code
-// (audit/checkpoint.cpp) see this small interface.
+// headers (slow to compile); the trial child (audit/child/child.cpp) and the checkpoint code
+// (audit/train/checkpoint.cpp) see this small interface.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// train/: training: optimizers, checkpoints and the restart-replay.
 // Restart-replay (`run --mode train --steps K --replay`): does training that is stopped after K/2
 // steps, checkpointed, and resumed in a fresh process give the bits that an uninterrupted K-step
 // run gives?
@@ -13,7 +14,7 @@
 // reproducible (against a nondeterministic configuration a difference would prove nothing, so
 // without one the replay is inconclusive):
 //   - the checkpointing child trains K/2 steps (floor) and saves parameters, buffers, optimizer
-//     state and every default generator's state (audit/checkpoint.h), recording a digest of each;
+//     state and every default generator's state (audit/train/checkpoint.h), recording a digest of each;
 //   - the resumed child, a fresh process, loads the model, restores the checkpoint, records the
 //     digests of what it restored, and trains steps K/2+1 .. K, digesting as every trial does.
 // Every uninterrupted trial of the audit also records the digests of the same state after step

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// trial/: trial orchestration: configurations, the spec and result protocol, the process runner, verdicts.
 // The protocol between the parent and a trial child: the parent writes a TrialSpec as JSON, starts
-// `repro-audit __child SPEC RESULT` with the configuration's environment, and reads a TrialResult
+// `repro-audit-worker __child SPEC RESULT` with the configuration's environment, and reads a TrialResult
 // back from RESULT. A child that exits without writing a valid RESULT has crashed.
 #pragma once
 
@@ -31,10 +32,10 @@ double default_learning_rate(const std::string& optimizer);
 enum class ChildTask {
   Preflight,  // load model and inputs, run one forward, report the environment fingerprint
   Trial,      // apply the configuration, run, digest, dump
-  Probes,     // apply the configuration, run each probe of `probes` in turn (audit/probe_child.h)
+  Probes,     // apply the configuration, run each probe of `probes` in turn (audit/child/probe_child.h)
 };
 
-// Restart-replay (audit/replay.h): the checkpointing child saves after its last step, the resumed
+// Restart-replay (audit/train/replay.h): the checkpointing child saves after its last step, the resumed
 // child restores before its first.
 struct CheckpointTask {
   std::string save_path;    // after step `steps`, write the checkpoint here ("" = none)
@@ -60,7 +61,7 @@ struct TrialSpec {
   int repeat = 0;
   std::vector<std::string> probes;   // Probes: the probes to run, in order
   bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
-  std::string trace_path;            // Trial: record an op trace (audit/trace.h) and write it here ("" = no trace)
+  std::string trace_path;            // Trial: record an op trace (audit/trace/tracer.h) and write it here ("" = no trace)
   uint64_t trace_capacity = 0;       // Trial: tensor digests the trace may hold
   int64_t capture_order = -1;        // Trial with trace: keep the outputs of the record at this order...
   std::string capture_path;          // ...and write them here (a dump: "output/0", "output/1", ...)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Parent-side plumbing shared by `run` (audit/audit.cpp) and `probes` (audit/probe_audit.cpp):
+// Parent-side plumbing shared by `run` (audit/run/model_audit.cpp) and `probes` (audit/run/probe_audit.cpp):
 // writing a trial spec and turning it into a child job, reading results back, and the checks of
 // input paths made before any child starts.
 #pragma once
@@ -29,7 +29,7 @@ struct SessionOptions {
   bool progress = false;             // progress lines on stderr
   // Called after the preflight and before any trial, with the targets as the report will name them
   // (identity set, no results yet) and the configurations' names; throws to stop the audit
-  // (--baseline checks that the baseline was made from the same targets: audit/baseline.h).
+  // (--baseline checks that the baseline was made from the same targets: audit/baseline/baseline.h).
   std::function<void(const std::vector<report::Target>&, const std::vector<std::string>&)> check_targets;
 };
 

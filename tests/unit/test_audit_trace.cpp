@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The op tracer (audit/trace.h), in process on the CPU.
+// The op tracer (audit/trace/tracer.h), in process on the CPU.
 #include "audit/digest/digest.h"
 #include "audit/trace/tracer.h"
 
