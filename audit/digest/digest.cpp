@@ -25,7 +25,47 @@ at::Tensor prepare(const at::Tensor& t) {
 
 std::vector<int64_t> shape_of(const at::Tensor& t) { return t.sizes().vec(); }
 
-dk::Lanes cpu_lanes(const at::Tensor& flat) {
+// Elements per piece when a CPU digest reads a tensor in pieces: 64 MiB of copies at most.
+constexpr int64_t kPieceBytes = int64_t{64} << 20;
+
+void check_digestible(const at::Tensor& t) {
+  TORCH_CHECK(t.layout() == at::kStrided, "digest: only dense (strided) tensors are supported, got ", t.layout());
+  TORCH_CHECK(!t.is_quantized(), "digest: quantized tensors are not supported");
+}
+
+bool plain(const at::Tensor& t) { return t.is_contiguous() && !t.is_conj() && !t.is_neg(); }
+
+void pieces_of(const std::vector<at::Tensor>& ts, int64_t first, int64_t max_elems, const PieceFn& fn) {
+  const int64_t n = ts[0].numel();
+  if (n == 0) return;
+  const bool all_plain = std::all_of(ts.begin(), ts.end(), plain);
+  std::vector<at::Tensor> flat(ts.size());
+  if (all_plain || n <= max_elems) {
+    for (size_t i = 0; i < ts.size(); ++i) flat[i] = prepare(ts[i]);
+    for (int64_t lo = 0; lo < n; lo += max_elems) {
+      std::vector<at::Tensor> piece(ts.size());
+      for (size_t i = 0; i < ts.size(); ++i) piece[i] = flat[i].narrow(0, lo, std::min(max_elems, n - lo));
+      fn(piece, first + lo);
+    }
+    return;
+  }
+  const int64_t rows = ts[0].size(0), inner = n / rows;
+  if (inner > max_elems) {
+    std::vector<at::Tensor> row(ts.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (size_t i = 0; i < ts.size(); ++i) row[i] = ts[i].select(0, r);
+      pieces_of(row, first + r * inner, max_elems, fn);
+    }
+    return;
+  }
+  const int64_t step = std::max<int64_t>(1, max_elems / inner);
+  for (int64_t r = 0; r < rows; r += step) {
+    for (size_t i = 0; i < ts.size(); ++i) flat[i] = prepare(ts[i].narrow(0, r, std::min(step, rows - r)));
+    fn(flat, first + r * inner);
+  }
+}
+
+dk::Lanes cpu_lanes(const at::Tensor& flat, uint64_t first_word) {
   const size_t elem = flat.element_size();
   const auto* bytes = static_cast<const uint8_t*>(flat.const_data_ptr());
   const int64_t words = static_cast<int64_t>(elem >= 4 ? flat.numel() * (elem / 4) : flat.numel());
@@ -36,13 +76,14 @@ dk::Lanes cpu_lanes(const at::Tensor& flat) {
   at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const int64_t lo = c * kGrain, n = std::min(kGrain, words - lo);
+      const uint64_t at = first_word + static_cast<uint64_t>(lo);
       dk::Lanes l;
       if (elem >= 4)
-        l = dk::words32(reinterpret_cast<const uint32_t*>(bytes) + lo, static_cast<size_t>(n), static_cast<uint64_t>(lo));
+        l = dk::words32(reinterpret_cast<const uint32_t*>(bytes) + lo, static_cast<size_t>(n), at);
       else if (elem == 2)
-        l = dk::words16(reinterpret_cast<const uint16_t*>(bytes) + lo, static_cast<size_t>(n), static_cast<uint64_t>(lo));
+        l = dk::words16(reinterpret_cast<const uint16_t*>(bytes) + lo, static_cast<size_t>(n), at);
       else
-        l = dk::words8(bytes + lo, static_cast<size_t>(n), static_cast<uint64_t>(lo));
+        l = dk::words8(bytes + lo, static_cast<size_t>(n), at);
       partial[static_cast<size_t>(c)] = l;
     }
   });
@@ -86,10 +127,32 @@ std::string dtype_name(at::ScalarType type) {
   }
 }
 
+namespace {
+
+// The lanes of a CPU tensor, read piece by piece where it is not contiguous.
+dk::Lanes cpu_tensor_lanes(const at::Tensor& t) {
+  check_digestible(t);
+  if (plain(t)) return cpu_lanes(t.reshape({-1}), 0);
+  const int64_t elem = static_cast<int64_t>(t.element_size());
+  const uint64_t words_per_element = elem >= 4 ? static_cast<uint64_t>(elem / 4) : 1;
+  dk::Lanes lanes;
+  pieces_of({t}, 0, std::max<int64_t>(1, kPieceBytes / elem), [&](const std::vector<at::Tensor>& p, int64_t first) {
+    lanes += cpu_lanes(p[0], static_cast<uint64_t>(first) * words_per_element);
+  });
+  return lanes;
+}
+
+}  // namespace
+
+void for_each_piece(const std::vector<at::Tensor>& ts, int64_t max_elems, const PieceFn& fn) {
+  for (const auto& t : ts) check_digestible(t);
+  TORCH_INTERNAL_ASSERT(!ts.empty() && max_elems > 0);
+  pieces_of(ts, 0, max_elems, fn);
+}
+
 std::string digest(const at::Tensor& t) {
   if (!t.device().is_cpu()) return digest_generic(t);
-  const at::Tensor flat = prepare(t);
-  return dk::finish(cpu_lanes(flat), dtype_name(t.scalar_type()), shape_of(t));
+  return dk::finish(cpu_tensor_lanes(t), dtype_name(t.scalar_type()), shape_of(t));
 }
 
 namespace {
@@ -129,7 +192,7 @@ std::string digest_generic(const at::Tensor& t) {
   return dk::finish(lanes, dtype_name(t.scalar_type()), shape_of(t));
 }
 
-digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t) { return cpu_lanes(prepare(t)); }
+digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t) { return cpu_tensor_lanes(t); }
 
 void digest_lanes_into(const at::Tensor& t, at::Tensor& slot) { slot.copy_(generic_lanes(prepare(t)), /*non_blocking=*/true); }
 

@@ -18,7 +18,9 @@
 // are finished on the host together with the dtype name and the shape.
 //
 // The cost. On CPU the word loop is vectorised (32x32->64 multiplies) and split over intra-op
-// threads; a non-contiguous tensor is first made contiguous on its device. On other devices the
+// threads; a non-contiguous tensor on the CPU is read in bounded pieces (for_each_piece), so an
+// expanded view of a few stored elements never materialises whole; on other devices it is first
+// made contiguous on its device. On other devices the
 // same arithmetic runs as ATen int64 operations (exact, so bit-identical to the CPU kernel), in
 // bounded chunks; only the two lane sums travel to the host. bench/bench.cpp measures the ratio
 // to a plain copy of the same bytes.
@@ -28,9 +30,20 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace ra {
+
+// Calls `fn(pieces, first)` over consecutive pieces of the same-shaped tensors `ts`, in logical
+// (row-major) order: each piece flat and contiguous, with conj/neg views resolved, `first` the
+// logical index of its first element. Pieces hold at most `max_elems` elements (an innermost run
+// longer than that is cut too). A contiguous tensor's pieces are views of it; any other is copied
+// piece by piece, so memory stays bounded whatever a view claims.
+using PieceFn = std::function<void(const std::vector<at::Tensor>& pieces, int64_t first)>;
+void for_each_piece(const std::vector<at::Tensor>& ts, int64_t max_elems, const PieceFn& fn);
 
 // The digest of `t` on its own device.
 std::string digest(const at::Tensor& t);

@@ -17,6 +17,9 @@
 namespace ra {
 namespace {
 
+// Elements compared at a time: about 50 MiB of temporaries.
+constexpr int64_t kStatsPiece = int64_t{1} << 20;
+
 at::ScalarType bits_type(int64_t element_size) {
   switch (element_size) {
     case 1: return at::kByte;
@@ -47,22 +50,43 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
     s.note = fmt::format("shape differs: {} vs {}", fmt::join(a_in.sizes(), "x"), fmt::join(b_in.sizes(), "x"));
     return s;
   }
-  at::Tensor a = a_in.detach().to(at::kCPU).contiguous(), b = b_in.detach().to(at::kCPU).contiguous();
+  const at::Tensor a = a_in.detach().to(at::kCPU), b = b_in.detach().to(at::kCPU);
   const bool complex = a.is_complex();
-  if (complex) {
-    a = at::view_as_real(a);
-    b = at::view_as_real(b);
-  }
-  a = a.reshape({-1});
-  b = b.reshape({-1});
+  const bool floating = complex || at::isFloatingType(a.scalar_type());
   const int64_t per_element = complex ? 2 : 1;
   s.numel = a_in.numel();
-  const at::ScalarType bt = bits_type(a.element_size());
-  const at::Tensor differs = a.view(bt) != b.view(bt);
-  s.differing = differs.sum().item<int64_t>();
-  if (complex) s.differing = differs.view({-1, 2}).any(1).sum().item<int64_t>();
+  // Piece by piece, so that the temporaries (several 8-byte values per element) stay within a
+  // fixed budget however large the tensors, and an expanded view is never materialised whole.
+  bool any_finite = false;
+  double max_abs = 0, max_ulp = 0;
+  for_each_piece({a, b}, kStatsPiece, [&](const std::vector<at::Tensor>& piece, int64_t first) {
+    at::Tensor pa = piece[0], pb = piece[1];
+    if (complex) {
+      pa = at::view_as_real(pa).reshape({-1});
+      pb = at::view_as_real(pb).reshape({-1});
+    }
+    const at::ScalarType bt = bits_type(pa.element_size());
+    const at::Tensor differs = pa.view(bt) != pb.view(bt);
+    const int64_t n = (complex ? differs.view({-1, 2}).any(1) : differs).sum().item<int64_t>();
+    if (n == 0) return;
+    if (s.differing == 0) s.first_index = first + differs.to(at::kByte).argmax().item<int64_t>() / per_element;
+    s.differing += n;
+    if (floating) {
+      const at::Tensor a64 = pa.to(at::kDouble), b64 = pb.to(at::kDouble);
+      const at::Tensor finite = at::isfinite(a64).logical_and(at::isfinite(b64)).logical_and(differs);
+      s.nan_mismatches += differs.logical_and(at::isnan(a64).logical_or(at::isnan(b64))).sum().item<int64_t>();
+      if (!finite.any().item<bool>()) return;
+      const double abs = (a64 - b64).abs().masked_select(finite).max().item<double>();
+      const at::Tensor ulp = (ordered_bits(pa).to(at::kDouble) - ordered_bits(pb).to(at::kDouble)).abs();
+      const double ulps = ulp.masked_select(finite).max().item<double>();
+      max_abs = any_finite ? std::max(max_abs, abs) : abs;
+      max_ulp = any_finite ? std::max(max_ulp, ulps) : ulps;
+      any_finite = true;
+    } else {
+      max_abs = std::max(max_abs, (pa.to(at::kDouble) - pb.to(at::kDouble)).abs().max().item<double>());
+    }
+  });
   if (s.differing == 0) return s;
-  s.first_index = differs.to(at::kByte).argmax().item<int64_t>() / per_element;
   int64_t rest = s.first_index;
   s.first_index_nd.assign(a_in.dim(), 0);
   for (int64_t d = a_in.dim() - 1; d >= 0; --d) {
@@ -70,22 +94,12 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
     s.first_index_nd[d] = size == 0 ? 0 : rest % size;
     rest = size == 0 ? 0 : rest / size;
   }
-  if (at::isFloatingType(a.scalar_type())) {
-    const at::Tensor a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);
-    const at::Tensor finite = at::isfinite(a64).logical_and(at::isfinite(b64)).logical_and(differs);
-    s.nan_mismatches = differs.logical_and(at::isnan(a64).logical_or(at::isnan(b64))).sum().item<int64_t>();
-    if (finite.any().item<bool>()) {
-      s.max_abs_diff = (a64 - b64).abs().masked_select(finite).max().item<double>();
-      const at::Tensor ulp = (ordered_bits(a).to(at::kDouble) - ordered_bits(b).to(at::kDouble)).abs();
-      s.max_ulp = ulp.masked_select(finite).max().item<double>();
-    } else {
-      s.max_abs_diff = std::numeric_limits<double>::quiet_NaN();
-      s.max_ulp = std::numeric_limits<double>::quiet_NaN();
-    }
+  if (floating) {
+    s.max_abs_diff = any_finite ? max_abs : std::numeric_limits<double>::quiet_NaN();
+    s.max_ulp = any_finite ? max_ulp : std::numeric_limits<double>::quiet_NaN();
   } else {
-    const at::Tensor d = (a.to(at::kDouble) - b.to(at::kDouble)).abs();
-    s.max_abs_diff = d.max().item<double>();
-    s.max_ulp = s.max_abs_diff;
+    s.max_abs_diff = max_abs;
+    s.max_ulp = max_abs;
   }
   return s;
 }

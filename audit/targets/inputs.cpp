@@ -7,12 +7,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <fstream>
 #include <map>
 
 namespace ra::targets {
@@ -41,14 +39,11 @@ void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors
 Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
   Inputs in;
   if (!spec.input_file.empty()) {
-    std::ifstream f(spec.input_file, std::ios::binary);
-    if (!f) throw TrialInputError(fmt::format("input file '{}' cannot be read", spec.input_file));
-    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     c10::IValue value;
     try {
-      value = torch::jit::pickle_load(bytes);
-    } catch (const std::exception& e) {
-      throw TrialInputError(fmt::format("input file '{}' is not a torch.save file: {}", spec.input_file, error_text(e)));
+      value = load_torch_file(spec.input_file);
+    } catch (const InputError& e) {
+      throw TrialInputError(fmt::format("input {}", e.what()));
     }
     std::vector<std::pair<std::string, at::Tensor>> check;
     const std::string what = fmt::format("input file '{}'", spec.input_file);

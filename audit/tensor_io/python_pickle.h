@@ -1,29 +1,56 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reading what Python's torch.save writes when LibTorch's own unpickler cannot.
+// Reading what Python's torch.save writes, from files that may be hostile.
 //
-// LibTorch's unpickler knows collections.OrderedDict only as a tensor's (unused) backward hooks:
-// it turns one into None, so the most common torch.save file of all, `torch.save(model.
-// state_dict(), f)`, fails to load (SETITEMS on None, then the SETITEM and BUILD that restore the
-// dict's `_metadata`). This reader interprets the pickle of such a file with Python's semantics
-// for the subset torch.save writes for tensors and containers:
-//   - protocol 2 opcodes (and the protocol 4 framing, memo and short-string ones);
+// The problem. torch.save files come from colleagues, CI artifacts and downloads. LibTorch's own
+// unpickler trusts them: a tensor record may claim more elements than its storage holds (read past
+// the end as data), a string may claim gigabytes, containers may nest until the stack overflows. It
+// also knows collections.OrderedDict only as a tensor's backward hooks, so the most common file of
+// all, `torch.save(model.state_dict(), f)`, fails to load with it. repro-audit therefore reads every
+// torch.save file with this reader, never with LibTorch's unpickler.
+//
+// The approach. A small pickle machine interprets, with Python's semantics, the subset torch.save
+// and LibTorch's pickle_save write:
+//   - protocol 2 opcodes, and the protocol 4 framing, memo and short-string ones;
 //   - dict, collections.OrderedDict (its attribute state, `_metadata`, is dropped), list, tuple,
-//     str, int, float, bool, None;
+//     str, bytes, int, float, bool, None, and the list and type-tag helpers of torch.jit._pickle;
 //   - tensors rebuilt by torch._utils._rebuild_tensor_v2 (or _rebuild_tensor, _rebuild_parameter)
 //     over storages named by persistent ids ('storage', torch.<Type>Storage, key, location,
 //     numel), each read once from the archive's data/<key> record, so views share storage.
-// Anything else (another class, a sparse or quantized tensor, a big-endian archive) is an
-// InputError naming it. It never runs code from the file: globals are matched by name only.
+// It never runs code from the file: globals are matched by name only, and anything else (another
+// class, a sparse or quantized tensor, a big-endian archive) is an InputError naming it.
+//
+// What it checks, so that memory and time stay bounded by the file's real content:
+//   - every record's size against the file before it is read (a zip entry may claim gigabytes);
+//   - every storage's element count against its record, before anything is allocated;
+//   - every tensor's offset, sizes and strides against its storage (no negative values, no
+//     overflow, no element past the end), as torch.load's set_() does; a view may reach stored
+//     elements many times (expand), but not more than kMaxViewExcess elements beyond its storage;
+//   - string, frame and memo lengths against the pickle, the number of objects the pickle makes,
+//     and the nesting of containers (kMaxDepth; a container that holds itself is refused).
+// Containers live in an arena while the pickle runs, so a hostile nesting is measured, and
+// refused, without recursion; only a checked tree is turned into IValues. A tensor the file gets
+// wrong is reported with its key path ("layer1/weight") where the value is reachable.
 #pragma once
 
 #include <ATen/core/ivalue.h>
 
+#include <cstdint>
 #include <string>
 
 namespace ra {
 
-// The value in the torch.save zip archive `bytes` (read from `path`, named in errors). Throws
-// InputError when the archive or its pickle cannot be read.
+// Containers nested deeper than this are refused (state dicts nest a few levels).
+inline constexpr int kMaxDepth = 1000;
+// A tensor may have at most this many elements more than the storage it views.
+inline constexpr int64_t kMaxViewExcess = int64_t{1} << 30;
+// The most objects (values, containers, marks, memo entries) one pickle may make.
+inline constexpr int64_t kMaxPickleObjects = int64_t{1} << 22;
+
+// The value in the torch.save zip archive held in `bytes`, named `path` in errors. Throws
+// InputError when the archive or its pickle cannot be read or breaks a check above.
 c10::IValue load_python_pickle(const std::string& path, const std::string& bytes);
+
+// The same for the file at `path`, read record by record (the file is never held whole).
+c10::IValue load_python_pickle_file(const std::string& path);
 
 }  // namespace ra

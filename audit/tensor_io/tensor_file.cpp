@@ -6,11 +6,11 @@
 #include "audit/common/files.h"
 #include "audit/tensor_io/python_pickle.h"
 
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 namespace ra {
 namespace {
@@ -21,42 +21,61 @@ std::string child_name(const std::string& name, const std::string& part) {
 
 }  // namespace
 
-void flatten_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const std::string& what) {
-  if (v.isTensor()) {
-    out.emplace_back(name, v.toTensor());
-  } else if (v.isTuple()) {
-    const auto& elems = v.toTupleRef().elements();
-    for (size_t i = 0; i < elems.size(); ++i) flatten_tensors(elems[i], child_name(name, std::to_string(i)), out, what);
-  } else if (v.isList()) {
-    const auto list = v.toListRef();
-    for (size_t i = 0; i < list.size(); ++i) flatten_tensors(list[i], child_name(name, std::to_string(i)), out, what);
-  } else if (v.isGenericDict()) {
-    std::vector<std::pair<std::string, c10::IValue>> items;
-    for (const auto& kv : v.toGenericDict()) {
-      if (!kv.key().isString()) throw InputError(fmt::format("{} holds a dict with a non-string key", what));
-      items.emplace_back(kv.key().toStringRef(), kv.value());
+namespace {
+
+// Bounds on what one value may flatten to: a file may share one container many times over (a
+// tuple of two references to a tuple of two references...), which Python loads as a small graph
+// but which names exponentially many paths.
+constexpr int64_t kMaxVisits = int64_t{1} << 20;
+constexpr int64_t kMaxNameBytes = int64_t{1} << 26;
+
+struct Flattener {
+  NamedTensors& out;
+  const std::string& what;
+  int64_t visits = 0;
+  int64_t name_bytes = 0;
+
+  void add(const c10::IValue& v, const std::string& name, int depth) {
+    if (depth > kMaxDepth) throw InputError(fmt::format("{} nests containers deeper than {} levels", what, kMaxDepth));
+    if (++visits > kMaxVisits || (name_bytes += static_cast<int64_t>(name.size())) > kMaxNameBytes)
+      throw InputError(fmt::format("{} holds more than {} entries (or {} bytes of names), more than repro-audit reads",
+                                   what, kMaxVisits, kMaxNameBytes));
+    if (v.isTensor()) {
+      out.emplace_back(name, v.toTensor());
+    } else if (v.isTuple()) {
+      const auto& elems = v.toTupleRef().elements();
+      for (size_t i = 0; i < elems.size(); ++i) add(elems[i], child_name(name, std::to_string(i)), depth + 1);
+    } else if (v.isList()) {
+      const auto list = v.toListRef();
+      for (size_t i = 0; i < list.size(); ++i) add(list[i], child_name(name, std::to_string(i)), depth + 1);
+    } else if (v.isGenericDict()) {
+      std::vector<std::pair<std::string, c10::IValue>> items;
+      for (const auto& kv : v.toGenericDict()) {
+        if (!kv.key().isString()) throw InputError(fmt::format("{} holds a dict with a non-string key", what));
+        items.emplace_back(kv.key().toStringRef(), kv.value());
+      }
+      std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [k, val] : items) add(val, child_name(name, k), depth + 1);
+    } else if (v.isNone()) {
+      // None carries no bits.
+    } else {
+      throw InputError(fmt::format("{} holds a {}, not tensors", what, v.tagKind()));
     }
-    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [k, val] : items) flatten_tensors(val, child_name(name, k), out, what);
-  } else if (v.isNone()) {
-    // None carries no bits.
-  } else {
-    throw InputError(fmt::format("{} holds a {}, not tensors", what, v.tagKind()));
   }
+};
+
+}  // namespace
+
+void flatten_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const std::string& what) {
+  Flattener{out, what}.add(v, name, 0);
 }
 
 c10::IValue load_torch_file(const std::string& path) {
-  const std::string text = read_file(path, "file");
-  const std::vector<char> bytes(text.begin(), text.end());
-  try {
-    return torch::jit::pickle_load(bytes);
-  } catch (const std::exception&) {
-    // LibTorch's unpickler reads only what LibTorch writes and a subset of Python's pickles: it
-    // turns collections.OrderedDict into None, so Python's state_dict() files fail. Those are read
-    // by our own interpreter of the subset torch.save writes (audit/tensor_io/python_pickle.h), whose error
-    // names the first thing it cannot read.
-    return load_python_pickle(path, text);
-  }
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("file '{}' does not exist", path));
+  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("file '{}' is a directory", path));
+  // Never LibTorch's unpickler: it trusts the file (audit/tensor_io/python_pickle.h).
+  return load_python_pickle_file(path);
 }
 
 NamedTensors load_tensor_file(const std::string& path) {

@@ -19,11 +19,13 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 // Appends the tensors of `v` to `out`, named by their path below `name`: "input/0", "input/k";
 // with an empty `name`, a top-level dict's entries are named by their keys ("layer1/0/weight") and
 // a bare tensor gets "". Dict entries come in key order; None carries no bits and is skipped.
-// Throws InputError naming `what` for anything else (a non-string key, an int, a string...).
+// Throws InputError naming `what` for anything else (a non-string key, an int, a string...), for
+// nesting deeper than kMaxDepth, and for a value that names too many paths (shared containers).
 void flatten_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const std::string& what);
 
 // Reads the torch.save file at `path` (zip format, as torch.save and torch::jit::pickle_save
-// write it). Throws InputError naming the file when it is missing, unreadable or not such a file.
+// write it) with the checked reader (audit/tensor_io/python_pickle.h). Throws InputError naming the
+// file when it is missing, unreadable, not such a file, or breaks one of that reader's checks.
 c10::IValue load_torch_file(const std::string& path);
 
 // load_torch_file + flatten_tensors with no prefix, sorted by name. Throws InputError naming the

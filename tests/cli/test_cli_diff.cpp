@@ -232,5 +232,5 @@ TEST_CASE("diff: nested Python containers and a view into a larger storage") {
 TEST_CASE("diff: a Python file holding a class repro-audit does not read") {
   ra::test::TempDir dir;
   ra::test::expect_error(dir, {"diff", data_file("foreign_class.pt"), data_file("foreign_class.pt")}, 3,
-                         "file '" + data_file("foreign_class.pt") + "' holds a datetime.date, which repro-audit cannot read");
+                         "file '" + data_file("foreign_class.pt") + "' holds a datetime.date at 'saved_on', which repro-audit cannot read");
 }

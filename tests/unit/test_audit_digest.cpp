@@ -139,3 +139,32 @@ TEST_CASE("file_digest: a file's bytes as a uint8 tensor, streamed across chunks
   CHECK_THROWS_AS(ra::file_digest(name, "model"), ra::InputError);
   CHECK(ra::digest_kernel::bytes_digest("ab", 2) != ra::digest_kernel::bytes_digest("ba", 2));
 }
+
+TEST_CASE("digest: an expanded view is read in pieces, never whole, and equals its contiguous copy") {
+  // 3000 x 4000 floats of 4 stored values: more than one 64 MiB piece would be with kPieceBytes
+  // smaller, so pieces are checked directly below too.
+  const at::Tensor base = at::arange(4, at::kFloat);
+  const at::Tensor view = base.view({1, 4, 1}).expand({3000, 4, 1000}).permute({0, 2, 1});
+  CHECK(ra::digest(view) == ra::digest(view.contiguous()));
+  CHECK(ra::digest(base.expand({5, 4}).t()) == ra::digest(base.expand({5, 4}).t().contiguous()));
+
+  // for_each_piece: consecutive, flat, contiguous pieces of at most max_elems (or one innermost
+  // run), in logical order, for several tensors at once.
+  const at::Tensor a = at::arange(60, at::kFloat).view({3, 4, 5}).transpose(0, 2);  // 5 x 4 x 3, strided
+  const at::Tensor b = a.contiguous();
+  for (int64_t max : {1, 7, 12, 13, 59, 60, 1000}) {
+    std::vector<float> seen;
+    int64_t next = 0;
+    ra::for_each_piece({a, b}, max, [&](const std::vector<at::Tensor>& p, int64_t first) {
+      CHECK(first == next);
+      CHECK(p[0].is_contiguous());
+      CHECK(p[0].dim() == 1);
+      CHECK(p[0].numel() <= std::max<int64_t>(max, 3));
+      CHECK(at::equal(p[0], p[1]));
+      for (int64_t i = 0; i < p[0].numel(); ++i) seen.push_back(p[0][i].item<float>());
+      next = first + p[0].numel();
+    });
+    CHECK(next == 60);
+    CHECK(at::equal(at::tensor(seen), b.reshape({-1})));
+  }
+}

@@ -83,10 +83,11 @@ TEST_CASE("load_python_pickle: an OrderedDict of a strided view, with its attrib
 TEST_CASE("load_python_pickle: every malformed file is one InputError") {
   const std::string store = floats({1, 2, 3, 4});
   CHECK(error_of(archive(tensor_pickle(3, 2), {{"data/0", store}})) ==
-        "file 'f.pt' is not a readable torch.save file: a tensor reaches past the end of its storage");
+        "file 'f.pt' is not a readable torch.save file: a tensor record is invalid: it reaches element 5 of a storage of 4 "
+        "elements (at 't')");
   CHECK(error_of(archive(tensor_pickle(0, 1))) == "file 'f.pt' is not a readable torch.save file: storage record data/0 is missing");
   CHECK(error_of(archive(tensor_pickle(0, 1), {{"data/0", "abc"}})) ==
-        "file 'f.pt' is not a readable torch.save file: storage record data/0 holds 3 bytes, not 16");
+        "file 'f.pt' is not a readable torch.save file: storage record data/0 holds 3 bytes, not the 16 its 4 elements need");
   const std::string bad = "file 'f.pt' is not a readable torch.save file: ";
   CHECK(error_of(archive(kProto + "}" + str("t").substr(0, 3))) == bad + "the pickle is truncated");
   CHECK(error_of(archive(kProto + "h" + std::string(1, 5) + ".")) == bad + "memo entry 5 is used before it is set");
@@ -97,6 +98,63 @@ TEST_CASE("load_python_pickle: every malformed file is one InputError") {
   // Globals are matched by name, never called: os.system is named in the error, not run.
   const std::string call = global("os", "system") + str("touch /tmp/pwned") + kTuple1 + "R";
   CHECK(error_of(archive(kProto + call + ".")) == "file 'f.pt' holds a os.system, which repro-audit cannot read");
-  CHECK(error_of(archive(kProto + "}" + str("k") + call + "s.")) == "file 'f.pt' holds a os.system, which repro-audit cannot read");
-  CHECK(error_of("not a zip").find("file 'f.pt' is not a torch.save file: ") == 0);
+  CHECK(error_of(archive(kProto + "}" + str("k") + call + "s.")) ==
+        "file 'f.pt' holds a os.system at 'k', which repro-audit cannot read");
+  CHECK(error_of("not a zip") == "file 'f.pt' is not a torch.save file: it is not a zip archive");
+  CHECK(error_of(kProto + "]q\0.") ==
+        "file 'f.pt' is in torch.save's legacy format; load it in Python and save it again with torch.save (PyTorch 1.6 "
+        "or later)");
+  CHECK(error_of("") == "file 'f.pt' is empty, not a torch.save file");
+}
+
+// Storage (index 0, numel 4) viewed with the given offset, sizes and strides, under key 't'.
+std::string view_pickle(const std::string& offset, const std::string& sizes, const std::string& strides) {
+  return kProto + "}" + str("t") + global("torch._utils", "_rebuild_tensor_v2") + "((" + str("storage") +
+         global("torch", "FloatStorage") + str("0") + str("cpu") + int1(4) + "tQ" + offset + "(" + sizes + "t(" +
+         strides + "t" + kNewFalse + global("collections", "OrderedDict") + ")RtRs.";
+}
+std::string long1(int64_t v) {
+  return std::string("\x8a\x08", 2) + std::string(reinterpret_cast<const char*>(&v), 8);
+}
+
+TEST_CASE("load_python_pickle: tensor records are checked against their storage before use") {
+  const std::string store = floats({1, 2, 3, 4});
+  const std::string bad = "file 'f.pt' is not a readable torch.save file: a tensor record is invalid: ";
+  auto error = [&](const std::string& pickle) { return error_of(archive(pickle, {{"data/0", store}})); };
+  CHECK(error(view_pickle(int1(10), int1(1), int1(1))) == bad + "it reaches element 10 of a storage of 4 elements (at 't')");
+  CHECK(error(view_pickle(long1(-1), int1(1), int1(1))) == bad + "its storage offset is negative or not an integer (at 't')");
+  CHECK(error(view_pickle(long1(int64_t{1} << 62), int1(1), int1(1))) ==
+        bad + "it reaches element 4611686018427387904 of a storage of 4 elements (at 't')");
+  CHECK(error(view_pickle(int1(3), int1(4), long1(-1))) == bad + "it has a negative size or stride (4 and -1) (at 't')");
+  CHECK(error(view_pickle(int1(0), long1(int64_t{1} << 40) + long1(int64_t{1} << 40), int1(0) + int1(0))) ==
+        bad + "its element count overflows 64 bits (at 't')");
+  CHECK(error(view_pickle(int1(0), int1(2), int1(1) + int1(1))) == bad + "it has 1 sizes but 2 strides (at 't')");
+  // An expanded view is read as torch.load reads it, up to kMaxViewExcess elements beyond its storage.
+  const at::Tensor x = ra::load_python_pickle("f.pt", archive(view_pickle(int1(2), long1(1000) + long1(1000), int1(0) + int1(0)),
+                                                              {{"data/0", store}}))
+                           .toGenericDict().at("t").toTensor();
+  CHECK(x.sizes() == at::IntArrayRef{1000, 1000});
+  CHECK(x.storage().nbytes() == 16);
+  CHECK(x[999][999].item<float>() == 3);
+  CHECK(error(view_pickle(int1(0), long1(int64_t{1} << 31), int1(0))) ==
+        bad + "it views 2147483648 elements of a storage of 4; repro-audit reads views of at most 1073741824 elements "
+              "beyond their storage (at 't')");
+  // A zero-element view may name any offset, as in torch.load.
+  CHECK(error(view_pickle(long1(int64_t{1} << 62), int1(0), int1(1))).empty());
+}
+
+TEST_CASE("load_python_pickle: nesting, cycles and sharing") {
+  const std::string bad = "file 'f.pt' is not a readable torch.save file: ";
+  // 2000 nested lists: refused at kMaxDepth, without recursing 2000 deep.
+  const std::string deep = kProto + std::string(2000, ']') + std::string(1999, 'a') + ".";
+  CHECK(error_of(archive(deep)).find(bad + "containers nest deeper than 1000 levels (at '0/0/0/0/0/0/...") == 0);
+  // 999 levels are read.
+  const std::string ok = kProto + std::string(999, ']') + std::string(998, 'a') + ".";
+  CHECK(error_of(archive(ok)).empty());
+  // A list that holds itself.
+  CHECK(error_of(archive(kProto + std::string("]q\0h\0a.", 7))) == bad + "a container holds itself (at '0')");
+  // A shared list stays shared, as in Python.
+  const c10::IValue v = ra::load_python_pickle("f.pt", archive(kProto + std::string("]q\0h\0\x86.", 7)));
+  const auto& pair = v.toTupleRef().elements();
+  CHECK(pair[0].is(pair[1]));
 }

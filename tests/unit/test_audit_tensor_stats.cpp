@@ -54,3 +54,26 @@ TEST_CASE("dump_differences: missing dumps give notes, not exceptions") {
   REQUIRE(m.count("output") == 1);
   CHECK(m.at("output").note.find("not available") != std::string::npos);
 }
+
+TEST_CASE("tensor_difference: expanded views and large tensors are compared piece by piece, as their copies") {
+  // More than one piece (2^20 elements): the first difference sits in the third piece.
+  at::Tensor a = at::zeros({3 << 20}, at::kFloat), b = a.clone();
+  b[(2 << 20) + 5] = 1.5f;
+  b[(3 << 20) - 1] = -4.0f;
+  const auto s = ra::tensor_difference(a, b);
+  CHECK(s.differing == 2);
+  CHECK(s.first_index == (2 << 20) + 5);
+  CHECK(s.max_abs_diff == 4.0);
+  // An expanded view against a contiguous tensor: the same statistics as between copies.
+  const at::Tensor row = at::arange(3, at::kDouble);
+  const at::Tensor view = row.expand({2000, 3});
+  at::Tensor other = view.contiguous();
+  other[1999][2] = 2.5;
+  const auto v = ra::tensor_difference(view, other);
+  const auto c = ra::tensor_difference(view.contiguous(), other);
+  CHECK(v.differing == 1);
+  CHECK(v.first_index == c.first_index);
+  CHECK(v.first_index_nd == std::vector<int64_t>{1999, 2});
+  CHECK(v.max_abs_diff == c.max_abs_diff);
+  CHECK(v.max_ulp == c.max_ulp);
+}
