@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <doctest/doctest.h>
 
@@ -157,4 +158,21 @@ TEST_CASE("load_python_pickle: nesting, cycles and sharing") {
   const c10::IValue v = ra::load_python_pickle("f.pt", archive(kProto + std::string("]q\0h\0\x86.", 7)));
   const auto& pair = v.toTupleRef().elements();
   CHECK(pair[0].is(pair[1]));
+}
+
+TEST_CASE("load_python_pickle: what LibTorch's pickle_save writes") {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  dict.insert("w", at::arange(6, at::kFloat).view({2, 3}));
+  dict.insert("v", at::arange(12, at::kDouble).view({3, 4}).t());  // a strided view
+  c10::List<int64_t> ints({1, 2, 3});
+  const c10::IValue value = c10::ivalue::Tuple::create({dict, ints, c10::IValue(2.5), c10::IValue("s")});
+  const std::vector<char> bytes = torch::jit::pickle_save(value);
+  const c10::IValue v = ra::load_python_pickle("f.pt", std::string(bytes.begin(), bytes.end()));
+  const auto& elems = v.toTupleRef().elements();
+  const auto d = elems[0].toGenericDict();
+  CHECK(at::equal(d.at("w").toTensor(), at::arange(6, at::kFloat).view({2, 3})));
+  CHECK(at::equal(d.at("v").toTensor(), at::arange(12, at::kDouble).view({3, 4}).t()));
+  CHECK(elems[1].toListRef().size() == 3);
+  CHECK(elems[2].toDouble() == 2.5);
+  CHECK(elems[3].toStringRef() == "s");
 }
