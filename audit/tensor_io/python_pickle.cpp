@@ -103,12 +103,6 @@ std::string path_of(const Step* s) {
   return out;
 }
 
-// The first sentence of a LibTorch archive error (miniz's errors go on about checkpoints).
-std::string archive_error(const std::exception& e) {
-  std::string text = error_text(e);
-  if (const size_t cut = text.find(". This is an internal miniz error"); cut != std::string::npos) text.resize(cut);
-  return text;
-}
 
 class Machine {
  public:
@@ -553,7 +547,7 @@ c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::Rea
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(fmt::format("{} is not a torch.save file: {}", where, archive_error(e)));
+    throw InputError(fmt::format("{} is not a torch.save file: {}", where, error_text(e)));
   }
 }
 
