@@ -13,6 +13,8 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -121,6 +123,9 @@ c10::Device checked_device(const std::string& text) {
   } else if (!device.is_cpu()) {
     throw TrialInputError(fmt::format("device '{}' is not supported (use cpu or cuda[:N])", text), "usage");
   }
+  // Make cuda:N current, so that a model's own `.cuda()` or `device="cuda"` lands on N too. Through
+  // c10's guard registry: CUDAHooks has no setCurrentDevice in torch 2.11 (it would throw).
+  if (device.is_cuda() && device.has_index()) c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(device);
   return device;
 }
 

@@ -46,7 +46,8 @@ void disable_jit_optimisations();
 std::vector<void*> load_libraries(const std::vector<std::string>& paths);
 // Seeds the CPU generator and every CUDA device's default generator.
 void seed_generators(uint64_t seed);
-// Parses "cpu", "cuda", "cuda:N" and checks that the device exists (TrialInputError "usage").
+// Parses "cpu", "cuda", "cuda:N" and checks that the device exists (TrialInputError "usage");
+// makes cuda:N the current device.
 c10::Device checked_device(const std::string& text);
 // Waits for the device's queued work (a no-op on the CPU), for timing.
 void synchronize(const c10::Device& device);

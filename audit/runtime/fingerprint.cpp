@@ -10,6 +10,8 @@
 #include <ATen/Version.h>
 #include <torch/version.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +90,29 @@ nlohmann::ordered_json environment_fingerprint() {
   for (const auto& s : read_switches(Config{})) switches[s.key] = s.effective;
   env["switches"] = switches;
   return env;
+}
+
+nlohmann::ordered_json cuda_device_record(int index, const CudaDeviceQueries& q) {
+  nlohmann::ordered_json d;
+  d["index"] = index;
+  const auto name = q.name(index);
+  d["name"] = name ? *name : "unknown";
+  std::string uuid = "unknown";
+  if (const auto id = q.uuid(index)) {
+    uuid = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+      uuid += fmt::format("{:02x}", (*id)[static_cast<size_t>(i)]);
+      if (i == 3 || i == 5 || i == 7 || i == 9) uuid += '-';
+    }
+  }
+  d["uuid"] = uuid;
+  const auto sms = q.sm_count(index);
+  d["sm_count"] = sms ? nlohmann::ordered_json(*sms) : nlohmann::ordered_json(nullptr);
+  const auto cc = q.compute_capability(index);
+  d["compute_capability"] = cc ? fmt::format("{}.{}", cc->first, cc->second) : "unknown";
+  const auto memory = q.memory_bytes(index);
+  d["memory_bytes"] = memory ? nlohmann::ordered_json(*memory) : nlohmann::ordered_json(nullptr);
+  return d;
 }
 
 #if !defined(RA_WITH_CUDA)

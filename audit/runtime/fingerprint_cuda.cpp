@@ -3,6 +3,12 @@
 // libtorch_cuda; we look their entry points up with dlsym instead of linking them, so the versions
 // reported are those of the libraries torch actually uses, and a machine without a driver still
 // gets a fingerprint that says why there is no GPU.
+//
+// Device properties come from calls whose signatures no CUDA release changes: integer attributes
+// from cudaDeviceGetAttribute, and name, UUID and memory from the driver API (libcuda). Never a
+// cudaDeviceProp filled by a runtime found with dlsym: its layout changed in CUDA 13.0, and
+// libcudart.so.13 no longer exports cudaGetDeviceProperties_v2 (which CUDA 12 headers call), so
+// such a lookup silently found nothing and listed no device at all.
 #include "audit/runtime/fingerprint.h"
 
 #include <ATen/Context.h>
@@ -12,6 +18,10 @@
 #include <fmt/format.h>
 
 #include <dlfcn.h>
+
+#include <array>
+#include <memory>
+#include <optional>
 
 namespace ra {
 namespace {
@@ -27,13 +37,71 @@ std::string version3(long v) {  // 13000 -> "13.0"; 91900 -> "9.19.0" (cuDNN 9 s
   return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
 }
 
-std::string uuid_string(const cudaUUID_t& id) {
-  std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    s += fmt::format("{:02x}", static_cast<unsigned char>(id.bytes[i]));
-    if (i == 3 || i == 5 || i == 7 || i == 9) s += '-';
+// The driver API's entry points, from the libcuda the runtime has loaded (privately, so not
+// through RTLD_DEFAULT). CUresult is an int-sized enum; 0 is success. CUdevice is an int.
+struct Driver {
+  using GetFn = int (*)(int*, int);
+  using NameFn = int (*)(char*, int, int);
+  using UuidFn = int (*)(std::array<unsigned char, 16>*, int);
+  using MemFn = int (*)(size_t*, int);
+  GetFn get = nullptr;
+  NameFn name = nullptr;
+  UuidFn uuid = nullptr;
+  MemFn memory = nullptr;
+
+  Driver() {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return;
+    get = reinterpret_cast<GetFn>(dlsym(lib, "cuDeviceGet"));
+    name = reinterpret_cast<NameFn>(dlsym(lib, "cuDeviceGetName"));
+    uuid = reinterpret_cast<UuidFn>(dlsym(lib, "cuDeviceGetUuid_v2"));
+    if (uuid == nullptr) uuid = reinterpret_cast<UuidFn>(dlsym(lib, "cuDeviceGetUuid"));
+    memory = reinterpret_cast<MemFn>(dlsym(lib, "cuDeviceTotalMem_v2"));
   }
-  return s;
+  std::optional<int> device(int ordinal) const {
+    int d = 0;
+    if (get == nullptr || get(&d, ordinal) != 0) return std::nullopt;
+    return d;
+  }
+};
+
+CudaDeviceQueries cuda_queries() {
+  using AttrFn = cudaError_t (*)(int*, cudaDeviceAttr, int);
+  const auto attribute_fn = lookup<AttrFn>("cudaDeviceGetAttribute");
+  auto attribute = [attribute_fn](int device, cudaDeviceAttr attr) -> std::optional<int> {
+    int v = 0;
+    if (attribute_fn == nullptr || attribute_fn(&v, attr, device) != cudaSuccess) return std::nullopt;
+    return v;
+  };
+  auto driver = std::make_shared<Driver>();
+  CudaDeviceQueries q;
+  q.name = [driver](int i) -> std::optional<std::string> {
+    const auto d = driver->device(i);
+    char name[256] = {};
+    if (!d || driver->name == nullptr || driver->name(name, sizeof name - 1, *d) != 0) return std::nullopt;
+    return std::string(name);
+  };
+  q.uuid = [driver](int i) -> std::optional<std::array<unsigned char, 16>> {
+    const auto d = driver->device(i);
+    std::array<unsigned char, 16> id{};
+    if (!d || driver->uuid == nullptr || driver->uuid(&id, *d) != 0) return std::nullopt;
+    return id;
+  };
+  q.sm_count = [attribute](int i) { return attribute(i, cudaDevAttrMultiProcessorCount); };
+  q.compute_capability = [attribute](int i) -> std::optional<std::pair<int, int>> {
+    const auto major = attribute(i, cudaDevAttrComputeCapabilityMajor);
+    const auto minor = attribute(i, cudaDevAttrComputeCapabilityMinor);
+    if (!major || !minor) return std::nullopt;
+    return std::pair{*major, *minor};
+  };
+  q.memory_bytes = [driver](int i) -> std::optional<uint64_t> {
+    const auto d = driver->device(i);
+    size_t bytes = 0;
+    if (!d || driver->memory == nullptr || driver->memory(&bytes, *d) != 0) return std::nullopt;
+    return bytes;
+  };
+  return q;
 }
 
 }  // namespace
@@ -50,7 +118,6 @@ nlohmann::ordered_json cuda_fingerprint() {
   const auto runtime_version = lookup<IntFn>("cudaRuntimeGetVersion");
   const auto driver_version = lookup<IntFn>("cudaDriverGetVersion");
   const auto device_count = lookup<IntFn>("cudaGetDeviceCount");
-  const auto properties = lookup<cudaError_t (*)(cudaDeviceProp*, int)>("cudaGetDeviceProperties_v2");
   const auto error_string = lookup<const char* (*)(cudaError_t)>("cudaGetErrorString");
   const auto cublaslt_version = lookup<size_t (*)()>("cublasLtGetVersion");
   const auto cudnn_version = lookup<size_t (*)()>("cudnnGetVersion");
@@ -75,16 +142,8 @@ nlohmann::ordered_json cuda_fingerprint() {
   } else {
     out["available"] = true;
     out["reason"] = "";
-    for (int i = 0; i < count; ++i) {
-      cudaDeviceProp p{};
-      if (!properties || properties(&p, i) != cudaSuccess) continue;
-      devices.push_back({{"index", i},
-                         {"name", p.name},
-                         {"uuid", uuid_string(p.uuid)},
-                         {"sm_count", p.multiProcessorCount},
-                         {"compute_capability", fmt::format("{}.{}", p.major, p.minor)},
-                         {"memory_bytes", p.totalGlobalMem}});
-    }
+    const CudaDeviceQueries queries = cuda_queries();
+    for (int i = 0; i < count; ++i) devices.push_back(cuda_device_record(i, queries));
   }
   out["devices"] = devices;
   return out;

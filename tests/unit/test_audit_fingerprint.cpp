@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fingerprint's record of a CUDA device, from queries that may fail: what a GPU machine's
+// report holds, checked on the CPU (the CUDA calls themselves sit in fingerprint_cuda.cpp).
+#include "audit/runtime/fingerprint.h"
+
+#include <doctest/doctest.h>
+
+namespace {
+
+ra::CudaDeviceQueries working() {
+  ra::CudaDeviceQueries q;
+  q.name = [](int i) { return std::optional<std::string>(i == 0 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100"); };
+  q.uuid = [](int i) {
+    std::array<unsigned char, 16> id{};
+    for (size_t k = 0; k < id.size(); ++k) id[k] = static_cast<unsigned char>(16 * i + k);
+    return std::optional(id);
+  };
+  q.sm_count = [](int i) { return std::optional(i == 0 ? 132 : 108); };
+  q.compute_capability = [](int i) { return std::optional(i == 0 ? std::pair{9, 0} : std::pair{8, 0}); };
+  q.memory_bytes = [](int) { return std::optional<uint64_t>(uint64_t{85} << 30); };
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("cuda_device_record: every field from working queries") {
+  const auto d = ra::cuda_device_record(1, working());
+  CHECK(d["index"] == 1);
+  CHECK(d["name"] == "NVIDIA A100");
+  CHECK(d["uuid"] == "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
+  CHECK(d["sm_count"] == 108);
+  CHECK(d["compute_capability"] == "8.0");
+  CHECK(d["memory_bytes"] == uint64_t{85} << 30);
+}
+
+TEST_CASE("cuda_device_record: a failing query leaves its field unknown, and the device is still listed") {
+  // Before, a device whose properties could not be read was skipped: a CUDA 13 machine reported
+  // "available" with no device at all, and a GPU change could never explain a difference.
+  auto q = working();
+  q.name = [](int) { return std::optional<std::string>(); };
+  q.uuid = [](int) { return std::optional<std::array<unsigned char, 16>>(); };
+  q.sm_count = [](int) { return std::optional<int>(); };
+  const auto d = ra::cuda_device_record(0, q);
+  CHECK(d["index"] == 0);
+  CHECK(d["name"] == "unknown");
+  CHECK(d["uuid"] == "unknown");
+  CHECK(d["sm_count"].is_null());
+  CHECK(d["compute_capability"] == "9.0");
+}
