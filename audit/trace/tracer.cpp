@@ -4,8 +4,10 @@
 
 #include "audit/digest/digest.h"
 #include "audit/digest/digest_kernel.h"
+#include "audit/runtime/child_support.h"
 
 #include <ATen/Functions.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -15,12 +17,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ra::trace {
 namespace {
@@ -204,7 +208,17 @@ struct Ctx : at::ObserverContext {
   Ctx(What w, int64_t r) : what(w), record(r) {}
   What what;
   int64_t record;
+  std::vector<at::Tensor> written;  // an op that may write its arguments: what it read
 };
+
+// Batch norms update their running statistics in place, though their schemas do not say so.
+bool batch_norm_op(const char* name) {
+  static const std::unordered_set<std::string_view> ops = {
+      "aten::batch_norm",           "aten::native_batch_norm",      "aten::_native_batch_norm_legit",
+      "aten::_batch_norm_impl_index", "aten::_batch_norm_with_update", "aten::cudnn_batch_norm",
+      "aten::miopen_batch_norm",    "aten::instance_norm",          "aten::batch_norm_update_stats"};
+  return ops.count(name) > 0;
+}
 
 }  // namespace
 
@@ -290,13 +304,45 @@ struct Tracer::State {
       return h;
     }
   };
+  //
+  // Version counters miss two kinds of writes, so a storage also has a generation that such
+  // writes bump: ops that update an argument their schema does not mark as written (batch norm's
+  // running statistics), and writes through a `.data` alias, which carries a counter of its own.
+  // After any op whose schema writes an argument, or one of the batch norms, every storage it
+  // read or wrote moves to a new generation; a cached digest is reused only in its generation.
   struct Cached {
     c10::weak_intrusive_ptr<c10::StorageImpl> storage;
     int64_t version;
+    uint64_t generation;
     int64_t slot;
   };
   std::unordered_map<CacheKey, Cached, CacheKeyHash> cache;
+  std::unordered_map<const c10::StorageImpl*, uint64_t> generations;
+  std::unordered_map<const char*, bool> writes_memo;  // by the dispatcher's stable name pointer
   static constexpr size_t kCacheLimit = 1 << 14;
+
+  uint64_t generation(const c10::StorageImpl* storage) const {
+    const auto it = generations.find(storage);
+    return it == generations.end() ? 0 : it->second;
+  }
+  void touch(const at::Tensor& t) {
+    if (t.defined() && t.has_storage()) ++generations[t.storage().unsafeGetStorageImpl()];
+  }
+
+  // Whether the op may write one of its arguments: its schema says so (add_, copy_, the foreach
+  // ops, out= variants), or it is a batch norm, which updates its running statistics unannounced.
+  bool writes_arguments(const at::RecordFunction& fn) {
+    const char* name = fn.name();
+    if (const auto it = writes_memo.find(name); it != writes_memo.end()) return it->second;
+    bool writes = batch_norm_op(name);
+    if (!writes) {
+      if (const auto op_name = fn.operator_name()) {
+        if (const auto handle = c10::Dispatcher::singleton().findOp(*op_name)) writes = handle->schema().is_mutable();
+      }
+    }
+    writes_memo.emplace(name, writes);
+    return writes;
+  }
 
   static std::optional<CacheKey> cache_key(const at::Tensor& t) {
     if (t.is_inference() || !t.has_storage()) return std::nullopt;
@@ -307,15 +353,21 @@ struct Tracer::State {
   int64_t cached_slot(const std::optional<CacheKey>& key, const at::Tensor& t) {
     if (!key) return -1;
     const auto it = cache.find(*key);
-    if (it == cache.end() || it->second.storage.expired() || it->second.version != t._version()) return -1;
+    if (it == cache.end() || it->second.storage.expired() || it->second.version != t._version() ||
+        it->second.generation != generation(key->storage))
+      return -1;
     return it->second.slot;
   }
 
   void remember(std::optional<CacheKey> key, const at::Tensor& t, int64_t slot) {
     if (!key) return;
-    if (cache.size() >= kCacheLimit) cache.clear();
+    if (cache.size() >= kCacheLimit) {
+      cache.clear();
+      generations.clear();
+    }
+    const uint64_t gen = generation(key->storage);
     cache.insert_or_assign(std::move(*key), Cached{c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()),
-                                                   t._version(), slot});
+                                                   t._version(), gen, slot});
   }
 
   // Digests `t` into a new slot, or reuses the slot of an unchanged digested tensor (the caller
@@ -416,7 +468,9 @@ struct Tracer::State {
     const auto index = static_cast<int64_t>(records.size());
     records.push_back(std::move(rec));
     if (node) ts.nodes.push_back({index, ts.depth});
-    return std::make_unique<Ctx>(node ? What::Node : What::Op, index);
+    auto ctx = std::make_unique<Ctx>(node ? What::Node : What::Op, index);
+    if (!node && writes_arguments(fn)) ctx->written = std::move(inputs);
+    return ctx;
   }
 
   void end(const at::RecordFunction& fn, at::ObserverContext* raw) {
@@ -452,6 +506,17 @@ struct Tracer::State {
       ++dropped;
       return;
     }
+    if (writes_arguments(fn)) {
+      // What it read may have changed under the same version: inputs and outputs alike.
+      for (const at::Tensor& t : ctx->written) touch(t);
+      for (const at::Tensor& t : outputs) touch(t);
+    }
+    // A CPU output of an op that read device tensors (a non_blocking copy to the host) may still
+    // be in flight: wait for the device before reading it.
+    const bool from_device = std::any_of(tensors.begin() + rec.in_begin, tensors.begin() + rec.in_begin + rec.in_count,
+                                         [](const RawTensor& t) { return t.on_device; });
+    if (from_device && std::any_of(outputs.begin(), outputs.end(), [](const at::Tensor& t) { return t.defined() && t.is_cpu(); }))
+      synchronize(device);
     rec.out_begin = static_cast<uint32_t>(tensors.size());
     rec.out_count = static_cast<uint32_t>(outputs.size());
     for (const at::Tensor& t : outputs) add_tensor(t);
@@ -498,8 +563,10 @@ Trace Tracer::finish() {
   s.handle = 0;
   g_state = nullptr;
   at::RecordFunctionGuard no_recording(false);
-  // One read of the device slots: this is where the trace waits for the device.
+  // One read of the device slots: this is where the trace waits for the device, all of its
+  // streams (a digest queued on a side stream is not covered by .cpu()'s wait on the current one).
   if (s.device_slots.defined()) {
+    synchronize(s.device_slots.device());
     const at::Tensor host = s.device_slots.narrow(0, 0, static_cast<int64_t>(s.used)).cpu().contiguous();
     const auto* v = host.const_data_ptr<int64_t>();
     for (const RawTensor& t : s.tensors)

@@ -132,3 +132,43 @@ TEST_CASE("Tracer: a full trace drops later records and counts them") {
   CHECK(t.records.size() < 20);
   for (const auto& r : t.records) CHECK(r.outputs.size() == 1);  // no half-recorded op
 }
+
+TEST_CASE("Tracer: batch norm's running statistics and .data writes never serve a stale digest") {
+  // batch_norm in train mode updates running_mean and running_var in place without moving their
+  // version counters (its schema does not mark them written), and a write through `.data` moves
+  // only the alias's counter: the digest cache must see both.
+  const at::Tensor x = at::randn({6, 3});
+  at::Tensor mean = at::zeros({3}), var = at::ones({3});
+  std::vector<at::Tensor> means, vars;
+  at::Tensor p = at::ones({3});
+  at::Tensor p_before, p_after;
+  Trace t;
+  {
+    ra::trace::Tracer tracer(at::kCPU, 4096);
+    for (int i = 0; i < 3; ++i) {
+      means.push_back(mean.clone());
+      vars.push_back(var.clone());
+      at::batch_norm(x, {}, {}, mean, var, /*training=*/true, 0.1, 1e-5, false);
+    }
+    p_before = p.clone();
+    at::Tensor seen = p.mul(2);  // digests p
+    p.data().add_(1.0);          // writes p's bits through an alias with its own counter
+    p_after = p.clone();
+    seen = p.mul(2);             // must read the new bits
+    t = tracer.finish();
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    const Record* bn = find_op(t, "aten::batch_norm", i);
+    REQUIRE(bn != nullptr);
+    REQUIRE(bn->inputs.size() >= 3);
+    CHECK(bn->inputs[1].digest == ra::digest(means[i]));  // inputs: x, running_mean, running_var (no weight, bias)
+    CHECK(bn->inputs[2].digest == ra::digest(vars[i]));
+  }
+  CHECK(ra::digest(means[1]) != ra::digest(means[2]));  // the statistics did move
+  const Record* first = find_op(t, "aten::mul", 0);
+  const Record* second = find_op(t, "aten::mul", 1);
+  REQUIRE(first != nullptr);
+  REQUIRE(second != nullptr);
+  CHECK(first->inputs[0].digest == ra::digest(p_before));
+  CHECK(second->inputs[0].digest == ra::digest(p_after));
+}
