@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <string>
 
 namespace ra {
 namespace {
@@ -22,6 +23,34 @@ bool tf32(at::Float32Op op) {
   return at::globalContext().float32Precision(at::Float32Backend::CUDA, op) == at::Float32Precision::TF32;
 }
 
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == value;
+}
+
+// TF32 as the libraries will use it: torch's flag, unless an environment override wins over it.
+// NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS and cuDNN whatever torch says;
+// TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 turns it on for cuBLAS.
+std::string tf32_state(bool flag, bool cublas) {
+  if (env_is("NVIDIA_TF32_OVERRIDE", "0")) return flag ? "off (overridden by NVIDIA_TF32_OVERRIDE=0)" : "off";
+  if (cublas && env_is("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1"))
+    return flag ? "on" : "on (overridden by TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)";
+  return onoff(flag);
+}
+
+// cuBLAS TF32 through both of torch's APIs: the legacy matmul precision and the new per-op one.
+// Code that reads the legacy flag (TunableOp, allowTF32CuBLAS()) throws when the two disagree.
+std::string tf32_cublas() {
+  const bool now = tf32(at::Float32Op::MATMUL);
+  try {
+    const bool legacy = at::globalContext().float32MatmulPrecision() != at::Float32MatmulPrecision::HIGHEST;
+    if (legacy != now) return fmt::format("mixed (legacy {}, new {})", onoff(legacy), onoff(now));
+  } catch (const std::exception&) {
+    return fmt::format("mixed (new {}, legacy inconsistent)", onoff(now));
+  }
+  return tf32_state(now, true);
+}
+
 std::string effective(const std::string& key) {
   auto& ctx = at::globalContext();
   if (key == "cudnn.benchmark") return onoff(ctx.benchmarkCuDNN());
@@ -31,8 +60,8 @@ std::string effective(const std::string& key) {
     return !ctx.deterministicAlgorithms() ? "off" : (ctx.deterministicAlgorithmsWarnOnly() ? "warn" : "on");
   if (key == "fill_uninitialized_memory") return onoff(ctx.deterministicFillUninitializedMemory());
   if (key == "cublas_workspace") return env_or_unset("CUBLAS_WORKSPACE_CONFIG");
-  if (key == "tf32.cublas") return onoff(tf32(at::Float32Op::MATMUL));
-  if (key == "tf32.cudnn") return onoff(tf32(at::Float32Op::CONV) && tf32(at::Float32Op::RNN));
+  if (key == "tf32.cublas") return tf32_cublas();
+  if (key == "tf32.cudnn") return tf32_state(tf32(at::Float32Op::CONV) && tf32(at::Float32Op::RNN), false);
   if (key == "threads") return std::to_string(at::get_num_threads());
   if (key == "mkl_cbwr") {
     // MKL reads MKL_CBWR when it initialises; without MKL the variable has no effect.
@@ -53,12 +82,14 @@ void apply_switches(const Config& config) {
     else if (key == "cudnn.enabled") ctx.setUserEnabledCuDNN(on);
     else if (key == "deterministic") ctx.setDeterministicAlgorithms(value != "off", value == "warn");
     else if (key == "fill_uninitialized_memory") ctx.setDeterministicFillUninitializedMemory(on);
-    else if (key == "tf32.cublas")
-      ctx.setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL,
-                              on ? at::Float32Precision::TF32 : at::Float32Precision::IEEE);
-    else if (key == "tf32.cudnn")
+    // TF32 through the legacy setters, which set the new per-op precision too: setting only the
+    // new one leaves the two disagreeing, and every float32 GEMM then throws under TunableOp.
+    else if (key == "tf32.cublas") ctx.setAllowTF32CuBLAS(on);
+    else if (key == "tf32.cudnn") {
+      ctx.setAllowTF32CuDNN(on);
       for (auto op : {at::Float32Op::CONV, at::Float32Op::RNN})
         ctx.setFloat32Precision(at::Float32Backend::CUDA, op, on ? at::Float32Precision::TF32 : at::Float32Precision::IEEE);
+    }
     else if (key == "threads") at::set_num_threads(std::stoi(value));
     // cublas_workspace and mkl_cbwr are environment switches, set by the parent before exec.
   }

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// Switches applied in process and read back (audit/runtime/switches.h). The TF32 flags live in
+// torch's CPU library too, so their bookkeeping is checked here without a GPU.
+#include "audit/runtime/switches.h"
+
+#include <ATen/Context.h>
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+namespace {
+
+std::string effective(const std::string& key, const std::string& value) {
+  ra::Config c;
+  c.values[key] = value;
+  for (const auto& s : ra::read_switches(c))
+    if (s.key == key) return s.effective;
+  return "missing";
+}
+
+ra::Config config(const std::string& key, const std::string& value) {
+  ra::Config c;
+  c.values[key] = value;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("apply_switches: TF32 keeps torch's legacy and new flags in agreement") {
+  auto& ctx = at::globalContext();
+  for (const char* value : {"on", "off", "on"}) {
+    const bool on = std::string(value) == "on";
+    ra::apply_switches(config("tf32.cublas", value));
+    ra::apply_switches(config("tf32.cudnn", value));
+    // allowTF32CuBLAS() throws when the legacy matmul precision and the new per-op one disagree,
+    // which is what TunableOp hit on every float32 GEMM.
+    CHECK(ctx.allowTF32CuBLAS() == on);
+    CHECK((ctx.float32MatmulPrecision() != at::Float32MatmulPrecision::HIGHEST) == on);
+    CHECK(ctx.allowTF32CuDNN() == on);
+    CHECK(effective("tf32.cublas", value) == value);
+    CHECK(effective("tf32.cudnn", value) == value);
+  }
+}
+
+TEST_CASE("read_switches: an environment override of TF32 shows as overridden") {
+  ra::apply_switches(config("tf32.cublas", "on"));
+  ra::apply_switches(config("tf32.cudnn", "on"));
+  setenv("NVIDIA_TF32_OVERRIDE", "0", 1);
+  CHECK(effective("tf32.cublas", "on") == "off (overridden by NVIDIA_TF32_OVERRIDE=0)");
+  CHECK(effective("tf32.cudnn", "on") == "off (overridden by NVIDIA_TF32_OVERRIDE=0)");
+  const auto s = ra::read_switches(config("tf32.cublas", "on"));
+  CHECK(ra::switch_mismatches(s).find("switch 'tf32.cublas' asked for on but off (overridden") != std::string::npos);
+  unsetenv("NVIDIA_TF32_OVERRIDE");
+  ra::apply_switches(config("tf32.cublas", "off"));
+  setenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1", 1);
+  CHECK(effective("tf32.cublas", "off") == "on (overridden by TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)");
+  unsetenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
+  CHECK(effective("tf32.cublas", "off") == "off");
+  // Leave the process as PyTorch starts: cuDNN TF32 on, cuBLAS TF32 off.
+  ra::apply_switches(config("tf32.cudnn", "on"));
+}
