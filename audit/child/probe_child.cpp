@@ -2,7 +2,8 @@
 // One process, one configuration, many probes. The order of steps matches the model child
 // (audit/child/child.cpp): the configuration's switches are applied and read back before CUDA or any
 // probe is touched, so ops that choose their path by the flags see them from the first call.
-// Then, for each probe:
+// Then, for each probe (a sticky device error ends the process after the probe that hit it: see
+// probe_restart_line):
 //   1. log "start" (flushed): if the process dies now, the parent knows which probe killed it;
 //   2. open its target (audit/targets/probe.cpp): every run reseeds the global generators and gives
 //      the probe its own generator, seeded from the trial seed and the probe's name, so its inputs
@@ -30,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include <dlfcn.h>
 
@@ -70,8 +72,9 @@ class LogFile {
   std::FILE* f_;
 };
 
+// `sticky` is set when the probe hit an error that poisons the device context for the process.
 TrialResult run_one(targets::Target& target, const TrialSpec& spec, const c10::Device& device, const std::string& name,
-                    AlertCollector& alerts) {
+                    AlertCollector& alerts, bool& sticky) {
   TrialResult r;
   Recorder rec(!spec.dump_path.empty());
   std::vector<report::TensorDigest> no_state;
@@ -82,6 +85,11 @@ TrialResult run_one(targets::Target& target, const TrialSpec& spec, const c10::D
   } catch (const probes::ProbeSkip& skip) {
     r.status = TrialStatus::Skipped;
     r.message = skip.what();
+  } catch (const c10::AcceleratorError& e) {
+    // An illegal address or a device-side assert: CUDA errors of this kind are sticky.
+    r.message = error_text(e);
+    r.status = TrialStatus::Error;
+    sticky = true;
   } catch (const std::exception& e) {
     r.message = error_text(e);
     r.status = is_determinism_alert(r.message) ? TrialStatus::Raised : TrialStatus::Error;
@@ -179,7 +187,14 @@ int run_probe_child(const TrialSpec& spec, const std::string& log_path) {
       r.status = TrialStatus::Error;
       r.message = fmt::format("unknown probe '{}'", name);
     } else {
-      r = run_one(*target, spec, *device, name, alerts);
+      bool sticky = false;
+      r = run_one(*target, spec, *device, name, alerts, sticky);
+      if (sticky) {
+        log.write(probe_result_line(name, r));
+        log.write(probe_restart_line(fmt::format("probe '{}' left a sticky device error", name)));
+        std::fflush(nullptr);
+        std::_Exit(0);  // no teardown in a poisoned CUDA context
+      }
     }
     log.write(probe_result_line(name, r));
   }

@@ -115,7 +115,10 @@ class SuiteRunner {
   Batch collect(const Batch& b, const PreparedChild& p, const ChildOutcome& outcome) {
     const ProbeLog log = read_probe_log(p.result_path);
     Batch rest{b.config, b.repeat, {}, b.attempt + 1};
-    const bool died = !(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0 && log.ended);
+    // A child that stopped on purpose after a sticky device error (log.restart) did not die in a
+    // probe: the probes it did not reach simply run in a fresh process.
+    const bool died =
+        !(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0 && (log.ended || !log.restart.empty()));
     // A child that died before its first probe, or that could not apply the configuration: every
     // probe gets that outcome (running them again would end the same way).
     if (!log.begin || log.begin->status != report::TrialStatus::Ok) {

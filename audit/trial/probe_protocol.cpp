@@ -28,6 +28,7 @@ std::string probe_result_line(const std::string& probe, const TrialResult& resul
 }
 
 std::string probe_end_line() { return line_of({{"event", "end"}}); }
+std::string probe_restart_line(const std::string& reason) { return line_of({{"event", "restart"}, {"reason", reason}}); }
 
 ProbeLog read_probe_log(const std::string& path) {
   ProbeLog log;
@@ -48,6 +49,9 @@ ProbeLog read_probe_log(const std::string& path) {
         if (log.running == probe) log.running.clear();
       } else if (event == "end") {
         log.ended = true;
+      } else if (event == "restart") {
+        log.restart = j.at("reason").get<std::string>();
+        if (log.restart.empty()) log.restart = "restart";
       }
     } catch (const std::exception&) {
       break;  // a torn line: the child died while writing it

@@ -7,7 +7,8 @@
 //   {"event":"start","probe":NAME}
 //   {"event":"probe","probe":NAME, ...TrialResult: status, message, tensors, alerts, wall_ms}
 //   ... start/probe pairs ...
-//   {"event":"end"}
+//   {"event":"end"}                        or, after a sticky device error,
+//   {"event":"restart","reason":TEXT}      the probes left run in a fresh process
 //
 // When the process dies (a segfault in a kernel, a timeout), the lines written so far survive: the
 // parent keeps the finished probes, charges the crash to the probe that had started and not
@@ -27,12 +28,17 @@ struct ProbeLog {
   std::map<std::string, TrialResult> done;  // probe -> its result
   std::string running;                      // a probe that started and did not finish, or ""
   bool ended = false;
+  std::string restart;                      // why the child stopped early on purpose, or ""
 };
 
 std::string probe_begin_line(const TrialResult& header);
 std::string probe_start_line(const std::string& probe);
 std::string probe_result_line(const std::string& probe, const TrialResult& result);
 std::string probe_end_line();
+// A sticky device error (an illegal address, a device-side assert) poisons the CUDA context: every
+// later probe in the process would fail. The child files the probe that hit it, writes this line
+// and exits; the parent runs the probes left in a fresh process.
+std::string probe_restart_line(const std::string& reason);
 
 // Reads a probe child's log; a missing file gives an empty log.
 ProbeLog read_probe_log(const std::string& path);

@@ -114,6 +114,25 @@ TEST_CASE("probes: a crash or a hang costs one probe; the probes after it run in
   CHECK(!j.contains("census"));
 }
 
+TEST_CASE("probes: after a sticky device error, the probes left run in a fresh process") {
+  // test.device-error-sticky raises c10::AcceleratorError and poisons its process (as an illegal
+  // address poisons a CUDA context); test.device-error-then fails in a poisoned process. The child
+  // files the first, says so and exits; the second must run, in a fresh process, and be reproducible,
+  // and no crash is charged to it.
+  ra::test::TempDir dir;
+  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only",
+                          "test.device-error-sticky,test.device-error-then", "--configs", "default", "--repeats", "2",
+                          "--no-census", "--report", dir.file("r.json"), "--quiet"});
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const auto& sticky = target(j, "test.device-error-sticky")["configs"][0];
+  CHECK(sticky["verdict"] != "reproducible");
+  CHECK(sticky["trials"][0]["message"].get<std::string>().find("illegal memory access") != std::string::npos);
+  const auto& then = target(j, "test.device-error-then")["configs"][0];
+  CHECK(then["verdict"] == "reproducible");
+  CHECK(then["completed"] == 2);
+  CHECK(r.code != 0);
+}
+
 TEST_CASE("probes: CPU probes measure thread dependence and documented raises on this machine") {
   ra::test::TempDir dir;
   const auto r = run_cli({"probes", "--only", "sum.threads,sum.dim.threads-control,put,conv2d.tf32", "--configs",

@@ -86,6 +86,8 @@ at::Tensor fault(const at::Tensor& x) {
   return x.clone();
 }
 
+bool g_poisoned = false;  // set by test.device-error-sticky
+
 using ra::probes::ProbeContext;
 using ra::probes::ProbeInfo;
 
@@ -129,6 +131,21 @@ extern "C" void ra_probe_plugin_v1(ra::probes::ProbeList& out) {
       }));
   out.push_back(std::make_unique<TestProbe>(test_info("test.stable", "aten::mul", "doubles its input"),
                                             [](ProbeContext& ctx) { return input(ctx) * 2; }));
+  // A sticky device error, simulated: it poisons this process (as an illegal address poisons a
+  // CUDA context), and the probe after it fails in a poisoned process.
+  out.push_back(std::make_unique<TestProbe>(
+      test_info("test.device-error-sticky", "ra_test::sticky", "raises a c10::AcceleratorError and poisons its process"),
+      [](ProbeContext&) -> at::Tensor {
+        g_poisoned = true;
+        throw c10::AcceleratorError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, 700,
+                                    "CUDA error: an illegal memory access was encountered (simulated)");
+      }));
+  out.push_back(std::make_unique<TestProbe>(
+      test_info("test.device-error-then", "aten::mul", "doubles its input; fails in a poisoned process"),
+      [](ProbeContext& ctx) {
+        if (g_poisoned) throw std::runtime_error("this process was poisoned by an earlier probe");
+        return input(ctx) * 2;
+      }));
 }
 
 TORCH_LIBRARY(ra_test, m) {
