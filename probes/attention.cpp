@@ -70,9 +70,12 @@ void run_attention(ProbeContext& ctx, Backend backend, const char* label) {
 
 void add_backend(ProbeList& out, Backend backend, const char* label, const std::string& name, const std::string& op) {
   const bool math = backend == Backend::Math;
+  // The backends are called directly, not through scaled_dot_product_attention's dispatch, so
+  // the cuDNN one runs whatever cudnn.enabled says: its label says so.
   const std::string form = std::string(label) +
                            " backend; CUDA: bfloat16 4 x 8 heads x 4096 x 64, no mask, no dropout" +
-                           (math ? "; CPU: float32 1 x 2 x 32 x 16" : "") + "; gradients of query, key, value";
+                           (math ? "; CPU: float32 1 x 2 x 32 x 16" : "") + "; gradients of query, key, value" +
+                           (backend == Backend::Cudnn ? "; called directly, so it runs under cudnn.enabled=off too" : "");
   out.push_back(make_probe({name, "attention", op, math, true, Direction::Backward, math ? "" : "sdpa.backward.cuda",
                             math ? Role::Control : Role::Probe, form},
                            [backend, label](ProbeContext& ctx) { run_attention(ctx, backend, label); }));

@@ -17,6 +17,8 @@
 // for cuDNN's deterministic CTC algorithm: with the same sizes it is the control.
 #include "probes/registry.h"
 
+#include <ATen/Context.h>
+
 #include <ATen/Functions.h>
 
 namespace ra::probes {
@@ -99,8 +101,12 @@ void add_ctc_loss(ProbeList& out) {
   out.push_back(make_probe(
       info("ctc_loss.cudnn.backward", "aten::ctc_loss", false, Direction::Backward, "", Role::Control,
            "as ctc_loss.backward with cuDNN's inputs (int32 concatenated targets on the CPU, all lengths equal): "
-           "cuDNN's deterministic CTC; the native kernels when cuDNN is off"),
+           "cuDNN's deterministic CTC; skipped when cuDNN is off"),
       [](ProbeContext& ctx) {
+        // With cuDNN off the same call runs the native kernels, which are what ctc_loss.backward
+        // probes: this would stop being a control and be filed as a finding.
+        if (!at::globalContext().userEnabledCuDNN())
+          throw ProbeSkip("cuDNN is off in this configuration, so the native CTC kernels would run: not a control");
         const auto s = ctc_shape(ctx);
         const at::Tensor logits = ctx.leaf({s.t, s.n, s.c});
         const at::Tensor targets = ctx.randint(1, s.c, {s.n * s.s}).to(at::kCPU, at::kInt);

@@ -11,7 +11,9 @@
 // error) under the deterministic one; reading only its first elements keeps the probe cheap
 // (the NaN fill of the whole block, a few milliseconds, is part of the op). On CUDA the caching
 // allocator hands out a block whose earlier contents depend on what this process ran before: a
-// difference between processes there is that leftover state, which is exactly the hazard.
+// difference between processes there is that leftover state, which is exactly the hazard. So that
+// the verdict does not depend on which probes ran before it in the same child, the probe runs in a
+// process of its own (ProbeInfo::isolated; on the CPU too, where it costs one process start).
 #include "probes/registry.h"
 
 #include <ATen/Functions.h>
@@ -43,7 +45,8 @@ void register_memory(ProbeList& out) {
                   .family = kMemoryFamily,
                   .op = "aten::empty",
                   .kb = "empty.uninitialized",
-                  .form = "float32 torch.empty of 34 MiB (a fresh block); the bits of its first 64Ki elements"},
+                  .form = "float32 torch.empty of 34 MiB (a fresh block); the bits of its first 64Ki elements",
+                  .isolated = true},
                  empty_uninitialized));
   // Quantized tensors are CPU tensors here: resize_ has no QuantizedCUDA kernel.
   out.push_back(

@@ -10,7 +10,8 @@ const char* to_string(Role r) { return r == Role::Probe ? "probe" : "control"; }
 
 nlohmann::json to_json(const ProbeInfo& i) {
   return {{"name", i.name}, {"family", i.family}, {"op", i.op},   {"cpu", i.cpu},   {"cuda", i.cuda},
-          {"direction", to_string(i.direction)},  {"kb", i.kb},   {"role", to_string(i.role)}, {"form", i.form}};
+          {"direction", to_string(i.direction)},  {"kb", i.kb},   {"role", to_string(i.role)}, {"form", i.form},
+          {"isolated", i.isolated}};
 }
 
 ProbeInfo probe_info_from_json(const nlohmann::json& j) {
@@ -25,6 +26,7 @@ ProbeInfo probe_info_from_json(const nlohmann::json& j) {
     i.kb = j.at("kb").get<std::string>();
     i.role = j.at("role").get<std::string>() == "control" ? Role::Control : Role::Probe;
     i.form = j.at("form").get<std::string>();
+    i.isolated = j.value("isolated", false);
     return i;
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("malformed probe description: ") + e.what());

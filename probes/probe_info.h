@@ -28,6 +28,8 @@ struct ProbeInfo {
   std::string kb;      // id of its knowledge-base entry (share/knowledge/ops.json), "" when none
   Role role = Role::Probe;
   std::string form;    // one line: what is run (sizes, duplicates, dtype)
+  bool isolated = false;  // runs in a process of its own: what it reads depends on what earlier
+                          // probes left behind (the CUDA caching allocator's blocks)
 };
 
 nlohmann::json to_json(const ProbeInfo& info);

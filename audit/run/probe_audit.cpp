@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <set>
 #include <tuple>
 #include <cstdio>
 #include <fnmatch.h>
@@ -41,6 +42,7 @@ struct Batch {
   int repeat = 0;
   std::vector<std::string> probes;
   int attempt = 0;
+  int group = 0;  // 0: the shared child; 1...: an isolated probe's own
 };
 
 // What one probe got in one configuration x repeat.
@@ -51,8 +53,10 @@ struct Slot {
 
 class SuiteRunner {
  public:
-  SuiteRunner(const ProbeRunOptions& o, const ScratchDir& scratch, std::vector<std::string> names)
-      : o_(o), scratch_(scratch), names_(std::move(names)) {
+  // `isolated`: probes that run in a child of their own (ProbeInfo::isolated).
+  SuiteRunner(const ProbeRunOptions& o, const ScratchDir& scratch, std::vector<std::string> names,
+              std::set<std::string> isolated)
+      : o_(o), scratch_(scratch), names_(std::move(names)), isolated_(std::move(isolated)) {
     for (size_t i = 0; i < names_.size(); ++i) index_[names_[i]] = i;
     slots_.assign(names_.size(), std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(o.repeats)));
     census_.assign(names_.size(), std::nullopt);
@@ -61,9 +65,18 @@ class SuiteRunner {
   void run() {
     std::vector<Batch> pending;
     if (names_.empty()) return;
-    for (int r = 0; r < o_.repeats; ++r)
-      for (size_t c = 0; c < o_.configs.size(); ++c) pending.push_back({static_cast<int>(c), r, names_, 0});
-    if (o_.census) pending.push_back({-1, 0, names_, 0});
+    std::vector<std::vector<std::string>> groups(1);
+    for (const auto& name : names_) {
+      if (isolated_.count(name)) groups.push_back({name});
+      else groups.front().push_back(name);
+    }
+    if (groups.front().empty()) groups.erase(groups.begin());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int id = static_cast<int>(g);
+      for (int r = 0; r < o_.repeats; ++r)
+        for (size_t c = 0; c < o_.configs.size(); ++c) pending.push_back({static_cast<int>(c), r, groups[g], 0, id});
+      if (o_.census) pending.push_back({-1, 0, groups[g], 0, id});
+    }
     progress_ = Progress(pending.size(), o_.progress);
     while (!pending.empty()) pending = run_round(pending);
   }
@@ -91,8 +104,8 @@ class SuiteRunner {
       spec.repeat = b.repeat;
       spec.probes = b.probes;
       spec.time_probes = o_.time_probes && b.config >= 0;
-      const std::string tag = b.config < 0 ? fmt::format("census-a{}", b.attempt)
-                                           : fmt::format("c{}-r{}-a{}", b.config, b.repeat, b.attempt);
+      const std::string tag = b.config < 0 ? fmt::format("census-g{}-a{}", b.group, b.attempt)
+                                           : fmt::format("g{}-c{}-r{}-a{}", b.group, b.config, b.repeat, b.attempt);
       prepared.push_back(prepare_child(scratch_, tag, spec, o_.timeout_s, b.config >= 0));
       jobs.push_back(prepared.back().job);
     }
@@ -114,7 +127,7 @@ class SuiteRunner {
   // Files the batch's results; returns the probes left to run after a crash.
   Batch collect(const Batch& b, const PreparedChild& p, const ChildOutcome& outcome) {
     const ProbeLog log = read_probe_log(p.result_path);
-    Batch rest{b.config, b.repeat, {}, b.attempt + 1};
+    Batch rest{b.config, b.repeat, {}, b.attempt + 1, b.group};
     // A child that stopped on purpose after a sticky device error (log.restart) did not die in a
     // probe: the probes it did not reach simply run in a fresh process.
     const bool died =
@@ -172,6 +185,7 @@ class SuiteRunner {
   const ProbeRunOptions& o_;
   const ScratchDir& scratch_;
   std::vector<std::string> names_;
+  std::set<std::string> isolated_;
   std::map<std::string, size_t> index_;
   std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
   std::vector<std::optional<CensusRun>> census_;
@@ -286,9 +300,13 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   }
 
   std::vector<std::string> runnable;
-  for (const auto& info : selected)
-    if (o.device_type == "cuda" ? info.cuda : info.cpu) runnable.push_back(info.name);
-  SuiteRunner runner(o, scratch, runnable);
+  std::set<std::string> isolated;
+  for (const auto& info : selected) {
+    if (!(o.device_type == "cuda" ? info.cuda : info.cpu)) continue;
+    runnable.push_back(info.name);
+    if (info.isolated) isolated.insert(info.name);
+  }
+  SuiteRunner runner(o, scratch, runnable, std::move(isolated));
   runner.run();
 
   report::Report rep;

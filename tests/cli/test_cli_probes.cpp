@@ -133,6 +133,22 @@ TEST_CASE("probes: after a sticky device error, the probes left run in a fresh p
   CHECK(r.code != 0);
 }
 
+TEST_CASE("probes: an isolated probe runs in a process of its own, in every configuration and the census") {
+  // test.isolated fails when another probe ran in its process; the probes around it share theirs.
+  ra::test::TempDir dir;
+  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only",
+                          "test.stable,test.isolated,test.nondet-sum", "--configs", "default,threads-1", "--repeats",
+                          "2", "--report", dir.file("r.json"), "--quiet"});
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  for (const auto& c : target(j, "test.isolated")["configs"]) {
+    CHECK(c["verdict"] == "reproducible");
+    CHECK(c["completed"] == 2);
+  }
+  CHECK(target(j, "test.stable")["configs"][0]["verdict"] == "reproducible");
+  CHECK(contains(j["census"]["stable"], "test.isolated"));
+  CHECK(r.code == 1);  // test.nondet-sum diverges, in the shared child
+}
+
 TEST_CASE("probes: CPU probes measure thread dependence and documented raises on this machine") {
   ra::test::TempDir dir;
   const auto r = run_cli({"probes", "--only", "sum.threads,sum.dim.threads-control,put,conv2d.tf32", "--configs",

@@ -87,6 +87,7 @@ at::Tensor fault(const at::Tensor& x) {
 }
 
 bool g_poisoned = false;  // set by test.device-error-sticky
+int g_runs = 0;           // test probe runs in this process
 
 using ra::probes::ProbeContext;
 using ra::probes::ProbeInfo;
@@ -95,7 +96,10 @@ class TestProbe final : public ra::probes::Probe {
  public:
   TestProbe(ProbeInfo info, at::Tensor (*op)(ProbeContext&)) : info_(std::move(info)), op_(op) {}
   const ProbeInfo& info() const override { return info_; }
-  void run(ProbeContext& ctx) const override { ctx.record("output", op_(ctx)); }
+  void run(ProbeContext& ctx) const override {
+    ++g_runs;
+    ctx.record("output", op_(ctx));
+  }
 
  private:
   ProbeInfo info_;
@@ -146,6 +150,13 @@ extern "C" void ra_probe_plugin_v1(ra::probes::ProbeList& out) {
         if (g_poisoned) throw std::runtime_error("this process was poisoned by an earlier probe");
         return input(ctx) * 2;
       }));
+  // An isolated probe (ProbeInfo::isolated) must be the only probe its process runs.
+  ProbeInfo alone = test_info("test.isolated", "aten::mul", "doubles its input; fails unless alone in its process");
+  alone.isolated = true;
+  out.push_back(std::make_unique<TestProbe>(std::move(alone), [](ProbeContext& ctx) {
+    if (g_runs != 1) throw std::runtime_error("an isolated probe shares its process with another probe");
+    return input(ctx) * 2;
+  }));
 }
 
 TORCH_LIBRARY(ra_test, m) {
