@@ -32,7 +32,7 @@ class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
   size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
     if (pos >= bytes_.size()) return 0;
     n = static_cast<size_t>(std::min<uint64_t>(n, bytes_.size() - pos));
-    std::memcpy(buf, bytes_.data() + pos, n);
+    if (n > 0) std::memcpy(buf, bytes_.data() + pos, n);  // miniz asks for 0 bytes into nullptr
     return n;
   }
 
