@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/baseline.h"
+#include "reports/utf8.h"
 
 #include "reports/json_node.h"
 #include "reports/json_parts.h"
 #include "reports/json_read.h"
 
 #include <fmt/format.h>
+
+#include <filesystem>
 
 namespace ra::report {
 namespace {
@@ -53,17 +56,28 @@ std::string schema_of(const json& j) {
 json baseline_to_json(const Report& r) {
   json targets = json::array();
   for (const auto& t : r.targets) targets.push_back(target_json(t));
+  // A baseline is path-free, so that the same audit gives the same file wherever it was written
+  // from and to: the command keeps its program and subcommand (not the files it named), and the
+  // fingerprint drops the folders of this installation (they explain no difference).
+  std::vector<std::string> command(r.command.begin(), r.command.begin() + std::min<size_t>(r.command.size(), 2));
+  if (!command.empty()) command.front() = std::filesystem::path(command.front()).filename().string();
+  json environment = r.environment;
+  for (const auto& [section, key] : {std::pair{"tool", "share_dir"}, std::pair{"torch", "library_dir"}})
+    if (environment.is_object() && environment.contains(section) && environment[section].is_object())
+      environment[section].erase(key);
   return {{"schema", kBaselineSchema},
           {"schema_version", kBaselineSchemaVersion},
           {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
-          {"command", r.command},
+          {"command", command},
           {"verdict", to_string(r.verdict)},
-          {"environment", r.environment},
+          {"environment", environment},
           {"targets", targets}};
 }
 
 std::string render_baseline(const Report& r) {
-  return baseline_to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  auto j = baseline_to_json(r);
+  make_printable(j);  // paths are bytes: shown as \xNN where they are not UTF-8
+  return j.dump(2) + "\n";
 }
 
 Report baseline_from_json(const json& j) {

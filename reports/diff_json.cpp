@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/diff.h"
+#include "reports/utf8.h"
 #include "reports/render.h"
 
 namespace ra::report {
@@ -48,7 +49,9 @@ nlohmann::ordered_json diff_to_json(const DiffReport& r) {
 }
 
 std::string render_diff_json(const DiffReport& r) {
-  return diff_to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  auto j = diff_to_json(r);
+  make_printable(j);  // paths are bytes: shown as \xNN where they are not UTF-8
+  return j.dump(2) + "\n";
 }
 
 }  // namespace ra::report

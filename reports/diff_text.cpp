@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `diff` table: one line per entry, status first, names aligned; identical entries show only
 // their type, differing ones their divergence statistics; then one summary line.
+#include "reports/utf8.h"
 #include "reports/diff.h"
 #include "reports/render.h"
 
@@ -66,7 +67,15 @@ std::string diff_summary_line(const DiffReport& r) {
   return line;
 }
 
-std::string render_diff_text(const DiffReport& r) {
+namespace {
+std::string render_diff_text_raw(const DiffReport& r);
+}  // namespace
+
+// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
+std::string render_diff_text(const DiffReport& r) { return printable(render_diff_text_raw(r), true); }
+
+namespace {
+std::string render_diff_text_raw(const DiffReport& r) {
   std::string out = fmt::format("A: {}\nB: {}\n", r.a, r.b);
   size_t width = 0;
   for (const auto& e : r.entries) width = std::max(width, e.name.size());
@@ -76,5 +85,6 @@ std::string render_diff_text(const DiffReport& r) {
   out += diff_summary_line(r) + "\n";
   return out;
 }
+}  // namespace
 
 }  // namespace ra::report

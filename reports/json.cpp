@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/render.h"
+#include "reports/utf8.h"
 
 #include "reports/json_parts.h"
 
@@ -290,7 +291,11 @@ json to_json(const Report& r) {
   return j;
 }
 
-std::string render_json(const Report& r) { return to_json(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"; }
+std::string render_json(const Report& r) {
+  auto j = to_json(r);
+  make_printable(j);  // paths are bytes: shown as \xNN where they are not UTF-8
+  return j.dump(2) + "\n";
+}
 
 namespace detail {
 

@@ -366,7 +366,9 @@ Report report_from_json(const json& j) {
   r.command = root.at("command").strings();
   r.verdict = verdict(root.at("verdict"));
   r.exit_code = root.at("exit_code").i32();
-  r.environment = root.at("environment").v;  // opaque: whatever the fingerprint held
+  const Node environment = root.at("environment");
+  if (!environment.v.is_object()) environment.fail("expected an object (the environment fingerprint)");
+  r.environment = environment.v;  // opaque: whatever the fingerprint held
   r.targets = root.at("targets").list(target);
   if (root.has("census")) r.census = census(root.at("census"));
   if (root.has("baseline")) r.baseline = baseline(root.at("baseline"));
@@ -376,6 +378,16 @@ Report report_from_json(const json& j) {
   timing.at("configs").size();  // derived from the trials' times: checked, not read
   read_trial_times(timing, r);
   read_fix_times(timing, r);
+  // The verdict and the exit code follow from the targets: a CI gate must not trust a stored
+  // number that a hand edit or a corruption could change. Recompute them; refuse a disagreement.
+  Report check = r;
+  finalize(check);
+  if (check.exit_code != r.exit_code)
+    root.at("exit_code").fail(fmt::format("{} disagrees with the report's verdicts, which give exit code {}", r.exit_code,
+                                          check.exit_code));
+  if (check.verdict != r.verdict)
+    root.at("verdict").fail(fmt::format("'{}' disagrees with the targets' verdicts, which give '{}'", to_string(r.verdict),
+                                        to_string(check.verdict)));
   return r;
 }
 

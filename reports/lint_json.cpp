@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `lint` report as JSON (`lint --json`, `lint --report`). Keys are written in a fixed order and
 // nothing depends on time, so equal scans give byte-identical files.
+#include "reports/utf8.h"
 #include "reports/lint.h"
 
 namespace ra::report {
@@ -64,7 +65,9 @@ nlohmann::ordered_json lint_to_json(const LintReport& r) {
 }
 
 std::string render_lint_json(const LintReport& r) {
-  return lint_to_json(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  auto j = lint_to_json(r);
+  make_printable(j);  // paths are bytes: shown as \xNN where they are not UTF-8
+  return j.dump(2) + "\n";
 }
 
 }  // namespace ra::report

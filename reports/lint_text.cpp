@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `lint` report for stdout: one block per finding, grouped by module path (the findings are
 // already sorted by it), then notes and a one-line summary.
+#include "reports/utf8.h"
 #include "reports/lint.h"
 
 #include <fmt/format.h>
@@ -21,7 +22,15 @@ int raising_findings(const LintReport& report) {
   return n;
 }
 
-std::string render_lint_text(const LintReport& r) {
+namespace {
+std::string render_lint_text_raw(const LintReport& r);
+}  // namespace
+
+// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
+std::string render_lint_text(const LintReport& r) { return printable(render_lint_text_raw(r), true); }
+
+namespace {
+std::string render_lint_text_raw(const LintReport& r) {
   std::string out = fmt::format("lint {} for {}: {} of {} knowledge-base entries apply (torch {})\n", r.model,
                                 r.device, r.applicable_entries, r.knowledge_entries, r.knowledge_torch);
   out += fmt::format("methods scanned: {}\n",
@@ -58,5 +67,6 @@ std::string render_lint_text(const LintReport& r) {
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   return out;
 }
+}  // namespace
 
 }  // namespace ra::report

@@ -9,6 +9,7 @@
 // each fix's cost, hence which fix is cheapest - sit between the kTimingBegin and kTimingEnd
 // comment lines at the end, invisible when rendered, so two audits with the same results differ
 // only there.
+#include "reports/utf8.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -201,7 +202,15 @@ void baseline_section(std::string& out, const Report& r) {
 
 }  // namespace
 
-std::string render_markdown(const Report& r) {
+namespace {
+std::string render_markdown_raw(const Report& r);
+}  // namespace
+
+// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
+std::string render_markdown(const Report& r) { return printable(render_markdown_raw(r), true); }
+
+namespace {
+std::string render_markdown_raw(const Report& r) {
   std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", to_string(r.verdict),
                                 std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
                                     ? ", configuration-dependent"
@@ -251,5 +260,6 @@ std::string render_markdown(const Report& r) {
   timing(out, r);
   return out;
 }
+}  // namespace
 
 }  // namespace ra::report

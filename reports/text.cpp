@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/render.h"
+#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -159,7 +160,15 @@ std::string flatten_env(const nlohmann::ordered_json& j, const std::string& pref
 
 }  // namespace
 
-std::string render_text(const Report& r) {
+namespace {
+std::string render_text_raw(const Report& r);
+}  // namespace
+
+// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
+std::string render_text(const Report& r) { return printable(render_text_raw(r), true); }
+
+namespace {
+std::string render_text_raw(const Report& r) {
   if (!r.targets.empty() && r.targets.front().probe) return render_probes_text(r);
   std::string out;
   for (const auto& t : r.targets) {
@@ -204,6 +213,7 @@ std::string render_text(const Report& r) {
                      baseline_verdict_text(r), r.exit_code);
   return out;
 }
+}  // namespace
 
 std::string baseline_verdict_text(const Report& r) {
   if (!r.baseline) return "";
@@ -221,10 +231,19 @@ std::string baseline_verdict_text(const Report& r) {
   return any(BaselineStatus::Match) ? ", matches the baseline" : "";
 }
 
-std::string render_environment_text(const nlohmann::ordered_json& env) {
+namespace {
+std::string render_environment_text_raw(const nlohmann::ordered_json& env);
+}  // namespace
+
+// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
+std::string render_environment_text(const nlohmann::ordered_json& env) { return printable(render_environment_text_raw(env), true); }
+
+namespace {
+std::string render_environment_text_raw(const nlohmann::ordered_json& env) {
   std::string out;
   flatten_env(env, "", out, 40);
   return out;
 }
+}  // namespace
 
 }  // namespace ra::report

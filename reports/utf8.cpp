@@ -48,4 +48,46 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at s[i], or 0 when the byte there starts none.
+size_t well_formed(std::string_view s, size_t i) {
+  uint32_t cp = 0;
+  const size_t len = decode_utf8(s, i, cp);
+  if (cp != 0xFFFD) return len;
+  return len == 3 && s.substr(i, 3) == "\xEF\xBF\xBD" ? 3 : 0;  // a real U+FFFD
+}
+
+}  // namespace
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = well_formed(s, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string printable(std::string_view s, bool controls) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = well_formed(s, i);
+    const bool control = controls && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f);
+    if (len == 0 || control) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 }  // namespace ra::report

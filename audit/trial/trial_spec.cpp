@@ -2,6 +2,7 @@
 #include "audit/trial/trial_spec.h"
 
 #include "audit/common/errors.h"
+#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -73,12 +74,47 @@ double default_learning_rate(const std::string& optimizer) { return optimizer ==
 
 std::string to_string(const ShapeSpec& s) { return fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype); }
 
+namespace {
+
+// Paths are bytes. A spec carries them exactly: as a JSON string when they are UTF-8, else as
+// {"bytes": HEX} (JSON strings cannot hold other bytes, and the child must open the same file).
+nlohmann::json exact(const std::string& s) {
+  if (report::valid_utf8(s)) return s;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (const unsigned char c : s) (hex += kHex[c >> 4]) += kHex[c & 15];
+  return {{"bytes", hex}};
+}
+
+nlohmann::json exact(const std::vector<std::string>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : v) out.push_back(exact(s));
+  return out;
+}
+
+std::string exact_string(const nlohmann::json& j) {
+  if (!j.is_object()) return j.get<std::string>();
+  const std::string hex = j.at("bytes").get<std::string>();
+  if (hex.size() % 2 != 0) throw std::invalid_argument("odd number of hex digits in a path");
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+std::vector<std::string> exact_strings(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  for (const auto& item : j) out.push_back(exact_string(item));
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const TrialSpec& s) {
   nlohmann::json shapes = nlohmann::json::array();
   for (const auto& sh : s.shapes) shapes.push_back({{"sizes", sh.sizes}, {"dtype", sh.dtype}});
   return {{"task", task_name(s.task)},
-          {"model", s.model},
-          {"input_file", s.input_file},
+          {"model", exact(s.model)},
+          {"input_file", exact(s.input_file)},
           {"shapes", shapes},
           {"device", s.device},
           {"mode", s.mode},
@@ -87,19 +123,19 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"lr", s.lr},
           {"seed", s.seed},
           {"config", {{"name", s.config.name}, {"values", s.config.values}}},
-          {"load_libraries", s.load_libraries},
-          {"dump_path", s.dump_path},
+          {"load_libraries", exact(s.load_libraries)},
+          {"dump_path", exact(s.dump_path)},
           {"repeat", s.repeat},
           {"probes", s.probes},
           {"time_probes", s.time_probes},
-          {"trace_path", s.trace_path},
+          {"trace_path", exact(s.trace_path)},
           {"trace_capacity", s.trace_capacity},
           {"capture_order", s.capture_order},
-          {"capture_path", s.capture_path},
+          {"capture_path", exact(s.capture_path)},
           {"timed_runs", s.timed_runs},
           {"state_step", s.state_step},
-          {"checkpoint", {{"save_path", s.checkpoint.save_path},
-                          {"resume_path", s.checkpoint.resume_path},
+          {"checkpoint", {{"save_path", exact(s.checkpoint.save_path)},
+                          {"resume_path", exact(s.checkpoint.resume_path)},
                           {"resume_step", s.checkpoint.resume_step},
                           {"omit", s.checkpoint.omit}}}};
 }
@@ -108,8 +144,8 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   TrialSpec s;
   const std::string task = j.at("task").get<std::string>();
   s.task = task == "preflight" ? ChildTask::Preflight : task == "probes" ? ChildTask::Probes : ChildTask::Trial;
-  s.model = j.at("model").get<std::string>();
-  s.input_file = j.at("input_file").get<std::string>();
+  s.model = exact_string(j.at("model"));
+  s.input_file = exact_string(j.at("input_file"));
   for (const auto& sh : j.at("shapes"))
     s.shapes.push_back({sh.at("sizes").get<std::vector<int64_t>>(), sh.at("dtype").get<std::string>()});
   s.device = j.at("device").get<std::string>();
@@ -118,23 +154,23 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.seed = j.at("seed").get<uint64_t>();
   s.config.name = j.at("config").at("name").get<std::string>();
   s.config.values = j.at("config").at("values").get<std::map<std::string, std::string>>();
-  s.load_libraries = j.at("load_libraries").get<std::vector<std::string>>();
-  s.dump_path = j.at("dump_path").get<std::string>();
+  s.load_libraries = exact_strings(j.at("load_libraries"));
+  s.dump_path = exact_string(j.at("dump_path"));
   s.repeat = j.at("repeat").get<int>();
   s.probes = j.value("probes", std::vector<std::string>{});
   s.time_probes = j.value("time_probes", false);
-  s.trace_path = j.value("trace_path", std::string());
+  s.trace_path = j.contains("trace_path") ? exact_string(j.at("trace_path")) : std::string();
   s.trace_capacity = j.value("trace_capacity", uint64_t{0});
   s.capture_order = j.value("capture_order", int64_t{-1});
-  s.capture_path = j.value("capture_path", std::string());
+  s.capture_path = j.contains("capture_path") ? exact_string(j.at("capture_path")) : std::string();
   s.timed_runs = j.value("timed_runs", 0);
   s.optimizer = j.value("optimizer", std::string("sgd"));
   s.lr = j.value("lr", 0.01);
   s.state_step = j.value("state_step", 0);
   if (j.contains("checkpoint")) {
     const auto& c = j.at("checkpoint");
-    s.checkpoint.save_path = c.at("save_path").get<std::string>();
-    s.checkpoint.resume_path = c.at("resume_path").get<std::string>();
+    s.checkpoint.save_path = exact_string(c.at("save_path"));
+    s.checkpoint.resume_path = exact_string(c.at("resume_path"));
     s.checkpoint.resume_step = c.at("resume_step").get<int>();
     s.checkpoint.omit = c.at("omit").get<std::vector<std::string>>();
   }
