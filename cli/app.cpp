@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <string_view>
 
 namespace ra::cli {
 namespace {
@@ -79,6 +80,16 @@ int run(int argc, char** argv, const Program& program) {
     if (c.hidden) sub->group("");
     sub->fallthrough();
     actions.emplace_back(sub, c.attach(*sub, global));
+  }
+
+  // "--report=" with nothing after the "=" made CLI11 take the next argument as its value (a report
+  // named "--zzz=1"): an empty value is a usage error before anything is parsed.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() > 3 && arg.substr(0, 2) == "--" && arg.back() == '=' && arg.find('=') == arg.size() - 1)
+      return fail(ExitCode::Usage, fmt::format("{} has an empty value: give one after the '=', or leave the option out",
+                                               arg.substr(0, arg.size() - 1)));
   }
 
   try {

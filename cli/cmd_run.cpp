@@ -70,20 +70,20 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; optimizer steps)")
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
-  sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(CLI::PositiveNumber)->capture_default_str();
+  sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(integer_in(1, 1000000))->capture_default_str();
   sub.add_flag("--trace", a->trace,
                "record every op (forward, backward, optimizer) with digests of its inputs and outputs; name the "
                "first op that diverged and search for the cheapest switches that fix it");
   sub.add_option("--trace-capacity", a->trace_capacity, "tensor digests a trace may hold (16 bytes each); later ops are dropped")
-      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32))
+      ->check(integer_in(1024, uint64_t{1} << 32))
       ->capture_default_str();
   sub.add_flag("--no-fix-search", a->no_fix_search, "with --trace: name root causes only, do not search for fixes");
   sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")
-      ->check(CLI::Range(5, 1000))
+      ->check(integer_in(5, 1000))
       ->capture_default_str();
   sub.add_option("--optimizer", a->optimizer, "train mode: sgd or adam (LibTorch's torch::optim) [sgd]")
       ->check(CLI::IsMember({"sgd", "adam"}));
-  sub.add_option("--lr", a->lr, "train mode: learning rate [0.01 for sgd, 0.001 for adam]")->check(CLI::PositiveNumber);
+  sub.add_option("--lr", a->lr, "train mode: learning rate [0.01 for sgd, 0.001 for adam]")->check(positive_real());
   sub.add_flag("--replay", a->replay,
                "train mode, --steps >= 2: also train K/2 steps, checkpoint (parameters, buffers, optimizer, generators), "
                "resume in a fresh process, and compare with the uninterrupted run");

@@ -4,12 +4,20 @@
 #include "audit/trial/config.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/log.h"
 #include "reports/baseline.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -36,10 +44,45 @@ void check_writable_target(const std::string& path) {
     throw UsageError(fmt::format("cannot write report '{}': folder '{}' is not writable", path, dir.string()));
 }
 
+CLI::Validator integer_in(uint64_t min, uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const bool digits = !text.empty() && text.size() <= 20 &&
+                            std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
+        errno = 0;
+        const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+        if (digits && errno == 0 && v >= min && v <= max) return "";
+        return fmt::format("expected an integer from {} to {}, got '{}'", min, max, text);
+      },
+      fmt::format("INT in [{}, {}]", min, max));
+}
+
+CLI::Validator seconds_up_to(double max) {
+  return CLI::Validator(
+      [max](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end != nullptr && *end == '\0' && std::isfinite(v) && v > 0 && v <= max) return "";
+        return fmt::format("expected a number of seconds above 0 and at most {}, got '{}'", max, text);
+      },
+      fmt::format("SECONDS in (0, {}]", max));
+}
+
+CLI::Validator positive_real() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end != nullptr && *end == '\0' && std::isfinite(v) && v > 0) return "";
+        return fmt::format("expected a positive number, got '{}'", text);
+      },
+      "POSITIVE");
+}
+
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--device", a.device, "cpu, cuda or cuda:N")->capture_default_str();
   sub.add_option("--repeats", a.repeats, "fresh-process runs per configuration")
-      ->check(CLI::PositiveNumber)
+      ->check(integer_in(1, 1000000))
       ->capture_default_str();
   sub.add_option("--configs", a.configs,
                  "configurations: presets (default, benchmark, cudnn-det, det-warn, det, strict, threads-1, threads-N, "
@@ -50,9 +93,13 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--markdown", a.markdown, "write a Markdown summary here (atomically; e.g. $GITHUB_STEP_SUMMARY)");
   sub.add_option("--html", a.html, "write a self-contained HTML report here (atomically; opens from disk, fetches nothing)");
   sub.add_flag("--json", a.json, "print the JSON report on stdout instead of the summary");
-  sub.add_option("--jobs,-j", a.jobs, "child processes run at once")->check(CLI::PositiveNumber)->capture_default_str();
-  sub.add_option("--timeout", a.timeout, help.timeout)->check(CLI::PositiveNumber)->capture_default_str();
-  sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs")->capture_default_str();
+  sub.add_option("--jobs,-j", a.jobs, "child processes run at once (at most the number of CPUs)")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  sub.add_option("--timeout", a.timeout, help.timeout)->check(seconds_up_to(kMaxTimeoutSeconds))->capture_default_str();
+  sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs (0 to 2^64-1)")
+      ->check(integer_in(0, UINT64_MAX))
+      ->capture_default_str();
   sub.add_option("--load-library", a.libraries, help.library);
   add_allowlist_option(sub, a.allowlist);
   sub.add_option("--baseline", a.baseline,
@@ -83,10 +130,15 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.device = a.device;
   o.repeats = a.repeats;
   o.configs = parse_configs(a.configs.empty() ? defaults : a.configs, logical_cpu_count());
-  o.jobs = a.jobs;
+  // More children than CPUs only make each one slower and its timings noisier.
+  const int cpus = static_cast<int>(std::max(1u, logical_cpu_count()));
+  o.jobs = std::min(a.jobs, cpus);
+  if (a.jobs > cpus) log::warn("--jobs {} is more than this machine's {} CPUs: running {} at once", a.jobs, cpus, cpus);
   o.timeout_s = a.timeout;
   o.seed = a.seed;
   o.load_libraries = a.libraries;
+  // The date override is checked whenever it is set, not only when an allowlist reads it.
+  if (const char* today = std::getenv("REPRO_AUDIT_TODAY"); today != nullptr && *today != '\0') (void)today_date();
   o.command = global.argv;
   o.progress = !global.quiet && isatty(STDERR_FILENO);
   for (const std::string* path : {&a.report, &a.junit, &a.markdown, &a.html, &a.save_baseline})

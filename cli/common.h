@@ -80,4 +80,12 @@ std::string device_type(const std::string& device);
 // so that a report is never lost after a long audit).
 void check_writable_target(const std::string& path);
 
+// Validators whose messages say in words what an option takes (CLI11's own ones print the range as
+// "0.000000 to 1.797...e308" and let "-1" wrap around to 2^64-1 for an unsigned option):
+// an integer in [min, max]; a finite number of seconds in (0, max]; a positive finite number.
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;  // a week
+CLI::Validator integer_in(uint64_t min, uint64_t max);
+CLI::Validator seconds_up_to(double max);
+CLI::Validator positive_real();
+
 }  // namespace ra::cli

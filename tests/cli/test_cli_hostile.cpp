@@ -100,3 +100,50 @@ TEST_CASE("baselines are path-free: two identical audits saved under different n
   CHECK(run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--repeats", "2", "--baseline", dir.file("second.json")}).code ==
         0);
 }
+
+TEST_CASE("options: out-of-range and malformed values are usage errors that say what the option takes") {
+  TempDir dir;
+  save_linear(dir.file("m.pt"));
+  const std::string m = dir.file("m.pt");
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"--seed", "-1"}, "--seed: expected an integer from 0 to 18446744073709551615, got '-1'"},
+      {{"--seed", "18446744073709551616"}, "--seed: expected an integer from 0 to 18446744073709551615"},
+      {{"--seed", "1e20"}, "got '1e20'"},
+      {{"--timeout", "1e10"}, "--timeout: expected a number of seconds above 0 and at most 604800, got '1e10'"},
+      {{"--timeout", "nan"}, "got 'nan'"},
+      {{"--repeats", "0"}, "--repeats: expected an integer from 1 to 1000000, got '0'"},
+      {{"--jobs", "0"}, "--jobs: expected an integer from 1 to 4096"},
+      // An empty value after '=' used to swallow the next argument (a report named "--zzz=1").
+      {{"--report=", "--zzz=1"}, "--report has an empty value"},
+      {{"--markdown=", dir.file("x.md")}, "--markdown has an empty value"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"run", m, "--shape", "1x4"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    CAPTURE(c.message);
+    ra::test::expect_error(dir, args, 2, c.message);
+  }
+  CHECK(!ra::test::file_exists("--zzz=1"));
+  CHECK(!ra::test::file_exists(dir.file("x.md")));
+  for (const char* cmd : {"probes", "report", "compare", "diff", "lint"}) {
+    const auto r = run_cli({cmd, "--report=", dir.file("r.json")});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--report has an empty value") != std::string::npos);
+  }
+}
+
+TEST_CASE("options: --jobs above the CPU count is capped with a warning; REPRO_AUDIT_TODAY is checked whenever set") {
+  TempDir dir;
+  save_linear(dir.file("m.pt"));
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--repeats", "2", "--jobs", "1000"});
+  CHECK(r.code == 0);
+  CHECK(r.err.find("--jobs 1000 is more than this machine's") != std::string::npos);
+  setenv("REPRO_AUDIT_TODAY", "tomorrow", 1);
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "1x4"}, 2,
+                         "REPRO_AUDIT_TODAY must be a date YYYY-MM-DD, not 'tomorrow'");
+  unsetenv("REPRO_AUDIT_TODAY");
+}
