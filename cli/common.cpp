@@ -5,6 +5,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/log.h"
+#include "audit/common/stop.h"
 #include "reports/baseline.h"
 #include "reports/render.h"
 
@@ -158,13 +159,23 @@ int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& a
                 const std::optional<Baseline>& baseline) {
   if (allow.list) apply_allowlist(rep, *allow.list, allow.today);
   if (baseline) apply_baseline(rep, *baseline);
-  if (!a.report.empty()) write_file_atomic(a.report, report::render_json(rep));
-  if (!a.junit.empty()) write_file_atomic(a.junit, report::render_junit(rep));
-  if (!a.markdown.empty()) write_file_atomic(a.markdown, report::render_markdown(rep));
-  if (!a.html.empty()) write_file_atomic(a.html, report::render_html(rep));
-  if (!a.save_baseline.empty()) write_file_atomic(a.save_baseline, report::render_baseline(rep));
+  // Each file is written whole (temporary file, rename) or not at all; a stop signal is honoured
+  // between them.
+  const auto write = [](const std::string& path, const auto& render) {
+    if (path.empty()) return;
+    check_stop();
+    write_file_atomic(path, render());
+  };
+  write(a.report, [&] { return report::render_json(rep); });
+  write(a.junit, [&] { return report::render_junit(rep); });
+  write(a.markdown, [&] { return report::render_markdown(rep); });
+  write(a.html, [&] { return report::render_html(rep); });
+  write(a.save_baseline, [&] { return report::render_baseline(rep); });
+  check_stop();
   const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
   std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  check_stop();  // a closed pipe on stdout (SIGPIPE) ends the tool as interrupted
   return rep.exit_code;
 }
 

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "audit/common/stop.h"
 #include "cli/app.h"
 
-int main(int argc, char** argv) { return ra::cli::run(argc, argv); }
+int main(int argc, char** argv) {
+  ra::install_stop_handlers();
+  return ra::cli::run(argc, argv);
+}

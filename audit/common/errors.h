@@ -17,7 +17,7 @@ enum class ExitCode : int {
   Usage = 2,             // bad flags, unknown configuration, key or device
   Input = 3,             // model, input, report or baseline unreadable or invalid
   Incomplete = 4,        // a trial crashed or timed out, so the verdict is incomplete
-  Interrupted = 130,     // SIGINT
+  Interrupted = 130,     // SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE (audit/common/stop.h)
 };
 
 // Base of the errors shown to the user as one line: "repro-audit: <what>".

@@ -68,8 +68,18 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
+  // A full disk may only show at fsync or close (NFS, some FUSE filesystems).
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw InputError(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw InputError(fmt::format("cannot write '{}': {}", path, std::strerror(err)));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

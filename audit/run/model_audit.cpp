@@ -7,6 +7,7 @@
 
 #include "audit/trial/analysis.h"
 #include "audit/common/errors.h"
+#include "audit/common/stop.h"
 #include "audit/common/files.h"
 #include "audit/trace/fix_search.h"
 #include "audit/knowledge/knowledge.h"
@@ -27,6 +28,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <unistd.h>
 
@@ -97,38 +99,41 @@ struct Batch {
 
 Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, int repeats,
                 const std::string& tag, bool trace) {
-  std::vector<PreparedChild> prepared;
-  std::vector<std::string> trace_paths;
-  std::vector<std::pair<size_t, int>> where;  // job -> (config, repeat)
-  for (int r = 0; r < repeats; ++r)
-    for (size_t c = 0; c < configs.size(); ++c) {
-      const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
-      const TrialSpec spec = trial_spec(o, scratch, configs[c], r, name, trace);
-      trace_paths.push_back(spec.trace_path);
-      prepared.push_back(prepare_child(scratch, name, spec, o.timeout_s));
-      where.emplace_back(c, r);
-    }
-  std::vector<ChildJob> jobs;
-  for (const auto& p : prepared) jobs.push_back(p.job);
-  Progress progress(jobs.size(), o.progress);
-  const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-    const auto& [c, r] = where[i];
-    progress.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
-  };
-  const std::vector<ChildOutcome> outcomes = run_children(jobs, o.jobs, on_done);
+  // Children are made as they start (a spec is written just before its trial and removed after),
+  // so --repeats 1000000 holds no million specs in memory or on disk.
+  const size_t count = static_cast<size_t>(repeats) * configs.size();
+  const auto where = [&configs](size_t i) { return std::pair{i % configs.size(), static_cast<int>(i / configs.size())}; };
   Batch b;
   b.runs.resize(configs.size());
   b.traces.resize(configs.size());
-  for (size_t i = 0; i < prepared.size(); ++i) {
-    TrialRun run;
-    run.repeat = where[i].second;
-    run.process = outcomes[i];
-    run.result = read_result(prepared[i].result_path);
-    run.dump_path = prepared[i].dump_path;
-    run.timeout_s = o.timeout_s;
-    b.runs[where[i].first].push_back(std::move(run));
-    b.traces[where[i].first].push_back(trace_paths[i]);
+  for (size_t c = 0; c < configs.size(); ++c) {
+    b.runs[c].resize(static_cast<size_t>(repeats));
+    b.traces[c].resize(static_cast<size_t>(repeats));
   }
+  std::map<size_t, PreparedChild> started;  // the children running, by job index
+  const auto make = [&](size_t i) {
+    const auto [c, r] = where(i);
+    const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
+    const TrialSpec spec = trial_spec(o, scratch, configs[c], r, name, trace);
+    b.traces[c][static_cast<size_t>(r)] = spec.trace_path;
+    check_stop();
+    return started.insert_or_assign(i, prepare_child(scratch, name, spec, o.timeout_s)).first->second.job;
+  };
+  Progress progress(count, o.progress);
+  const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
+    const auto [c, r] = where(i);
+    const PreparedChild& p = started.at(i);
+    TrialRun& run = b.runs[c][static_cast<size_t>(r)];
+    run.repeat = r;
+    run.process = outcome;
+    run.result = read_result(p.result_path);
+    run.dump_path = p.dump_path;
+    run.timeout_s = o.timeout_s;
+    ::unlink(p.result_path.c_str());  // read: the dump and the trace stay for the analysis
+    started.erase(i);
+    progress.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
+  };
+  run_children(count, make, o.jobs, on_done);
   return b;
 }
 

@@ -81,6 +81,7 @@ report::Trial summarise_trial(const TrialRun& run) {
     t.status = TrialStatus::Crashed;
     t.message = run.process.exit_code != 0 ? fmt::format("exited with code {} without a result", run.process.exit_code)
                                            : std::string("exited without writing a valid result");
+    if (run.process.disk_full) t.message = "no space left in TMPDIR: the trial could not write its result";
     t.stderr_tail = run.process.log_tail;
     return t;
   }

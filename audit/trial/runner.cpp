@@ -2,6 +2,7 @@
 #include "audit/trial/runner.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/stop.h"
 
 #include <atomic>
 #include <cerrno>
@@ -12,6 +13,8 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,30 +22,6 @@ extern char** environ;
 
 namespace ra {
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-
-void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-// Installs SIGINT/SIGTERM handlers for the lifetime of one run_children call.
-class StopSignalScope {
- public:
-  StopSignalScope() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignalScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 std::vector<std::string> build_environment(const std::map<std::string, std::optional<std::string>>& overrides) {
   std::vector<std::string> env;
@@ -58,6 +37,7 @@ std::vector<std::string> build_environment(const std::map<std::string, std::opti
 
 struct Running {
   size_t index;
+  ChildJob job;
   pid_t pid;
   std::chrono::steady_clock::time_point start;
   std::chrono::steady_clock::time_point deadline;
@@ -68,6 +48,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }
 
 pid_t spawn(const ChildJob& job) {
+  const pid_t parent = ::getpid();
   std::vector<std::string> env = build_environment(job.env);
   env.push_back("REPRO_AUDIT_SPAWN_NS=" +
                 std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -84,14 +65,15 @@ pid_t spawn(const ChildJob& job) {
   if (pid == 0) {
     // Child: only async-signal-safe calls from here to exec.
     ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // die with the parent, even when it is killed outright
+    if (::getppid() != parent) ::_exit(127);
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     const int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
     struct sigaction sa {};
     sa.sa_handler = SIG_DFL;
-    ::sigaction(SIGINT, &sa, nullptr);
-    ::sigaction(SIGTERM, &sa, nullptr);
+    for (const int sig : kStopSignals) ::sigaction(sig, &sa, nullptr);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
@@ -124,41 +106,76 @@ std::string file_tail(const std::string& path, size_t max_lines, size_t max_byte
   return text.substr(pos);
 }
 
-std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel,
-                                       const std::function<void(size_t, const ChildOutcome&)>& on_done) {
-  StopSignalScope signals;
-  std::vector<ChildOutcome> outcomes(jobs.size());
+// Whether the filesystem holding `path` has (almost) no space left.
+bool no_space_at(const std::string& path) {
+  struct statvfs st {};
+  const std::string dir = path.substr(0, path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
+  if (::statvfs(dir.empty() ? "." : dir.c_str(), &st) != 0) return false;
+  return static_cast<unsigned long long>(st.f_bavail) * st.f_frsize < (64u << 10);
+}
+
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done) {
+  return run_children(jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done);
+}
+
+std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done) {
+  std::vector<ChildOutcome> outcomes(count);
   std::vector<Running> running;
   size_t next = 0;
   if (parallel < 1) parallel = 1;
 
+  const auto remove_files = [](const ChildJob& job) {
+    for (const auto& f : job.remove_after) ::unlink(f.c_str());
+  };
+  // Kills and reaps every running child: on a stop signal, or when making a job failed.
+  const auto stop_all = [&] {
+    for (const auto& r : running) kill_group(r.pid);
+    for (const auto& r : running) {
+      ::waitpid(r.pid, nullptr, 0);
+      remove_files(r.job);
+    }
+    running.clear();
+  };
   auto finish = [&](size_t r, ChildOutcome outcome) {
     const size_t index = running[r].index;
     outcome.wall_ms = ms_since(running[r].start);
-    if (!(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0))
-      outcome.log_tail = file_tail(jobs[index].log_path);
+    if (!(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0)) {
+      outcome.log_tail = file_tail(running[r].job.log_path);
+      outcome.disk_full = no_space_at(running[r].job.log_path) ||
+                          outcome.log_tail.find("No space left on device") != std::string::npos;
+    }
+    remove_files(running[r].job);
     outcomes[index] = outcome;
     running.erase(running.begin() + static_cast<long>(r));
     if (on_done) on_done(index, outcomes[index]);
   };
 
-  while (next < jobs.size() || !running.empty()) {
-    if (g_stop_signal != 0) {
-      for (const auto& r : running) kill_group(r.pid);
-      for (const auto& r : running) ::waitpid(r.pid, nullptr, 0);
+  while (next < count || !running.empty()) {
+    if (stop_signal() != 0) {
+      stop_all();
       throw Interrupted();
     }
-    while (next < jobs.size() && static_cast<int>(running.size()) < parallel) {
+    while (next < count && static_cast<int>(running.size()) < parallel) {
       const auto now = std::chrono::steady_clock::now();
-      const pid_t pid = spawn(jobs[next]);
+      ChildJob job;
+      try {
+        job = make(next);
+      } catch (...) {
+        stop_all();
+        throw;
+      }
+      const pid_t pid = spawn(job);
       if (pid < 0) {
         ChildOutcome o;
         o.kind = ChildOutcome::Kind::SpawnFailed;
         o.log_tail = std::string("cannot start child: ") + std::strerror(errno);
+        o.disk_full = errno == ENOSPC;
+        remove_files(job);
         outcomes[next] = o;
         if (on_done) on_done(next, o);
       } else {
-        running.push_back({next, pid, now, now + jobs[next].timeout});
+        const auto timeout = job.timeout;
+        running.push_back({next, std::move(job), pid, now, now + timeout});
       }
       ++next;
     }

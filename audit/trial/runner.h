@@ -6,7 +6,12 @@
 // The runner forks and execs (the environment is built before fork), puts each child in its own
 // process group so that a timeout kills whatever the child started, sends the child's stdout and
 // stderr to a file, and polls: waitpid(WNOHANG) for exits and a deadline per child. At most `jobs`
-// children run at once. SIGINT/SIGTERM in the parent kill every child and raise ra::Interrupted.
+// children run at once. A stop signal in the parent (audit/common/stop.h) kills every child group
+// and raises ra::Interrupted; a child dies with the parent if the parent is killed outright.
+//
+// Jobs may be made as they start (run_children with a JobMaker): an audit of a million repeats
+// writes each trial's spec just before the trial and removes it after, so neither memory nor disk
+// holds a million specs, and a signal in that phase leaves nothing behind.
 #pragma once
 
 #include <chrono>
@@ -23,6 +28,7 @@ struct ChildJob {
   std::map<std::string, std::optional<std::string>> env;  // overrides: value, or nullopt to unset
   std::string log_path;           // stdout+stderr of the child
   std::chrono::milliseconds timeout{600000};
+  std::vector<std::string> remove_after;  // files removed once the child has ended (its spec)
 };
 
 struct ChildOutcome {
@@ -31,12 +37,18 @@ struct ChildOutcome {
   int signal = 0;
   double wall_ms = 0;
   std::string log_tail;  // last lines of the log (only filled when the child did not exit 0)
+  bool disk_full = false;  // the child failed while the filesystem of its log had no space left
 };
 
 // Runs every job, at most `jobs` at a time; `on_done(index, outcome)` is called as each ends.
 // Outcomes are returned in job order.
-std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel,
-                                       const std::function<void(size_t, const ChildOutcome&)>& on_done = {});
+using DoneFn = std::function<void(size_t, const ChildOutcome&)>;
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done = {});
+
+// The same for `count` jobs made by `make(index)` as each is about to start (and may throw: the
+// children running are then killed and the exception goes on).
+using JobMaker = std::function<ChildJob(size_t)>;
+std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done = {});
 
 // The last `max_lines` lines (at most `max_bytes`) of a file.
 std::string file_tail(const std::string& path, size_t max_lines = 20, size_t max_bytes = 4096);

@@ -25,6 +25,7 @@ PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, T
   const std::string spec_path = base + ".spec.json";
   write_file_atomic(spec_path, to_json(spec).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   p.job.argv = {worker_executable(), "__child", spec_path, p.result_path};
+  p.job.remove_after = {spec_path};
   p.job.env = config_environment(spec.config);
   p.job.env["REPRO_AUDIT_TRIAL"] = tag;
   p.job.log_path = base + ".log";

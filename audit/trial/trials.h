@@ -42,8 +42,9 @@ struct PreparedChild {
   std::string dump_path;  // for Trial and Probes tasks (a prefix for Probes), else ""
 };
 
-// Writes `spec` to <scratch>/<tag>.spec.json and describes the child that runs it. Without `dump`
-// the child keeps no tensor copies (the census needs none).
+// Writes `spec` to <scratch>/<tag>.spec.json and describes the child that runs it (the runner
+// removes the spec when the child has ended). Without `dump` the child keeps no tensor copies (the
+// census needs none). Called from a JobMaker, it writes the spec only as the trial starts.
 PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, TrialSpec spec, double timeout_s,
                             bool dump = true);
 
