@@ -27,7 +27,7 @@ report::Report read_report(const std::string& path) {
   nlohmann::ordered_json j;
   try {
     j = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const auto end = what.find("] "); what.rfind("[json.exception", 0) == 0 && end != std::string::npos)
       what = what.substr(end + 2);

@@ -92,7 +92,7 @@ Allowlist parse_allowlist(const std::string& text, const std::string& path) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     bad(path, fmt::format("not valid JSON ({})", e.what()));
   }
   if (!doc.is_object()) bad(path, "the document must be an object");

@@ -220,7 +220,7 @@ Baseline parse_baseline(const std::string& text, const std::string& path, const 
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     std::string why = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const auto end = why.find("] "); starts_with(why, "[json.exception") && end != std::string::npos)
       why = why.substr(end + 2);

@@ -161,7 +161,7 @@ KnowledgeBase parse_knowledge(const std::string& json_text, const std::string& o
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     r.fail("not valid JSON", e.what());
   }
   r.only_keys(doc, {"schema", "schema_version", "torch", "source", "entries"}, "top level");

@@ -26,8 +26,8 @@ namespace {
 // Bounds on what one value may flatten to: a file may share one container many times over (a
 // tuple of two references to a tuple of two references...), which Python loads as a small graph
 // but which names exponentially many paths.
-constexpr int64_t kMaxVisits = int64_t{1} << 20;
-constexpr int64_t kMaxNameBytes = int64_t{1} << 26;
+constexpr int64_t kMaxVisits = int64_t{1} << 18;
+constexpr int64_t kMaxNameBytes = int64_t{1} << 24;
 
 struct Flattener {
   NamedTensors& out;

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// Baseline JSON (--baseline, compare): a baseline document, or a report read as one.
+#include "reports/baseline.h"
+#include "reports/json_read.h"
+#include "tests/fuzz/fuzz_common.h"
+
+#include <nlohmann/json.hpp>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(ra::fuzz::text(data, size));
+  } catch (const nlohmann::json::exception&) {  // audit/baseline/baseline.cpp: "not valid JSON", exit 3
+    return 0;
+  }
+  try {
+    (void)ra::report::baseline_from_json(j);
+  } catch (const ra::report::ReportError&) {
+  }
+  try {
+    std::string schema;
+    (void)ra::report::results_from_json(j, schema);
+  } catch (const ra::report::ReportError&) {
+  }
+  return 0;
+}
