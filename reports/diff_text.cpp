@@ -68,13 +68,7 @@ std::string diff_summary_line(const DiffReport& r) {
 }
 
 namespace {
-std::string render_diff_text_raw(const DiffReport& r);
-}  // namespace
 
-// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
-std::string render_diff_text(const DiffReport& r) { return printable(render_diff_text_raw(r), true); }
-
-namespace {
 std::string render_diff_text_raw(const DiffReport& r) {
   std::string out = fmt::format("A: {}\nB: {}\n", r.a, r.b);
   size_t width = 0;
@@ -85,6 +79,10 @@ std::string render_diff_text_raw(const DiffReport& r) {
   out += diff_summary_line(r) + "\n";
   return out;
 }
+
 }  // namespace
+
+// Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
+std::string render_diff_text(const DiffReport& r) { return printable(render_diff_text_raw(r), true); }
 
 }  // namespace ra::report

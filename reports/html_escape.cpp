@@ -20,7 +20,9 @@ bool allowed(uint32_t cp) {
 
 }  // namespace
 
-std::string esc(std::string_view s) {
+std::string esc(std::string_view raw) {
+  // Bytes that are not UTF-8 show as \xNN, as in every other format.
+  const std::string s = valid_utf8(raw) ? std::string(raw) : printable(raw, false);
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {

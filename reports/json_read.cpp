@@ -367,7 +367,8 @@ Report report_from_json(const json& j) {
   r.verdict = verdict(root.at("verdict"));
   r.exit_code = root.at("exit_code").i32();
   const Node environment = root.at("environment");
-  if (!environment.v.is_object()) environment.fail("expected an object (the environment fingerprint)");
+  if (!environment.v.is_object() && !environment.v.is_null())
+    environment.fail("expected an object (the environment fingerprint)");
   r.environment = environment.v;  // opaque: whatever the fingerprint held
   r.targets = root.at("targets").list(target);
   if (root.has("census")) r.census = census(root.at("census"));

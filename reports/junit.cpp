@@ -39,7 +39,10 @@ enum class Context { Text, Attribute };
 
 // Escapes `s` for element text or a double-quoted attribute value. In attributes, tab, newline and
 // carriage return are written as character references, so that parsers keep them.
-std::string xml(const std::string& s, Context where = Context::Attribute) {
+std::string xml(const std::string& raw, Context where = Context::Attribute) {
+  // Bytes that are not UTF-8 show as \xNN, as in every other format (so a report read back from
+  // its JSON renders the same).
+  const std::string s = valid_utf8(raw) ? raw : printable(raw, false);
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {

@@ -23,13 +23,7 @@ int raising_findings(const LintReport& report) {
 }
 
 namespace {
-std::string render_lint_text_raw(const LintReport& r);
-}  // namespace
 
-// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
-std::string render_lint_text(const LintReport& r) { return printable(render_lint_text_raw(r), true); }
-
-namespace {
 std::string render_lint_text_raw(const LintReport& r) {
   std::string out = fmt::format("lint {} for {}: {} of {} knowledge-base entries apply (torch {})\n", r.model,
                                 r.device, r.applicable_entries, r.knowledge_entries, r.knowledge_torch);
@@ -67,6 +61,10 @@ std::string render_lint_text_raw(const LintReport& r) {
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   return out;
 }
+
 }  // namespace
+
+// Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
+std::string render_lint_text(const LintReport& r) { return printable(render_lint_text_raw(r), true); }
 
 }  // namespace ra::report

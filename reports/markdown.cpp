@@ -203,13 +203,7 @@ void baseline_section(std::string& out, const Report& r) {
 }  // namespace
 
 namespace {
-std::string render_markdown_raw(const Report& r);
-}  // namespace
 
-// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
-std::string render_markdown(const Report& r) { return printable(render_markdown_raw(r), true); }
-
-namespace {
 std::string render_markdown_raw(const Report& r) {
   std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", to_string(r.verdict),
                                 std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
@@ -260,6 +254,10 @@ std::string render_markdown_raw(const Report& r) {
   timing(out, r);
   return out;
 }
+
 }  // namespace
+
+// Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
+std::string render_markdown(const Report& r) { return printable(render_markdown_raw(r), true); }
 
 }  // namespace ra::report

@@ -161,13 +161,7 @@ std::string flatten_env(const nlohmann::ordered_json& j, const std::string& pref
 }  // namespace
 
 namespace {
-std::string render_text_raw(const Report& r);
-}  // namespace
 
-// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
-std::string render_text(const Report& r) { return printable(render_text_raw(r), true); }
-
-namespace {
 std::string render_text_raw(const Report& r) {
   if (!r.targets.empty() && r.targets.front().probe) return render_probes_text(r);
   std::string out;
@@ -213,7 +207,11 @@ std::string render_text_raw(const Report& r) {
                      baseline_verdict_text(r), r.exit_code);
   return out;
 }
+
 }  // namespace
+
+// Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
+std::string render_text(const Report& r) { return printable(render_text_raw(r), true); }
 
 std::string baseline_verdict_text(const Report& r) {
   if (!r.baseline) return "";
@@ -232,18 +230,16 @@ std::string baseline_verdict_text(const Report& r) {
 }
 
 namespace {
-std::string render_environment_text_raw(const nlohmann::ordered_json& env);
-}  // namespace
 
-// Control characters and bytes that are not UTF-8 in names and messages are shown as \\xNN.
-std::string render_environment_text(const nlohmann::ordered_json& env) { return printable(render_environment_text_raw(env), true); }
-
-namespace {
 std::string render_environment_text_raw(const nlohmann::ordered_json& env) {
   std::string out;
   flatten_env(env, "", out, 40);
   return out;
 }
+
 }  // namespace
+
+// Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
+std::string render_environment_text(const nlohmann::ordered_json& env) { return printable(render_environment_text_raw(env), true); }
 
 }  // namespace ra::report

@@ -348,9 +348,8 @@ EnvironmentDiff diff_environments(const json& baseline, const json& current) {
   EnvironmentDiff d;
   const auto add = [&d](const std::string& key, const std::string& b, const std::string& c) {
     const std::string affects = key_affects(key);
-    // A key that can affect nothing and is missing on one side is one a path-free baseline leaves
-    // out (the installation's folders): not a change.
-    if (affects.empty() && (b == kAbsent || c == kAbsent)) return;
+    // The installation's folders, which a path-free baseline leaves out: missing there is no change.
+    if ((key == "tool.share_dir" || key == "torch.library_dir") && (b == kAbsent || c == kAbsent)) return;
     (affects.empty() ? d.ignored : d.changes).push_back({key, b, c, affects});
   };
   for (const auto& [key, value] : after) {
