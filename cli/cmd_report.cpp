@@ -4,6 +4,7 @@
 // with the report's own exit code; 3 when IN.json is unreadable, not JSON, not a report, or of a
 // schema version this build does not read (nothing is written then).
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 #include "audit/common/files.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -26,7 +27,7 @@ report::Report read_report(const std::string& path) {
   const std::string text = read_file(path, "report");
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(text);
+    j = parse_json_document<nlohmann::ordered_json>(text, path);
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const auto end = what.find("] "); what.rfind("[json.exception", 0) == 0 && end != std::string::npos)

@@ -2,6 +2,7 @@
 #include "audit/baseline/allowlist.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 #include "audit/common/files.h"
 
 #include <fmt/format.h>
@@ -91,7 +92,7 @@ bool valid_date(const std::string& d) {
 Allowlist parse_allowlist(const std::string& text, const std::string& path) {
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_json_document<json>(text, fmt::format("allowlist '{}'", path));
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     bad(path, fmt::format("not valid JSON ({})", e.what()));
   }

@@ -2,6 +2,7 @@
 #include "audit/baseline/baseline.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 #include "audit/common/files.h"
 #include "reports/baseline.h"
 #include "reports/json_read.h"
@@ -219,7 +220,7 @@ report::BaselineResult one_side(const std::string& target, const report::ConfigR
 Baseline parse_baseline(const std::string& text, const std::string& path, const std::string& what) {
   json j;
   try {
-    j = json::parse(text);
+    j = parse_json_document<json>(text, fmt::format("{} {}", what, path));
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     std::string why = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const auto end = why.find("] "); starts_with(why, "[json.exception") && end != std::string::npos)

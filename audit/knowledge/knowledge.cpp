@@ -3,6 +3,7 @@
 
 #include "audit/trial/config.h"
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 #include "audit/common/paths.h"
 
 #include <fmt/format.h>
@@ -160,7 +161,7 @@ KnowledgeBase parse_knowledge(const std::string& json_text, const std::string& o
   const Reader r(origin);
   json doc;
   try {
-    doc = json::parse(json_text);
+    doc = parse_json_document<json>(json_text, fmt::format("knowledge base '{}'", origin));
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     r.fail("not valid JSON", e.what());
   }

@@ -251,6 +251,27 @@ for name in ["offset_past_end", "string_claims_4GiB", "nested_50000_lists", "neg
     check(not os.path.exists(report), f"run --input {name}: no report expected")
     check(rss <= run_rss + 2 * len(cases[name][0]) + BUDGET, f"run --input {name}: peak memory {rss >> 20} MiB")
 
+# JSON documents (report, compare, --baseline, --allowlist): a flat array of 20 million zeros (a
+# DOM of 20 times the file's size before the cap) and arrays nested a million deep.
+rc, _, err, tiny_rss = run([TOOL, "report", os.path.join(WORK, "missing.json")])
+json_cases = {"flat_20M_values.json": '{"schema": "repro-audit/report", "x": [' + ",".join(["0"] * 20000000) + "]}",
+              "nested_1M_deep.json": "[" * 1000000 + "]" * 1000000}
+for name, body in json_cases.items():
+    path = os.path.join(WORK, name)
+    with open(path, "w") as f:
+        f.write(body)
+    for argv in ([TOOL, "report", path], [TOOL, "compare", path, path],
+                 [TOOL, "run", model, "--shape", "4", "--repeats", "2", "--baseline", path],
+                 [TOOL, "run", model, "--shape", "4", "--repeats", "2", "--allowlist", path]):
+        rc, out, err, rss = run(argv)
+        lines = err.strip().splitlines()
+        what = f"{argv[1]} {name}"
+        print(f"{what:40} exit {rc}  peak {rss >> 20} MiB  {lines[-1][:90] if lines else ''}", file=sys.stderr)
+        check(rc == 3, f"{what}: exit 3 expected, got {rc}: {err.strip()[:300]}")
+        check(len(lines) == 1, f"{what}: one line expected, got {lines[:3]}")
+        bound = max(tiny_rss, run_rss if argv[1] == "run" else 0) + 2 * len(body) + BUDGET
+        check(rss <= bound, f"{what}: peak memory {rss >> 20} MiB above {bound >> 20} MiB")
+
 if failures:
     print(f"{len(failures)} failure(s)", file=sys.stderr)
     sys.exit(1)

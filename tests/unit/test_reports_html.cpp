@@ -110,7 +110,7 @@ TEST_CASE("render_html: names, messages, snippets and stderr are escaped") {
   CHECK(h.find("a &lt; b &amp;&amp; c &gt; &quot;d&quot;; // &lt;/code&gt;&lt;/pre&gt;") != std::string::npos);
   CHECK(h.find("$ repro-audit run &#39;it&#39;\\&#39;&#39;s &lt;model&gt;.pt&#39;") != std::string::npos);
   // stderr: a control character and a byte that is not UTF-8 become U+FFFD; tab and newline stay.
-  // A control character is U+FFFD; a byte that is not UTF-8 shows as \\xNN, as in every format.
+  // A control character is U+FFFD; a byte that is not UTF-8 shows as \xNN, as in every format.
   CHECK(h.find("<pre>bell\xEF\xBF\xBD" "bad\\xff" "byte\nsegfault\tin child\n</pre>") != std::string::npos);
   // No timing marker can be forged through model text.
   auto forged = r;

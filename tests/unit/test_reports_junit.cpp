@@ -54,7 +54,7 @@ TEST_CASE("render_junit: every verdict, escaping, and the schema file") {
   CHECK(x.find("<failure type=\"replay-diverged\"") != std::string::npos);
   // Control characters XML cannot carry and bytes that are not UTF-8 become U+FFFD; newlines in
   // attributes are character references.
-  CHECK(x.find("bell\xEF\xBF\xBD" "bad\\xff" "byte") != std::string::npos);  // control: U+FFFD; not UTF-8: \\xNN
+  CHECK(x.find("bell\xEF\xBF\xBD" "bad\\xff" "byte") != std::string::npos);  // control: U+FFFD; not UTF-8: \xNN
   CHECK(x.find("repeat 1 stderr:\nbell") != std::string::npos);
   CHECK(x.find("byte\nsegfault\tin child\n") != std::string::npos);
   CHECK(x.find('\x01') == std::string::npos);
