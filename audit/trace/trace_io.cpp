@@ -4,6 +4,8 @@
 #include "audit/common/files.h"
 
 #include <fmt/format.h>
+
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -24,12 +26,37 @@ json tensors_json(const std::vector<TensorRef>& ts) {
   return a;
 }
 
+// An integer field, checked: nlohmann converts any number, and a float out of the type's range
+// (6.7e64 as a uint64_t) is undefined behaviour. Found by tests/fuzz/fuzz_trace.cpp.
+template <typename T>
+T integer(const json& v) {
+  if (!v.is_number_integer()) throw std::runtime_error("expected an integer");
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw std::runtime_error("integer out of range");
+    return static_cast<T>(u);
+  }
+  const int64_t i = v.get<int64_t>();
+  if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+      (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+    throw std::runtime_error("integer out of range");
+  return static_cast<T>(i);
+}
+
+template <typename T>
+T integer_or(const json& j, const char* key, T fallback) {
+  return j.contains(key) ? integer<T>(j.at(key)) : fallback;
+}
+
 std::vector<TensorRef> tensors_from(const json& a) {
   std::vector<TensorRef> ts;
   ts.reserve(a.size());
   for (const auto& t : a) {
     if (!t.is_array() || t.size() != 3) throw std::runtime_error("a tensor is not [dtype, shape, digest]");
-    ts.push_back({t[0].get<std::string>(), t[1].get<std::vector<int64_t>>(), t[2].get<std::string>()});
+    std::vector<int64_t> shape;
+    if (!t[1].is_array()) throw std::runtime_error("a tensor's shape is not an array");
+    for (const auto& d : t[1]) shape.push_back(integer<int64_t>(d));
+    ts.push_back({t[0].get<std::string>(), std::move(shape), t[2].get<std::string>()});
   }
   return ts;
 }
@@ -49,14 +76,14 @@ std::string record_line(const Record& r) {
 Record record_from(const json& j) {
   if (!j.is_object()) throw std::runtime_error("not a JSON object");
   Record r;
-  r.thread = j.at("th").get<uint32_t>();
-  r.order = j.at("ord").get<uint64_t>();
+  r.thread = integer<uint32_t>(j.at("th"));
+  r.order = integer<uint64_t>(j.at("ord"));
   r.op = j.at("op").get<std::string>();
   r.kind = j.at("kind").get<std::string>();
   r.phase = j.at("ph").get<std::string>();
-  r.step = j.at("step").get<int>();
-  r.seq = j.value("seq", int64_t{-1});
-  r.parent = j.value("par", int64_t{-1});
+  r.step = integer<int>(j.at("step"));
+  r.seq = integer_or<int64_t>(j, "seq", -1);
+  r.parent = integer_or<int64_t>(j, "par", -1);
   r.module = j.value("mod", std::string());
   r.source = j.value("src", std::string());
   r.scalars = j.value("sc", std::string());
@@ -95,14 +122,14 @@ Trace read_trace(const std::string& path) {
     const json h = json::parse(line);
     if (!h.is_object() || h.value("format", std::string()) != kFormat)
       throw TraceError(fmt::format("'{}' line 1: not a repro-audit trace", path));
-    if (h.at("version").get<int>() != kTraceVersion)
+    if (integer<int>(h.at("version")) != kTraceVersion)
       throw TraceError(fmt::format("'{}' line 1: trace version {} (this build reads {})", path,
                                    h.at("version").dump(), kTraceVersion));
     trace.device = h.at("device").get<std::string>();
-    trace.dropped = h.at("dropped").get<uint64_t>();
-    trace.capacity = h.at("capacity").get<uint64_t>();
-    trace.memory_bytes = h.at("memory_bytes").get<uint64_t>();
-    expected = h.at("records").get<uint64_t>();
+    trace.dropped = integer<uint64_t>(h.at("dropped"));
+    trace.capacity = integer<uint64_t>(h.at("capacity"));
+    trace.memory_bytes = integer<uint64_t>(h.at("memory_bytes"));
+    expected = integer<uint64_t>(h.at("records"));
   } catch (const TraceError&) {
     throw;
   } catch (const std::exception& e) {
