@@ -9,21 +9,12 @@
 # Usage: test_disk_full.py REPRO_AUDIT WORKDIR
 import json
 import os
-import shutil
 import subprocess
 import sys
-import warnings
 
-try:
-    import torch
-except ImportError:
-    print("skipped: this python has no torch", file=sys.stderr)
-    sys.exit(77)
-warnings.filterwarnings("ignore")
+from hostile_common import start
 
-TOOL, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
+torch, TOOL, WORK = start()
 FULL = os.path.join(WORK, "tmpfs")
 os.makedirs(FULL)
 if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", FULL], capture_output=True).returncode != 0:

@@ -17,19 +17,11 @@ import os
 import struct
 import subprocess
 import sys
-import warnings
 import zipfile
 
-warnings.filterwarnings("ignore")  # torch warns that numpy is missing
+from hostile_common import start
 
-try:
-    import torch
-except ImportError:
-    print("skipped: this python has no torch", file=sys.stderr)
-    sys.exit(77)
-
-TOOL, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-os.makedirs(WORK, exist_ok=True)
+torch, TOOL, WORK = start(fresh=False)
 BUDGET = 192 << 20  # bytes above the bound measured on a tiny genuine file (pieces of views, slack)
 
 # ---- a tiny pickle assembler ---------------------------------------------------------------------

@@ -9,23 +9,14 @@
 # Usage: test_signals.py REPRO_AUDIT WORKDIR   (the venv python with torch writes the model; exits
 # 77, skipped, without torch).
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import warnings
 
-try:
-    import torch
-except ImportError:
-    print("skipped: this python has no torch", file=sys.stderr)
-    sys.exit(77)
-warnings.filterwarnings("ignore")
+from hostile_common import start
 
-TOOL, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-shutil.rmtree(WORK, ignore_errors=True)
-os.makedirs(WORK)
+torch, TOOL, WORK = start()
 
 
 class Slow(torch.nn.Module):
