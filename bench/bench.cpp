@@ -4,7 +4,8 @@
 //   1. Digest throughput against a plain copy of the same bytes, as a ratio, for 1 to 256 MiB:
 //      CPU: std::memcpy into a preallocated buffer vs ra::digest (vectorised kernel over all
 //      intra-op threads, and with one thread); CUDA (when present): device-to-device copy_ vs
-//      ra::digest on the device. Each figure is the median of interleaved repetitions.
+//      ra::digest on the device (the fused kernel), and ATen's arithmetic. Each figure is the
+//      median of interleaved repetitions.
 //   2. Start-up: the front's `--help` and `report`, against a process that loads LibTorch and its
 //      CUDA half as every invocation did before the front/worker split; and a CPU trial's time
 //      from spawn to the first model op, with and without the CUDA half, from real audits.
@@ -91,8 +92,9 @@ void digest_cuda() {
     std::printf("Digest throughput vs copy, CUDA: no CUDA device here, not measured\n");
     return;
   }
-  std::printf("Digest throughput vs device-to-device copy, CUDA\n");
-  std::printf("  %8s %12s %14s %8s\n", "MiB", "copy GB/s", "digest GB/s", "ratio");
+  std::printf("Digest throughput vs device-to-device copy, CUDA (digests by %s; target: ratio >= 0.8 from 64 MiB)\n",
+              ra::cuda_digest_implementation().c_str());
+  std::printf("  %8s %12s %14s %8s %14s %8s\n", "MiB", "copy GB/s", "digest GB/s", "ratio", "ATen GB/s", "ratio");
   for (int64_t mib : {1, 16, 64, 256, 1024}) {
     const int64_t bytes = mib << 20;
     const at::Tensor src = at::randn({bytes / 4}, at::TensorOptions().device(at::kCUDA));
@@ -104,9 +106,16 @@ void digest_cuda() {
           torch::cuda::synchronize();
         },
         [&] { sink = ra::digest(src); }, 11);
+    const auto [copy2_s, generic_s] = side_by_side(
+        [&] {
+          dst.copy_(src);
+          torch::cuda::synchronize();
+        },
+        [&] { sink = ra::digest_generic(src); }, 5);
     const double gb = static_cast<double>(bytes) / 1e9;
     // A copy reads and writes every byte; the figure is the tensor's size over time, for both.
-    std::printf("  %8lld %12.2f %14.2f %8.2f\n", static_cast<long long>(mib), gb / copy_s, gb / digest_s, copy_s / digest_s);
+    std::printf("  %8lld %12.2f %14.2f %8.2f %14.2f %8.2f\n", static_cast<long long>(mib), gb / copy_s, gb / digest_s,
+                copy_s / digest_s, gb / generic_s, copy2_s / generic_s);
   }
 }
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Every dependency, found with a minimum version. LibTorch comes from the pinned torch wheel
 # (CMAKE_PREFIX_PATH=torch.utils.cmake_prefix_path, which ./dev passes); the rest from Debian.
-# We compile no CUDA code; naming an architecture list skips torch's GPU-detection try_run, which
-# needs a GPU and a CUDA dialect the host compiler settings do not give it.
+# Naming an architecture list skips torch's GPU-detection try_run, which needs a GPU and a CUDA
+# dialect the host compiler settings do not give it.
 if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(TORCH_CUDA_ARCH_LIST "9.0")
 endif()
@@ -20,11 +20,31 @@ list(GET TORCH_LIBRARIES 0 _ra_first_torch_lib)
 find_library(RA_TORCH_CPU_LIBRARY torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
 get_filename_component(RA_TORCH_LIBRARY_DIR "${RA_TORCH_CPU_LIBRARY}" DIRECTORY)
 
-# A CUDA build of torch brings the CUDA toolkit targets; we use them only for the fingerprint.
+# A CUDA build of torch brings the CUDA toolkit targets; we use them for the fingerprint and, when
+# nvcc is there too, for the fused CUDA digest (audit/digest/digest_cuda.cu). Its default
+# architectures: PTX for any GPU from Turing on (the driver compiles it once) and machine code for
+# Hopper; set RA_CUDA_ARCHITECTURES to choose others. -DRA_CUDA_DIGEST=OFF leaves it out.
 set(RA_WITH_CUDA OFF)
+set(RA_WITH_CUDA_DIGEST OFF)
+option(RA_CUDA_DIGEST "Build the fused CUDA digest kernel when nvcc is found" ON)
+set(RA_CUDA_ARCHITECTURES "75-virtual;90-real" CACHE STRING "GPU architectures of the fused CUDA digest")
 if(TARGET torch_cuda OR TARGET CUDA::cudart)
   find_package(CUDAToolkit QUIET)
   if(TARGET CUDA::cudart)
     set(RA_WITH_CUDA ON)
+  endif()
+endif()
+if(RA_WITH_CUDA AND RA_CUDA_DIGEST)
+  include(CheckLanguage)
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS "${CUDAToolkit_NVCC_EXECUTABLE}")
+    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_library(RA_C10_CUDA_LIBRARY c10_cuda PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
+    if(RA_C10_CUDA_LIBRARY)
+      set(RA_WITH_CUDA_DIGEST ON)
+    endif()
   endif()
 endif()

@@ -10,6 +10,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
+
+#include <dlfcn.h>
 
 namespace ra {
 namespace {
@@ -150,9 +154,84 @@ void for_each_piece(const std::vector<at::Tensor>& ts, int64_t max_elems, const 
   pieces_of(ts, 0, max_elems, fn);
 }
 
+namespace {
+
+// The fused CUDA kernel's entry point (digest_cuda.cu) and where it came from, or null and why
+// not. The module is the one beside the running executable, or REPRO_AUDIT_CUDA_DIGEST's path;
+// "off" there keeps ATen's arithmetic. Looked up once, on the first CUDA digest, when
+// libtorch_cuda.so and the CUDA runtime the module needs are loaded already.
+using CudaLanesFn = const char* (*)(const void* data, uint64_t n_words, int word_bytes, uint64_t first, void* out,
+                                    int device);
+struct CudaKernel {
+  CudaLanesFn fn = nullptr;
+  std::string about;
+};
+
+const CudaKernel& cuda_kernel() {
+  static const CudaKernel kernel = []() {
+    CudaKernel k;
+    std::string path;
+    if (const char* env = std::getenv("REPRO_AUDIT_CUDA_DIGEST"); env != nullptr && *env != '\0') {
+      if (std::string(env) == "off") {
+        k.about = "ATen operations (REPRO_AUDIT_CUDA_DIGEST=off)";
+        return k;
+      }
+      path = env;
+    } else {
+      std::error_code ec;
+      path = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "repro-audit-digest-cuda.so").string();
+    }
+    void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (module == nullptr) {
+      const char* why = dlerror();
+      k.about = "ATen operations (no fused kernel: " + std::string(why ? why : path) + ")";
+      return k;
+    }
+    k.fn = reinterpret_cast<CudaLanesFn>(dlsym(module, "ra_digest_cuda_lanes"));
+    k.about = k.fn != nullptr ? "fused kernel " + path : "ATen operations (" + path + " has no entry point)";
+    return k;
+  }();
+  return kernel;
+}
+
+// Queues the lanes of CUDA tensor `t` into `slot` (2 contiguous int64 on its device) with the fused
+// kernel. False when the kernel cannot take it: another device, no module, an unaligned buffer.
+bool fused_lanes_into(const at::Tensor& t, at::Tensor& slot) {
+  if (!t.is_cuda() || slot.device() != t.device() || slot.scalar_type() != at::kLong || slot.numel() != 2 ||
+      !slot.is_contiguous()) {
+    return false;
+  }
+  const CudaLanesFn kernel = cuda_kernel().fn;
+  if (kernel == nullptr) return false;
+  check_digestible(t);
+  const at::Tensor flat = prepare(t);
+  const int elem = static_cast<int>(flat.element_size());
+  const int word = dk::word_bytes_for_element(elem);
+  if (reinterpret_cast<uintptr_t>(flat.const_data_ptr()) % static_cast<uintptr_t>(word) != 0) return false;
+  const uint64_t words = static_cast<uint64_t>(flat.numel()) * static_cast<uint64_t>(elem / word);
+  const char* error = kernel(flat.const_data_ptr(), words, word, 0, slot.mutable_data_ptr(), t.device().index());
+  TORCH_CHECK(error == nullptr, "digest: the CUDA digest kernel could not run: ", error);
+  return true;
+}
+
+// Lanes from their sums as a 2-element int64 tensor on the host.
+dk::Lanes lanes_of(const at::Tensor& sums) {
+  const at::Tensor host = sums.cpu();
+  dk::Lanes lanes;
+  lanes.a = static_cast<uint64_t>(host[0].item<int64_t>());
+  lanes.b = static_cast<uint64_t>(host[1].item<int64_t>());
+  return lanes;
+}
+
+}  // namespace
+
 std::string digest(const at::Tensor& t) {
-  if (!t.device().is_cpu()) return digest_generic(t);
-  return dk::finish(cpu_tensor_lanes(t), dtype_name(t.scalar_type()), shape_of(t));
+  if (t.device().is_cpu()) return dk::finish(cpu_tensor_lanes(t), dtype_name(t.scalar_type()), shape_of(t));
+  if (t.is_cuda()) {
+    at::Tensor slot = at::empty({2}, t.options().dtype(at::kLong));
+    if (fused_lanes_into(t, slot)) return dk::finish(lanes_of(slot), dtype_name(t.scalar_type()), shape_of(t));
+  }
+  return digest_generic(t);
 }
 
 namespace {
@@ -185,15 +264,16 @@ at::Tensor generic_lanes(const at::Tensor& flat) {
 }  // namespace
 
 std::string digest_generic(const at::Tensor& t) {
-  const at::Tensor sums = generic_lanes(prepare(t)).cpu();
-  dk::Lanes lanes;
-  lanes.a = static_cast<uint64_t>(sums[0].item<int64_t>());
-  lanes.b = static_cast<uint64_t>(sums[1].item<int64_t>());
-  return dk::finish(lanes, dtype_name(t.scalar_type()), shape_of(t));
+  return dk::finish(lanes_of(generic_lanes(prepare(t))), dtype_name(t.scalar_type()), shape_of(t));
 }
 
 digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t) { return cpu_tensor_lanes(t); }
 
-void digest_lanes_into(const at::Tensor& t, at::Tensor& slot) { slot.copy_(generic_lanes(prepare(t)), /*non_blocking=*/true); }
+std::string cuda_digest_implementation() { return cuda_kernel().about; }
+
+void digest_lanes_into(const at::Tensor& t, at::Tensor& slot) {
+  if (fused_lanes_into(t, slot)) return;
+  slot.copy_(generic_lanes(prepare(t)), /*non_blocking=*/true);
+}
 
 }  // namespace ra

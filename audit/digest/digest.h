@@ -19,11 +19,13 @@
 //
 // The cost. On CPU the word loop is vectorised (32x32->64 multiplies) and split over intra-op
 // threads; a non-contiguous tensor on the CPU is read in bounded pieces (for_each_piece), so an
-// expanded view of a few stored elements never materialises whole; on other devices it is first
-// made contiguous on its device. On other devices the
-// same arithmetic runs as ATen int64 operations (exact, so bit-identical to the CPU kernel), in
-// bounded chunks; only the two lane sums travel to the host. bench/bench.cpp measures the ratio
-// to a plain copy of the same bytes.
+// expanded view of a few stored elements never materialises whole. On CUDA, a fused kernel
+// (digest_cuda.cu, loaded on demand) reads a contiguous tensor once where it lies, and only the
+// two lane sums travel to the host; a non-contiguous one is first made contiguous on its device.
+// Elsewhere, and where that module was not built, the same arithmetic runs as ATen int64
+// operations in bounded chunks (exact, so bit-identical to both kernels). The per-word formula is
+// in digest_arith.h, the one header the host and device kernels share. bench/bench.cpp measures
+// each kernel against a plain copy of the same bytes.
 #pragma once
 
 #include "audit/digest/digest_kernel.h"
@@ -48,8 +50,8 @@ void for_each_piece(const std::vector<at::Tensor>& ts, int64_t max_elems, const 
 // The digest of `t` on its own device.
 std::string digest(const at::Tensor& t);
 
-// The same digest computed with ATen integer operations only (any device). digest() uses it for
-// non-CPU devices; tests use it on CPU as an independent reference for the vectorised kernel.
+// The same digest computed with ATen integer operations only (any device). digest() uses it on
+// devices without a fused kernel; tests use it as an independent reference for both kernels.
 std::string digest_generic(const at::Tensor& t);
 
 // For the tracer (audit/trace/tracer.h): the digest's lane sums of a CPU tensor, computed now; and, for a
@@ -58,6 +60,10 @@ std::string digest_generic(const at::Tensor& t);
 // lanes into the digest.
 digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t);
 void digest_lanes_into(const at::Tensor& t, at::Tensor& slot);
+
+// What digests CUDA tensors in this process: "fused kernel PATH", or "ATen operations (why not)".
+// Loads the module on first use (call it only once libtorch_cuda.so is loaded).
+std::string cuda_digest_implementation();
 
 // "float32", "bfloat16", "int64", "bool", ...
 std::string dtype_name(at::ScalarType type);

@@ -196,3 +196,71 @@ TEST_CASE("digest_kernel: words32, words16 and words8 equal the sum of mix_word,
     }
   }
 }
+
+namespace {
+
+// The lanes the fused CUDA kernel would sum for flat contiguous `t` launched with `step` threads:
+// every thread's share of digest_arith.h's split, computed here on the CPU.
+ra::digest_kernel::Lanes kernel_split_lanes(const at::Tensor& t, uint64_t step) {
+  namespace dk = ra::digest_kernel;
+  const int elem = static_cast<int>(t.element_size());
+  const int word = dk::word_bytes_for_element(elem);
+  const uint64_t n = static_cast<uint64_t>(t.numel()) * static_cast<uint64_t>(elem / word);
+  const void* data = t.const_data_ptr();
+  const uint64_t head = dk::head_words(reinterpret_cast<uintptr_t>(data), static_cast<uint64_t>(word), n);
+  dk::Lanes total;
+  for (uint64_t tid = 0; tid < step; ++tid) {
+    if (word == 4) total += dk::thread_lanes(static_cast<const uint32_t*>(data), n, head, tid, step, 0);
+    else if (word == 2) total += dk::thread_lanes(static_cast<const uint16_t*>(data), n, head, tid, step, 0);
+    else total += dk::thread_lanes(static_cast<const uint8_t*>(data), n, head, tid, step, 0);
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("digest_arith: the CUDA kernel's split of a buffer among threads adds up to the digest, for every dtype") {
+  // The kernel's threads take strided words of an unaligned head, 16-byte vectors of the body and
+  // a tail; here every share is summed on the CPU for grids of several sizes and buffers starting
+  // at every offset of a vector, and must give digest()'s bits (and digest_generic()'s).
+  namespace dk = ra::digest_kernel;
+  const std::vector<at::ScalarType> dtypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kComplexFloat,
+                                              at::kComplexDouble, at::kByte, at::kChar, at::kShort, at::kInt,
+                                              at::kLong, at::kBool};
+  const at::Tensor bits = at::randint(0, 256, {16 * (65536 + 3 + 16)}, at::kByte);
+  for (const at::ScalarType type : dtypes) {
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(type));
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{17}, int64_t{1000}, int64_t{65536 + 3}}) {
+      for (int64_t skip : {int64_t{0}, int64_t{1}, int64_t{3}}) {  // elements: moves the start off 16 bytes
+        const int64_t bytes = n * elem;
+        at::Tensor t = bits.narrow(0, 0, bytes + 16 * elem).view(type).narrow(0, skip, n);
+        if (type == at::kBool) t = t.view(at::kByte).bitwise_and(1).view(at::kBool);
+        INFO(ra::dtype_name(type), " n=", n, " skip=", skip);
+        const std::string want = ra::digest(t);
+        CHECK(ra::digest_generic(t) == want);
+        for (uint64_t step : {uint64_t{1}, uint64_t{3}, uint64_t{32}, uint64_t{1280}}) {
+          CHECK(dk::finish(kernel_split_lanes(t, step), ra::dtype_name(type), {n}) == want);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("digest_arith: a thread's share keys words by their global index past 4 Gi words") {
+  // A tensor over 4 Gi words is not allocated here: its chunks start past 2^32, which `first`
+  // stands for. The split must agree with the CPU kernel and the definition there, and the keys
+  // use the low 32 bits of the index (so a start 2^32 further gives the same lanes).
+  namespace dk = ra::digest_kernel;
+  std::vector<uint32_t> w(1000);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint32_t>(i * 0x9E3779B1u + 12345u);
+  for (uint64_t first : {uint64_t{0xffffff00}, uint64_t{0x100000000} - 3, uint64_t{0x2fffffff0}}) {
+    dk::Lanes split;
+    for (uint64_t tid = 0; tid < 7; ++tid) split += dk::thread_lanes(w.data() + 1, 999, 3, tid, 7, first);
+    const dk::Lanes cpu = dk::words32(w.data() + 1, 999, first);
+    const dk::Lanes wrapped = dk::words32(w.data() + 1, 999, first + 0x100000000);
+    CHECK(split.a == cpu.a);
+    CHECK(split.b == cpu.b);
+    CHECK(wrapped.a == cpu.a);
+    CHECK(wrapped.b == cpu.b);
+  }
+}

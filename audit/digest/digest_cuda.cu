@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fused CUDA digest: the lanes of digest_arith.h computed in one pass over a tensor's bytes on
+// its device, with no host copy and no temporaries. Built by nvcc into a small module
+// (repro-audit-digest-cuda.so) beside the worker, which loads it with dlopen the first time it
+// digests a CUDA tensor (audit/digest/digest.cpp), after libtorch_cuda.so is loaded: a CPU trial
+// never maps it. Without the module, digest.cpp falls back to the same sums in ATen operations.
+//
+// Each thread sums mix_word over a grid-strided share of the words (16-byte loads where the buffer
+// is aligned; the split is digest_arith.h's, tested on the CPU), a warp adds its threads' lanes
+// with shuffles, and one atomic add per warp and lane lands in the 2-word result. Sums modulo 2^64 commute, so the order of the atomics does not
+// change a bit of the result.
+#include "audit/digest/digest_arith.h"
+
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+namespace dk = ra::digest_kernel;
+
+constexpr int kThreads = 256;
+
+// Each thread sums its share (digest_arith.h's thread_lanes), each warp adds its threads' lanes, and
+// one thread per warp adds them to the result.
+template <typename Word>
+__global__ void lanes_kernel(const Word* w, uint64_t n, uint64_t head, uint64_t first, unsigned long long* out) {
+  const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t step = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  dk::Lanes l = dk::thread_lanes(w, n, head, tid, step, first);
+  for (int offset = warpSize / 2; offset > 0; offset /= 2) {
+    l.a += __shfl_down_sync(0xffffffffu, l.a, offset);
+    l.b += __shfl_down_sync(0xffffffffu, l.b, offset);
+  }
+  if ((threadIdx.x & (warpSize - 1)) == 0) {
+    atomicAdd(out, static_cast<unsigned long long>(l.a));
+    atomicAdd(out + 1, static_cast<unsigned long long>(l.b));
+  }
+}
+
+template <typename Word>
+cudaError_t launch(const void* data, uint64_t n_words, uint64_t first, unsigned long long* out, int blocks,
+                   cudaStream_t stream) {
+  const uint64_t head = dk::head_words(reinterpret_cast<uintptr_t>(data), sizeof(Word), n_words);
+  lanes_kernel<Word><<<blocks, kThreads, 0, stream>>>(static_cast<const Word*>(data), n_words, head, first, out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// The module's one entry point, looked up with dlsym. Sets the two uint64 words at `out` (device
+// memory of `device`) to the lanes of `n_words` words of `word_bytes` (1, 2 or 4) bytes at `data`
+// (device memory, aligned to its word size), word 0 having global index `first`. Work is queued on
+// the current stream of `device`; nothing waits. Returns nullptr, or why it could not queue it.
+extern "C" __attribute__((visibility("default"))) const char* ra_digest_cuda_lanes(const void* data, uint64_t n_words,
+                                                                                   int word_bytes, uint64_t first,
+                                                                                   void* out, int device) {
+  if (word_bytes != 1 && word_bytes != 2 && word_bytes != 4) return "word size must be 1, 2 or 4 bytes";
+  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(word_bytes) != 0) return "data is not word-aligned";
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
+    return cudaGetErrorString(cudaGetLastError());
+  }
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  auto* sums = static_cast<unsigned long long*>(out);
+  cudaError_t err = cudaMemsetAsync(sums, 0, 2 * sizeof(unsigned long long), stream);
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  if (n_words == 0) return nullptr;
+  // Enough resident blocks to fill every SM, no more than the words need.
+  const uint64_t wanted = (n_words + kThreads - 1) / kThreads;
+  const int blocks = static_cast<int>(wanted < static_cast<uint64_t>(sms) * 8 ? wanted : static_cast<uint64_t>(sms) * 8);
+  switch (word_bytes) {
+    case 4: err = launch<uint32_t>(data, n_words, first, sums, blocks, stream); break;
+    case 2: err = launch<uint16_t>(data, n_words, first, sums, blocks, stream); break;
+    default: err = launch<uint8_t>(data, n_words, first, sums, blocks, stream); break;
+  }
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
