@@ -113,11 +113,30 @@ std::string exit_meaning(const Report& r) {
 }
 
 std::string title(const Report& r) {
+  if (r.selftest)
+    return fmt::format("repro-audit selftest on {}: {} (exit {})", r.selftest->device, selftest_summary(*r.selftest),
+                       r.exit_code);
   const std::string what = r.targets.size() == 1 ? r.targets.front().name
                            : !r.targets.empty() && r.targets.front().kind == "probe"
                                ? fmt::format("probe suite, {} probes", r.targets.size())
                                : fmt::format("{} targets", r.targets.size());
   return fmt::format("repro-audit: {} (exit {}) - {}", to_string(r.verdict), r.exit_code, what);
+}
+
+// A self-test's checks, in place of the verdict banner (its report has no targets).
+void selftest_section(std::string& out, const Report& r) {
+  const SelfTest& self = *r.selftest;
+  const bool passed = r.exit_code == 0;
+  out += fmt::format("<section id=\"verdict\" class=\"banner v-{}\" data-verdict=\"{}\" data-selftest=\"{}\" "
+                     "data-exit-code=\"{}\" data-targets=\"0\" data-cells=\"0\">\n",
+                     passed ? "reproducible" : "diverged", to_string(r.verdict), passed ? "passed" : "failed", r.exit_code);
+  out += fmt::format("<h1>selftest on {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(self.device), r.exit_code,
+                     esc(selftest_summary(self)));
+  out += "<table class=\"selftest\"><thead><tr><th>check</th><th>result</th><th>evidence</th></tr></thead><tbody>\n";
+  for (const auto& c : self.checks)
+    out += fmt::format("<tr data-check=\"{0}\" data-passed=\"{1}\"><td>{0}</td><td>{2}</td><td>{3}</td></tr>\n", esc(c.name),
+                       c.passed ? "true" : "false", c.passed ? "pass" : "<strong>FAIL</strong>", esc(c.evidence));
+  out += "</tbody></table>\n</section>\n";
 }
 
 void banner_section(std::string& out, const Report& r) {
@@ -339,7 +358,11 @@ std::string render_html(const Report& r) {
   if (r.baseline) out += "<a href=\"#baseline\">Baseline</a>";
   out += "<a href=\"#root-causes\">Root causes</a><a href=\"#fixes\">Fixes</a>"
          "<a href=\"#census\">Census</a><a href=\"#details\">Details</a><a href=\"#timing\">Timing</a></nav>\n<main>\n";
-  banner_section(out, r);
+  if (r.selftest) {
+    selftest_section(out, r);
+  } else {
+    banner_section(out, r);
+  }
   html::environment_section(out, r);
   matrix_section(out, r);
   html::baseline_section(out, r);

@@ -287,6 +287,12 @@ json to_json(const Report& r) {
             {"targets", targets}};
   if (r.census) j["census"] = census_json(*r.census);
   if (r.baseline) j["baseline"] = baseline_json(*r.baseline);
+  if (r.selftest) {
+    json checks = json::array();
+    for (const auto& c : r.selftest->checks)
+      checks.push_back({{"name", c.name}, {"passed", c.passed}, {"evidence", c.evidence}});
+    j["selftest"] = {{"device", r.selftest->device}, {"checks", checks}};
+  }
   j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"fixes", timing_fixes}, {"trials", timing_trials}};
   return j;
 }

@@ -373,6 +373,20 @@ Report report_from_json(const json& j) {
   r.targets = root.at("targets").list(target);
   if (root.has("census")) r.census = census(root.at("census"));
   if (root.has("baseline")) r.baseline = baseline(root.at("baseline"));
+  if (root.has("selftest")) {
+    const Node st = root.at("selftest");
+    SelfTest self;
+    self.device = st.at("device").str();
+    self.checks = st.at("checks").list([](const Node& n) {
+      SelfCheck c;
+      c.name = n.at("name").str();
+      c.passed = n.at("passed").boolean();
+      c.evidence = n.at("evidence").str();
+      return c;
+    });
+    if (!r.targets.empty()) root.at("targets").fail("a self-test report has no targets");
+    r.selftest = std::move(self);
+  }
   r.allowlist_expired = root.at("allowlist_expired").strings();
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();

@@ -292,6 +292,19 @@ std::string render_junit(const Report& r) {
               property("environment_changes", fmt::format("{}", fmt::join(changes, "; ")));
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }
+  if (r.selftest) {
+    Counts counts;
+    std::string cases;
+    for (const auto& c : r.selftest->checks) {
+      const Outcome o = c.passed ? Outcome{} : Outcome{"failure", "selftest", c.evidence, ""};
+      counts.add(o);
+      cases += testcase("selftest", c.name, o, c.passed ? c.evidence : "");
+    }
+    all.add(counts);
+    suites += fmt::format("  <testsuite name=\"selftest\" {}>\n    <properties>\n", counts.attributes());
+    suites += property("device", r.selftest->device);
+    suites += "    </properties>\n" + cases + "  </testsuite>\n";
+  }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"repro-audit\" {}>\n", all.attributes());
   out += suites;

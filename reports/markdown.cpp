@@ -204,7 +204,18 @@ void baseline_section(std::string& out, const Report& r) {
 
 namespace {
 
+std::string selftest_markdown(const Report& r) {
+  const SelfTest& self = *r.selftest;
+  std::string out = fmt::format("## repro-audit selftest on {}: {} (exit {})\n\n", md(self.device), md(selftest_summary(self)),
+                                r.exit_code);
+  out += "| check | result | evidence |\n|---|---|---|\n";
+  for (const auto& c : self.checks)
+    out += fmt::format("| {} | {} | {} |\n", md(c.name), c.passed ? "pass" : "**FAIL**", md(c.evidence));
+  return out;
+}
+
 std::string render_markdown_raw(const Report& r) {
+  if (r.selftest) return selftest_markdown(r);
   std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", to_string(r.verdict),
                                 std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
                                     ? ", configuration-dependent"

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/model.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -106,6 +109,14 @@ std::optional<double> cost_ratio(const Target& target, size_t i) {
   return *mine / *base;
 }
 
+std::string selftest_summary(const SelfTest& self) {
+  std::vector<std::string> failed;
+  for (const auto& c : self.checks)
+    if (!c.passed) failed.push_back(c.name);
+  if (failed.empty()) return fmt::format("all {} checks passed", self.checks.size());
+  return fmt::format("{} of {} checks failed: {}", failed.size(), self.checks.size(), fmt::join(failed, ", "));
+}
+
 void finalize(Report& report) {
   Verdict worst = Verdict::Reproducible;
   for (auto& target : report.targets) {
@@ -131,6 +142,9 @@ void finalize(Report& report) {
     default: report.exit_code = 0;
   }
   if (!report.allowlist_expired.empty()) report.exit_code = 1;
+  if (report.selftest)
+    for (const auto& check : report.selftest->checks)
+      if (!check.passed) report.exit_code = 1;
   if (report.baseline)
     for (const auto& result : report.baseline->results)
       if (baseline_failure(report, result)) report.exit_code = 1;

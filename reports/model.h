@@ -329,6 +329,19 @@ struct BaselineComparison {
   std::vector<BaselineResult> results;     // current targets x configurations in order, the baseline's own after each target
 };
 
+// `repro-audit selftest`: checks that the tool works on this machine and device (audit/run/selftest.h),
+// each passed or failed with its evidence in one sentence.
+struct SelfCheck {
+  std::string name;      // digests | switches | detection | fingerprint | tracing
+  bool passed = false;
+  std::string evidence;  // what was measured, or why it failed
+};
+
+struct SelfTest {
+  std::string device;  // "cpu", "cuda:0"
+  std::vector<SelfCheck> checks;
+};
+
 struct Report {
   std::string tool_version;
   std::vector<std::string> command;  // argv, for replay
@@ -337,6 +350,7 @@ struct Report {
   std::optional<Census> census;  // `probes` only
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched, one sentence each
   std::optional<BaselineComparison> baseline;  // --baseline, compare
+  std::optional<SelfTest> selftest;  // `selftest` only; such a report has no targets
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing
@@ -356,11 +370,15 @@ std::optional<double> cost_ratio(const Target& target, size_t i);
 // whose configuration --allowlist did not allow in this report.
 bool baseline_failure(const Report& report, const BaselineResult& result);
 
+// "all 5 checks passed", or "2 of 5 checks failed: detection, tracing".
+std::string selftest_summary(const SelfTest& self);
+
 // Overall verdict and exit code from the targets (precedence: diverged/raised > crashed/timeout >
 // reproducible; skipped does not fail). A configuration with `allowed_by` counts as reproducible;
 // an expired allowlist entry (`allowlist_expired`) makes the exit code 1. A target's restart-replay counts too: diverged as diverged,
 // crashed as crashed; inconclusive does not change the verdict. A baseline result that
-// `baseline_failure` counts makes the exit code 1 (the verdict stays what the targets say).
+// `baseline_failure` counts makes the exit code 1 (the verdict stays what the targets say). A
+// self-test's failed check makes the exit code 1.
 void finalize(Report& report);
 
 }  // namespace ra::report

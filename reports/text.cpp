@@ -162,7 +162,18 @@ std::string flatten_env(const nlohmann::ordered_json& j, const std::string& pref
 
 namespace {
 
+std::string selftest_text(const Report& r) {
+  const SelfTest& self = *r.selftest;
+  std::string out = fmt::format("repro-audit selftest on {}\n", self.device);
+  for (const auto& c : self.checks)
+    out += fmt::format("  {:<4}  {:<11}  {}\n", c.passed ? "pass" : "FAIL", c.name, c.evidence);
+  out += render_baseline_text(r);  // `compare` of two self-tests: how their environments differ
+  out += fmt::format("selftest: {} (exit {})\n", selftest_summary(self), r.exit_code);
+  return out;
+}
+
 std::string render_text_raw(const Report& r) {
+  if (r.selftest) return selftest_text(r);
   if (!r.targets.empty() && r.targets.front().probe) return render_probes_text(r);
   std::string out;
   for (const auto& t : r.targets) {

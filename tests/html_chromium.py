@@ -237,6 +237,14 @@ def check_baseline(c, dom, report):
          any(s in failing for s in rows) and report["exit_code"] == 1)
 
 
+def check_selftest(c, dom, report):
+    """A self-test's checks: one row each, in order, passed or not as in the JSON."""
+    checks = report.get("selftest", {}).get("checks", [])
+    rows = [n for n in dom.nodes if "data-check" in n.attrs]
+    c.eq("self-test checks", [(n.attrs.get("data-check"), n.attrs.get("data-passed")) for n in rows],
+         [(k["name"], str(k["passed"]).lower()) for k in checks])
+
+
 def check_page(chromium, folder, stem, profile, pdf_dir):
     c = Checker(stem)
     html_path, json_path = os.path.join(folder, stem + ".html"), os.path.join(folder, stem + ".json")
@@ -260,6 +268,7 @@ def check_page(chromium, folder, stem, profile, pdf_dir):
     check_timing(c, raw)
     check_counts(c, dom, report)
     check_baseline(c, dom, report)
+    check_selftest(c, dom, report)
     pdf = os.path.join(pdf_dir, stem + ".pdf")
     p = run_chromium(chromium, ["--no-pdf-header-footer", f"--print-to-pdf={pdf}"], url, profile)
     c.eq("chromium --print-to-pdf exit status", p.returncode, 0)

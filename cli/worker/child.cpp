@@ -5,7 +5,10 @@
 //                              result as a crash.
 //   __stats REQUEST RESULT     divergence statistics between dumps (audit/trial/worker.h).
 //   __catalogue RESULT [LIB...]  the probes, built in and from plugins, as JSON.
+//   __selftest DEVICE RESULT FOLDER  the self-test's in-process checks, and its traced models
+//                              (audit/child/selftest_child.h).
 #include "audit/child/child.h"
+#include "audit/child/selftest_child.h"
 #include "audit/child/probe_child.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -52,6 +55,23 @@ Action attach_stats(CLI::App& sub, const GlobalOptions&) {
     std::vector<StatsAnswer> answers;
     for (const auto& r : requests) answers.push_back(dump_differences(r.dump_a, r.dump_b, r.names));
     write_file_atomic(paths->second, stats_answers_to_json(answers).dump());
+    return 0;
+  };
+}
+
+Action attach_selftest(CLI::App& sub, const GlobalOptions&) {
+  struct Args {
+    std::string device, result, model;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("device", a->device, "cpu or cuda[:N]")->required();
+  sub.add_option("result", a->result, "where to write the checks (JSON)")->required();
+  sub.add_option("models", a->model, "the folder to write the models the front traces into")->required();
+  return [a] {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& c : worker_selftest(a->device, a->model))
+      checks.push_back({{"name", c.name}, {"passed", c.passed}, {"evidence", c.evidence}});
+    write_file_atomic(a->result, checks.dump());
     return 0;
   };
 }

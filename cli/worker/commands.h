@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The worker executable's subcommands (repro-audit-worker): env, lint and diff, which the front
 // hands over whole (cli/worker_commands.h), and the hidden services the front starts as children:
-// `__child` (a trial, a probe child or a preflight), `__stats` and `__catalogue`
-// (audit/trial/worker.h). Nobody is meant to run it by hand.
+// `__child` (a trial, a probe child or a preflight), `__stats`, `__catalogue` (audit/trial/worker.h)
+// and `__selftest` (audit/child/selftest_child.h). Nobody is meant to run it by hand.
 #pragma once
 
 #include "cli/commands.h"
@@ -17,6 +17,7 @@ Action attach_diff(CLI::App& sub, const GlobalOptions& global);
 Action attach_child(CLI::App& sub, const GlobalOptions& global);
 Action attach_stats(CLI::App& sub, const GlobalOptions& global);
 Action attach_catalogue(CLI::App& sub, const GlobalOptions& global);
+Action attach_selftest(CLI::App& sub, const GlobalOptions& global);
 
 std::span<const Command> commands();
 

@@ -15,8 +15,9 @@
 
 namespace {
 
-// Whether this command needs LibTorch's CUDA half: `env` (it lists the GPUs), and a `__child`
-// whose spec names a CUDA device or is a preflight (the preflight records the fingerprint).
+// Whether this command needs LibTorch's CUDA half: `env` (it lists the GPUs), a `__selftest` on a
+// CUDA device, and a `__child` whose spec names a CUDA device or is a preflight (the preflight
+// records the fingerprint).
 // REPRO_AUDIT_LOAD_CUDA=1 loads it for any command (repro-audit-bench compares both).
 bool needs_cuda(int argc, char** argv) {
   if (const char* force = std::getenv("REPRO_AUDIT_LOAD_CUDA"); force && std::string(force) == "1") return true;
@@ -25,6 +26,7 @@ bool needs_cuda(int argc, char** argv) {
   if (i >= argc) return false;
   const std::string command = argv[i];
   if (command == "env") return true;
+  if (command == "__selftest") return i + 1 < argc && std::string(argv[i + 1]).rfind("cuda", 0) == 0;
   if (command != "__child" || i + 1 >= argc) return false;
   std::ifstream in(argv[i + 1]);
   const auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

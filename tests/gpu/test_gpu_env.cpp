@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU tier: what the CPU cannot show of the CUDA runtime path. The fingerprint lists every device
 // with its name, UUID, SM count and compute capability (on CUDA 13 it listed none); and
-// `--device cuda:N` makes N the current device, so a model's own `device="cuda"` lands there too.
+// `--device cuda:N` makes N the current device, so a model's own `device="cuda"` lands there too;
+// and `selftest --device cuda` passes.
 // Exits 77 (reported by ctest as skipped) where no CUDA device exists.
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/script.h>
@@ -68,6 +69,14 @@ def forward(self, x):
   expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
          "run --device cuda:" + std::to_string(last) + " makes it current for the model's own \"cuda\"");
   std::remove(model.c_str());
+
+  // The self-test on the GPU: every check passes (the fused digest, cuBLAS and TF32 switches, the
+  // index_add controls, the GPU's fingerprint, a backward root cause on the autograd thread).
+  const std::string self = dir + "/ra-gpu-selftest.json";
+  const std::string text = output_of(std::string(RA_BINARY) + " selftest --device cuda --report " + self, status);
+  std::fputs(text.c_str(), stdout);
+  expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "selftest --device cuda passes every check");
+  std::remove(self.c_str());
   std::printf("%d failures\n", failures);
   return failures == 0 ? 0 : 1;
 }

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// The worker's half of `repro-audit selftest` (`repro-audit-worker __selftest DEVICE RESULT FOLDER`):
+// the checks that need LibTorch in-process, and the models the front then traces. The front's half,
+// which runs trials and judges them, is audit/run/selftest.h.
+#pragma once
+
+#include "reports/model.h"
+
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// Checks `device` (a UsageError names a missing GPU or a bad spelling), runs the digest check on
+// it, and writes the self-test's traced models into `model_folder`: forward.pt, whose forward pass
+// (a scatter with many duplicate indices), and backward.pt, whose backward pass (the gradient of a
+// gather with them), are nondeterministic on that device under the default configuration.
+std::vector<report::SelfCheck> worker_selftest(const std::string& device, const std::string& model_folder);
+
+}  // namespace ra

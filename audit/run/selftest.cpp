@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/run/selftest.h"
+
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
+#include "audit/common/paths.h"
+#include "audit/knowledge/knowledge.h"
+#include "audit/run/model_audit.h"
+#include "audit/run/probe_audit.h"
+#include "audit/trial/config.h"
+#include "audit/trial/worker.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+namespace ra {
+namespace {
+
+using report::ConfigResult;
+using report::Report;
+using report::SelfCheck;
+using report::Target;
+using report::Verdict;
+
+const Target* find_target(const Report& r, const std::string& name) {
+  for (const auto& t : r.targets)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+const ConfigResult* find_config(const Target& t, const std::string& name) {
+  for (const auto& c : t.configs)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string repeats_text(const ConfigResult& c) {
+  return fmt::format("{}/{} repeats differ", c.diverging_repeats, std::max(0, c.completed - 1));
+}
+
+// Two configurations that between them set every switch of the table to two different values.
+std::vector<std::string> switch_configs(unsigned cpus) {
+  return {"deterministic=on+cudnn.benchmark=off+cudnn.deterministic=on+cudnn.enabled=off+fill_uninitialized_memory=on"
+          "+cublas_workspace=:4096:8+tf32.cublas=off+tf32.cudnn=off+threads=1+mkl_cbwr=COMPATIBLE",
+          fmt::format("deterministic=warn+cudnn.benchmark=on+cudnn.deterministic=off+cudnn.enabled=on"
+                      "+fill_uninitialized_memory=off+cublas_workspace=:16:8+tf32.cublas=on+tf32.cudnn=on+threads={}"
+                      "+mkl_cbwr=AUTO",
+                      std::max(2u, cpus))};
+}
+
+const report::RootCause* find_cause(const Report& r, const std::string& direction) {
+  if (r.targets.empty() || r.targets.front().configs.empty()) return nullptr;
+  const auto& trace = r.targets.front().configs.front().trace;
+  if (!trace) return nullptr;
+  for (const auto& c : trace->root_causes)
+    if (c.direction == direction) return &c;
+  return nullptr;
+}
+
+std::string cause_text(const report::RootCause& c) {
+  return fmt::format("{}{} (thread {})", c.op, c.node.empty() ? "" : " in " + c.node, c.thread);
+}
+
+}  // namespace
+
+SelfCheck detection_check(const Report& probes, const std::string& positive, const std::string& negative, unsigned cpus,
+                          const std::string& device_type) {
+  SelfCheck check{"detection", false, ""};
+  const Target* pos = find_target(probes, positive);
+  const Target* neg = find_target(probes, negative);
+  if (pos == nullptr || neg == nullptr) {
+    check.evidence = fmt::format("the controls {} and {} did not run", positive, negative);
+    return check;
+  }
+  const ConfigResult* pos_default = find_config(*pos, "default");
+  const ConfigResult* pos_det = find_config(*pos, "det");
+  const ConfigResult* neg_default = find_config(*neg, "default");
+  const ConfigResult* neg_det = find_config(*neg, "det");
+  if (!pos_default || !pos_det || !neg_default || !neg_det) {
+    check.evidence = "the controls did not run under both default and det";
+    return check;
+  }
+  if (device_type == "cpu" && cpus < 2) {
+    // One thread cannot race: the positive control has nothing to show here.
+    check.passed = pos_det->verdict == Verdict::Reproducible && neg_default->verdict == Verdict::Reproducible;
+    check.evidence = fmt::format("not checked for divergence: this machine has one CPU, so no CPU op can race ({} was {} "
+                                 "under default and {} under det)",
+                                 positive, to_string(pos_default->verdict), to_string(pos_det->verdict));
+    return check;
+  }
+  std::vector<std::string> wrong;
+  if (pos_default->verdict != Verdict::Diverged)
+    wrong.push_back(fmt::format("{} was {} under default, not diverged", positive, to_string(pos_default->verdict)));
+  if (pos_det->verdict != Verdict::Reproducible)
+    wrong.push_back(fmt::format("{} was {} under det, not reproducible", positive, to_string(pos_det->verdict)));
+  for (const ConfigResult* c : {neg_default, neg_det})
+    if (c->verdict != Verdict::Reproducible)
+      wrong.push_back(fmt::format("the negative control {} was {} under {}", negative, to_string(c->verdict), c->name));
+  check.passed = wrong.empty();
+  check.evidence =
+      check.passed ? fmt::format("{} diverged under default ({}) and was reproducible under det ({}); {} was "
+                                 "reproducible under both",
+                                 positive, repeats_text(*pos_default), repeats_text(*pos_det), negative)
+                   : fmt::format("{}", fmt::join(wrong, "; "));
+  return check;
+}
+
+SelfCheck switches_check(const Report& probes) {
+  SelfCheck check{"switches", false, ""};
+  if (probes.targets.empty()) {
+    check.evidence = "no probe ran";
+    return check;
+  }
+  std::set<std::string> verified, keys;
+  std::vector<std::string> wrong;
+  for (const auto& c : probes.targets.front().configs) {
+    for (const auto& trial : c.trials)
+      if (trial.status == report::TrialStatus::ConfigError) {
+        wrong.push_back(fmt::format("{}: {}", c.name, trial.message));
+        break;
+      }
+    for (const auto& s : c.switches) {
+      if (s.requested.empty()) continue;
+      if (s.requested != s.effective) {
+        wrong.push_back(fmt::format("'{}' set to {} read back as {}", s.key, s.requested, s.effective));
+      } else {
+        verified.insert(s.key + "=" + s.requested);
+        keys.insert(s.key);
+      }
+    }
+  }
+  check.passed = wrong.empty() && !verified.empty();
+  check.evidence = !wrong.empty()   ? fmt::format("{}", fmt::join(wrong, "; "))
+                   : verified.empty() ? "no switch was read back"
+                                      : fmt::format("{} values of {} switches, set in children, read back as set ({})",
+                                                    verified.size(), keys.size(), fmt::join(keys, ", "));
+  return check;
+}
+
+SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string& device_type) {
+  SelfCheck check{"fingerprint", false, ""};
+  std::vector<std::string> missing;
+  const auto text = [&](std::initializer_list<const char*> path) -> std::string {
+    const nlohmann::ordered_json* node = &env;
+    std::string name;
+    for (const char* key : path) {
+      name += name.empty() ? key : std::string(".") + key;
+      if (!node->is_object() || !node->contains(key)) {
+        missing.push_back(name);
+        return "";
+      }
+      node = &(*node)[key];
+    }
+    if (node->is_null() || (node->is_string() && (node->get<std::string>().empty() || node->get<std::string>() == "unknown"))) {
+      missing.push_back(name);
+      return "";
+    }
+    return node->is_string() ? node->get<std::string>() : node->dump();
+  };
+  const std::string torch = text({"torch", "version"}), git = text({"torch", "git_version"});
+  const std::string cpu = text({"cpu", "model"}), cpus = text({"cpu", "logical_cpus"});
+  const std::string capability = text({"cpu", "aten_capability"});
+  text({"threads", "intra_op"});
+  text({"cuda", "available"});
+  const bool switches = env.contains("switches") && env["switches"].is_object() && !env["switches"].empty();
+  if (!switches) missing.push_back("switches");
+  std::vector<std::string> gpus;
+  if (device_type == "cuda") {
+    text({"cuda", "driver"});
+    text({"cuda", "runtime"});
+    const auto* devices = env.contains("cuda") && env["cuda"].is_object() && env["cuda"].contains("devices")
+                              ? &env["cuda"]["devices"]
+                              : nullptr;
+    if (devices == nullptr || !devices->is_array() || devices->empty()) {
+      missing.push_back("cuda.devices");
+    } else {
+      for (size_t i = 0; i < devices->size(); ++i) {
+        std::string d;
+        for (const char* key : {"name", "compute_capability", "sm_count", "uuid"}) {
+          const auto& v = (*devices)[i];
+          const bool present = v.is_object() && v.contains(key) && !v[key].is_null() &&
+                               !(v[key].is_string() && (v[key].get<std::string>().empty() || v[key].get<std::string>() == "unknown"));
+          if (!present) missing.push_back(fmt::format("cuda.devices[{}].{}", i, key));
+        }
+        const auto& v = (*devices)[i];
+        if (v.is_object())
+          gpus.push_back(fmt::format("{} (sm {}, {} SMs, {})", v.value("name", std::string("?")),
+                                     v.value("compute_capability", std::string("?")),
+                                     v.contains("sm_count") ? v["sm_count"].dump() : "?", v.value("uuid", std::string("?"))));
+      }
+    }
+  }
+  check.passed = missing.empty();
+  check.evidence =
+      check.passed ? fmt::format("torch {} ({}), {} ({} CPUs, {}), {} switches{}", torch, git.substr(0, 12), cpu, cpus,
+                                 capability, env["switches"].size(),
+                                 gpus.empty() ? "" : fmt::format("; {}", fmt::join(gpus, "; ")))
+                   : fmt::format("missing or unknown: {}", fmt::join(missing, ", "));
+  return check;
+}
+
+SelfCheck tracing_check(const Report& forward, const Report& backward, const std::string& device_type) {
+  SelfCheck check{"tracing", false, ""};
+  const report::RootCause* f = find_cause(forward, "forward");
+  const report::RootCause* b = find_cause(backward, "backward");
+  std::vector<std::string> wrong;
+  if (f == nullptr)
+    wrong.push_back(fmt::format("no forward root cause in forward.pt (verdict {})", to_string(forward.verdict)));
+  if (b == nullptr)
+    wrong.push_back(fmt::format("no backward root cause in backward.pt (verdict {})", to_string(backward.verdict)));
+  // CUDA's autograd engine runs a device's backward on a thread of its own; the CPU's runs it on
+  // the caller's. A backward root cause on thread 0 under CUDA means the tracer missed that thread.
+  if (b != nullptr && device_type == "cuda" && b->thread == 0)
+    wrong.push_back("the backward root cause was found on the model's thread, not the device's autograd thread");
+  check.passed = wrong.empty();
+  check.evidence = check.passed ? fmt::format("forward: {}; backward: {}", cause_text(*f), cause_text(*b))
+                                : fmt::format("{}", fmt::join(wrong, "; "));
+  return check;
+}
+
+Report run_selftest(const SelfTestOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string device_type = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+  const unsigned cpus = logical_cpu_count();
+  ScratchDir scratch;
+  const std::string worker_result = scratch.path() + "/selftest-checks.json";
+  run_worker_service(scratch, "selftest", {"__selftest", o.device, worker_result, scratch.path()}, o.timeout_s);
+  std::vector<SelfCheck> checks;
+  try {
+    for (const auto& c : nlohmann::json::parse(read_file(worker_result, "self-test result")))
+      checks.push_back({c.at("name").get<std::string>(), c.at("passed").get<bool>(), c.at("evidence").get<std::string>()});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ExitCode::Incomplete, std::string("the worker's self-test result is malformed: ") + e.what());
+  }
+
+  // Probe trials: the controls under default and det, and under two configurations that set every
+  // switch both ways.
+  const std::string positive = device_type == "cuda" ? "index_add" : "index_put.accumulate";
+  const std::string negative = positive + ".unique-control";
+  ProbeRunOptions p;
+  p.device = o.device;
+  p.device_type = device_type;
+  p.repeats = 4;
+  std::vector<std::string> configs = {"default", "det"};
+  for (const auto& c : switch_configs(cpus)) configs.push_back(c);
+  p.configs = parse_configs(configs, cpus);
+  p.only = {positive, negative};
+  p.census = false;
+  p.time_probes = false;
+  p.jobs = o.jobs;
+  p.timeout_s = o.timeout_s;
+  p.command = o.command;
+  p.progress = o.progress;
+  const Report probes = run_probe_suite(p, load_knowledge(knowledge_path()));
+  checks.push_back(switches_check(probes));
+  checks.push_back(detection_check(probes, positive, negative, cpus, device_type));
+  checks.push_back(fingerprint_check(probes.environment, device_type));
+
+  // Tracing: each model has one nondeterministic pass, so each run names one root cause.
+  RunOptions f;
+  f.device = o.device;
+  f.model = scratch.path() + "/forward.pt";
+  f.shapes = {ShapeSpec{{int64_t{1} << 20}, "float32"}};
+  f.trace = true;
+  f.fix_search = false;
+  f.configs = parse_configs({"default"}, cpus);
+  f.repeats = 5;
+  f.jobs = o.jobs;
+  f.timeout_s = o.timeout_s;
+  f.command = o.command;
+  f.progress = o.progress;
+  RunOptions b = f;
+  b.model = scratch.path() + "/backward.pt";
+  b.mode = "train";
+  b.steps = 1;
+  checks.push_back(tracing_check(run_audit(f), run_audit(b), device_type));
+
+  Report r;
+  r.tool_version = tool_version();
+  r.command = o.command;
+  r.environment = probes.environment;
+  r.selftest = report::SelfTest{device_type == "cuda" && o.device == "cuda" ? "cuda:0" : o.device, checks};
+  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  report::finalize(r);
+  return r;
+}
+
+}  // namespace ra

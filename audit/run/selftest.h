@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit selftest`: does the tool work on this machine and device? Five checks, each passed
+// or failed with its evidence in one sentence:
+//   digests      the same bits give the same digest however and wherever computed, and a swap of
+//                two elements or -0.0 for +0.0 changes it (in the worker: audit/child/selftest_child.h);
+//   switches     every switch of the table, set to each of two values in a child, reads back as set;
+//   detection    a positive control diverges under `default` and is reproducible under `det`, and
+//                its negative control is reproducible under both (probe trials in fresh processes);
+//   fingerprint  the environment names the torch, CPU and, on CUDA, every GPU with its name, SM
+//                count, compute capability and UUID;
+//   tracing      `run --trace` names a forward root cause and a backward one (on CUDA, on the
+//                device's autograd thread) in two small models the worker writes.
+// The report is a normal report with no targets: `report`, `compare` and every format read it,
+// and a failed check makes the exit code 1.
+#pragma once
+
+#include "reports/model.h"
+
+#include <string>
+#include <vector>
+
+namespace ra {
+
+struct SelfTestOptions {
+  std::string device = "cpu";        // cpu, cuda, cuda:N
+  int jobs = 1;                      // children at once
+  double timeout_s = 300;            // per child
+  std::vector<std::string> command;  // argv, recorded in the report
+  bool progress = false;             // progress lines on stderr
+};
+
+// Runs every check (a missing device is a UsageError before any) and returns the finished report.
+report::Report run_selftest(const SelfTestOptions& options);
+
+// The judging, apart from the running, for tests: each returns one check from the reports it reads.
+report::SelfCheck detection_check(const report::Report& probes, const std::string& positive, const std::string& negative,
+                                  unsigned cpus, const std::string& device_type);
+report::SelfCheck switches_check(const report::Report& probes);
+report::SelfCheck fingerprint_check(const nlohmann::ordered_json& environment, const std::string& device_type);
+report::SelfCheck tracing_check(const report::Report& forward, const report::Report& backward,
+                                const std::string& device_type);
+
+}  // namespace ra

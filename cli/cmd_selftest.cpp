@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit selftest [--device cpu|cuda[:N]] [--report F] [--html F] ...`: does the tool work
+// on this machine and device? The checks are audit/run/selftest.h's; the report is a normal one.
+#include "audit/run/selftest.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+#include <memory>
+
+namespace ra::cli {
+
+Action attach_selftest(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<AuditArgs>();
+  a->timeout = 300;
+  sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
+  sub.add_option("--report", a->report, "write the JSON report here (atomically)");
+  sub.add_option("--junit", a->junit, "write a JUnit XML report here (atomically; one test case per check)");
+  sub.add_option("--markdown", a->markdown, "write a Markdown summary here (atomically)");
+  sub.add_option("--html", a->html, "write a self-contained HTML report here (atomically)");
+  sub.add_flag("--json", a->json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--jobs,-j", a->jobs, "child processes run at once (at most the number of CPUs)")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  sub.add_option("--timeout", a->timeout, "seconds before a child is killed")
+      ->check(seconds_up_to(kMaxTimeoutSeconds))
+      ->capture_default_str();
+  return [a, &global] {
+    SessionOptions session;
+    fill_session(session, *a, global, {"default"});
+    SelfTestOptions o;
+    o.device = a->device;
+    (void)device_type(a->device);  // a usage error for anything but cpu, cuda, cuda:N
+    o.jobs = session.jobs;
+    o.timeout_s = session.timeout_s;
+    o.command = session.command;
+    o.progress = session.progress;
+    return emit_report(run_selftest(o), *a, AllowlistOption{});
+  };
+}
+
+}  // namespace ra::cli
