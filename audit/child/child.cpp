@@ -54,7 +54,9 @@ TrialResult run_child(const TrialSpec& spec) {
     const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
     result.input_descriptions = target->load(spec, device);
     result.startup_ms = ms_since_spawn();
-    Recorder rec(!spec.dump_path.empty());
+    const auto reference = spec.dump_only_differing.find("");
+    Recorder rec(!spec.dump_path.empty(),
+                 reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
     if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::None)
       throw TrialInputError(fmt::format("a {} target cannot be traced op by op; audit it without --trace", target->kind()),
                             "usage");
@@ -72,7 +74,7 @@ TrialResult run_child(const TrialSpec& spec) {
             Recorder captured(true);
             for (size_t i = 0; i < tracer->captured().size(); ++i)
               if (tracer->captured()[i].defined()) captured.add(fmt::format("output/{}", i), tracer->captured()[i]);
-            captured.write_dump(spec.capture_path);
+            (void)captured.write_dump(spec.capture_path);
           }
         }
         tracer.reset();
@@ -93,7 +95,7 @@ TrialResult run_child(const TrialSpec& spec) {
         result.status = is_determinism_alert(msg) ? TrialStatus::Raised : TrialStatus::Error;
         result.message = msg;
       }
-      rec.write_dump(spec.dump_path);
+      result.dump_error = rec.write_dump(spec.dump_path);  // costs its statistics only
       result.tensors = std::move(rec.tensors());
     }
   } catch (const std::exception& e) {

@@ -76,7 +76,9 @@ class LogFile {
 TrialResult run_one(targets::Target& target, const TrialSpec& spec, const c10::Device& device, const std::string& name,
                     AlertCollector& alerts, bool& sticky) {
   TrialResult r;
-  Recorder rec(!spec.dump_path.empty());
+  const auto reference = spec.dump_only_differing.find(name);
+  Recorder rec(!spec.dump_path.empty(),
+               reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
   std::vector<report::TensorDigest> no_state;
   const double start = now_ms();
   try {
@@ -98,7 +100,7 @@ TrialResult run_one(targets::Target& target, const TrialSpec& spec, const c10::D
   r.alerts = alerts.take();
   if (r.status != TrialStatus::Ok) return r;
   r.tensors = std::move(rec.tensors());
-  rec.write_dump(fmt::format("{}.{}.pt", spec.dump_path, name));
+  r.dump_error = rec.write_dump(fmt::format("{}.{}.pt", spec.dump_path, name));  // costs its statistics only
   if (spec.time_probes) {
     // Unrecorded runs after the recorded one, up to kTimedRuns or until kTimeBudgetMs have passed;
     // the median is the probe's time under this configuration.

@@ -111,10 +111,15 @@ Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vecto
     b.traces[c].resize(static_cast<size_t>(repeats));
   }
   std::map<size_t, PreparedChild> started;  // the children running, by job index
+  std::vector<std::vector<char>> finished(configs.size(), std::vector<char>(static_cast<size_t>(repeats), 0));
+  bool warned_dump = false;
   const auto make = [&](size_t i) {
     const auto [c, r] = where(i);
     const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
-    const TrialSpec spec = trial_spec(o, scratch, configs[c], r, name, trace);
+    TrialSpec spec = trial_spec(o, scratch, configs[c], r, name, trace);
+    std::vector<const TrialRun*> earlier;
+    for (int k = 0; k < r; ++k) earlier.push_back(finished[c][static_cast<size_t>(k)] ? &b.runs[c][static_cast<size_t>(k)] : nullptr);
+    if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[""] = std::move(digests);
     b.traces[c][static_cast<size_t>(r)] = spec.trace_path;
     check_stop();
     return started.insert_or_assign(i, prepare_child(scratch, name, spec, o.timeout_s)).first->second.job;
@@ -130,6 +135,12 @@ Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vecto
     run.dump_path = p.dump_path;
     run.timeout_s = o.timeout_s;
     ::unlink(p.result_path.c_str());  // read: the dump and the trace stay for the analysis
+    finished[c][static_cast<size_t>(r)] = 1;
+    if (run.result && !run.result->dump_error.empty() && !warned_dump) {
+      log::warn("{} repeat {}: its tensors could not be dumped for divergence statistics ({}); is TMPDIR full?",
+                configs[c].name, r, run.result->dump_error);
+      warned_dump = true;  // once: the others fail the same way
+    }
     started.erase(i);
     progress.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
   };

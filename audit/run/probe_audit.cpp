@@ -71,14 +71,19 @@ class SuiteRunner {
       else groups.front().push_back(name);
     }
     if (groups.front().empty()) groups.erase(groups.begin());
+    // The first repeats (and the census) run first; the later ones then know each probe's reference
+    // digests and dump only the tensors that differ from them (TrialSpec::dump_only_differing).
+    std::vector<Batch> later;
     for (size_t g = 0; g < groups.size(); ++g) {
       const int id = static_cast<int>(g);
       for (int r = 0; r < o_.repeats; ++r)
-        for (size_t c = 0; c < o_.configs.size(); ++c) pending.push_back({static_cast<int>(c), r, groups[g], 0, id});
+        for (size_t c = 0; c < o_.configs.size(); ++c)
+          (r == 0 ? pending : later).push_back({static_cast<int>(c), r, groups[g], 0, id});
       if (o_.census) pending.push_back({-1, 0, groups[g], 0, id});
     }
-    progress_ = Progress(pending.size(), o_.progress);
+    progress_ = Progress(pending.size() + later.size(), o_.progress);
     while (!pending.empty()) pending = run_round(pending);
+    while (!later.empty()) later = run_round(later);
   }
 
   const Slot& slot(size_t probe, size_t config, int repeat) const { return slots_[probe][config][repeat]; }
@@ -104,6 +109,14 @@ class SuiteRunner {
       spec.repeat = b.repeat;
       spec.probes = b.probes;
       spec.time_probes = o_.time_probes && b.config >= 0;
+      if (b.config >= 0)
+        for (const auto& name : b.probes) {
+          const auto& repeats = slots_[index_.at(name)][static_cast<size_t>(b.config)];
+          std::vector<const TrialRun*> earlier;
+          for (int k = 0; k < b.repeat; ++k)
+            earlier.push_back(repeats[static_cast<size_t>(k)].filled ? &repeats[static_cast<size_t>(k)].run : nullptr);
+          if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[name] = std::move(digests);
+        }
       const std::string tag = b.config < 0 ? fmt::format("census-g{}-a{}", b.group, b.attempt)
                                            : fmt::format("g{}-c{}-r{}-a{}", b.group, b.config, b.repeat, b.attempt);
       prepared.push_back(prepare_child(scratch_, tag, spec, o_.timeout_s, b.config >= 0));
@@ -178,6 +191,10 @@ class SuiteRunner {
     }
     run.repeat = b.repeat;
     run.timeout_s = o_.timeout_s;
+    if (run.result && !run.result->dump_error.empty() && !warned_dump_)
+      log::warn("{}: tensors could not be dumped for divergence statistics ({}); is TMPDIR full?", name,
+                run.result->dump_error);
+    warned_dump_ = warned_dump_ || (run.result && !run.result->dump_error.empty());
     run.dump_path = p.dump_path.empty() ? "" : fmt::format("{}.{}.pt", p.dump_path, name);
     slots_[i][static_cast<size_t>(b.config)][static_cast<size_t>(b.repeat)] = {std::move(run), true};
   }
@@ -190,6 +207,7 @@ class SuiteRunner {
   std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
   std::vector<std::optional<CensusRun>> census_;
   Progress progress_{0, false};
+  bool warned_dump_ = false;  // one warning for dumps that could not be written, not one per probe
 };
 
 // The preflight: the device exists, the plugins load, and the environment fingerprint.

@@ -17,8 +17,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <dlfcn.h>
@@ -137,20 +140,29 @@ void Recorder::add(const std::string& name, const at::Tensor& t) {
   if (!enabled_) return;
   at::RecordFunctionGuard not_traced(false);  // the tracer records the model, not the recorder
   tensors_.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
-  if (dump_) {
+  const auto ref = reference_.find(name);
+  if (dump_ && (ref == reference_.end() || ref->second != tensors_.back().digest)) {
     names_.push_back(name);
     values_.push_back(t.detach().to(at::kCPU).contiguous());
   }
 }
 
-void Recorder::write_dump(const std::string& path) const {
-  if (!dump_) return;
+std::string Recorder::write_dump(const std::string& path) const {
+  if (!dump_) return "";
   c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
   for (size_t i = 0; i < names_.size(); ++i) dict.insert(names_[i], values_[i]);
   const std::vector<char> bytes = torch::jit::pickle_save(dict);
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error(fmt::format("cannot write dump '{}'", path));
+  errno = 0;
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  bool written = out != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
+  if (out != nullptr && std::fclose(out) != 0) written = false;  // a full disk often shows only here
+  if (written) return "";
+  const int error = errno;
+  std::remove(path.c_str());
+  const std::string why = error != 0 ? std::strerror(error) : "write failed";
+  std::fprintf(stderr, "repro-audit: warning: cannot write the dump %s (%zu bytes): %s\n", path.c_str(), bytes.size(),
+               why.c_str());
+  return why;
 }
 
 }  // namespace ra

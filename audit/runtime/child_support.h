@@ -12,6 +12,7 @@
 #include <c10/core/Device.h>
 
 #include <stdexcept>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,10 @@ void synchronize(const c10::Device& device);
 // Digests tensors in the order they are added, and optionally keeps CPU copies for a dump.
 class Recorder {
  public:
-  explicit Recorder(bool dump) : dump_(dump) {}
+  // With `dump`, keeps a host copy of each tensor for write_dump; with `reference` digests too
+  // (TrialSpec::dump_only_differing), only of tensors whose digest differs from theirs.
+  explicit Recorder(bool dump, std::map<std::string, std::string> reference = {})
+      : dump_(dump), reference_(std::move(reference)) {}
   // A recorder that keeps nothing: for timed runs.
   static Recorder off() {
     Recorder r(false);
@@ -64,11 +68,15 @@ class Recorder {
   }
   void add(const std::string& name, const at::Tensor& t);
   std::vector<report::TensorDigest>& tensors() { return tensors_; }
-  // Writes the kept copies as a pickled Dict[str, Tensor]; a no-op without dump.
-  void write_dump(const std::string& path) const;
+  // Writes the kept copies as a pickled Dict[str, Tensor]; a no-op without dump. A dump only feeds
+  // divergence statistics, so failing to write it (a full disk) fails nothing else: the partial
+  // file is removed, a warning goes to the child's log, and the reason ("No space left on device")
+  // is returned for TrialResult::dump_error ("" when written).
+  std::string write_dump(const std::string& path) const;
 
  private:
   bool dump_;
+  std::map<std::string, std::string> reference_;
   bool enabled_ = true;
   std::vector<report::TensorDigest> tensors_;
   std::vector<std::string> names_;

@@ -228,7 +228,7 @@ report::Replay run_replay(const ReplayContext& ctx, const std::vector<Config>& c
   e.restored_state = resumed.result->state;
   e.resumed_tensors = resumed.result->tensors;
   report::Replay r = compare_replay(configs[c].name, e);
-  attach_stats(r.differing, reference.dump_path, resumed.dump_path, ctx.diff);
+  attach_stats(r.differing, reference, resumed, ctx.diff);
   return r;
 }
 

@@ -54,6 +54,18 @@ void attach_stats(std::vector<report::TensorFinding>& findings, const std::strin
     if (const auto it = stats.find(f.name); it != stats.end()) f.stats = it->second;
 }
 
+void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& a, const TrialRun& b, const DiffFn& diff) {
+  attach_stats(findings, a.dump_path, b.dump_path, diff);
+  // A dump the child could not write (a full TMPDIR): say why the values are missing.
+  for (const TrialRun* run : {&a, &b}) {
+    if (!run->result || run->result->dump_error.empty()) continue;
+    for (auto& f : findings)
+      if (f.stats && f.stats->note.rfind("tensor values not available", 0) == 0)
+        f.stats->note = fmt::format("tensor values not available: repeat {}'s dump could not be written ({})", run->repeat,
+                                    run->result->dump_error);
+  }
+}
+
 report::Trial summarise_trial(const TrialRun& run) {
   report::Trial t;
   t.repeat = run.repeat;
@@ -93,12 +105,26 @@ report::Trial summarise_trial(const TrialRun& run) {
   return t;
 }
 
+bool completed_ok(const TrialRun& run) {
+  return run.result && run.process.kind == ChildOutcome::Kind::Exited && run.process.exit_code == 0 &&
+         run.result->status == TrialStatus::Ok;
+}
+
 int reference_index(const std::vector<TrialRun>& runs) {
   for (size_t i = 0; i < runs.size(); ++i)
-    if (runs[i].result && runs[i].process.kind == ChildOutcome::Kind::Exited && runs[i].process.exit_code == 0 &&
-        runs[i].result->status == TrialStatus::Ok)
-      return static_cast<int>(i);
+    if (completed_ok(runs[i])) return static_cast<int>(i);
   return -1;
+}
+
+std::map<std::string, std::string> reference_digests(const std::vector<const TrialRun*>& earlier) {
+  for (const TrialRun* run : earlier) {
+    if (run == nullptr) return {};  // not finished: the reference is not known yet
+    if (!completed_ok(*run)) continue;
+    std::map<std::string, std::string> out;
+    for (const auto& t : run->result->tensors) out[t.name] = t.digest;
+    return out;
+  }
+  return {};
 }
 
 report::ConfigResult analyse_config(const Config& config, const std::vector<TrialRun>& runs, const DiffFn& diff) {
@@ -140,25 +166,29 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
     c.tensor_count = c.reference.size();
     const std::string& ref_outcome = c.trials[static_cast<size_t>(ref)].outcome;
     std::map<std::string, size_t> finding_index;
-    int first_diverging = -1;
+    std::vector<size_t> first_trial;  // per finding: the first repeat it differed in
     for (size_t i = 0; i < runs.size(); ++i) {
       if (c.trials[i].status != TrialStatus::Ok || static_cast<int>(i) == ref || c.trials[i].outcome == ref_outcome) continue;
       ++c.diverging_repeats;
-      if (first_diverging < 0) first_diverging = static_cast<int>(i);
       for (auto& f : differing_tensors(c.reference, runs[i].result->tensors)) {
         if (auto it = finding_index.find(f.name); it != finding_index.end()) {
           ++c.diverged_tensors[it->second].diverging_trials;
         } else {
           finding_index[f.name] = c.diverged_tensors.size();
           c.diverged_tensors.push_back(f);
+          first_trial.push_back(i);
         }
       }
     }
-    if (first_diverging >= 0) {
-      // Statistics against the first diverging repeat, for every tensor that diverged anywhere.
-      std::vector<report::TensorFinding> with_stats = c.diverged_tensors;
-      attach_stats(with_stats, reference.dump_path, runs[static_cast<size_t>(first_diverging)].dump_path, diff);
-      c.diverged_tensors = with_stats;
+    // Statistics of each tensor against the first repeat it differed in: that repeat's dump holds
+    // it even when the child dumped only the tensors that differ from the reference.
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::vector<report::TensorFinding> group;
+      for (size_t k = 0; k < c.diverged_tensors.size(); ++k)
+        if (first_trial[k] == i) group.push_back(c.diverged_tensors[k]);
+      if (group.empty()) continue;
+      attach_stats(group, reference, runs[i], diff);
+      for (auto& f : group) c.diverged_tensors[finding_index.at(f.name)] = f;
     }
   }
   const int comparisons = c.completed - 1;

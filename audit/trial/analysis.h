@@ -44,6 +44,8 @@ std::vector<report::TensorFinding> differing_tensors(const std::vector<report::T
 // Fills the statistics of `findings` from the dumps of the two trials (nothing when either is "").
 void attach_stats(std::vector<report::TensorFinding>& findings, const std::string& dump_a, const std::string& dump_b,
                   const DiffFn& diff);
+// The same from two trials' dumps, noting in each statistic a dump its child could not write.
+void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& a, const TrialRun& b, const DiffFn& diff);
 
 report::Trial summarise_trial(const TrialRun& run);
 
@@ -57,5 +59,13 @@ std::optional<report::ConfigDependence> configuration_dependence(const std::vect
 
 // Index in `runs` of the reference repeat (first with status ok), or -1.
 int reference_index(const std::vector<TrialRun>& runs);
+
+// The reference repeat's digests (tensor name -> digest) for a trial about to start, from the
+// repeats before it in order (nullptr for one still running): those of the first that completed ok,
+// or none when a repeat before it is still running or none completed. A trial given them dumps only
+// the tensors that differ (TrialSpec::dump_only_differing), so one full dump per configuration is
+// kept instead of one per repeat; the statistics read each tensor from the first repeat it
+// differed in, whose dump holds it.
+std::map<std::string, std::string> reference_digests(const std::vector<const TrialRun*>& earlier);
 
 }  // namespace ra

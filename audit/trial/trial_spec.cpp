@@ -125,6 +125,7 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"config", {{"name", s.config.name}, {"values", s.config.values}}},
           {"load_libraries", exact(s.load_libraries)},
           {"dump_path", exact(s.dump_path)},
+          {"dump_only_differing", s.dump_only_differing},
           {"repeat", s.repeat},
           {"probes", s.probes},
           {"time_probes", s.time_probes},
@@ -156,6 +157,8 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.config.values = j.at("config").at("values").get<std::map<std::string, std::string>>();
   s.load_libraries = exact_strings(j.at("load_libraries"));
   s.dump_path = exact_string(j.at("dump_path"));
+  if (j.contains("dump_only_differing"))
+    s.dump_only_differing = j.at("dump_only_differing").get<std::map<std::string, std::map<std::string, std::string>>>();
   s.repeat = j.at("repeat").get<int>();
   s.probes = j.value("probes", std::vector<std::string>{});
   s.time_probes = j.value("time_probes", false);
@@ -195,7 +198,8 @@ nlohmann::json to_json(const TrialResult& r) {
           {"inputs", r.input_descriptions},
           {"startup_ms", r.startup_ms},
           {"wall_ms", r.wall_ms},
-          {"run_ms", r.run_ms}};
+          {"run_ms", r.run_ms},
+          {"dump_error", r.dump_error}};
 }
 
 TrialResult trial_result_from_json(const nlohmann::json& j) {
@@ -216,6 +220,7 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
   r.startup_ms = j.at("startup_ms").get<double>();
   r.wall_ms = j.at("wall_ms").get<double>();
   r.run_ms = j.value("run_ms", std::vector<double>{});
+  r.dump_error = j.value("dump_error", std::string());
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,10 @@ struct TrialSpec {
   Config config;
   std::vector<std::string> load_libraries;
   std::string dump_path;             // where to write the tensors for divergence statistics ("" = none)
+  // The reference repeat's digests, when the parent has them: probe name ("" for a model trial) ->
+  // tensor name -> digest. The child keeps and dumps only tensors that differ from them (or that
+  // they lack), so that only the reference repeat's dump holds every tensor.
+  std::map<std::string, std::map<std::string, std::string>> dump_only_differing;
   int repeat = 0;
   std::vector<std::string> probes;   // Probes: the probes to run, in order
   bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
@@ -85,6 +90,7 @@ struct TrialResult {
   double startup_ms = 0;
   double wall_ms = 0;
   std::vector<double> run_ms;  // timed_runs: wall time of each unrecorded run, device synchronised
+  std::string dump_error;      // why the dump could not be written ("No space left on device"), "" if it was
 };
 
 nlohmann::json to_json(const TrialSpec& spec);

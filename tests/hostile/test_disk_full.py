@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# A full TMPDIR (issue 18): on a 1 MiB tmpfs, an audit whose trials dump 256 KiB each runs out of
-# space. The user must read "no space left" (a crashed trial whose reason says so, exit 4, or a
-# spec that cannot be written, exit 3), never "exited with code 3 without a result", never a crash
-# of the tool, and the scratch folder must be gone afterwards. Skipped (77) where the test cannot
-# mount a tmpfs (not root, no CAP_SYS_ADMIN).
+# A full TMPDIR (issues 12 and 18), on a 1 MiB tmpfs, three ways:
+#   - the dumps do not fit (each trial's tensors are 8 MiB): a dump only feeds divergence
+#     statistics, so the audit still completes with its verdict, and says once on stderr that the
+#     tensors could not be dumped and why;
+#   - the results do not fit (a model with 400 parameters, 24 KiB left): the trials are crashed
+#     with the reason "no space left in TMPDIR", exit 4, in a complete report;
+#   - nothing fits (the disk is full before the audit): "no space left", exit 3, no report.
+# Never "exited with code 3 without a result", never a crash of the tool, and the scratch folder
+# is gone afterwards. Skipped (77) where the test cannot mount a tmpfs (not root, no CAP_SYS_ADMIN).
 #
 # Usage: test_disk_full.py REPRO_AUDIT WORKDIR
 import json
@@ -27,32 +31,74 @@ class Double(torch.nn.Module):
         return x * 2
 
 
+class Many(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ps = torch.nn.ParameterList([torch.nn.Parameter(torch.full([1], float(i))) for i in range(400)])
+
+    def forward(self, x):
+        acc = x
+        for p in self.ps:
+            acc = acc + p
+        return acc
+
+
 failures = []
-try:
-    model = os.path.join(WORK, "double.pt")
-    torch.jit.script(Double()).save(model)
-    report = os.path.join(WORK, "r.json")
-    proc = subprocess.run([TOOL, "run", model, "--shape", "256x256", "--repeats", "6", "--report", report],
+
+
+def audit(name, model, shape, filler_kib=0):
+    """Runs `run MODEL --shape SHAPE` with TMPDIR on the tmpfs (after a filler file of FILLER_KIB
+    KiB); returns (exit code, stderr, the report or None). Checks what every case must give."""
+    filler = os.path.join(FULL, "filler")
+    if filler_kib:
+        with open(filler, "wb") as f:
+            try:
+                f.write(b"\0" * (filler_kib << 10))
+            except OSError:
+                pass
+    report = os.path.join(WORK, name + ".json")
+    proc = subprocess.run([TOOL, "run", model, "--shape", shape, "--repeats", "3", "--report", report],
                           capture_output=True, env=dict(os.environ, TMPDIR=FULL), cwd=WORK)
-    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
-    print(f"exit {proc.returncode}\n{err.strip()}", file=sys.stderr)
-    text = (out + err).lower()
-    if proc.returncode == 4:
-        reasons = [t["message"] for tg in json.load(open(report))["targets"] for c in tg["configs"] for t in c["trials"]
-                   if t["status"] == "crashed"]
-        if not any("no space left in tmpdir" in r.lower() for r in reasons):
-            failures.append(f"crashed trials should say 'no space left in TMPDIR': {reasons}")
-    elif proc.returncode == 3:
-        if "no space left" not in text:
-            failures.append(f"exit 3 should say 'no space left': {err.strip()}")
-        if os.path.exists(report):
-            failures.append("no report expected with exit 3")
-    else:
-        failures.append(f"exit 3 or 4 expected, got {proc.returncode}")
+    err = proc.stderr.decode(errors="replace")
+    print(f"{name}: exit {proc.returncode}\n{err.strip()}", file=sys.stderr)
+    text = (proc.stdout.decode(errors="replace") + err).lower()
     if "without a result" in text or "internal error" in text:
-        failures.append(f"a misleading message: {err.strip()}")
-    if os.listdir(FULL):
-        failures.append(f"the scratch folder is left on the full disk: {os.listdir(FULL)}")
+        failures.append(f"{name}: a misleading message: {err.strip()}")
+    left = [f for f in os.listdir(FULL) if f != "filler"]
+    if left:
+        failures.append(f"{name}: the scratch folder is left on the full disk: {left}")
+    if os.path.exists(filler):
+        os.remove(filler)
+    rep = json.load(open(report)) if os.path.exists(report) else None
+    return proc.returncode, err, rep
+
+
+try:
+    double = os.path.join(WORK, "double.pt")
+    torch.jit.script(Double()).save(double)
+    many = os.path.join(WORK, "many.pt")
+    torch.jit.script(Many()).save(many)
+
+    code, err, rep = audit("dumps", double, "1024x2048")
+    if code != 0 or rep is None or rep["verdict"] != "reproducible":
+        failures.append(f"dumps: the audit should complete as reproducible, got exit {code}")
+    if "could not be dumped" not in err or "no space left on device" not in err.lower():
+        failures.append("dumps: stderr should say once that the tensors could not be dumped, and why")
+    elif err.count("could not be dumped") != 1:
+        failures.append("dumps: the warning should appear once, not per trial")
+
+    code, err, rep = audit("results", many, "4", filler_kib=1000)
+    reasons = [t["message"] for tg in (rep or {}).get("targets", []) for c in tg["configs"] for t in c["trials"]
+               if t["status"] == "crashed"]
+    if code == 4:
+        if not reasons or not all("no space left in tmpdir" in r.lower() for r in reasons):
+            failures.append(f"results: crashed trials should say 'no space left in TMPDIR': {reasons}")
+    elif code != 3 or "no space left" not in err.lower():
+        failures.append(f"results: exit 4 with crashed trials (or 3 saying 'no space left') expected, got {code}")
+
+    code, err, rep = audit("nothing", double, "4", filler_kib=1024)
+    if code != 3 or "no space left" not in err.lower() or rep is not None:
+        failures.append(f"nothing: exit 3 saying 'no space left' and no report expected, got {code}: {err.strip()}")
 finally:
     subprocess.run(["umount", FULL])
 

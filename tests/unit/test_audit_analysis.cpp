@@ -134,3 +134,39 @@ TEST_CASE("configuration_dependence") {
   CHECK(dep->differing[0].name == "t1");
   CHECK(diff.asked.back() == "da|db|t1");
 }
+
+TEST_CASE("analyse_config: each diverged tensor's statistics come from the first repeat it differed in") {
+  // Repeat 1 differs in t0 only and repeat 2 in t1 only; with dumps that hold only differing
+  // tensors (TrialSpec::dump_only_differing), t1's values exist in repeat 2's dump alone.
+  FakeDiff diff;
+  const auto c = ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"X", "b"}), ok_run(2, {"a", "Y"})}, diff.fn());
+  CHECK(c.verdict == Verdict::Diverged);
+  REQUIRE(c.diverged_tensors.size() == 2);
+  CHECK(diff.asked == std::vector<std::string>{"dump0|dump1|t0", "dump0|dump2|t1"});
+  for (const auto& f : c.diverged_tensors) CHECK(f.stats.has_value());
+}
+
+TEST_CASE("analyse_config: a dump its child could not write is named in the statistics' note") {
+  ra::TrialRun diverging = ok_run(1, {"X"});
+  diverging.result->dump_error = "No space left on device";
+  const ra::DiffFn missing = [](const std::string&, const std::string&, const std::vector<std::string>& names) {
+    std::map<std::string, ra::report::DivergenceStats> m;
+    for (const auto& n : names) m[n].note = "tensor values not available (trial dump missing)";
+    return m;
+  };
+  const auto c = ra::analyse_config(kConfig, {ok_run(0, {"a"}), diverging}, missing);
+  REQUIRE(c.diverged_tensors.size() == 1);
+  REQUIRE(c.diverged_tensors[0].stats);
+  CHECK(c.diverged_tensors[0].stats->note ==
+        "tensor values not available: repeat 1's dump could not be written (No space left on device)");
+}
+
+TEST_CASE("reference_digests: the first completed repeat before a trial, once every repeat before it has ended") {
+  const ra::TrialRun crashed = signaled(0, SIGKILL), ok = ok_run(1, {"a", "b"});
+  CHECK(ra::reference_digests({}).empty());                         // repeat 0 is the reference itself
+  CHECK(ra::reference_digests({nullptr, &ok}).empty());            // repeat 0 still running: not known yet
+  CHECK(ra::reference_digests({&crashed}).empty());                // no completed repeat before it
+  const auto digests = ra::reference_digests({&crashed, &ok});     // the reference is repeat 1
+  CHECK(digests == std::map<std::string, std::string>{{"t0", "a"}, {"t1", "b"}});
+  CHECK(ra::reference_digests({&ok, nullptr}) == digests);         // later repeats do not matter
+}

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/digest/tensor_stats.h"
+#include "audit/digest/digest.h"
+#include "audit/runtime/child_support.h"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
 
 TEST_CASE("tensor_difference: count, first index, max abs and ULP") {
   const at::Tensor a = at::zeros({3, 4});
@@ -76,4 +81,33 @@ TEST_CASE("tensor_difference: expanded views and large tensors are compared piec
   CHECK(v.first_index_nd == std::vector<int64_t>{1999, 2});
   CHECK(v.max_abs_diff == c.max_abs_diff);
   CHECK(v.max_ulp == c.max_ulp);
+}
+
+TEST_CASE("Recorder: given the reference's digests it keeps and dumps only the tensors that differ") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("ra-recorder-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const at::Tensor same = at::arange(1000, at::kFloat), changed = at::ones({4});
+  ra::Recorder rec(true, {{"same", ra::digest(same)}, {"changed", ra::digest(at::zeros({4}))}});
+  rec.add("same", same);
+  rec.add("changed", changed);
+  rec.add("new", changed);  // not in the reference: kept
+  CHECK(rec.tensors().size() == 3);  // every digest is recorded either way
+  CHECK(rec.write_dump(dir + "/d.pt").empty());
+  ra::Recorder full(true);
+  full.add("same", same);
+  full.add("changed", at::zeros({4}));
+  full.add("new", at::zeros({4}));
+  CHECK(full.write_dump(dir + "/full.pt").empty());
+  const auto stats = ra::dump_differences(dir + "/full.pt", dir + "/d.pt", {"same", "changed", "new"});
+  CHECK(stats.at("same").note == "tensor missing from one run");
+  CHECK(stats.at("changed").note.empty());
+  CHECK(stats.at("changed").differing == 4);
+  CHECK(stats.at("new").differing == 4);
+  // A dump that cannot be written is reported, not thrown, and leaves no file.
+  CHECK(rec.write_dump(dir + "/no-such-folder/d.pt") == "No such file or directory");
+  CHECK_FALSE(std::filesystem::exists(dir + "/no-such-folder/d.pt"));
+  // (Not std::filesystem::remove_all: libtorch.so exports a copy of it that crashes when called here.)
+  std::remove((dir + "/d.pt").c_str());
+  std::remove((dir + "/full.pt").c_str());
+  ::rmdir(dir.c_str());
 }
