@@ -91,15 +91,82 @@ __attribute__((target("avx2"))) Lanes words_avx2(const Word* w, size_t n, uint64
   out += words_scalar(w + i, n - i, first + i);
   return out;
 }
+
+__attribute__((target("avx512f"))) inline __m512i splat16(uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
+
+// Sixteen words as sixteen 32-bit lanes, zero-extended from 1 or 2 bytes.
+template <typename Word>
+__attribute__((target("avx512f"))) inline __m512i load16(const Word* p) {
+  if constexpr (sizeof(Word) == 4) return _mm512_loadu_si512(p);
+  else if constexpr (sizeof(Word) == 2) return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  else return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// words_avx2 with sixteen words per step, and two instructions AVX-512 has for this mix: a
+// three-way XOR (vpternlogd 0x96) builds each factor in one step, and vprold rotates. About 27
+// instructions per sixteen words, against 31 per eight: on a core with full-width AVX-512 units
+// (Zen 5, Intel server parts) twice the words per cycle.
+template <typename Word>
+__attribute__((target("avx512f"))) Lanes words_avx512(const Word* w, size_t n, uint64_t first) {
+  const __m512i j = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(first))),
+                                     _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  __m512i ja = _mm512_mullo_epi32(j, splat16(kP1)), jb = _mm512_mullo_epi32(j, splat16(kP2));
+  __m512i jc = _mm512_mullo_epi32(j, splat16(kP3)), jd = _mm512_mullo_epi32(j, splat16(kP4));
+  const __m512i sa = splat16(16 * kP1), sb = splat16(16 * kP2), sc = splat16(16 * kP3), sd = splat16(16 * kP4);
+  const __m512i k1 = splat16(kK1), k2 = splat16(kK2), k3 = splat16(kK3), k4 = splat16(kK4);
+  const __m512i low = _mm512_set1_epi64(0xffffffff);
+  __m512i a = _mm512_setzero_si512(), b = a, s = a;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = load16(w + i);
+    const __m512i xa = _mm512_ternarylogic_epi32(u, ja, k1, 0x96);
+    const __m512i ya = _mm512_ternarylogic_epi32(_mm512_rol_epi32(u, 16), jb, k2, 0x96);
+    const __m512i xb = _mm512_ternarylogic_epi32(u, jc, k3, 0x96);
+    const __m512i yb = _mm512_ternarylogic_epi32(_mm512_rol_epi32(u, 8), jd, k4, 0x96);
+    a = _mm512_add_epi64(a, _mm512_mul_epu32(xa, ya));
+    a = _mm512_add_epi64(a, _mm512_mul_epu32(_mm512_srli_epi64(xa, 32), _mm512_srli_epi64(ya, 32)));
+    b = _mm512_add_epi64(b, _mm512_mul_epu32(xb, yb));
+    b = _mm512_add_epi64(b, _mm512_mul_epu32(_mm512_srli_epi64(xb, 32), _mm512_srli_epi64(yb, 32)));
+    s = _mm512_add_epi64(s, _mm512_add_epi64(_mm512_and_si512(u, low), _mm512_srli_epi64(u, 32)));
+    ja = _mm512_add_epi32(ja, sa);
+    jb = _mm512_add_epi32(jb, sb);
+    jc = _mm512_add_epi32(jc, sc);
+    jd = _mm512_add_epi32(jd, sd);
+  }
+  const uint64_t sum = static_cast<uint64_t>(_mm512_reduce_add_epi64(s));
+  Lanes out{static_cast<uint64_t>(_mm512_reduce_add_epi64(a)) + (sum << 32),
+            static_cast<uint64_t>(_mm512_reduce_add_epi64(b)) + sum};
+  out += words_avx2(w + i, n - i, first + i);
+  return out;
+}
 #endif
+
+bool supported(Isa isa) {
+#if defined(RA_DIGEST_AVX2)
+  static const bool avx2 = __builtin_cpu_supports("avx2"), avx512 = __builtin_cpu_supports("avx512f");
+  return isa == Isa::Scalar || (isa == Isa::Avx2 && avx2) || (isa == Isa::Avx512 && avx512);
+#else
+  return isa == Isa::Scalar;
+#endif
+}
+
+template <typename Word>
+Lanes words_with(Isa isa, const Word* w, size_t n, uint64_t first) {
+#if defined(RA_DIGEST_AVX2)
+  if (isa == Isa::Avx512) return words_avx512(w, n, first);
+  if (isa == Isa::Avx2) return words_avx2(w, n, first);
+#endif
+  return words_scalar(w, n, first);
+}
+
+Isa best_isa() {
+  static const Isa best = supported(Isa::Avx512) ? Isa::Avx512 : supported(Isa::Avx2) ? Isa::Avx2 : Isa::Scalar;
+  return best;
+}
 
 template <typename Word>
 Lanes words(const Word* w, size_t n, uint64_t first) {
-#if defined(RA_DIGEST_AVX2)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) return words_avx2(w, n, first);
-#endif
-  return words_scalar(w, n, first);
+  return words_with(best_isa(), w, n, first);
 }
 
 uint64_t fmix64(uint64_t x) {
@@ -112,6 +179,16 @@ uint64_t fmix64(uint64_t x) {
 }
 
 }  // namespace
+
+std::optional<Lanes> words32_on(Isa isa, const uint32_t* w, size_t n, uint64_t first) {
+  return supported(isa) ? std::optional<Lanes>(words_with(isa, w, n, first)) : std::nullopt;
+}
+std::optional<Lanes> words16_on(Isa isa, const uint16_t* w, size_t n, uint64_t first) {
+  return supported(isa) ? std::optional<Lanes>(words_with(isa, w, n, first)) : std::nullopt;
+}
+std::optional<Lanes> words8_on(Isa isa, const uint8_t* w, size_t n, uint64_t first) {
+  return supported(isa) ? std::optional<Lanes>(words_with(isa, w, n, first)) : std::nullopt;
+}
 
 Lanes words32(const uint32_t* w, size_t n, uint64_t first) { return words(w, n, first); }
 Lanes words16(const uint16_t* w, size_t n, uint64_t first) { return words(w, n, first); }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ namespace ra::digest_kernel {
 Lanes words32(const uint32_t* w, size_t n, uint64_t first);
 Lanes words16(const uint16_t* w, size_t n, uint64_t first);
 Lanes words8(const uint8_t* w, size_t n, uint64_t first);
+
+// The same loops on a chosen instruction set, for tests (words32 and the others take the best this
+// CPU has: AVX-512, else AVX2, else scalar): nullopt where the CPU lacks it.
+enum class Isa { Scalar, Avx2, Avx512 };
+std::optional<Lanes> words32_on(Isa isa, const uint32_t* w, size_t n, uint64_t first);
+std::optional<Lanes> words16_on(Isa isa, const uint16_t* w, size_t n, uint64_t first);
+std::optional<Lanes> words8_on(Isa isa, const uint8_t* w, size_t n, uint64_t first);
 
 // The printed digest: 32 hex digits from the lanes, the dtype name and the shape.
 std::string finish(const Lanes& lanes, const std::string& dtype, const std::vector<int64_t>& shape);

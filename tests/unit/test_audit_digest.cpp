@@ -195,6 +195,20 @@ TEST_CASE("digest_kernel: words32, words16 and words8 equal the sum of mix_word,
       CHECK(same(dk::words8(w8.data(), n, first), reference(w8.data(), n, first)));
     }
   }
+  // Every instruction set this CPU has, not only the one the dispatch picks.
+  int tested = 0;
+  for (const dk::Isa isa : {dk::Isa::Scalar, dk::Isa::Avx2, dk::Isa::Avx512}) {
+    if (!dk::words32_on(isa, w32.data(), 0, 0)) continue;
+    ++tested;
+    for (uint64_t first : {uint64_t{3}, uint64_t{0xfffffff0}})
+      for (size_t n = 0; n <= 70; ++n) {
+        CHECK(same(*dk::words32_on(isa, w32.data() + 1, n, first), reference(w32.data() + 1, n, first)));
+        CHECK(same(*dk::words16_on(isa, w16.data() + 1, n, first), reference(w16.data() + 1, n, first)));
+        CHECK(same(*dk::words8_on(isa, w8.data() + 1, n, first), reference(w8.data() + 1, n, first)));
+      }
+  }
+  CHECK(tested >= 1);
+  MESSAGE("instruction sets tested here: ", tested, " of 3");
 }
 
 namespace {
