@@ -15,6 +15,12 @@ add_library(ra_torch_headers INTERFACE)
 target_include_directories(ra_torch_headers SYSTEM INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_INCLUDE_DIRECTORIES>)
 target_compile_definitions(ra_torch_headers INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_COMPILE_DEFINITIONS>)
 target_compile_options(ra_torch_headers INTERFACE $<TARGET_PROPERTY:torch,INTERFACE_COMPILE_OPTIONS>)
+# The wheel's ATen parallelises with OpenMP, and at::parallel_for is an inline `#pragma omp
+# parallel` compiled into whichever file calls it: without -fopenmp it runs on one thread. So torch
+# files compile with it (the precompiled header too: _OPENMP must match), and their users link the
+# libgomp.so.1 that libtorch_cpu loads anyway (the wheel's copy, found through the RPATH), so the
+# process has one OpenMP runtime whose threads the digest shares with the model's ops.
+target_compile_options(ra_torch_headers INTERFACE -fopenmp)
 
 
 # The shared precompiled header.
@@ -30,6 +36,7 @@ target_precompile_headers(ra_torch_pch PRIVATE ${RA_TORCH_PCH_HEADERS})
 # the cheaper torch-free precompiled header and Debian's fmt.
 function(ra_torch_target target)
   target_link_libraries(${target} PRIVATE ra_torch_headers PUBLIC $<LINK_ONLY:torch_cpu> $<LINK_ONLY:c10>)
+  target_link_options(${target} PUBLIC -fopenmp)
   target_precompile_headers(${target} REUSE_FROM ra_torch_pch)
   set_property(TARGET ${target} PROPERTY BUILD_RPATH "${RA_TORCH_LIBRARY_DIR}")
 endfunction()

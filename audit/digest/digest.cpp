@@ -9,13 +9,9 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
-#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
-#include <mutex>
 
 #include <dlfcn.h>
 
@@ -73,36 +69,6 @@ void pieces_of(const std::vector<at::Tensor>& ts, int64_t first, int64_t max_ele
   }
 }
 
-// Runs `fn(chunk)` for chunks [0, count) on the calling thread and up to `helpers` tasks of
-// torch's inter-op pool, each taking the next chunk until none is left. Not at::parallel_for: with
-// the wheel's OpenMP backend it is an inline `#pragma omp parallel`, which this project compiles
-// without -fopenmp, so it ran everything on one thread. A helper that starts late finds no chunk
-// left and touches nothing but the shared counters it owns a reference to; the caller waits only
-// for chunks taken, so a busy pool (a model's own torch.jit.fork tasks) cannot deadlock it.
-void parallel_chunks(int64_t count, int helpers, const std::function<void(int64_t)>& fn) {
-  struct State {
-    std::atomic<int64_t> next{0};
-    std::mutex m;
-    std::condition_variable cv;
-    int64_t done = 0;
-  };
-  const auto state = std::make_shared<State>();
-  const auto work = [state, count](const std::function<void(int64_t)>* job) {
-    int64_t mine = 0;
-    for (int64_t c = state->next++; c < count; c = state->next++, ++mine) (*job)(c);
-    if (mine == 0) return;
-    std::lock_guard<std::mutex> lock(state->m);
-    state->done += mine;
-    state->cv.notify_all();
-  };
-  for (int h = 0; h < helpers; ++h) at::launch([work, &fn, state, count] {
-      if (state->next.load() < count) work(&fn);  // `fn` is alive while a chunk is left
-    });
-  work(&fn);
-  std::unique_lock<std::mutex> lock(state->m);
-  state->cv.wait(lock, [&] { return state->done == count; });
-}
-
 dk::Lanes cpu_lanes(const at::Tensor& flat, uint64_t first_word) {
   const size_t elem = flat.element_size();
   const auto* bytes = static_cast<const uint8_t*>(flat.const_data_ptr());
@@ -123,13 +89,11 @@ dk::Lanes cpu_lanes(const at::Tensor& flat, uint64_t first_word) {
       l = dk::words8(bytes + lo, static_cast<size_t>(n), at);
     partial[static_cast<size_t>(c)] = l;
   };
-  // Small tensors (the tracer digests many) stay on the calling thread.
-  const int helpers = chunks >= 4 ? static_cast<int>(std::min<int64_t>(at::get_num_threads(), chunks)) - 1 : 0;
-  if (helpers <= 0) {
-    for (int64_t c = 0; c < chunks; ++c) one(c);
-  } else {
-    parallel_chunks(chunks, helpers, one);
-  }
+  // Over the intra-op threads (OpenMP: see cmake/TorchTargets.cmake); a tensor of one chunk stays
+  // on the calling thread.
+  at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) one(c);
+  });
   dk::Lanes total;
   for (const auto& p : partial) total += p;
   return total;

@@ -290,11 +290,18 @@ struct Tracer::State {
   // in-place op bumps it; views and detach() share it). The storage is held weakly, so its
   // address cannot be reused while it is cached. Inference tensors have no version counter and
   // are always digested.
+  //
+  // A contiguous tensor's digest lanes depend only on its bytes, not on its shape (the shape joins
+  // the digest when the trace is collected, from the record): so contiguous views of the same bytes,
+  // such as view, reshape, flatten, squeeze or a no-op contiguous(), share one key, with the
+  // element count in place of sizes and strides. conj and neg views read other values than the
+  // bytes: their flags are part of the key.
   struct CacheKey {
     const c10::StorageImpl* storage;
     int64_t offset;
     at::ScalarType dtype;
     std::vector<int64_t> sizes, strides;
+    bool conj = false, neg = false;
     bool operator==(const CacheKey&) const = default;
   };
   struct CacheKeyHash {
@@ -346,8 +353,11 @@ struct Tracer::State {
 
   static std::optional<CacheKey> cache_key(const at::Tensor& t) {
     if (t.is_inference() || !t.has_storage()) return std::nullopt;
+    if (t.is_contiguous())
+      return CacheKey{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.scalar_type(), {t.numel()}, {1},
+                      t.is_conj(), t.is_neg()};
     return CacheKey{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.scalar_type(), t.sizes().vec(),
-                    t.strides().vec()};
+                    t.strides().vec(), t.is_conj(), t.is_neg()};
   }
 
   int64_t cached_slot(const std::optional<CacheKey>& key, const at::Tensor& t) {

@@ -172,3 +172,36 @@ TEST_CASE("Tracer: batch norm's running statistics and .data writes never serve 
   CHECK(first->inputs[0].digest == ra::digest(p_before));
   CHECK(second->inputs[0].digest == ra::digest(p_after));
 }
+
+TEST_CASE("Tracer: views share a cached digest only where they read the same values") {
+  // A reshaped contiguous view reads the same bytes in the same order: one digest serves both
+  // (each record keeps its own shape). A conj or neg view of the same bytes reads other values.
+  const at::Tensor z = at::randn({4, 6}, at::kComplexFloat);
+  Trace t;
+  at::Tensor flat, conj, neg;
+  {
+    ra::trace::Tracer tracer(at::kCPU, 1024);
+    (void)z.add(1);                    // digests z
+    flat = z.reshape({24});
+    (void)flat.add(1);                 // the same bytes, another shape
+    conj = z.conj();
+    (void)conj.add(1);                 // the same bytes, conjugated values
+    neg = at::_neg_view(at::randn({8}));
+    (void)neg.add(1);
+    t = tracer.finish();
+  }
+  const Record* on_z = find_op(t, "aten::add", 0);
+  const Record* on_flat = find_op(t, "aten::add", 1);
+  const Record* on_conj = find_op(t, "aten::add", 2);
+  const Record* on_neg = find_op(t, "aten::add", 3);
+  REQUIRE(on_z != nullptr);
+  REQUIRE(on_flat != nullptr);
+  REQUIRE(on_conj != nullptr);
+  REQUIRE(on_neg != nullptr);
+  CHECK(on_z->inputs[0].digest == ra::digest(z));
+  CHECK(on_flat->inputs[0].digest == ra::digest(flat));
+  CHECK(on_flat->inputs[0].shape == std::vector<int64_t>{24});
+  CHECK(on_conj->inputs[0].digest == ra::digest(conj));
+  CHECK(on_conj->inputs[0].digest != ra::digest(z.reshape({4, 6})));
+  CHECK(on_neg->inputs[0].digest == ra::digest(neg));
+}
