@@ -135,7 +135,14 @@ Trace read_trace(const std::string& path) {
   } catch (const std::exception& e) {
     throw TraceError(fmt::format("'{}' line 1: bad trace header: {}", path, e.what()));
   }
-  trace.records.reserve(expected);
+  // The header's count is the file's word: room for no more records than the rest of the file
+  // could hold (each takes a line of at least 3 bytes), so a tiny file cannot claim gigabytes.
+  const auto here = in.tellg();
+  in.seekg(0, std::ios::end);
+  const auto end = in.tellg();
+  in.seekg(here);
+  const uint64_t left = here >= 0 && end >= here ? static_cast<uint64_t>(end - here) : 0;
+  trace.records.reserve(std::min<uint64_t>(expected, left / 3));
   uint64_t line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;

@@ -2,7 +2,8 @@
 // GPU tier: what the CPU cannot show of the CUDA runtime path. The fingerprint lists every device
 // with its name, UUID, SM count and compute capability (on CUDA 13 it listed none); and
 // `--device cuda:N` makes N the current device, so a model's own `device="cuda"` lands there too;
-// and `selftest --device cuda` passes.
+// `run` on CUDA in infer and train modes, with the restart-replay and with a trace whose backward
+// root cause is on the device's autograd thread; and `selftest --device cuda` passes.
 // Exits 77 (reported by ctest as skipped) where no CUDA device exists.
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/script.h>
@@ -12,6 +13,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -69,6 +71,50 @@ def forward(self, x):
   expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
          "run --device cuda:" + std::to_string(last) + " makes it current for the model's own \"cuda\"");
   std::remove(model.c_str());
+
+  // run on CUDA: infer, train with the restart-replay, and a trace whose backward root cause was
+  // found on the device's autograd thread.
+  const std::string elementwise = dir + "/ra-gpu-elementwise.pt";
+  torch::jit::Module e("e");
+  e.register_parameter("w", torch::ones({64}) * 0.5, false);
+  e.define(R"(
+def forward(self, x):
+    return torch.tanh(x * self.w) + 1.0
+)");
+  e.save(elementwise);
+  const std::string report = dir + "/ra-gpu-run.json";
+  const auto run_json = [&](const std::string& args, int want, const std::string& what) {
+    output_of(std::string(RA_BINARY) + " run " + args + " --quiet --report " + report + " > /dev/null 2>&1", status);
+    expect(WIFEXITED(status) && WEXITSTATUS(status) == want, what + ": exit " + std::to_string(want));
+    std::ifstream in(report);
+    return nlohmann::json::parse(in, nullptr, false);
+  };
+  auto r = run_json(elementwise + " --device cuda --shape 16x64 --repeats 3", 0, "run --device cuda (infer)");
+  expect(!r.is_discarded() && r["targets"][0]["device"] == "cuda", "the target ran on cuda");
+  r = run_json(elementwise + " --device cuda --shape 16x64 --mode train --steps 2 --replay", 0,
+               "run --device cuda --mode train --replay");
+  expect(!r.is_discarded() && r["targets"][0].contains("replay") &&
+             r["targets"][0]["replay"]["verdict"] == "reproducible",
+         "the restart-replay on cuda is reproducible");
+  const std::string gather = dir + "/ra-gpu-gather.pt";
+  torch::jit::Module g("g");
+  g.register_parameter("w", torch::ones({64}), false);
+  g.define(R"(
+def forward(self, x):
+    idx = torch.remainder(torch.arange(x.numel(), device=x.device) * 7919, 64)
+    return self.w.index_select(0, idx) * x
+)");
+  g.save(gather);
+  r = run_json(gather + " --device cuda --shape 1048576 --mode train --trace --no-fix-search --configs default --repeats 4", 1,
+               "run --device cuda --trace on a gather whose gradient adds with atomics");
+  bool backward_off_thread = false;
+  if (!r.is_discarded())
+    for (const auto& cause : r["targets"][0]["configs"][0]["trace"]["root_causes"])
+      backward_off_thread = backward_off_thread || (cause["direction"] == "backward" && cause["thread"] != 0);
+  expect(backward_off_thread, "a backward root cause on the device's autograd thread");
+  std::remove(elementwise.c_str());
+  std::remove(gather.c_str());
+  std::remove(report.c_str());
 
   // The self-test on the GPU: every check passes (the fused digest, cuBLAS and TF32 switches, the
   // index_add controls, the GPU's fingerprint, a backward root cause on the autograd thread).
