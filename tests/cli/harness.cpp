@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -96,6 +97,13 @@ void save_value(const std::string& path, const c10::IValue& value) {
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
 
 std::string read_file(const std::string& path) { return slurp(path); }
+
+std::string fresh(const std::string& dir, const std::string& name) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/" + name;
+  std::filesystem::remove(path);
+  return path;
+}
 
 bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 

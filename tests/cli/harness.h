@@ -68,6 +68,9 @@ nlohmann::json read_json(const std::string& path);
 // The whole file as bytes ("" when it cannot be read).
 std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
+// `dir`/`name`, with `dir` created and any stale `name` removed: where a test writes a file that
+// a later ctest test validates (RA_REPORT_DIR, RA_JUNIT_DIR), so that an old file never passes.
+std::string fresh(const std::string& dir, const std::string& name);
 int count_lines(const std::string& text);
 
 const char* test_ops_library();

@@ -26,13 +26,7 @@ namespace {
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
-// A path under `dir` (RA_REPORT_DIR or RA_JUNIT_DIR), removed first so that a stale file never validates.
-std::string fresh(const char* dir, const std::string& name) {
-  std::filesystem::create_directories(dir);
-  const std::string path = std::string(dir) + "/" + name;
-  std::filesystem::remove(path);
-  return path;
-}
+using ra::test::fresh;
 
 // Sets an environment variable for the binaries a test case runs, and restores it.
 struct Env {

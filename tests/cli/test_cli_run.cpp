@@ -149,12 +149,7 @@ TEST_CASE("env: text and JSON") {
 namespace {
 
 // Writes `name` under RA_JUNIT_DIR afresh; the junit_schema test validates it with xmllint.
-std::string junit_out(const std::string& name) {
-  std::filesystem::create_directories(RA_JUNIT_DIR);
-  const std::string path = std::string(RA_JUNIT_DIR) + "/" + name;
-  std::filesystem::remove(path);
-  return path;
-}
+std::string junit_out(const std::string& name) { return ra::test::fresh(RA_JUNIT_DIR, name); }
 
 }  // namespace
 

@@ -7,21 +7,11 @@
 
 #include <doctest/doctest.h>
 
-#include <filesystem>
 #include <string>
 
 using ra::test::run_cli;
 
-namespace {
-
-std::string fresh(const char* dir, const std::string& name) {
-  std::filesystem::create_directories(dir);
-  const std::string path = std::string(dir) + "/" + name;
-  std::filesystem::remove(path);
-  return path;
-}
-
-}  // namespace
+using ra::test::fresh;
 
 TEST_CASE("selftest --device cpu: five checks pass, one line each, in a report every subcommand reads") {
   ra::test::TempDir dir;
