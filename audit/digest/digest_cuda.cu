@@ -60,13 +60,18 @@ extern "C" __attribute__((visibility("default"))) const char* ra_digest_cuda_lan
   if (word_bytes != 1 && word_bytes != 2 && word_bytes != 4) return "word size must be 1, 2 or 4 bytes";
   if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(word_bytes) != 0) return "data is not word-aligned";
   int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || sms <= 0) {
-    return cudaGetErrorString(cudaGetLastError());
+  if (const cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); err != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it, so torch's next check does not see it
+    return cudaGetErrorString(err);
   }
+  if (sms <= 0) return "the device reports no multiprocessors";
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
   auto* sums = static_cast<unsigned long long*>(out);
   cudaError_t err = cudaMemsetAsync(sums, 0, 2 * sizeof(unsigned long long), stream);
-  if (err != cudaSuccess) return cudaGetErrorString(err);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cudaGetErrorString(err);
+  }
   if (n_words == 0) return nullptr;
   // Enough resident blocks to fill every SM, no more than the words need.
   const uint64_t wanted = (n_words + kThreads - 1) / kThreads;
