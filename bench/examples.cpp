@@ -47,8 +47,13 @@ def forward(self, x):
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: repro-audit-examples OUT_DIR\n";
+  const std::string usage = "usage: repro-audit-examples OUT_DIR\n  writes reduce_mlp.pt and conv_net.pt into OUT_DIR\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << usage;
+    return 0;
+  }
+  if (argc != 2 || argv[1][0] == '-') {
+    std::cerr << usage;
     return 2;
   }
   const std::filesystem::path dir = argv[1];

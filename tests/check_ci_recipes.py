@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Keeps the documented CI recipes honest: every YAML recipe (docs/ci/*.yml and the yaml blocks
-of README.md and docs/CI.md) must parse, and every `repro-audit` command in it must name a real
-subcommand and only options that subcommand's --help lists. The structure a CI system needs is
-checked too: GitHub jobs have steps, GitLab jobs have a script, and every JUnit file a command
+of README.md, docs/GUIDE.md and docs/CI.md) must parse, and every `repro-audit` command in it must
+name a real subcommand and only options that subcommand's --help lists. The structure a CI system
+needs is checked too: GitHub jobs have steps, GitLab jobs have a script, and every JUnit file a command
 writes is published (GitLab `artifacts:reports:junit`, or a GitHub step that reads it).
 
 usage: check_ci_recipes.py REPRO_AUDIT_BINARY SOURCE_DIR
@@ -134,7 +134,7 @@ def main():
             continue
         check_doc(binary, where, doc)
         count += 1
-    for md in ["README.md", "docs/CI.md"]:
+    for md in ["README.md", "docs/GUIDE.md", "docs/CI.md"]:
         text = (source / md).read_text()
         for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, re.S)):
             try:
