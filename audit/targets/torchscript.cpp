@@ -94,6 +94,10 @@ void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module&
     trace::set_phase("optimizer", step);
     optimizer.step();
     for (const auto& [name, p] : optimizer.params()) rec.add(prefix + "param/" + name, p.detach());
+    // Buffers too: batch norm's running statistics change in every training forward, and a
+    // divergence that lives only there must show (and the restart-replay compares them after the
+    // restart like every step tensor).
+    for (const auto& b : module.named_buffers(true)) rec.add(prefix + "buffer/" + b.name, b.value.detach());
     if (step == spec.state_step) state = training_state_digests(module, optimizer);
   }
   if (!spec.checkpoint.save_path.empty()) {

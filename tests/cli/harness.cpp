@@ -75,7 +75,8 @@ TempDir::~TempDir() {
 }
 
 void save_model(const std::string& path, const std::string& source,
-                const std::vector<std::pair<std::string, std::vector<int64_t>>>& params) {
+                const std::vector<std::pair<std::string, std::vector<int64_t>>>& params,
+                const std::vector<std::pair<std::string, std::vector<int64_t>>>& zero_buffers) {
   (void)ra_test_ops_anchor();  // keeps the ra_test ops registered in this process
   torch::jit::Module m("TestModel");
   m.register_attribute("training", c10::BoolType::get(), true);  // as torch.jit.script gives every nn.Module
@@ -84,6 +85,7 @@ void save_model(const std::string& path, const std::string& source,
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed++);
     m.register_parameter(name, at::randn(shape, gen), false);
   }
+  for (const auto& [name, shape] : zero_buffers) m.register_buffer(name, at::zeros(shape));
   m.define(source, std::make_shared<TestOpsResolver>());
   m.save(path);
 }

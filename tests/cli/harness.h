@@ -56,10 +56,12 @@ class TempDir {
   std::string path_;
 };
 
-// Saves a TorchScript module with one float parameter per (name, shape) and `source` as its code;
-// it has a `training` attribute, as scripted nn.Modules do.
+// Saves a TorchScript module with one float parameter per (name, shape), one zero-filled buffer
+// per entry of `zero_buffers`, and `source` as its code; it has a `training` attribute, as
+// scripted nn.Modules do.
 void save_model(const std::string& path, const std::string& source,
-                const std::vector<std::pair<std::string, std::vector<int64_t>>>& params);
+                const std::vector<std::pair<std::string, std::vector<int64_t>>>& params,
+                const std::vector<std::pair<std::string, std::vector<int64_t>>>& zero_buffers = {});
 
 // torch.save-compatible file of an IValue.
 void save_value(const std::string& path, const c10::IValue& value);

@@ -197,3 +197,31 @@ TEST_CASE("run --junit: the folder is checked before any work") {
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "4x16", "--markdown", dir.file("missing/s.md")}, 2,
                          "does not exist");
 }
+
+TEST_CASE("run --mode train: buffers are digested after every step, so a divergence only in running statistics shows") {
+  // The output and the gradients depend on x and w only; a running statistic is updated in place
+  // from a nondeterministic sum, as batch norm updates its running mean. Before buffers were
+  // digested after each step this audit read "reproducible".
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("stat.pt"), R"JIT(
+def forward(self, x):
+    h = torch.matmul(x, self.w)
+    self.stat.add_(ra_test.nondet_sum(h).sum())
+    return torch.relu(h)
+)JIT",
+                       {{"w", {64, 4096}}}, {{"stat", {1}}});
+  const auto r = run_cli({"run", dir.file("stat.pt"), "--shape", "8x64", "--mode", "train", "--steps", "2", "--configs",
+                          "default", "--repeats", "4", "--load-library", ra::test::test_ops_library(), "--report",
+                          dir.file("r.json"), "--quiet"});
+  INFO(r.out, r.err);
+  CHECK(r.code == 1);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const auto& c = j["targets"][0]["configs"][0];
+  CHECK(c["verdict"] == "diverged");
+  std::vector<std::string> names;
+  for (const auto& t : c["diverged_tensors"]) names.push_back(t["name"].get<std::string>());
+  CHECK(names == std::vector<std::string>{"step1/buffer/stat", "step2/buffer/stat"});
+  bool recorded = false;
+  for (const auto& t : c["reference_digests"]) recorded = recorded || t["name"] == "step2/buffer/stat";
+  CHECK(recorded);
+}
