@@ -306,9 +306,9 @@ void timing_section(std::string& out, const Report& r) {
                            c.cost_ratio ? fmt::format("{:.2f}×", *c.cost_ratio) : "-");
       }
       out += "</tbody></table>\n";
-      // f.best is ordered by cost: a timing fact.
-      if (!f.best.empty()) {
-        const FixCandidate& c = f.candidates[f.best.front()];
+      // Which fix is cheapest is a timing fact: it stays inside this block.
+      if (const FixCandidate* cheapest = cheapest_fix(f)) {
+        const FixCandidate& c = *cheapest;
         out += fmt::format("<p class=\"cheapest\">Cheapest minimal fix: <code>{}</code>{}.</p>\n", esc(c.config),
                            c.cost_ratio ? fmt::format(", {:.2f}× the run time of {}", *c.cost_ratio, esc(f.from)) : "");
       }

@@ -65,16 +65,6 @@ std::string root_cause_text(const RootCause& r) {
   return s;
 }
 
-// The cheapest minimal fix (unmeasured ones after measured ones, then candidate order).
-const FixCandidate* cheapest(const FixSearch& f) {
-  const FixCandidate* best = nullptr;
-  for (const size_t i : f.best) {
-    const FixCandidate& c = f.candidates[i];
-    if (!best || (c.cost_ratio && (!best->cost_ratio || *c.cost_ratio < *best->cost_ratio))) best = &c;
-  }
-  return best;
-}
-
 std::string cost_cell(const std::optional<double>& ratio) { return ratio ? fmt::format("{:.2f}x", *ratio) : "-"; }
 
 void fence(std::string& out, const char* lang, const std::string& text) {
@@ -137,7 +127,7 @@ void timing(std::string& out, const Report& r) {
       if (!c.fix_search) continue;
       const FixSearch& f = *c.fix_search;
       out += fmt::format("\n**{} · {}**", md(t.name), md(c.name));
-      if (const FixCandidate* fix = cheapest(f))
+      if (const FixCandidate* fix = cheapest_fix(f))
         out += fmt::format(": cheapest fix {}{}", code(fix->config),
                            fix->cost_ratio ? fmt::format(" at {:.2f}x the run time of {}", *fix->cost_ratio, md(f.from)) : " (not measured)");
       out += "\n\n| candidate | verdict | median | cost |\n|---|---|---|---|\n";

@@ -109,6 +109,16 @@ std::optional<double> cost_ratio(const Target& target, size_t i) {
   return *mine / *base;
 }
 
+const FixCandidate* cheapest_fix(const FixSearch& f) {
+  const FixCandidate* best = nullptr;
+  for (const size_t i : f.best) {
+    if (i >= f.candidates.size()) continue;
+    const FixCandidate& c = f.candidates[i];
+    if (!best || (c.cost_ratio && (!best->cost_ratio || *c.cost_ratio < *best->cost_ratio))) best = &c;
+  }
+  return best;
+}
+
 std::string selftest_summary(const SelfTest& self) {
   std::vector<std::string> failed;
   for (const auto& c : self.checks)

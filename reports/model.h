@@ -370,6 +370,11 @@ std::optional<double> cost_ratio(const Target& target, size_t i);
 // whose configuration --allowlist did not allow in this report.
 bool baseline_failure(const Report& report, const BaselineResult& result);
 
+// The cheapest minimal fix of a fix search: the lowest measured cost, measured ones before
+// unmeasured ones, then candidate order; null when no candidate fixes everything. Every renderer
+// names this one, so no two formats can disagree about it.
+const FixCandidate* cheapest_fix(const FixSearch& f);
+
 // "all 5 checks passed", or "2 of 5 checks failed: detection, tracing".
 std::string selftest_summary(const SelfTest& self);
 

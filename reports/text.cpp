@@ -102,16 +102,9 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes) {
     if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + c.message.substr(0, c.message.find('\n')) + ")";
     out += line + "\n";
   }
-  // Cheapest minimal fix first (unmeasured ones last, then in candidate order).
-  std::vector<size_t> best = f.best;
-  std::stable_sort(best.begin(), best.end(), [&](size_t a, size_t b) {
-    const auto& ra = f.candidates[a].cost_ratio;
-    const auto& rb = f.candidates[b].cost_ratio;
-    return ra && (!rb || *ra < *rb);
-  });
   out += fmt::format("    => {}\n", f.conclusion);
-  if (!best.empty()) {
-    const FixCandidate& c = f.candidates[best.front()];
+  if (const FixCandidate* cheapest = cheapest_fix(f)) {
+    const FixCandidate& c = *cheapest;
     out += fmt::format("       cheapest: {}{}\n", c.config, c.cost_ratio ? fmt::format(" at {:.2f}x the run time of {}", *c.cost_ratio, f.from) : "");
     std::string cpp = c.cpp, py = c.python;
     for (size_t pos = 0; (pos = cpp.find('\n', pos)) != std::string::npos; pos += 16) cpp.replace(pos, 1, "\n               ");

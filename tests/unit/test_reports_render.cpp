@@ -35,3 +35,33 @@ TEST_CASE("renderers: timing figures stay in the timing sections") {
     CHECK(without_block(ra) == without_block(rb));
   }
 }
+
+TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by candidate order") {
+  // Two minimal fixes, the first in candidate order costing 1.52x and the second 0.29x: the HTML
+  // once named the first while text and Markdown named the second.
+  ra::report::Report r = ra::test::every_verdict_report(10);
+  ra::report::FixSearch* f = nullptr;
+  for (auto& c : r.targets.front().configs)
+    if (c.fix_search) f = &*c.fix_search;
+  REQUIRE(f != nullptr);
+  REQUIRE(f->candidates.size() == 2);
+  f->candidates[0].cost_ratio = 1.52;
+  f->candidates[1].verdict = ra::report::Verdict::Reproducible;
+  f->candidates[1].fixes_all = f->candidates[1].minimal = true;
+  f->candidates[1].cost_ratio = 0.29;
+  f->best = {0, 1};
+  REQUIRE(ra::report::cheapest_fix(*f) == &f->candidates[1]);
+  const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r);
+  const std::string html = ra::report::render_html(r);
+  CHECK(text.find("cheapest: default+threads=1 at 0.29x") != std::string::npos);
+  CHECK(md.find("cheapest fix `default+threads=1`") != std::string::npos);
+  CHECK(html.find("Cheapest minimal fix: <code>default+threads=1</code>, 0.29×") != std::string::npos);
+  for (const std::string* s : {&text, &md, &html}) CHECK(s->find("deterministic=on at 1.52") == std::string::npos);
+  // Unmeasured fixes come after measured ones; among unmeasured, candidate order.
+  f->candidates[1].cost_ratio.reset();
+  CHECK(ra::report::cheapest_fix(*f) == &f->candidates[0]);
+  f->candidates[0].cost_ratio.reset();
+  CHECK(ra::report::cheapest_fix(*f) == &f->candidates[0]);
+  f->best.clear();
+  CHECK(ra::report::cheapest_fix(*f) == nullptr);
+}
