@@ -29,6 +29,7 @@ void add_lint_options(CLI::App& sub, LintArgs& a);
 struct DiffArgs {
   std::string a;
   std::string b;
+  std::string key;
   std::string report;
   bool json = false;
 };

@@ -24,14 +24,16 @@ enum class DiffStatus { Identical, Differs, DtypeDiffers, ShapeDiffers, OnlyA, O
 const char* diff_status_name(DiffStatus status);
 
 struct DiffEntry {
-  std::string name;  // path in the file ("layer1/0/weight"); "<tensor>" for a file holding one tensor
+  std::string name;  // path in the file ("layer1/0/weight", "epoch"); "<tensor>" for a file holding one tensor
   DiffStatus status = DiffStatus::Identical;
-  std::string dtype;           // A's (B's for only-b)
+  std::string dtype;           // A's (B's for only-b): a dtype, or int, float, bool, str, None
   std::vector<int64_t> shape;  // A's (B's for only-b)
   std::string dtype_b;           // B's, set for dtype-differs and shape-differs only
   std::vector<int64_t> shape_b;  // B's, set for dtype-differs and shape-differs only
-  std::string digest_a;  // "" when only in B
-  std::string digest_b;  // "" when only in A
+  std::string digest_a;  // "" when only in B, or a plain value
+  std::string digest_b;  // "" when only in A, or a plain value
+  std::string value_a;   // a plain value's exact text ("3", "0.001", "True", "'adam'", "None"), else ""
+  std::string value_b;
   std::optional<DivergenceStats> stats;  // for differs only
 };
 
@@ -47,6 +49,7 @@ struct DiffReport {
   std::string tool_version;
   std::string a;  // paths as given
   std::string b;
+  std::string key;  // --key: the subtree compared ("" for the whole files)
   std::vector<DiffEntry> entries;  // sorted by name
   int exit_code = 0;               // 0 when every entry is identical, else 1
 };

@@ -23,6 +23,8 @@ json entry_json(const DiffEntry& e) {
           {"shape_b", has_b_type(e) ? json(e.shape_b) : json(nullptr)},
           {"digest_a", or_null(e.digest_a)},
           {"digest_b", or_null(e.digest_b)},
+          {"value_a", or_null(e.value_a)},
+          {"value_b", or_null(e.value_b)},
           {"stats", e.stats ? stats_to_json(*e.stats) : json(nullptr)}};
 }
 
@@ -37,6 +39,7 @@ nlohmann::ordered_json diff_to_json(const DiffReport& r) {
           {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
           {"a", r.a},
           {"b", r.b},
+          {"key", or_null(r.key)},
           {"entries", entries},
           {"summary",
            {{"entries", s.entries},

@@ -18,6 +18,20 @@ std::string type_text(const std::string& dtype, const std::vector<int64_t>& shap
 }
 
 std::string detail(const DiffEntry& e) {
+  if (!e.value_a.empty() || !e.value_b.empty()) {  // a plain value on at least one side
+    const auto shown = [](const std::string& type, const std::string& value) {
+      return type == "None" ? value : fmt::format("{} {}", type, value);
+    };
+    const std::string type_b = e.dtype_b.empty() ? e.dtype : e.dtype_b;
+    const std::string a = e.value_a.empty() ? type_text(e.dtype, e.shape) : shown(e.dtype, e.value_a);
+    const std::string b = e.value_b.empty() ? type_text(type_b, e.shape_b) : shown(type_b, e.value_b);
+    switch (e.status) {
+      case DiffStatus::Identical:
+      case DiffStatus::OnlyA: return a;
+      case DiffStatus::OnlyB: return shown(e.dtype, e.value_b);
+      default: return fmt::format("{} vs {}", a, b);
+    }
+  }
   const std::string a = type_text(e.dtype, e.shape);
   switch (e.status) {
     case DiffStatus::Identical:

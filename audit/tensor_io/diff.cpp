@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Both files are loaded whole on the CPU (torch.save files hold CPU or device tensors; pickle_load
-// maps everything to the CPU here) before anything is compared, so that bad input in either file
+// Both files are loaded whole on the CPU (torch.save files hold CPU or device tensors; the reader
+// maps everything to the CPU here; TorchScript archives are loaded onto it) before anything is
+// compared, so that bad input in either file
 // is reported before a line of output. Equality is decided by the digest (audit/digest/digest.h), which
 // sees every bit (-0.0, NaN payloads) and ignores strides; statistics, the costly part, are
 // computed only for entries whose digests differ with the same dtype and shape.
@@ -10,7 +11,13 @@
 #include "audit/common/paths.h"
 #include "audit/tensor_io/tensor_file.h"
 #include "audit/digest/tensor_stats.h"
+#include "audit/common/errors.h"
+#include "audit/runtime/child_support.h"
 
+#include <fmt/format.h>
+#include <torch/script.h>
+
+#include <cstring>
 #include <map>
 
 namespace ra {
@@ -19,51 +26,125 @@ namespace {
 using report::DiffEntry;
 using report::DiffStatus;
 
-std::map<std::string, at::Tensor> by_name(const std::string& path) {
-  std::map<std::string, at::Tensor> out;
-  for (auto& [name, t] : load_tensor_file(path)) out.emplace(name.empty() ? kBareTensorName : name, t);
+// The leaves of one side: a TorchScript archive's parameters and buffers under their state-dict
+// names ("0.weight", "1.running_mean"), else the torch.save file's tensors and plain values, below
+// `key` when one is given.
+std::map<std::string, c10::IValue> by_name(const std::string& path, const std::string& key) {
+  std::map<std::string, c10::IValue> out;
+  const std::string what = fmt::format("file '{}'", path);
+  if (is_torchscript_archive(path)) {
+    if (!key.empty()) throw InputError(fmt::format("--key selects inside torch.save files; {} is a TorchScript archive", what));
+    torch::jit::Module m;
+    try {
+      m = torch::jit::load(path, at::kCPU);
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("{} is a TorchScript archive that cannot be loaded: {}", what, error_text(e)));
+    }
+    for (const auto& p : m.named_parameters(true)) out.emplace(p.name, p.value.detach());
+    for (const auto& b : m.named_buffers(true)) out.emplace(b.name, b.value.detach());
+    if (out.empty()) throw InputError(fmt::format("{} is a TorchScript archive with no parameters or buffers", what));
+    return out;
+  }
+  const c10::IValue root = load_torch_file(path);
+  const c10::IValue value = key.empty() ? root : select_key(root, key, what);
+  NamedLeaves leaves;
+  flatten_leaves(value, "", leaves, what);
+  if (leaves.empty()) throw InputError(fmt::format("{} holds no tensors or values{}", what, key.empty() ? "" : " under '" + key + "'"));
+  for (auto& [name, leaf] : leaves) {
+    if (leaf.isTensor() && (leaf.toTensor().layout() != at::kStrided || leaf.toTensor().is_quantized()))
+      throw InputError(fmt::format("{} holds a sparse or quantized tensor '{}', which cannot be compared", what, name));
+    if (!out.emplace(name.empty() ? kBareTensorName : name, leaf).second)
+      throw InputError(fmt::format("{} holds two entries named '{}'", what, name));
+  }
   return out;
 }
 
 std::vector<int64_t> shape_of(const at::Tensor& t) { return t.sizes().vec(); }
 
-DiffEntry compare(const std::string& name, const at::Tensor& a, const at::Tensor& b) {
+// A plain value's type and its exact text: floats in the shortest form that reads back as the
+// same double, strings quoted. Equality is by type and bits, so -0.0 and 0.0 differ and NaN equals itself.
+std::string value_type(const c10::IValue& v) {
+  if (v.isInt()) return "int";
+  if (v.isDouble()) return "float";
+  if (v.isBool()) return "bool";
+  if (v.isString()) return "str";
+  return "None";
+}
+
+std::string value_text(const c10::IValue& v) {
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) return fmt::format("{}", v.toDouble());  // the shortest text that reads back as the same double
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isString()) return fmt::format("'{}'", v.toStringRef());
+  return "None";
+}
+
+bool same_value(const c10::IValue& a, const c10::IValue& b) {
+  if (value_type(a) != value_type(b)) return false;
+  if (a.isDouble()) {
+    const double x = a.toDouble(), y = b.toDouble();
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  return value_text(a) == value_text(b);
+}
+
+std::string type_of(const c10::IValue& v) { return v.isTensor() ? dtype_name(v.toTensor().scalar_type()) : value_type(v); }
+std::vector<int64_t> shape_of(const c10::IValue& v) { return v.isTensor() ? shape_of(v.toTensor()) : std::vector<int64_t>{}; }
+
+DiffEntry compare(const std::string& name, const c10::IValue& a, const c10::IValue& b) {
   DiffEntry e;
   e.name = name;
-  e.dtype = dtype_name(a.scalar_type());
+  e.dtype = type_of(a);
   e.shape = shape_of(a);
-  e.digest_a = digest(a);
-  e.digest_b = digest(b);
-  if (a.scalar_type() != b.scalar_type() || a.sizes() != b.sizes()) {
-    e.status = a.scalar_type() != b.scalar_type() ? DiffStatus::DtypeDiffers : DiffStatus::ShapeDiffers;
-    e.dtype_b = dtype_name(b.scalar_type());
-    e.shape_b = shape_of(b);
+  if (!a.isTensor() || !b.isTensor()) {
+    if (a.isTensor() != b.isTensor()) {
+      e.status = DiffStatus::DtypeDiffers;
+      e.dtype_b = type_of(b);
+      e.shape_b = shape_of(b);
+    } else if (!same_value(a, b)) {
+      e.status = value_type(a) == value_type(b) ? DiffStatus::Differs : DiffStatus::DtypeDiffers;
+      if (e.status == DiffStatus::DtypeDiffers) e.dtype_b = value_type(b);
+    }
+    if (!a.isTensor()) e.value_a = value_text(a);
+    if (!b.isTensor()) e.value_b = value_text(b);
+    return e;
+  }
+  const at::Tensor& ta = a.toTensor();
+  const at::Tensor& tb = b.toTensor();
+  e.digest_a = digest(ta);
+  e.digest_b = digest(tb);
+  if (ta.scalar_type() != tb.scalar_type() || ta.sizes() != tb.sizes()) {
+    e.status = ta.scalar_type() != tb.scalar_type() ? DiffStatus::DtypeDiffers : DiffStatus::ShapeDiffers;
+    e.dtype_b = dtype_name(tb.scalar_type());
+    e.shape_b = shape_of(tb);
   } else if (e.digest_a != e.digest_b) {
     e.status = DiffStatus::Differs;
-    e.stats = tensor_difference(a, b);
+    e.stats = tensor_difference(ta, tb);
   }
   return e;
 }
 
-DiffEntry only(const std::string& name, const at::Tensor& t, DiffStatus status) {
+DiffEntry only(const std::string& name, const c10::IValue& v, DiffStatus status) {
   DiffEntry e;
   e.name = name;
   e.status = status;
-  e.dtype = dtype_name(t.scalar_type());
-  e.shape = shape_of(t);
-  (status == DiffStatus::OnlyA ? e.digest_a : e.digest_b) = digest(t);
+  e.dtype = type_of(v);
+  e.shape = shape_of(v);
+  if (v.isTensor()) (status == DiffStatus::OnlyA ? e.digest_a : e.digest_b) = digest(v.toTensor());
+  else (status == DiffStatus::OnlyA ? e.value_a : e.value_b) = value_text(v);
   return e;
 }
 
 }  // namespace
 
-report::DiffReport diff_tensor_files(const std::string& a, const std::string& b) {
-  const auto ta = by_name(a);
-  const auto tb = by_name(b);
+report::DiffReport diff_tensor_files(const std::string& a, const std::string& b, const std::string& key) {
+  const auto ta = by_name(a, key);
+  const auto tb = by_name(b, key);
   report::DiffReport r;
   r.tool_version = tool_version();
   r.a = a;
   r.b = b;
+  r.key = key;
   auto ia = ta.begin();
   auto ib = tb.begin();
   while (ia != ta.end() || ib != tb.end()) {

@@ -15,7 +15,10 @@ inline constexpr const char* kBareTensorName = "<tensor>";
 // Loads both files (audit/tensor_io/tensor_file.h: InputError naming the file on bad input) and compares
 // the entries of the union of their names, in name order: digests for bitwise equality, then dtype
 // and shape, and divergence statistics (audit/digest/tensor_stats.h) for entries whose bits differ.
+// A checkpoint's plain values (an epoch, a learning rate, a flag) are entries too, compared by
+// type and exact value; `key` ("model") compares only that subtree of both files. A TorchScript
+// archive is compared by its parameters and buffers, named as in its state dict.
 // exit_code is 0 when both files hold the same names and every entry is identical, else 1.
-report::DiffReport diff_tensor_files(const std::string& a, const std::string& b);
+report::DiffReport diff_tensor_files(const std::string& a, const std::string& b, const std::string& key = "");
 
 }  // namespace ra

@@ -9,8 +9,13 @@
 
 #include <fmt/format.h>
 
+#include <caffe2/serialize/inline_container.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 namespace ra {
 namespace {
@@ -30,8 +35,9 @@ constexpr int64_t kMaxVisits = int64_t{1} << 18;
 constexpr int64_t kMaxNameBytes = int64_t{1} << 24;
 
 struct Flattener {
-  NamedTensors& out;
+  NamedLeaves& out;
   const std::string& what;
+  bool values;  // keep plain values (ints, floats, bools, strings, None) as leaves, and int keys
   int64_t visits = 0;
   int64_t name_bytes = 0;
 
@@ -41,7 +47,7 @@ struct Flattener {
       throw InputError(fmt::format("{} holds more than {} entries (or {} bytes of names), more than repro-audit reads",
                                    what, kMaxVisits, kMaxNameBytes));
     if (v.isTensor()) {
-      out.emplace_back(name, v.toTensor());
+      out.emplace_back(name, v);
     } else if (v.isTuple()) {
       const auto& elems = v.toTupleRef().elements();
       for (size_t i = 0; i < elems.size(); ++i) add(elems[i], child_name(name, std::to_string(i)), depth + 1);
@@ -51,15 +57,24 @@ struct Flattener {
     } else if (v.isGenericDict()) {
       std::vector<std::pair<std::string, c10::IValue>> items;
       for (const auto& kv : v.toGenericDict()) {
-        if (!kv.key().isString()) throw InputError(fmt::format("{} holds a dict with a non-string key", what));
-        items.emplace_back(kv.key().toStringRef(), kv.value());
+        if (kv.key().isString()) {
+          items.emplace_back(kv.key().toStringRef(), kv.value());
+        } else if (values && kv.key().isInt()) {  // an optimizer's per-parameter state: {0: {...}, 1: {...}}
+          items.emplace_back(std::to_string(kv.key().toInt()), kv.value());
+        } else {
+          throw InputError(fmt::format("{} holds a dict with a non-string key{}", what,
+                                       name.empty() ? "" : fmt::format(" at '{}'", name)));
+        }
       }
       std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       for (const auto& [k, val] : items) add(val, child_name(name, k), depth + 1);
+    } else if (values && (v.isNone() || v.isInt() || v.isDouble() || v.isBool() || v.isString())) {
+      out.emplace_back(name, v);
     } else if (v.isNone()) {
       // None carries no bits.
     } else {
-      throw InputError(fmt::format("{} holds a {}, not tensors", what, v.tagKind()));
+      throw InputError(fmt::format("{} holds a {}{}, not tensors", what, v.tagKind(),
+                                   name.empty() ? "" : fmt::format(" at '{}'", name)));
     }
   }
 };
@@ -67,7 +82,64 @@ struct Flattener {
 }  // namespace
 
 void flatten_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const std::string& what) {
-  Flattener{out, what}.add(v, name, 0);
+  NamedLeaves leaves;
+  Flattener{leaves, what, false}.add(v, name, 0);
+  for (auto& [n, leaf] : leaves) out.emplace_back(std::move(n), leaf.toTensor());
+}
+
+void flatten_leaves(const c10::IValue& v, const std::string& name, NamedLeaves& out, const std::string& what) {
+  Flattener{out, what, true}.add(v, name, 0);
+}
+
+c10::IValue select_key(const c10::IValue& root, const std::string& key, const std::string& what) {
+  c10::IValue v = root;
+  std::string path;
+  size_t begin = 0;
+  while (begin <= key.size()) {
+    const size_t end = std::min(key.find('/', begin), key.size());
+    const std::string part = key.substr(begin, end - begin);
+    begin = end + 1;
+    if (part.empty()) continue;
+    std::vector<std::string> here;  // what exists at this level, for the message
+    std::optional<c10::IValue> next;
+    if (v.isGenericDict()) {
+      for (const auto& kv : v.toGenericDict()) {
+        const std::string k = kv.key().isString() ? kv.key().toStringRef()
+                              : kv.key().isInt()  ? std::to_string(kv.key().toInt())
+                                                  : std::string();
+        if (k == part) next = kv.value();
+        if (!k.empty()) here.push_back(k);
+      }
+      std::sort(here.begin(), here.end());
+    } else if (v.isTuple() || v.isList()) {
+      const size_t n = v.isTuple() ? v.toTupleRef().elements().size() : v.toListRef().size();
+      char* rest = nullptr;
+      const unsigned long long i = std::strtoull(part.c_str(), &rest, 10);
+      if (!part.empty() && *rest == '\0' && i < n) next = v.isTuple() ? v.toTupleRef().elements()[i] : v.toListRef()[i];
+      here.push_back(fmt::format("indices 0 to {}", n == 0 ? 0 : n - 1));
+    }
+    if (!next) {
+      const std::string at = path.empty() ? "" : fmt::format(" under '{}'", path);
+      if (here.empty()) throw InputError(fmt::format("{} has no entry '{}'{}: it holds a {} there", what, part, at, v.tagKind()));
+      constexpr size_t kShown = 12;
+      const size_t shown = std::min(here.size(), kShown);
+      throw InputError(fmt::format("{} has no entry '{}'{} (it holds {}{})", what, part, at,
+                                   fmt::join(here.begin(), here.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                                   here.size() > kShown ? ", ..." : ""));
+    }
+    v = *next;
+    path = path.empty() ? part : path + "/" + part;
+  }
+  return v;
+}
+
+bool is_torchscript_archive(const std::string& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    return reader.hasRecord("constants.pkl") || reader.hasRecord("code/__torch__.py");
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 c10::IValue load_torch_file(const std::string& path) {

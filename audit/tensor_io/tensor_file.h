@@ -23,6 +23,23 @@ using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 // nesting deeper than kMaxDepth, and for a value that names too many paths (shared containers).
 void flatten_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const std::string& what);
 
+// A checkpoint's leaves: tensors, and plain values (int, float, bool, string, None) kept as they are.
+using NamedLeaves = std::vector<std::pair<std::string, c10::IValue>>;
+
+// flatten_tensors for checkpoints ({"model": ..., "optimizer": ..., "epoch": 3}): plain values are
+// leaves too, compared by value, and int dict keys (an optimizer's per-parameter state) are named
+// by their decimal. Same bounds and errors otherwise.
+void flatten_leaves(const c10::IValue& v, const std::string& name, NamedLeaves& out, const std::string& what);
+
+// The value at `key` below `v` ("model", "optimizer/state/0"): dict keys (strings, or ints by their
+// decimal) and list or tuple indices, separated by '/'. InputError naming `what`, the missing part
+// and what exists there.
+c10::IValue select_key(const c10::IValue& v, const std::string& key, const std::string& what);
+
+// Whether `path` is a TorchScript archive (torch.jit.save), not a torch.save file: its zip holds
+// the TorchScript code and constants.
+bool is_torchscript_archive(const std::string& path);
+
 // Reads the torch.save file at `path` (zip format, as torch.save and torch::jit::pickle_save
 // write it) with the checked reader (audit/tensor_io/python_pickle.h). Throws InputError naming the
 // file when it is missing, unreadable, not such a file, or breaks one of that reader's checks.

@@ -158,13 +158,17 @@ TEST_CASE("diff: bad inputs exit 3 with one line and no report") {
   ra::test::TempDir dir;
   ra::test::save_value(dir.file("a.pt"), ramp(3));
   std::ofstream(dir.file("text.pt")) << "not a torch.save file\n";
-  ra::test::save_value(dir.file("int.pt"), c10::IValue(int64_t{7}));
+  c10::impl::GenericDict float_keys(c10::FloatType::get(), c10::TensorType::get());
+  float_keys.insert(1.5, ramp(3));
+  ra::test::save_value(dir.file("float-keys.pt"), float_keys);
   ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("missing.pt")}, 3,
                          "file '" + dir.file("missing.pt") + "' does not exist");
   ra::test::expect_error(dir, {"diff", dir.file("text.pt"), dir.file("a.pt")}, 3,
                          "file '" + dir.file("text.pt") + "' is not a torch.save file");
-  ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("int.pt")}, 3,
-                         "file '" + dir.file("int.pt") + "' holds a Int, not tensors");
+  ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("float-keys.pt")}, 3,
+                         "file '" + dir.file("float-keys.pt") + "' holds a dict with a non-string key");
+  ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("a.pt"), "--key", "model"}, 3,
+                         "file '" + dir.file("a.pt") + "' has no entry 'model': it holds a Tensor there");
   ra::test::expect_error(dir, {"diff", dir.file("a.pt")}, 2, "b is required");
   ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("a.pt"), "--report", "/nonexistent/dir/r.json"}, 2,
                          "does not exist");
@@ -233,4 +237,53 @@ TEST_CASE("diff: a Python file holding a class repro-audit does not read") {
   ra::test::TempDir dir;
   ra::test::expect_error(dir, {"diff", data_file("foreign_class.pt"), data_file("foreign_class.pt")}, 3,
                          "file '" + data_file("foreign_class.pt") + "' holds a datetime.date at 'saved_on', which repro-audit cannot read");
+}
+
+TEST_CASE("diff: training checkpoints compare their plain values by value, --key picks a subtree") {
+  // {"model": state_dict, "optimizer": Adam's state_dict (int keys, betas, None), "epoch": 3} from
+  // Python (tests/data/make_state_dicts.py): until now "holds a Int, not tensors".
+  const auto d = run_cli({"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--json"});
+  REQUIRE_MESSAGE(d.code == 1, d.err);
+  const json j = json::parse(d.out);
+  const json& epoch = *entry(j, "epoch");
+  CHECK(epoch["status"] == "differs");
+  CHECK(epoch["dtype"] == "int");
+  CHECK(epoch["value_a"] == "3");
+  CHECK(epoch["value_b"] == "4");
+  CHECK((*entry(j, "optimizer/param_groups/0/betas/0"))["value_a"] == "0.9");
+  CHECK((*entry(j, "optimizer/param_groups/0/foreach"))["dtype"] == "None");
+  CHECK((*entry(j, "optimizer/state/0/exp_avg"))["status"] == "identical");
+  CHECK((*entry(j, "model/0.weight"))["status"] == "differs");
+  const auto text = run_cli({"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt")});
+  CHECK(text.out.find("differs        epoch") != std::string::npos);
+  CHECK(text.out.find("int 3 vs int 4") != std::string::npos);
+
+  const auto model = run_cli({"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "model", "--json"});
+  CHECK(model.code == 1);
+  const json m = json::parse(model.out);
+  CHECK(m["key"] == "model");
+  std::vector<std::string> names;
+  for (const auto& e : m["entries"]) names.push_back(e["name"]);
+  CHECK(names == std::vector<std::string>{"0.bias", "0.weight", "1.bias", "1.num_batches_tracked", "1.running_mean",
+                                          "1.running_var", "1.weight"});
+  const auto same = run_cli({"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "optimizer"});
+  CHECK(same.code == 0);
+  ra::test::TempDir dir;
+  ra::test::expect_error(dir, {"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "optimizer/state/9"},
+                         3, "has no entry '9' under 'optimizer/state' (it holds 0, 1, 2, 3)");
+}
+
+TEST_CASE("diff: two TorchScript archives are compared by their parameters and buffers") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("a.pt"), ra::test::kLinearReluModel, {{"w", {4, 3}}}, {{"count", {2}}});
+  const auto same = run_cli({"diff", dir.file("a.pt"), dir.file("a.pt")});
+  CHECK(same.code == 0);
+  CHECK(same.out.find("identical      count  float32[2]") != std::string::npos);
+  CHECK(same.out.find("identical      w      float32[4x3]") != std::string::npos);
+  ra::test::save_model(dir.file("b.pt"), ra::test::kLinearReluModel, {{"w", {4, 4}}}, {{"count", {2}}});
+  const auto other = run_cli({"diff", dir.file("a.pt"), dir.file("b.pt")});
+  CHECK(other.code == 1);
+  CHECK(other.out.find("shape-differs  w      float32[4x3] vs float32[4x4]") != std::string::npos);
+  ra::test::expect_error(dir, {"diff", dir.file("a.pt"), dir.file("b.pt"), "--key", "w"}, 3,
+                         "--key selects inside torch.save files");
 }

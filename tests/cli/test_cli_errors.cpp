@@ -42,7 +42,7 @@ TEST_CASE("run: inputs of the wrong shape, dtype, count or kind exit 3") {
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4:int64"}, 3, "the model rejects the inputs (int64[2x4])");
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--shape", "2x4"}, 3, "forward takes 1 input, but 2 were given");
   ra::test::save_value(dir.file("string.pt"), c10::IValue(std::string("hello")));
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("string.pt")}, 3, "holds a String, not tensors");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("string.pt")}, 3, "holds a String at 'input', not tensors");
   { std::ofstream(dir.file("garbage.pt")) << "garbage"; }
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("garbage.pt")}, 3, "is not a torch.save file");
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("none.pt")}, 3, "input file '" + dir.file("none.pt") + "' does not exist");

@@ -31,3 +31,17 @@ torch.save({"model": a, "extra": [base[2:6].view(2, 2), (torch.tensor([1, 2], dt
 import datetime
 
 torch.save({"w": torch.ones(2), "saved_on": datetime.date(2026, 1, 1)}, here / "foreign_class.pt")
+
+# Training checkpoints as people save them: the model's state_dict, Adam's state_dict (int keys,
+# a tuple of betas, None and bool options), and plain values. B is one epoch later, with one weight
+# changed; its optimizer state is the same.
+ckpt_net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+opt = torch.optim.Adam(ckpt_net.parameters(), lr=1e-3)
+ckpt_net(torch.randn(8, 4)).sum().backward()
+opt.step()
+torch.save({"model": ckpt_net.state_dict(), "optimizer": opt.state_dict(), "epoch": 3, "note": "run-a", "best": 0.25},
+           here / "checkpoint_a.pt")
+with torch.no_grad():
+    ckpt_net[0].weight[0, 0] += 1e-3
+torch.save({"model": ckpt_net.state_dict(), "optimizer": opt.state_dict(), "epoch": 4, "note": "run-a", "best": 0.25},
+           here / "checkpoint_b.pt")
