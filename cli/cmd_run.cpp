@@ -70,17 +70,19 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; optimizer steps)")
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
-  sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(integer_in(1, 1000000))->capture_default_str();
+  CLI::Option* steps =
+      sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(integer_in(1, 1000000))->capture_default_str();
   sub.add_flag("--trace", a->trace,
                "record every op (forward, backward, optimizer) with digests of its inputs and outputs; name the "
                "first op that diverged and search for the cheapest switches that fix it");
-  sub.add_option("--trace-capacity", a->trace_capacity, "tensor digests a trace may hold (16 bytes each); later ops are dropped")
-      ->check(integer_in(1024, uint64_t{1} << 32))
-      ->capture_default_str();
+  CLI::Option* capacity =
+      sub.add_option("--trace-capacity", a->trace_capacity, "tensor digests a trace may hold (16 bytes each); later ops are dropped")
+          ->check(integer_in(1024, uint64_t{1} << 32))
+          ->capture_default_str();
   sub.add_flag("--no-fix-search", a->no_fix_search, "with --trace: name root causes only, do not search for fixes");
-  sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")
-      ->check(integer_in(5, 1000))
-      ->capture_default_str();
+  CLI::Option* timed = sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")
+                            ->check(integer_in(5, 1000))
+                            ->capture_default_str();
   sub.add_option("--optimizer", a->optimizer, "train mode: sgd or adam (LibTorch's torch::optim) [sgd]")
       ->check(CLI::IsMember({"sgd", "adam"}));
   sub.add_option("--lr", a->lr, "train mode: learning rate [0.01 for sgd, 0.001 for adam]")->check(positive_real());
@@ -96,7 +98,15 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
                     {"default,threads-1 on CPU, default,det on CUDA",
                      "seconds before a trial is killed and recorded as timeout",
                      "shared library with custom ops the model needs (repeatable)"});
-  return [a, &global] { return execute(*a, global); };
+  return [a, &global, steps, capacity, timed] {
+    // An option that does not apply would be silently ignored: a usage error instead.
+    if (steps->count() > 0 && a->mode != "train") throw UsageError("--steps applies to --mode train only");
+    if (!a->trace && (a->no_fix_search || capacity->count() > 0 || timed->count() > 0))
+      throw UsageError(fmt::format("{} applies with --trace only",
+                                   a->no_fix_search ? "--no-fix-search" : capacity->count() > 0 ? "--trace-capacity" : "--timed-runs"));
+    if (a->no_fix_search && timed->count() > 0) throw UsageError("--timed-runs times the fix search, which --no-fix-search turns off");
+    return execute(*a, global);
+  };
 }
 
 }  // namespace ra::cli

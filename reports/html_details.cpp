@@ -76,8 +76,8 @@ void replay_block(std::string& out, const Replay& rp) {
   out += fmt::format("<div class=\"replay\" data-verdict=\"{}\">\n<h4>{} Restart-replay{}</h4>\n", to_string(rp.verdict),
                      badge(to_string(rp.verdict)), rp.config.empty() ? "" : " under " + esc(rp.config));
   if (!rp.config.empty())
-    out += fmt::format("<p>{} steps, a checkpoint, then {} more in a fresh process{}; {} compared with the uninterrupted run.</p>\n",
-                       rp.steps_before, rp.steps_after,
+    out += fmt::format("<p>{}, a checkpoint, then {} more in a fresh process{}; {} compared with the uninterrupted run.</p>\n",
+                       plural(static_cast<size_t>(rp.steps_before), "step", "steps"), rp.steps_after,
                        rp.omit.empty() ? "" : esc(fmt::format(" (left out of the checkpoint: {})", fmt::join(rp.omit, ", "))),
                        plural(rp.tensors_compared, "tensor", "tensors"));
   if (!rp.reason.empty()) out += message(rp.reason) + "\n";
@@ -107,7 +107,7 @@ void details_section(std::string& out, const Report& r) {
     const bool open = r.targets.size() <= 5 && t.verdict != Verdict::Reproducible && t.verdict != Verdict::Skipped;
     std::string facts = fmt::format("{} · {}", t.kind, t.device);
     if (!t.mode.empty()) facts += " · " + t.mode;
-    if (t.steps > 0 && t.mode == "train") facts += fmt::format(", {} steps", t.steps);
+    if (t.steps > 0 && t.mode == "train") facts += ", " + plural(static_cast<size_t>(t.steps), "step", "steps");
     if (!t.optimizer.empty()) facts += fmt::format(" ({}, lr {:g})", t.optimizer, t.lr);
     facts += fmt::format(" · seed {}", t.seed);
     out += fmt::format("<details class=\"target\" id=\"{}\" data-verdict=\"{}\"{}>\n<summary>{} <strong>{}</strong> "

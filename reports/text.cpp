@@ -123,8 +123,8 @@ void replay_lines(std::string& out, const Replay& r) {
     out += fmt::format("  restart-replay{}: {}\n    {}\n", omit, to_string(r.verdict), r.reason);
     return;
   }
-  out += fmt::format("  restart-replay under {} ({} steps, checkpoint, {} more in a fresh process{}): {}\n", r.config,
-                     r.steps_before, r.steps_after, omit, to_string(r.verdict));
+  out += fmt::format("  restart-replay under {} ({} step{}, checkpoint, {} more in a fresh process{}): {}\n", r.config,
+                     r.steps_before, r.steps_before == 1 ? "" : "s", r.steps_after, omit, to_string(r.verdict));
   if (!r.reason.empty()) out += fmt::format("    {}\n", r.reason);
   std::vector<std::string> parts;
   for (const auto& c : r.components) {
@@ -171,7 +171,7 @@ std::string render_text_raw(const Report& r) {
   std::string out;
   for (const auto& t : r.targets) {
     out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
-                       t.mode == "train" ? fmt::format(", {} steps, {} lr {:g}", t.steps, t.optimizer, t.lr) : "", t.seed);
+                       t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(t.inputs, ", "));
     out += fmt::format("  {:<24} {:<13} {:>8} {:>9}  {}\n", "configuration", "verdict", "repeats", "diverged", "tensors");
     for (const auto& c : t.configs) {
@@ -179,8 +179,9 @@ std::string render_text_raw(const Report& r) {
                          fmt::format("{}/{}", c.completed, c.repeats),
                          c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-", c.tensor_count);
       if (c.verdict == Verdict::Diverged)
-        out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensors differ\n",
-                           c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size());
+        out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensor{} differ{}\n",
+                           c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size(),
+                           c.diverged_tensors.size() == 1 ? "" : "s", c.diverged_tensors.size() == 1 ? "s" : "");
       if (c.allowed_by)
         out += fmt::format("    allowed: {} (allowlist entry {})\n", c.allowed_by->reason, c.allowed_by->entry);
       findings(out, c.diverged_tensors, 5);

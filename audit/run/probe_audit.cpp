@@ -379,7 +379,7 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     judge_probe(t, entry, o.device_type, runner.census(i));
     rep.targets.push_back(std::move(t));
   }
-  if (o.census) rep.census = cross_tabulate(rep.targets, "census (det-warn)");
+  if (o.census) rep.census = cross_tabulate(rep.targets, "det-warn");
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return rep;

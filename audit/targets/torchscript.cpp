@@ -31,9 +31,18 @@ void check_arity(const torch::jit::Module& module, const Inputs& in) {
   for (size_t i = 1; i < schema.arguments().size(); ++i)
     if (!schema.arguments()[i].default_value()) ++required;
   if (!in.kwargs.empty()) return;  // keyword inputs are matched by TorchScript itself
+  if (in.args.empty() && required > 0) {
+    std::vector<std::string> names;
+    for (size_t i = 1; i < schema.arguments().size(); ++i) names.push_back(schema.arguments()[i].name());
+    throw TrialInputError(
+        fmt::format("the model's forward takes {} input{} ({}), but none was given: pass --input FILE (a torch.save "
+                    "file) or --shape SIZES per input (for example --shape 8x3x224x224)",
+                    declared, declared == 1 ? "" : "s", fmt::join(names, ", ")),
+        "usage");
+  }
   if (in.args.size() < required || in.args.size() > declared)
-    throw TrialInputError(fmt::format("the model's forward takes {} input{}, but {} were given", declared,
-                                      declared == 1 ? "" : "s", in.args.size()));
+    throw TrialInputError(fmt::format("the model's forward takes {} input{}, but {} {} given", declared,
+                                      declared == 1 ? "" : "s", in.args.size(), in.args.size() == 1 ? "was" : "were"));
 }
 
 // Flattens a model output into named tensors and records each.

@@ -35,6 +35,21 @@ TEST_CASE("run: unreadable models exit 3") {
   ra::test::expect_error(dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3, "is not a loadable TorchScript archive");
 }
 
+TEST_CASE("run: no input, and options that do not apply, are usage errors that say what to do (exit 2)") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
+  ra::test::expect_error(dir, {"run", dir.file("m.pt")}, 2,
+                         "the model's forward takes 1 input (x), but none was given: pass --input FILE (a torch.save "
+                         "file) or --shape SIZES per input (for example --shape 8x3x224x224)");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--steps", "3"}, 2, "--steps applies to --mode train only");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--no-fix-search"}, 2,
+                         "--no-fix-search applies with --trace only");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--trace-capacity", "4096"}, 2,
+                         "--trace-capacity applies with --trace only");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--trace", "--no-fix-search", "--timed-runs", "7"},
+                         2, "--timed-runs times the fix search, which --no-fix-search turns off");
+}
+
 TEST_CASE("run: inputs of the wrong shape, dtype, count or kind exit 3") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
