@@ -218,9 +218,11 @@ def forward(self, x):
   const auto j = ra::test::read_json(dir.file("r.json"));
   const auto& c = j["targets"][0]["configs"][0];
   CHECK(c["verdict"] == "diverged");
+  // Only the statistic diverges (in step 1, step 2 or both: a nondeterministic sum can repeat itself).
   std::vector<std::string> names;
   for (const auto& t : c["diverged_tensors"]) names.push_back(t["name"].get<std::string>());
-  CHECK(names == std::vector<std::string>{"step1/buffer/stat", "step2/buffer/stat"});
+  CHECK_FALSE(names.empty());
+  for (const auto& n : names) CHECK((n == "step1/buffer/stat" || n == "step2/buffer/stat"));
   bool recorded = false;
   for (const auto& t : c["reference_digests"]) recorded = recorded || t["name"] == "step2/buffer/stat";
   CHECK(recorded);
