@@ -210,8 +210,7 @@ bool fused_lanes_into(const at::Tensor& t, at::Tensor& slot) {
   }
   const CudaLanesFn kernel = cuda_kernel().fn;
   if (kernel == nullptr || fused_disabled.load()) return false;
-  check_digestible(t);
-  const at::Tensor flat = prepare(t);
+  const at::Tensor flat = prepare(t);  // checks what check_digestible checks
   const int elem = static_cast<int>(flat.element_size());
   const int word = dk::word_bytes_for_element(elem);
   if (reinterpret_cast<uintptr_t>(flat.const_data_ptr()) % static_cast<uintptr_t>(word) != 0) return false;
