@@ -15,6 +15,7 @@ void add_diff_options(CLI::App& sub, DiffArgs& a) {
   sub.add_option("--key", a.key, "compare only this entry of both files and what is below it: \"model\", \"optimizer/state\"");
   sub.add_flag("--json", a.json, "print the JSON document on stdout instead of the table");
   sub.add_option("--report", a.report, "write the JSON document here (atomically)");
+  add_tolerance_options(sub, a.tolerance);
 }
 
 Action attach_diff(CLI::App& sub, const GlobalOptions& global) {

@@ -80,6 +80,32 @@ CLI::Validator positive_real() {
       "POSITIVE");
 }
 
+CLI::Validator non_negative_real() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end != nullptr && *end == '\0' && std::isfinite(v) && v >= 0) return "";
+        return fmt::format("expected a number of at least 0, got '{}'", text);
+      },
+      "NUMBER >= 0");
+}
+
+void add_tolerance_options(CLI::App& sub, ToleranceArgs& a) {
+  sub.add_option("--atol", a.atol,
+                 "absolute tolerance of the informative per-tensor verdict: an element is within tolerance when "
+                 "|a - b| <= atol + rtol * |a| (default: torch.testing.assert_close's for the dtype)")
+      ->check(non_negative_real());
+  sub.add_option("--rtol", a.rtol, "relative tolerance of that verdict (see --atol)")->check(non_negative_real());
+  sub.add_flag("--tolerant", a.tolerant,
+               "exit 0 for differences that stay within tolerance (the bitwise verdict is still reported)");
+}
+
+std::optional<report::Tolerance> tolerance_option(const ToleranceArgs& a) {
+  if (!a.atol && !a.rtol) return std::nullopt;
+  return report::Tolerance{a.atol.value_or(0.0), a.rtol.value_or(0.0)};
+}
+
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--device", a.device, "cpu, cuda or cuda:N")->capture_default_str();
   sub.add_option("--repeats", a.repeats, "fresh-process runs per configuration")
@@ -103,6 +129,7 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
       ->capture_default_str();
   sub.add_option("--load-library", a.libraries, help.library);
   add_allowlist_option(sub, a.allowlist);
+  add_tolerance_options(sub, a.tolerance);
   sub.add_option("--baseline", a.baseline,
                  "compare with a baseline (--save-baseline) or a JSON report of the same target: new bits in an "
                  "unchanged environment are a regression (exit 1); environment changes (torch, CUDA, cuDNN, cuBLAS, "
@@ -138,6 +165,8 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.timeout_s = a.timeout;
   o.seed = a.seed;
   o.load_libraries = a.libraries;
+  o.tolerance = tolerance_option(a.tolerance);
+  o.tolerant = a.tolerance.tolerant;
   // The date override is checked whenever it is set, not only when an allowlist reads it.
   if (const char* today = std::getenv("REPRO_AUDIT_TODAY"); today != nullptr && *today != '\0') (void)today_date();
   o.command = global.argv;

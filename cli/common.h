@@ -16,6 +16,17 @@
 
 namespace ra::cli {
 
+// --atol, --rtol and --tolerant (run, probes, diff): the informative tolerance verdict
+// (report::Tolerance). Either of --atol and --rtol alone leaves the other 0.
+struct ToleranceArgs {
+  std::optional<double> atol;
+  std::optional<double> rtol;
+  bool tolerant = false;
+};
+void add_tolerance_options(CLI::App& sub, ToleranceArgs& a);
+// The tolerance given, or nullopt (each dtype's default, report::default_tolerance).
+std::optional<report::Tolerance> tolerance_option(const ToleranceArgs& a);
+
 // The options `run` and `probes` share.
 struct AuditArgs {
   std::string device = "cpu";
@@ -33,6 +44,7 @@ struct AuditArgs {
   std::string allowlist;  // --allowlist FILE
   std::string baseline;       // --baseline FILE
   std::string save_baseline;  // --save-baseline FILE
+  ToleranceArgs tolerance;
 };
 
 struct AuditHelp {
@@ -42,7 +54,7 @@ struct AuditHelp {
 };
 
 // Registers --device, --repeats, --configs, --report, --junit, --markdown, --html, --json, --jobs, --timeout, --seed,
-// --load-library, --allowlist, --baseline and --save-baseline on `sub`, storing into `a`.
+// --load-library, --allowlist, --baseline, --save-baseline, --atol, --rtol and --tolerant on `sub`, storing into `a`.
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 
 // Fills the shared options from the arguments: the device, repeats, configurations (`defaults`
@@ -87,5 +99,6 @@ inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;  // a week
 CLI::Validator integer_in(uint64_t min, uint64_t max);
 CLI::Validator seconds_up_to(double max);
 CLI::Validator positive_real();
+CLI::Validator non_negative_real();
 
 }  // namespace ra::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cli/commands.h"
+#include "cli/common.h"
 
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ struct DiffArgs {
   std::string key;
   std::string report;
   bool json = false;
+  ToleranceArgs tolerance;
 };
 void add_diff_options(CLI::App& sub, DiffArgs& a);
 

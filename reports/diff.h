@@ -43,6 +43,7 @@ struct DiffSummary {
   int differs = 0;  // differs + dtype-differs + shape-differs
   int only_a = 0;
   int only_b = 0;
+  int within_tolerance = 0;  // of `differs`, tensors whose every differing element is within tolerance
 };
 
 struct DiffReport {
@@ -50,8 +51,10 @@ struct DiffReport {
   std::string a;  // paths as given
   std::string b;
   std::string key;  // --key: the subtree compared ("" for the whole files)
+  std::optional<Tolerance> tolerance;  // --atol/--rtol as given (else each dtype's default)
+  bool tolerant = false;               // --tolerant: differences within tolerance exit 0
   std::vector<DiffEntry> entries;  // sorted by name
-  int exit_code = 0;               // 0 when every entry is identical, else 1
+  int exit_code = 0;               // 0 when every entry is identical (or, tolerant, within tolerance), else 1
 };
 
 DiffSummary diff_summary(const DiffReport& report);

@@ -47,7 +47,11 @@ nlohmann::ordered_json diff_to_json(const DiffReport& r) {
             {"differ", s.differs},
             {"only_a", s.only_a},
             {"only_b", s.only_b},
-            {"bitwise_identical", r.exit_code == 0}}},
+            {"within_tolerance", s.within_tolerance},
+            {"bitwise_identical", s.differs == 0 && s.only_a == 0 && s.only_b == 0}}},
+          {"tolerance", {{"atol", r.tolerance ? json(r.tolerance->atol) : json(nullptr)},
+                         {"rtol", r.tolerance ? json(r.tolerance->rtol) : json(nullptr)},
+                         {"tolerant", r.tolerant}}},
           {"exit_code", r.exit_code}};
 }
 

@@ -68,6 +68,7 @@ DiffSummary diff_summary(const DiffReport& r) {
       case DiffStatus::OnlyB: ++s.only_b; break;
       default: ++s.differs; break;
     }
+    if (e.status == DiffStatus::Differs && e.stats && within_tolerance(*e.stats)) ++s.within_tolerance;
   }
   return s;
 }
@@ -77,7 +78,10 @@ std::string diff_summary_line(const DiffReport& r) {
   std::string line = fmt::format("{} of {} {} differ", s.differs, s.entries, s.entries == 1 ? "entry" : "entries");
   if (s.only_a > 0) line += fmt::format(", {} only in A", s.only_a);
   if (s.only_b > 0) line += fmt::format(", {} only in B", s.only_b);
-  if (r.exit_code == 0) line += ": the files are bitwise identical";
+  if (s.within_tolerance > 0 && s.within_tolerance == s.differs) line += ", all within tolerance";
+  else if (s.within_tolerance > 0) line += fmt::format(", {} of them within tolerance", s.within_tolerance);
+  if (s.differs == 0 && s.only_a == 0 && s.only_b == 0) line += ": the files are bitwise identical";
+  else if (r.exit_code == 0) line += ": accepted (--tolerant)";
   return line;
 }
 

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 namespace ra::report::html {
 namespace {
 
@@ -17,13 +19,20 @@ std::string tensor_row(const TensorFinding& f, const char* cls, bool trials) {
   std::string row = fmt::format("<tr class=\"tensor {}\"><td><code title=\"reference {} / other {}\">{}</code></td><td>{}</td>", cls,
                                 esc(f.reference_digest), esc(f.other_digest), esc(f.name), esc(tensor_type(f.dtype, f.shape)));
   if (!f.stats) {
-    row += "<td colspan=\"5\" class=\"none\">digests differ; no element statistics (no dump to compare)</td>";
+    row += "<td colspan=\"7\" class=\"none\">digests differ; no element statistics (no dump to compare)</td>";
   } else if (!f.stats->note.empty()) {
-    row += fmt::format("<td colspan=\"5\">{}</td>", esc(f.stats->note));
+    row += fmt::format("<td colspan=\"7\">{}</td>", esc(f.stats->note));
   } else {
     const DivergenceStats& s = *f.stats;
-    row += fmt::format("<td class=\"num\">{}/{}</td><td>[{}]</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:g}</td><td class=\"num\">{}</td>",
-                       s.differing, s.numel, fmt::join(s.first_index_nd, ","), s.max_abs_diff, s.max_ulp, s.nan_mismatches);
+    const std::string ulp = std::isnan(s.max_ulp) ? std::string("&mdash;") : fmt::format("{:g}", s.max_ulp);
+    const std::string across = s.sign_differs > 0 ? fmt::format(" <span class=\"none\">({} across zero)</span>", s.sign_differs) : "";
+    const std::string tol = s.tolerance == Tolerance{} ? std::string("&mdash;")
+                            : fmt::format("<span title=\"rtol {:g}, atol {:g}\">{}</span>", s.tolerance.rtol, s.tolerance.atol,
+                                          s.beyond_tolerance == 0 ? std::string("all within") : std::to_string(s.beyond_tolerance));
+    row += fmt::format("<td class=\"num\">{}/{}</td><td>[{}]</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td>"
+                       "<td class=\"num\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                       s.differing, s.numel, fmt::join(s.first_index_nd, ","), s.max_abs_diff, s.max_rel_diff, ulp, across,
+                       s.nan_mismatches, tol);
   }
   if (trials) row += fmt::format("<td class=\"num\">{}</td>", f.diverging_trials);
   return row + "</tr>\n";
@@ -31,7 +40,8 @@ std::string tensor_row(const TensorFinding& f, const char* cls, bool trials) {
 
 void tensor_table(std::string& out, const std::vector<TensorFinding>& fs, const char* cls, bool trials) {
   out += "<table class=\"tensors\"><thead><tr><th>tensor</th><th>type</th><th class=\"num\">elements differing</th><th>first at</th>"
-         "<th class=\"num\">max abs diff</th><th class=\"num\">max ULP</th><th class=\"num\">NaN mismatches</th>";
+         "<th class=\"num\">max abs diff</th><th class=\"num\">max rel diff</th><th class=\"num\">max ULP</th>"
+         "<th class=\"num\">NaN mismatches</th><th class=\"num\">beyond tolerance</th>";
   if (trials) out += "<th class=\"num\">trials differing</th>";
   out += "</tr></thead><tbody>\n";
   for (const auto& f : fs) out += tensor_row(f, cls, trials);
@@ -52,6 +62,7 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   if (c.allowed_by)
     out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry, esc(c.allowed_by->reason),
                        c.allowed_by->expires.empty() ? "" : fmt::format(" (expires {})", esc(c.allowed_by->expires)));
+  if (c.within_tolerance) out += fmt::format("<p class=\"allowed\">{}</p>\n", esc(tolerance_verdict(c)));
   // A diverged configuration's message only counts the repeats, as the line above does.
   if (!c.message.empty() && c.verdict != Verdict::Diverged) out += message(c.message) + "\n";
   if (!c.diverged_tensors.empty()) {

@@ -126,6 +126,8 @@ json config_json(const ConfigResult& c) {
   j["trace"] = c.trace ? trace_json(*c.trace) : json(nullptr);
   j["fix_search"] = c.fix_search ? fix_search_json(*c.fix_search) : json(nullptr);
   j["allowed_by"] = c.allowed_by ? allowed_by_json(*c.allowed_by) : json(nullptr);
+  j["within_tolerance"] = c.within_tolerance;
+  j["tolerated"] = c.tolerated;
   return j;
 }
 
@@ -227,8 +229,12 @@ nlohmann::ordered_json stats_to_json(const DivergenceStats& s) {
           {"first_index", s.first_index},
           {"first_index_nd", s.first_index_nd},
           {"max_abs_diff", number_or_null(s.max_abs_diff)},
+          {"max_rel_diff", number_or_null(s.max_rel_diff)},
           {"max_ulp", number_or_null(s.max_ulp)},
+          {"sign_differs", s.sign_differs},
           {"nan_mismatches", s.nan_mismatches},
+          {"tolerance", {{"atol", s.tolerance.atol}, {"rtol", s.tolerance.rtol}}},
+          {"beyond_tolerance", s.beyond_tolerance},
           {"note", s.note}};
 }
 
@@ -285,6 +291,10 @@ json to_json(const Report& r) {
             {"allowlist_expired", r.allowlist_expired},
             {"environment", r.environment},
             {"targets", targets}};
+  if (r.tolerance || r.tolerant)
+    j["tolerance"] = {{"atol", r.tolerance ? json(r.tolerance->atol) : json(nullptr)},
+                      {"rtol", r.tolerance ? json(r.tolerance->rtol) : json(nullptr)},
+                      {"tolerant", r.tolerant}};
   if (r.census) j["census"] = census_json(*r.census);
   if (r.baseline) j["baseline"] = baseline_json(*r.baseline);
   if (r.selftest) {

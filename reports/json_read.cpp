@@ -43,6 +43,11 @@ DivergenceStats stats(const Node& n) {
   s.max_abs_diff = n.at("max_abs_diff").num_or_nan();
   s.max_ulp = n.at("max_ulp").num_or_nan();
   s.nan_mismatches = n.at("nan_mismatches").i64();
+  // Reports written before these were added have no relative difference or tolerance count.
+  if (n.has("max_rel_diff")) s.max_rel_diff = n.at("max_rel_diff").num_or_nan();
+  if (n.has("sign_differs")) s.sign_differs = n.at("sign_differs").i64();
+  if (n.has("tolerance")) s.tolerance = {n.at("tolerance").at("atol").num(), n.at("tolerance").at("rtol").num()};
+  if (n.has("beyond_tolerance")) s.beyond_tolerance = n.at("beyond_tolerance").i64();
   s.note = n.at("note").str();
   return s;
 }
@@ -175,6 +180,8 @@ ConfigResult config(const Node& n) {
   c.trials = n.at("trials").list(trial);
   if (const Node t = n.at("trace"); !t.null()) c.trace = trace(t);
   if (const Node f = n.at("fix_search"); !f.null()) c.fix_search = fix_search(f);
+  if (n.has("within_tolerance")) c.within_tolerance = n.at("within_tolerance").boolean();
+  if (n.has("tolerated")) c.tolerated = n.at("tolerated").boolean();
   if (const Node a = n.at("allowed_by"); !a.null())
     c.allowed_by = AllowedBy{a.at("entry").i32(), a.at("reason").str(), a.at("expires").str_or_null()};
   return c;
@@ -388,6 +395,11 @@ Report report_from_json(const json& j) {
     r.selftest = std::move(self);
   }
   r.allowlist_expired = root.at("allowlist_expired").strings();
+  if (root.has("tolerance")) {
+    const Node t = root.at("tolerance");
+    if (!t.at("atol").null()) r.tolerance = Tolerance{t.at("atol").num(), t.at("rtol").num()};
+    r.tolerant = t.at("tolerant").boolean();
+  }
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();
   timing.at("configs").size();  // derived from the trials' times: checked, not read

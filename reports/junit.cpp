@@ -138,6 +138,7 @@ Outcome config_outcome(const ConfigResult& c) {
     return {"skipped", "", fmt::format("{}, allowed: {} (allowlist entry {})", to_string(c.verdict), c.allowed_by->reason,
                                        c.allowed_by->entry),
             ""};
+  if (c.tolerated) return {"skipped", "", fmt::format("diverged, {}", tolerance_verdict(c)), ""};
   switch (c.verdict) {
     case Verdict::Reproducible: return {};
     case Verdict::Diverged: return diverged_outcome(c);

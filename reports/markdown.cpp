@@ -91,6 +91,7 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
     out += fmt::format(" - divergence rate {:.2f} (95% CI {:.2f}-{:.2f})", c.divergence_rate, c.rate_ci_low, c.rate_ci_high);
   out += "\n\n";
   if (c.allowed_by) out += fmt::format("- allowed: {} (allowlist entry {})\n", md(c.allowed_by->reason), c.allowed_by->entry);
+  if (c.within_tolerance) out += fmt::format("- {}\n", md(tolerance_verdict(c)));
   if (c.verdict != Verdict::Diverged) {
     if (!c.message.empty()) out += fmt::format("- {}\n", md(c.message.substr(0, c.message.find('\n'))));
     return;

@@ -119,6 +119,27 @@ const FixCandidate* cheapest_fix(const FixSearch& f) {
   return best;
 }
 
+Tolerance default_tolerance(const std::string& dtype) {
+  if (dtype == "float16" || dtype == "complex32") return {1e-5, 1e-3};
+  if (dtype == "bfloat16") return {1e-5, 1.6e-2};
+  if (dtype == "float32" || dtype == "complex64") return {1e-5, 1.3e-6};
+  if (dtype == "float64" || dtype == "complex128") return {1e-7, 1e-7};
+  return {};
+}
+
+bool within_tolerance(const DivergenceStats& s) { return s.note.empty() && s.differing > 0 && s.beyond_tolerance == 0; }
+
+bool all_within_tolerance(const ConfigResult& config) {
+  if (config.verdict != Verdict::Diverged || config.diverged_tensors.empty()) return false;
+  for (const auto& f : config.diverged_tensors)
+    if (!f.stats || !within_tolerance(*f.stats)) return false;
+  return true;
+}
+
+std::string tolerance_verdict(const ConfigResult& config) {
+  return std::string("every differing element is within tolerance") + (config.tolerated ? "; accepted by --tolerant" : "");
+}
+
 std::string selftest_summary(const SelfTest& self) {
   std::vector<std::string> failed;
   for (const auto& c : self.checks)
@@ -132,8 +153,10 @@ void finalize(Report& report) {
   for (auto& target : report.targets) {
     Verdict t = Verdict::Reproducible;
     bool all_skipped = !target.configs.empty();
-    for (const auto& c : target.configs) {
-      if (!c.allowed_by && severity(c.verdict) > severity(t)) t = c.verdict;
+    for (auto& c : target.configs) {
+      c.within_tolerance = all_within_tolerance(c);
+      c.tolerated = report.tolerant && c.within_tolerance && !c.allowed_by;
+      if (!c.allowed_by && !c.tolerated && severity(c.verdict) > severity(t)) t = c.verdict;
       all_skipped = all_skipped && c.verdict == Verdict::Skipped;
     }
     if (target.replay && target.replay->verdict == ReplayVerdict::Diverged && severity(Verdict::Diverged) > severity(t))

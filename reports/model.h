@@ -35,6 +35,21 @@ struct TensorDigest {
   bool operator==(const TensorDigest&) const = default;
 };
 
+// How close two versions of a tensor must be for the informative tolerance verdict (--atol,
+// --rtol): an element b is within it of the reference a when |a - b| <= atol + rtol * |a|
+// (torch.allclose's rule). The bitwise verdict never depends on it; --tolerant lets a divergence
+// that stays within it exit 0.
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+  bool operator==(const Tolerance&) const = default;
+};
+
+// torch.testing.assert_close's defaults for a dtype name ("float32": rtol 1.3e-6, atol 1e-5;
+// "float16": 1e-3, 1e-5; "bfloat16": 1.6e-2, 1e-5; "float64": 1e-7, 1e-7; complex types as their
+// parts); 0 and 0 (bitwise) for every other dtype.
+Tolerance default_tolerance(const std::string& dtype);
+
 // How two versions of one tensor differ; computed only for tensors whose digests differ.
 struct DivergenceStats {
   int64_t numel = 0;
@@ -42,10 +57,23 @@ struct DivergenceStats {
   int64_t first_index = -1;          // flat, row-major
   std::vector<int64_t> first_index_nd;
   double max_abs_diff = 0;           // over elements finite in both; NaN when none is
-  double max_ulp = 0;                // distance in units in the last place (integers: plain distance)
+  double max_rel_diff = 0;           // |a-b| / max(|a|,|b|) over those elements (0..2); NaN when none is
+  // Distance in units in the last place: representable values between a and b, over differing
+  // elements finite in both and on one side of zero (integers: the plain distance). Elements on
+  // opposite sides of zero or at zero are left out and counted in sign_differs: the floats between
+  // them are mostly denormals, and counting those gives billions for a last-bit difference. NaN
+  // when every differing element is left out.
+  double max_ulp = 0;
+  int64_t sign_differs = 0;          // differing elements on opposite sides of zero, or zero in exactly one (+0 vs -0 too)
   int64_t nan_mismatches = 0;        // elements NaN in exactly one, or NaN with other payload
+  Tolerance tolerance;               // what beyond_tolerance counts against (the user's, else default_tolerance)
+  int64_t beyond_tolerance = 0;      // differing elements not within `tolerance`, or not finite in both
   std::string note;                  // e.g. "shape differs: 2x3 vs 3x2"
 };
+
+// True when the statistics show every differing element within their tolerance (false when
+// they are only a note: nothing could be measured).
+bool within_tolerance(const DivergenceStats& s);
 
 struct TensorFinding {
   std::string name;
@@ -186,6 +214,10 @@ struct ConfigResult {
   std::optional<TraceSummary> trace;           // `run --trace` only
   std::optional<FixSearch> fix_search;         // `run --trace`, diverged configurations
   std::optional<AllowedBy> allowed_by;         // --allowlist: a diverged or raised verdict that was accepted
+  // Set by finalize: diverged, and every differing tensor within tolerance (all_within_tolerance);
+  // tolerated when --tolerant accepted it for the exit code.
+  bool within_tolerance = false;
+  bool tolerated = false;
 };
 
 // Configurations that are each reproducible but give different results from one another.
@@ -351,6 +383,8 @@ struct Report {
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched, one sentence each
   std::optional<BaselineComparison> baseline;  // --baseline, compare
   std::optional<SelfTest> selftest;  // `selftest` only; such a report has no targets
+  std::optional<Tolerance> tolerance;  // --atol/--rtol as given (statistics count against it)
+  bool tolerant = false;               // --tolerant: a divergence within tolerance does not fail
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing
@@ -365,6 +399,14 @@ inline constexpr double kMinComparableMs = 0.5;
 // Cost of configuration `i` of a target relative to its first configuration (median over median),
 // nullopt when either has no completed trial or a median below kMinComparableMs.
 std::optional<double> cost_ratio(const Target& target, size_t i);
+
+// True when a diverged configuration's every differing tensor has statistics within tolerance
+// (within_tolerance above). Only the statistics the report holds count: those of the first
+// repeat that differed from the reference.
+bool all_within_tolerance(const ConfigResult& config);
+// The informative verdict every renderer prints for a configuration within tolerance: "every
+// differing element is within tolerance", and "; accepted by --tolerant" when tolerated.
+std::string tolerance_verdict(const ConfigResult& config);
 
 // True when a baseline result fails the exit code: a regression, or a nondeterministic result
 // whose configuration --allowlist did not allow in this report.
@@ -383,7 +425,8 @@ std::string selftest_summary(const SelfTest& self);
 // an expired allowlist entry (`allowlist_expired`) makes the exit code 1. A target's restart-replay counts too: diverged as diverged,
 // crashed as crashed; inconclusive does not change the verdict. A baseline result that
 // `baseline_failure` counts makes the exit code 1 (the verdict stays what the targets say). A
-// self-test's failed check makes the exit code 1.
+// self-test's failed check makes the exit code 1. With `tolerant`, a diverged configuration
+// within tolerance counts as reproducible for the exit code (its verdict stays diverged).
 void finalize(Report& report);
 
 }  // namespace ra::report

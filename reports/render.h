@@ -40,6 +40,9 @@ std::string render_html(const Report& report);
 // A tensor's divergence statistics: one text line ("1/6 elements differ, first at [0,2], ...") and
 // the JSON object reports carry.
 std::string stats_text(const DivergenceStats& s);
+// The informative tolerance verdict stats_text ends with: "; all within rtol 1e-06, atol 0" or
+// "; 12 beyond rtol 1e-06, atol 0"; "" for a zero (bitwise) tolerance or a note.
+std::string tolerance_text(const DivergenceStats& s);
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 
 // The comparison with a baseline (reports/baseline_text.cpp): the section the text summaries print

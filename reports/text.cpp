@@ -13,8 +13,19 @@ namespace ra::report {
 std::string stats_text(const DivergenceStats& s) {
   if (!s.note.empty()) return s.note;
   std::string idx = s.first_index_nd.empty() ? "[]" : fmt::format("[{}]", fmt::join(s.first_index_nd, ","));
-  return fmt::format("{}/{} elements differ, first at {}, max abs {:.3g}, max {:g} ULP{}", s.differing, s.numel, idx,
-                     s.max_abs_diff, s.max_ulp, s.nan_mismatches ? fmt::format(", {} NaN mismatches", s.nan_mismatches) : "");
+  std::string out = fmt::format("{}/{} elements differ, first at {}", s.differing, s.numel, idx);
+  if (!std::isnan(s.max_abs_diff)) out += fmt::format(", max abs {:.3g}, max rel {:.3g}", s.max_abs_diff, s.max_rel_diff);
+  if (!std::isnan(s.max_ulp)) out += fmt::format(", max {:g} ULP", s.max_ulp);
+  if (s.sign_differs > 0) out += fmt::format(", {} across zero", s.sign_differs);
+  if (s.nan_mismatches > 0) out += fmt::format(", {} NaN mismatches", s.nan_mismatches);
+  return out + tolerance_text(s);
+}
+
+std::string tolerance_text(const DivergenceStats& s) {
+  if (!s.note.empty() || s.differing == 0 || s.tolerance == Tolerance{}) return "";
+  const std::string tol = fmt::format("rtol {:g}, atol {:g}", s.tolerance.rtol, s.tolerance.atol);
+  if (s.beyond_tolerance == 0) return fmt::format("; all within {}", tol);
+  return fmt::format("; {} beyond {}", s.beyond_tolerance, tol);
 }
 
 namespace {
@@ -184,6 +195,8 @@ std::string render_text_raw(const Report& r) {
                            c.diverged_tensors.size() == 1 ? "" : "s", c.diverged_tensors.size() == 1 ? "s" : "");
       if (c.allowed_by)
         out += fmt::format("    allowed: {} (allowlist entry {})\n", c.allowed_by->reason, c.allowed_by->entry);
+      if (c.within_tolerance)
+        out += fmt::format("    {}\n", tolerance_verdict(c));
       findings(out, c.diverged_tensors, 5);
       if (c.trace) trace_lines(out, c, 5);
       if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0);

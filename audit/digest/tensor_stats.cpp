@@ -40,7 +40,8 @@ at::Tensor ordered_bits(const at::Tensor& t) {
 
 }  // namespace
 
-report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tensor& b_in) {
+report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tensor& b_in,
+                                          const std::optional<report::Tolerance>& tolerance) {
   report::DivergenceStats s;
   if (a_in.scalar_type() != b_in.scalar_type()) {
     s.note = fmt::format("dtype differs: {} vs {}", dtype_name(a_in.scalar_type()), dtype_name(b_in.scalar_type()));
@@ -50,15 +51,20 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
     s.note = fmt::format("shape differs: {} vs {}", fmt::join(a_in.sizes(), "x"), fmt::join(b_in.sizes(), "x"));
     return s;
   }
+  s.tolerance = tolerance ? *tolerance : report::default_tolerance(dtype_name(a_in.scalar_type()));
   const at::Tensor a = a_in.detach().to(at::kCPU), b = b_in.detach().to(at::kCPU);
   const bool complex = a.is_complex();
   const bool floating = complex || at::isFloatingType(a.scalar_type());
   const int64_t per_element = complex ? 2 : 1;
   s.numel = a_in.numel();
+  // Elements of a mask over real components: a complex element counts once when either part does.
+  const auto count = [complex](const at::Tensor& mask) {
+    return (complex ? mask.view({-1, 2}).any(1) : mask).sum().item<int64_t>();
+  };
   // Piece by piece, so that the temporaries (several 8-byte values per element) stay within a
   // fixed budget however large the tensors, and an expanded view is never materialised whole.
-  bool any_finite = false;
-  double max_abs = 0, max_ulp = 0;
+  bool any_finite = false, any_same_side = false;
+  double max_abs = 0, max_rel = 0, max_ulp = 0;
   for_each_piece({a, b}, kStatsPiece, [&](const std::vector<at::Tensor>& piece, int64_t first) {
     at::Tensor pa = piece[0], pb = piece[1];
     if (complex) {
@@ -67,24 +73,39 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
     }
     const at::ScalarType bt = bits_type(pa.element_size());
     const at::Tensor differs = pa.view(bt) != pb.view(bt);
-    const int64_t n = (complex ? differs.view({-1, 2}).any(1) : differs).sum().item<int64_t>();
+    const int64_t n = count(differs);
     if (n == 0) return;
     if (s.differing == 0) s.first_index = first + differs.to(at::kByte).argmax().item<int64_t>() / per_element;
     s.differing += n;
-    if (floating) {
-      const at::Tensor a64 = pa.to(at::kDouble), b64 = pb.to(at::kDouble);
-      const at::Tensor finite = at::isfinite(a64).logical_and(at::isfinite(b64)).logical_and(differs);
-      s.nan_mismatches += differs.logical_and(at::isnan(a64).logical_or(at::isnan(b64))).sum().item<int64_t>();
-      if (!finite.any().item<bool>()) return;
-      const double abs = (a64 - b64).abs().masked_select(finite).max().item<double>();
-      const at::Tensor ulp = (ordered_bits(pa).to(at::kDouble) - ordered_bits(pb).to(at::kDouble)).abs();
-      const double ulps = ulp.masked_select(finite).max().item<double>();
-      max_abs = any_finite ? std::max(max_abs, abs) : abs;
-      max_ulp = any_finite ? std::max(max_ulp, ulps) : ulps;
-      any_finite = true;
-    } else {
-      max_abs = std::max(max_abs, (pa.to(at::kDouble) - pb.to(at::kDouble)).abs().max().item<double>());
-    }
+    const at::Tensor a64 = pa.to(at::kDouble), b64 = pb.to(at::kDouble);
+    const at::Tensor finite = floating ? at::isfinite(a64).logical_and(at::isfinite(b64)).logical_and(differs) : differs;
+    const at::Tensor diff = (a64 - b64).abs();
+    // Within tolerance: finite in both and |a - b| <= atol + rtol * |a| (a NaN or an infinity that
+    // differs never is).
+    const at::Tensor within = finite.logical_and(diff <= s.tolerance.atol + s.tolerance.rtol * a64.abs());
+    s.beyond_tolerance += count(differs.logical_and(within.logical_not()));
+    if (floating) s.nan_mismatches += count(differs.logical_and(at::isnan(a64).logical_or(at::isnan(b64))));
+    if (!finite.any().item<bool>()) return;
+    const at::Tensor scale = at::maximum(a64.abs(), b64.abs());
+    const at::Tensor rel = at::where(scale > 0, diff / scale, at::zeros_like(diff));
+    const double abs = diff.masked_select(finite).max().item<double>();
+    const double rels = rel.masked_select(finite).max().item<double>();
+    max_abs = any_finite ? std::max(max_abs, abs) : abs;
+    max_rel = any_finite ? std::max(max_rel, rels) : rels;
+    any_finite = true;
+    if (!floating) return;
+    // Opposite sides of zero, or zero in one (+0 against -0 too): counted, not measured in ULP.
+    const at::Tensor crosses =
+        finite.logical_and((a64 == 0).logical_or(b64 == 0).logical_or(at::signbit(a64) != at::signbit(b64)));
+    s.sign_differs += count(crosses);
+    const at::Tensor same_side = finite.logical_and(crosses.logical_not());
+    if (!same_side.any().item<bool>()) return;
+    // In integers: a double holds 53 bits, too few for float64's ordered bits. Elements on one
+    // side of zero are less than 2^63 apart; the others (which could wrap) are masked out.
+    const at::Tensor ulp = (ordered_bits(pa) - ordered_bits(pb)).abs().to(at::kDouble);
+    const double ulps = ulp.masked_select(same_side).max().item<double>();
+    max_ulp = any_same_side ? std::max(max_ulp, ulps) : ulps;
+    any_same_side = true;
   });
   if (s.differing == 0) return s;
   int64_t rest = s.first_index;
@@ -94,18 +115,20 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
     s.first_index_nd[d] = size == 0 ? 0 : rest % size;
     rest = size == 0 ? 0 : rest / size;
   }
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  s.max_abs_diff = any_finite ? max_abs : nan;
+  s.max_rel_diff = any_finite ? max_rel : nan;
   if (floating) {
-    s.max_abs_diff = any_finite ? max_abs : std::numeric_limits<double>::quiet_NaN();
-    s.max_ulp = any_finite ? max_ulp : std::numeric_limits<double>::quiet_NaN();
+    s.max_ulp = any_same_side ? max_ulp : nan;
   } else {
-    s.max_abs_diff = max_abs;
     s.max_ulp = max_abs;
   }
   return s;
 }
 
 std::map<std::string, report::DivergenceStats> dump_differences(const std::string& dump_a, const std::string& dump_b,
-                                                                const std::vector<std::string>& names) {
+                                                                const std::vector<std::string>& names,
+                                                                const std::optional<report::Tolerance>& tolerance) {
   std::map<std::string, report::DivergenceStats> out;
   auto load = [](const std::string& path) -> c10::optional<c10::impl::GenericDict> {
     std::ifstream in(path, std::ios::binary);
@@ -127,7 +150,7 @@ std::map<std::string, report::DivergenceStats> dump_differences(const std::strin
     } else if (!a->contains(name) || !b->contains(name)) {
       s.note = "tensor missing from one run";
     } else {
-      s = tensor_difference(a->at(name).toTensor(), b->at(name).toTensor());
+      s = tensor_difference(a->at(name).toTensor(), b->at(name).toTensor(), tolerance);
     }
     out[name] = s;
   }

@@ -238,7 +238,7 @@ void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, co
   const std::string name = fmt::format("output/{}", output);
   for (size_t a = 0; a < usable.size(); ++a)
     for (size_t b = a + 1; b < usable.size(); ++b) {
-      const auto stats = worker_diff(scratch, o.timeout_s)(usable[a], usable[b], {name});
+      const auto stats = worker_diff(scratch, o.timeout_s, o.tolerance)(usable[a], usable[b], {name});
       const auto it = stats.find(name);
       if (it != stats.end() && it->second.note.empty() && it->second.differing > 0) {
         rc.stats = it->second;
@@ -309,7 +309,7 @@ report::Report run_audit(const RunOptions& o) {
     reference_dumps.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
   }
   // Every statistic the analysis needs, from one worker: a first pass collects the requests.
-  BatchedDiff stats(scratch, o.timeout_s);
+  BatchedDiff stats(scratch, o.timeout_s, o.tolerance);
   {
     std::vector<report::ConfigResult> first;
     for (size_t c = 0; c < o.configs.size(); ++c) first.push_back(analyse_config(o.configs[c], batch.runs[c], stats.collect()));
@@ -339,7 +339,7 @@ report::Report run_audit(const RunOptions& o) {
       const EvaluateFn evaluate = [&](const Config& config) {
         log::info("fix search for {}: trying {}", failing.name, config.name);
         const Batch b = run_batch(o, scratch, {config}, o.repeats, fmt::format("{}{}", tag, candidates++), true);
-        const report::ConfigResult r = analyse(config, b.runs[0], b.traces[0], true, worker_diff(scratch, o.timeout_s));
+        const report::ConfigResult r = analyse(config, b.runs[0], b.traces[0], true, worker_diff(scratch, o.timeout_s, o.tolerance));
         CandidateOutcome out{r.verdict, r.message, {}};
         if (r.trace) out.root_causes = r.trace->root_causes;
         return out;
@@ -352,9 +352,11 @@ report::Report run_audit(const RunOptions& o) {
     }
   }
   if (o.replay)
-    target.replay = run_replay({base_spec(o), o.replay_omit, &scratch, o.timeout_s, worker_diff(scratch, o.timeout_s), o.progress},
+    target.replay = run_replay({base_spec(o), o.replay_omit, &scratch, o.timeout_s, worker_diff(scratch, o.timeout_s, o.tolerance), o.progress},
                                o.configs, target.configs, batch.runs);
   rep.targets.push_back(std::move(target));
+  rep.tolerance = o.tolerance;
+  rep.tolerant = o.tolerant;
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return rep;

@@ -347,7 +347,7 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     auto dependence = configuration_dependence(configs, reference_dumps[i], diff);
     return std::make_pair(std::move(configs), std::move(dependence));
   };
-  BatchedDiff stats(scratch, o.timeout_s);
+  BatchedDiff stats(scratch, o.timeout_s, o.tolerance);
   for (size_t i = 0; i < runnable.size(); ++i) analyse(i, stats.collect());
   stats.resolve();
 
@@ -380,6 +380,8 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     rep.targets.push_back(std::move(t));
   }
   if (o.census) rep.census = cross_tabulate(rep.targets, "det-warn");
+  rep.tolerance = o.tolerance;
+  rep.tolerant = o.tolerant;
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return rep;

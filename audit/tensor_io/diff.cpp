@@ -91,7 +91,8 @@ bool same_value(const c10::IValue& a, const c10::IValue& b) {
 std::string type_of(const c10::IValue& v) { return v.isTensor() ? dtype_name(v.toTensor().scalar_type()) : value_type(v); }
 std::vector<int64_t> shape_of(const c10::IValue& v) { return v.isTensor() ? shape_of(v.toTensor()) : std::vector<int64_t>{}; }
 
-DiffEntry compare(const std::string& name, const c10::IValue& a, const c10::IValue& b) {
+DiffEntry compare(const std::string& name, const c10::IValue& a, const c10::IValue& b,
+                  const std::optional<report::Tolerance>& tolerance) {
   DiffEntry e;
   e.name = name;
   e.dtype = type_of(a);
@@ -119,7 +120,7 @@ DiffEntry compare(const std::string& name, const c10::IValue& a, const c10::IVal
     e.shape_b = shape_of(tb);
   } else if (e.digest_a != e.digest_b) {
     e.status = DiffStatus::Differs;
-    e.stats = tensor_difference(ta, tb);
+    e.stats = tensor_difference(ta, tb, tolerance);
   }
   return e;
 }
@@ -137,7 +138,8 @@ DiffEntry only(const std::string& name, const c10::IValue& v, DiffStatus status)
 
 }  // namespace
 
-report::DiffReport diff_tensor_files(const std::string& a, const std::string& b, const std::string& key) {
+report::DiffReport diff_tensor_files(const std::string& a, const std::string& b, const std::string& key,
+                                     const std::optional<report::Tolerance>& tolerance, bool tolerant) {
   const auto ta = by_name(a, key);
   const auto tb = by_name(b, key);
   report::DiffReport r;
@@ -145,6 +147,8 @@ report::DiffReport diff_tensor_files(const std::string& a, const std::string& b,
   r.a = a;
   r.b = b;
   r.key = key;
+  r.tolerance = tolerance;
+  r.tolerant = tolerant;
   auto ia = ta.begin();
   auto ib = tb.begin();
   while (ia != ta.end() || ib != tb.end()) {
@@ -155,14 +159,16 @@ report::DiffReport diff_tensor_files(const std::string& a, const std::string& b,
       r.entries.push_back(only(ib->first, ib->second, DiffStatus::OnlyB));
       ++ib;
     } else {
-      r.entries.push_back(compare(ia->first, ia->second, ib->second));
+      r.entries.push_back(compare(ia->first, ia->second, ib->second, tolerance));
       ++ia;
       ++ib;
     }
   }
   r.exit_code = 0;
-  for (const auto& e : r.entries)
-    if (e.status != DiffStatus::Identical) r.exit_code = 1;
+  for (const auto& e : r.entries) {
+    const bool accepted = tolerant && e.status == DiffStatus::Differs && e.stats && report::within_tolerance(*e.stats);
+    if (e.status != DiffStatus::Identical && !accepted) r.exit_code = 1;
+  }
   return r;
 }
 

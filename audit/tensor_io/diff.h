@@ -5,6 +5,7 @@
 
 #include "reports/diff.h"
 
+#include <optional>
 #include <string>
 
 namespace ra {
@@ -18,7 +19,11 @@ inline constexpr const char* kBareTensorName = "<tensor>";
 // A checkpoint's plain values (an epoch, a learning rate, a flag) are entries too, compared by
 // type and exact value; `key` ("model") compares only that subtree of both files. A TorchScript
 // archive is compared by its parameters and buffers, named as in its state dict.
-// exit_code is 0 when both files hold the same names and every entry is identical, else 1.
-report::DiffReport diff_tensor_files(const std::string& a, const std::string& b, const std::string& key = "");
+// Statistics count the elements beyond `tolerance` (nullopt: each dtype's default).
+// exit_code is 0 when both files hold the same names and every entry is identical, else 1; with
+// `tolerant`, tensors that differ within tolerance do not make it 1.
+report::DiffReport diff_tensor_files(const std::string& a, const std::string& b, const std::string& key = "",
+                                     const std::optional<report::Tolerance>& tolerance = std::nullopt,
+                                     bool tolerant = false);
 
 }  // namespace ra

@@ -27,6 +27,8 @@ struct SessionOptions {
   std::vector<std::string> load_libraries;
   std::vector<std::string> command;  // argv, recorded in the report
   bool progress = false;             // progress lines on stderr
+  std::optional<report::Tolerance> tolerance;  // --atol/--rtol for the divergence statistics
+  bool tolerant = false;                        // --tolerant (report::finalize)
   // Called after the preflight and before any trial, with the targets as the report will name them
   // (identity set, no results yet) and the configurations' names; throws to stop the audit
   // (--baseline checks that the baseline was made from the same targets: audit/baseline/baseline.h).

@@ -43,14 +43,21 @@ void run_worker_service(const ScratchDir& scratch, const std::string& tag, const
 
 nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : requests) out.push_back({{"a", r.dump_a}, {"b", r.dump_b}, {"names", r.names}});
+  for (const auto& r : requests) {
+    out.push_back({{"a", r.dump_a}, {"b", r.dump_b}, {"names", r.names}});
+    if (r.tolerance) out.back()["tolerance"] = {{"atol", r.tolerance->atol}, {"rtol", r.tolerance->rtol}};
+  }
   return out;
 }
 
 std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j) {
   std::vector<StatsRequest> out;
-  for (const auto& r : j)
-    out.push_back({r.at("a").get<std::string>(), r.at("b").get<std::string>(), r.at("names").get<std::vector<std::string>>()});
+  for (const auto& r : j) {
+    out.push_back({r.at("a").get<std::string>(), r.at("b").get<std::string>(), r.at("names").get<std::vector<std::string>>(),
+                   std::nullopt});
+    if (r.contains("tolerance"))
+      out.back().tolerance = report::Tolerance{r.at("tolerance").at("atol").get<double>(), r.at("tolerance").at("rtol").get<double>()};
+  }
   return out;
 }
 
@@ -102,9 +109,9 @@ std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vect
   return out;
 }
 
-DiffFn worker_diff(const ScratchDir& scratch, double timeout_s) {
-  return [&scratch, timeout_s](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
-    return worker_stats(scratch, {{a, b, names}}, timeout_s).front();
+DiffFn worker_diff(const ScratchDir& scratch, double timeout_s, const std::optional<report::Tolerance>& tolerance) {
+  return [&scratch, timeout_s, tolerance](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+    return worker_stats(scratch, {{a, b, names, tolerance}}, timeout_s).front();
   };
 }
 
@@ -116,7 +123,7 @@ std::string BatchedDiff::key(const std::string& a, const std::string& b, const s
 
 DiffFn BatchedDiff::collect() {
   return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
-    if (index_.emplace(key(a, b, names), requests_.size()).second) requests_.push_back({a, b, names});
+    if (index_.emplace(key(a, b, names), requests_.size()).second) requests_.push_back({a, b, names, tolerance_});
     return StatsAnswer{};
   };
 }

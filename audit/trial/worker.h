@@ -15,6 +15,7 @@
 #include "reports/model.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct StatsRequest {
   std::string dump_a;
   std::string dump_b;
   std::vector<std::string> names;
+  std::optional<report::Tolerance> tolerance;  // --atol/--rtol; nullopt: each dtype's default
 };
 using StatsAnswer = std::map<std::string, report::DivergenceStats>;
 
@@ -40,14 +42,15 @@ std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vect
 
 // A DiffFn (audit/trial/analysis.h) that asks the worker, one worker per call: for the few calls
 // of a traced run.
-DiffFn worker_diff(const ScratchDir& scratch, double timeout_s);
+DiffFn worker_diff(const ScratchDir& scratch, double timeout_s, const std::optional<report::Tolerance>& tolerance);
 
 // Statistics for many comparisons in one worker. Analysis code is pure, so it runs twice: first
 // with collect(), which records what is asked and answers nothing, then, after resolve() has
 // asked the worker once for everything, with answer().
 class BatchedDiff {
  public:
-  BatchedDiff(const ScratchDir& scratch, double timeout_s) : scratch_(scratch), timeout_s_(timeout_s) {}
+  BatchedDiff(const ScratchDir& scratch, double timeout_s, const std::optional<report::Tolerance>& tolerance)
+      : scratch_(scratch), timeout_s_(timeout_s), tolerance_(tolerance) {}
   DiffFn collect();
   void resolve();
   DiffFn answer() const;
@@ -56,6 +59,7 @@ class BatchedDiff {
   static std::string key(const std::string& a, const std::string& b, const std::vector<std::string>& names);
   const ScratchDir& scratch_;
   double timeout_s_;
+  std::optional<report::Tolerance> tolerance_;
   std::vector<StatsRequest> requests_;
   std::map<std::string, size_t> index_;
   std::vector<StatsAnswer> answers_;

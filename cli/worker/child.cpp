@@ -53,7 +53,7 @@ Action attach_stats(CLI::App& sub, const GlobalOptions&) {
       throw InputError(std::string("malformed statistics request: ") + e.what());
     }
     std::vector<StatsAnswer> answers;
-    for (const auto& r : requests) answers.push_back(dump_differences(r.dump_a, r.dump_b, r.names));
+    for (const auto& r : requests) answers.push_back(dump_differences(r.dump_a, r.dump_b, r.names, r.tolerance));
     write_file_atomic(paths->second, stats_answers_to_json(answers).dump());
     return 0;
   };

@@ -15,7 +15,7 @@ namespace {
 
 int execute(const DiffArgs& a) {
   if (!a.report.empty()) check_writable_target(a.report);
-  const report::DiffReport result = diff_tensor_files(a.a, a.b, a.key);
+  const report::DiffReport result = diff_tensor_files(a.a, a.b, a.key, tolerance_option(a.tolerance), a.tolerance.tolerant);
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_diff_json(result));
   const std::string out = a.json ? report::render_diff_json(result) : report::render_diff_text(result);

@@ -77,7 +77,7 @@ TEST_CASE("diff: one changed element exits 1 with its statistics") {
   CHECK(r.code == 1);
   CHECK(r.out.find("differs        fc/weight  float32[2x3]  1/6 elements differ, first at [1,2]") != std::string::npos);
   CHECK(r.out.find("max 1 ULP") != std::string::npos);
-  CHECK(r.out.find("1 of 4 entries differ\n") != std::string::npos);
+  CHECK(r.out.find("1 of 4 entries differ, all within tolerance\n") != std::string::npos);
 
   const auto j = run_cli({"diff", dir.file("a.pt"), dir.file("b.pt"), "--json"});
   CHECK(j.code == 1);
@@ -95,6 +95,71 @@ TEST_CASE("diff: one changed element exits 1 with its statistics") {
   CHECK((*entry(doc, "fc/bias"))["status"] == "identical");
   CHECK(doc["summary"]["differ"] == 1);
   CHECK(doc["summary"]["bitwise_identical"] == false);
+}
+
+TEST_CASE("diff: --atol/--rtol give an informative verdict; only --tolerant changes the exit code") {
+  ra::test::TempDir dir;
+  at::Tensor changed = weight();
+  changed.view({-1})[4] += 1e-3f;  // 0.4 -> 0.401: beyond float32's default, within rtol 1e-2
+  changed.view({-1})[5].neg_();   // 0.5 -> -0.5: across zero
+  ra::test::save_value(dir.file("a.pt"), state_dict(weight()));
+  ra::test::save_value(dir.file("b.pt"), state_dict(changed));
+  const auto a = dir.file("a.pt"), b = dir.file("b.pt");
+
+  const auto plain = run_cli({"diff", a, b, "--json"});
+  CHECK(plain.code == 1);
+  const json plain_doc = json::parse(plain.out);
+  const json* w = entry(plain_doc, "fc/weight");
+  REQUIRE(w != nullptr);
+  CHECK((*w)["stats"]["sign_differs"] == 1);
+  CHECK((*w)["stats"]["max_rel_diff"] == 2.0);
+  CHECK((*w)["stats"]["beyond_tolerance"] == 2);
+  CHECK((*w)["stats"]["tolerance"]["rtol"] == 1.3e-6);
+
+  // 0.5 against -0.5 needs rtol 2 (|a - b| = 2|a|); 1e-3 against 0.4 needs rtol 2.5e-3.
+  const auto within = run_cli({"diff", a, b, "--rtol", "2"});
+  CAPTURE(within.out);
+  CHECK(within.code == 1);  // the bitwise verdict stands
+  CHECK(within.out.find("; all within rtol 2, atol 0") != std::string::npos);
+  CHECK(within.out.find("1 of 4 entries differ, all within tolerance\n") != std::string::npos);
+
+  const auto tolerant = run_cli({"diff", a, b, "--rtol", "2", "--tolerant", "--report", dir.file("t.json")});
+  CHECK(tolerant.code == 0);
+  CHECK(tolerant.out.find("all within tolerance: accepted (--tolerant)") != std::string::npos);
+  const json doc = ra::test::read_json(dir.file("t.json"));
+  CHECK(doc["exit_code"] == 0);
+  CHECK(doc["summary"]["bitwise_identical"] == false);
+  CHECK(doc["summary"]["within_tolerance"] == 1);
+  CHECK(doc["tolerance"]["rtol"] == 2.0);
+  CHECK(doc["tolerance"]["atol"] == 0.0);
+  CHECK(doc["tolerance"]["tolerant"] == true);
+
+  const auto beyond = run_cli({"diff", a, b, "--rtol", "0.01", "--atol", "1e-6", "--tolerant"});
+  CHECK(beyond.code == 1);
+  CHECK(beyond.out.find("; 1 beyond rtol 0.01, atol 1e-06") != std::string::npos);
+
+  // --tolerant alone uses each dtype's default tolerance.
+  CHECK(run_cli({"diff", a, b, "--tolerant"}).code == 1);
+
+  // What no tolerance can accept: an entry only in one file.
+  c10::impl::GenericDict extra(c10::StringType::get(), c10::TensorType::get());
+  extra.insert("w", weight());
+  extra.insert("v", weight());
+  c10::impl::GenericDict one(c10::StringType::get(), c10::TensorType::get());
+  one.insert("w", weight());
+  ra::test::save_value(dir.file("one.pt"), one);
+  ra::test::save_value(dir.file("extra.pt"), extra);
+  CHECK(run_cli({"diff", dir.file("one.pt"), dir.file("extra.pt"), "--rtol", "1", "--tolerant"}).code == 1);
+
+  for (const auto& bad : std::vector<std::vector<std::string>>{{"--atol", "-1"}, {"--rtol", "abc"}, {"--rtol", "nan"}, {"--atol", "inf"}}) {
+    std::vector<std::string> args = {"diff", a, b};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = run_cli(args);
+    CAPTURE(bad[0]);
+    CHECK(r.code == 2);
+    CHECK(r.err.find(bad[0] + ": expected a number of at least 0") != std::string::npos);
+    CHECK(ra::test::count_lines(r.err) == 1);
+  }
 }
 
 TEST_CASE("diff: dtype and shape mismatches") {

@@ -62,6 +62,55 @@ TEST_CASE("run: the test-only nondeterministic op diverges (exit 1) with statist
   CHECK(t["stats"]["first_index"].get<int>() >= 0);
 }
 
+TEST_CASE("run: --rtol/--atol judge each differing tensor; --tolerant alone turns within-tolerance into exit 0") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
+  const std::vector<std::string> base = {"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "3",
+                                         "--load-library", ra::test::test_ops_library(), "--quiet"};
+  const auto with = [&](std::vector<std::string> extra, const std::string& report) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--report", dir.file(report), "--markdown", dir.file(report + ".md"), "--junit", dir.file(report + ".xml")});
+    return run_cli(args);
+  };
+  // A reordered float sum differs in the last bits: far inside rtol 1e-3.
+  const auto informative = with({"--rtol", "1e-3"}, "i.json");
+  CAPTURE(informative.err);
+  CHECK(informative.code == 1);
+  CHECK(informative.out.find("every differing element is within tolerance") != std::string::npos);
+  CHECK(informative.out.find("; all within rtol 0.001, atol 0") != std::string::npos);
+  const auto i = ra::test::read_json(dir.file("i.json"));
+  CHECK(i["verdict"] == "diverged");
+  CHECK(i["tolerance"]["rtol"] == 1e-3);
+  CHECK(i["tolerance"]["tolerant"] == false);
+  const auto& ic = i["targets"][0]["configs"][0];
+  CHECK(ic["verdict"] == "diverged");
+  CHECK(ic["within_tolerance"] == true);
+  CHECK(ic["tolerated"] == false);
+  CHECK(ic["diverged_tensors"][0]["stats"]["beyond_tolerance"] == 0);
+
+  const auto tolerant = with({"--rtol", "1e-3", "--tolerant"}, "t.json");
+  CHECK(tolerant.code == 0);
+  CHECK(tolerant.out.find("within tolerance; accepted by --tolerant") != std::string::npos);
+  const auto t = ra::test::read_json(dir.file("t.json"));
+  CHECK(t["exit_code"] == 0);
+  CHECK(t["targets"][0]["configs"][0]["verdict"] == "diverged");  // the bitwise verdict stays
+  CHECK(t["targets"][0]["configs"][0]["tolerated"] == true);
+  CHECK(ra::test::read_file(dir.file("t.json.md")).find("accepted by --tolerant") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("t.json.xml")).find("<skipped message=\"diverged, every differing element is within tolerance") !=
+        std::string::npos);
+
+  // No tolerance at all: the last-bit difference is beyond it, and --tolerant changes nothing.
+  const auto strict = with({"--rtol", "0", "--atol", "0", "--tolerant"}, "s.json");
+  CHECK(strict.code == 1);
+  const auto s = ra::test::read_json(dir.file("s.json"));
+  CHECK(s["targets"][0]["configs"][0]["within_tolerance"] == false);
+  CHECK(s["targets"][0]["configs"][0]["diverged_tensors"][0]["stats"]["beyond_tolerance"].get<int>() >= 1);
+
+  ra::test::expect_error(dir, {"run", dir.file("nd.pt"), "--rtol", "-0.5"}, 2, "--rtol: expected a number of at least 0, got '-0.5'");
+  ra::test::expect_error(dir, {"probes", "--atol", "x"}, 2, "--atol: expected a number of at least 0, got 'x'");
+}
+
 TEST_CASE("run: a thread-count-dependent reduction is configuration-dependent, not nondeterministic") {
   ra::test::TempDir dir;
   // A full float32 sum of 16 Mi elements: ATen splits it into one partial sum per thread.

@@ -71,7 +71,10 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   stats.first_index = 2;
   stats.first_index_nd = {2};
   stats.max_abs_diff = 1e-6;
+  stats.max_rel_diff = 3e-7;
   stats.max_ulp = 2;
+  stats.tolerance = {1e-5, 1.3e-6};
+  stats.beyond_tolerance = 1;
   output.stats = stats;
   const auto config = [&](const char* name, Verdict v, const std::string& message) {
     ra::report::ConfigResult c;

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
@@ -25,15 +26,96 @@ TEST_CASE("tensor_difference: count, first index, max abs and ULP") {
   CHECK(s.nan_mismatches == 0);
 }
 
-TEST_CASE("tensor_difference: adjacent floats are one ULP apart, across zero too") {
+TEST_CASE("tensor_difference: adjacent floats are one ULP apart; across zero is counted, not measured") {
   const float x = 1.0f;
   const at::Tensor a = at::full({1}, x), b = at::full({1}, std::nextafter(x, 2.0f));
-  CHECK(ra::tensor_difference(a, b).max_ulp == 1);
+  const auto one = ra::tensor_difference(a, b);
+  CHECK(one.max_ulp == 1);
+  CHECK(one.sign_differs == 0);
+  CHECK(one.max_rel_diff == doctest::Approx(std::ldexp(1.0, -23) / (1 + std::ldexp(1.0, -23))));
+  // Two denormals of opposite sign, and a last-bit-sized value against its negation: the floats
+  // between them are all the denormals and tiny normals, so a count would be billions.
   const at::Tensor tiny = at::full({1}, std::numeric_limits<float>::denorm_min());
-  CHECK(ra::tensor_difference(tiny, -tiny).max_ulp == 2);
+  const auto denormals = ra::tensor_difference(tiny, -tiny);
+  CHECK(denormals.sign_differs == 1);
+  CHECK(std::isnan(denormals.max_ulp));
+  CHECK(denormals.max_rel_diff == 2);
+  const auto crossing = ra::tensor_difference(at::tensor({1.58e-8f, 1.0f}), at::tensor({-1.58e-8f, std::nextafter(1.0f, 0.0f)}));
+  CHECK(crossing.differing == 2);
+  CHECK(crossing.sign_differs == 1);
+  CHECK(crossing.max_ulp == 1);  // the element on one side of zero only
+  CHECK(crossing.max_abs_diff == doctest::Approx(3.16e-8));
+  // Zero against a value, and the two zeros: at zero, so counted in sign_differs.
+  const auto zero = ra::tensor_difference(at::full({1}, 0.0f), at::full({1}, 1e-30f));
+  CHECK(zero.sign_differs == 1);
+  CHECK(std::isnan(zero.max_ulp));
+  CHECK(zero.max_rel_diff == 1);
   const auto zeros = ra::tensor_difference(at::full({1}, 0.0f), at::full({1}, -0.0f));
   CHECK(zeros.differing == 1);
-  CHECK(zeros.max_ulp == 0);
+  CHECK(zeros.sign_differs == 1);
+  CHECK(zeros.max_abs_diff == 0);
+  CHECK(zeros.max_rel_diff == 0);
+  CHECK(zeros.beyond_tolerance == 0);  // +0 and -0 are equal within any tolerance
+  // Denormals on one side of zero are counted in representable steps as usual.
+  const float d = std::numeric_limits<float>::denorm_min();
+  CHECK(ra::tensor_difference(at::full({1}, d), at::full({1}, 5 * d)).max_ulp == 4);
+  // Doubles: the same rules at 64 bits.
+  const auto dbl = ra::tensor_difference(at::full({1}, -2.0, at::kDouble), at::full({1}, std::nextafter(-2.0, -3.0), at::kDouble));
+  CHECK(dbl.max_ulp == 1);
+  CHECK(dbl.sign_differs == 0);
+}
+
+TEST_CASE("tensor_difference: infinities and NaN payloads are beyond any tolerance and never measured") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto infs = ra::tensor_difference(at::tensor({inf, 1.0f}), at::tensor({-inf, 1.0f}));
+  CHECK(infs.differing == 1);
+  CHECK(infs.beyond_tolerance == 1);
+  CHECK(std::isnan(infs.max_abs_diff));
+  CHECK(std::isnan(infs.max_ulp));
+  CHECK(infs.sign_differs == 0);
+  const auto big = ra::tensor_difference(at::tensor({inf}), at::tensor({std::numeric_limits<float>::max()}));
+  CHECK(big.beyond_tolerance == 1);
+  CHECK(std::isnan(big.max_abs_diff));
+  // Two NaNs with different payloads: bits differ, both NaN.
+  uint32_t quiet = 0x7fc00000, payload = 0x7fc00001;
+  float qa = 0, qb = 0;
+  std::memcpy(&qa, &quiet, 4);
+  std::memcpy(&qb, &payload, 4);
+  const auto nans = ra::tensor_difference(at::tensor({qa, 2.0f}), at::tensor({qb, 2.0f}));
+  CHECK(nans.differing == 1);
+  CHECK(nans.nan_mismatches == 1);
+  CHECK(nans.beyond_tolerance == 1);
+  CHECK_FALSE(ra::report::within_tolerance(nans));
+}
+
+TEST_CASE("tensor_difference: the tolerance count follows |a - b| <= atol + rtol * |a|, defaults by dtype") {
+  const at::Tensor a = at::tensor({100.0f, 1.0f, 0.0f, -3.0f});
+  const at::Tensor b = at::tensor({100.001f, 1.5f, 1e-9f, -3.0f});
+  const auto defaults = ra::tensor_difference(a, b);  // float32: rtol 1.3e-6, atol 1e-5
+  CHECK(defaults.tolerance == ra::report::Tolerance{1e-5, 1.3e-6});
+  CHECK(defaults.differing == 3);
+  CHECK(defaults.beyond_tolerance == 2);  // 1e-3 > 1e-5 + 1.3e-4, and 0.5; 1e-9 is within atol
+  CHECK_FALSE(ra::report::within_tolerance(defaults));
+  const auto loose = ra::tensor_difference(a, b, ra::report::Tolerance{0, 0.5});
+  CHECK(loose.beyond_tolerance == 1);  // 1e-9 against 0: rtol alone allows nothing at zero
+  const auto looser = ra::tensor_difference(a, b, ra::report::Tolerance{1e-6, 0.5});
+  CHECK(looser.beyond_tolerance == 0);
+  CHECK(ra::report::within_tolerance(looser));
+  CHECK(looser.max_rel_diff == doctest::Approx(1.0));  // 1e-9 against 0
+  // Integers: bitwise by default (nothing within), any distance within atol when given.
+  const auto ints = ra::tensor_difference(at::arange(5), at::arange(5) * 2);
+  CHECK(ints.tolerance == ra::report::Tolerance{});
+  CHECK(ints.beyond_tolerance == 4);
+  CHECK(ra::tensor_difference(at::arange(5), at::arange(5) * 2, ra::report::Tolerance{4, 0}).beyond_tolerance == 0);
+  CHECK(ra::report::default_tolerance("bfloat16") == ra::report::Tolerance{1e-5, 1.6e-2});
+  CHECK(ra::report::default_tolerance("int64") == ra::report::Tolerance{});
+  // A complex element counts once when either part differs.
+  const at::Tensor c = at::complex(at::tensor({1.0f, 2.0f}), at::tensor({0.0f, 1.0f}));
+  const at::Tensor c2 = at::complex(at::tensor({1.5f, 2.0f}), at::tensor({0.5f, 1.0f}));
+  const auto cs = ra::tensor_difference(c, c2);
+  CHECK(cs.differing == 1);
+  CHECK(cs.beyond_tolerance == 1);
+  CHECK(cs.sign_differs == 1);  // the imaginary part left zero
 }
 
 TEST_CASE("tensor_difference: NaN mismatches, integers, identical, shape mismatch") {

@@ -188,7 +188,8 @@ TEST_CASE("render_html: root causes, fix candidates, tensors and failures as man
   CHECK(count(h, "<tr class=\"tensor diverged-tensor\">") == 1);
   CHECK(count(h, "<tr class=\"tensor dependence-tensor\">") == 1);
   CHECK(count(h, "<tr class=\"tensor replay-tensor\">") == 1);
-  CHECK(h.find("<td class=\"num\">3/8</td><td>[2]</td><td class=\"num\">1e-06</td><td class=\"num\">2</td>") != std::string::npos);
+  CHECK(h.find("<td class=\"num\">3/8</td><td>[2]</td><td class=\"num\">1e-06</td><td class=\"num\">3e-07</td><td class=\"num\">2</td>"
+               "<td class=\"num\">0</td><td class=\"num\"><span title=\"rtol 1.3e-06, atol 1e-05\">1</span></td>") != std::string::npos);
   CHECK(count(h, "<div class=\"trial-failure\"") == 1);
   CHECK(count(h, "<details class=\"target\"") == 1);
   CHECK(h.find("<div class=\"replay\" data-verdict=\"diverged\">") != std::string::npos);
