@@ -218,6 +218,31 @@ void root_causes_section(std::string& out, const Report& r) {
       if (!t.splits.empty()) splits_table(out, t);
       out += "</div>\n";
     }
+  // Configuration-dependent targets: where each later group parts from the first (run --trace).
+  for (size_t i = 0; i < r.targets.size(); ++i) {
+    if (!r.targets[i].dependence) continue;
+    for (const auto& cause : r.targets[i].dependence->causes) {
+      any = true;
+      const bool named = cause.trace && !cause.trace->root_causes.empty();
+      out += fmt::format("<div class=\"trace config-cause\" data-config=\"{}\" data-reference=\"{}\">\n<h3>{} · {} against {}</h3>\n",
+                         esc(cause.config), esc(cause.reference_config), esc(r.targets[i].name), esc(cause.config),
+                         esc(cause.reference_config));
+      out += fmt::format("<p class=\"facts\">The two configurations are each reproducible and give different results. What "
+                         "separates them: {}. Their reference repeats' traces were aligned; the first op whose inputs matched "
+                         "and whose outputs did not is where the results part.</p>\n",
+                         esc(switch_changes_text(cause.switches)));
+      if (named) {
+        out += "<table class=\"root-causes\"><thead><tr><th>at</th><th>op</th><th>where in the model</th><th>tensors "
+               "(differing outputs marked)</th><th>runs</th><th>difference</th><th>fixed by</th></tr></thead><tbody>\n";
+        for (const auto& rc : cause.trace->root_causes) root_cause_row(out, rc, nullptr, i, 0);
+        out += "</tbody></table>\n";
+      } else {
+        out += fmt::format("<p class=\"note\">{}.</p>\n", esc(cause.note));
+      }
+      if (cause.trace && !cause.trace->splits.empty()) splits_table(out, *cause.trace);
+      out += "</div>\n";
+    }
+  }
   if (!identical.empty())
     out += fmt::format("<p class=\"traced-identical\">Traced, with no op whose outputs differed between runs: {}.</p>\n",
                        fmt::join(identical, "; "));

@@ -272,7 +272,17 @@ json to_json(const Report& r) {
     if (t.dependence) {
       json differing = json::array();
       for (const auto& f : t.dependence->differing) differing.push_back(finding_json(f));
-      dep = {{"groups", t.dependence->groups}, {"differing_tensors", differing}};
+      json causes = json::array();
+      for (const auto& c : t.dependence->causes) {
+        json switches = json::array();
+        for (const auto& sw : c.switches) switches.push_back({{"key", sw.key}, {"reference", sw.reference}, {"other", sw.other}});
+        causes.push_back({{"reference_config", c.reference_config},
+                          {"config", c.config},
+                          {"switches", switches},
+                          {"trace", c.trace ? trace_json(*c.trace) : json(nullptr)},
+                          {"note", c.note}});
+      }
+      dep = {{"groups", t.dependence->groups}, {"differing_tensors", differing}, {"causes", causes}};
     }
     json target = detail::target_head_json(t, detail::TargetDoc::Report);
     target["configuration_dependent"] = t.dependence.has_value();

@@ -238,6 +238,18 @@ Target target(const Node& n) {
     const Node groups = d.at("groups");
     dep.groups = groups.list([](const Node& g) { return g.strings(); });
     dep.differing = findings(d.at("differing_tensors"));
+    if (d.has("causes"))
+      dep.causes = d.at("causes").list([](const Node& c) {
+        ConfigCause cause;
+        cause.reference_config = c.at("reference_config").str();
+        cause.config = c.at("config").str();
+        cause.switches = c.at("switches").list([](const Node& sw) {
+          return SwitchChange{sw.at("key").str(), sw.at("reference").str(), sw.at("other").str()};
+        });
+        if (const Node tr = c.at("trace"); !tr.null()) cause.trace = trace(tr);
+        cause.note = c.at("note").str();
+        return cause;
+      });
     t.dependence = dep;
   }
   if (dependent != t.dependence.has_value())

@@ -258,6 +258,7 @@ std::string render_junit(const Report& r) {
       std::string text = fmt::format("each configuration is reproducible, but results differ between {}\n",
                                      fmt::join(groups, " and "));
       tensor_lines(text, t.dependence->differing);
+      for (const auto& cause : t.dependence->causes) text += config_cause_text(cause) + "\n";
       counts.add(Outcome{});
       cases += testcase(t.name, "configuration-dependence", Outcome{}, text);
     }

@@ -231,6 +231,8 @@ std::string render_markdown_raw(const Report& r) {
       }
       out += fmt::format("\n**{}: configuration-dependent** - each configuration is reproducible, but results differ between {}\n",
                          md(t.name), fmt::join(groups, " and "));
+      if (!t.dependence->causes.empty()) out += "\n";
+      for (const auto& cause : t.dependence->causes) out += fmt::format("- {}\n", md(config_cause_text(cause)));
     }
     if (t.replay) {
       const Replay& rp = *t.replay;

@@ -220,10 +220,31 @@ struct ConfigResult {
   bool tolerated = false;
 };
 
+// A switch whose effective value differs between two configurations.
+struct SwitchChange {
+  std::string key;
+  std::string reference;  // the value in the reference configuration
+  std::string other;
+};
+
+// Where two configurations' results part (`run --trace`, configuration-dependent): the op trace
+// of the reference repeat of `config` aligned against that of `reference_config` (no extra
+// trials). trace.root_causes holds the first op whose inputs matched in both and whose outputs did
+// not (at most one), with the ops that differ after it as propagated; trace.splits where the op
+// streams themselves differ.
+struct ConfigCause {
+  std::string reference_config;          // the first configuration of the first group
+  std::string config;                    // the first configuration of another group
+  std::vector<SwitchChange> switches;    // what separates the two
+  std::optional<TraceSummary> trace;     // nullopt when a trace could not be read (note says why)
+  std::string note;
+};
+
 // Configurations that are each reproducible but give different results from one another.
 struct ConfigDependence {
   std::vector<std::vector<std::string>> groups;  // configurations with identical results, in order
   std::vector<TensorFinding> differing;          // first group vs second group
+  std::vector<ConfigCause> causes;               // `run --trace`: one per group after the first
 };
 
 // What a probe target adds: its description, the documentation's word on it, the alert census

@@ -43,6 +43,16 @@ std::string stats_text(const DivergenceStats& s);
 // The informative tolerance verdict stats_text ends with: "; all within rtol 1e-06, atol 0" or
 // "; 12 beyond rtol 1e-06, atol 0"; "" for a zero (bitwise) tolerance or a note.
 std::string tolerance_text(const DivergenceStats& s);
+
+// Root causes in words, shared by the renderers: "aten::sum (forward) at model.py:3 in enc" (a
+// backward op adds its node and the forward op that made it), "output 0 differed", "threads 2 -> 1".
+std::string root_cause_place(const RootCause& r);
+std::string differing_outputs_text(const RootCause& r);
+std::string switch_changes_text(const std::vector<SwitchChange>& changes);
+// Where a configuration parts from the reference configuration, in one line: "threads-1 against
+// default (threads 2 -> 1): first differing op aten::sum (forward) at model.py:3 - inputs matched,
+// output 0 differed; 2 later ops propagated", or the note when no op can be named.
+std::string config_cause_text(const ConfigCause& c);
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 
 // The comparison with a baseline (reports/baseline_text.cpp): the section the text summaries print

@@ -9,6 +9,17 @@
 #include <cmath>
 
 namespace ra::report {
+namespace {
+
+// " at model.py:3 in encoder.block", either part left out when unknown.
+std::string location(const std::string& source, const std::string& module) {
+  std::string out;
+  if (!source.empty()) out += " at " + source;
+  if (!module.empty()) out += " in " + module;
+  return out;
+}
+
+}  // namespace
 
 std::string stats_text(const DivergenceStats& s) {
   if (!s.note.empty()) return s.note;
@@ -19,6 +30,43 @@ std::string stats_text(const DivergenceStats& s) {
   if (s.sign_differs > 0) out += fmt::format(", {} across zero", s.sign_differs);
   if (s.nan_mismatches > 0) out += fmt::format(", {} NaN mismatches", s.nan_mismatches);
   return out + tolerance_text(s);
+}
+
+std::string root_cause_place(const RootCause& r) {
+  std::string where = r.direction;
+  if (r.step > 0) where += fmt::format(", step {}", r.step);
+  std::string after;
+  if (r.direction == "backward" && !r.node.empty()) {
+    where += ", in " + r.node;
+    if (!r.forward_op.empty()) where += " of " + r.forward_op + location(r.source, r.module);
+  } else {
+    after = location(r.source, r.module);
+  }
+  return fmt::format("{} ({}){}", r.op, where, after);
+}
+
+std::string differing_outputs_text(const RootCause& r) {
+  std::string indices;
+  for (const int i : r.differing_outputs) {
+    if (!indices.empty()) indices += ", ";
+    indices += std::to_string(i);
+  }
+  return fmt::format("{} {} differed", r.differing_outputs.size() == 1 ? "output" : "outputs", indices);
+}
+
+std::string switch_changes_text(const std::vector<SwitchChange>& changes) {
+  if (changes.empty()) return "no switch differs in effect";
+  std::vector<std::string> parts;
+  for (const auto& c : changes) parts.push_back(fmt::format("{} {} -> {}", c.key, c.reference, c.other));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string config_cause_text(const ConfigCause& c) {
+  const std::string head = fmt::format("{} against {} ({})", c.config, c.reference_config, switch_changes_text(c.switches));
+  if (!c.trace || c.trace->root_causes.empty()) return fmt::format("{}: {}", head, c.note);
+  const RootCause& r = c.trace->root_causes.front();
+  return fmt::format("{}: first differing op {} - inputs matched, {}; {} later ops propagated", head, root_cause_place(r),
+                     differing_outputs_text(r), r.propagated);
 }
 
 std::string tolerance_text(const DivergenceStats& s) {
@@ -46,32 +94,9 @@ std::string bytes_text(uint64_t b) {
   return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
 }
 
-// " at model.py:3 in encoder.block", either part left out when unknown.
-std::string location(const std::string& source, const std::string& module) {
-  std::string out;
-  if (!source.empty()) out += " at " + source;
-  if (!module.empty()) out += " in " + module;
-  return out;
-}
-
 std::string root_cause_line(const RootCause& r) {
-  std::string where = r.direction;
-  if (r.step > 0) where += fmt::format(", step {}", r.step);
-  std::string after;
-  if (r.direction == "backward" && !r.node.empty()) {
-    where += ", in " + r.node;
-    if (!r.forward_op.empty()) where += " of " + r.forward_op + location(r.source, r.module);
-  } else {
-    after = location(r.source, r.module);
-  }
-  std::string indices;
-  for (const int i : r.differing_outputs) {
-    if (!indices.empty()) indices += ", ";
-    indices += std::to_string(i);
-  }
-  const std::string outputs = fmt::format("{} {} differed", r.differing_outputs.size() == 1 ? "output" : "outputs", indices);
-  std::string line = fmt::format("    root cause: {} ({}){} - inputs matched, {}; {}/{} runs; {} later ops propagated", r.op,
-                                 where, after, outputs, r.runs_diverged, r.runs_compared, r.propagated);
+  std::string line = fmt::format("    root cause: {} - inputs matched, {}; {}/{} runs; {} later ops propagated", root_cause_place(r),
+                                 differing_outputs_text(r), r.runs_diverged, r.runs_compared, r.propagated);
   if (r.independent_mismatches > 0)
     line += fmt::format(" ({} of them with matching inputs)", r.independent_mismatches);
   line += "\n";
@@ -215,6 +240,7 @@ std::string render_text_raw(const Report& r) {
       out += fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
                          fmt::join(groups, " and "));
       findings(out, t.dependence->differing, 5);
+      for (const auto& cause : t.dependence->causes) out += fmt::format("    {}\n", config_cause_text(cause));
     }
     if (t.replay) replay_lines(out, *t.replay);
   }

@@ -173,6 +173,54 @@ std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>
   return trace::analyse_traces(traces, repeats);
 }
 
+// `run --trace`, configuration-dependent: where each later group parts from the first. The
+// reference repeats' traces of the groups' first configurations are aligned (trace_align.h), so
+// the first op that turned matching inputs into different outputs is named without any extra
+// trial.
+void explain_dependence(report::ConfigDependence& dep, const std::vector<report::ConfigResult>& configs,
+                        const Batch& batch) {
+  const auto index_of = [&](const std::string& name) {
+    size_t i = 0;
+    while (i < configs.size() && configs[i].name != name) ++i;
+    return i;
+  };
+  // The reference repeat's trace of configuration c, and its repeat index.
+  const auto load = [&](size_t c) {
+    const int ref = reference_index(batch.runs[c]);
+    if (ref < 0 || batch.traces[c][static_cast<size_t>(ref)].empty())
+      throw trace::TraceError(fmt::format("{} has no traced repeat", configs[c].name));
+    return std::pair(trace::read_trace(batch.traces[c][static_cast<size_t>(ref)]), batch.runs[c][static_cast<size_t>(ref)].repeat);
+  };
+  const size_t a = index_of(dep.groups.front().front());
+  std::optional<std::pair<trace::Trace, int>> reference;
+  std::string reference_error;
+  try {
+    reference = load(a);
+  } catch (const trace::TraceError& e) {
+    reference_error = e.what();
+  }
+  for (size_t g = 1; g < dep.groups.size(); ++g) {
+    const size_t b = index_of(dep.groups[g].front());
+    report::ConfigCause cause;
+    cause.reference_config = configs[a].name;
+    cause.config = configs[b].name;
+    cause.switches = switch_changes(configs[a].switches, configs[b].switches);
+    try {
+      if (!reference) throw trace::TraceError(reference_error);
+      const auto other = load(b);
+      cause.trace = trace::analyse_traces({reference->first, other.first}, {reference->second, other.second});
+      if (cause.trace->root_causes.empty())
+        cause.note = cause.trace->splits.empty()
+                         ? "every traced op turned matching inputs into matching outputs: the difference arose outside the traced ops"
+                         : "the op streams differ before any op turned matching inputs into different outputs";
+    } catch (const trace::TraceError& e) {
+      cause.note = fmt::format("no op can be named: {}", e.what());
+      log::warn("{} against {}: {}", cause.config, cause.reference_config, cause.note);
+    }
+    dep.causes.push_back(std::move(cause));
+  }
+}
+
 report::ConfigResult analyse(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
                              bool trace, const DiffFn& diff) {
   report::ConfigResult result = analyse_config(config, runs, diff);
@@ -319,6 +367,7 @@ report::Report run_audit(const RunOptions& o) {
   for (size_t c = 0; c < o.configs.size(); ++c)
     target.configs.push_back(analyse(o.configs[c], batch.runs[c], batch.traces[c], o.trace, stats.answer()));
   target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
+  if (o.trace && target.dependence) explain_dependence(*target.dependence, target.configs, batch);
   if (o.trace)
     for (size_t c = 0; c < o.configs.size(); ++c)
       if (target.configs[c].trace && target.configs[c].verdict == report::Verdict::Diverged) {

@@ -219,6 +219,24 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
   return c;
 }
 
+std::vector<report::SwitchChange> switch_changes(const std::vector<report::SwitchValue>& reference,
+                                                 const std::vector<report::SwitchValue>& other) {
+  const auto find = [](const std::vector<report::SwitchValue>& in, const std::string& key) -> const report::SwitchValue* {
+    for (const auto& s : in)
+      if (s.key == key) return &s;
+    return nullptr;
+  };
+  std::vector<report::SwitchChange> out;
+  for (const auto& s : reference) {
+    const report::SwitchValue* o = find(other, s.key);
+    if (o == nullptr) out.push_back({s.key, s.effective, "(absent)"});
+    else if (o->effective != s.effective) out.push_back({s.key, s.effective, o->effective});
+  }
+  for (const auto& s : other)
+    if (find(reference, s.key) == nullptr) out.push_back({s.key, "(absent)", s.effective});
+  return out;
+}
+
 std::optional<report::ConfigDependence> configuration_dependence(const std::vector<report::ConfigResult>& configs,
                                                                  const std::vector<std::string>& reference_dumps,
                                                                  const DiffFn& diff) {

@@ -51,6 +51,11 @@ report::Trial summarise_trial(const TrialRun& run);
 
 report::ConfigResult analyse_config(const Config& config, const std::vector<TrialRun>& runs, const DiffFn& diff);
 
+// The switches whose effective values differ between two configurations, in `reference`'s order
+// then `other`'s; a key one side lacks reads "(absent)".
+std::vector<report::SwitchChange> switch_changes(const std::vector<report::SwitchValue>& reference,
+                                                 const std::vector<report::SwitchValue>& other);
+
 // Groups reproducible configurations by their reference outcome; nullopt when they all agree.
 // `reference_dumps[i]` is the dump of configuration i's reference repeat ("" if none).
 std::optional<report::ConfigDependence> configuration_dependence(const std::vector<report::ConfigResult>& configs,

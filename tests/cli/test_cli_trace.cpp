@@ -215,3 +215,86 @@ TEST_CASE("run --trace: bad trace options are usage errors") {
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2", "--trace", "--timed-runs", "2"}, 2,
                          "--timed-runs");
 }
+
+TEST_CASE("run --trace: where two configurations part: a thread-dependent sum is named, with the switch between them") {
+  ra::test::TempDir dir;
+  // A full float32 sum of 16 Mi elements: one partial sum per thread, so threads-1 and threads-N
+  // each reproduce their own bits; the multiplication after it only propagates.
+  ra::test::save_model(dir.file("sum.pt"), R"JIT(
+def forward(self, x):
+    h = x * self.scale
+    s = torch.sum(h)
+    return s * self.scale
+)JIT",
+                       {{"scale", {1}}});
+  const auto r = run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "threads-1,threads-N", "--repeats", "2",
+                          "--trace", "--report", dir.file("r.json"), "--junit", dir.file("r.xml"), "--markdown",
+                          dir.file("r.md"), "--html", dir.file("r.html"), "--quiet"});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);  // configuration dependence is not a failure
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const auto& dep = j["targets"][0]["configuration_dependence"];
+  REQUIRE(dep.is_object());
+  REQUIRE(dep["causes"].size() == 1);
+  const auto& cause = dep["causes"][0];
+  CHECK(cause["reference_config"] == "threads-1");
+  CHECK(cause["config"] == "threads-N");
+  REQUIRE(cause["switches"].size() == 1);
+  CHECK(cause["switches"][0]["key"] == "threads");
+  CHECK(cause["switches"][0]["reference"] == "1");
+  CHECK(cause["switches"][0]["other"] != "1");
+  REQUIRE(cause["trace"]["root_causes"].size() == 1);
+  const auto& rc = cause["trace"]["root_causes"][0];
+  CHECK(rc["op"] == "aten::sum");
+  CHECK(rc["direction"] == "forward");
+  CHECK(rc["source"].get<std::string>().find(":4") != std::string::npos);  // line 4 of forward's source
+  CHECK(rc["propagated"] == 1);  // the multiplication after it
+  CHECK(cause["note"] == "");
+  // Every renderer says it in the same words.
+  const std::string line = "threads-N against threads-1 (threads 1 -> ";
+  CHECK(r.out.find(line) != std::string::npos);
+  CHECK(r.out.find("first differing op aten::sum (forward)") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.md")).find("first differing op aten::sum (forward)") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.xml")).find("first differing op aten::sum (forward)") != std::string::npos);
+  const std::string html = ra::test::read_file(dir.file("r.html"));
+  CHECK(html.find("<div class=\"trace config-cause\" data-config=\"threads-N\" data-reference=\"threads-1\">") != std::string::npos);
+  CHECK(html.find("data-op=\"aten::sum\"") != std::string::npos);
+}
+
+TEST_CASE("run --trace: MKL_CBWR changing a matmul's bits names the matmul, and the switch") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("mm.pt"), R"JIT(
+def forward(self, x):
+    h = torch.relu(x)
+    return torch.matmul(h, self.w).sum(1)
+)JIT",
+                       {{"w", {256, 256}}});
+  const auto r = run_cli({"run", dir.file("mm.pt"), "--shape", "64x256", "--configs", "default,default+mkl_cbwr=COMPATIBLE",
+                          "--repeats", "2", "--trace", "--report", dir.file("r.json"), "--quiet"});
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const auto& dep = j["targets"][0]["configuration_dependence"];
+  if (dep.is_null()) {
+    // MKL's code path for this CPU may already be the compatible one: then there is nothing to name.
+    MESSAGE("MKL_CBWR=COMPATIBLE gives this CPU the same bits; nothing to name");
+    return;
+  }
+  REQUIRE(dep["causes"].size() == 1);
+  const auto& cause = dep["causes"][0];
+  CHECK(cause["switches"] == json::array({{{"key", "mkl_cbwr"}, {"reference", "unset"}, {"other", "COMPATIBLE"}}}));
+  REQUIRE(cause["trace"]["root_causes"].size() == 1);
+  CHECK(cause["trace"]["root_causes"][0]["op"] == "aten::matmul");
+  CHECK(cause["trace"]["root_causes"][0]["propagated"] == 1);  // the sum after it
+}
+
+TEST_CASE("run: configuration dependence without --trace lists no causes") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("sum.pt"), "def forward(self, x):\n    return torch.sum(x * self.scale)\n", {{"scale", {1}}});
+  // Without --trace: the dependence is reported, with no causes.
+  const auto plain = run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "threads-1,threads-N",
+                              "--repeats", "1", "--report", dir.file("p.json"), "--quiet"});
+  CHECK(plain.code == 0);
+  const auto p = ra::test::read_json(dir.file("p.json"));
+  CHECK(p["targets"][0]["configuration_dependence"]["causes"].empty());
+}

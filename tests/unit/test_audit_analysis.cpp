@@ -170,3 +170,18 @@ TEST_CASE("reference_digests: the first completed repeat before a trial, once ev
   CHECK(digests == std::map<std::string, std::string>{{"t0", "a"}, {"t1", "b"}});
   CHECK(ra::reference_digests({&ok, nullptr}) == digests);         // later repeats do not matter
 }
+
+TEST_CASE("switch_changes: effective values that differ, and keys one side lacks") {
+  const std::vector<ra::report::SwitchValue> a = {{"threads", "1", "1"}, {"deterministic", "", "off"}, {"tf32", "", "off"}};
+  const std::vector<ra::report::SwitchValue> b = {{"threads", "", "2"}, {"deterministic", "on", "off"}, {"mkl_cbwr", "AVX2", "AVX2"}};
+  const auto c = ra::switch_changes(a, b);
+  REQUIRE(c.size() == 3);
+  CHECK(c[0].key == "threads");
+  CHECK(c[0].reference == "1");
+  CHECK(c[0].other == "2");
+  CHECK(c[1].key == "tf32");  // (deterministic: requested differently, the same in effect: no change)
+  CHECK(c[1].other == "(absent)");
+  CHECK(c[2].key == "mkl_cbwr");
+  CHECK(c[2].reference == "(absent)");
+  CHECK(ra::switch_changes(a, a).empty());
+}

@@ -175,7 +175,11 @@ TEST_CASE("render_html: root causes, fix candidates, tensors and failures as man
   auto r = ra::test::every_verdict_report(10);
   r.targets[0].configs[1].trace->root_causes[0].fixed_by = {0};
   const std::string h = ra::report::render_html(r);
-  CHECK(count(h, "<tr class=\"root-cause\"") == 1);
+  CHECK(count(h, "<tr class=\"root-cause\"") == 2);  // the diverged configuration's, and where strict parts from det
+  CHECK(count(h, "<div class=\"trace config-cause\"") == 2);
+  CHECK(h.find("<tr class=\"root-cause\" data-direction=\"forward\" data-op=\"aten::sum\"><td class=\"num\">#3</td>") != std::string::npos);
+  CHECK(h.find("What separates them: deterministic off -&gt; on.") != std::string::npos);
+  CHECK(h.find("<p class=\"note\">no op can be named: other has no traced repeat.</p>") != std::string::npos);
   CHECK(h.find("<tr class=\"root-cause\" data-direction=\"backward\" data-op=\"aten::index_add\"><td class=\"num\">#77</td>") !=
         std::string::npos);
   CHECK(h.find("module <code>enc</code><br>source <code>model.py:5</code><br>in <code>IndexAddBackward0</code> of "

@@ -104,3 +104,11 @@ TEST_CASE("render_baseline_text: many results list only the noteworthy ones") {
   CHECK(ra::report::render_markdown(r).find("\n22 more (matches, and configurations skipped or raised alike on both sides) are counted above") !=
         std::string::npos);
 }
+
+TEST_CASE("render_text: where configurations part, each in one line") {
+  const std::string text = ra::report::render_text(ra::test::every_verdict_report(10));
+  CHECK(text.find("    strict against det (deterministic off -> on): first differing op aten::sum (forward) at model.py:4 - "
+                  "inputs matched, output 0 differed; 2 later ops propagated\n") != std::string::npos);
+  CHECK(text.find("    other against det (no switch differs in effect): no op can be named: other has no traced repeat\n") !=
+        std::string::npos);
+}
