@@ -8,6 +8,7 @@
 // B is itself incomplete, 3 when either file is unreadable or invalid or B was not made from the
 // same targets as A (nothing is written then).
 #include "audit/baseline/baseline.h"
+#include "audit/run/changed_ops.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 
@@ -29,6 +30,7 @@ int execute(const CompareArgs& a) {
   const Baseline baseline = load_baseline(a.baseline, "baseline");
   report::Report current = load_baseline(a.current, "report").results;
   apply_baseline(current, baseline);
+  name_changed_ops(current, baseline);
   // B's allowlist decisions are in B already; none is applied again.
   return emit_report(std::move(current), a.out, AllowlistOption{});
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/common.h"
 
+#include "audit/run/changed_ops.h"
+
 #include "audit/trial/config.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -187,7 +189,10 @@ std::optional<Baseline> load_baseline_option(const std::string& path, SessionOpt
 int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow,
                 const std::optional<Baseline>& baseline) {
   if (allow.list) apply_allowlist(rep, *allow.list, allow.today);
-  if (baseline) apply_baseline(rep, *baseline);
+  if (baseline) {
+    apply_baseline(rep, *baseline);
+    name_changed_ops(rep, *baseline);
+  }
   // Each file is written whole (temporary file, rename) or not at all; a stop signal is honoured
   // between them.
   const auto write = [](const std::string& path, const auto& render) {
@@ -200,6 +205,15 @@ int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& a
   write(a.markdown, [&] { return report::render_markdown(rep); });
   write(a.html, [&] { return report::render_html(rep); });
   write(a.save_baseline, [&] { return report::render_baseline(rep); });
+  if (!a.save_baseline.empty()) {
+    uint64_t records = 0, bytes = 0;
+    for (const auto& t : rep.targets)
+      for (const auto& c : t.configs)
+        if (c.op_stream) records += c.op_stream->records(), bytes += c.op_stream->packed_bytes();
+    if (records > 0)
+      log::info("baseline {}: op streams of {} records stored in {} bytes ({:.0f} per record) and a table of their ops",
+                a.save_baseline, records, bytes, static_cast<double>(bytes) / static_cast<double>(records));
+  }
   check_stop();
   const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
   std::fputs(out.c_str(), stdout);

@@ -85,6 +85,7 @@ std::string render_baseline_text(const Report& r) {
     out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors) : fmt::format(": {}\n", res.reason);
     for (const auto& c : res.switch_changes)
       out += fmt::format("    switch {}: {} -> {}\n", c.key.substr(c.key.find('.') + 1), c.baseline, c.current);
+    if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("    {}\n", op);
     const size_t shown = std::min(res.differing_tensors.size(), kTensorsShown);
     for (size_t i = 0; i < shown; ++i) out += fmt::format("    {}\n", baseline_tensor_text(res.differing_tensors[i]));
     if (res.differing > shown) out += fmt::format("    ... and {} more tensors\n", res.differing - shown);

@@ -57,7 +57,8 @@ void baseline_section(std::string& out, const Report& r) {
     }
     rows += fmt::format("<tr class=\"baseline-result\" data-status=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                         to_string(res.status), baseline_failure(r, res) ? " data-fails=\"true\"" : "", esc(res.target), esc(res.config),
-                        status_badge(res.status), tensors_cell(res), esc(res.reason));
+                        status_badge(res.status), tensors_cell(res),
+                        esc(res.reason) + (changed_op_text(res).empty() ? "" : "<div class=\"changed-op\">" + esc(changed_op_text(res)) + "</div>"));
   }
   out += "<table class=\"baseline-results\"><thead><tr><th>target</th><th>configuration</th><th>against the baseline</th>"
          "<th>tensors</th><th>why</th></tr></thead><tbody>\n" + rows + "</tbody></table>\n";

@@ -211,7 +211,9 @@ json baseline_json(const BaselineComparison& b) {
                        {"explained_by", r.explained_by},
                        {"tensors", r.tensors},
                        {"differing", r.differing},
-                       {"differing_tensors", tensors}});
+                       {"differing_tensors", tensors},
+                       {"first_changed_op", r.first_changed_op ? root_cause_json(*r.first_changed_op) : json(nullptr)},
+                       {"op_note", r.op_note}});
   }
   return {{"source", b.source},
           {"schema", b.schema},
@@ -325,12 +327,22 @@ std::string render_json(const Report& r) {
 
 namespace detail {
 
+json op_stream_json(const OpStream& s) {
+  json ops = json::array();
+  for (const auto& o : s.ops)
+    ops.push_back({{"key", o.key}, {"op", o.op}, {"phase", o.phase}, {"direction", o.direction}, {"node", o.node},
+                   {"forward_op", o.forward_op}, {"module", o.module}, {"source", o.source}});
+  json threads = json::array();
+  for (const auto& t : s.threads) threads.push_back({{"thread", t.thread}, {"records", t.records}, {"packed", t.packed}});
+  return {{"format", 1}, {"ops", ops}, {"threads", threads}};
+}
+
 json config_head_json(const ConfigResult& c) {
   json switches = json::array();
   for (const auto& s : c.switches)
     switches.push_back({{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
                         {"effective", s.effective}});
-  return {{"config", c.name},
+  json head = {{"config", c.name},
           {"verdict", to_string(c.verdict)},
           {"message", c.message},
           {"repeats", c.repeats},
@@ -340,6 +352,8 @@ json config_head_json(const ConfigResult& c) {
                           {"ci95", {c.rate_ci_low, c.rate_ci_high}},
                           {"distinct_outcomes", c.distinct_outcomes}}},
           {"switches", switches}};
+  if (c.op_stream) head["op_stream"] = op_stream_json(*c.op_stream);
+  return head;
 }
 
 json digests_json(const std::vector<TensorDigest>& digests) {

@@ -301,6 +301,9 @@ BaselineResult baseline_result(const Node& n) {
     const std::string name = t.at("name").str();
     return BaselineTensor{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name)};
   });
+  // Reports written before op streams have neither.
+  if (n.has("first_changed_op") && !n.at("first_changed_op").null()) r.first_changed_op = root_cause(n.at("first_changed_op"));
+  if (n.has("op_note")) r.op_note = n.at("op_note").str();
   return r;
 }
 
@@ -449,6 +452,28 @@ void read_config_head(const Node& n, ConfigResult& c) {
   c.switches = n.at("switches").list([](const Node& s) {
     return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()};
   });
+  if (n.has("op_stream")) {
+    const Node o = n.at("op_stream");
+    if (o.at("format").i32() != 1) o.at("format").fail("unknown op stream format");
+    OpStream stream;
+    stream.ops = o.at("ops").list([](const Node& op) {
+      return OpStreamOp{op.at("key").str(), op.at("op").str(), op.at("phase").str(), op.at("direction").str(),
+                        op.at("node").str(), op.at("forward_op").str(), op.at("module").str(), op.at("source").str()};
+    });
+    stream.threads = o.at("threads").list([](const Node& t) {
+      OpStreamThread th;
+      const uint64_t thread = t.at("thread").u64();
+      if (thread > UINT32_MAX) t.at("thread").fail("expected a thread number below 2^32");
+      th.thread = static_cast<uint32_t>(thread);
+      th.records = t.at("records").u64();
+      th.packed = t.at("packed").str();
+      // 24 bytes a record in base64 without padding: 32 characters each.
+      if (th.packed.size() % 32 != 0 || th.packed.size() / 32 != th.records)
+        t.at("packed").fail("length does not match the record count");
+      return th;
+    });
+    c.op_stream = std::move(stream);
+  }
 }
 
 std::vector<TensorDigest> read_digests(const Node& n) {

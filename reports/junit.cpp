@@ -188,6 +188,7 @@ Outcome baseline_outcome(const Report& r, const BaselineResult& b, std::string& 
   for (const auto& t : b.differing_tensors) body += "  " + baseline_tensor_text(t) + "\n";
   if (b.differing > b.differing_tensors.size()) body += fmt::format("  ... and {} more tensors\n", b.differing - b.differing_tensors.size());
   if (!body.empty()) body = fmt::format("differing tensors ({}):\n{}", b.differing, body);
+  if (const std::string op = changed_op_text(b); !op.empty()) body = op + "\n" + body;
   switch (b.status) {
     case BaselineStatus::Match: return {};
     case BaselineStatus::Explained:

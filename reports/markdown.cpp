@@ -184,6 +184,7 @@ void baseline_section(std::string& out, const Report& r) {
     for (const auto& t : res.differing_tensors) names.push_back(code(t.name));
     if (res.differing > res.differing_tensors.size()) names.push_back(fmt::format("and {} more", res.differing - res.differing_tensors.size()));
     if (!names.empty()) out += fmt::format("  - differing tensors: {}\n", fmt::join(names, ", "));
+    if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("  - {}\n", md(op));
   }
   if (explained)
     out += fmt::format("\n> **Explained differences** do not fail the run: the results changed together with the environment. "

@@ -119,6 +119,18 @@ const FixCandidate* cheapest_fix(const FixSearch& f) {
   return best;
 }
 
+uint64_t OpStream::records() const {
+  uint64_t n = 0;
+  for (const auto& t : threads) n += t.records;
+  return n;
+}
+
+uint64_t OpStream::packed_bytes() const {
+  uint64_t n = 0;
+  for (const auto& t : threads) n += t.packed.size();
+  return n;
+}
+
 Tolerance default_tolerance(const std::string& dtype) {
   if (dtype == "float16" || dtype == "complex32") return {1e-5, 1e-3};
   if (dtype == "bfloat16") return {1e-5, 1.6e-2};

@@ -196,6 +196,32 @@ struct AllowedBy {
   std::string expires;
 };
 
+// A traced configuration's op stream, compact enough to keep in a report and a baseline, so that
+// a later run (--baseline, compare) can name the first op whose results changed (audit/trace/
+// op_stream.h has the format and the comparison). No tensor values: per record the hashes of its
+// input and output digests.
+struct OpStreamOp {      // one distinct op, what names it in a report
+  std::string key;       // 16 hex digits: hash of its structural key (kind, op, phase, node, input dtypes and shapes)
+  std::string op;
+  std::string phase;     // forward | backward | optimizer
+  std::string direction; // forward | backward | optimizer
+  std::string node;      // backward: the autograd node
+  std::string forward_op;
+  std::string module;
+  std::string source;
+};
+struct OpStreamThread {
+  uint32_t thread = 0;
+  uint64_t records = 0;
+  std::string packed;  // base64 of 24 bytes per record: op index, step, inputs hash, outputs hash (little-endian)
+};
+struct OpStream {
+  std::vector<OpStreamOp> ops;
+  std::vector<OpStreamThread> threads;
+  uint64_t records() const;
+  uint64_t packed_bytes() const;  // the records' share of the document: 32 characters per record
+};
+
 struct ConfigResult {
   std::string name;
   std::vector<SwitchValue> switches;
@@ -213,6 +239,7 @@ struct ConfigResult {
   std::vector<Trial> trials;
   std::optional<TraceSummary> trace;           // `run --trace` only
   std::optional<FixSearch> fix_search;         // `run --trace`, diverged configurations
+  std::optional<OpStream> op_stream;           // `run --trace`: the reference repeat's, for baselines
   std::optional<AllowedBy> allowed_by;         // --allowlist: a diverged or raised verdict that was accepted
   // Set by finalize: diverged, and every differing tensor within tolerance (all_within_tolerance);
   // tolerated when --tolerant accepted it for the exit code.
@@ -371,6 +398,10 @@ struct BaselineResult {
   size_t tensors = 0;                       // tensors compared: the union of both reference lists
   size_t differing = 0;                     // of those, differing in digest, dtype or shape, or on one side only
   std::vector<BaselineTensor> differing_tensors;  // the first kBaselineTensorsListed, in execution order
+  // Digests differ and both sides hold an op stream (--trace): the first op whose inputs matched
+  // the baseline's and whose outputs did not (runs_compared 1); op_note says why none is named.
+  std::optional<RootCause> first_changed_op;
+  std::string op_note;
 };
 
 struct BaselineComparison {

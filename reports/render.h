@@ -53,6 +53,9 @@ std::string switch_changes_text(const std::vector<SwitchChange>& changes);
 // default (threads 2 -> 1): first differing op aten::sum (forward) at model.py:3 - inputs matched,
 // output 0 differed; 2 later ops propagated", or the note when no op can be named.
 std::string config_cause_text(const ConfigCause& c);
+// A baseline result's changed op: "first changed op: aten::mm (forward) at model.py:4; 3 later ops
+// changed", or its note; "" when it has neither.
+std::string changed_op_text(const BaselineResult& r);
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 
 // The comparison with a baseline (reports/baseline_text.cpp): the section the text summaries print

@@ -46,6 +46,7 @@ std::string root_cause_place(const RootCause& r) {
 }
 
 std::string differing_outputs_text(const RootCause& r) {
+  if (r.differing_outputs.empty()) return "outputs differed";  // known from a hash over all of them
   std::string indices;
   for (const int i : r.differing_outputs) {
     if (!indices.empty()) indices += ", ";
@@ -67,6 +68,13 @@ std::string config_cause_text(const ConfigCause& c) {
   const RootCause& r = c.trace->root_causes.front();
   return fmt::format("{}: first differing op {} - inputs matched, {}; {} later ops propagated", head, root_cause_place(r),
                      differing_outputs_text(r), r.propagated);
+}
+
+std::string changed_op_text(const BaselineResult& r) {
+  if (r.first_changed_op)
+    return fmt::format("first changed op: {}; {} later op{} changed", root_cause_place(*r.first_changed_op),
+                       r.first_changed_op->propagated, r.first_changed_op->propagated == 1 ? "" : "s");
+  return r.op_note;
 }
 
 std::string tolerance_text(const DivergenceStats& s) {

@@ -18,6 +18,7 @@
 #include "audit/trial/runner.h"
 #include "audit/trace/trace_align.h"
 #include "audit/trace/trace_io.h"
+#include "audit/trace/op_stream.h"
 #include "audit/trial/trials.h"
 #include "audit/trial/worker.h"
 
@@ -149,9 +150,11 @@ Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vecto
 }
 
 // Reads the traces of a configuration's completed runs (the reference run first) and names the
-// root causes. A trace that cannot be read is left out, with a warning.
+// root causes; `stream` gets the reference run's op stream (for --save-baseline). A trace that
+// cannot be read is left out, with a warning.
 std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>& runs,
-                                                     const std::vector<std::string>& paths) {
+                                                     const std::vector<std::string>& paths,
+                                                     std::optional<report::OpStream>& stream) {
   const int ref = reference_index(runs);
   if (ref < 0) return std::nullopt;
   std::vector<size_t> order = {static_cast<size_t>(ref)};
@@ -170,6 +173,7 @@ std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>
     }
   }
   if (traces.empty()) return std::nullopt;
+  if (repeats.front() == runs[static_cast<size_t>(ref)].repeat) stream = trace::pack_op_stream(traces.front());
   return trace::analyse_traces(traces, repeats);
 }
 
@@ -224,7 +228,7 @@ void explain_dependence(report::ConfigDependence& dep, const std::vector<report:
 report::ConfigResult analyse(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
                              bool trace, const DiffFn& diff) {
   report::ConfigResult result = analyse_config(config, runs, diff);
-  if (trace) result.trace = summarise_traces(runs, traces);
+  if (trace) result.trace = summarise_traces(runs, traces, result.op_stream);
   return result;
 }
 

@@ -392,3 +392,137 @@ TEST_CASE("probes --save-baseline, then --baseline: matches, the positive contro
   none.insert(none.end(), {"--only", "test.alert", "--baseline", golden});
   ra::test::expect_error(dir, none, 3, "has no target of this run: it holds probes test.nondet-sum, test.stable, this run has probe test.alert");
 }
+
+namespace {
+
+// A product, a full sum (one partial sum per thread, so its bits follow the thread count) and a product.
+constexpr const char* kSumModel = R"JIT(
+def forward(self, x):
+    h = x * self.scale
+    s = torch.sum(h)
+    return s * self.scale
+)JIT";
+
+std::vector<std::string> sum_run(const ra::test::TempDir& dir, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "default",
+                                   "--repeats", "2", "--trace", "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("run --trace --baseline: the environment change that explains new bits comes with the first op it changed") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("sum.pt"), kSumModel, {{"scale", {1}}});
+  const std::string golden = fresh(RA_REPORT_DIR, "baseline-traced.json");
+  {
+    const Env two("OMP_NUM_THREADS", "2");
+    const auto save = run_cli(sum_run(dir, {"--save-baseline", golden}));
+    CAPTURE(save.err);
+    REQUIRE(save.code == 0);
+  }
+  const json g = ra::test::read_json(golden);
+  const json& stream = g["targets"][0]["configs"][0]["op_stream"];
+  REQUIRE(stream.is_object());
+  CHECK(stream["threads"][0]["records"] == 3);
+  CHECK(stream["threads"][0]["packed"].get<std::string>().size() == 3 * 32);  // 32 bytes per record
+  CHECK(stream["ops"].size() == 3);
+  CHECK(g.dump().find("\"digest\":\"") != std::string::npos);  // the final tensors' digests, as always ...
+  CHECK(stream.dump().find("digest") == std::string::npos);     // ... but no op's tensor digest
+
+  const Env one("OMP_NUM_THREADS", "1");
+  const std::string report = fresh(RA_REPORT_DIR, "run-baseline-traced.json");
+  const auto r = run_cli(sum_run(dir, {"--baseline", golden, "--report", report, "--markdown", dir.file("r.md"), "--junit",
+                                       dir.file("r.xml"), "--html", dir.file("r.html")}));
+  CAPTURE(r.err);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  const json j = ra::test::read_json(report);
+  const json& def = result_of(j, "default");
+  CHECK(def["status"] == "explained");
+  REQUIRE(def["first_changed_op"].is_object());
+  CHECK(def["first_changed_op"]["op"] == "aten::sum");
+  CHECK(def["first_changed_op"]["direction"] == "forward");
+  CHECK(def["first_changed_op"]["propagated"] == 1);  // the product after it
+  CHECK(def["op_note"] == "");
+  const std::string line = "first changed op: aten::sum (forward) at ";
+  CHECK(r.out.find("    " + line) != std::string::npos);
+  CHECK(r.out.find("1 later op changed") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.md")).find(line) != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.xml")).find(line) != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.html")).find("<div class=\"changed-op\">" + line) != std::string::npos);
+
+  // compare of the two traced reports says the same, with no run.
+  const std::string first = dir.file("first.json");
+  {
+    const Env two("OMP_NUM_THREADS", "2");
+    REQUIRE(run_cli(sum_run(dir, {"--report", first})).code == 0);
+  }
+  const auto c = run_cli({"compare", first, report, "--json"});
+  CAPTURE(c.err);
+  CHECK(c.code == 0);
+  const json cj = json::parse(c.out);
+  CHECK(result_of(cj, "default")["first_changed_op"]["op"] == "aten::sum");
+}
+
+TEST_CASE("run --trace --baseline: new bits in an unchanged environment are a regression, with the op that changed") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("sum.pt"), kSumModel, {{"scale", {1}}});
+  REQUIRE(run_cli(sum_run(dir, {"--save-baseline", dir.file("g.json")})).code == 0);
+  // Tamper with the output's digest and with the outputs hash of the sum's record: bytes 18..23
+  // of a record are its last 8 base64 characters, all in the outputs hash.
+  json g = ra::test::read_json(dir.file("g.json"));
+  json& config = g["targets"][0]["configs"][0];
+  for (auto& t : config["reference_digests"])
+    if (t["name"] == "output") t["digest"] = std::string(32, '0');
+  size_t sum = 0;
+  while (sum < config["op_stream"]["ops"].size() && config["op_stream"]["ops"][sum]["op"] != "aten::sum") ++sum;
+  REQUIRE(sum < config["op_stream"]["ops"].size());
+  std::string packed = config["op_stream"]["threads"][0]["packed"];
+  char& last = packed[sum * 32 + 31];
+  last = last == 'A' ? 'B' : 'A';
+  config["op_stream"]["threads"][0]["packed"] = packed;
+  spit(dir.file("tampered.json"), g.dump(2));
+  const auto r = run_cli(sum_run(dir, {"--baseline", dir.file("tampered.json"), "--report", dir.file("r.json")}));
+  CAPTURE(r.out);
+  CHECK(r.code == 1);
+  const json rj = ra::test::read_json(dir.file("r.json"));
+  const json& res = result_of(rj, "default");
+  CHECK(res["status"] == "regression");
+  CHECK(res["first_changed_op"]["op"] == "aten::sum");
+  CHECK(r.out.find("first changed op: aten::sum (forward)") != std::string::npos);
+
+  // A baseline without a trace: the comparison works as before and says why no op is named.
+  REQUIRE(run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "default", "--repeats", "2", "--quiet",
+                   "--save-baseline", dir.file("plain.json")})
+              .code == 0);
+  json plain = ra::test::read_json(dir.file("plain.json"));
+  CHECK_FALSE(plain["targets"][0]["configs"][0].contains("op_stream"));
+  for (auto& t : plain["targets"][0]["configs"][0]["reference_digests"])
+    if (t["name"] == "output") t["digest"] = std::string(32, '0');
+  spit(dir.file("plain-tampered.json"), plain.dump(2));
+  const auto p = run_cli(sum_run(dir, {"--baseline", dir.file("plain-tampered.json"), "--report", dir.file("p.json")}));
+  CHECK(p.code == 1);
+  const json pj = ra::test::read_json(dir.file("p.json"));
+  const json& pres = result_of(pj, "default");
+  CHECK(pres["status"] == "regression");
+  CHECK(pres["first_changed_op"].is_null());
+  CHECK(pres["op_note"] == "no op can be named: the baseline holds no trace (save it with --save-baseline and --trace)");
+  CHECK(p.out.find("    no op can be named: the baseline holds no trace") != std::string::npos);
+
+  // A stream that cannot be decoded is a note, not a crash.
+  json broken = g;
+  broken["targets"][0]["configs"][0]["op_stream"]["threads"][0]["packed"] = std::string(3 * 32, '*');
+  spit(dir.file("broken.json"), broken.dump(2));
+  const auto b = run_cli(sum_run(dir, {"--baseline", dir.file("broken.json"), "--report", dir.file("b.json")}));
+  CHECK(b.code == 1);
+  const json bj = ra::test::read_json(dir.file("b.json"));
+  CHECK(result_of(bj, "default")["op_note"].get<std::string>().find("could not be read") != std::string::npos);
+  // One whose length disagrees with its record count is a bad baseline (exit 3).
+  broken["targets"][0]["configs"][0]["op_stream"]["threads"][0]["packed"] = std::string(31, 'A');
+  spit(dir.file("short.json"), broken.dump(2));
+  const auto s = run_cli(sum_run(dir, {"--baseline", dir.file("short.json")}));
+  CHECK(s.code == 3);
+  CHECK(s.err.find("length does not match the record count") != std::string::npos);
+}

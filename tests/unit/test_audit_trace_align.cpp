@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/trace/trace_align.h"
 #include "audit/trace/trace_io.h"
+#include "audit/trace/op_stream.h"
 
 #include "audit/common/files.h"
 
@@ -440,4 +441,58 @@ TEST_CASE("read_trace: TraceError names the file and the line") {
   bad.replace(bad.find("\"op\":\"aten::relu\""), 17, "\"op\":17");
   CHECK(error_of(bad).find("line 3: malformed record") != std::string::npos);
   CHECK_THROWS_AS(ra::trace::read_trace(dir.path() + "/missing.trace"), ra::trace::TraceError);
+}
+
+TEST_CASE("op streams: 32 characters a record, a shared op table, and the first changed op named from them") {
+  Builder a;
+  a.op("aten::mm", {"x", "w"}, {"h"}).source = "model.py:3";
+  a.op("aten::relu", {"h"}, {"r"});
+  a.op("aten::sum", {"r"}, {"s"}).module = "head";
+  a.op("aten::relu", {"h"}, {"r"});  // the same op again: one table entry
+  const auto stream = ra::trace::pack_op_stream(a.trace);
+  REQUIRE(stream.threads.size() == 1);
+  CHECK(stream.threads[0].records == 4);
+  CHECK(stream.threads[0].packed.size() == 4 * 32);
+  CHECK(stream.packed_bytes() == 128);
+  CHECK(stream.ops.size() == 3);
+  CHECK(stream.ops[0].source == "model.py:3");
+  CHECK(ra::trace::compare_op_streams(stream, stream).identical());
+
+  // relu now writes other bits from the same inputs: it is named, the ops after it propagate.
+  Builder b;
+  b.op("aten::mm", {"x", "w"}, {"h"});
+  b.op("aten::relu", {"h"}, {"r2"});
+  b.op("aten::sum", {"r2"}, {"s2"});
+  b.op("aten::relu", {"h"}, {"r"});
+  const auto changed = ra::trace::compare_op_streams(stream, ra::trace::pack_op_stream(b.trace));
+  REQUIRE(changed.first_changed.has_value());
+  CHECK(changed.first_changed->op == "aten::relu");
+  CHECK(changed.first_changed->direction == "forward");
+  CHECK(changed.first_changed->position == 1);
+  CHECK(changed.changed_ops == 2);
+  CHECK(changed.first_changed->propagated == 1);
+  CHECK(changed.unmatched_baseline == 0);
+
+  // An op inserted: counted as unmatched, the rest still aligned.
+  Builder c;
+  c.op("aten::mm", {"x", "w"}, {"h"});
+  c.op("aten::clone", {"h"}, {"h"});
+  c.op("aten::relu", {"h"}, {"r"});
+  c.op("aten::sum", {"r"}, {"s"}).module = "head";
+  c.op("aten::relu", {"h"}, {"r"});
+  const auto inserted = ra::trace::compare_op_streams(stream, ra::trace::pack_op_stream(c.trace));
+  CHECK(inserted.unmatched_current == 1);
+  CHECK(inserted.unmatched_baseline == 0);
+  CHECK_FALSE(inserted.first_changed.has_value());
+
+  // Damaged streams are errors to report, not crashes.
+  auto bad = stream;
+  bad.threads[0].packed[5] = '*';
+  CHECK_THROWS_AS(ra::trace::compare_op_streams(bad, stream), ra::trace::OpStreamError);
+  auto beyond = stream;
+  beyond.ops.resize(1);
+  CHECK_THROWS_AS(ra::trace::compare_op_streams(beyond, stream), ra::trace::OpStreamError);
+  auto short_stream = stream;
+  short_stream.threads[0].packed.pop_back();
+  CHECK_THROWS_AS(ra::trace::compare_op_streams(stream, short_stream), ra::trace::OpStreamError);
 }
