@@ -176,6 +176,9 @@ def check_counts(c, dom, report):
     c.eq("target details", [d.attrs.get("data-verdict") for d in dom.find("details", cls="target")],
          [t["verdict"] for t in targets])
     traced = [cfg["trace"] for cfg in configs if cfg.get("trace")]
+    # Then where configuration-dependent targets part (configuration_dependence.causes).
+    traced += [cause["trace"] for t in targets for cause in ((t.get("configuration_dependence") or {}).get("causes") or [])
+               if cause.get("trace")]
     c.eq("root causes", len(dom.find("tr", cls="root-cause")), sum(len(t["root_causes"]) for t in traced))
     c.eq("root-cause ops", [n.attrs.get("data-op") for n in dom.find("tr", cls="root-cause")],
          [rc["op"] for t in traced for rc in t["root_causes"]])
