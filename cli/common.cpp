@@ -211,7 +211,7 @@ int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& a
       for (const auto& c : t.configs)
         if (c.op_stream) records += c.op_stream->records(), bytes += c.op_stream->packed_bytes();
     if (records > 0)
-      log::info("baseline {}: op streams of {} records stored in {} bytes ({:.0f} per record) and a table of their ops",
+      log::info("baseline {}: op streams of {} records stored in {} bytes ({:.0f} per record)",
                 a.save_baseline, records, bytes, static_cast<double>(bytes) / static_cast<double>(records));
   }
   check_stop();

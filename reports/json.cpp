@@ -330,11 +330,16 @@ namespace detail {
 json op_stream_json(const OpStream& s) {
   json ops = json::array();
   for (const auto& o : s.ops)
-    ops.push_back({{"key", o.key}, {"op", o.op}, {"phase", o.phase}, {"direction", o.direction}, {"node", o.node},
+    ops.push_back({{"op", o.op}, {"phase", o.phase}, {"direction", o.direction}, {"node", o.node},
                    {"forward_op", o.forward_op}, {"module", o.module}, {"source", o.source}});
   json threads = json::array();
-  for (const auto& t : s.threads) threads.push_back({{"thread", t.thread}, {"records", t.records}, {"packed", t.packed}});
-  return {{"format", 1}, {"ops", ops}, {"threads", threads}};
+  for (const auto& t : s.threads) {
+    threads.push_back({{"thread", t.thread}, {"records", t.records}, {"packed", t.packed}});
+    if (!t.names.empty()) threads.back()["names"] = t.names;
+  }
+  json out = {{"format", 1}, {"threads", threads}};
+  if (!s.ops.empty()) out["ops"] = ops;
+  return out;
 }
 
 json config_head_json(const ConfigResult& c) {

@@ -456,10 +456,11 @@ void read_config_head(const Node& n, ConfigResult& c) {
     const Node o = n.at("op_stream");
     if (o.at("format").i32() != 1) o.at("format").fail("unknown op stream format");
     OpStream stream;
-    stream.ops = o.at("ops").list([](const Node& op) {
-      return OpStreamOp{op.at("key").str(), op.at("op").str(), op.at("phase").str(), op.at("direction").str(),
-                        op.at("node").str(), op.at("forward_op").str(), op.at("module").str(), op.at("source").str()};
-    });
+    if (o.has("ops"))
+      stream.ops = o.at("ops").list([](const Node& op) {
+        return OpStreamOp{op.at("op").str(), op.at("phase").str(), op.at("direction").str(), op.at("node").str(),
+                          op.at("forward_op").str(), op.at("module").str(), op.at("source").str()};
+      });
     stream.threads = o.at("threads").list([](const Node& t) {
       OpStreamThread th;
       const uint64_t thread = t.at("thread").u64();
@@ -467,9 +468,14 @@ void read_config_head(const Node& n, ConfigResult& c) {
       th.thread = static_cast<uint32_t>(thread);
       th.records = t.at("records").u64();
       th.packed = t.at("packed").str();
-      // 24 bytes a record in base64 without padding: 32 characters each.
+      // 24 bytes a record in base64 without padding: 32 characters each; names 4 each.
       if (th.packed.size() % 32 != 0 || th.packed.size() / 32 != th.records)
         t.at("packed").fail("length does not match the record count");
+      if (t.has("names")) {
+        th.names = t.at("names").str();
+        if (th.names.size() % 4 != 0 || th.names.size() / 4 != th.records)
+          t.at("names").fail("length does not match the record count");
+      }
       return th;
     });
     c.op_stream = std::move(stream);

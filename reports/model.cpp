@@ -131,6 +131,12 @@ uint64_t OpStream::packed_bytes() const {
   return n;
 }
 
+OpStream OpStream::without_names() const {
+  OpStream out;
+  for (const auto& t : threads) out.threads.push_back({t.thread, t.records, t.packed, ""});
+  return out;
+}
+
 Tolerance default_tolerance(const std::string& dtype) {
   if (dtype == "float16" || dtype == "complex32") return {1e-5, 1e-3};
   if (dtype == "bfloat16") return {1e-5, 1.6e-2};

@@ -198,10 +198,10 @@ struct AllowedBy {
 
 // A traced configuration's op stream, compact enough to keep in a report and a baseline, so that
 // a later run (--baseline, compare) can name the first op whose results changed (audit/trace/
-// op_stream.h has the format and the comparison). No tensor values: per record the hashes of its
-// input and output digests.
+// op_stream.h has the format and the comparison). No tensor values: per record a hash of what the
+// op is and hashes of its inputs' and outputs' digests. What names the ops (`ops` and each
+// thread's `names`) is kept in reports only; a baseline keeps the 32 characters per record.
 struct OpStreamOp {      // one distinct op, what names it in a report
-  std::string key;       // 16 hex digits: hash of its structural key (kind, op, phase, node, input dtypes and shapes)
   std::string op;
   std::string phase;     // forward | backward | optimizer
   std::string direction; // forward | backward | optimizer
@@ -213,13 +213,16 @@ struct OpStreamOp {      // one distinct op, what names it in a report
 struct OpStreamThread {
   uint32_t thread = 0;
   uint64_t records = 0;
-  std::string packed;  // base64 of 24 bytes per record: op index, step, inputs hash, outputs hash (little-endian)
+  std::string packed;  // base64, 24 bytes per record: key hash (48 bits), step (16), inputs hash (64), outputs hash (64)
+  std::string names;   // base64, 3 bytes per record: its index in `ops` ("" in a baseline)
 };
 struct OpStream {
-  std::vector<OpStreamOp> ops;
+  std::vector<OpStreamOp> ops;  // empty in a baseline
   std::vector<OpStreamThread> threads;
   uint64_t records() const;
-  uint64_t packed_bytes() const;  // the records' share of the document: 32 characters per record
+  uint64_t packed_bytes() const;  // the records: 32 characters each
+  // The same stream without what names the ops, as a baseline keeps it.
+  OpStream without_names() const;
 };
 
 struct ConfigResult {

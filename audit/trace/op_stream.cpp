@@ -16,6 +16,8 @@ namespace {
 
 constexpr size_t kRecordBytes = 24;
 constexpr size_t kRecordChars = 32;  // base64 of 24 bytes, no padding
+constexpr size_t kNameChars = 4;     // base64 of a 3-byte op index
+constexpr uint64_t kKeyMask = (uint64_t{1} << 48) - 1;
 
 // FNV-1a, 64 bits: stable across builds and machines, unlike std::hash.
 class Hash {
@@ -47,14 +49,12 @@ void add_tensors(Hash& h, const std::vector<TensorRef>& tensors, bool digests) {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-std::string base64(const std::array<unsigned char, kRecordBytes>& b) {
-  std::string out;
-  out.reserve(kRecordChars);
-  for (size_t i = 0; i < kRecordBytes; i += 3) {
+// Base64 of `n` bytes, n a multiple of 3 (so no padding).
+void base64(std::string& out, const unsigned char* b, size_t n) {
+  for (size_t i = 0; i < n; i += 3) {
     const uint32_t v = (uint32_t{b[i]} << 16) | (uint32_t{b[i + 1]} << 8) | b[i + 2];
     for (int shift = 18; shift >= 0; shift -= 6) out += kAlphabet[(v >> shift) & 63];
   }
-  return out;
 }
 
 int sextet(char c) {
@@ -77,35 +77,55 @@ uint64_t get(const unsigned char* in, int bytes) {
 }
 
 struct Packed {
-  uint32_t op = 0;
+  uint64_t key = 0;  // 48 bits
   uint32_t step = 0;
   uint64_t inputs = 0;
   uint64_t outputs = 0;
 };
 
-std::vector<Packed> unpack(const report::OpStreamThread& t, size_t ops) {
+// Decodes `chars` (4 characters per 3 bytes) into `out`; false when a character is not base64.
+bool unbase64(const char* chars, size_t n, unsigned char* out) {
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const int s = sextet(chars[i + k]);
+      if (s < 0) return false;
+      v = (v << 6) | static_cast<uint32_t>(s);
+    }
+    out[i / 4 * 3] = static_cast<unsigned char>(v >> 16);
+    out[i / 4 * 3 + 1] = static_cast<unsigned char>(v >> 8);
+    out[i / 4 * 3 + 2] = static_cast<unsigned char>(v);
+  }
+  return true;
+}
+
+std::vector<Packed> unpack(const report::OpStreamThread& t) {
   if (t.packed.size() != t.records * kRecordChars)
     throw OpStreamError(fmt::format("thread {}: {} characters for {} records", t.thread, t.packed.size(), t.records));
   std::vector<Packed> out;
   out.reserve(t.records);
   std::array<unsigned char, kRecordBytes> b{};
   for (size_t r = 0; r < t.records; ++r) {
-    const char* chars = t.packed.data() + r * kRecordChars;
-    for (size_t i = 0; i < kRecordChars; i += 4) {
-      uint32_t v = 0;
-      for (size_t k = 0; k < 4; ++k) {
-        const int s = sextet(chars[i + k]);
-        if (s < 0) throw OpStreamError(fmt::format("thread {}: record {} is not base64", t.thread, r));
-        v = (v << 6) | static_cast<uint32_t>(s);
-      }
-      b[i / 4 * 3] = static_cast<unsigned char>(v >> 16);
-      b[i / 4 * 3 + 1] = static_cast<unsigned char>(v >> 8);
-      b[i / 4 * 3 + 2] = static_cast<unsigned char>(v);
-    }
-    Packed p{static_cast<uint32_t>(get(b.data(), 4)), static_cast<uint32_t>(get(b.data() + 4, 4)), get(b.data() + 8, 8),
-             get(b.data() + 16, 8)};
-    if (p.op >= ops) throw OpStreamError(fmt::format("thread {}: record {} names op {} of {}", t.thread, r, p.op, ops));
-    out.push_back(p);
+    if (!unbase64(t.packed.data() + r * kRecordChars, kRecordChars, b.data()))
+      throw OpStreamError(fmt::format("thread {}: record {} is not base64", t.thread, r));
+    out.push_back({get(b.data(), 6), static_cast<uint32_t>(get(b.data() + 6, 2)), get(b.data() + 8, 8), get(b.data() + 16, 8)});
+  }
+  return out;
+}
+
+// The op-table index of each record, or an empty vector when the stream keeps no names.
+std::vector<uint32_t> unpack_names(const report::OpStreamThread& t, size_t ops) {
+  std::vector<uint32_t> out;
+  if (t.names.empty()) return out;
+  if (t.names.size() != t.records * kNameChars)
+    throw OpStreamError(fmt::format("thread {}: {} name characters for {} records", t.thread, t.names.size(), t.records));
+  std::array<unsigned char, 3> b{};
+  for (size_t r = 0; r < t.records; ++r) {
+    if (!unbase64(t.names.data() + r * kNameChars, kNameChars, b.data()))
+      throw OpStreamError(fmt::format("thread {}: the name of record {} is not base64", t.thread, r));
+    const auto index = static_cast<uint32_t>(get(b.data(), 3));
+    if (index >= ops) throw OpStreamError(fmt::format("thread {}: record {} names op {} of {}", t.thread, r, index, ops));
+    out.push_back(index);
   }
   return out;
 }
@@ -118,10 +138,12 @@ report::OpStream pack_op_stream(const Trace& trace) {
   report::OpStream out;
   std::unordered_map<uint64_t, size_t> index_of_order;
   for (size_t i = 0; i < trace.records.size(); ++i) index_of_order[trace.records[i].order] = i;
-  std::unordered_map<std::string, uint32_t> op_index;  // key + naming fields -> index in out.ops
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string, std::string, std::string>, uint32_t>
+      op_index;
   std::map<uint32_t, size_t> thread_slot;
   for (size_t i = 0; i < trace.records.size(); ++i) {
     const Record& r = trace.records[i];
+    // What the op is (alignment's key without the step, which the record holds apart).
     Hash key;
     key.add(r.kind).add(r.op).add(r.phase);
     if (r.parent >= 0) {
@@ -129,29 +151,31 @@ report::OpStream pack_op_stream(const Trace& trace) {
       key.add(p == index_of_order.end() ? std::string("?") : trace.records[p->second].op);
     }
     add_tensors(key, r.inputs, false);
-    const Provenance where = provenance(trace, i);
-    report::OpStreamOp op{fmt::format("{:016x}", key.value()), r.op, r.phase, where.direction, where.node, where.forward_op,
-                          where.module, where.source};
-    const std::string identity = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", op.key, op.direction, op.node,
-                                             op.forward_op, op.module, op.source, op.phase);
-    const auto [it, fresh] = op_index.try_emplace(identity, static_cast<uint32_t>(out.ops.size()));
-    if (fresh) out.ops.push_back(std::move(op));
-
     Hash inputs;
     add_tensors(inputs, r.inputs, true);
     inputs.add(r.scalars);
     Hash outputs;
     add_tensors(outputs, r.outputs, true);
     std::array<unsigned char, kRecordBytes> b{};
-    put(b.data(), it->second, 4);
-    put(b.data() + 4, static_cast<uint64_t>(std::max(r.step, 0)), 4);
+    put(b.data(), key.value() & kKeyMask, 6);
+    put(b.data() + 6, static_cast<uint64_t>(std::clamp(r.step, 0, 0xffff)), 2);
     put(b.data() + 8, inputs.value(), 8);
     put(b.data() + 16, outputs.value(), 8);
 
+    // What names it: one table entry per distinct op and place in the model.
+    const Provenance where = provenance(trace, i);
+    const auto [it, fresh] = op_index.try_emplace(
+        std::tuple(r.op, r.phase, where.direction, where.node, where.forward_op, where.module, where.source),
+        static_cast<uint32_t>(out.ops.size()));
+    if (fresh) out.ops.push_back({r.op, r.phase, where.direction, where.node, where.forward_op, where.module, where.source});
+    std::array<unsigned char, 3> name{};
+    put(name.data(), it->second, 3);
+
     const auto [slot, new_thread] = thread_slot.try_emplace(r.thread, out.threads.size());
-    if (new_thread) out.threads.push_back({r.thread, 0, ""});
+    if (new_thread) out.threads.push_back({r.thread, 0, "", ""});
     report::OpStreamThread& t = out.threads[slot->second];
-    t.packed += base64(b);
+    base64(t.packed, b.data(), b.size());
+    base64(t.names, name.data(), name.size());
     ++t.records;
   }
   std::sort(out.threads.begin(), out.threads.end(), [](const auto& a, const auto& b) { return a.thread < b.thread; });
@@ -160,13 +184,13 @@ report::OpStream pack_op_stream(const Trace& trace) {
 
 OpStreamComparison compare_op_streams(const report::OpStream& baseline, const report::OpStream& current) {
   OpStreamComparison out;
-  // Alignment keys: (the op's structural key, step), interned over both streams.
-  std::map<std::pair<std::string, uint32_t>, uint32_t> keys;
-  const auto intern = [&](const report::OpStream& s, const std::vector<Packed>& records) {
+  // Alignment keys: (what the op is, step), interned over both streams.
+  std::unordered_map<uint64_t, uint32_t> keys;
+  const auto intern = [&](const std::vector<Packed>& records) {
     std::vector<uint32_t> ids;
     ids.reserve(records.size());
     for (const auto& p : records)
-      ids.push_back(keys.try_emplace({s.ops[p.op].key, p.step}, static_cast<uint32_t>(keys.size())).first->second);
+      ids.push_back(keys.try_emplace((p.key << 16) | p.step, static_cast<uint32_t>(keys.size())).first->second);
     return ids;
   };
   const auto thread_of = [](const report::OpStream& s, uint32_t thread) -> const report::OpStreamThread* {
@@ -180,38 +204,47 @@ OpStreamComparison compare_op_streams(const report::OpStream& baseline, const re
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
 
-  // The first changed op so far: (step, phase rank, thread, index) orders the candidates.
+  // The first changed op so far, ordered by (step, phase rank, thread, index), and its name.
   std::optional<std::tuple<uint32_t, int, uint32_t, size_t>> best;
-  const report::OpStreamOp* best_op = nullptr;
+  std::optional<uint32_t> best_name;
   for (const uint32_t thread : threads) {
     const auto* bt = thread_of(baseline, thread);
     const auto* ct = thread_of(current, thread);
-    const std::vector<Packed> b = bt ? unpack(*bt, baseline.ops.size()) : std::vector<Packed>{};
-    const std::vector<Packed> c = ct ? unpack(*ct, current.ops.size()) : std::vector<Packed>{};
-    const auto pairs = align_sequences(intern(baseline, b), intern(current, c));
+    const std::vector<Packed> b = bt ? unpack(*bt) : std::vector<Packed>{};
+    const std::vector<Packed> c = ct ? unpack(*ct) : std::vector<Packed>{};
+    const std::vector<uint32_t> names = ct ? unpack_names(*ct, current.ops.size()) : std::vector<uint32_t>{};
+    const auto pairs = align_sequences(intern(b), intern(c));
     out.unmatched_baseline += b.size() - pairs.size();
     out.unmatched_current += c.size() - pairs.size();
     for (const auto& [i, j] : pairs) {
       if (b[i].outputs == c[j].outputs) continue;
       ++out.changed_ops;
       if (b[i].inputs != c[j].inputs) continue;
-      const report::OpStreamOp& op = current.ops[c[j].op];
-      const auto rank = std::tuple(c[j].step, phase_rank(op.phase), thread, j);
-      if (!best || rank < *best) {
-        best = rank;
-        best_op = &op;
+      const std::optional<uint32_t> name = names.empty() ? std::nullopt : std::optional<uint32_t>(names[j]);
+      const int rank = name ? phase_rank(current.ops[*name].phase) : 0;
+      const auto at = std::tuple(c[j].step, rank, thread, j);
+      if (!best || at < *best) {
+        best = at;
+        best_name = name;
       }
     }
   }
   if (best) {
     report::RootCause rc;
-    rc.op = best_op->op;
-    rc.direction = best_op->direction;
-    rc.node = best_op->node;
-    rc.forward_op = best_op->forward_op;
-    rc.module = best_op->module;
-    rc.source = best_op->source;
-    rc.phase = best_op->phase;
+    if (best_name) {
+      const report::OpStreamOp& op = current.ops[*best_name];
+      rc.op = op.op;
+      rc.direction = op.direction;
+      rc.node = op.node;
+      rc.forward_op = op.forward_op;
+      rc.module = op.module;
+      rc.source = op.source;
+      rc.phase = op.phase;
+    } else {
+      // Two baselines: neither keeps names, only where the op sits.
+      rc.op = fmt::format("record {} of thread {}", std::get<3>(*best), std::get<2>(*best));
+      rc.direction = "unknown";
+    }
     rc.step = static_cast<int>(std::get<0>(*best));
     rc.thread = std::get<2>(*best);
     rc.position = std::get<3>(*best);

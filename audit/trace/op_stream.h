@@ -7,24 +7,26 @@
 // not. Traces name that op between runs of one audit (trace_align.h), but a trace holds every
 // tensor digest of every op, megabytes for a real model, too much for a baseline kept in git.
 //
-// The approach. A report::OpStream keeps, per thread, one 24-byte record per traced op: the index
-// of a distinct op (its structural key, the same identity alignment uses except the step, and
-// what names it: op, phase, direction, node, forward op, module, source), the train step, and two
-// 64-bit FNV-1a hashes, one over the op's inputs (dtypes, shapes, digests, non-tensor arguments)
-// and one over its outputs. Records are packed little-endian and base64-encoded: 32 characters
-// each, in one string per thread. The table of distinct ops is shared by all records (a model's
-// op appears once however many steps run).
+// The approach. A report::OpStream keeps, per thread, one 24-byte record per traced op: a 48-bit
+// hash of what the op is (alignment's structural key without the step: kind, op, phase,
+// enclosing node, input dtypes and shapes), the train step (16 bits), and two 64-bit FNV-1a
+// hashes, one over the op's inputs (dtypes, shapes, digests, non-tensor arguments) and one over
+// its outputs. Records are packed little-endian and base64-encoded: 32 characters each, in one
+// string per thread. That is all a baseline keeps. A report also keeps what names each record:
+// a table of distinct ops (op, phase, direction, node, forward op, module, source) and per thread
+// a 3-byte table index per record (4 characters), so that the current side of a comparison can
+// say where in the model its first changed op is.
 //
 // Comparing two streams (the baseline's and the current run's) follows compare_runs: per thread,
-// the (op key, step) sequences are aligned (align_sequences, Myers' LCS), and the matched pairs
+// the (op hash, step) sequences are aligned (align_sequences, Myers' LCS), and the matched pairs
 // are walked in order. The first pair whose inputs hash matched and whose outputs hash did not is
 // the first changed op; over all threads the earliest by step, then phase (forward, backward,
 // optimizer), then thread, is named. Every other matched pair whose outputs differ counts as
 // changed (propagated, or a further independent change). Records left unmatched are counted: the
 // op streams differ structurally there (another kernel choice that shows up as another op).
 //
-// The cost. Packing is O(N) in the records; the stream costs 32 bytes per record plus the op
-// table. Comparing costs what align_sequences costs: O((N+M)·D).
+// The cost. Packing is O(N) in the records; a baseline's stream costs 32 bytes per record, a
+// report's 36 plus the op table. Comparing costs what align_sequences costs: O((N+M)·D).
 #pragma once
 
 #include "audit/trace/trace_record.h"
@@ -47,7 +49,8 @@ class OpStreamError : public std::runtime_error {
 report::OpStream pack_op_stream(const Trace& trace);
 
 struct OpStreamComparison {
-  std::optional<report::RootCause> first_changed;  // named from the current stream's op table
+  // Named from the current stream's op table; "record N of thread T" when it has none (a baseline).
+  std::optional<report::RootCause> first_changed;
   uint64_t changed_ops = 0;                        // matched ops whose outputs differ (first_changed included)
   uint64_t unmatched_baseline = 0;                 // records of each side left out of the alignment
   uint64_t unmatched_current = 0;

@@ -147,14 +147,16 @@ c10::ArrayRef<const c10::IValue> last(c10::ArrayRef<const c10::IValue> values, s
 }
 
 // "encoder.layers.0" from the interpreter's module hierarchy ("TOP(Model)::forward",
-// "encoder(Encoder)::forward", ...); "" at the top level or outside the interpreter.
+// "encoder(Encoder)::forward", ...); "" at the top level or outside the interpreter. A method a
+// module calls on itself (torchvision's `self._conv_forward`) adds a "SELF(...)" entry: not a
+// submodule, so it is left out ("conv1", not "SELF.conv1.SELF").
 std::string module_path() {
   std::string path;
   const auto hierarchy = torch::jit::currentModuleHierarchy();
   for (size_t i = 1; i < hierarchy.size(); ++i) {
     const std::string& entry = hierarchy[i];
     const std::string name = entry.substr(0, entry.find('('));
-    if (name.empty()) continue;
+    if (name.empty() || name == "SELF") continue;
     if (!path.empty()) path += '.';
     path += name;
   }

@@ -430,7 +430,8 @@ TEST_CASE("run --trace --baseline: the environment change that explains new bits
   REQUIRE(stream.is_object());
   CHECK(stream["threads"][0]["records"] == 3);
   CHECK(stream["threads"][0]["packed"].get<std::string>().size() == 3 * 32);  // 32 bytes per record
-  CHECK(stream["ops"].size() == 3);
+  CHECK_FALSE(stream.contains("ops"));  // what names the ops stays in reports
+  CHECK_FALSE(stream["threads"][0].contains("names"));
   CHECK(g.dump().find("\"digest\":\"") != std::string::npos);  // the final tensors' digests, as always ...
   CHECK(stream.dump().find("digest") == std::string::npos);     // ... but no op's tensor digest
 
@@ -479,9 +480,7 @@ TEST_CASE("run --trace --baseline: new bits in an unchanged environment are a re
   json& config = g["targets"][0]["configs"][0];
   for (auto& t : config["reference_digests"])
     if (t["name"] == "output") t["digest"] = std::string(32, '0');
-  size_t sum = 0;
-  while (sum < config["op_stream"]["ops"].size() && config["op_stream"]["ops"][sum]["op"] != "aten::sum") ++sum;
-  REQUIRE(sum < config["op_stream"]["ops"].size());
+  const size_t sum = 1;  // the records: x * scale, the sum, s * scale
   std::string packed = config["op_stream"]["threads"][0]["packed"];
   char& last = packed[sum * 32 + 31];
   last = last == 'A' ? 'B' : 'A';

@@ -298,3 +298,27 @@ TEST_CASE("run: configuration dependence without --trace lists no causes") {
   const auto p = ra::test::read_json(dir.file("p.json"));
   CHECK(p["targets"][0]["configuration_dependence"]["causes"].empty());
 }
+
+TEST_CASE("run --trace: a method a module calls on itself is not a submodule in the root cause's module path") {
+  ra::test::TempDir dir;
+  // torchvision's Conv2d calls self._conv_forward: the interpreter's hierarchy then holds a
+  // "SELF(...)" entry, which must not show up as "SELF" in the module path.
+  ra::test::save_model(dir.file("m.pt"), R"JIT(
+def reduce(self, h):
+    return ra_test.nondet_sum(h.repeat(1, 64))
+
+def forward(self, x):
+    h = torch.relu(torch.matmul(x, self.w))
+    return self.reduce(h)
+)JIT",
+                       {{"w", {16, 64}}});
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "8x16", "--configs", "default", "--repeats", "3", "--trace",
+                          "--no-fix-search", "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"),
+                          "--quiet"});
+  CAPTURE(r.out);
+  const auto c = traced_config(dir, "r.json");
+  REQUIRE(c["trace"]["root_causes"].size() >= 1);
+  const auto& rc = c["trace"]["root_causes"][0];
+  CHECK(rc["op"] == "ra_test::nondet_sum");
+  CHECK(rc["module"].is_null());  // the top-level module, not "SELF"
+}

@@ -453,6 +453,7 @@ TEST_CASE("op streams: 32 characters a record, a shared op table, and the first 
   REQUIRE(stream.threads.size() == 1);
   CHECK(stream.threads[0].records == 4);
   CHECK(stream.threads[0].packed.size() == 4 * 32);
+  CHECK(stream.threads[0].names.size() == 4 * 4);
   CHECK(stream.packed_bytes() == 128);
   CHECK(stream.ops.size() == 3);
   CHECK(stream.ops[0].source == "model.py:3");
@@ -491,7 +492,11 @@ TEST_CASE("op streams: 32 characters a record, a shared op table, and the first 
   CHECK_THROWS_AS(ra::trace::compare_op_streams(bad, stream), ra::trace::OpStreamError);
   auto beyond = stream;
   beyond.ops.resize(1);
-  CHECK_THROWS_AS(ra::trace::compare_op_streams(beyond, stream), ra::trace::OpStreamError);
+  CHECK_THROWS_AS(ra::trace::compare_op_streams(stream, beyond), ra::trace::OpStreamError);
+  // Without names (two baselines), the changed op is still found, by where it sits.
+  const auto unnamed = ra::trace::compare_op_streams(stream.without_names(), ra::trace::pack_op_stream(b.trace).without_names());
+  REQUIRE(unnamed.first_changed.has_value());
+  CHECK(unnamed.first_changed->op == "record 1 of thread 0");
   auto short_stream = stream;
   short_stream.threads[0].packed.pop_back();
   CHECK_THROWS_AS(ra::trace::compare_op_streams(stream, short_stream), ra::trace::OpStreamError);
