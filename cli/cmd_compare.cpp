@@ -20,6 +20,7 @@ namespace {
 struct CompareArgs {
   std::string baseline;
   std::string current;
+  std::string allowlist;  // --allowlist FILE
   AuditArgs out;  // only report, junit, markdown, html and json are used
 };
 
@@ -27,12 +28,12 @@ int execute(const CompareArgs& a) {
   for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown, &a.out.html})
     if (!path->empty()) check_writable_target(*path);
   // Both files are read and checked against each other before anything is written.
+  const AllowlistOption allow = load_allowlist_option(a.allowlist);
   const Baseline baseline = load_baseline(a.baseline, "baseline");
   report::Report current = load_baseline(a.current, "report").results;
-  apply_baseline(current, baseline);
-  name_changed_ops(current, baseline);
-  // B's allowlist decisions are in B already; none is applied again.
-  return emit_report(std::move(current), a.out, AllowlistOption{});
+  // B's own allowlist decisions are in B already; --allowlist adds this list's (emit_report applies
+  // it before the comparison, whose nondeterministic results it may allow).
+  return emit_report(std::move(current), a.out, allow, baseline);
 }
 
 }  // namespace
@@ -46,6 +47,8 @@ Action attach_compare(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--html", a->out.html, "write a self-contained HTML report of B with the comparison here (atomically)");
   sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically; a 'baseline' suite holds the comparison)");
   sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
+  add_allowlist_option(sub, a->allowlist);
+  add_fail_on_explained_option(sub, a->out.fail_on_explained);
   return [a] { return execute(*a); };
 }
 

@@ -18,12 +18,14 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ra::cli {
@@ -41,8 +43,20 @@ std::string device_type(const std::string& device) {
 void check_writable_target(const std::string& path) {
   const auto dir = std::filesystem::absolute(path).parent_path();
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw UsageError(fmt::format("cannot write report '{}': folder '{}' does not exist", path, dir.string()));
+  if (!std::filesystem::is_directory(dir, ec)) {
+    // Created as `mkdir -p` would, one level at a time (not std::filesystem::create_directories:
+    // the worker, which checks `diff --report`, links libtorch, whose copy of <filesystem> is not
+    // to be trusted).
+    std::string prefix;
+    for (const auto& part : dir) {
+      prefix = prefix.empty() || prefix == "/" ? prefix + part.string() : prefix + "/" + part.string();
+      if (prefix == "/" || std::filesystem::is_directory(prefix, ec)) continue;
+      if (::mkdir(prefix.c_str(), 0777) == 0) continue;
+      const int err = errno;
+      if (err == EEXIST && std::filesystem::is_directory(prefix, ec)) continue;  // made meanwhile
+      throw UsageError(fmt::format("cannot write report '{}': cannot create folder '{}' ({})", path, prefix, std::strerror(err)));
+    }
+  }
   if (::access(dir.c_str(), W_OK) != 0)
     throw UsageError(fmt::format("cannot write report '{}': folder '{}' is not writable", path, dir.string()));
 }
@@ -136,9 +150,16 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
                  "compare with a baseline (--save-baseline) or a JSON report of the same target: new bits in an "
                  "unchanged environment are a regression (exit 1); environment changes (torch, CUDA, cuDNN, cuBLAS, "
                  "driver, GPU, CPU, flags) are listed and explain a difference only on devices they can affect");
+  add_fail_on_explained_option(sub, a.fail_on_explained);
   sub.add_option("--save-baseline", a.save_baseline,
                  "write a baseline here (atomically): every configuration's digests with the environment fingerprint, "
                  "for a later --baseline or compare");
+}
+
+void add_fail_on_explained_option(CLI::App& sub, bool& flag) {
+  sub.add_flag("--fail-on-explained", flag,
+               "with a baseline: a result explained by an environment change fails too (exit 1), for release gates "
+               "that must not change bits even with a new torch, CUDA or driver");
 }
 
 void add_allowlist_option(CLI::App& sub, std::string& path) {
@@ -167,6 +188,8 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.timeout_s = a.timeout;
   o.seed = a.seed;
   o.load_libraries = a.libraries;
+  if (a.fail_on_explained && a.baseline.empty())
+    throw UsageError("--fail-on-explained applies to a comparison: add --baseline FILE");
   o.tolerance = tolerance_option(a.tolerance);
   o.tolerant = a.tolerance.tolerant;
   // The date override is checked whenever it is set, not only when an allowlist reads it.
@@ -192,6 +215,8 @@ int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& a
   if (baseline) {
     apply_baseline(rep, *baseline);
     name_changed_ops(rep, *baseline);
+    rep.baseline->fail_on_explained = a.fail_on_explained;
+    report::finalize(rep);
   }
   // Each file is written whole (temporary file, rename) or not at all; a stop signal is honoured
   // between them.

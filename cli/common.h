@@ -44,6 +44,7 @@ struct AuditArgs {
   std::string allowlist;  // --allowlist FILE
   std::string baseline;       // --baseline FILE
   std::string save_baseline;  // --save-baseline FILE
+  bool fail_on_explained = false;  // --fail-on-explained (with --baseline)
   ToleranceArgs tolerance;
 };
 
@@ -70,6 +71,8 @@ struct AllowlistOption {
 };
 // Throws InputError for a bad file, UsageError for a bad REPRO_AUDIT_TODAY.
 AllowlistOption load_allowlist_option(const std::string& path);
+// Registers --fail-on-explained on `sub`, storing into `flag`.
+void add_fail_on_explained_option(CLI::App& sub, bool& flag);
 // Registers --allowlist FILE on `sub`, storing into `path`.
 void add_allowlist_option(CLI::App& sub, std::string& path);
 

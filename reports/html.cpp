@@ -120,7 +120,7 @@ std::string title(const Report& r) {
                            : !r.targets.empty() && r.targets.front().kind == "probe"
                                ? fmt::format("probe suite, {} probes", r.targets.size())
                                : fmt::format("{} targets", r.targets.size());
-  return fmt::format("repro-audit: {} (exit {}) - {}", to_string(r.verdict), r.exit_code, what);
+  return fmt::format("repro-audit: {} (exit {}) - {}", verdict_text(r), r.exit_code, what);
 }
 
 // A self-test's checks, in place of the verdict banner (its report has no targets).
@@ -151,7 +151,11 @@ void banner_section(std::string& out, const Report& r) {
   out += fmt::format("<section id=\"verdict\" class=\"banner v-{0}\" data-verdict=\"{0}\" data-exit-code=\"{1}\" "
                      "data-targets=\"{2}\" data-cells=\"{3}\">\n",
                      v, r.exit_code, r.targets.size(), total_cells);
-  out += fmt::format("<h1>{} <span class=\"exit\">exit {}: {}</span></h1>\n", badge(r.verdict), r.exit_code, exit_meaning(r));
+  // Findings the exit code accepted stay visible: "diverged (allowed: REASON)" beside the badge.
+  const std::string shown = verdict_text(r);
+  const std::string accepted = shown == v ? "" : fmt::format(" <span class=\"accepted\">{}</span>", esc(shown));
+  out += fmt::format("<h1>{}{} <span class=\"exit\">exit {}: {}</span></h1>\n", badge(r.verdict), accepted, r.exit_code,
+                     exit_meaning(r));
   const auto counts = [&](const char* cls, const std::map<Verdict, size_t>& m) {
     std::string s = fmt::format("<ul class=\"counts\">");
     for (const Verdict k : kVerdictOrder)
@@ -177,6 +181,11 @@ void banner_section(std::string& out, const Report& r) {
   if (!r.allowlist_expired.empty()) {
     out += "<ul class=\"allowlist-expired\">";
     for (const auto& e : r.allowlist_expired) out += fmt::format("<li>{}</li>", esc(e));
+    out += "</ul>\n";
+  }
+  if (!r.allowlist_notes.empty()) {
+    out += "<ul class=\"allowlist-notes\">";
+    for (const auto& e : r.allowlist_notes) out += fmt::format("<li>{}</li>", esc(e));
     out += "</ul>\n";
   }
   if (!r.command.empty()) out += fmt::format("<pre class=\"command\"><code>$ {}</code></pre>\n", esc(html::shell_line(r.command)));

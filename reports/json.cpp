@@ -220,6 +220,7 @@ json baseline_json(const BaselineComparison& b) {
           {"tool_version", b.tool_version},
           {"environment_changes", changes},
           {"ignored_changes", ignored},
+          {"fail_on_explained", b.fail_on_explained},
           {"results", results}};
 }
 
@@ -301,6 +302,7 @@ json to_json(const Report& r) {
             {"verdict", to_string(r.verdict)},
             {"exit_code", r.exit_code},
             {"allowlist_expired", r.allowlist_expired},
+            {"allowlist_notes", r.allowlist_notes},
             {"environment", r.environment},
             {"targets", targets}};
   if (r.tolerance || r.tolerant)

@@ -315,6 +315,7 @@ BaselineComparison baseline(const Node& n) {
   b.changes = n.at("environment_changes").list([](const Node& c) { return change(c); });
   b.ignored = n.at("ignored_changes").list([](const Node& c) { return change(c, false); });
   b.results = n.at("results").list(baseline_result);
+  if (n.has("fail_on_explained")) b.fail_on_explained = n.at("fail_on_explained").boolean();
   return b;
 }
 
@@ -410,6 +411,7 @@ Report report_from_json(const json& j) {
     r.selftest = std::move(self);
   }
   r.allowlist_expired = root.at("allowlist_expired").strings();
+  if (root.has("allowlist_notes")) r.allowlist_notes = root.at("allowlist_notes").strings();
   if (root.has("tolerance")) {
     const Node t = root.at("tolerance");
     if (!t.at("atol").null()) r.tolerance = Tolerance{t.at("atol").num(), t.at("rtol").num()};

@@ -273,7 +273,7 @@ std::string render_junit(const Report& r) {
     std::string props = property("kind", t.kind) + property("device", t.device);
     if (!t.mode.empty()) props += property("mode", t.mode);
     if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);
-    props += property("seed", std::to_string(t.seed)) + property("verdict", to_string(t.verdict));
+    props += property("seed", std::to_string(t.seed)) + property("verdict", verdict_text(t));
     suites += props;
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }

@@ -208,7 +208,7 @@ std::string selftest_markdown(const Report& r) {
 
 std::string render_markdown_raw(const Report& r) {
   if (r.selftest) return selftest_markdown(r);
-  std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", to_string(r.verdict),
+  std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", md(verdict_text(r)),
                                 std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
                                     ? ", configuration-dependent"
                                     : "",
@@ -220,6 +220,9 @@ std::string render_markdown_raw(const Report& r) {
       out += fmt::format("| {} | {} | {} | {} |\n", md(t.name), md(c.name),
                          bad ? fmt::format("**{}**", to_string(c.verdict)) : to_string(c.verdict), rate_cell(c));
     }
+  for (const auto& t : r.targets)  // models only: a probe suite would repeat it a hundred times
+    if (const std::string power = detection_power_text(t); !power.empty() && t.kind == "model")
+      out += fmt::format("\n{}: {}\n", md(t.name), md(power));
   for (const auto& t : r.targets) {
     for (const auto& c : t.configs)
       if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);

@@ -79,6 +79,7 @@ std::optional<BaselineStatus> baseline_status_from_string(const std::string& s) 
 
 bool baseline_failure(const Report& report, const BaselineResult& result) {
   if (result.status == BaselineStatus::Regression) return true;
+  if (result.status == BaselineStatus::Explained) return report.baseline && report.baseline->fail_on_explained;
   if (result.status != BaselineStatus::Nondeterministic) return false;
   for (const auto& t : report.targets)
     if (t.name == result.target)
@@ -156,6 +157,40 @@ bool all_within_tolerance(const ConfigResult& config) {
 
 std::string tolerance_verdict(const ConfigResult& config) {
   return std::string("every differing element is within tolerance") + (config.tolerated ? "; accepted by --tolerant" : "");
+}
+
+namespace {
+
+// What the exit code accepted among `targets`' configurations, as verdict_text says it.
+std::string accepted_text(Verdict shown, const std::vector<const Target*>& targets) {
+  if (shown != Verdict::Reproducible) return to_string(shown);
+  Verdict worst = Verdict::Reproducible;
+  std::vector<std::string> reasons;
+  bool tolerated = false;
+  for (const Target* t : targets)
+    for (const auto& c : t->configs) {
+      const bool found = c.verdict == Verdict::Diverged || c.verdict == Verdict::Raised;
+      if (!found || (!c.allowed_by && !c.tolerated)) continue;
+      if (severity(c.verdict) > severity(worst)) worst = c.verdict;
+      if (c.allowed_by && std::find(reasons.begin(), reasons.end(), c.allowed_by->reason) == reasons.end())
+        reasons.push_back(c.allowed_by->reason);
+      tolerated = tolerated || c.tolerated;
+    }
+  if (worst == Verdict::Reproducible) return to_string(shown);
+  std::vector<std::string> why;
+  if (!reasons.empty()) why.push_back(fmt::format("allowed: {}", fmt::join(reasons, "; ")));
+  if (tolerated) why.push_back("within tolerance, --tolerant");
+  return fmt::format("{} ({})", to_string(worst), fmt::join(why, "; "));
+}
+
+}  // namespace
+
+std::string verdict_text(const Target& target) { return accepted_text(target.verdict, {&target}); }
+
+std::string verdict_text(const Report& report) {
+  std::vector<const Target*> targets;
+  for (const auto& t : report.targets) targets.push_back(&t);
+  return accepted_text(report.verdict, targets);
 }
 
 std::string selftest_summary(const SelfTest& self) {

@@ -414,6 +414,7 @@ struct BaselineComparison {
   std::vector<EnvironmentChange> changes;  // fingerprint keys that differ and can change results
   std::vector<EnvironmentChange> ignored;  // fingerprint keys that differ but cannot (paths, identifiers)
   std::vector<BaselineResult> results;     // current targets x configurations in order, the baseline's own after each target
+  bool fail_on_explained = false;          // --fail-on-explained: an explained result fails the exit code too
 };
 
 // `repro-audit selftest`: checks that the tool works on this machine and device (audit/run/selftest.h),
@@ -436,6 +437,7 @@ struct Report {
   std::vector<Target> targets;
   std::optional<Census> census;  // `probes` only
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched, one sentence each
+  std::vector<std::string> allowlist_notes;    // --allowlist: entries that did nothing, one sentence each (no exit code)
   std::optional<BaselineComparison> baseline;  // --baseline, compare
   std::optional<SelfTest> selftest;  // `selftest` only; such a report has no targets
   std::optional<Tolerance> tolerance;  // --atol/--rtol as given (statistics count against it)
@@ -463,14 +465,21 @@ bool all_within_tolerance(const ConfigResult& config);
 // differing element is within tolerance", and "; accepted by --tolerant" when tolerated.
 std::string tolerance_verdict(const ConfigResult& config);
 
-// True when a baseline result fails the exit code: a regression, or a nondeterministic result
-// whose configuration --allowlist did not allow in this report.
+// True when a baseline result fails the exit code: a regression, a nondeterministic result
+// whose configuration --allowlist did not allow in this report, or (--fail-on-explained) an
+// explained one.
 bool baseline_failure(const Report& report, const BaselineResult& result);
 
 // The cheapest minimal fix of a fix search: the lowest measured cost, measured ones before
 // unmeasured ones, then candidate order; null when no candidate fixes everything. Every renderer
 // names this one, so no two formats can disagree about it.
 const FixCandidate* cheapest_fix(const FixSearch& f);
+
+// The verdict as the renderers print it: to_string(verdict), except that findings the exit code
+// accepted are not hidden behind "reproducible": "diverged (allowed: known scatter in the loss)",
+// "raised (allowed: ...)", "diverged (within tolerance, --tolerant)". For a target or a report.
+std::string verdict_text(const Target& target);
+std::string verdict_text(const Report& report);
 
 // "all 5 checks passed", or "2 of 5 checks failed: detection, tracing".
 std::string selftest_summary(const SelfTest& self);

@@ -95,8 +95,9 @@ std::string render_probes_text(const Report& r) {
   out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", r.targets.size(),
                      r.targets.size() - skipped, skipped, disagreeing);
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
+  for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
   out += render_baseline_text(r);
-  out += fmt::format("verdict: {}{} (exit {})\n", to_string(r.verdict), baseline_verdict_text(r), r.exit_code);
+  out += fmt::format("verdict: {}{} (exit {})\n", verdict_text(r), baseline_verdict_text(r), r.exit_code);
   out += fmt::format("suite wall time: {:.1f} s\n", r.wall_ms / 1000);
   return out;
 }

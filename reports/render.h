@@ -56,6 +56,11 @@ std::string config_cause_text(const ConfigCause& c);
 // A baseline result's changed op: "first changed op: aten::mm (forward) at model.py:4; 3 later ops
 // changed", or its note; "" when it has neither.
 std::string changed_op_text(const BaselineResult& r);
+// What "reproducible" can promise after so few repeats: "reproducible: no divergence in 2
+// comparisons (3 runs); a divergence rate above 66% would have shown (95% confidence)", for the
+// reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);
+// "" when no configuration is reproducible with two completed runs.
+std::string detection_power_text(const Target& t);
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 
 // The comparison with a baseline (reports/baseline_text.cpp): the section the text summaries print

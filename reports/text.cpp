@@ -77,6 +77,18 @@ std::string changed_op_text(const BaselineResult& r) {
   return r.op_note;
 }
 
+std::string detection_power_text(const Target& t) {
+  const ConfigResult* weakest = nullptr;
+  for (const auto& c : t.configs)
+    if (c.verdict == Verdict::Reproducible && c.completed >= 2 && (weakest == nullptr || c.completed < weakest->completed))
+      weakest = &c;
+  if (weakest == nullptr) return "";
+  const int n = weakest->completed - 1;
+  return fmt::format("reproducible: no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
+                     "(95% confidence)",
+                     n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
+}
+
 std::string tolerance_text(const DivergenceStats& s) {
   if (!s.note.empty() || s.differing == 0 || s.tolerance == Tolerance{}) return "";
   const std::string tol = fmt::format("rtol {:g}, atol {:g}", s.tolerance.rtol, s.tolerance.atol);
@@ -242,6 +254,7 @@ std::string render_text_raw(const Report& r) {
           break;
         }
     }
+    if (const std::string power = detection_power_text(t); !power.empty()) out += fmt::format("  {}\n", power);
     if (t.dependence) {
       std::vector<std::string> groups;
       for (const auto& g : t.dependence->groups) groups.push_back(fmt::format("{{{}}}", fmt::join(g, ", ")));
@@ -253,8 +266,9 @@ std::string render_text_raw(const Report& r) {
     if (t.replay) replay_lines(out, *t.replay);
   }
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
+  for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
   out += render_baseline_text(r);
-  out += fmt::format("verdict: {}{}{} (exit {})\n", to_string(r.verdict),
+  out += fmt::format("verdict: {}{}{} (exit {})\n", verdict_text(r),
                      !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "",
                      baseline_verdict_text(r), r.exit_code);
   return out;

@@ -4,6 +4,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/json_document.h"
 #include "audit/common/files.h"
+#include "audit/common/log.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -68,6 +69,12 @@ void note_expired(std::set<int>& seen, const Matches& m) {
   for (const auto* e : m.expired) seen.insert(e->index);
 }
 
+// Entries that matched something, allowed or expired.
+void note_used(std::set<int>& used, const Matches& m) {
+  if (m.allowed) used.insert(m.allowed->index);
+  for (const auto* e : m.expired) used.insert(e->index);
+}
+
 std::vector<std::string> expired_messages(const Allowlist& list, const std::set<int>& seen) {
   std::vector<std::string> out;
   for (int i : seen) out.push_back(expired_message(list.entries[static_cast<size_t>(i)]));
@@ -77,6 +84,15 @@ std::vector<std::string> expired_messages(const Allowlist& list, const std::set<
 bool finding(report::Verdict v) { return v == report::Verdict::Diverged || v == report::Verdict::Raised; }
 
 }  // namespace
+
+std::string normalise_op(const std::string& op) {
+  std::string out = op.find("::") == std::string::npos ? "aten::" + op : op;
+  if (const auto dot = out.find('.', out.find("::") + 2); dot != std::string::npos) out.resize(dot);
+  if (out.size() > 1 && out.back() == '_' && out[out.size() - 2] != '_') out.pop_back();  // not "__and__"
+  return out;
+}
+
+bool same_op(const std::string& a, const std::string& b) { return normalise_op(a) == normalise_op(b); }
 
 bool valid_date(const std::string& d) {
   if (d.size() != 10 || d[4] != '-' || d[7] != '-') return false;
@@ -145,15 +161,20 @@ std::string today_date() {
 bool expired(const AllowEntry& e, const std::string& today) { return !e.expires.empty() && e.expires < today; }
 
 void apply_allowlist(report::Report& report, const Allowlist& list, const std::string& today) {
-  std::set<int> seen;
+  std::set<int> seen, used;
+  bool traced_models = false, untraced_models = false;
+  for (const auto& t : report.targets)
+    for (const auto& c : t.configs)
+      if (!t.probe) (c.trace ? traced_models : untraced_models) = true;
   for (auto& t : report.targets) {
     for (auto& c : t.configs) {
       c.allowed_by.reset();
       if (!finding(c.verdict)) continue;
       const Matches by_target = match(list, today, [&](const AllowEntry& e) {
-        return config_matches(e, c.name) && (e.target == t.name || (t.probe && !e.op.empty() && e.op == t.probe->op));
+        return config_matches(e, c.name) && (e.target == t.name || (t.probe && !e.op.empty() && same_op(e.op, t.probe->op)));
       });
       note_expired(seen, by_target);
+      note_used(used, by_target);
       if (by_target.allowed) {
         c.allowed_by = allowed_by(*by_target.allowed);
         continue;
@@ -163,8 +184,11 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
       const AllowEntry* first = nullptr;
       bool all = true;
       for (const auto& rc : c.trace->root_causes) {
-        const Matches m = match(list, today, [&](const AllowEntry& e) { return config_matches(e, c.name) && e.op == rc.op; });
+        const Matches m = match(list, today, [&](const AllowEntry& e) {
+          return config_matches(e, c.name) && !e.op.empty() && same_op(e.op, rc.op);
+        });
         note_expired(seen, m);
+        note_used(used, m);
         if (!m.allowed) all = false;
         else if (!first) first = m.allowed;
       }
@@ -172,6 +196,17 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
     }
   }
   report.allowlist_expired = expired_messages(list, seen);
+  report.allowlist_notes.clear();
+  for (const auto& e : list.entries) {
+    if (used.count(e.index)) continue;
+    std::string note;
+    if (!e.op.empty() && untraced_models && !traced_models)
+      note = fmt::format("allowlist entry {} names op {}, which only a trace can match in a model: run with --trace", e.index, e.op);
+    else
+      note = fmt::format("allowlist entry {} ({}) matched no finding", e.index, subject(e));
+    log::warn("{}", note);
+    report.allowlist_notes.push_back(std::move(note));
+  }
   report::finalize(report);
 }
 
@@ -181,7 +216,7 @@ void apply_allowlist(report::LintReport& report, const Allowlist& list, const st
   bool open = false;
   for (auto& f : report.findings) {
     const Matches m = match(list, today, [&](const AllowEntry& e) {
-      return e.config.empty() && (e.op == f.op || (!e.target.empty() && e.target == model));
+      return e.config.empty() && ((!e.op.empty() && same_op(e.op, f.op)) || (!e.target.empty() && e.target == model));
     });
     note_expired(seen, m);
     f.allowed_by.reset();

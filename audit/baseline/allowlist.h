@@ -27,6 +27,15 @@
 // date never enters a report: only the entries' own expiry dates do, so reports stay
 // byte-identical between days as long as the same entries hold.
 //
+// Op spellings. The same op is spelled `aten::index_put` in `probes --list` and
+// `aten::index_put_` in a root cause, and an overload may trail (`aten::add.Tensor`); an entry
+// may leave out `aten::`. `same_op` compares the spellings after `normalise_op` (namespace
+// `aten::` when none, no overload, no trailing `_` of the in-place form), in this one place.
+//
+// Entries that do nothing. An `op` entry given to `run` without `--trace` can only match a probe,
+// so for a model it is said once on stderr and in the report; likewise an entry that matched no
+// finding at all (`Report::allowlist_notes`). Neither changes the exit code.
+//
 // Entry indices are 0-based positions in `entries`. A config is allowed by the first unexpired
 // entry that matches it (for root causes: the entry covering the first root cause).
 #pragma once
@@ -65,11 +74,16 @@ Allowlist load_allowlist(const std::string& path);
 // Today's UTC date as YYYY-MM-DD, or REPRO_AUDIT_TODAY when set (UsageError when that is not a date).
 std::string today_date();
 
+// "aten::index_put" for "aten::index_put_", "index_put", "aten::index_put_.Tensor" (see above).
+std::string normalise_op(const std::string& op);
+bool same_op(const std::string& a, const std::string& b);
+
 // True when the entry has expired by `today` (YYYY-MM-DD).
 bool expired(const AllowEntry& e, const std::string& today);
 
 // Marks the allowed configurations (`allowed_by`), records expired matching entries in
-// `allowlist_expired`, and calls report::finalize.
+// `allowlist_expired` and entries that did nothing in `allowlist_notes` (each also a warning on
+// stderr), and calls report::finalize.
 void apply_allowlist(report::Report& report, const Allowlist& list, const std::string& today);
 // Likewise for lint findings; sets the exit code (1 when a finding is not allowed or an entry expired).
 void apply_allowlist(report::LintReport& report, const Allowlist& list, const std::string& today);

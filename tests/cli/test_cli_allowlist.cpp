@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -44,8 +45,14 @@ TEST_CASE("run --allowlist: a target entry allows the diverged model (exit 0), a
   CAPTURE(r.err);
   CHECK(r.code == 0);
   CHECK(r.out.find("allowed: test op sums in a random order (allowlist entry 1)") != std::string::npos);
+  // The verdict line does not hide the divergence behind "reproducible".
+  CHECK(r.out.find("verdict: diverged (allowed: test op sums in a random order) (exit 0)\n") != std::string::npos);
+  // The op entry cannot match a model without --trace: a note (and a warning without --quiet), not a failure.
+  const std::string note = "allowlist entry 0 names op aten::unrelated, which only a trace can match in a model: run with --trace";
+  CHECK(r.out.find("note: " + note + "\n") != std::string::npos);
   const auto j = ra::test::read_json(dir.file("r.json"));
   CHECK(j["exit_code"] == 0);
+  CHECK(j["allowlist_notes"] == json::array({note}));
   const auto& c = j["targets"][0]["configs"][0];
   CHECK(c["verdict"] == "diverged");
   CHECK(c["allowed_by"]["entry"] == 1);
@@ -143,4 +150,41 @@ TEST_CASE("--allowlist: a malformed or missing file exits 3 with one line, befor
   ra::test::expect_error(dir, {"probes", "--only", "index_add", "--allowlist", dir.file("bad.json")}, 3,
                          "bad.json");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--allowlist", dir.file("bad.json")}, 3, "bad.json");
+}
+
+TEST_CASE("run --trace --allowlist: an op entry matches whichever spelling the reports use, and says when it cannot") {
+  const Today today("2026-06-01");
+  ra::test::TempDir dir;
+  // The root cause is spelled "ra_test::nondet_sum"; the entry uses the in-place form with an
+  // overload, as a list copied from another tool might.
+  write(dir.file("allow.json"), R"({"allowlist": 1, "entries": [
+    {"op": "ra_test::nondet_sum_.default", "reason": "test op sums in a random order"}]})");
+  auto args = nondet_run(dir);
+  args.insert(args.end(), {"--trace", "--no-fix-search", "--markdown", dir.file("r.md"), "--junit", dir.file("r.xml"),
+                           "--html", dir.file("r.html")});
+  const auto r = run_cli(args);
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("verdict: diverged (allowed: test op sums in a random order) (exit 0)") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.md")).rfind("## repro-audit: diverged (allowed: test op sums in a random order) (exit 0)", 0) == 0);
+  CHECK(ra::test::read_file(dir.file("r.xml")).find("<property name=\"verdict\" value=\"diverged (allowed: test op sums in a random order)\"/>") !=
+        std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.html")).find("<span class=\"accepted\">diverged (allowed: test op sums in a random order)</span>") !=
+        std::string::npos);
+
+  // Without --trace a model's op entry can match nothing: said on stderr and in the report.
+  const auto untraced = run_cli(nondet_run(dir));
+  CHECK(untraced.code == 1);
+  const std::string note = "allowlist entry 0 names op ra_test::nondet_sum_.default, which only a trace can match in a model: run with --trace";
+  CHECK(ra::test::read_json(dir.file("r.json"))["allowlist_notes"] == json::array({note}));
+  CHECK(untraced.out.find("note: " + note) != std::string::npos);
+
+  // An entry that matched nothing where it could have: warned on stderr (without --quiet).
+  write(dir.file("allow.json"), R"({"allowlist": 1, "entries": [
+    {"op": "ra_test::nondet_sum", "reason": "covers the root cause"},
+    {"target": "other.pt", "reason": "stale"}]})");
+  args.erase(std::find(args.begin(), args.end(), "--quiet"));
+  const auto stale = run_cli(args);
+  CHECK(stale.code == 0);
+  CHECK(stale.err.find("allowlist entry 1 (other.pt) matched no finding") != std::string::npos);
 }

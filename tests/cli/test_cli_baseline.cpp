@@ -342,6 +342,36 @@ TEST_CASE("compare: a diverging model is nondeterministic against its own earlie
   CHECK(res["baseline_verdict"] == "diverged");
   CHECK(res["verdict"] == "diverged");
   CHECK(res["reason"].get<std::string>().find("the configuration diverged within both") != std::string::npos);
+
+  // compare --allowlist: the accepted divergence no longer fails, and still reads as one.
+  spit(dir.file("allow.json"), R"({"allowlist": 1, "entries": [{"target": "nd.pt", "reason": "known test op"}]})");
+  const auto allowed = run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--allowlist", dir.file("allow.json")});
+  CAPTURE(allowed.out);
+  CHECK(allowed.code == 0);
+  CHECK(allowed.out.find("verdict: diverged (allowed: known test op), 1 nondeterministic") == std::string::npos);
+  CHECK(allowed.out.find("verdict: diverged (allowed: known test op) (exit 0)") != std::string::npos);
+  CHECK(run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--allowlist", dir.file("missing.json")}).code == 3);
+}
+
+TEST_CASE("--fail-on-explained: an environment change that explains new bits fails a release gate") {
+  ra::test::TempDir dir;
+  save_linear_baseline(dir, dir.file("g.json"));
+  json torch = tampered(dir.file("g.json"));
+  torch["environment"]["torch"]["version"] = "2.10.0";
+  spit(dir.file("torch.json"), torch.dump(2));
+  CHECK(run_cli(linear_run(dir, {"--baseline", dir.file("torch.json")})).code == 0);
+  const auto gate = run_cli(linear_run(dir, {"--baseline", dir.file("torch.json"), "--fail-on-explained", "--report",
+                                              dir.file("r.json")}));
+  CHECK(gate.code == 1);
+  const json j = ra::test::read_json(dir.file("r.json"));
+  CHECK(j["baseline"]["fail_on_explained"] == true);
+  CHECK(result_of(j, "default")["status"] == "explained");
+  CHECK(j["exit_code"] == 1);
+  // The same through compare, and a match still passes.
+  CHECK(run_cli({"compare", dir.file("torch.json"), dir.file("r.json"), "--fail-on-explained"}).code == 1);
+  CHECK(run_cli({"compare", dir.file("r.json"), dir.file("r.json"), "--fail-on-explained"}).code == 0);
+  ra::test::expect_error(dir, linear_run(dir, {"--fail-on-explained"}), 2,
+                         "--fail-on-explained applies to a comparison: add --baseline FILE");
 }
 
 TEST_CASE("compare: B from another model exits 3 and writes nothing") {

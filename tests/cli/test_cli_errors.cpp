@@ -74,7 +74,9 @@ TEST_CASE("run: usage errors exit 2 and say what is valid") {
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--mode", "fly"}, 2, "--mode");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2, "did you mean --repeats?");
   ra::test::expect_error(dir, {"runn", m}, 2, "did you mean 'run'?");
-  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--report", "/nonexistent/dir/r.json"}, 2, "does not exist");
+  // A report's folder is created when missing, unless it cannot be (here: below a regular file).
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--report", m + "/dir/r.json"}, 2,
+                         "cannot create folder '" + m + "' (File exists)");
 }
 
 TEST_CASE("run: --device cuda on a machine without a GPU exits 2") {

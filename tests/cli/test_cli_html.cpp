@@ -63,8 +63,14 @@ TEST_CASE("run --html: the folder is checked before any work") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "4x16", "--markdown", dir.file("s.md"), "--html",
-                               dir.file("missing/r.html")},
-                         2, "cannot write report '" + dir.file("missing/r.html") + "': folder");
+                               dir.file("m.pt/r.html")},
+                         2, "cannot write report '" + dir.file("m.pt/r.html") + "': cannot create folder");
   CHECK(!ra::test::file_exists(dir.file("s.md")));
-  ra::test::expect_error(dir, {"probes", "--html", dir.file("missing/p.html")}, 2, "does not exist");
+  ra::test::expect_error(dir, {"probes", "--html", dir.file("m.pt/p.html")}, 2, "cannot create folder");
+  // A folder that does not exist yet is created, as `mkdir -p` would.
+  const auto made = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "2", "--quiet",
+                             "--html", dir.file("new/deeper/r.html"), "--report", dir.file("new/r.json")});
+  CHECK(made.code == 0);
+  CHECK(ra::test::file_exists(dir.file("new/deeper/r.html")));
+  CHECK(ra::test::file_exists(dir.file("new/r.json")));
 }

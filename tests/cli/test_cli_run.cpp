@@ -26,6 +26,12 @@ TEST_CASE("run: a deterministic model is reproducible (exit 0)") {
                           dir.file("r.json"), "--quiet"});
   CHECK(r.code == 0);
   CHECK(r.out.find("verdict: reproducible (exit 0)") != std::string::npos);
+  // What three repeats can promise (Wilson's 95% upper bound for 0 of 2 comparisons).
+  CHECK(r.out.find("  reproducible: no divergence in 2 comparisons (3 runs); a divergence rate above 66% would have shown "
+                   "(95% confidence)\n") != std::string::npos);
+  const auto more = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "20", "--quiet"});
+  CHECK(more.out.find("no divergence in 19 comparisons (20 runs); a divergence rate above 17% would have shown") !=
+        std::string::npos);
   const auto j = ra::test::read_json(dir.file("r.json"));
   CHECK(j["verdict"] == "reproducible");
   CHECK(j["exit_code"] == 0);

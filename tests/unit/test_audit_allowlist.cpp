@@ -246,3 +246,15 @@ TEST_CASE("apply_allowlist: renderers say what was allowed and what expired") {
   CHECK(ra::report::render_text(r).find("allowlist entry 0 for nd.pt expired on 2026-10-01\nverdict: diverged (exit 1)") !=
         std::string::npos);
 }
+
+TEST_CASE("same_op: one op whatever the spelling, and no two ops confused") {
+  CHECK(ra::normalise_op("aten::index_put_") == "aten::index_put");
+  CHECK(ra::normalise_op("index_put") == "aten::index_put");
+  CHECK(ra::normalise_op("aten::add.Tensor") == "aten::add");
+  CHECK(ra::normalise_op("aten::add_.Tensor") == "aten::add");
+  CHECK(ra::normalise_op("aten::__and__") == "aten::__and__");
+  CHECK(ra::same_op("aten::index_put", "aten::index_put_"));
+  CHECK(ra::same_op("ra_test::nondet_sum", "ra_test::nondet_sum"));
+  CHECK_FALSE(ra::same_op("aten::index_add", "aten::index_put"));
+  CHECK_FALSE(ra::same_op("ra_test::nondet_sum", "aten::nondet_sum"));
+}
