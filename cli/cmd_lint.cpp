@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit lint MODEL ...`: a static scan of the model's graphs against the knowledge base (run
-// by the worker: cli/worker/lint.cpp). Exit 1 when anything is found, 0 when nothing is; bad input
-// exits 2 or 3 as `run` does.
+// by the worker: cli/worker/lint.cpp). Exit 1 when an error is found (run-to-run nondeterminism),
+// 0 when only notes are (configuration or machine dependence; 1 with --strict) or nothing; bad
+// input exits 2 or 3 as `run` does.
 #include "cli/common.h"
 #include "cli/worker_commands.h"
 
@@ -19,6 +20,11 @@ void add_lint_options(CLI::App& sub, LintArgs& a) {
   sub.add_option("--knowledge", a.knowledge, "knowledge-base file to use instead of the installed one");
   sub.add_option("--load-library", a.libraries, "shared library with custom ops the model needs (repeatable)");
   add_allowlist_option(sub, a.allowlist);
+  sub.add_option("--mode", a.mode, "infer: forward entries only; train: backward entries too (as run --mode)")
+      ->check(CLI::IsMember({"infer", "train"}))
+      ->capture_default_str();
+  sub.add_flag("--strict", a.strict, "notes (configuration or machine dependence) exit 1 too, not only errors");
+  sub.add_flag("--verbose", a.verbose, "every finding in full, instead of one block per knowledge-base entry");
 }
 
 Action attach_lint(CLI::App& sub, const GlobalOptions& global) {

@@ -32,6 +32,7 @@ struct LintFinding {
   std::string op;         // the graph op that matched, "aten::index_add"
   std::string direction;  // forward | backward (the entry's)
   std::string device;     // cpu | cuda | any (the entry's)
+  std::string severity;   // error | note (the entry's)
   std::string module_path;  // "encoder.layers.0.conv"; "" is the top module
   SourceLocation source;    // the op's own line (innermost frame)
   // Calls to free functions (or TorchScript class methods) that lead from the module's method to
@@ -56,12 +57,18 @@ struct LintReport {
   std::string knowledge_torch;      // the torch version the knowledge base describes
   int knowledge_entries = 0;        // entries in the file
   int applicable_entries = 0;       // of which apply to device_type
+  std::string mode = "train";   // infer: backward entries left out; train: all
+  bool strict = false;          // notes fail the exit code too
   std::vector<std::string> methods;  // methods of the top module scanned, in the module's order
   std::vector<LintFinding> findings;
   std::vector<std::string> notes;  // calls the scan could not follow, in scan order
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched
-  int exit_code = 0;               // 1 when there is a finding not allowed, or an expired entry; else 0
+  int exit_code = 0;               // lint_exit_code
 };
+
+// 1 when an error finding (with `strict`, any finding) is not allowed, or an allowlist entry
+// expired; else 0.
+int lint_exit_code(const LintReport& report);
 
 // "<top>" for the top module, else the path itself.
 std::string display_module_path(const std::string& path);
@@ -72,6 +79,8 @@ int raising_findings(const LintReport& report);
 
 nlohmann::ordered_json lint_to_json(const LintReport& report);
 std::string render_lint_json(const LintReport& report);
-std::string render_lint_text(const LintReport& report);
+// One block per knowledge-base entry (its findings' count and module paths), or with `verbose`
+// every finding in full.
+std::string render_lint_text(const LintReport& report, bool verbose = false);
 
 }  // namespace ra::report

@@ -23,6 +23,7 @@ json finding_json(const LintFinding& f) {
           {"op", f.op},
           {"direction", f.direction},
           {"device", f.device},
+          {"severity", f.severity},
           {"module_path", f.module_path},
           {"source", location_json(f.source)},
           {"called_from", called_from},
@@ -44,20 +45,26 @@ json finding_json(const LintFinding& f) {
 
 nlohmann::ordered_json lint_to_json(const LintReport& r) {
   json findings = json::array();
-  for (const auto& f : r.findings) findings.push_back(finding_json(f));
+  size_t errors = 0;
+  for (const auto& f : r.findings) {
+    findings.push_back(finding_json(f));
+    errors += f.severity != "note";
+  }
   return {{"schema", "repro-audit/lint"},
           {"schema_version", kLintSchemaVersion},
           {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
           {"model", r.model},
           {"device", r.device},
           {"device_type", r.device_type},
+          {"mode", r.mode},
+          {"strict", r.strict},
           {"knowledge",
            {{"path", r.knowledge_path},
             {"torch", r.knowledge_torch},
             {"entries", r.knowledge_entries},
             {"applicable", r.applicable_entries}}},
           {"methods", r.methods},
-          {"summary", {{"findings", r.findings.size()}, {"raise", raising_findings(r)}}},
+          {"summary", {{"findings", r.findings.size()}, {"errors", errors}, {"notes", r.findings.size() - errors}, {"raise", raising_findings(r)}}},
           {"findings", findings},
           {"notes", r.notes},
           {"allowlist_expired", r.allowlist_expired},

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 namespace ra::report {
 
 std::string display_module_path(const std::string& path) { return path.empty() ? "<top>" : path; }
@@ -14,6 +16,13 @@ std::string display_module_path(const std::string& path) { return path.empty() ?
 std::string display_location(const SourceLocation& loc) {
   if (loc.line <= 0) return loc.file.empty() ? "unknown line" : loc.file;
   return loc.file.empty() ? fmt::format("line {}", loc.line) : fmt::format("{}:{}", loc.file, loc.line);
+}
+
+int lint_exit_code(const LintReport& report) {
+  if (!report.allowlist_expired.empty()) return 1;
+  for (const auto& f : report.findings)
+    if (!f.allowed_by && (f.severity != "note" || report.strict)) return 1;
+  return 0;
 }
 
 int raising_findings(const LintReport& report) {
@@ -24,18 +33,15 @@ int raising_findings(const LintReport& report) {
 
 namespace {
 
-std::string render_lint_text_raw(const LintReport& r) {
-  std::string out = fmt::format("lint {} for {}: {} of {} knowledge-base entries apply (torch {})\n", r.model,
-                                r.device, r.applicable_entries, r.knowledge_entries, r.knowledge_torch);
-  out += fmt::format("methods scanned: {}\n",
-                     r.methods.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.methods, ", ")));
+// Every finding in full, grouped by module path (the findings are sorted by it).
+void verbose_findings(std::string& out, const LintReport& r) {
   const std::string* group = nullptr;
   for (const auto& f : r.findings) {
     if (group == nullptr || *group != f.module_path) {
       group = &f.module_path;
       out += fmt::format("\n{}\n", display_module_path(f.module_path));
     }
-    out += fmt::format("  {}  {} ({})\n", f.entry, f.op, f.direction);
+    out += fmt::format("  {} [{}]  {} ({})\n", f.entry, f.severity, f.op, f.direction);
     out += fmt::format("    {}\n", f.title);
     out += fmt::format("    at:            {} in {}\n", display_location(f.source), f.source.function);
     for (auto it = f.called_from.rbegin(); it != f.called_from.rend(); ++it)
@@ -50,13 +56,68 @@ std::string render_lint_text_raw(const LintReport& r) {
     if (f.allowed_by)
       out += fmt::format("    allowed: {} (allowlist entry {})\n", f.allowed_by->reason, f.allowed_by->entry);
   }
+}
+
+// One block per knowledge-base entry, errors first: its findings' count, where they are (module
+// paths), and the entry's text once.
+void grouped_findings(std::string& out, const LintReport& r) {
+  std::vector<std::string> order;  // entry ids: errors, then notes, each in first-finding order
+  for (const char* severity : {"error", "note"})
+    for (const auto& f : r.findings)
+      if ((f.severity == severity || (std::string(severity) == "error" && f.severity != "note")) &&
+          std::find(order.begin(), order.end(), f.entry) == order.end())
+        order.push_back(f.entry);
+  for (const auto& id : order) {
+    std::vector<const LintFinding*> fs;
+    for (const auto& f : r.findings)
+      if (f.entry == id) fs.push_back(&f);
+    const LintFinding& first = *fs.front();
+    std::vector<std::string> places, ops;
+    size_t allowed = 0;
+    for (const LintFinding* f : fs) {
+      const std::string place = display_module_path(f->module_path);
+      if (std::find(places.begin(), places.end(), place) == places.end()) places.push_back(place);
+      if (std::find(ops.begin(), ops.end(), f->op) == ops.end()) ops.push_back(f->op);
+      allowed += f->allowed_by.has_value();
+    }
+    constexpr size_t kPlacesShown = 8;
+    std::string where = fmt::format("{}", fmt::join(places.begin(), places.begin() + static_cast<long>(std::min(places.size(), kPlacesShown)), ", "));
+    if (places.size() > kPlacesShown) where += fmt::format(", ... and {} more", places.size() - kPlacesShown);
+    out += fmt::format("\n{} {}  {} ({}): {} finding{}\n", first.severity == "note" ? "note " : "error", first.entry,
+                       fmt::join(ops, ", "), first.direction, fs.size(), fs.size() == 1 ? "" : "s");
+    out += fmt::format("    {}\n", first.title);
+    out += fmt::format("    in:            {}\n", where);
+    if (fs.size() == 1) out += fmt::format("    at:            {} in {}\n", display_location(first.source), first.source.function);
+    out += fmt::format("    when:          {}\n", first.condition);
+    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", first.deterministic,
+                       first.alert.empty() ? "" : fmt::format(" (alert: {})", first.alert));
+    out += fmt::format("    advice:        {}\n", first.advice);
+    for (const LintFinding* f : fs)
+      if (f->allowed_by) {
+        out += fmt::format("    allowed: {} (allowlist entry {}){}\n", f->allowed_by->reason, f->allowed_by->entry,
+                           allowed < fs.size() ? fmt::format(", {} of {} findings", allowed, fs.size()) : "");
+        break;
+      }
+  }
+}
+
+std::string render_lint_text_raw(const LintReport& r, bool verbose) {
+  std::string out = fmt::format("lint {} for {} ({}): {} of {} knowledge-base entries apply (torch {})\n", r.model,
+                                r.device, r.mode, r.applicable_entries, r.knowledge_entries, r.knowledge_torch);
+  out += fmt::format("methods scanned: {}\n",
+                     r.methods.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.methods, ", ")));
+  if (verbose) verbose_findings(out, r);
+  else grouped_findings(out, r);
   if (!r.notes.empty()) out += "\n";
   for (const auto& n : r.notes) out += fmt::format("note: {}\n", n);
-  const size_t n = r.findings.size();
-  out += fmt::format("\n{} finding{} ({} raise under use_deterministic_algorithms)\n", n, n == 1 ? "" : "s",
-                     raising_findings(r));
-  size_t allowed = 0;
-  for (const auto& f : r.findings) allowed += f.allowed_by.has_value();
+  size_t errors = 0, notes = 0, allowed = 0;
+  for (const auto& f : r.findings) {
+    (f.severity == "note" ? notes : errors) += 1;
+    allowed += f.allowed_by.has_value();
+  }
+  out += fmt::format("\n{} error{}, {} note{} ({} raise under use_deterministic_algorithms){}\n", errors, errors == 1 ? "" : "s",
+                     notes, notes == 1 ? "" : "s", raising_findings(r),
+                     notes > 0 && errors == 0 && !r.strict ? "; notes do not fail (--strict makes them)" : "");
   if (allowed > 0) out += fmt::format("{} allowed by the allowlist\n", allowed);
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   return out;
@@ -65,6 +126,6 @@ std::string render_lint_text_raw(const LintReport& r) {
 }  // namespace
 
 // Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
-std::string render_lint_text(const LintReport& r) { return printable(render_lint_text_raw(r), true); }
+std::string render_lint_text(const LintReport& r, bool verbose) { return printable(render_lint_text_raw(r, verbose), true); }
 
 }  // namespace ra::report

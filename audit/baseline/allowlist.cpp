@@ -213,7 +213,6 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
 void apply_allowlist(report::LintReport& report, const Allowlist& list, const std::string& today) {
   std::set<int> seen;
   const std::string model = std::filesystem::path(report.model).filename().string();
-  bool open = false;
   for (auto& f : report.findings) {
     const Matches m = match(list, today, [&](const AllowEntry& e) {
       return e.config.empty() && ((!e.op.empty() && same_op(e.op, f.op)) || (!e.target.empty() && e.target == model));
@@ -221,10 +220,9 @@ void apply_allowlist(report::LintReport& report, const Allowlist& list, const st
     note_expired(seen, m);
     f.allowed_by.reset();
     if (m.allowed) f.allowed_by = allowed_by(*m.allowed);
-    else open = true;
   }
   report.allowlist_expired = expired_messages(list, seen);
-  report.exit_code = open || !seen.empty() ? 1 : 0;
+  report.exit_code = report::lint_exit_code(report);
 }
 
 }  // namespace ra

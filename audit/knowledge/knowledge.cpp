@@ -65,8 +65,8 @@ class Reader {
 
 KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
   std::string where = fmt::format("entry {}", index);
-  r.only_keys(e, {"id", "title", "doc_row", "documented", "ops", "args", "device", "direction", "condition",
-                  "behaviour", "alert", "advice"},
+  r.only_keys(e, {"id", "title", "doc_row", "documented", "severity", "ops", "args", "unless", "device", "direction",
+                  "condition", "behaviour", "alert", "advice"},
               where);
   KnowledgeEntry k;
   k.id = r.string(e, "id", where);
@@ -86,14 +86,24 @@ KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
       r.fail(where, "'ops' holds qualified op names such as \"aten::index_add\"");
     k.ops.push_back(op.get<std::string>());
   }
-  if (e.contains("args")) {
-    if (!e["args"].is_object()) r.fail(where, "'args' must be an object");
-    for (const auto& [name, value] : e["args"].items()) {
+  const std::string severity = r.string(e, "severity", where);
+  if (severity != "error" && severity != "note")
+    r.fail(where, fmt::format("'severity' is '{}', expected error or note", severity));
+  k.severity = severity;
+  for (const char* field : {"args", "unless"}) {
+    if (!e.contains(field)) continue;
+    if (!e[field].is_object()) r.fail(where, fmt::format("'{}' must be an object", field));
+    for (const auto& [name, value] : e[field].items()) {
       const auto scalar = [](const json& v) { return v.is_boolean() || v.is_number_integer() || v.is_string(); };
-      const bool ok = scalar(value) || (value.is_array() && !value.empty() &&
-                                        std::all_of(value.begin(), value.end(), scalar));
-      if (!ok) r.fail(where, fmt::format("'args.{}' must be a boolean, an integer, a string, or a list of them", name));
-      k.args[name] = value.dump();
+      const auto ints = [](const json& v) {
+        return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); });
+      };
+      const auto item = [&](const json& v) { return scalar(v) || ints(v); };
+      const bool ok = item(value) || (value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), item));
+      if (!ok)
+        r.fail(where, fmt::format("'{}.{}' must be a boolean, an integer, a string, a list of integers, or a list of them",
+                                  field, name));
+      (std::string(field) == "args" ? k.args : k.unless)[name] = value.dump();
     }
   }
   k.device = r.string(e, "device", where);

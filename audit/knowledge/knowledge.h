@@ -40,6 +40,13 @@ struct KnowledgeEntry {
   // Constant-argument conditions, as JSON text: {"accumulate": "true"}, {"reduce": "[\"sum\",\"mean\"]"} (any
   // of a list). An op of the entry that has no such argument is not constrained by it.
   std::map<std::string, std::string> args;
+  // Constant arguments under which the op is known to be deterministic, same form: the finding is
+  // dropped when one holds ({"output_size": [[1, 1], 1]}: global pooling is a mean). A list of
+  // integers matches an int[] argument element for element.
+  std::map<std::string, std::string> unless;
+  // "error": run-to-run nondeterminism (lint exits 1); "note": a configuration or machine
+  // dependence, or nondeterminism only under a non-default switch (exit 0 unless --strict).
+  std::string severity;
   std::string device;      // "cuda", "cpu" or "any"
   std::string direction;   // "forward" or "backward"
   std::string condition;   // when it is nondeterministic, in words

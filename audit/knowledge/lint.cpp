@@ -173,9 +173,34 @@ std::string function_name(const torch::jit::Function& fn, bool is_method) {
   return out;
 }
 
+// The value of `v` when the graph fixes it: a constant, a list built from constant ints
+// (`[1, 1]`), or `_list_with_default(LIST, defaults)` of such a list without None (what
+// F.adaptive_avg_pool2d does with its output size).
+std::optional<c10::IValue> constant_of(const torch::jit::Value* v) {
+  if (auto c = torch::jit::toIValue(v)) return c;
+  const Node* n = v->node();
+  if (n->kind() == c10::prim::ListConstruct) {
+    std::vector<int64_t> ints;
+    for (const torch::jit::Value* in : n->inputs()) {
+      const auto c = torch::jit::toIValue(in);
+      if (!c || !c->isInt()) return std::nullopt;
+      ints.push_back(c->toInt());
+    }
+    return c10::IValue(ints);
+  }
+  if (n->kind() == c10::Symbol::fromQualString("aten::list_with_default") && n->inputs().size() == 2) {
+    const auto list = constant_of(n->input(0));
+    if (list && list->isIntList()) return list;
+  }
+  return std::nullopt;
+}
+
 enum class ArgState { Holds, Contradicted, Undecided };
 
 bool matches(const c10::IValue& v, const nlohmann::json& expected) {
+  const bool int_list = expected.is_array() && !expected.empty() &&
+                        std::all_of(expected.begin(), expected.end(), [](const nlohmann::json& e) { return e.is_number_integer(); });
+  if (int_list && v.isIntList()) return v.toIntVector() == expected.get<std::vector<int64_t>>();
   if (expected.is_array())
     return std::any_of(expected.begin(), expected.end(), [&](const nlohmann::json& e) { return matches(v, e); });
   if (expected.is_boolean()) return v.isBool() && v.toBool() == expected.get<bool>();
@@ -190,9 +215,18 @@ ArgState check_arg(const Node* n, const std::string& name, const std::string& ex
   const auto index = schema->argumentIndexWithName(name);
   if (!index) return ArgState::Holds;  // the condition is about another op of the entry (aten::pad's mode)
   if (*index < 0 || static_cast<size_t>(*index) >= n->inputs().size()) return ArgState::Undecided;
-  const auto value = torch::jit::toIValue(n->input(*index));
+  const auto value = constant_of(n->input(*index));
   if (!value) return ArgState::Undecided;
   return matches(*value, nlohmann::json::parse(expected_json)) ? ArgState::Holds : ArgState::Contradicted;
+}
+
+// True when the op's schema has the argument and it is a constant in the graph.
+bool has_arg(const Node* n, const std::string& name) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (schema == nullptr) return false;
+  const auto index = schema->argumentIndexWithName(name);
+  return index && *index >= 0 && static_cast<size_t>(*index) < n->inputs().size() &&
+         constant_of(n->input(*index)).has_value();
 }
 
 std::string join_path(const std::string& parent, const std::string& name) {
@@ -234,9 +268,9 @@ using FindingKey = std::tuple<std::string, int, std::string, std::string, std::s
 
 class Scanner {
  public:
-  Scanner(const KnowledgeBase& kb, const std::string& device_type) {
+  Scanner(const KnowledgeBase& kb, const std::string& device_type, bool backward) {
     for (const auto& e : kb.entries)
-      if (KnowledgeBase::applies_to(e, device_type))
+      if (KnowledgeBase::applies_to(e, device_type) && (backward || e.direction != "backward"))
         for (const auto& op : e.ops) by_op_.emplace(op, &e);
   }
 
@@ -326,7 +360,7 @@ class Scanner {
     for (size_t i = first; i < n->inputs().size(); ++i) {
       const auto it = objects.find(n->input(i));
       args.objects.push_back(it == objects.end() ? std::nullopt : std::optional<ObjectRef>(it->second));
-      std::optional<c10::IValue> constant = torch::jit::toIValue(n->input(i));
+      std::optional<c10::IValue> constant = constant_of(n->input(i));
       if (constant && (constant->isTensor() || constant->isObject())) constant.reset();
       args.constants.push_back(std::move(constant));
     }
@@ -394,6 +428,8 @@ class Scanner {
         excluded |= state == ArgState::Contradicted;
         if (state == ArgState::Undecided) depends_on.push_back(name);
       }
+      // Known deterministic under a constant argument (an output size of 1): no finding.
+      for (const auto& [name, expected] : e.unless) excluded |= check_arg(n, name, expected) == ArgState::Holds && has_arg(n, name);
       if (excluded) continue;
       add(e, op, location_of(n, frame.function), frame, std::move(depends_on));
     }
@@ -416,6 +452,7 @@ class Scanner {
     f.op = op;
     f.direction = e.direction;
     f.device = e.device;
+    f.severity = e.severity;
     f.module_path = frame.module_path;
     f.source = loc;
     f.called_from = frame.called_from;
@@ -437,8 +474,10 @@ class Scanner {
 }  // namespace
 
 LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
-                      const std::vector<std::string>& libraries) {
+                      const std::vector<std::string>& libraries, const std::string& mode, bool strict) {
   LintResult r;
+  r.mode = mode;
+  r.strict = strict;
   r.tool_version = tool_version();
   r.model = model;
   r.device_type = device_type;
@@ -448,14 +487,22 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
 
   open_libraries(libraries);
   torch::jit::Module module = load_model(model);
-  Scanner scanner(kb, device_type);
+  Scanner scanner(kb, device_type, mode == "train");
   for (const auto& method : module.get_methods()) {
     r.methods.push_back(method.name());
     scanner.scan_method(method, module._ivalue());
   }
   r.findings = scanner.findings();
   r.notes = scanner.notes();
-  r.exit_code = static_cast<int>(r.findings.empty() ? ExitCode::Reproducible : ExitCode::Nondeterministic);
+  if (mode != "train") {
+    int backward = 0;
+    for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device_type) && e.direction == "backward";
+    if (backward > 0)
+      r.notes.push_back(fmt::format("{} about the backward pass {} not checked: lint --mode train checks {}",
+                                    backward == 1 ? "1 entry" : fmt::format("{} entries", backward), backward == 1 ? "was" : "were",
+                                    backward == 1 ? "it" : "them"));
+  }
+  r.exit_code = report::lint_exit_code(r);
   return r;
 }
 

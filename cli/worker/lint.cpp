@@ -20,13 +20,13 @@ int execute(const LintArgs& a) {
   const AllowlistOption allow = load_allowlist_option(a.allowlist);
   const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
   const KnowledgeBase kb = load_knowledge(knowledge);
-  LintResult result = lint_model(a.model, type, kb, a.libraries);
+  LintResult result = lint_model(a.model, type, kb, a.libraries, a.mode, a.strict);
   result.device = a.device;
   result.knowledge_path = knowledge;
   if (allow.list) apply_allowlist(result, *allow.list, allow.today);
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
-  const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result);
+  const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result, a.verbose);
   std::fputs(out.c_str(), stdout);
   return result.exit_code;
 }

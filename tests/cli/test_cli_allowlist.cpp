@@ -97,7 +97,7 @@ TEST_CASE("lint --allowlist: a finding allowed by its op (exit 0)") {
   write(dir.file("kb.json"), R"KB({"schema": "repro-audit/knowledge", "schema_version": 1, "torch": "2.11",
     "source": "test", "entries": [
     {"id": "index_add.cuda", "title": "index_add on CUDA", "doc_row": "torch.index_add() on CUDA",
-     "documented": "made-deterministic",
+     "documented": "made-deterministic", "severity": "error",
      "ops": ["aten::index_add"], "device": "cuda", "direction": "forward", "condition": "always",
      "behaviour": {"deterministic": "made-deterministic"}, "advice": "use_deterministic_algorithms(True)"}]})KB");
   ra::test::save_model(dir.file("m.pt"), R"JIT(

@@ -29,23 +29,23 @@ const char* kKnowledge = R"KB({
   "schema": "repro-audit/knowledge", "schema_version": 1, "torch": "2.11", "source": "test",
   "entries": [
     {"id": "index_add.cuda", "title": "index_add on CUDA", "doc_row": "torch.index_add() on CUDA",
-     "documented": "made-deterministic", "ops": ["aten::index_add", "aten::index_add_"], "device": "cuda",
+     "documented": "made-deterministic", "severity": "error", "ops": ["aten::index_add", "aten::index_add_"], "device": "cuda",
      "direction": "forward", "condition": "always", "behaviour": {"deterministic": "made-deterministic"},
      "advice": "use_deterministic_algorithms(True)"},
-    {"id": "index_add.cpu", "title": "index_add on CPU (test entry)", "documented": "undocumented",
+    {"id": "index_add.cpu", "title": "index_add on CPU (test entry)", "documented": "undocumented", "severity": "error",
      "ops": ["aten::index_add"], "device": "cpu", "direction": "forward", "condition": "float inputs",
      "behaviour": {}, "advice": "sort the indices"},
     {"id": "index_put.accumulate.cuda", "title": "index_put_ with accumulate=True on CUDA",
-     "doc_row": "torch.Tensor.index_put_() with accumulate=True on CUDA", "documented": "made-deterministic",
+     "doc_row": "torch.Tensor.index_put_() with accumulate=True on CUDA", "documented": "made-deterministic", "severity": "error",
      "ops": ["aten::index_put", "aten::index_put_"], "args": {"accumulate": true}, "device": "cuda",
      "direction": "forward", "condition": "accumulate=True", "behaviour": {"deterministic": "made-deterministic"},
      "advice": "use_deterministic_algorithms(True)"},
     {"id": "scatter_add.any", "title": "scatter_add (test entry for any device)",
-     "doc_row": "torch.Tensor.scatter_add_()", "documented": "raises", "ops": ["aten::scatter_add"],
+     "doc_row": "torch.Tensor.scatter_add_()", "documented": "raises", "severity": "error", "ops": ["aten::scatter_add"],
      "device": "any", "direction": "forward", "condition": "duplicate indices",
      "behaviour": {"deterministic": "raises"}, "alert": "scatter_add_cuda_kernel", "advice": "avoid duplicates"},
     {"id": "index_select.backward.cuda", "title": "index_select backward on CUDA",
-     "documented": "undocumented", "ops": ["aten::index_select"], "device": "cuda", "direction": "backward",
+     "documented": "undocumented", "severity": "error", "ops": ["aten::index_select"], "device": "cuda", "direction": "backward",
      "condition": "when differentiated", "behaviour": {}, "advice": "use a one-hot matmul"}
   ]
 })KB";
@@ -164,14 +164,14 @@ TEST_CASE("lint: a clean model has no findings (exit 0)") {
     CAPTURE(r.err);
     CHECK(r.code == 0);
     CHECK(r.err.empty());
-    CHECK(r.out.find("\n0 findings (0 raise under use_deterministic_algorithms)\n") != std::string::npos);
+    CHECK(r.out.find("\n0 errors, 0 notes (0 raise under use_deterministic_algorithms)\n") != std::string::npos);
   }
 }
 
 TEST_CASE("lint: findings carry the module path, source line and method (--device cuda)") {
   ra::test::TempDir dir;
   save_nested_model(dir.file("m.pt"));
-  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--knowledge", write_knowledge(dir),
+  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge", write_knowledge(dir),
                           "--report", dir.file("r.json")});
   CAPTURE(r.err);
   CHECK(r.code == 1);
@@ -215,10 +215,16 @@ TEST_CASE("lint: findings carry the module path, source line and method (--devic
   CHECK((*raises)["alert"] == "scatter_add_cuda_kernel");
   CHECK(j["summary"]["raise"] == 1);
 
-  // The text names the groups and ends with the summary line.
-  CHECK(r.out.find("\n<top>\n") != std::string::npos);
-  CHECK(r.out.find("\nencoder.layers.l0\n") != std::string::npos);
-  CHECK(r.out.find("\n6 findings (1 raise under use_deterministic_algorithms)\n") != std::string::npos);
+  // The text has one block per entry, with where it is, and ends with the summary line.
+  CHECK(r.out.find("\nerror index_add.cuda  aten::index_add (forward): 2 findings\n") != std::string::npos);
+  CHECK(r.out.find("    in:            <top>, encoder.layers.l0\n") != std::string::npos);
+  CHECK(r.out.find("\n6 errors, 0 notes (1 raise under use_deterministic_algorithms)\n") != std::string::npos);
+  // --verbose: every finding in full, grouped by module path.
+  const auto v = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge", write_knowledge(dir),
+                          "--verbose"});
+  CHECK(v.out.find("\n<top>\n") != std::string::npos);
+  CHECK(v.out.find("\nencoder.layers.l0\n  index_add.cuda [error]  aten::index_add (forward)\n") != std::string::npos);
+  CHECK(ra::test::count_lines(v.out) > ra::test::count_lines(r.out));
 }
 
 TEST_CASE("lint: --device cpu reports only the entries for cpu or any device") {
@@ -265,7 +271,8 @@ TEST_CASE("lint: a constant argument that contradicts the condition is not repor
 TEST_CASE("lint: ops in an if-branch, a called method and a called function are found") {
   ra::test::TempDir dir;
   save_nested_model(dir.file("m.pt"));
-  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--knowledge", write_knowledge(dir), "--json"});
+  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge", write_knowledge(dir),
+                          "--json"});
   const json j = json::parse(r.out);
   CHECK(find(j, "scatter_add.any", "encoder") != nullptr);  // inside `if`
   // gather_rows(x, idx, "select"): its scatter_add branch cannot run and is not reported.
@@ -286,9 +293,9 @@ TEST_CASE("lint: --json and --report give the same deterministic document") {
   ra::test::TempDir dir;
   save_nested_model(dir.file("m.pt"));
   const std::string kb = write_knowledge(dir);
-  const auto a = run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--knowledge", kb, "--json", "--report",
-                          dir.file("a.json")});
-  const auto b = run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--knowledge", kb, "--json"});
+  const auto a = run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--mode", "train", "--knowledge", kb, "--json",
+                          "--report", dir.file("a.json")});
+  const auto b = run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--mode", "train", "--knowledge", kb, "--json"});
   CHECK(a.code == 1);
   CHECK(a.out == b.out);
   const json j = ra::test::read_json(dir.file("a.json"));
@@ -327,9 +334,9 @@ TEST_CASE("lint: bad input exits 2 or 3 with one line on stderr and no report") 
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", kb, "--device", "tpu"}, 2, "unknown device 'tpu'");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("bad-kb.json")}, 3, "unknown key 'colour'");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("no-kb.json")}, 3, "cannot be read");
-  const auto r = run_cli({"lint", dir.file("m.pt"), "--knowledge", kb, "--report", "/nonexistent/dir/r.json"});
+  const auto r = run_cli({"lint", dir.file("m.pt"), "--knowledge", kb, "--report", "/dev/null/dir/r.json"});
   CHECK(r.code == 2);
-  CHECK(r.err.find("does not exist") != std::string::npos);
+  CHECK(r.err.find("cannot create folder '/dev/null'") != std::string::npos);
 }
 
 TEST_CASE("lint: --load-library makes custom ops loadable, and an entry may name them") {
@@ -341,7 +348,7 @@ def forward(self, x):
                        {{"w", {4, 8}}});
   std::string kb = kKnowledge;
   const std::string custom = R"KB({"id": "nondet_sum.test", "title": "test-only nondeterministic sum",
-     "documented": "undocumented", "ops": ["ra_test::nondet_sum"], "device": "any", "direction": "forward",
+     "documented": "undocumented", "severity": "error", "ops": ["ra_test::nondet_sum"], "device": "any", "direction": "forward",
      "condition": "always", "behaviour": {}, "advice": "do not use it"},
     )KB";
   kb.insert(kb.find("{\"id\": \"index_add.cuda\""), custom);
@@ -435,4 +442,56 @@ def forward(self, x, idx, src):
     if (f["op"] == "aten::scatter_reduce") entries.insert(f["entry"].get<std::string>());
   // "sum" is made deterministic, "prod" raises, "amax" is in neither list.
   CHECK(entries == std::multiset<std::string>{"scatter_reduce.prod.cuda", "scatter_reduce.sum_mean.cuda"});
+}
+
+TEST_CASE("lint: a plain MLP or CNN exits 0 with notes on either device; --strict and --mode train say more") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("mlp.pt"), R"JIT(
+def forward(self, x):
+    h = torch.relu(torch.matmul(x, self.w1))
+    return torch.matmul(h, self.w2)
+)JIT",
+                       {{"w1", {16, 32}}, {"w2", {32, 4}}});
+  // ResNet's head: global average pooling to 1x1, which is a mean and deterministic even backward.
+  ra::test::save_model(dir.file("cnn.pt"), R"JIT(
+def forward(self, x):
+    h = torch.relu(torch.conv2d(x, self.w))
+    return torch.flatten(torch.adaptive_avg_pool2d(h, [1, 1]), 1)
+)JIT",
+                       {{"w", {8, 3, 3, 3}}});
+  for (const char* model : {"mlp.pt", "cnn.pt"})
+    for (const char* device : {"cpu", "cuda"}) {
+      CAPTURE(model);
+      CAPTURE(device);
+      const auto r = run_cli({"lint", dir.file(model), "--device", device, "--json"});
+      CHECK(r.code == 0);
+      const json j = json::parse(r.out);
+      CHECK(j["mode"] == "infer");
+      CHECK(j["summary"]["errors"] == 0);
+      for (const auto& f : j["findings"]) CHECK(f["severity"] == "note");
+      if (j["summary"]["notes"].get<int>() > 0)
+        CHECK(run_cli({"lint", dir.file(model), "--device", device, "--strict"}).code == 1);
+    }
+  // Training a convolution on CUDA is another matter: cuDNN's backward may use atomics.
+  const auto train = run_cli({"lint", dir.file("cnn.pt"), "--device", "cuda", "--mode", "train", "--json"});
+  CHECK(train.code == 1);
+  const json t = json::parse(train.out);
+  bool conv = false, pool = false;
+  for (const auto& f : t["findings"]) {
+    conv = conv || (f["entry"] == "conv2d.cuda" && f["severity"] == "error");
+    pool = pool || f["entry"] == "adaptive_avg_pool2d.backward.cuda";
+  }
+  CHECK(conv);
+  CHECK_FALSE(pool);  // output size [1, 1]: not the atomic kernel
+
+  // An output size other than 1 does reach the atomic kernel.
+  ra::test::save_model(dir.file("pool2.pt"), R"JIT(
+def forward(self, x):
+    return torch.adaptive_avg_pool2d(x * self.s, [2, 2])
+)JIT",
+                       {{"s", {1}}});
+  const auto p = run_cli({"lint", dir.file("pool2.pt"), "--device", "cuda", "--mode", "train", "--json"});
+  CHECK(p.code == 1);
+  CHECK(json::parse(p.out)["findings"][0]["entry"] == "adaptive_avg_pool2d.backward.cuda");
+  ra::test::expect_error(dir, {"lint", dir.file("cnn.pt"), "--mode", "fly"}, 2, "--mode");
 }

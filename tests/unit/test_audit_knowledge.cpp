@@ -13,7 +13,7 @@ std::string with_entry(const std::string& entry) {
 }
 
 const char* kGood = R"({"id": "index_add.cuda", "title": "index_add on CUDA", "doc_row": "torch.index_add on CUDA",
-  "documented": "made-deterministic", "ops": ["aten::index_add"], "args": {"alpha": 1}, "device": "cuda",
+  "documented": "made-deterministic", "severity": "error", "ops": ["aten::index_add"], "args": {"alpha": 1}, "device": "cuda",
   "direction": "forward", "condition": "duplicates", "behaviour": {"deterministic": "made-deterministic"},
   "alert": "", "advice": "use det"})";
 
@@ -59,7 +59,12 @@ TEST_CASE("parse_knowledge: an argument condition may be a list of accepted valu
 TEST_CASE("parse_knowledge: malformed files name the file, the entry and the field") {
   CHECK(error_of("{") .find("kb.json") != std::string::npos);
   CHECK(error_of(with_entry(replaced(kGood, "\"title\"", "\"titel\""))).find("unknown key 'titel'") != std::string::npos);
-  CHECK(error_of(with_entry(replaced(kGood, "\"made-deterministic\", \"ops\"", "\"maybe\", \"ops\"")))
+  CHECK(error_of(with_entry(replaced(kGood, "\"severity\": \"error\"", "\"severity\": \"warning\"")))
+            .find("'severity' is 'warning', expected error or note") != std::string::npos);
+  CHECK(error_of(with_entry(replaced(kGood, "\"severity\": \"error\", ", ""))).find("severity") != std::string::npos);
+  CHECK(error_of(with_entry(replaced(kGood, "\"args\": {\"alpha\": 1}", "\"unless\": {\"output_size\": {}}")))
+            .find("'unless.output_size'") != std::string::npos);
+  CHECK(error_of(with_entry(replaced(kGood, "\"made-deterministic\", \"severity\"", "\"maybe\", \"severity\"")))
             .find("'documented' is 'maybe'") != std::string::npos);
   CHECK(error_of(with_entry(replaced(kGood, "\"cuda\",\n  \"direction\"", "\"tpu\",\n  \"direction\"")))
             .find("entry 'index_add.cuda': 'device' is 'tpu'") != std::string::npos);

@@ -8,6 +8,7 @@ namespace {
 ra::report::LintFinding finding(const std::string& path, int line, const std::string& deterministic) {
   ra::report::LintFinding f;
   f.entry = "index_add.cuda";
+  f.severity = "error";
   f.title = "index_add on CUDA";
   f.op = "aten::index_add";
   f.direction = "forward";
@@ -68,8 +69,21 @@ TEST_CASE("lint_to_json") {
   CHECK(ra::report::render_lint_json(sample()) == ra::report::render_lint_json(sample()));
 }
 
-TEST_CASE("render_lint_text") {
-  const std::string text = ra::report::render_lint_text(sample());
+TEST_CASE("render_lint_text: one block per entry; --verbose gives every finding") {
+  const std::string grouped = ra::report::render_lint_text(sample());
+  CHECK(grouped.find("\nerror index_add.cuda  aten::index_add (forward): 3 findings\n") != std::string::npos);
+  CHECK(grouped.find("    in:            <top>, encoder.conv\n") != std::string::npos);
+  CHECK(grouped.find("\n3 errors, 0 notes (2 raise under use_deterministic_algorithms)\n") != std::string::npos);
+  ra::report::LintReport noted = sample();
+  for (auto& f : noted.findings) f.severity = "note";
+  noted.exit_code = ra::report::lint_exit_code(noted);
+  CHECK(noted.exit_code == 0);
+  CHECK(ra::report::render_lint_text(noted).find("0 errors, 3 notes (2 raise under use_deterministic_algorithms); notes do not "
+                                                 "fail (--strict makes them)") != std::string::npos);
+  noted.strict = true;
+  CHECK(ra::report::lint_exit_code(noted) == 1);
+
+  const std::string text = ra::report::render_lint_text(sample(), /*verbose=*/true);
   // One header per module path, in the findings' order.
   const size_t top = text.find("\n<top>\n");
   const size_t conv = text.find("\nencoder.conv\n");
@@ -79,11 +93,11 @@ TEST_CASE("render_lint_text") {
   CHECK(text.find("\nencoder.conv\n", conv + 1) == std::string::npos);
   CHECK(text.find("at:            line 3 in forward") != std::string::npos);
   CHECK(text.find("called from:   model.py:20 in forward") != std::string::npos);
-  CHECK(text.find("\n3 findings (2 raise under use_deterministic_algorithms)\n") != std::string::npos);
+  CHECK(text.find("\n3 errors, 0 notes (2 raise under use_deterministic_algorithms)\n") != std::string::npos);
 
   ra::report::LintReport none = sample();
   none.findings.resize(1);
-  CHECK(ra::report::render_lint_text(none).find("\n1 finding (0 raise") != std::string::npos);
+  CHECK(ra::report::render_lint_text(none).find("\n1 error, 0 notes (0 raise") != std::string::npos);
   none.findings.clear();
-  CHECK(ra::report::render_lint_text(none).find("\n0 findings (0 raise") != std::string::npos);
+  CHECK(ra::report::render_lint_text(none).find("\n0 errors, 0 notes (0 raise") != std::string::npos);
 }
