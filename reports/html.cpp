@@ -312,14 +312,20 @@ void timing_section(std::string& out, const Report& r) {
         out += fmt::format("<tr class=\"fix-cost\" data-fix=\"{}\"{}><td><a href=\"#{}\"><code>{}</code></a></td><td>{}</td><td>{}</td></tr>\n",
                            html::fix_id(i, j, k), c.cost_ratio ? fmt::format(" data-cost=\"{:.2f}\"", *c.cost_ratio) : "",
                            html::fix_id(i, j, k), esc(c.config), c.median_ms ? ms(*c.median_ms) : "not timed",
-                           c.cost_ratio ? fmt::format("{:.2f}×", *c.cost_ratio) : "-");
+                           c.cost_ratio ? fmt::format("{:.2f}×{}", *c.cost_ratio,
+                                                      c.cost_low && c.cost_high ? fmt::format(" ({:.2f}–{:.2f})", *c.cost_low, *c.cost_high) : "")
+                                        : "-");
       }
       out += "</tbody></table>\n";
       // Which fix is cheapest is a timing fact: it stays inside this block.
       if (const FixCandidate* cheapest = cheapest_fix(f)) {
         const FixCandidate& c = *cheapest;
-        out += fmt::format("<p class=\"cheapest\">Cheapest minimal fix: <code>{}</code>{}.</p>\n", esc(c.config),
+        out += fmt::format("<p class=\"cheapest\">Cheapest minimal fix: {} (<code>{}</code>){}.</p>\n",
+                           esc(fix_change_text(c, t.configs[j].switches)), esc(c.config),
                            c.cost_ratio ? fmt::format(", {:.2f}× the run time of {}", *c.cost_ratio, esc(f.from)) : "");
+        for (const FixCandidate* other : fixes_costing_the_same(f))
+          out += fmt::format("<p class=\"same-cost\">The same cost within noise: <code>{}</code> at {}.</p>\n", esc(other->config),
+                             esc(cost_text(*other)));
       }
     }
   }

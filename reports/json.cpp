@@ -262,7 +262,9 @@ json to_json(const Report& r) {
         for (const auto& cand : f.candidates)
           if (cand.median_ms)
             fixes.push_back({{"config", cand.config}, {"median_ms", *cand.median_ms},
-                             {"cost_ratio", cand.cost_ratio ? json(*cand.cost_ratio) : json(nullptr)}});
+                             {"cost_ratio", cand.cost_ratio ? json(*cand.cost_ratio) : json(nullptr)},
+                             {"cost_low", cand.cost_low ? json(*cand.cost_low) : json(nullptr)},
+                             {"cost_high", cand.cost_high ? json(*cand.cost_high) : json(nullptr)}});
         timing_fixes.push_back({{"target", t.name}, {"config", c.name},
                                 {"baseline_median_ms", f.baseline_median_ms ? json(*f.baseline_median_ms) : json(nullptr)},
                                 {"candidates", fixes}});

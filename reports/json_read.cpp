@@ -362,6 +362,8 @@ void read_fix_times(const Node& timing, Report& r) {
         if (!found) m.at("config").fail(fmt::format("no candidate '{}' in the fix search", name));
         found->median_ms = m.at("median_ms").num();
         found->cost_ratio = m.at("cost_ratio").opt_num();
+        if (m.has("cost_low")) found->cost_low = m.at("cost_low").opt_num();
+        if (m.has("cost_high")) found->cost_high = m.at("cost_high").opt_num();
       }
     }
   if (i != list.size()) list[i].fail("entry for no fix search of the report");

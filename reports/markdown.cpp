@@ -129,8 +129,10 @@ void timing(std::string& out, const Report& r) {
       const FixSearch& f = *c.fix_search;
       out += fmt::format("\n**{} · {}**", md(t.name), md(c.name));
       if (const FixCandidate* fix = cheapest_fix(f))
-        out += fmt::format(": cheapest fix {}{}", code(fix->config),
-                           fix->cost_ratio ? fmt::format(" at {:.2f}x the run time of {}", *fix->cost_ratio, md(f.from)) : " (not measured)");
+        out += fmt::format(": cheapest fix {} ({}){}", md(fix_change_text(*fix, c.switches)), code(fix->config),
+                           fix->cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(*fix), md(f.from)) : " (not measured)");
+      for (const FixCandidate* other : fixes_costing_the_same(f))
+        out += fmt::format("; the same cost within noise: {} ({})", code(other->config), cost_text(*other));
       out += "\n\n| candidate | verdict | median | cost |\n|---|---|---|---|\n";
       for (const auto& cand : f.candidates)
         out += fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),

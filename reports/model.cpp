@@ -120,6 +120,21 @@ const FixCandidate* cheapest_fix(const FixSearch& f) {
   return best;
 }
 
+bool same_cost(const FixCandidate& a, const FixCandidate& b) {
+  if (!a.cost_low || !a.cost_high || !b.cost_low || !b.cost_high) return false;
+  return *a.cost_low <= *b.cost_high && *b.cost_low <= *a.cost_high;
+}
+
+std::vector<const FixCandidate*> fixes_costing_the_same(const FixSearch& f) {
+  std::vector<const FixCandidate*> out;
+  const FixCandidate* cheapest = cheapest_fix(f);
+  if (!cheapest) return out;
+  for (const size_t i : f.best)
+    if (i < f.candidates.size() && &f.candidates[i] != cheapest && same_cost(f.candidates[i], *cheapest))
+      out.push_back(&f.candidates[i]);
+  return out;
+}
+
 uint64_t OpStream::records() const {
   uint64_t n = 0;
   for (const auto& t : threads) n += t.records;

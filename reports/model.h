@@ -166,8 +166,17 @@ struct FixCandidate {
   bool minimal = false;       // a fixing set none of whose toggles can be dropped
   std::string cpp, python;    // ready-to-paste snippets that set the toggles
   std::optional<double> median_ms;   // timing: median of the timed runs
-  std::optional<double> cost_ratio;  // timing: median over the failing configuration's median
+  std::optional<double> cost_ratio;  // timing: median over rounds of this fix's time over the failing configuration's
+  // timing: the lowest and highest of those per-round ratios. Rounds interleave the fix with the
+  // failing configuration (A B A B ...), so a busy machine slows both sides of a pair; with
+  // kTimingRounds rounds the median ratio lies in [low, high] with 94% confidence.
+  std::optional<double> cost_low, cost_high;
 };
+
+inline constexpr int kTimingRounds = 5;
+
+// True when two fixes' cost intervals overlap: neither can be called cheaper (both measured).
+bool same_cost(const FixCandidate& a, const FixCandidate& b);
 
 // An op that raises under deterministic mode: it has no deterministic implementation here.
 struct NoDeterministicImplementation {
@@ -474,6 +483,9 @@ bool baseline_failure(const Report& report, const BaselineResult& result);
 // unmeasured ones, then candidate order; null when no candidate fixes everything. Every renderer
 // names this one, so no two formats can disagree about it.
 const FixCandidate* cheapest_fix(const FixSearch& f);
+// The other minimal fixes whose cost intervals overlap the cheapest's: they cost the same within
+// noise, and the renderers say so instead of calling one cheaper.
+std::vector<const FixCandidate*> fixes_costing_the_same(const FixSearch& f);
 
 // The verdict as the renderers print it: to_string(verdict), except that findings the exit code
 // accepted are not hidden behind "reproducible": "diverged (allowed: known scatter in the loss)",

@@ -56,6 +56,12 @@ std::string config_cause_text(const ConfigCause& c);
 // A baseline result's changed op: "first changed op: aten::mm (forward) at model.py:4; 3 later ops
 // changed", or its note; "" when it has neither.
 std::string changed_op_text(const BaselineResult& r);
+// A fix named by what it changes in the failing configuration, from its effective switches:
+// "threads 4 -> 1", "deterministic off -> on, threads 4 -> 1" (a toggle the failing configuration
+// does not read back shows its requested value alone: "mkl_cbwr -> COMPATIBLE").
+std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchValue>& failing);
+// "0.29x (0.25-0.33)": a fix's cost with its interval over the timing rounds; "" when unmeasured.
+std::string cost_text(const FixCandidate& fix);
 // What "reproducible" can promise after so few repeats: "reproducible: no divergence in 2
 // comparisons (3 runs); a divergence rate above 66% would have shown (95% confidence)", for the
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);

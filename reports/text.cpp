@@ -89,6 +89,21 @@ std::string detection_power_text(const Target& t) {
                      n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
 }
 
+std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchValue>& failing) {
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : fix.toggles) {
+    const auto it = std::find_if(failing.begin(), failing.end(), [&](const SwitchValue& s) { return s.key == key; });
+    parts.push_back(it == failing.end() ? fmt::format("{} -> {}", key, value) : fmt::format("{} {} -> {}", key, it->effective, value));
+  }
+  return parts.empty() ? fix.config : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string cost_text(const FixCandidate& fix) {
+  if (!fix.cost_ratio) return "";
+  if (!fix.cost_low || !fix.cost_high) return fmt::format("{:.2f}x", *fix.cost_ratio);
+  return fmt::format("{:.2f}x ({:.2f}-{:.2f})", *fix.cost_ratio, *fix.cost_low, *fix.cost_high);
+}
+
 std::string tolerance_text(const DivergenceStats& s) {
   if (!s.note.empty() || s.differing == 0 || s.tolerance == Tolerance{}) return "";
   const std::string tol = fmt::format("rtol {:g}, atol {:g}", s.tolerance.rtol, s.tolerance.atol);
@@ -145,15 +160,16 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
 }
 
 // The fix search: every candidate, then the cheapest minimal fix with its snippets.
-void fix_lines(std::string& out, const FixSearch& f, size_t root_causes) {
-  out += fmt::format("    fix search from {} ({} traced repeats per candidate; costs: median of {} timed runs):\n", f.from,
-                     f.repeats, f.timed_runs);
+void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const std::vector<SwitchValue>& failing) {
+  out += fmt::format("    fix search from {} ({} traced repeats per candidate; costs: {} timed runs in {} rounds interleaved with "
+                     "{}, median ratio (lowest-highest)):\n",
+                     f.from, f.repeats, std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
   for (const auto& c : f.candidates) {
     const std::string toggles = c.config.size() > f.from.size() ? c.config.substr(f.from.size() + 1) : c.config;
     std::string line = fmt::format("      {:<40} {:<12}", toggles, to_string(c.verdict));
     if (root_causes > 0 && (c.verdict == Verdict::Reproducible || c.verdict == Verdict::Diverged))
       line += fmt::format(" fixes {}/{} root causes", c.fixes.size(), root_causes);
-    if (c.cost_ratio) line += fmt::format("  cost {:.2f}x", *c.cost_ratio);
+    if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
     if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + c.message.substr(0, c.message.find('\n')) + ")";
     out += line + "\n";
@@ -161,7 +177,11 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes) {
   out += fmt::format("    => {}\n", f.conclusion);
   if (const FixCandidate* cheapest = cheapest_fix(f)) {
     const FixCandidate& c = *cheapest;
-    out += fmt::format("       cheapest: {}{}\n", c.config, c.cost_ratio ? fmt::format(" at {:.2f}x the run time of {}", *c.cost_ratio, f.from) : "");
+    out += fmt::format("       cheapest: {} ({}){}\n", fix_change_text(c, failing), c.config,
+                       c.cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(c), f.from) : "");
+    for (const FixCandidate* other : fixes_costing_the_same(f))
+      out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing), other->config,
+                         cost_text(*other));
     std::string cpp = c.cpp, py = c.python;
     for (size_t pos = 0; (pos = cpp.find('\n', pos)) != std::string::npos; pos += 16) cpp.replace(pos, 1, "\n               ");
     for (size_t pos = 0; (pos = py.find('\n', pos)) != std::string::npos; pos += 16) py.replace(pos, 1, "\n               ");
@@ -244,7 +264,7 @@ std::string render_text_raw(const Report& r) {
         out += fmt::format("    {}\n", tolerance_verdict(c));
       findings(out, c.diverged_tensors, 5);
       if (c.trace) trace_lines(out, c, 5);
-      if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0);
+      if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches);
       if (!c.message.empty() && c.verdict != Verdict::Diverged) out += fmt::format("    {}\n", c.message);
       for (const auto& trial : c.trials)
         if (!trial.stderr_tail.empty() && (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {

@@ -234,26 +234,32 @@ report::ConfigResult analyse(const Config& config, const std::vector<TrialRun>& 
 
 // Medians of timed, uninstrumented runs of each configuration, one child after another so that
 // they do not compete for the machine.
-std::vector<std::optional<double>> time_configs(const RunOptions& o, const ScratchDir& scratch,
-                                                const std::vector<Config>& configs, const std::string& tag) {
+// Times configurations side by side, interleaved: kTimingRounds rounds, each one child per
+// configuration in turn (A B C A B C ...), one at a time, each with a warm-up run and its share of
+// --timed-runs (at least one). A slow spell on a busy machine then hits neighbouring children of
+// every configuration alike, and the per-round ratios show how much the figures move.
+std::vector<std::vector<std::optional<double>>> time_configs(const RunOptions& o, const ScratchDir& scratch,
+                                                             const std::vector<Config>& configs, const std::string& tag) {
+  const int per_child = std::max(1, o.timed_runs / report::kTimingRounds);
   std::vector<PreparedChild> prepared;
-  for (size_t c = 0; c < configs.size(); ++c) {
-    TrialSpec spec = base_spec(o);
-    spec.config = configs[c];
-    spec.timed_runs = o.timed_runs;
-    prepared.push_back(prepare_child(scratch, fmt::format("{}t{}", tag, c), spec, o.timeout_s, /*dump=*/false));
-  }
+  for (int round = 0; round < report::kTimingRounds; ++round)
+    for (size_t c = 0; c < configs.size(); ++c) {
+      TrialSpec spec = base_spec(o);
+      spec.config = configs[c];
+      spec.timed_runs = per_child;
+      prepared.push_back(prepare_child(scratch, fmt::format("{}t{}r{}", tag, c, round), spec, o.timeout_s, /*dump=*/false));
+    }
   std::vector<ChildJob> jobs;
   for (const auto& p : prepared) jobs.push_back(p.job);
-  if (o.progress) std::fprintf(stderr, "timing %zu configurations\n", jobs.size());
+  if (o.progress) std::fprintf(stderr, "timing %zu configurations, %d rounds\n", configs.size(), report::kTimingRounds);
   run_children(jobs, 1);
-  std::vector<std::optional<double>> medians;
-  for (const auto& p : prepared) {
-    const auto result = read_result(p.result_path);
+  std::vector<std::vector<std::optional<double>>> rounds(configs.size());
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    const auto result = read_result(prepared[i].result_path);
     const bool ok = result && result->status == report::TrialStatus::Ok;
-    medians.push_back(ok ? report::median(result->run_ms) : std::nullopt);
+    rounds[i % configs.size()].push_back(ok ? report::median(result->run_ms) : std::nullopt);
   }
-  return medians;
+  return rounds;
 }
 
 // Divergence statistics of a root cause's outputs. Traces keep digests, not values, so a few more

@@ -185,13 +185,25 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
       for (const auto& [k, v] : s.result.candidates[i].toggles) ts.push_back({k, v});
       timed.push_back(with_toggles(failing_config, ts));
     }
-    const auto medians = time(timed);
-    s.result.baseline_median_ms = medians.empty() ? std::nullopt : medians[0];
-    for (size_t k = 0; k < ran_candidates.size() && k + 1 < medians.size(); ++k) {
+    const auto rounds = time(timed);
+    const auto median_of = [](const std::vector<std::optional<double>>& times) {
+      std::vector<double> v;
+      for (const auto& t : times)
+        if (t) v.push_back(*t);
+      return report::median(v);
+    };
+    s.result.baseline_median_ms = rounds.empty() ? std::nullopt : median_of(rounds[0]);
+    for (size_t k = 0; k < ran_candidates.size() && k + 1 < rounds.size(); ++k) {
       auto& c = s.result.candidates[ran_candidates[k]];
-      c.median_ms = medians[k + 1];
-      if (c.median_ms && s.result.baseline_median_ms && *s.result.baseline_median_ms > 0)
-        c.cost_ratio = *c.median_ms / *s.result.baseline_median_ms;
+      c.median_ms = median_of(rounds[k + 1]);
+      // Paired by round: each ratio compares two runs made one after the other.
+      std::vector<double> ratios;
+      for (size_t r = 0; r < rounds[k + 1].size() && r < rounds[0].size(); ++r)
+        if (rounds[k + 1][r] && rounds[0][r] && *rounds[0][r] > 0) ratios.push_back(*rounds[k + 1][r] / *rounds[0][r]);
+      if (ratios.empty()) continue;
+      c.cost_ratio = report::median(ratios);
+      c.cost_low = *std::min_element(ratios.begin(), ratios.end());
+      c.cost_high = *std::max_element(ratios.begin(), ratios.end());
     }
   }
 

@@ -55,9 +55,10 @@ struct CandidateOutcome {
 };
 
 // Seams, so the search can be tested without processes: run a configuration's traced repeats;
-// time configurations side by side (medians in ms, nullopt when a timing run failed).
+// time configurations side by side: per configuration, its time in ms in each of the interleaved
+// rounds (A B C A B C ...; a round left out where its run failed), empty when timing failed.
 using EvaluateFn = std::function<CandidateOutcome(const Config&)>;
-using TimeFn = std::function<std::vector<std::optional<double>>(const std::vector<Config>&)>;
+using TimeFn = std::function<std::vector<std::vector<std::optional<double>>>(const std::vector<Config>&)>;
 
 // Identity of a root cause across configurations (positions differ when the op stream does).
 std::string root_cause_key(const report::RootCause& r);

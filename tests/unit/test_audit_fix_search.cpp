@@ -59,9 +59,19 @@ struct FakeModel {
   }
 };
 
-std::vector<std::optional<double>> fake_time(const std::vector<Config>& configs) {
-  std::vector<std::optional<double>> out;
-  for (const auto& c : configs) out.push_back(c.values.count("threads") && c.values.at("threads") == "1" ? 50.0 : 100.0);
+// Five interleaved rounds; the machine is slower in round 2 (a busy spell hits both sides of a
+// pair), and threads=1 costs half, a little more in round 4.
+std::vector<std::vector<std::optional<double>>> fake_time(const std::vector<Config>& configs) {
+  std::vector<std::vector<std::optional<double>>> out;
+  for (const auto& c : configs) {
+    const bool one = c.values.count("threads") && c.values.at("threads") == "1";
+    std::vector<std::optional<double>> rounds;
+    for (int r = 0; r < 5; ++r) {
+      const double slow = r == 2 ? 3.0 : 1.0;
+      rounds.push_back(slow * (one ? (r == 4 ? 60.0 : 50.0) : 100.0));
+    }
+    out.push_back(rounds);
+  }
   return out;
 }
 
@@ -111,7 +121,9 @@ TEST_CASE("search_fixes: single toggles that fix are minimal, timed against the 
   CHECK(t1.fixes == std::vector<uint64_t>{7});
   CHECK(t1.cpp == "at::set_num_threads(1);");
   REQUIRE(t1.cost_ratio);
-  CHECK(*t1.cost_ratio == doctest::Approx(0.5));
+  CHECK(*t1.cost_ratio == doctest::Approx(0.5));  // the busy round cancels out: ratios are paired
+  CHECK(*t1.cost_low == doctest::Approx(0.5));
+  CHECK(*t1.cost_high == doctest::Approx(0.6));
   CHECK(fs.baseline_median_ms == 100.0);
   CHECK(fs.best == std::vector<size_t>{1});
   CHECK_FALSE(fs.candidates[0].minimal);
@@ -167,4 +179,14 @@ TEST_CASE("search_fixes: every candidate that ran is timed, raising ones are not
   REQUIRE(fs.candidates[2].cost_ratio.has_value());        // mkl_cbwr ran and did not fix: still priced
   CHECK(*fs.candidates[2].cost_ratio == doctest::Approx(1.0));
   CHECK(*fs.candidates[1].cost_ratio == doctest::Approx(0.5));
+}
+
+TEST_CASE("same_cost: fixes whose intervals overlap cost the same within noise") {
+  ra::report::FixCandidate a, b;
+  a.cost_low = 0.4, a.cost_high = 0.6, b.cost_low = 0.55, b.cost_high = 0.9;
+  CHECK(ra::report::same_cost(a, b));
+  b.cost_low = 0.61;
+  CHECK_FALSE(ra::report::same_cost(a, b));
+  b.cost_low.reset();
+  CHECK_FALSE(ra::report::same_cost(a, b));  // unmeasured: not comparable
 }

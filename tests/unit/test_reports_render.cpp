@@ -53,9 +53,18 @@ TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by 
   REQUIRE(ra::report::cheapest_fix(*f) == &f->candidates[1]);
   const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r);
   const std::string html = ra::report::render_html(r);
-  CHECK(text.find("cheapest: default+threads=1 at 0.29x") != std::string::npos);
-  CHECK(md.find("cheapest fix `default+threads=1`") != std::string::npos);
-  CHECK(html.find("Cheapest minimal fix: <code>default+threads=1</code>, 0.29×") != std::string::npos);
+  // Named by what it changes in the failing configuration, then as --configs spells it.
+  const std::string change = ra::report::fix_change_text(f->candidates[1], r.targets.front().configs[1].switches);
+  CHECK(change.rfind("threads ", 0) == 0);
+  CHECK(change.find(" -> 1") != std::string::npos);
+  CHECK(text.find("cheapest: " + change + " (default+threads=1) at 0.29x") != std::string::npos);
+  const auto with = [&](std::string arrow) {  // Markdown and HTML escape the ">" of "->"
+    std::string s = change;
+    s.replace(s.find("->"), 2, arrow);
+    return s;
+  };
+  CHECK(md.find("cheapest fix " + with("-\\>") + " (`default+threads=1`)") != std::string::npos);
+  CHECK(html.find("Cheapest minimal fix: " + with("-&gt;") + " (<code>default+threads=1</code>), 0.29×") != std::string::npos);
   for (const std::string* s : {&text, &md, &html}) CHECK(s->find("deterministic=on at 1.52") == std::string::npos);
   // Unmeasured fixes come after measured ones; among unmeasured, candidate order.
   f->candidates[1].cost_ratio.reset();
@@ -64,4 +73,16 @@ TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by 
   CHECK(ra::report::cheapest_fix(*f) == &f->candidates[0]);
   f->best.clear();
   CHECK(ra::report::cheapest_fix(*f) == nullptr);
+}
+
+TEST_CASE("fix_change_text: a fix named by what it changes, never 'threads=4+threads=1'") {
+  ra::report::FixCandidate fix;
+  fix.config = "threads=4+threads=1";
+  fix.toggles = {{"threads", "1"}};
+  const std::vector<ra::report::SwitchValue> failing = {{"threads", "4", "4"}, {"deterministic", "", "off"}};
+  CHECK(ra::report::fix_change_text(fix, failing) == "threads 4 -> 1");
+  fix.toggles = {{"deterministic", "on"}, {"threads", "1"}};
+  CHECK(ra::report::fix_change_text(fix, failing) == "deterministic off -> on, threads 4 -> 1");
+  fix.toggles = {{"mkl_cbwr", "COMPATIBLE"}};
+  CHECK(ra::report::fix_change_text(fix, failing) == "mkl_cbwr -> COMPATIBLE");
 }
