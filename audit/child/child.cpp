@@ -61,7 +61,7 @@ TrialResult run_child(const TrialSpec& spec) {
       throw TrialInputError(fmt::format("a {} target cannot be traced op by op; audit it without --trace", target->kind()),
                             "usage");
     if (spec.task == ChildTask::Preflight) {
-      target->check();
+      result.warnings = target->check();
     } else {
       try {
         std::optional<trace::Tracer> tracer;

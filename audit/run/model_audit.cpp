@@ -340,6 +340,7 @@ report::Report run_audit(const RunOptions& o) {
   ScratchDir scratch;
   log::debug("scratch folder {}", scratch.path());
   const TrialResult pre = preflight(o, scratch);
+  for (const auto& w : pre.warnings) log::warn("{}", w);
 
   report::Report rep;
   rep.tool_version = tool_version();

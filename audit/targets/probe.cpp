@@ -43,7 +43,7 @@ class ProbeTarget final : public Target {
     device_ = device;
     return {probe_.info().form};
   }
-  void check() override {}
+  std::vector<std::string> check() override { return {}; }
   void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
     seed_generators(seed_);
     Context ctx(device_, probe_seed(seed_, probe_.info().name), rec);

@@ -47,8 +47,9 @@ class Target {
   // seed). Returns the inputs' descriptions ("input=float32[8x3x32x32]"). Throws TrialInputError.
   virtual std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) = 0;
   // The preflight's check: one run without recording, turning a mismatch of the target and its
-  // inputs into a TrialInputError.
-  virtual void check() = 0;
+  // inputs into a TrialInputError. Returns what the user should be warned about (one sentence
+  // each), e.g. a model traced in eval mode audited with --mode train.
+  virtual std::vector<std::string> check() = 0;
   // One run under the spec's mode, recording every tensor to compare; training-state digests
   // (restart-replay) go to `state`.
   virtual void run(Recorder& rec, std::vector<report::TensorDigest>& state) = 0;

@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <functional>
+
 namespace ra::targets {
 namespace {
 
@@ -129,6 +131,31 @@ void run_model(const TrialSpec& spec, const c10::Device& device, torch::jit::Mod
   train(spec, device, module, in, rec, state);
 }
 
+// "dropout and batch_norm" when the graphs hold those ops with their training flag as the constant
+// false (torch.jit.trace of a model in eval mode bakes it in; torch.jit.script reads
+// self.training instead), "" when none does.
+std::string eval_frozen_ops(const torch::jit::Module& module) {
+  bool dropout = false, batch_norm = false;
+  const auto frozen = [](const torch::jit::Node* n, size_t index) {
+    if (index >= n->inputs().size()) return false;
+    const auto v = torch::jit::toIValue(n->input(index));
+    return v && v->isBool() && !v->toBool();
+  };
+  std::function<void(const torch::jit::Block*)> walk = [&](const torch::jit::Block* block) {
+    for (const torch::jit::Node* n : block->nodes()) {
+      const std::string kind = n->kind().toQualString();
+      if ((kind == "aten::dropout" || kind == "aten::feature_dropout" || kind == "aten::alpha_dropout") && frozen(n, 2))
+        dropout = true;
+      if (kind == "aten::batch_norm" && frozen(n, 5)) batch_norm = true;
+      for (const torch::jit::Block* b : n->blocks()) walk(b);
+    }
+  };
+  for (const auto& m : module.modules())
+    for (const auto& method : m.get_methods()) walk(method.graph()->block());
+  if (dropout && batch_norm) return "dropout and batch_norm";
+  return dropout ? "dropout" : batch_norm ? "batch_norm" : "";
+}
+
 class TorchScriptTarget final : public Target {
  public:
   std::string kind() const override { return "torchscript"; }
@@ -147,7 +174,7 @@ class TorchScriptTarget final : public Target {
     return inputs_.descriptions;
   }
 
-  void check() override {
+  std::vector<std::string> check() override {
     // One forward without grad: wrong shapes or dtypes show up here, before any trial runs.
     module_.eval();
     at::NoGradGuard no_grad;
@@ -165,7 +192,12 @@ class TorchScriptTarget final : public Target {
       bool has_float_param = false;
       for (const auto& p : module_.named_parameters(true)) has_float_param |= at::isFloatingType(p.value.scalar_type());
       if (!has_float_param) throw TrialInputError("train mode needs a model with floating-point parameters");
+      if (const std::string frozen = eval_frozen_ops(module_); !frozen.empty())
+        return {fmt::format("the model was traced in eval mode: its {} keep eval behaviour under --mode train "
+                            "(torch.jit.trace records the mode as a constant); script it, or trace it after model.train()",
+                            frozen)};
     }
+    return {};
   }
 
   void run(Recorder& rec, std::vector<report::TensorDigest>& state) override {

@@ -282,3 +282,23 @@ def forward(self, x):
   for (const auto& t : c["reference_digests"]) recorded = recorded || t["name"] == "step2/buffer/stat";
   CHECK(recorded);
 }
+
+TEST_CASE("run --mode train: a model traced in eval mode is audited, with a warning that dropout and batch norm stay in eval") {
+  ra::test::TempDir dir;
+  // tests/data/make_traced.py: Linear, BatchNorm1d, Dropout, Linear, traced with torch.jit.trace in eval mode.
+  const std::string traced = std::string(RA_TEST_DATA) + "/eval_traced.pt";
+  const auto train = run_cli({"run", traced, "--shape", "8x4", "--mode", "train", "--configs", "default", "--repeats", "2"});
+  CAPTURE(train.err);
+  CHECK(train.code == 0);
+  CHECK(train.err.find("the model was traced in eval mode: its dropout and batch_norm keep eval behaviour under --mode train") !=
+        std::string::npos);
+  // In infer mode, eval behaviour is what is wanted: no warning.
+  const auto infer = run_cli({"run", traced, "--shape", "8x4", "--configs", "default", "--repeats", "2"});
+  CHECK(infer.code == 0);
+  CHECK(infer.err.find("traced in eval mode") == std::string::npos);
+  // A scripted model reads self.training: no warning in train mode either.
+  ra::test::save_model(dir.file("m.pt"), "def forward(self, x):\n    return torch.dropout(torch.matmul(x, self.w), 0.5, self.training)\n",
+                       {{"w", {4, 2}}});
+  const auto scripted = run_cli({"run", dir.file("m.pt"), "--shape", "8x4", "--mode", "train", "--configs", "default", "--repeats", "2"});
+  CHECK(scripted.err.find("traced in eval mode") == std::string::npos);
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Writes eval_traced.pt: a small model with batch norm and dropout, traced with torch.jit.trace
+# while in eval mode, which bakes training=False into the graph (the `run --mode train` warning
+# test reads it). Run with the project's venv python:
+# ~/.cache/repro-audit/venv/bin/python tests/data/make_traced.py
+import pathlib
+
+import torch
+
+here = pathlib.Path(__file__).parent
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 2))
+net.eval()
+torch.jit.trace(net, torch.randn(3, 4)).save(str(here / "eval_traced.pt"))
