@@ -91,9 +91,11 @@ std::string detection_power_text(const Target& t) {
 
 std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchValue>& failing) {
   std::vector<std::string> parts;
-  for (const auto& [key, value] : fix.toggles) {
-    const auto it = std::find_if(failing.begin(), failing.end(), [&](const SwitchValue& s) { return s.key == key; });
-    parts.push_back(it == failing.end() ? fmt::format("{} -> {}", key, value) : fmt::format("{} {} -> {}", key, it->effective, value));
+  for (const auto& toggle : fix.toggles) {
+    const std::string& key = toggle.first;  // not a structured binding: clang 14 cannot capture one
+    const auto it = std::find_if(failing.begin(), failing.end(), [&key](const SwitchValue& s) { return s.key == key; });
+    parts.push_back(it == failing.end() ? fmt::format("{} -> {}", key, toggle.second)
+                                        : fmt::format("{} {} -> {}", key, it->effective, toggle.second));
   }
   return parts.empty() ? fix.config : fmt::format("{}", fmt::join(parts, ", "));
 }
