@@ -38,6 +38,9 @@ struct LintFinding {
   // Calls to free functions (or TorchScript class methods) that lead from the module's method to
   // the op, outermost first; empty when the op sits in a method of the module itself.
   std::vector<SourceLocation> called_from;
+  // When `source` is in the installed torch's own files: the innermost call site outside them,
+  // the user's line that led there ("resnet.py:268 in _forward_impl").
+  std::optional<SourceLocation> user_frame;
   std::vector<std::string> entry_methods;  // methods of the top module from which it is reached, sorted
   std::string condition;                // the entry's condition, plus "depends on <arg>" where undecided
   std::vector<std::string> depends_on;  // entry arguments that are not constants in the graph

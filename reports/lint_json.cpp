@@ -27,6 +27,7 @@ json finding_json(const LintFinding& f) {
           {"module_path", f.module_path},
           {"source", location_json(f.source)},
           {"called_from", called_from},
+          {"user_frame", f.user_frame ? location_json(*f.user_frame) : json(nullptr)},
           {"entry_methods", f.entry_methods},
           {"condition", f.condition},
           {"depends_on", f.depends_on},

@@ -44,6 +44,8 @@ void verbose_findings(std::string& out, const LintReport& r) {
     out += fmt::format("  {} [{}]  {} ({})\n", f.entry, f.severity, f.op, f.direction);
     out += fmt::format("    {}\n", f.title);
     out += fmt::format("    at:            {} in {}\n", display_location(f.source), f.source.function);
+    if (f.user_frame)
+      out += fmt::format("    your code:     {} in {}\n", display_location(*f.user_frame), f.user_frame->function);
     for (auto it = f.called_from.rbegin(); it != f.called_from.rend(); ++it)
       out += fmt::format("    called from:   {} in {}\n", display_location(*it), it->function);
     if (f.entry_methods.size() != 1 || f.entry_methods.front() != "forward")
@@ -87,7 +89,10 @@ void grouped_findings(std::string& out, const LintReport& r) {
                        fmt::join(ops, ", "), first.direction, fs.size(), fs.size() == 1 ? "" : "s");
     out += fmt::format("    {}\n", first.title);
     out += fmt::format("    in:            {}\n", where);
-    if (fs.size() == 1) out += fmt::format("    at:            {} in {}\n", display_location(first.source), first.source.function);
+    if (fs.size() == 1) {
+      const SourceLocation& at = first.user_frame ? *first.user_frame : first.source;
+      out += fmt::format("    at:            {} in {}\n", display_location(at), at.function);
+    }
     out += fmt::format("    when:          {}\n", first.condition);
     out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", first.deterministic,
                        first.alert.empty() ? "" : fmt::format(" (alert: {})", first.alert));

@@ -100,7 +100,16 @@ struct Frame {
   std::string function;                    // display name of the method or function
   std::vector<SourceLocation> called_from;  // calls to functions since the module's method
   int depth = 0;
+  std::vector<SourceLocation> chain;  // every call site from the top module's method, outermost first
 };
+
+// True when `file` is one of the installed torch package's own files (".../site-packages/torch/
+// nn/modules/conv.py"), whose lines are not the user's.
+bool in_torch(const std::string& file) {
+  for (const char* dir : {"/site-packages/torch/", "/dist-packages/torch/"})
+    if (file.find(dir) != std::string::npos) return true;
+  return false;
+}
 
 std::string first_line(const std::string& text) {
   size_t begin = 0;
@@ -370,7 +379,8 @@ class Scanner {
   void call_method(const Node* n, const ObjectMap& objects, const Frame& frame) {
     const std::string name = n->s(c10::attr::name);
     const SourceLocation site = location_of(n, frame.function);
-    Frame callee{frame.module_path, name, frame.called_from, frame.depth + 1};
+    Frame callee{frame.module_path, name, frame.called_from, frame.depth + 1, frame.chain};
+    callee.chain.push_back(site);
     c10::ClassTypePtr type;
     if (const auto it = objects.find(n->input(0)); it != objects.end()) {
       type = it->second.object->type();
@@ -411,8 +421,9 @@ class Scanner {
       return;
     }
     torch::jit::Function* fn = type->function();
-    Frame callee{frame.module_path, function_name(*fn, false), frame.called_from, frame.depth + 1};
+    Frame callee{frame.module_path, function_name(*fn, false), frame.called_from, frame.depth + 1, frame.chain};
     callee.called_from.push_back(site);
+    callee.chain.push_back(site);
     walk_function(*fn, args_of(n, 1, objects), callee);
   }
 
@@ -456,6 +467,14 @@ class Scanner {
     f.module_path = frame.module_path;
     f.source = loc;
     f.called_from = frame.called_from;
+    // The user's own line: the innermost frame outside the installed torch, when the op's own
+    // line is inside it (torch/nn/modules/linear.py); where the model called into torch.
+    if (in_torch(loc.file))
+      for (auto it = frame.chain.rbegin(); it != frame.chain.rend(); ++it)
+        if (!it->file.empty() && !in_torch(it->file)) {
+          f.user_frame = *it;
+          break;
+        }
     f.condition = e.condition;
     f.depends_on = std::move(depends_on);
     f.documented = to_string(e.documented);

@@ -495,3 +495,29 @@ def forward(self, x):
   CHECK(json::parse(p.out)["findings"][0]["entry"] == "adaptive_avg_pool2d.backward.cuda");
   ra::test::expect_error(dir, {"lint", dir.file("cnn.pt"), "--mode", "fly"}, 2, "--mode");
 }
+
+TEST_CASE("lint: a finding inside torch's own files points at the user's line that led there") {
+  // tests/data/make_traced.py: UserNet.forward calls torch.nn.Linear, whose aten::linear sits in
+  // torch/nn/modules/linear.py.
+  const std::string model = std::string(RA_TEST_DATA) + "/user_linear.pt";
+  const auto r = run_cli({"lint", model, "--json"});
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const json j = json::parse(r.out);
+  REQUIRE(j["findings"].size() == 1);
+  const json& f = j["findings"][0];
+  CHECK(f["source"]["file"].get<std::string>().find("/torch/nn/modules/linear.py") != std::string::npos);
+  REQUIRE(f["user_frame"].is_object());
+  const std::string file = f["user_frame"]["file"];
+  CHECK(file.substr(file.rfind('/') + 1) == "make_traced.py");
+  CHECK(f["user_frame"]["function"] == "forward");
+  CHECK(f["user_frame"]["line"] == 26);  // return self.fc(torch.relu(x))
+  const auto text = run_cli({"lint", model});
+  CHECK(text.out.find("make_traced.py:26 in forward") != std::string::npos);
+  CHECK(run_cli({"lint", model, "--verbose"}).out.find("    your code:     " + file + ":26 in forward\n") != std::string::npos);
+  // A model defined without files (Module::define) has no user frame to add.
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), "def forward(self, x):\n    return torch.matmul(x, self.w)\n", {{"w", {4, 2}}});
+  const json plain = json::parse(run_cli({"lint", dir.file("m.pt"), "--json"}).out);
+  for (const auto& finding : plain["findings"]) CHECK(finding["user_frame"].is_null());
+}
