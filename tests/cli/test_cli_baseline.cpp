@@ -74,6 +74,15 @@ json tampered(const std::string& path) {
   return g;
 }
 
+// Saves the linear model's baseline as g.json, and torch.json: the same with the default
+// configuration's output digest tampered and the torch version set to 2.10.0.
+void save_torch_changed_baseline(const ra::test::TempDir& dir) {
+  save_linear_baseline(dir, dir.file("g.json"));
+  json torch = tampered(dir.file("g.json"));
+  torch["environment"]["torch"]["version"] = "2.10.0";
+  spit(dir.file("torch.json"), torch.dump(2));
+}
+
 }  // namespace
 
 TEST_CASE("run --save-baseline, then --baseline in the same environment: everything matches (exit 0)") {
@@ -203,10 +212,7 @@ def forward(self, x):
 
 TEST_CASE("run --baseline: a torch change explains a difference; a cuDNN change cannot explain it on the CPU") {
   ra::test::TempDir dir;
-  save_linear_baseline(dir, dir.file("g.json"));
-  json torch = tampered(dir.file("g.json"));
-  torch["environment"]["torch"]["version"] = "2.10.0";
-  spit(dir.file("torch.json"), torch.dump(2));
+  save_torch_changed_baseline(dir);
   const auto r = run_cli(linear_run(dir, {"--baseline", dir.file("torch.json"), "--report", dir.file("r.json")}));
   CAPTURE(r.err);
   CHECK(r.code == 0);
@@ -355,10 +361,7 @@ TEST_CASE("compare: a diverging model is nondeterministic against its own earlie
 
 TEST_CASE("--fail-on-explained: an environment change that explains new bits fails a release gate") {
   ra::test::TempDir dir;
-  save_linear_baseline(dir, dir.file("g.json"));
-  json torch = tampered(dir.file("g.json"));
-  torch["environment"]["torch"]["version"] = "2.10.0";
-  spit(dir.file("torch.json"), torch.dump(2));
+  save_torch_changed_baseline(dir);
   CHECK(run_cli(linear_run(dir, {"--baseline", dir.file("torch.json")})).code == 0);
   const auto gate = run_cli(linear_run(dir, {"--baseline", dir.file("torch.json"), "--fail-on-explained", "--report",
                                               dir.file("r.json")}));
