@@ -12,10 +12,15 @@
 // each target element receives hundreds to a thousand contributions (64 rows x 64 columns fed by
 // 64Ki source rows: 1Ki each; 4Ki flat slots fed by 1Mi updates: 256 each), issued by threads of
 // many blocks at once, which makes a reordering in at least one of thousands of outputs
-// practically certain in every run. On the CPU the same forms run 16 to 64 times smaller (about
-// a millisecond each), where they measure what the thread count and the deterministic
-// alternatives (sort-based paths that fix the order) change: with 2 threads, index_put (with and
-// without accumulate), put_ and index_copy gave different bits from run to run on this machine.
+// practically certain in every run. On the CPU the forms are smaller and spread wider: a few
+// contributions per slot (32Ki source rows onto 8Ki rows, 128Ki updates onto 256x256), a few
+// milliseconds each. There the race is between the two halves of a parallel loop, and what
+// decides a slot is which thread touches it last; with a few contributions per slot, spread over
+// the whole loop, some slot's order changes with any change in the threads' relative timing. With
+// a hundred or more per slot, only the last moments of the loop mattered, and a run on a busy
+// machine (one thread finishing well before the other) gave the same bits every time:
+// index_put.accumulate showed `diverged 1/2` in one suite run and `reproducible` in the next. In
+// this form each racy probe diverged in 9 of 9 comparisons, idle and with both cores busy.
 //
 // Controls run the same ops where the order cannot matter: a permutation index (one contribution
 // per slot, a single rounding), unique indices for index_put, an integer scatter_add (integer
@@ -34,13 +39,13 @@ using IndexList = c10::List<std::optional<at::Tensor>>;
 struct RowForm {
   int64_t rows, width, updates;
 };
-RowForm row_form(const ProbeContext& ctx) { return ctx.cuda() ? RowForm{64, 64, 65536} : RowForm{64, 16, 4096}; }
+RowForm row_form(const ProbeContext& ctx) { return ctx.cuda() ? RowForm{64, 64, 65536} : RowForm{8192, 16, 32768}; }
 
 // Flat form: `updates` scalars land on the elements of a side x side target.
 struct FlatForm {
   int64_t side, updates;
 };
-FlatForm flat_form(const ProbeContext& ctx) { return ctx.cuda() ? FlatForm{64, 1 << 20} : FlatForm{32, 16384}; }
+FlatForm flat_form(const ProbeContext& ctx) { return ctx.cuda() ? FlatForm{64, 1 << 20} : FlatForm{256, 131072}; }
 
 void index_add(ProbeContext& ctx) {
   const RowForm f = row_form(ctx);
@@ -178,9 +183,9 @@ void repeat_interleave_backward(ProbeContext& ctx) {
 
 void register_scatter_index(ProbeList& out) {
   const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
-  const char* rows = "float32, dim 0; CUDA 64Ki source rows onto 64x64 (1Ki per element), CPU 4Ki onto 64x16";
-  const char* flat = "float32; CUDA 1Mi flat updates onto 64x64 (256 per element), CPU 16Ki onto 32x32";
-  const char* elementwise = "float32 [64Ki, 64] source (CPU [4Ki, 16]), every element sent to one of 64 rows";
+  const char* rows = "float32, dim 0; CUDA 64Ki source rows onto 64x64 (1Ki per element), CPU 32Ki onto 8Ki x 16 (4 per row)";
+  const char* flat = "float32; CUDA 1Mi flat updates onto 64x64 (256 per element), CPU 128Ki onto 256x256 (2 per element)";
+  const char* elementwise = "float32 [64Ki, 64] source onto 64 rows (CPU [32Ki, 16] onto 8Ki rows)";
 
   add({.name = "index_add",
        .family = kScatterIndexFamily,
@@ -305,21 +310,21 @@ void register_scatter_index(ProbeList& out) {
        .op = "aten::gather",
        .direction = Direction::Backward,
        .kb = "gather.backward.cuda",
-       .form = std::string(elementwise) + " (gathered); gradient of the 64-row input"},
+       .form = std::string(elementwise) + " (gathered); gradient of the input (64 rows, CPU 8Ki)"},
       gather_backward);
   add({.name = "index_select.backward",
        .family = kScatterIndexFamily,
        .op = "aten::index_select",
        .direction = Direction::Backward,
        .kb = "index_select.backward.cuda",
-       .form = std::string(rows) + " (selected); gradient of the 64-row input, an index_add"},
+       .form = std::string(rows) + " (selected); gradient of the input (64 rows, CPU 8Ki), an index_add"},
       index_select_backward);
   add({.name = "repeat_interleave.backward",
        .family = kScatterIndexFamily,
        .op = "aten::repeat_interleave",
        .direction = Direction::Backward,
        .kb = "repeat_interleave.backward.cuda",
-       .form = "float32 64x64 (CPU 64x16), tensor repeats in [1, 2Ki) (CPU [1, 128)) per row; gradient of input"},
+       .form = "float32 64x64 (CPU 8Ki x 16), tensor repeats in [1, 2Ki) (CPU [1, 8)) per row; gradient of input"},
       repeat_interleave_backward);
 }
 
