@@ -229,6 +229,44 @@ ArgState check_arg(const Node* n, const std::string& name, const std::string& ex
   return matches(*value, nlohmann::json::parse(expected_json)) ? ArgState::Holds : ArgState::Contradicted;
 }
 
+// True when the graph shows that `v` holds no value twice: an index made by arange or randperm
+// (through to, contiguous, clone or detach), a constant tensor or a module attribute (a buffer, as
+// saved) whose values are distinct, or a list of one such index (index_put's `indices`). Integer
+// tensors only: a bool mask selects each element at most once, but says nothing of a gradient's
+// order.
+bool statically_unique(const Value* v, const ObjectMap& objects, int depth = 0) {
+  const Node* n = v->node();
+  const std::string kind = n->kind().toQualString();
+  if (depth > 8) return false;
+  if (kind == "aten::arange" || kind == "aten::randperm") return true;
+  if (kind == "aten::to" || kind == "aten::contiguous" || kind == "aten::clone" || kind == "aten::detach")
+    return statically_unique(n->input(0), objects, depth + 1);
+  if (n->kind() == c10::prim::ListConstruct) return n->inputs().size() == 1 && statically_unique(n->input(0), objects, depth + 1);
+  c10::IValue value;
+  if (auto c = torch::jit::toIValue(v)) {
+    value = *c;
+  } else if (n->kind() == c10::prim::GetAttr) {
+    const auto parent = objects.find(n->input(0));
+    if (parent == objects.end()) return false;
+    value = parent->second.object->getAttr(n->s(c10::attr::name));
+  }
+  if (!value.isTensor()) return false;
+  const at::Tensor& t = value.toTensor();
+  if (!t.defined() || !c10::isIntegralType(t.scalar_type(), /*includeBool=*/false) || t.is_sparse()) return false;
+  if (t.numel() < 2) return true;
+  const at::Tensor sorted = std::get<0>(t.flatten().to(at::kCPU).sort());
+  return !at::eq(sorted.slice(0, 1), sorted.slice(0, 0, -1)).any().item<bool>();
+}
+
+// An `unless` condition {"index": "unique"}: the op's argument of that name is statically unique.
+bool unique_arg(const Node* n, const std::string& name, const ObjectMap& objects) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (schema == nullptr) return false;
+  const auto index = schema->argumentIndexWithName(name);
+  return index && *index >= 0 && static_cast<size_t>(*index) < n->inputs().size() &&
+         statically_unique(n->input(*index), objects);
+}
+
 // True when the op's schema has the argument and it is a constant in the graph.
 bool has_arg(const Node* n, const std::string& name) {
   const c10::FunctionSchema* schema = n->maybeSchema();
@@ -285,7 +323,7 @@ class Scanner {
 
   void scan_method(const torch::jit::Method& method, const c10::intrusive_ptr<c10::ivalue::Object>& self) {
     entry_method_ = method.name();
-    walk_function(method.function(), Args{{ObjectRef{self, ""}}, {}}, Frame{"", method.name(), {}, 0});
+    walk_function(method.function(), Args{{ObjectRef{self, ""}}, {}}, Frame{"", method.name(), {}, 0, {}});
   }
 
   std::vector<LintFinding> findings() const {
@@ -338,7 +376,7 @@ class Scanner {
       } else if (kind == c10::prim::CallFunction) {
         call_function(n, objects, frame);
       } else {
-        match(n, frame);
+        match(n, objects, frame);
       }
       for (Block* sub : n->blocks()) walk_block(sub, objects, frame);
       // prim::fork and friends carry their body as a subgraph whose inputs are the node's inputs.
@@ -427,7 +465,7 @@ class Scanner {
     walk_function(*fn, args_of(n, 1, objects), callee);
   }
 
-  void match(const Node* n, const Frame& frame) {
+  void match(const Node* n, const ObjectMap& objects, const Frame& frame) {
     const std::string op = n->kind().toQualString();
     const auto [begin, end] = by_op_.equal_range(op);
     for (auto it = begin; it != end; ++it) {
@@ -439,8 +477,11 @@ class Scanner {
         excluded |= state == ArgState::Contradicted;
         if (state == ArgState::Undecided) depends_on.push_back(name);
       }
-      // Known deterministic under a constant argument (an output size of 1): no finding.
-      for (const auto& [name, expected] : e.unless) excluded |= check_arg(n, name, expected) == ArgState::Holds && has_arg(n, name);
+      // Known deterministic under a constant argument (an output size of 1), or with an index that
+      // holds no value twice: no finding.
+      for (const auto& [name, expected] : e.unless)
+        excluded |= expected == "\"unique\"" ? unique_arg(n, name, objects)
+                                              : check_arg(n, name, expected) == ArgState::Holds && has_arg(n, name);
       if (excluded) continue;
       add(e, op, location_of(n, frame.function), frame, std::move(depends_on));
     }

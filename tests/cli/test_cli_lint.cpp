@@ -444,6 +444,45 @@ def forward(self, x, idx, src):
   CHECK(entries == std::multiset<std::string>{"scatter_reduce.prod.cuda", "scatter_reduce.sum_mean.cuda"});
 }
 
+TEST_CASE("lint: an index the graph shows unique (arange, randperm, a buffer without repeats) is no finding") {
+  constexpr const char* kSource = R"JIT(
+def forward(self, x, src):
+    a = torch.index_add(x, 0, torch.arange(4), src)
+    b = torch.index_add(x, 0, self.perm.to(x.device), src)
+    c = torch.index_add(x, 0, self.dup, src)
+    d = torch.index_put(x, [torch.randperm(4)], src, True)
+    e = torch.index_put(x, [self.perm], src, True)
+    f = torch.index_put(x, [self.dup], src, True)
+    g = torch.index_put(x, [self.floats.long()], src, True)
+    return a + b + c + d + e + f + g
+)JIT";
+  ra::test::TempDir dir;
+  torch::jit::Module m("UniqueIndex");
+  m.register_attribute("training", c10::BoolType::get(), false);
+  m.register_buffer("perm", torch::tensor({2, 0, 3, 1}, torch::kLong));
+  m.register_buffer("dup", torch::tensor({0, 1, 1, 3}, torch::kLong));
+  m.register_buffer("floats", torch::tensor({0.0, 1.0, 2.0, 3.0}));
+  m.define(kSource);
+  m.save(dir.file("m.pt"));
+
+  // Only the repeated index, and the one made by an op the graph cannot see through, remain.
+  const auto cuda = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--json"});
+  CAPTURE(cuda.err);
+  const json on_cuda = json::parse(cuda.out);
+  std::multiset<std::string> index_add;
+  for (const auto& f : on_cuda["findings"])
+    if (f["op"] == "aten::index_add") index_add.insert(key("", f["entry"].get<std::string>(), f["source"]["line"].get<int>()));
+  CHECK(index_add == std::multiset<std::string>{key("", "index_add.cuda", line_of(kSource, "self.dup, src)"))});
+
+  const auto cpu = run_cli({"lint", dir.file("m.pt"), "--device", "cpu", "--json"});
+  const json on_cpu = json::parse(cpu.out);
+  std::multiset<std::string> index_put;
+  for (const auto& f : on_cpu["findings"])
+    if (f["op"] == "aten::index_put") index_put.insert(key("", f["entry"].get<std::string>(), f["source"]["line"].get<int>()));
+  CHECK(index_put == std::multiset<std::string>{key("", "index_put.accumulate.cpu", line_of(kSource, "[self.dup], src, True)")),
+                                                key("", "index_put.accumulate.cpu", line_of(kSource, "self.floats.long()"))});
+}
+
 TEST_CASE("lint: a plain MLP or CNN exits 0 with notes on either device; --strict and --mode train say more") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("mlp.pt"), R"JIT(
