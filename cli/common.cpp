@@ -96,6 +96,25 @@ CLI::Validator positive_real() {
       "POSITIVE");
 }
 
+double parse_rate(const std::string& text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (number.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) return -1;
+  return percent ? v / 100 : v;
+}
+
+CLI::Validator rate_fraction() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const double v = parse_rate(text);
+        if (v > 0 && v < 1) return "";
+        return fmt::format("expected a rate above 0 and below 1 (0.2 or 20%), got '{}'", text);
+      },
+      "RATE in (0, 1)");
+}
+
 CLI::Validator non_negative_real() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -124,9 +143,22 @@ std::optional<report::Tolerance> tolerance_option(const ToleranceArgs& a) {
 
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--device", a.device, "cpu, cuda or cuda:N")->capture_default_str();
-  sub.add_option("--repeats", a.repeats, "fresh-process runs per configuration")
-      ->check(integer_in(1, 1000000))
+  sub.add_option("--repeats", a.repeats,
+                 "fresh-process runs per configuration, or 'auto': 3, then more in rounds until each configuration "
+                 "is decided (a divergence, a failure, or a divergence rate bounded below --detect-rate)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (text == "auto" || integer_in(1, 1000000)(text).empty()) return "";
+            return fmt::format("expected a count from 1 to 1000000 or 'auto', got '{}'", text);
+          },
+          "INT|auto"))
       ->capture_default_str();
+  sub.add_option("--max-repeats", a.max_repeats, "with --repeats auto: the most runs per configuration (default 20)")
+      ->check(integer_in(3, 1000000));
+  sub.add_option("--detect-rate", a.detect_rate,
+                 "with --repeats auto: a configuration without divergence is decided once a divergence rate above this "
+                 "would have shown with 95% confidence (a fraction or a percentage; default 20%)")
+      ->check(rate_fraction());
   sub.add_option("--configs", a.configs,
                  "configurations: presets (default, benchmark, cudnn-det, det-warn, det, strict, threads-1, threads-N, "
                  "mkl-cbwr) or key=value lists joined by '+' (e.g. det+threads=1); default: " + help.default_configs)
@@ -179,7 +211,16 @@ AllowlistOption load_allowlist_option(const std::string& path) {
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults) {
   o.device = a.device;
-  o.repeats = a.repeats;
+  o.repeats = a.repeats == "auto" ? 0 : std::stoi(a.repeats);
+  if (a.repeats == "auto") {
+    report::AutoRepeats rule;
+    if (a.max_repeats) rule.max = *a.max_repeats;
+    if (a.detect_rate) rule.rate = parse_rate(*a.detect_rate);
+    o.auto_repeats = rule;
+    o.repeats = rule.min;
+  } else if (a.max_repeats || a.detect_rate) {
+    throw UsageError(fmt::format("{} applies to --repeats auto", a.max_repeats ? "--max-repeats" : "--detect-rate"));
+  }
   o.configs = parse_configs(a.configs.empty() ? defaults : a.configs, logical_cpu_count());
   // More children than CPUs only make each one slower and its timings noisier.
   const int cpus = static_cast<int>(std::max(1u, logical_cpu_count()));

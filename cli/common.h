@@ -30,7 +30,9 @@ std::optional<report::Tolerance> tolerance_option(const ToleranceArgs& a);
 // The options `run` and `probes` share.
 struct AuditArgs {
   std::string device = "cpu";
-  int repeats = 3;
+  std::string repeats = "3";             // a count, or "auto"
+  std::optional<int> max_repeats;        // --max-repeats (with --repeats auto)
+  std::optional<std::string> detect_rate;  // --detect-rate (with --repeats auto): "0.2" or "20%"
   std::vector<std::string> configs;
   std::string report;
   std::string junit;     // --junit FILE
@@ -103,5 +105,9 @@ CLI::Validator integer_in(uint64_t min, uint64_t max);
 CLI::Validator seconds_up_to(double max);
 CLI::Validator positive_real();
 CLI::Validator non_negative_real();
+// A rate written as a fraction ("0.2") or a percentage ("20%"): its value, or -1 when it is
+// neither; and the validator of one in (0, 1).
+double parse_rate(const std::string& text);
+CLI::Validator rate_fraction();
 
 }  // namespace ra::cli

@@ -173,6 +173,7 @@ void banner_section(std::string& out, const Report& r) {
                                 "between configurations (not nondeterminism)",
                                 dependent, dependent == 1 ? " is" : "s are"));
   if (allowed > 0) notes.push_back(fmt::format("{} result{} allowed by the allowlist", allowed, allowed == 1 ? "" : "s"));
+  if (const std::string rule = auto_repeats_text(r); !rule.empty()) notes.push_back(rule);
   if (!notes.empty()) {
     out += "<ul class=\"notes\">";
     for (const auto& n : notes) out += fmt::format("<li>{}</li>", esc(n));

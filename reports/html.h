@@ -5,6 +5,7 @@
 #pragma once
 
 #include "reports/model.h"
+#include "reports/render.h"
 
 #include <string>
 #include <string_view>
@@ -29,12 +30,11 @@ std::string shell_line(const std::vector<std::string>& argv);
 // "float32[8x64]"
 std::string tensor_type(const std::string& dtype, const std::vector<int64_t>& shape);
 
-// Markup used across sections: a verdict badge, an escaped <code> span, "1 run" / "2 runs", and a
-// message (one line as a paragraph, several as a <pre> block).
+// Markup used across sections: a verdict badge, an escaped <code> span, and a message (one line as
+// a paragraph, several as a <pre> block).
 std::string badge(const char* verdict);
 std::string badge(Verdict v);
 std::string code(const std::string& s);
-std::string plural(size_t n, const char* one, const char* many);
 std::string message(const std::string& m);
 
 // Sections of the page, each a <section> with a stable id (the banner, the heat map and the timing

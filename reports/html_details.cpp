@@ -4,6 +4,7 @@
 // statistics, and failed trials with their messages and stderr; then the configuration dependence
 // and the restart-replay.
 #include "reports/html.h"
+#include "reports/render.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -63,6 +64,7 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
     out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry, esc(c.allowed_by->reason),
                        c.allowed_by->expires.empty() ? "" : fmt::format(" (expires {})", esc(c.allowed_by->expires)));
   if (c.within_tolerance) out += fmt::format("<p class=\"allowed\">{}</p>\n", esc(tolerance_verdict(c)));
+  if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("<p class=\"undecided\">{}</p>\n", esc(u));
   // A diverged configuration's message only counts the repeats, as the line above does.
   if (!c.message.empty() && c.verdict != Verdict::Diverged) out += message(c.message) + "\n";
   if (!c.diverged_tensors.empty()) {

@@ -65,7 +65,6 @@ std::string shell_line(const std::vector<std::string>& argv) {
 std::string badge(const char* verdict) { return fmt::format("<span class=\"badge v-{0}\">{0}</span>", verdict); }
 std::string badge(Verdict v) { return badge(to_string(v)); }
 std::string code(const std::string& s) { return "<code>" + esc(s) + "</code>"; }
-std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
 // A message: one line as a paragraph, several (a stack, an alert with its context) as a block.
 std::string message(const std::string& m) {

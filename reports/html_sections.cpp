@@ -82,9 +82,9 @@ void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, siz
   out += fmt::format("<div class=\"fix-search\" id=\"fixes-{}\" data-candidates=\"{}\">\n<h3>{}</h3>\n", config_id(i, j),
                      f.candidates.size(), heading(i, j, t, c));
   out += fmt::format("<p class=\"conclusion\">{}</p>\n", esc(f.conclusion));
-  out += fmt::format("<p class=\"hint\">From {}: each switch alone, then combinations, then reductions to minimal sets; {} traced "
-                     "repeats per candidate. Costs are measured (see Timing).</p>\n",
-                     code(f.from), f.repeats);
+  out += fmt::format("<p class=\"hint\">From {}: each switch alone, then combinations, then reductions to minimal sets; {}{} traced "
+                     "repeats per candidate{}. Costs are measured (see Timing).</p>\n",
+                     code(f.from), f.repeats_auto ? "up to " : "", f.repeats, f.repeats_auto ? ", each until decided" : "");
   out += "<table class=\"fixes\"><thead><tr><th>#</th><th>switches on top of the failing configuration</th><th>stage</th>"
          "<th>verdict</th><th>root causes fixed</th><th>reproducible</th><th>minimal</th><th>cost</th></tr></thead><tbody>\n";
   for (size_t k = 0; k < f.candidates.size(); ++k) {

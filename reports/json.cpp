@@ -68,13 +68,14 @@ json fix_search_json(const FixSearch& f) {
   json none = json::array();
   for (const auto& n : f.no_deterministic)
     none.push_back({{"op", n.op}, {"message", n.message}, {"advice", n.advice}, {"alternatives", n.alternatives}});
-  return {{"from", f.from},
-          {"repeats", f.repeats},
-          {"timed_runs", f.timed_runs},
-          {"conclusion", f.conclusion},
-          {"minimal_fixes", f.best},
-          {"no_deterministic_implementation", none},
-          {"candidates", candidates}};
+  json j = {{"from", f.from}, {"repeats", f.repeats}};
+  if (f.repeats_auto) j["repeats_auto"] = true;
+  j["timed_runs"] = f.timed_runs;
+  j["conclusion"] = f.conclusion;
+  j["minimal_fixes"] = f.best;
+  j["no_deterministic_implementation"] = none;
+  j["candidates"] = candidates;
+  return j;
 }
 
 json trace_json(const TraceSummary& t) {
@@ -128,6 +129,7 @@ json config_json(const ConfigResult& c) {
   j["allowed_by"] = c.allowed_by ? allowed_by_json(*c.allowed_by) : json(nullptr);
   j["within_tolerance"] = c.within_tolerance;
   j["tolerated"] = c.tolerated;
+  if (!c.stopped_by.empty()) j["stopped_by"] = c.stopped_by;
   return j;
 }
 
@@ -311,6 +313,8 @@ json to_json(const Report& r) {
     j["tolerance"] = {{"atol", r.tolerance ? json(r.tolerance->atol) : json(nullptr)},
                       {"rtol", r.tolerance ? json(r.tolerance->rtol) : json(nullptr)},
                       {"tolerant", r.tolerant}};
+  if (r.auto_repeats)
+    j["auto_repeats"] = {{"min", r.auto_repeats->min}, {"max", r.auto_repeats->max}, {"detect_rate", r.auto_repeats->rate}};
   if (r.census) j["census"] = census_json(*r.census);
   if (r.baseline) j["baseline"] = baseline_json(*r.baseline);
   if (r.selftest) {

@@ -148,6 +148,7 @@ FixSearch fix_search(const Node& n) {
   FixSearch f;
   f.from = n.at("from").str();
   f.repeats = n.at("repeats").i32();
+  if (n.has("repeats_auto")) f.repeats_auto = n.at("repeats_auto").boolean();
   f.timed_runs = n.at("timed_runs").i32();
   f.conclusion = n.at("conclusion").str();
   f.best = n.at("minimal_fixes").sizes();
@@ -182,6 +183,7 @@ ConfigResult config(const Node& n) {
   if (const Node f = n.at("fix_search"); !f.null()) c.fix_search = fix_search(f);
   if (n.has("within_tolerance")) c.within_tolerance = n.at("within_tolerance").boolean();
   if (n.has("tolerated")) c.tolerated = n.at("tolerated").boolean();
+  if (n.has("stopped_by")) c.stopped_by = n.at("stopped_by").str();
   if (const Node a = n.at("allowed_by"); !a.null())
     c.allowed_by = AllowedBy{a.at("entry").i32(), a.at("reason").str(), a.at("expires").str_or_null()};
   return c;
@@ -418,6 +420,10 @@ Report report_from_json(const json& j) {
     const Node t = root.at("tolerance");
     if (!t.at("atol").null()) r.tolerance = Tolerance{t.at("atol").num(), t.at("rtol").num()};
     r.tolerant = t.at("tolerant").boolean();
+  }
+  if (root.has("auto_repeats")) {
+    const Node a = root.at("auto_repeats");
+    r.auto_repeats = AutoRepeats{a.at("min").i32(), a.at("max").i32(), a.at("detect_rate").num()};
   }
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();

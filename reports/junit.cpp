@@ -113,8 +113,8 @@ Outcome diverged_outcome(const ConfigResult& c) {
   if (c.trace) {
     if (!c.trace->root_causes.empty()) o.message += "; root cause: " + root_cause_text(c.trace->root_causes.front());
     for (const auto& r : c.trace->root_causes)
-      o.body += fmt::format("root cause: {}; inputs matched, outputs differed; {}/{} runs; {} later ops propagated\n",
-                            root_cause_text(r), r.runs_diverged, r.runs_compared, r.propagated);
+      o.body += fmt::format("root cause: {}; inputs matched, outputs differed; {}/{} runs; {} propagated\n",
+                            root_cause_text(r), r.runs_diverged, r.runs_compared, plural(r.propagated, "later op", "later ops"));
     if (c.trace->root_causes.empty()) o.body += "root cause: none in the trace\n";
   }
   if (c.fix_search) {
@@ -274,6 +274,7 @@ std::string render_junit(const Report& r) {
     if (!t.mode.empty()) props += property("mode", t.mode);
     if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);
     props += property("seed", std::to_string(t.seed)) + property("verdict", verdict_text(t));
+    if (r.auto_repeats) props += property("repeats", auto_repeats_text(r));
     suites += props;
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }

@@ -225,6 +225,12 @@ std::string render_markdown_raw(const Report& r) {
   for (const auto& t : r.targets)  // models only: a probe suite would repeat it a hundred times
     if (const std::string power = detection_power_text(t); !power.empty() && t.kind == "model")
       out += fmt::format("\n{}: {}\n", md(t.name), md(power));
+  if (const std::string rule = auto_repeats_text(r); !rule.empty()) {
+    out += fmt::format("\n{}\n", md(rule));
+    for (const auto& t : r.targets)
+      for (const auto& c : t.configs)
+        if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
+  }
   for (const auto& t : r.targets) {
     for (const auto& c : t.configs)
       if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);

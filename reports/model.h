@@ -188,7 +188,8 @@ struct NoDeterministicImplementation {
 
 struct FixSearch {
   std::string from;                  // the failing configuration
-  int repeats = 0;                   // traced repeats per candidate
+  int repeats = 0;                   // traced repeats per candidate (with repeats_auto, the most any used)
+  bool repeats_auto = false;         // --repeats auto: each candidate ran until decided
   int timed_runs = 0;                // timed runs per timing child (after one warm-up run)
   std::vector<FixCandidate> candidates;  // singles in switch-table order, then combined, then reductions
   std::vector<size_t> best;          // minimal fixing candidates, in candidate order (cost order is a timing figure)
@@ -257,6 +258,9 @@ struct ConfigResult {
   // tolerated when --tolerant accepted it for the exit code.
   bool within_tolerance = false;
   bool tolerated = false;
+  // --repeats auto: what ended this configuration's repeats ("divergence", "failure", "confidence",
+  // "max-repeats"; see AutoRepeats); "" for a fixed number of repeats.
+  std::string stopped_by;
 };
 
 // A switch whose effective value differs between two configurations.
@@ -439,6 +443,17 @@ struct SelfTest {
   std::vector<SelfCheck> checks;
 };
 
+// --repeats auto: repeats are added to each configuration, in rounds, until it is decided. A
+// divergence decides it at once (two runs with different bits prove it), and so does a failed
+// trial (its verdict can no longer be "reproducible"); a configuration without either is decided
+// once its comparisons bound the divergence rate below `rate` (Wilson 95% upper bound, the figure
+// the detection-power line prints), and otherwise stops at `max` runs, undecided.
+struct AutoRepeats {
+  int min = 3;        // the first round
+  int max = 20;       // --max-repeats
+  double rate = 0.2;  // --detect-rate
+};
+
 struct Report {
   std::string tool_version;
   std::vector<std::string> command;  // argv, for replay
@@ -451,6 +466,7 @@ struct Report {
   std::optional<SelfTest> selftest;  // `selftest` only; such a report has no targets
   std::optional<Tolerance> tolerance;  // --atol/--rtol as given (statistics count against it)
   bool tolerant = false;               // --tolerant: a divergence within tolerance does not fail
+  std::optional<AutoRepeats> auto_repeats;  // --repeats auto
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing

@@ -94,6 +94,7 @@ std::string render_probes_text(const Report& r) {
   if (r.census) census_block(out, *r.census);
   out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", r.targets.size(),
                      r.targets.size() - skipped, skipped, disagreeing);
+  if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
   out += render_baseline_text(r);

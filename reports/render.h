@@ -67,6 +67,15 @@ std::string cost_text(const FixCandidate& fix);
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);
 // "" when no configuration is reproducible with two completed runs.
 std::string detection_power_text(const Target& t);
+// "1 run" / "2 runs": the count with the word that agrees with it.
+std::string plural(size_t n, const char* one, const char* many);
+// --repeats auto, once per report: "repeats: auto, 3 to 20 runs per configuration, each until a
+// divergence, a failure, or no divergence in enough runs to rule out a rate above 20% (95%
+// confidence); 2 of 8 undecided at --max-repeats"; "" without it.
+std::string auto_repeats_text(const Report& r);
+// A configuration --repeats auto left undecided: "undecided at --max-repeats 20: no divergence in
+// 19 comparisons rules out only a rate above 17%"; "" for any other.
+std::string undecided_text(const ConfigResult& c);
 nlohmann::ordered_json stats_to_json(const DivergenceStats& s);
 
 // The comparison with a baseline (reports/baseline_text.cpp): the section the text summaries print

@@ -66,8 +66,8 @@ std::string config_cause_text(const ConfigCause& c) {
   const std::string head = fmt::format("{} against {} ({})", c.config, c.reference_config, switch_changes_text(c.switches));
   if (!c.trace || c.trace->root_causes.empty()) return fmt::format("{}: {}", head, c.note);
   const RootCause& r = c.trace->root_causes.front();
-  return fmt::format("{}: first differing op {} - inputs matched, {}; {} later ops propagated", head, root_cause_place(r),
-                     differing_outputs_text(r), r.propagated);
+  return fmt::format("{}: first differing op {} - inputs matched, {}; {} propagated", head, root_cause_place(r),
+                     differing_outputs_text(r), plural(r.propagated, "later op", "later ops"));
 }
 
 std::string changed_op_text(const BaselineResult& r) {
@@ -87,6 +87,31 @@ std::string detection_power_text(const Target& t) {
   return fmt::format("reproducible: no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
                      "(95% confidence)",
                      n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
+}
+
+std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
+std::string auto_repeats_text(const Report& r) {
+  if (!r.auto_repeats) return "";
+  const AutoRepeats& a = *r.auto_repeats;
+  size_t cells = 0, undecided = 0;
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs) {
+      cells += c.verdict != Verdict::Skipped;
+      undecided += c.stopped_by == "max-repeats";
+    }
+  std::string out = fmt::format("repeats: auto, {} to {} runs per configuration, each until a divergence, a failure, or no "
+                                "divergence in enough runs to rule out a rate above {:g}% (95% confidence)",
+                                a.min, a.max, 100 * a.rate);
+  if (undecided > 0) out += fmt::format("; {} of {} undecided at --max-repeats", undecided, cells);
+  return out;
+}
+
+std::string undecided_text(const ConfigResult& c) {
+  if (c.stopped_by != "max-repeats" || c.completed < 2) return "";
+  const int n = c.completed - 1;
+  return fmt::format("undecided at --max-repeats {}: no divergence in {} comparison{} rules out only a rate above {:.0f}%",
+                     c.repeats, n, n == 1 ? "" : "s", 100 * c.rate_ci_high);
 }
 
 std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchValue>& failing) {
@@ -132,8 +157,9 @@ std::string bytes_text(uint64_t b) {
 }
 
 std::string root_cause_line(const RootCause& r) {
-  std::string line = fmt::format("    root cause: {} - inputs matched, {}; {}/{} runs; {} later ops propagated", root_cause_place(r),
-                                 differing_outputs_text(r), r.runs_diverged, r.runs_compared, r.propagated);
+  std::string line = fmt::format("    root cause: {} - inputs matched, {}; {}/{} runs; {} propagated", root_cause_place(r),
+                                 differing_outputs_text(r), r.runs_diverged, r.runs_compared,
+                                 plural(r.propagated, "later op", "later ops"));
   if (r.independent_mismatches > 0)
     line += fmt::format(" ({} of them with matching inputs)", r.independent_mismatches);
   line += "\n";
@@ -163,9 +189,10 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
 
 // The fix search: every candidate, then the cheapest minimal fix with its snippets.
 void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const std::vector<SwitchValue>& failing) {
-  out += fmt::format("    fix search from {} ({} traced repeats per candidate; costs: {} timed runs in {} rounds interleaved with "
+  out += fmt::format("    fix search from {} ({}{} traced repeats per candidate{}; costs: {} timed runs in {} rounds interleaved with "
                      "{}, median ratio (lowest-highest)):\n",
-                     f.from, f.repeats, std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
+                     f.from, f.repeats_auto ? "up to " : "", f.repeats, f.repeats_auto ? ", each until decided" : "",
+                     std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
   for (const auto& c : f.candidates) {
     const std::string toggles = c.config.size() > f.from.size() ? c.config.substr(f.from.size() + 1) : c.config;
     std::string line = fmt::format("      {:<40} {:<12}", toggles, to_string(c.verdict));
@@ -264,6 +291,7 @@ std::string render_text_raw(const Report& r) {
         out += fmt::format("    allowed: {} (allowlist entry {})\n", c.allowed_by->reason, c.allowed_by->entry);
       if (c.within_tolerance)
         out += fmt::format("    {}\n", tolerance_verdict(c));
+      if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
       findings(out, c.diverged_tensors, 5);
       if (c.trace) trace_lines(out, c, 5);
       if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches);
@@ -287,6 +315,7 @@ std::string render_text_raw(const Report& r) {
     }
     if (t.replay) replay_lines(out, *t.replay);
   }
+  if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
   out += render_baseline_text(r);

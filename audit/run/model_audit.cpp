@@ -91,62 +91,110 @@ TrialSpec trial_spec(const RunOptions& o, const ScratchDir& scratch, const Confi
   return spec;
 }
 
-// Runs `repeats` trials of each configuration in its own child, repeat-major (so that --jobs runs
-// different configurations side by side), and returns each configuration's runs and trace files.
+// Runs the trials of each configuration, each in its own child, repeat-major (so that --jobs runs
+// different configurations side by side), and returns each configuration's runs and trace files:
+// `repeats` of each, or with --repeats auto (RunOptions::auto_repeats) rounds of them until each
+// configuration is decided (audit/trial/analysis.h, decide_repeats).
 struct Batch {
   std::vector<std::vector<TrialRun>> runs;
   std::vector<std::vector<std::string>> traces;  // per configuration, per run ("" without trace)
+  std::vector<std::string> stopped_by;           // per configuration, --repeats auto: what decided it
+};
+
+class BatchRunner {
+ public:
+  BatchRunner(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, std::string tag, bool trace)
+      : o_(o), scratch_(scratch), configs_(configs), tag_(std::move(tag)), trace_(trace) {
+    b_.runs.resize(configs.size());
+    b_.traces.resize(configs.size());
+    b_.stopped_by.resize(configs.size());
+    finished_.resize(configs.size());
+  }
+
+  Batch run(int repeats) {
+    std::vector<int> target(configs_.size(), o_.auto_repeats ? o_.auto_repeats->min : repeats);
+    for (bool more = true; more;) {
+      round(target);
+      more = false;
+      if (!o_.auto_repeats) break;
+      for (size_t c = 0; c < configs_.size(); ++c) {
+        const RepeatDecision d = decide_repeats(b_.runs[c], *o_.auto_repeats);
+        b_.stopped_by[c] = to_string(d);
+        if (d != RepeatDecision::More) continue;
+        target[c] = next_repeat_count(static_cast<int>(b_.runs[c].size()), *o_.auto_repeats);
+        more = true;
+      }
+    }
+    return std::move(b_);
+  }
+
+ private:
+  // Runs configuration c's repeats from those it has up to target[c].
+  void round(const std::vector<int>& target) {
+    std::vector<std::pair<size_t, int>> jobs;  // (configuration, repeat), repeat-major
+    const int most = *std::max_element(target.begin(), target.end());
+    for (int r = 0; r < most; ++r)
+      for (size_t c = 0; c < configs_.size(); ++c)
+        if (r >= static_cast<int>(b_.runs[c].size()) && r < target[c]) jobs.emplace_back(c, r);
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b_.runs[c].size())));
+      b_.runs[c].resize(n);
+      b_.traces[c].resize(n);
+      finished_[c].resize(n, 0);
+    }
+    if (jobs.empty()) return;
+    // Children are made as they start (a spec is written just before its trial and removed after),
+    // so --repeats 1000000 holds no million specs in memory or on disk.
+    std::map<size_t, PreparedChild> started;  // the children running, by job index
+    const auto make = [&](size_t i) {
+      const auto [c, r] = jobs[i];
+      const std::string name = fmt::format("{}c{}-r{}", tag_, c, r);
+      TrialSpec spec = trial_spec(o_, scratch_, configs_[c], r, name, trace_);
+      std::vector<const TrialRun*> earlier;
+      for (int k = 0; k < r; ++k)
+        earlier.push_back(finished_[c][static_cast<size_t>(k)] ? &b_.runs[c][static_cast<size_t>(k)] : nullptr);
+      if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[""] = std::move(digests);
+      b_.traces[c][static_cast<size_t>(r)] = spec.trace_path;
+      check_stop();
+      return started.insert_or_assign(i, prepare_child(scratch_, name, spec, o_.timeout_s)).first->second.job;
+    };
+    progress_.add(jobs.size());
+    const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
+      const auto [c, r] = jobs[i];
+      const PreparedChild& p = started.at(i);
+      TrialRun& run = b_.runs[c][static_cast<size_t>(r)];
+      run.repeat = r;
+      run.process = outcome;
+      run.result = read_result(p.result_path);
+      run.dump_path = p.dump_path;
+      run.timeout_s = o_.timeout_s;
+      ::unlink(p.result_path.c_str());  // read: the dump and the trace stay for the analysis
+      finished_[c][static_cast<size_t>(r)] = 1;
+      if (run.result && !run.result->dump_error.empty() && !warned_dump_) {
+        log::warn("{} repeat {}: its tensors could not be dumped for divergence statistics ({}); is TMPDIR full?",
+                  configs_[c].name, r, run.result->dump_error);
+        warned_dump_ = true;  // once: the others fail the same way
+      }
+      started.erase(i);
+      progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs_[c].name, r, outcome.wall_ms));
+    };
+    run_children(jobs.size(), make, o_.jobs, on_done);
+  }
+
+  const RunOptions& o_;
+  const ScratchDir& scratch_;
+  const std::vector<Config>& configs_;
+  const std::string tag_;
+  const bool trace_;
+  Batch b_;
+  std::vector<std::vector<char>> finished_;  // per configuration, per repeat
+  Progress progress_{0, o_.progress};
+  bool warned_dump_ = false;
 };
 
 Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, int repeats,
                 const std::string& tag, bool trace) {
-  // Children are made as they start (a spec is written just before its trial and removed after),
-  // so --repeats 1000000 holds no million specs in memory or on disk.
-  const size_t count = static_cast<size_t>(repeats) * configs.size();
-  const auto where = [&configs](size_t i) { return std::pair{i % configs.size(), static_cast<int>(i / configs.size())}; };
-  Batch b;
-  b.runs.resize(configs.size());
-  b.traces.resize(configs.size());
-  for (size_t c = 0; c < configs.size(); ++c) {
-    b.runs[c].resize(static_cast<size_t>(repeats));
-    b.traces[c].resize(static_cast<size_t>(repeats));
-  }
-  std::map<size_t, PreparedChild> started;  // the children running, by job index
-  std::vector<std::vector<char>> finished(configs.size(), std::vector<char>(static_cast<size_t>(repeats), 0));
-  bool warned_dump = false;
-  const auto make = [&](size_t i) {
-    const auto [c, r] = where(i);
-    const std::string name = fmt::format("{}c{}-r{}", tag, c, r);
-    TrialSpec spec = trial_spec(o, scratch, configs[c], r, name, trace);
-    std::vector<const TrialRun*> earlier;
-    for (int k = 0; k < r; ++k) earlier.push_back(finished[c][static_cast<size_t>(k)] ? &b.runs[c][static_cast<size_t>(k)] : nullptr);
-    if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[""] = std::move(digests);
-    b.traces[c][static_cast<size_t>(r)] = spec.trace_path;
-    check_stop();
-    return started.insert_or_assign(i, prepare_child(scratch, name, spec, o.timeout_s)).first->second.job;
-  };
-  Progress progress(count, o.progress);
-  const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-    const auto [c, r] = where(i);
-    const PreparedChild& p = started.at(i);
-    TrialRun& run = b.runs[c][static_cast<size_t>(r)];
-    run.repeat = r;
-    run.process = outcome;
-    run.result = read_result(p.result_path);
-    run.dump_path = p.dump_path;
-    run.timeout_s = o.timeout_s;
-    ::unlink(p.result_path.c_str());  // read: the dump and the trace stay for the analysis
-    finished[c][static_cast<size_t>(r)] = 1;
-    if (run.result && !run.result->dump_error.empty() && !warned_dump) {
-      log::warn("{} repeat {}: its tensors could not be dumped for divergence statistics ({}); is TMPDIR full?",
-                configs[c].name, r, run.result->dump_error);
-      warned_dump = true;  // once: the others fail the same way
-    }
-    started.erase(i);
-    progress.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
-  };
-  run_children(count, make, o.jobs, on_done);
-  return b;
+  return BatchRunner(o, scratch, configs, tag, trace).run(repeats);
 }
 
 // Reads the traces of a configuration's completed runs (the reference run first) and names the
@@ -375,8 +423,10 @@ report::Report run_audit(const RunOptions& o) {
     configuration_dependence(first, reference_dumps, stats.collect());
   }
   stats.resolve();
-  for (size_t c = 0; c < o.configs.size(); ++c)
+  for (size_t c = 0; c < o.configs.size(); ++c) {
     target.configs.push_back(analyse(o.configs[c], batch.runs[c], batch.traces[c], o.trace, stats.answer()));
+    target.configs.back().stopped_by = batch.stopped_by[c];
+  }
   target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
   if (o.trace && target.dependence) explain_dependence(*target.dependence, target.configs, batch);
   if (o.trace)
@@ -395,10 +445,11 @@ report::Report run_audit(const RunOptions& o) {
       report::ConfigResult& failing = target.configs[c];
       if (failing.verdict != report::Verdict::Diverged) continue;
       const std::string tag = fmt::format("fix{}-", searches++);
-      int candidates = 0;
+      int candidates = 0, most_runs = 0;
       const EvaluateFn evaluate = [&](const Config& config) {
         log::info("fix search for {}: trying {}", failing.name, config.name);
         const Batch b = run_batch(o, scratch, {config}, o.repeats, fmt::format("{}{}", tag, candidates++), true);
+        most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
         const report::ConfigResult r = analyse(config, b.runs[0], b.traces[0], true, worker_diff(scratch, o.timeout_s, o.tolerance));
         CandidateOutcome out{r.verdict, r.message, {}};
         if (r.trace) out.root_causes = r.trace->root_causes;
@@ -406,7 +457,8 @@ report::Report run_audit(const RunOptions& o) {
       };
       const TimeFn time = [&](const std::vector<Config>& configs) { return time_configs(o, scratch, configs, tag); };
       failing.fix_search = search_fixes(failing, o.configs[c], device, evaluate, time);
-      failing.fix_search->repeats = o.repeats;
+      failing.fix_search->repeats = o.auto_repeats ? most_runs : o.repeats;
+      failing.fix_search->repeats_auto = o.auto_repeats.has_value();
       failing.fix_search->timed_runs = o.timed_runs;
       annotate_fixes(failing);
     }
@@ -417,6 +469,7 @@ report::Report run_audit(const RunOptions& o) {
   rep.targets.push_back(std::move(target));
   rep.tolerance = o.tolerance;
   rep.tolerant = o.tolerant;
+  rep.auto_repeats = o.auto_repeats;
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return rep;

@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <tuple>
@@ -58,7 +59,10 @@ class SuiteRunner {
               std::set<std::string> isolated)
       : o_(o), scratch_(scratch), names_(std::move(names)), isolated_(std::move(isolated)) {
     for (size_t i = 0; i < names_.size(); ++i) index_[names_[i]] = i;
-    slots_.assign(names_.size(), std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(o.repeats)));
+    const int most = o.auto_repeats ? std::max(o.auto_repeats->min, o.auto_repeats->max) : o.repeats;
+    slots_.assign(names_.size(), std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(static_cast<size_t>(most))));
+    counts_.assign(names_.size(), std::vector<int>(o.configs.size(), 0));
+    stopped_by_.assign(names_.size(), std::vector<std::string>(o.configs.size()));
     census_.assign(names_.size(), std::nullopt);
   }
 
@@ -74,22 +78,60 @@ class SuiteRunner {
     // The first repeats (and the census) run first; the later ones then know each probe's reference
     // digests and dump only the tensors that differ from them (TrialSpec::dump_only_differing).
     std::vector<Batch> later;
+    const int first = o_.auto_repeats ? o_.auto_repeats->min : o_.repeats;
     for (size_t g = 0; g < groups.size(); ++g) {
       const int id = static_cast<int>(g);
-      for (int r = 0; r < o_.repeats; ++r)
+      for (int r = 0; r < first; ++r)
         for (size_t c = 0; c < o_.configs.size(); ++c)
           (r == 0 ? pending : later).push_back({static_cast<int>(c), r, groups[g], 0, id});
       if (o_.census) pending.push_back({-1, 0, groups[g], 0, id});
     }
+    for (auto& per_config : counts_) std::fill(per_config.begin(), per_config.end(), first);
     progress_ = Progress(pending.size() + later.size(), o_.progress);
     while (!pending.empty()) pending = run_round(pending);
     while (!later.empty()) later = run_round(later);
+    if (o_.auto_repeats)
+      for (std::vector<Batch> more = next_rounds(groups); !more.empty(); more = next_rounds(groups)) {
+        progress_.add(more.size());
+        while (!more.empty()) more = run_round(more);
+      }
   }
 
-  const Slot& slot(size_t probe, size_t config, int repeat) const { return slots_[probe][config][repeat]; }
+  // The runs of a probe in a configuration: all its repeats, in order.
+  std::vector<TrialRun> runs(size_t probe, size_t config) const {
+    std::vector<TrialRun> out;
+    for (int r = 0; r < counts_[probe][config]; ++r) out.push_back(slots_[probe][config][static_cast<size_t>(r)].run);
+    return out;
+  }
+  const std::string& stopped_by(size_t probe, size_t config) const { return stopped_by_[probe][config]; }
   const std::optional<CensusRun>& census(size_t probe) const { return census_[probe]; }
 
  private:
+  // --repeats auto: decides each probe in each configuration, and returns the batches of the next
+  // round for the undecided ones (none when every one is decided). The probes of a group share
+  // their children, so those still undecided in a configuration have run the same repeats.
+  std::vector<Batch> next_rounds(const std::vector<std::vector<std::string>>& groups) {
+    std::vector<Batch> out;
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (size_t c = 0; c < o_.configs.size(); ++c) {
+        std::vector<std::string> undecided;
+        int done = 0;
+        for (const auto& name : groups[g]) {
+          const size_t i = index_.at(name);
+          const RepeatDecision d = decide_repeats(runs(i, c), *o_.auto_repeats);
+          stopped_by_[i][c] = to_string(d);
+          if (d != RepeatDecision::More) continue;
+          undecided.push_back(name);
+          done = counts_[i][c];
+        }
+        if (undecided.empty()) continue;
+        const int target = next_repeat_count(done, *o_.auto_repeats);
+        for (const auto& name : undecided) counts_[index_.at(name)][c] = target;
+        for (int r = done; r < target; ++r) out.push_back({static_cast<int>(c), r, undecided, 0, static_cast<int>(g)});
+      }
+    return out;
+  }
+
   Config census_config() const {
     Config c = parse_config("det-warn", logical_cpu_count());
     c.name = "census";
@@ -205,6 +247,8 @@ class SuiteRunner {
   std::set<std::string> isolated_;
   std::map<std::string, size_t> index_;
   std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
+  std::vector<std::vector<int>> counts_;                // probe x config: the repeats it runs
+  std::vector<std::vector<std::string>> stopped_by_;    // probe x config: --repeats auto, what decided it
   std::vector<std::optional<CensusRun>> census_;
   Progress progress_{0, false};
   bool warned_dump_ = false;  // one warning for dumps that could not be written, not one per probe
@@ -337,7 +381,7 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   std::vector<std::vector<std::string>> reference_dumps(runnable.size());
   for (size_t i = 0; i < runnable.size(); ++i)
     for (size_t c = 0; c < o.configs.size(); ++c) {
-      for (int r = 0; r < o.repeats; ++r) runs[i][c].push_back(runner.slot(i, c, r).run);
+      runs[i][c] = runner.runs(i, c);
       const int ref = reference_index(runs[i][c]);
       reference_dumps[i].push_back(ref >= 0 ? runs[i][c][static_cast<size_t>(ref)].dump_path : "");
     }
@@ -376,12 +420,14 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     }
     const size_t i = index++;
     std::tie(t.configs, t.dependence) = analyse(i, stats.answer());
+    for (size_t c = 0; c < t.configs.size(); ++c) t.configs[c].stopped_by = runner.stopped_by(i, c);
     judge_probe(t, entry, o.device_type, runner.census(i));
     rep.targets.push_back(std::move(t));
   }
   if (o.census) rep.census = cross_tabulate(rep.targets, "det-warn");
   rep.tolerance = o.tolerance;
   rep.tolerant = o.tolerant;
+  rep.auto_repeats = o.auto_repeats;
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return rep;

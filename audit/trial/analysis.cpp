@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <set>
@@ -261,6 +262,41 @@ std::optional<report::ConfigDependence> configuration_dependence(const std::vect
   dep.differing = differing_tensors(configs[a].reference, configs[b].reference);
   attach_stats(dep.differing, reference_dumps[a], reference_dumps[b], diff);
   return dep;
+}
+
+std::string to_string(RepeatDecision d) {
+  switch (d) {
+    case RepeatDecision::More: return "";
+    case RepeatDecision::Divergence: return "divergence";
+    case RepeatDecision::Failure: return "failure";
+    case RepeatDecision::Confidence: return "confidence";
+    case RepeatDecision::MaxRepeats: return "max-repeats";
+  }
+  return "";
+}
+
+int runs_to_bound(double rate) {
+  int comparisons = 1;
+  while (wilson_interval(0, comparisons).second > rate) ++comparisons;
+  return comparisons + 1;
+}
+
+RepeatDecision decide_repeats(const std::vector<TrialRun>& runs, const report::AutoRepeats& rule) {
+  std::string reference;
+  for (const auto& run : runs) {
+    const report::Trial t = summarise_trial(run);
+    if (t.status != TrialStatus::Ok) return RepeatDecision::Failure;
+    if (reference.empty()) reference = t.outcome;
+    else if (t.outcome != reference) return RepeatDecision::Divergence;
+  }
+  const int done = static_cast<int>(runs.size());
+  if (done >= runs_to_bound(rule.rate)) return RepeatDecision::Confidence;
+  if (done >= rule.max) return RepeatDecision::MaxRepeats;
+  return RepeatDecision::More;
+}
+
+int next_repeat_count(int done, const report::AutoRepeats& rule) {
+  return std::min({std::max(done + 1, 2 * done), runs_to_bound(rule.rate), rule.max});
 }
 
 }  // namespace ra

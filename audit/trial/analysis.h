@@ -73,4 +73,21 @@ int reference_index(const std::vector<TrialRun>& runs);
 // differed in, whose dump holds it.
 std::map<std::string, std::string> reference_digests(const std::vector<const TrialRun*>& earlier);
 
+// --repeats auto (report::AutoRepeats): what the runs of a configuration so far decide.
+enum class RepeatDecision { More, Divergence, Failure, Confidence, MaxRepeats };
+// "" for More; else the report's ConfigResult::stopped_by.
+std::string to_string(RepeatDecision d);
+
+// The fewest runs whose comparisons, all without divergence, bound the divergence rate at or below
+// `rate` (the Wilson 95% upper bound of 0 in n - 1 comparisons, as the detection-power line says).
+int runs_to_bound(double rate);
+
+// Whether `runs` (in repeat order, all finished) decide the configuration under `rule`.
+RepeatDecision decide_repeats(const std::vector<TrialRun>& runs, const report::AutoRepeats& rule);
+
+// How many runs an undecided configuration with `done` runs should have after the next round:
+// about twice as many (so a clear divergence stops it early, and the rounds stay few), never more
+// than the rule needs or allows.
+int next_repeat_count(int done, const report::AutoRepeats& rule);
+
 }  // namespace ra

@@ -20,6 +20,7 @@ namespace ra {
 struct SessionOptions {
   std::string device = "cpu";  // "cpu", "cuda", "cuda:N"
   int repeats = 3;
+  std::optional<report::AutoRepeats> auto_repeats;  // --repeats auto: repeats until decided (repeats unused)
   std::vector<Config> configs;
   int jobs = 1;
   double timeout_s = 600;      // per child process

@@ -115,7 +115,7 @@ TEST_CASE("options: out-of-range and malformed values are usage errors that say 
       {{"--seed", "1e20"}, "got '1e20'"},
       {{"--timeout", "1e10"}, "--timeout: expected a number of seconds above 0 and at most 604800, got '1e10'"},
       {{"--timeout", "nan"}, "got 'nan'"},
-      {{"--repeats", "0"}, "--repeats: expected an integer from 1 to 1000000, got '0'"},
+      {{"--repeats", "0"}, "--repeats: expected a count from 1 to 1000000 or 'auto', got '0'"},
       {{"--jobs", "0"}, "--jobs: expected an integer from 1 to 4096"},
       // An empty value after '=' used to swallow the next argument (a report named "--zzz=1").
       {{"--report=", "--zzz=1"}, "--report has an empty value"},

@@ -68,6 +68,71 @@ TEST_CASE("run: the test-only nondeterministic op diverges (exit 1) with statist
   CHECK(t["stats"]["first_index"].get<int>() >= 0);
 }
 
+TEST_CASE("run --repeats auto: repeats until each configuration is decided, and the report counts them") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
+  // Clean runs: 4 comparisons bound the rate at 49%, below the 50% asked.
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,threads-1", "--repeats", "auto",
+                          "--detect-rate", "50%", "--report", dir.file("r.json"), "--quiet"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("repeats: auto, 3 to 20 runs per configuration, each until a divergence, a failure, or no divergence in "
+                   "enough runs to rule out a rate above 50% (95% confidence)\n") != std::string::npos);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  CHECK(j["auto_repeats"] == nlohmann::json({{"min", 3}, {"max", 20}, {"detect_rate", 0.5}}));
+  for (const auto& c : j["targets"][0]["configs"]) {
+    CHECK(c["repeats"] == 5);
+    CHECK(c["stopped_by"] == "confidence");
+  }
+
+  // A rate too small for --max-repeats: stopped there, undecided, and said so.
+  const auto capped = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "auto",
+                               "--detect-rate", "0.01", "--max-repeats", "4", "--report", dir.file("c.json"), "--quiet"});
+  CHECK(capped.code == 0);
+  CHECK(capped.out.find("undecided at --max-repeats 4: no divergence in 3 comparisons rules out only a rate above 56%") !=
+        std::string::npos);
+  CHECK(capped.out.find("; 1 of 1 undecided at --max-repeats") != std::string::npos);
+  const auto c = ra::test::read_json(dir.file("c.json"))["targets"][0]["configs"][0];
+  CHECK(c["repeats"] == 4);
+  CHECK(c["stopped_by"] == "max-repeats");
+
+  // A divergence decides at once: the first round is enough for an op that diverges every time.
+  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
+  const auto nd = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "auto",
+                           "--load-library", ra::test::test_ops_library(), "--report", dir.file("nd.json"), "--quiet"});
+  CHECK(nd.code == 1);
+  const auto d = ra::test::read_json(dir.file("nd.json"))["targets"][0]["configs"][0];
+  CHECK(d["verdict"] == "diverged");
+  CHECK(d["stopped_by"] == "divergence");
+  CHECK(d["repeats"] == 3);
+
+  // A fixed count records no rule.
+  const auto fixed = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--report", dir.file("f.json"), "--quiet"});
+  CHECK(fixed.code == 0);
+  const auto f = ra::test::read_json(dir.file("f.json"));
+  CHECK_FALSE(f.contains("auto_repeats"));
+  CHECK_FALSE(f["targets"][0]["configs"][0].contains("stopped_by"));
+}
+
+TEST_CASE("run: --repeats takes a count or auto; --max-repeats and --detect-rate need auto") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--repeats", "often"}, "--repeats: expected a count from 1 to 1000000 or 'auto', got 'often'"},
+      {{"--repeats", "0"}, "--repeats: expected a count from 1 to 1000000 or 'auto', got '0'"},
+      {{"--max-repeats", "10"}, "--max-repeats applies to --repeats auto"},
+      {{"--detect-rate", "10%"}, "--detect-rate applies to --repeats auto"},
+      {{"--repeats", "auto", "--detect-rate", "1.5"}, "--detect-rate: expected a rate above 0 and below 1 (0.2 or 20%), got '1.5'"},
+      {{"--repeats", "auto", "--max-repeats", "2"}, "--max-repeats: expected an integer from 3 to 1000000, got '2'"},
+  };
+  for (const auto& [extra, message] : cases) {
+    std::vector<std::string> args = {"run", dir.file("m.pt"), "--shape", "4x16"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    CHECK_MESSAGE(r.code == 2, message);
+    CHECK_MESSAGE(r.err.find(message) != std::string::npos, r.err);
+  }
+}
+
 TEST_CASE("run: --rtol/--atol judge each differing tensor; --tolerant alone turns within-tolerance into exit 0") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});

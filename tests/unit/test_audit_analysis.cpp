@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/trial/analysis.h"
+#include "audit/digest/stats_math.h"
 
 #include <doctest/doctest.h>
 
@@ -184,4 +185,48 @@ TEST_CASE("switch_changes: effective values that differ, and keys one side lacks
   CHECK(c[2].key == "mkl_cbwr");
   CHECK(c[2].reference == "(absent)");
   CHECK(ra::switch_changes(a, a).empty());
+}
+
+TEST_CASE("--repeats auto: runs_to_bound matches the detection-power line's Wilson bound") {
+  CHECK(ra::runs_to_bound(0.2) == 17);  // 16 comparisons: 3.84 / (16 + 3.84) = 0.194
+  CHECK(ra::runs_to_bound(0.5) == 5);   // 4 comparisons: 0.49
+  CHECK(ra::runs_to_bound(0.05) == 74);
+  for (const double rate : {0.5, 0.2, 0.1, 0.01}) {
+    const int n = ra::runs_to_bound(rate) - 1;
+    CHECK(ra::wilson_interval(0, n).second <= rate);
+    CHECK(ra::wilson_interval(0, n - 1).second > rate);
+  }
+}
+
+TEST_CASE("--repeats auto: a divergence or a failure decides at once, clean runs once the rate is bounded") {
+  const ra::report::AutoRepeats rule{3, 20, 0.2};
+  std::vector<ra::TrialRun> runs = {ok_run(0, {"a"}), ok_run(1, {"a"}), ok_run(2, {"a"})};
+  CHECK(ra::decide_repeats(runs, rule) == ra::RepeatDecision::More);
+  runs.push_back(ok_run(3, {"b"}));
+  CHECK(ra::decide_repeats(runs, rule) == ra::RepeatDecision::Divergence);
+  CHECK(ra::to_string(ra::RepeatDecision::Divergence) == "divergence");
+
+  std::vector<ra::TrialRun> failed = {ok_run(0, {"a"}), signaled(1, SIGSEGV), ok_run(2, {"a"})};
+  CHECK(ra::decide_repeats(failed, rule) == ra::RepeatDecision::Failure);
+
+  std::vector<ra::TrialRun> clean;
+  for (int r = 0; r < 16; ++r) clean.push_back(ok_run(r, {"a", "b"}));
+  CHECK(ra::decide_repeats(clean, rule) == ra::RepeatDecision::More);
+  clean.push_back(ok_run(16, {"a", "b"}));
+  CHECK(ra::decide_repeats(clean, rule) == ra::RepeatDecision::Confidence);
+
+  // A rate too small for --max-repeats: the configuration stops undecided.
+  const ra::report::AutoRepeats strict{3, 5, 0.01};
+  std::vector<ra::TrialRun> five(clean.begin(), clean.begin() + 5);
+  CHECK(ra::decide_repeats(five, strict) == ra::RepeatDecision::MaxRepeats);
+  CHECK(ra::to_string(ra::RepeatDecision::MaxRepeats) == "max-repeats");
+}
+
+TEST_CASE("--repeats auto: rounds about double, up to what the rule needs or allows") {
+  const ra::report::AutoRepeats rule{3, 20, 0.2};
+  std::vector<int> counts = {3};
+  while (counts.back() < 17) counts.push_back(ra::next_repeat_count(counts.back(), rule));
+  CHECK(counts == std::vector<int>{3, 6, 12, 17});
+  CHECK(ra::next_repeat_count(12, ra::report::AutoRepeats{3, 14, 0.01}) == 14);
+  CHECK(ra::next_repeat_count(1, rule) == 2);
 }

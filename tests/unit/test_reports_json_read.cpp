@@ -102,6 +102,21 @@ TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r)
     CHECK(text == ra::report::render_json(r));
     CHECK(text.find("known scatter in the loss") != std::string::npos);
   }
+  SUBCASE("--repeats auto: the rule, what stopped each configuration, and a fix search's candidates") {
+    auto r = ra::test::every_verdict_report(40);
+    r.auto_repeats = ra::report::AutoRepeats{3, 12, 0.05};
+    for (auto& c : r.targets.front().configs) {
+      c.stopped_by = c.verdict == ra::report::Verdict::Diverged ? "divergence" : "max-repeats";
+      if (c.fix_search) c.fix_search->repeats_auto = true;
+    }
+    const std::string text = round_trip(r);
+    CHECK(text == ra::report::render_json(r));
+    CHECK(text.find("\"detect_rate\": 0.05") != std::string::npos);
+    CHECK(text.find("\"repeats_auto\": true") != std::string::npos);
+    const auto back = ra::report::report_from_json(json::parse(text));
+    CHECK(ra::report::render_text(back) == ra::report::render_text(r));
+    CHECK(ra::report::render_text(r).find("repeats: auto, 3 to 12 runs per configuration") != std::string::npos);
+  }
   SUBCASE("a baseline comparison") {
     auto r = ra::test::every_verdict_report(40);
     r.baseline = ra::test::sample_baseline();
