@@ -131,7 +131,7 @@ void details_section(std::string& out, const Report& r) {
       if (!t.path.empty()) out += "path " + code(t.path);
       if (!t.inputs.empty()) {
         std::vector<std::string> inputs;
-        for (const auto& in : t.inputs) inputs.push_back(code(in));
+        for (const auto& in : named_inputs(t)) inputs.push_back(code(in));
         out += fmt::format("{}inputs {}", t.path.empty() ? "" : "; ", fmt::join(inputs, ", "));
       }
       out += "</p>\n";

@@ -386,6 +386,7 @@ json target_head_json(const Target& t, TargetDoc doc) {
   j["optimizer"] = t.optimizer.empty() ? json(nullptr) : json({{"name", t.optimizer}, {"lr", t.lr}});
   j["seed"] = t.seed;
   j["inputs"] = t.inputs;
+  if (doc == TargetDoc::Report && !t.input_names.empty()) j["input_names"] = t.input_names;
   j["verdict"] = to_string(t.verdict);
   return j;
 }

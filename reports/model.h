@@ -359,7 +359,10 @@ struct Target {
   std::string optimizer;  // train mode: sgd | adam ("" in infer mode)
   double lr = 0;          // train mode: learning rate
   uint64_t seed = 0;
-  std::vector<std::string> inputs;  // description of the inputs
+  std::vector<std::string> inputs;  // description of the inputs (part of a baseline's identity)
+  // The forward argument each input binds to, one per input, or none (a dict input, whose
+  // descriptions carry their keys). Shown beside the descriptions; not part of any identity.
+  std::vector<std::string> input_names;
   std::vector<ConfigResult> configs;
   std::optional<ConfigDependence> dependence;
   std::optional<ProbeFacts> probe;  // kind "probe" only

@@ -67,6 +67,9 @@ std::string cost_text(const FixCandidate& fix);
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);
 // "" when no configuration is reproducible with two completed runs.
 std::string detection_power_text(const Target& t);
+// The inputs as the summaries print them: "x: float32[8x16]" when the target knows the forward
+// argument of each, else the descriptions alone.
+std::vector<std::string> named_inputs(const Target& t);
 // "1 run" / "2 runs": the count with the word that agrees with it.
 std::string plural(size_t n, const char* one, const char* many);
 // --repeats auto, once per report: "repeats: auto, 3 to 20 runs per configuration, each until a

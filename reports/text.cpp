@@ -89,6 +89,13 @@ std::string detection_power_text(const Target& t) {
                      n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
 }
 
+std::vector<std::string> named_inputs(const Target& t) {
+  if (t.input_names.size() != t.inputs.size()) return t.inputs;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < t.inputs.size(); ++i) out.push_back(t.input_names[i] + ": " + t.inputs[i]);
+  return out;
+}
+
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
 std::string auto_repeats_text(const Report& r) {
@@ -277,7 +284,7 @@ std::string render_text_raw(const Report& r) {
   for (const auto& t : r.targets) {
     out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
                        t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
-    if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(t.inputs, ", "));
+    if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
     out += fmt::format("  {:<24} {:<13} {:>8} {:>9}  {}\n", "configuration", "verdict", "repeats", "diverged", "tensors");
     for (const auto& c : t.configs) {
       out += fmt::format("  {:<24} {:<13} {:>8} {:>9}  {}\n", c.name, to_string(c.verdict),

@@ -53,6 +53,7 @@ TrialResult run_child(const TrialSpec& spec) {
     seed_generators(spec.seed);
     const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
     result.input_descriptions = target->load(spec, device);
+    if (spec.task == ChildTask::Preflight) result.input_names = target->input_names();
     result.startup_ms = ms_since_spawn();
     const auto reference = spec.dump_only_differing.find("");
     Recorder rec(!spec.dump_path.empty(),

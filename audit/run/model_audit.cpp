@@ -407,6 +407,7 @@ report::Report run_audit(const RunOptions& o) {
   target.lr = o.mode == "train" ? o.lr : 0;
   target.seed = o.seed;
   target.inputs = pre.input_descriptions;
+  target.input_names = pre.input_names;
   if (o.check_targets) o.check_targets({target}, config_names(o.configs));
 
   const Batch batch = run_batch(o, scratch, o.configs, o.repeats, "", o.trace);

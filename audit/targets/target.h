@@ -46,6 +46,9 @@ class Target {
   // Loads the target onto `device` and builds its inputs from the spec (input file, shapes,
   // seed). Returns the inputs' descriptions ("input=float32[8x3x32x32]"). Throws TrialInputError.
   virtual std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) = 0;
+  // After load: the name each input binds to (the forward arguments the positional inputs fill,
+  // in order), or none where the target has no such names.
+  virtual std::vector<std::string> input_names() const { return {}; }
   // The preflight's check: one run without recording, turning a mismatch of the target and its
   // inputs into a TrialInputError. Returns what the user should be warned about (one sentence
   // each), e.g. a model traced in eval mode audited with --mode train.

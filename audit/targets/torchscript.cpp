@@ -174,6 +174,20 @@ class TorchScriptTarget final : public Target {
     return inputs_.descriptions;
   }
 
+  std::vector<std::string> input_names() const override {
+    // One name per description: positional inputs whose every element is one tensor (not a file's
+    // dict, whose entries are named already, nor a nested value).
+    const auto method = module_.find_method("forward");
+    if (!method || !inputs_.kwargs.empty() || inputs_.args.size() != inputs_.descriptions.size()) return {};
+    const auto& arguments = method->function().getSchema().arguments();
+    std::vector<std::string> names;
+    for (size_t i = 0; i < inputs_.args.size() && i + 1 < arguments.size(); ++i) {
+      if (!inputs_.args[i].isTensor()) return {};
+      names.push_back(arguments[i + 1].name());
+    }
+    return names.size() == inputs_.args.size() ? names : std::vector<std::string>{};
+  }
+
   std::vector<std::string> check() override {
     // One forward without grad: wrong shapes or dtypes show up here, before any trial runs.
     module_.eval();

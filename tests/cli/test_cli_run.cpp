@@ -251,6 +251,20 @@ def forward(self, a, b):
   const auto j1 = ra::test::read_json(dir.file("t1.json")), j2 = ra::test::read_json(dir.file("t2.json"));
   CHECK(j1["targets"][0]["configs"][0]["reference_digests"] == j2["targets"][0]["configs"][0]["reference_digests"]);
   CHECK(j1["targets"][0]["inputs"].size() == 2);
+  // Inputs are named after the forward arguments they fill; a dict's entries carry their keys.
+  CHECK(j1["targets"][0]["input_names"] == nlohmann::json({"a", "b"}));
+  CHECK(t1.out.find("  inputs: a: input/0=float32[2x4], b: input/1=float32[2x3]\n") != std::string::npos);
+  CHECK_FALSE(j2["targets"][0].contains("input_names"));
+  CHECK(t2.out.find("  inputs: input/a=float32[2x4], input/b=float32[2x3]\n") != std::string::npos);
+
+  // Synthetic inputs too; the names are no part of a baseline's identity.
+  const auto s = run_cli({"run", dir.file("two.pt"), "--shape", "2x4", "--shape", "2x3", "--configs", "default", "--save-baseline",
+                          dir.file("b.json"), "--quiet"});
+  CHECK(s.code == 0);
+  CHECK(s.out.find("  inputs: a: float32[2x4], b: float32[2x3]\n") != std::string::npos);
+  const auto baseline = ra::test::read_json(dir.file("b.json"));
+  CHECK(baseline["targets"][0]["inputs"] == nlohmann::json({"float32[2x4]", "float32[2x3]"}));
+  CHECK_FALSE(baseline["targets"][0].contains("input_names"));
 }
 
 TEST_CASE("env: text and JSON") {
