@@ -6,6 +6,7 @@
 #include "tests/unit/report_samples.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 namespace {
 
@@ -85,4 +86,31 @@ TEST_CASE("fix_change_text: a fix named by what it changes, never 'threads=4+thr
   CHECK(ra::report::fix_change_text(fix, failing) == "deterministic off -> on, threads 4 -> 1");
   fix.toggles = {{"mkl_cbwr", "COMPATIBLE"}};
   CHECK(ra::report::fix_change_text(fix, failing) == "mkl_cbwr -> COMPATIBLE");
+}
+
+TEST_CASE("renderers: every format gives the same verdict and the same first root cause") {
+  ra::report::Report r = ra::test::every_verdict_report(10);
+  r.auto_repeats = ra::report::AutoRepeats{};
+  const ra::report::Target& t = r.targets.front();
+  const ra::report::RootCause* cause = nullptr;
+  for (const auto& c : t.configs)
+    if (c.trace && !c.trace->root_causes.empty() && cause == nullptr) cause = &c.trace->root_causes.front();
+  REQUIRE(cause != nullptr);
+  REQUIRE(!cause->source.empty());
+  const std::string verdict = ra::report::verdict_text(r);
+  const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r), html = ra::report::render_html(r),
+                    junit = ra::report::render_junit(r), json = ra::report::render_json(r);
+  CHECK(text.find(fmt::format("verdict: {}", verdict)) != std::string::npos);
+  CHECK(md.find(fmt::format("## repro-audit: {}", verdict)) != std::string::npos);
+  CHECK(html.find(fmt::format("repro-audit: {} (exit {})", verdict, r.exit_code)) != std::string::npos);
+  CHECK(junit.find(fmt::format("<property name=\"verdict\" value=\"{}\"/>", ra::report::verdict_text(t))) != std::string::npos);
+  CHECK(json.find(fmt::format("\"verdict\": \"{}\"", ra::report::to_string(r.verdict))) != std::string::npos);
+  // The op and its source line, in every format (Markdown and HTML wrap the op in code).
+  for (const std::string* s : {&text, &md, &html, &junit, &json}) {
+    CHECK(s->find(cause->op) != std::string::npos);
+    CHECK(s->find(cause->source) != std::string::npos);
+  }
+  // --repeats auto's rule is stated wherever the run is described.
+  for (const std::string* s : {&text, &md, &html, &junit})
+    CHECK(s->find("repeats: auto, 3 to 20 runs per configuration") != std::string::npos);
 }
