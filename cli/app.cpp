@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string_view>
 
 namespace ra::cli {
@@ -31,28 +33,41 @@ std::string one_line(std::string s) {
   return s;
 }
 
-// "did you mean": for an unknown subcommand or option, the closest registered name.
+// The subcommand given, or nullptr.
+const CLI::App* parsed_subcommand(const CLI::App& app, std::span<const Command> table) {
+  for (const auto& c : table)
+    if (app.get_subcommand(c.name)->parsed()) return app.get_subcommand(c.name);
+  return nullptr;
+}
+
+// The first "--name" in argv that the given subcommand does not know, with the closest option it
+// does know ("" when none is close): for "unknown option '--atl' (did you mean --atol?)" instead
+// of CLI11's "The following arguments were not expected: 1e-3 --atl".
+std::optional<std::pair<std::string, std::string>> unknown_option(const CLI::App* sub, int argc, char** argv) {
+  if (sub == nullptr) return std::nullopt;
+  std::vector<std::string> options;
+  for (const CLI::Option* o : sub->get_options())
+    for (const auto& l : o->get_lnames()) options.push_back("--" + l);
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (std::find(options.begin(), options.end(), name) == options.end() && name != "--quiet" && name != "--verbose")
+      return std::pair{name, closest(name, options)};
+  }
+  return std::nullopt;
+}
+
+// "did you mean": for an unknown subcommand, the closest registered name.
 std::string suggestion(const CLI::App& app, std::span<const Command> table, int argc, char** argv) {
   std::vector<std::string> commands;
   for (const auto& c : table)
     if (!c.hidden) commands.push_back(c.name);
-  const CLI::App* sub = nullptr;
-  for (const auto& c : table)
-    if (app.get_subcommand(c.name)->parsed()) sub = app.get_subcommand(c.name);
+  const CLI::App* sub = parsed_subcommand(app, table);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--", 0) == 0 && sub != nullptr) {
-      const std::string name = arg.substr(0, arg.find('='));
-      std::vector<std::string> options;
-      bool known = false;
-      for (const CLI::Option* o : sub->get_options())
-        for (const auto& l : o->get_lnames()) {
-          options.push_back("--" + l);
-          known |= ("--" + l) == name;
-        }
-      if (!known)
-        if (const std::string c = closest(name, options); !c.empty()) return fmt::format(" (did you mean {}?)", c);
-    } else if (sub == nullptr && !arg.empty() && arg[0] != '-') {
+    if (sub == nullptr && !arg.empty() && arg[0] != '-') {
       if (const std::string c = closest(arg, commands); !c.empty()) return fmt::format(" (did you mean '{}'?)", c);
       return fmt::format(" (commands: {})", fmt::join(commands, ", "));
     }
@@ -100,6 +115,15 @@ int run(int argc, char** argv, const Program& program) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    const CLI::App* sub = parsed_subcommand(app, program.commands);
+    if (const auto unknown = unknown_option(sub, argc, argv))
+      return fail(ExitCode::Usage,
+                  unknown->second.empty()
+                      ? fmt::format("unknown option '{}' for {} (see repro-audit {} --help)", unknown->first, sub->get_name(),
+                                    sub->get_name())
+                      : fmt::format("unknown option '{}' for {} (did you mean {}?)", unknown->first, sub->get_name(), unknown->second));
+    return fail(ExitCode::Usage, one_line(e.what()) + suggestion(app, program.commands, argc, argv));
   } catch (const CLI::ParseError& e) {
     return fail(ExitCode::Usage, one_line(e.what()) + suggestion(app, program.commands, argc, argv));
   }

@@ -72,7 +72,9 @@ TEST_CASE("run: usage errors exit 2 and say what is valid") {
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repeats", "0"}, 2, "--repeats");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--device", "tpu"}, 2, "unknown device 'tpu'");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--mode", "fly"}, 2, "--mode");
-  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2, "did you mean --repeats?");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2, "unknown option '--repets' for run (did you mean --repeats?)");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--atl", "1e-3"}, 2, "unknown option '--atl' for run (did you mean --atol?)");
+  ra::test::expect_error(dir, {"probes", "--family", "x"}, 2, "unknown option '--family' for probes (see repro-audit probes --help)");
   ra::test::expect_error(dir, {"runn", m}, 2, "did you mean 'run'?");
   // A report's folder is created when missing, unless it cannot be (here: below a regular file).
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--report", m + "/dir/r.json"}, 2,
