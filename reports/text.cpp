@@ -285,9 +285,11 @@ std::string render_text_raw(const Report& r) {
     out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
                        t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
-    out += fmt::format("  {:<24} {:<13} {:>8} {:>9}  {}\n", "configuration", "verdict", "repeats", "diverged", "tensors");
+    size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
+    for (const auto& c : t.configs) width = std::max(width, c.name.size());
+    out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged", "tensors");
     for (const auto& c : t.configs) {
-      out += fmt::format("  {:<24} {:<13} {:>8} {:>9}  {}\n", c.name, to_string(c.verdict),
+      out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", c.name, width, to_string(c.verdict),
                          fmt::format("{}/{}", c.completed, c.repeats),
                          c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-", c.tensor_count);
       if (c.verdict == Verdict::Diverged)

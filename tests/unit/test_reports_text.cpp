@@ -112,3 +112,19 @@ TEST_CASE("render_text: where configurations part, each in one line") {
   CHECK(text.find("    other against det (no switch differs in effect): no op can be named: other has no traced repeat\n") !=
         std::string::npos);
 }
+
+TEST_CASE("render_text: a long configuration name widens the column instead of shifting its row") {
+  ra::report::Report r = ra::test::every_verdict_report(10);
+  const std::string name = "default+mkl_cbwr=COMPATIBLE+threads=1";
+  r.targets.front().configs.front().name = name;
+  const std::string text = ra::report::render_text(r);
+  const size_t header = text.find("  configuration");
+  REQUIRE(header != std::string::npos);
+  const size_t row = text.find("  " + name + " ");
+  REQUIRE(row != std::string::npos);
+  const size_t header_verdict = text.find("verdict", header) - header;
+  const size_t row_line_end = text.find('\n', row);
+  const std::string row_line = text.substr(row, row_line_end - row);
+  // The verdict starts in the same column in the header and in the long row.
+  CHECK(row_line.find_first_not_of(' ', 2 + name.size()) == header_verdict);
+}
