@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <set>
@@ -276,7 +277,14 @@ std::string to_string(RepeatDecision d) {
 }
 
 int runs_to_bound(double rate) {
-  int comparisons = 1;
+  // For 0 of n the Wilson upper bound is z^2 / (n + z^2), so n >= z^2 (1 - rate) / rate; start just
+  // below that and step up to the first n the interval itself accepts. A rate so small that no
+  // run count could reach it (--detect-rate 1e-300) gives a count no --max-repeats allows.
+  constexpr int kUnreachable = 1 << 30;
+  constexpr double z2 = 1.959963984540054 * 1.959963984540054;
+  const double estimate = rate > 0 ? std::ceil(z2 * (1 - rate) / rate) : HUGE_VAL;
+  if (!(estimate < kUnreachable)) return kUnreachable;
+  int comparisons = std::max(1, static_cast<int>(estimate) - 2);
   while (wilson_interval(0, comparisons).second > rate) ++comparisons;
   return comparisons + 1;
 }

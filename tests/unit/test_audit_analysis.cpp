@@ -191,7 +191,9 @@ TEST_CASE("--repeats auto: runs_to_bound matches the detection-power line's Wils
   CHECK(ra::runs_to_bound(0.2) == 17);  // 16 comparisons: 3.84 / (16 + 3.84) = 0.194
   CHECK(ra::runs_to_bound(0.5) == 5);   // 4 comparisons: 0.49
   CHECK(ra::runs_to_bound(0.05) == 74);
-  for (const double rate : {0.5, 0.2, 0.1, 0.01}) {
+  CHECK(ra::runs_to_bound(1e-300) == 1 << 30);  // no --max-repeats reaches it: the cap decides
+  CHECK(ra::next_repeat_count(3, ra::report::AutoRepeats{3, 20, 1e-300}) == 6);
+  for (const double rate : {0.5, 0.2, 0.1, 0.01, 0.001}) {
     const int n = ra::runs_to_bound(rate) - 1;
     CHECK(ra::wilson_interval(0, n).second <= rate);
     CHECK(ra::wilson_interval(0, n - 1).second > rate);
