@@ -120,7 +120,13 @@ Outcome diverged_outcome(const ConfigResult& c) {
   if (c.fix_search) {
     const FixSearch& f = *c.fix_search;
     const auto fixes = minimal_fixes(f);
-    if (!fixes.empty()) o.message += "; fix: " + fixes.front()->config;
+    // Every minimal fix, in candidate order: which is cheapest is a timing figure, and naming only
+    // the first would read as a choice the other formats may not make.
+    if (!fixes.empty()) {
+      std::vector<std::string> names;
+      for (const auto* m : fixes) names.push_back(m->config);
+      o.message += fmt::format("; minimal fix{}: {}", names.size() == 1 ? "" : "es", fmt::join(names, ", "));
+    }
     o.body += fmt::format("fix search from {}: {}\n", f.from, f.conclusion);
     for (const auto* m : fixes)
       o.body += fmt::format("minimal fix: {}\n  C++:    {}\n  Python: {}\n", m->config, m->cpp, m->python);
