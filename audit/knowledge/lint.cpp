@@ -254,8 +254,12 @@ bool statically_unique(const Value* v, const ObjectMap& objects, int depth = 0) 
   const at::Tensor& t = value.toTensor();
   if (!t.defined() || !c10::isIntegralType(t.scalar_type(), /*includeBool=*/false) || t.is_sparse()) return false;
   if (t.numel() < 2) return true;
-  const at::Tensor sorted = std::get<0>(t.flatten().to(at::kCPU).sort());
-  return !at::eq(sorted.slice(0, 1), sorted.slice(0, 0, -1)).any().item<bool>();
+  try {
+    const at::Tensor sorted = std::get<0>(t.flatten().to(at::kCPU).sort());
+    return !at::eq(sorted.slice(0, 1), sorted.slice(0, 0, -1)).any().item<bool>();
+  } catch (const std::exception&) {
+    return false;  // a tensor that cannot be read here (a meta or quantized one): not known unique
+  }
 }
 
 // An `unless` condition {"index": "unique"}: the op's argument of that name is statically unique.
