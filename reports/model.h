@@ -258,8 +258,8 @@ struct ConfigResult {
   // tolerated when --tolerant accepted it for the exit code.
   bool within_tolerance = false;
   bool tolerated = false;
-  // --repeats auto: what ended this configuration's repeats ("divergence", "failure", "confidence",
-  // "max-repeats"; see AutoRepeats); "" for a fixed number of repeats.
+  // --repeats auto: what ended this configuration's repeats ("divergence", "failure", "skipped",
+  // "confidence", "max-repeats"; see AutoRepeats); "" for a fixed number of repeats.
   std::string stopped_by;
 };
 

@@ -270,6 +270,7 @@ std::string to_string(RepeatDecision d) {
     case RepeatDecision::More: return "";
     case RepeatDecision::Divergence: return "divergence";
     case RepeatDecision::Failure: return "failure";
+    case RepeatDecision::Skipped: return "skipped";
     case RepeatDecision::Confidence: return "confidence";
     case RepeatDecision::MaxRepeats: return "max-repeats";
   }
@@ -293,6 +294,7 @@ RepeatDecision decide_repeats(const std::vector<TrialRun>& runs, const report::A
   std::string reference;
   for (const auto& run : runs) {
     const report::Trial t = summarise_trial(run);
+    if (t.status == TrialStatus::Skipped) return RepeatDecision::Skipped;  // a probe that skipped itself
     if (t.status != TrialStatus::Ok) return RepeatDecision::Failure;
     if (reference.empty()) reference = t.outcome;
     else if (t.outcome != reference) return RepeatDecision::Divergence;

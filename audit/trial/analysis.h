@@ -74,7 +74,7 @@ int reference_index(const std::vector<TrialRun>& runs);
 std::map<std::string, std::string> reference_digests(const std::vector<const TrialRun*>& earlier);
 
 // --repeats auto (report::AutoRepeats): what the runs of a configuration so far decide.
-enum class RepeatDecision { More, Divergence, Failure, Confidence, MaxRepeats };
+enum class RepeatDecision { More, Divergence, Failure, Skipped, Confidence, MaxRepeats };
 // "" for More; else the report's ConfigResult::stopped_by.
 std::string to_string(RepeatDecision d);
 

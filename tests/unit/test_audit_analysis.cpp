@@ -210,6 +210,10 @@ TEST_CASE("--repeats auto: a divergence or a failure decides at once, clean runs
 
   std::vector<ra::TrialRun> failed = {ok_run(0, {"a"}), signaled(1, SIGSEGV), ok_run(2, {"a"})};
   CHECK(ra::decide_repeats(failed, rule) == ra::RepeatDecision::Failure);
+  std::vector<ra::TrialRun> skipped = {ok_run(0, {"a"})};
+  skipped.front().result->status = TrialStatus::Skipped;
+  CHECK(ra::decide_repeats(skipped, rule) == ra::RepeatDecision::Skipped);
+  CHECK(ra::to_string(ra::RepeatDecision::Skipped) == "skipped");
 
   std::vector<ra::TrialRun> clean;
   for (int r = 0; r < 16; ++r) clean.push_back(ok_run(r, {"a", "b"}));
