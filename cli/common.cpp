@@ -211,7 +211,6 @@ AllowlistOption load_allowlist_option(const std::string& path) {
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults) {
   o.device = a.device;
-  o.repeats = a.repeats == "auto" ? 0 : std::stoi(a.repeats);
   if (a.repeats == "auto") {
     report::AutoRepeats rule;
     if (a.max_repeats) rule.max = *a.max_repeats;
@@ -220,6 +219,8 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
     o.repeats = rule.min;
   } else if (a.max_repeats || a.detect_rate) {
     throw UsageError(fmt::format("{} applies to --repeats auto", a.max_repeats ? "--max-repeats" : "--detect-rate"));
+  } else {
+    o.repeats = std::stoi(a.repeats);  // checked by the option's validator
   }
   o.configs = parse_configs(a.configs.empty() ? defaults : a.configs, logical_cpu_count());
   // More children than CPUs only make each one slower and its timings noisier.

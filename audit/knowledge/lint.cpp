@@ -262,22 +262,24 @@ bool statically_unique(const Value* v, const ObjectMap& objects, int depth = 0) 
   }
 }
 
+// The value the op passes for its schema argument `name`, or nullptr when it has no such argument.
+const Value* arg_input(const Node* n, const std::string& name) {
+  const c10::FunctionSchema* schema = n->maybeSchema();
+  if (schema == nullptr) return nullptr;
+  const auto index = schema->argumentIndexWithName(name);
+  return index && *index >= 0 && static_cast<size_t>(*index) < n->inputs().size() ? n->input(*index) : nullptr;
+}
+
 // An `unless` condition {"index": "unique"}: the op's argument of that name is statically unique.
 bool unique_arg(const Node* n, const std::string& name, const ObjectMap& objects) {
-  const c10::FunctionSchema* schema = n->maybeSchema();
-  if (schema == nullptr) return false;
-  const auto index = schema->argumentIndexWithName(name);
-  return index && *index >= 0 && static_cast<size_t>(*index) < n->inputs().size() &&
-         statically_unique(n->input(*index), objects);
+  const Value* v = arg_input(n, name);
+  return v != nullptr && statically_unique(v, objects);
 }
 
 // True when the op's schema has the argument and it is a constant in the graph.
 bool has_arg(const Node* n, const std::string& name) {
-  const c10::FunctionSchema* schema = n->maybeSchema();
-  if (schema == nullptr) return false;
-  const auto index = schema->argumentIndexWithName(name);
-  return index && *index >= 0 && static_cast<size_t>(*index) < n->inputs().size() &&
-         constant_of(n->input(*index)).has_value();
+  const Value* v = arg_input(n, name);
+  return v != nullptr && constant_of(v).has_value();
 }
 
 std::string join_path(const std::string& parent, const std::string& name) {
