@@ -2,6 +2,7 @@
 // `repro-audit probes [--list] [--only GLOB] ...`: the built-in probe suite (probes/), measured on
 // this machine under flag configurations, and compared with the knowledge base.
 #include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/run/probe_audit.h"
 #include "audit/trial/trials.h"
@@ -76,6 +77,8 @@ int execute(const ProbesArgs& a, const GlobalOptions& global) {
   o.only = a.only;
   o.census = !a.no_census;
   fill_session(o, a, global, default_probe_config_names(o.device_type));
+  o.shard = shard_option(a);
+  o.knowledge_digest = file_digest(a.knowledge.empty() ? knowledge_path() : a.knowledge, "knowledge base");
   const AllowlistOption allow = load_allowlist_option(a.allowlist);
   const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
   return emit_report(run_probe_suite(o, kb), a, allow, baseline);

@@ -23,24 +23,6 @@ struct ReportArgs {
   AuditArgs out;  // only report, junit, markdown, html and json are used
 };
 
-report::Report read_report(const std::string& path) {
-  const std::string text = read_file(path, "report");
-  nlohmann::ordered_json j;
-  try {
-    j = parse_json_document<nlohmann::ordered_json>(text, path);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
-    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
-    if (const auto end = what.find("] "); what.rfind("[json.exception", 0) == 0 && end != std::string::npos)
-      what = what.substr(end + 2);
-    throw InputError(fmt::format("{} is not valid JSON: {}", path, what));
-  }
-  try {
-    return report::report_from_json(j);
-  } catch (const report::ReportError& e) {
-    throw InputError(fmt::format("{}: {}", path, e.what()));
-  }
-}
-
 int execute(const ReportArgs& a) {
   for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown, &a.out.html})
     if (!path->empty()) check_writable_target(*path);

@@ -28,6 +28,7 @@ const Command kFrontCommands[] = {
      false, attach_diff},
     {"report", "re-render a saved JSON report (from run or probes) as text, JSON, JUnit XML or Markdown", false,
      attach_report},
+    {"merge", "join the shards of one plan (run or probes with --shard K/N) into one report", false, attach_merge},
     {"selftest", "check that the tool works on this machine and device: digests, switches, detection, fingerprint, "
                  "tracing (run it first on a new machine or GPU)", false, attach_selftest},
     {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,

@@ -8,7 +8,9 @@
 #include "audit/common/files.h"
 #include "audit/common/log.h"
 #include "audit/common/stop.h"
+#include "audit/common/json_document.h"
 #include "reports/baseline.h"
+#include "reports/json_read.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -183,6 +185,12 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
                  "unchanged environment are a regression (exit 1); environment changes (torch, CUDA, cuDNN, cuBLAS, "
                  "driver, GPU, CPU, flags) are listed and explain a difference only on devices they can affect");
   add_fail_on_explained_option(sub, a.fail_on_explained);
+  sub.add_option("--shard", a.shard,
+                 "run only shard K of N of the plan (K from 1), for `repro-audit merge`; without it, Slurm array, "
+                 "Kubernetes Indexed Job, Bazel, GitLab and Buildkite variables name the shard. Needs --report");
+  sub.add_option("--shards", a.shards, "the number of shards of a Kubernetes Indexed Job (its completions), which "
+                                       "gives only JOB_COMPLETION_INDEX")
+      ->check(integer_in(1, fleet::kMaxShards));
   sub.add_option("--save-baseline", a.save_baseline,
                  "write a baseline here (atomically): every configuration's digests with the environment fingerprint, "
                  "for a later --baseline or compare");
@@ -198,6 +206,40 @@ void add_allowlist_option(CLI::App& sub, std::string& path) {
   sub.add_option("--allowlist", path,
                  "JSON file of accepted nondeterminism (op or target, reason, optional expiry and config); allowed "
                  "findings do not fail the exit code, expired entries that match do");
+}
+
+std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a) {
+  std::optional<fleet::ShardRequest> request;
+  if (!a.shard.empty()) {
+    if (a.shards) throw UsageError("--shards N goes with a Kubernetes Indexed Job; with --shard K/N it is not needed");
+    request = fleet::parse_shard(a.shard);
+  } else {
+    request = fleet::shard_from_environment([](const char* name) { return std::getenv(name); }, a.shards);
+  }
+  if (!request) return std::nullopt;
+  if (a.report.empty())
+    throw UsageError(fmt::format("shard {}/{} ({}) needs --report FILE: merge joins the shards' reports", request->index,
+                                 request->count, request->source));
+  fleet::acknowledge(*request);
+  return fleet::ShardOptions{*request, a.report};
+}
+
+report::Report read_report(const std::string& path) {
+  const std::string text = read_file(path, "report");
+  nlohmann::ordered_json j;
+  try {
+    j = parse_json_document<nlohmann::ordered_json>(text, path);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
+    if (const auto end = what.find("] "); what.rfind("[json.exception", 0) == 0 && end != std::string::npos)
+      what = what.substr(end + 2);
+    throw InputError(fmt::format("{} is not valid JSON: {}", path, what));
+  }
+  try {
+    return report::report_from_json(j);
+  } catch (const report::ReportError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
 }
 
 AllowlistOption load_allowlist_option(const std::string& path) {

@@ -4,6 +4,7 @@
 
 #include "audit/baseline/allowlist.h"
 #include "audit/baseline/baseline.h"
+#include "audit/fleet/shard_run.h"
 #include "audit/trial/trials.h"
 #include "cli/commands.h"
 #include "reports/model.h"
@@ -48,6 +49,8 @@ struct AuditArgs {
   std::string save_baseline;  // --save-baseline FILE
   bool fail_on_explained = false;  // --fail-on-explained (with --baseline)
   ToleranceArgs tolerance;
+  std::string shard;            // --shard K/N
+  std::optional<int> shards;    // --shards N (a Kubernetes Indexed Job's completions)
 };
 
 struct AuditHelp {
@@ -65,6 +68,15 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 // --report, --junit, --markdown, --html and --save-baseline folders. Throws UsageError.
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults);
+
+// The shard this process runs (--shard K/N, or the scheduler's variables: audit/fleet/shard.h),
+// nullopt when the audit is not sharded. Throws UsageError for a bad or inconsistent request, and
+// when there is no --report to write the shard's result to; touches Bazel's status file.
+std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a);
+
+// A saved JSON report; InputError (one line) for a file that is unreadable, not JSON, or not a
+// report this version reads.
+report::Report read_report(const std::string& path);
 
 // --allowlist, read before any work: the list (none without the option) and today's date.
 struct AllowlistOption {

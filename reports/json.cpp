@@ -315,6 +315,25 @@ json to_json(const Report& r) {
                       {"tolerant", r.tolerant}};
   if (r.auto_repeats)
     j["auto_repeats"] = {{"min", r.auto_repeats->min}, {"max", r.auto_repeats->max}, {"detect_rate", r.auto_repeats->rate}};
+  if (r.shard) {
+    json variables = json::object();
+    for (const auto& [k, v] : r.shard->variables) variables[k] = v;
+    json census = json::array();
+    for (const auto& c : r.shard->census)
+      census.push_back({{"target", c.target}, {"completed", c.completed}, {"alerts", c.alerts}});
+    j["shard"] = {{"plan", r.shard->plan},
+                  {"index", r.shard->index},
+                  {"count", r.shard->count},
+                  {"plan_cells", r.shard->plan_cells},
+                  {"configs", r.shard->configs},
+                  {"first_cell", r.shard->first_cell},
+                  {"last_cell", r.shard->last_cell},
+                  {"source", r.shard->source},
+                  {"variables", variables},
+                  {"host", r.shard->host},
+                  {"tensors", r.shard->tensors},
+                  {"census", census}};
+  }
   if (r.census) j["census"] = census_json(*r.census);
   if (r.baseline) j["baseline"] = baseline_json(*r.baseline);
   if (r.selftest) {

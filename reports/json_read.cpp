@@ -425,6 +425,31 @@ Report report_from_json(const json& j) {
     const Node a = root.at("auto_repeats");
     r.auto_repeats = AutoRepeats{a.at("min").i32(), a.at("max").i32(), a.at("detect_rate").num()};
   }
+  if (root.has("shard")) {
+    const Node n = root.at("shard");
+    ShardInfo sh;
+    sh.plan = n.at("plan").str();
+    sh.index = n.at("index").i32();
+    sh.count = n.at("count").i32();
+    if (sh.count < 1 || sh.index < 1 || sh.index > sh.count) n.at("index").fail("not a shard K of N with 1 <= K <= N");
+    sh.plan_cells = n.at("plan_cells").u64();
+    sh.configs = n.at("configs").strings();
+    if (sh.configs.empty() ? sh.plan_cells != 0 : sh.plan_cells % sh.configs.size() != 0)
+      n.at("plan_cells").fail("not a whole number of targets x configurations");
+    sh.first_cell = n.at("first_cell").u64();
+    sh.last_cell = n.at("last_cell").u64();
+    if (sh.first_cell > sh.last_cell || sh.last_cell > sh.plan_cells) n.at("last_cell").fail("not a range of the plan's cells");
+    sh.source = n.at("source").str();
+    const Node variables = n.at("variables");
+    if (!variables.v.is_object()) variables.fail("expected an object");
+    for (const auto& item : variables.v.items()) sh.variables.emplace_back(item.key(), variables.at(item.key()).str());
+    sh.host = n.at("host").str();
+    sh.tensors = n.at("tensors").str();
+    sh.census = n.at("census").list([](const Node& c) {
+      return CensusRecord{c.at("target").str(), c.at("completed").boolean(), c.at("alerts").strings()};
+    });
+    r.shard = std::move(sh);
+  }
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();
   timing.at("configs").size();  // derived from the trials' times: checked, not read

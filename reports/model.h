@@ -457,6 +457,31 @@ struct AutoRepeats {
   double rate = 0.2;  // --detect-rate
 };
 
+// `--shard K/N` (audit/fleet/shard.h): this report holds one shard of a plan, for `merge`. A
+// target lists only the configurations (cells) this shard ran.
+struct CensusRecord {     // a probe's census run, when this shard ran it
+  std::string target;
+  bool completed = false;
+  std::vector<std::string> alerts;
+};
+struct ShardInfo {
+  std::string plan;       // the plan's digest (fleet::plan_digest)
+  int index = 1;          // K, from 1
+  int count = 1;          // N
+  size_t plan_cells = 0;  // cells in the whole plan: every target x every configuration
+  std::vector<std::string> configs;  // the plan's configurations, in order (cell = target * configs + config)
+  size_t first_cell = 0;  // this shard's cells: [first_cell, last_cell) in plan order
+  size_t last_cell = 0;
+  std::string source;     // "--shard", "the Slurm array", ...
+  std::vector<std::pair<std::string, std::string>> variables;  // environment variables read, in order
+  std::string host;       // the host name of the machine that ran it
+  // Where the reference repeats' tensors (and, traced, op traces) of the cells of targets that
+  // this shard shares with another are kept, relative to the report's folder: `merge` needs them
+  // for the configuration-dependence statistics across shards. "" when there is no such target.
+  std::string tensors;
+  std::vector<CensusRecord> census;
+};
+
 struct Report {
   std::string tool_version;
   std::vector<std::string> command;  // argv, for replay
@@ -470,6 +495,7 @@ struct Report {
   std::optional<Tolerance> tolerance;  // --atol/--rtol as given (statistics count against it)
   bool tolerant = false;               // --tolerant: a divergence within tolerance does not fail
   std::optional<AutoRepeats> auto_repeats;  // --repeats auto
+  std::optional<ShardInfo> shard;           // --shard (absent from a merged report)
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing

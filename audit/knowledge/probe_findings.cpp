@@ -71,6 +71,10 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
   }
 }
 
+std::string probe_off_device_message(const std::string& device_type) {
+  return fmt::format("the probe does not run on {}", device_type);
+}
+
 report::Census cross_tabulate(const std::vector<report::Target>& targets, const std::string& config_name) {
   report::Census c;
   c.config = config_name;

@@ -33,6 +33,10 @@ struct CensusRun {
 void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std::string& device_type,
                  const std::optional<CensusRun>& census);
 
+// Why each configuration of a probe that does not run on `device_type` is skipped ("the probe
+// does not run on cuda"); such a probe is not judged.
+std::string probe_off_device_message(const std::string& device_type);
+
 // Cross-tabulates the census over probe targets, in their order.
 report::Census cross_tabulate(const std::vector<report::Target>& targets, const std::string& config_name);
 

@@ -225,53 +225,6 @@ std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>
   return trace::analyse_traces(traces, repeats);
 }
 
-// `run --trace`, configuration-dependent: where each later group parts from the first. The
-// reference repeats' traces of the groups' first configurations are aligned (trace_align.h), so
-// the first op that turned matching inputs into different outputs is named without any extra
-// trial.
-void explain_dependence(report::ConfigDependence& dep, const std::vector<report::ConfigResult>& configs,
-                        const Batch& batch) {
-  const auto index_of = [&](const std::string& name) {
-    size_t i = 0;
-    while (i < configs.size() && configs[i].name != name) ++i;
-    return i;
-  };
-  // The reference repeat's trace of configuration c, and its repeat index.
-  const auto load = [&](size_t c) {
-    const int ref = reference_index(batch.runs[c]);
-    if (ref < 0 || batch.traces[c][static_cast<size_t>(ref)].empty())
-      throw trace::TraceError(fmt::format("{} has no traced repeat", configs[c].name));
-    return std::pair(trace::read_trace(batch.traces[c][static_cast<size_t>(ref)]), batch.runs[c][static_cast<size_t>(ref)].repeat);
-  };
-  const size_t a = index_of(dep.groups.front().front());
-  std::optional<std::pair<trace::Trace, int>> reference;
-  std::string reference_error;
-  try {
-    reference = load(a);
-  } catch (const trace::TraceError& e) {
-    reference_error = e.what();
-  }
-  for (size_t g = 1; g < dep.groups.size(); ++g) {
-    const size_t b = index_of(dep.groups[g].front());
-    report::ConfigCause cause;
-    cause.reference_config = configs[a].name;
-    cause.config = configs[b].name;
-    cause.switches = switch_changes(configs[a].switches, configs[b].switches);
-    try {
-      if (!reference) throw trace::TraceError(reference_error);
-      const auto other = load(b);
-      cause.trace = trace::analyse_traces({reference->first, other.first}, {reference->second, other.second});
-      if (cause.trace->root_causes.empty())
-        cause.note = cause.trace->splits.empty()
-                         ? "every traced op turned matching inputs into matching outputs: the difference arose outside the traced ops"
-                         : "the op streams differ before any op turned matching inputs into different outputs";
-    } catch (const trace::TraceError& e) {
-      cause.note = fmt::format("no op can be named: {}", e.what());
-      log::warn("{} against {}: {}", cause.config, cause.reference_config, cause.note);
-    }
-    dep.causes.push_back(std::move(cause));
-  }
-}
 
 report::ConfigResult analyse(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
                              bool trace, const DiffFn& diff) {
@@ -377,6 +330,19 @@ void annotate_fixes(report::ConfigResult& result) {
     }
 }
 
+// What names a model audit's plan (fleet/shard.h): the session's options, the model's identity
+// and inputs, and what the trials do.
+nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& target) {
+  nlohmann::ordered_json plan = fleet::session_plan(o, "run");
+  plan["model"] = target.model_digest;
+  plan["input"] = target.input_digest;
+  plan["inputs"] = target.inputs;
+  plan["mode"] = o.mode;
+  if (o.mode == "train") plan["train"] = {o.steps, o.optimizer, o.lr};
+  plan["trace"] = o.trace ? nlohmann::ordered_json{o.trace_capacity, o.fix_search, o.timed_runs} : nlohmann::ordered_json(false);
+  return plan;
+}
+
 }  // namespace
 
 report::Report run_audit(const RunOptions& o) {
@@ -409,40 +375,66 @@ report::Report run_audit(const RunOptions& o) {
   target.inputs = pre.input_descriptions;
   target.input_names = pre.input_names;
   if (o.check_targets) o.check_targets({target}, config_names(o.configs));
+  // A shard (--shard) runs only its cells: here, some of the configurations.
+  std::optional<fleet::ShardPlan> shard;
+  std::vector<Config> configs = o.configs;
+  if (o.shard) {
+    shard.emplace(*o.shard, run_plan(o, target), 1, config_names(o.configs));
+    configs.clear();
+    for (const size_t c : shard->configs_of(0)) configs.push_back(o.configs[c]);
+  }
+  if (shard && configs.empty()) {  // an empty shard: a valid result with no target
+    rep.shard = shard->finish({});
+    report::finalize(rep);
+    rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return rep;
+  }
 
-  const Batch batch = run_batch(o, scratch, o.configs, o.repeats, "", o.trace);
+  const Batch batch = run_batch(o, scratch, configs, o.repeats, "", o.trace);
   std::vector<std::string> reference_dumps;
-  for (size_t c = 0; c < o.configs.size(); ++c) {
+  for (size_t c = 0; c < configs.size(); ++c) {
     const int ref = reference_index(batch.runs[c]);
     reference_dumps.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
+    if (shard && shard->shared(0))
+      shard->keep(0, shard->configs_of(0)[c], reference_dumps.back(),
+                  ref >= 0 && o.trace ? batch.traces[c][static_cast<size_t>(ref)] : "");
   }
   // Every statistic the analysis needs, from one worker: a first pass collects the requests.
   BatchedDiff stats(scratch, o.timeout_s, o.tolerance);
   {
     std::vector<report::ConfigResult> first;
-    for (size_t c = 0; c < o.configs.size(); ++c) first.push_back(analyse_config(o.configs[c], batch.runs[c], stats.collect()));
+    for (size_t c = 0; c < configs.size(); ++c) first.push_back(analyse_config(configs[c], batch.runs[c], stats.collect()));
     configuration_dependence(first, reference_dumps, stats.collect());
   }
   stats.resolve();
-  for (size_t c = 0; c < o.configs.size(); ++c) {
-    target.configs.push_back(analyse(o.configs[c], batch.runs[c], batch.traces[c], o.trace, stats.answer()));
+  for (size_t c = 0; c < configs.size(); ++c) {
+    target.configs.push_back(analyse(configs[c], batch.runs[c], batch.traces[c], o.trace, stats.answer()));
     target.configs.back().stopped_by = batch.stopped_by[c];
   }
   target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
-  if (o.trace && target.dependence) explain_dependence(*target.dependence, target.configs, batch);
+  if (o.trace && target.dependence) {
+    std::vector<std::string> traces;
+    std::vector<int> repeats;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const int ref = reference_index(batch.runs[c]);
+      traces.push_back(ref >= 0 ? batch.traces[c][static_cast<size_t>(ref)] : "");
+      repeats.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].repeat : 0);
+    }
+    trace::explain_dependence(*target.dependence, target.configs, traces, repeats);
+  }
   if (o.trace)
-    for (size_t c = 0; c < o.configs.size(); ++c)
+    for (size_t c = 0; c < configs.size(); ++c)
       if (target.configs[c].trace && target.configs[c].verdict == report::Verdict::Diverged) {
         auto& causes = target.configs[c].trace->root_causes;
         constexpr size_t kCapturedCauses = 3;  // statistics for the first few; the rest keep digests only
         for (size_t i = 0; i < causes.size() && i < kCapturedCauses; ++i)
-          capture_root_cause_stats(o, scratch, o.configs[c], causes[i], fmt::format("c{}-", c));
+          capture_root_cause_stats(o, scratch, configs[c], causes[i], fmt::format("c{}-", c));
       }
 
   if (o.trace && o.fix_search) {
     const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
     int searches = 0;
-    for (size_t c = 0; c < o.configs.size(); ++c) {
+    for (size_t c = 0; c < configs.size(); ++c) {
       report::ConfigResult& failing = target.configs[c];
       if (failing.verdict != report::Verdict::Diverged) continue;
       const std::string tag = fmt::format("fix{}-", searches++);
@@ -457,7 +449,7 @@ report::Report run_audit(const RunOptions& o) {
         return out;
       };
       const TimeFn time = [&](const std::vector<Config>& configs) { return time_configs(o, scratch, configs, tag); };
-      failing.fix_search = search_fixes(failing, o.configs[c], device, evaluate, time);
+      failing.fix_search = search_fixes(failing, configs[c], device, evaluate, time);
       failing.fix_search->repeats = o.auto_repeats ? most_runs : o.repeats;
       failing.fix_search->repeats_auto = o.auto_repeats.has_value();
       failing.fix_search->timed_runs = o.timed_runs;
@@ -466,11 +458,12 @@ report::Report run_audit(const RunOptions& o) {
   }
   if (o.replay)
     target.replay = run_replay({base_spec(o), o.replay_omit, &scratch, o.timeout_s, worker_diff(scratch, o.timeout_s, o.tolerance), o.progress},
-                               o.configs, target.configs, batch.runs);
+                               configs, target.configs, batch.runs);
   rep.targets.push_back(std::move(target));
   rep.tolerance = o.tolerance;
   rep.tolerant = o.tolerant;
   rep.auto_repeats = o.auto_repeats;
+  if (shard) rep.shard = shard->finish({});
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return rep;

@@ -3,11 +3,13 @@
 // `repro-audit run`: the parent side of an audit of one model.
 #pragma once
 
+#include "audit/fleet/shard_run.h"
 #include "audit/trial/config.h"
 #include "audit/trial/trial_spec.h"
 #include "audit/trial/trials.h"
 #include "reports/model.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ struct RunOptions : SessionOptions {
   double lr = 0.01;               // train mode: learning rate
   bool replay = false;            // train mode: also run the restart-replay check (audit/train/replay.h)
   std::vector<std::string> replay_omit;  // state the replay's checkpoint leaves out: rng, optimizer
+  std::optional<fleet::ShardOptions> shard;  // --shard: run only this shard's configurations (audit/fleet/shard_run.h)
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every

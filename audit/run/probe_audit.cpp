@@ -55,9 +55,12 @@ struct Slot {
 class SuiteRunner {
  public:
   // `isolated`: probes that run in a child of their own (ProbeInfo::isolated).
+  // `wanted(probe, config)`: the cells this process runs (all of them unless it is a shard); a
+  // probe's census runs with its first configuration's cell.
+  using Wanted = std::function<bool(size_t, size_t)>;
   SuiteRunner(const ProbeRunOptions& o, const ScratchDir& scratch, std::vector<std::string> names,
-              std::set<std::string> isolated)
-      : o_(o), scratch_(scratch), names_(std::move(names)), isolated_(std::move(isolated)) {
+              std::set<std::string> isolated, Wanted wanted)
+      : o_(o), scratch_(scratch), names_(std::move(names)), isolated_(std::move(isolated)), wanted_(std::move(wanted)) {
     for (size_t i = 0; i < names_.size(); ++i) index_[names_[i]] = i;
     const int most = o.auto_repeats ? std::max(o.auto_repeats->min, o.auto_repeats->max) : o.repeats;
     slots_.assign(names_.size(), std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(static_cast<size_t>(most))));
@@ -83,8 +86,9 @@ class SuiteRunner {
       const int id = static_cast<int>(g);
       for (int r = 0; r < first; ++r)
         for (size_t c = 0; c < o_.configs.size(); ++c)
-          (r == 0 ? pending : later).push_back({static_cast<int>(c), r, groups[g], 0, id});
-      if (o_.census) pending.push_back({-1, 0, groups[g], 0, id});
+          if (auto probes = wanted_in(groups[g], c); !probes.empty())
+            (r == 0 ? pending : later).push_back({static_cast<int>(c), r, std::move(probes), 0, id});
+      if (auto probes = wanted_in(groups[g], 0); o_.census && !probes.empty()) pending.push_back({-1, 0, std::move(probes), 0, id});
     }
     for (auto& per_config : counts_) std::fill(per_config.begin(), per_config.end(), first);
     progress_ = Progress(pending.size() + later.size(), o_.progress);
@@ -118,6 +122,7 @@ class SuiteRunner {
         int done = 0;
         for (const auto& name : groups[g]) {
           const size_t i = index_.at(name);
+          if (!wanted_(i, c)) continue;
           const RepeatDecision d = decide_repeats(runs(i, c), *o_.auto_repeats);
           stopped_by_[i][c] = to_string(d);
           if (d != RepeatDecision::More) continue;
@@ -129,6 +134,14 @@ class SuiteRunner {
         for (const auto& name : undecided) counts_[index_.at(name)][c] = target;
         for (int r = done; r < target; ++r) out.push_back({static_cast<int>(c), r, undecided, 0, static_cast<int>(g)});
       }
+    return out;
+  }
+
+  // The probes of `group` whose cell in configuration c this process runs.
+  std::vector<std::string> wanted_in(const std::vector<std::string>& group, size_t c) const {
+    std::vector<std::string> out;
+    for (const auto& name : group)
+      if (wanted_(index_.at(name), c)) out.push_back(name);
     return out;
   }
 
@@ -245,6 +258,7 @@ class SuiteRunner {
   const ScratchDir& scratch_;
   std::vector<std::string> names_;
   std::set<std::string> isolated_;
+  Wanted wanted_;
   std::map<std::string, size_t> index_;
   std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
   std::vector<std::vector<int>> counts_;                // probe x config: the repeats it runs
@@ -293,16 +307,27 @@ report::Target probe_target(const probes::ProbeInfo& info, const ProbeRunOptions
   return t;
 }
 
-report::Target skipped_target(report::Target t, const ProbeRunOptions& o, const std::string& reason) {
-  for (const auto& c : o.configs) {
+report::Target skipped_target(report::Target t, const ProbeRunOptions& o, const std::vector<size_t>& configs,
+                              const std::string& reason) {
+  for (const size_t c : configs) {
     report::ConfigResult r;
-    r.name = c.name;
+    r.name = o.configs[c].name;
     r.verdict = report::Verdict::Skipped;
     r.message = reason;
     r.repeats = o.repeats;
     t.configs.push_back(std::move(r));
   }
   return t;
+}
+
+// What names the probe suite's plan (fleet/shard.h): every option that changes a result, the
+// knowledge base the findings are judged against, and each probe's identity.
+nlohmann::ordered_json probe_plan(const ProbeRunOptions& o, const std::vector<report::Target>& targets) {
+  nlohmann::ordered_json plan = fleet::session_plan(o, "probes");
+  plan["census"] = o.census;
+  plan["knowledge"] = o.knowledge_digest;
+  for (const auto& t : targets) plan["targets"].push_back({t.name, t.model_digest});
+  return plan;
 }
 
 }  // namespace
@@ -355,20 +380,31 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   log::debug("scratch folder {}", scratch.path());
   const TrialResult pre = preflight(o, scratch);
 
-  if (o.check_targets) {
-    std::vector<report::Target> targets;
-    for (const auto& info : selected) targets.push_back(probe_target(info, o));
-    o.check_targets(targets, config_names(o.configs));
-  }
+  std::vector<report::Target> heads;
+  for (const auto& info : selected) heads.push_back(probe_target(info, o));
+  if (o.check_targets) o.check_targets(heads, config_names(o.configs));
+  // Without --shard, every cell is this process's.
+  std::optional<fleet::ShardPlan> shard;
+  if (o.shard) shard.emplace(*o.shard, probe_plan(o, heads), selected.size(), config_names(o.configs));
+  const auto configs_of = [&](size_t t) {
+    if (shard) return shard->configs_of(t);
+    std::vector<size_t> all(o.configs.size());
+    for (size_t c = 0; c < all.size(); ++c) all[c] = c;
+    return all;
+  };
 
   std::vector<std::string> runnable;
+  std::vector<size_t> target_of;  // runnable probe -> its index in `selected`
   std::set<std::string> isolated;
-  for (const auto& info : selected) {
-    if (!(o.device_type == "cuda" ? info.cuda : info.cpu)) continue;
+  for (size_t t = 0; t < selected.size(); ++t) {
+    const auto& info = selected[t];
+    if (!(o.device_type == "cuda" ? info.cuda : info.cpu) || configs_of(t).empty()) continue;
     runnable.push_back(info.name);
+    target_of.push_back(t);
     if (info.isolated) isolated.insert(info.name);
   }
-  SuiteRunner runner(o, scratch, runnable, std::move(isolated));
+  const auto wanted = [&](size_t i, size_t c) { return !shard || shard->runs(target_of[i], c); };
+  SuiteRunner runner(o, scratch, runnable, std::move(isolated), wanted);
   runner.run();
 
   report::Report rep;
@@ -378,17 +414,22 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   // The runnable probes' results per configuration, analysed twice: once to collect what
   // statistics are needed, then with the answers of one worker (audit/trial/worker.h).
   std::vector<std::vector<std::vector<TrialRun>>> runs(runnable.size(), std::vector<std::vector<TrialRun>>(o.configs.size()));
-  std::vector<std::vector<std::string>> reference_dumps(runnable.size());
+  std::vector<std::vector<std::string>> reference_dumps(runnable.size(), std::vector<std::string>(o.configs.size()));
   for (size_t i = 0; i < runnable.size(); ++i)
-    for (size_t c = 0; c < o.configs.size(); ++c) {
+    for (const size_t c : configs_of(target_of[i])) {
       runs[i][c] = runner.runs(i, c);
       const int ref = reference_index(runs[i][c]);
-      reference_dumps[i].push_back(ref >= 0 ? runs[i][c][static_cast<size_t>(ref)].dump_path : "");
+      reference_dumps[i][c] = ref >= 0 ? runs[i][c][static_cast<size_t>(ref)].dump_path : "";
+      if (shard && shard->shared(target_of[i])) shard->keep(target_of[i], c, reference_dumps[i][c], "");
     }
   const auto analyse = [&](size_t i, const DiffFn& diff) {
     std::vector<report::ConfigResult> configs;
-    for (size_t c = 0; c < o.configs.size(); ++c) configs.push_back(analyse_config(o.configs[c], runs[i][c], diff));
-    auto dependence = configuration_dependence(configs, reference_dumps[i], diff);
+    std::vector<std::string> dumps;
+    for (const size_t c : configs_of(target_of[i])) {
+      configs.push_back(analyse_config(o.configs[c], runs[i][c], diff));
+      dumps.push_back(reference_dumps[i][c]);
+    }
+    auto dependence = configuration_dependence(configs, dumps, diff);
     return std::make_pair(std::move(configs), std::move(dependence));
   };
   BatchedDiff stats(scratch, o.timeout_s, o.tolerance);
@@ -396,9 +437,13 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   stats.resolve();
 
   size_t index = 0;
-  for (const auto& info : selected) {
+  std::vector<report::CensusRecord> census;
+  for (size_t n = 0; n < selected.size(); ++n) {
+    const auto& info = selected[n];
+    const std::vector<size_t> mine = configs_of(n);
+    if (mine.empty()) continue;
     const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb.find(info.kb);
-    report::Target t = probe_target(info, o);
+    report::Target t = std::move(heads[n]);
     report::ProbeFacts facts;
     facts.family = info.family;
     facts.op = info.op;
@@ -415,19 +460,21 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     t.probe = facts;
     const bool runs_here = o.device_type == "cuda" ? info.cuda : info.cpu;
     if (!runs_here) {
-      rep.targets.push_back(skipped_target(std::move(t), o, fmt::format("the probe does not run on {}", o.device_type)));
+      rep.targets.push_back(skipped_target(std::move(t), o, mine, probe_off_device_message(o.device_type)));
       continue;
     }
     const size_t i = index++;
     std::tie(t.configs, t.dependence) = analyse(i, stats.answer());
-    for (size_t c = 0; c < t.configs.size(); ++c) t.configs[c].stopped_by = runner.stopped_by(i, c);
+    for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner.stopped_by(i, mine[k]);
     judge_probe(t, entry, o.device_type, runner.census(i));
+    if (const auto& c = runner.census(i); c) census.push_back({t.name, c->completed, c->alerts});
     rep.targets.push_back(std::move(t));
   }
   if (o.census) rep.census = cross_tabulate(rep.targets, "det-warn");
   rep.tolerance = o.tolerance;
   rep.tolerant = o.tolerant;
   rep.auto_repeats = o.auto_repeats;
+  if (shard) rep.shard = shard->finish(std::move(census));
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return rep;

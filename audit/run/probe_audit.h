@@ -2,11 +2,13 @@
 // `repro-audit probes`: the parent side of the probe suite.
 #pragma once
 
+#include "audit/fleet/shard_run.h"
 #include "audit/trial/config.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/trial/trials.h"
 #include "reports/model.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,8 @@ struct ProbeRunOptions : SessionOptions {
   std::string device_type = "cpu";  // "cpu" or "cuda"
   bool census = true;               // run each probe once more under det-warn and collect alerts
   bool time_probes = true;          // time unrecorded runs of each probe: the cost of each configuration
+  std::string knowledge_digest;     // of the knowledge base the findings are judged against (part of a shard's plan)
+  std::optional<fleet::ShardOptions> shard;  // --shard: run only this shard's cells (audit/fleet/shard_run.h)
 };
 
 // Every probe, built in and from the --load-library plugins, in suite order, as the worker

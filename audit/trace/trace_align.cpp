@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/trace/trace_align.h"
 
+#include "audit/common/log.h"
+#include "audit/trace/trace_io.h"
+#include "audit/trial/analysis.h"
+
+#include <fmt/format.h>
+#include <optional>
+
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
@@ -405,6 +412,48 @@ report::TraceSummary analyse_traces(const std::vector<Trace>& runs, const std::v
   }
   for (auto& [key, sp] : splits) s.splits.push_back(std::move(sp));
   return s;
+}
+
+void explain_dependence(report::ConfigDependence& dep, const std::vector<report::ConfigResult>& configs,
+                        const std::vector<std::string>& reference_traces, const std::vector<int>& reference_repeats) {
+  const auto index_of = [&](const std::string& name) {
+    size_t i = 0;
+    while (i < configs.size() && configs[i].name != name) ++i;
+    return i;
+  };
+  // The reference repeat's trace of configuration c, and its repeat index.
+  const auto load = [&](size_t c) {
+    if (reference_traces[c].empty()) throw TraceError(fmt::format("{} has no traced repeat", configs[c].name));
+    return std::pair(read_trace(reference_traces[c]), reference_repeats[c]);
+  };
+  const size_t a = index_of(dep.groups.front().front());
+  std::optional<std::pair<trace::Trace, int>> reference;
+  std::string reference_error;
+  try {
+    reference = load(a);
+  } catch (const TraceError& e) {
+    reference_error = e.what();
+  }
+  for (size_t g = 1; g < dep.groups.size(); ++g) {
+    const size_t b = index_of(dep.groups[g].front());
+    report::ConfigCause cause;
+    cause.reference_config = configs[a].name;
+    cause.config = configs[b].name;
+    cause.switches = switch_changes(configs[a].switches, configs[b].switches);
+    try {
+      if (!reference) throw TraceError(reference_error);
+      const auto other = load(b);
+      cause.trace = analyse_traces({reference->first, other.first}, {reference->second, other.second});
+      if (cause.trace->root_causes.empty())
+        cause.note = cause.trace->splits.empty()
+                         ? "every traced op turned matching inputs into matching outputs: the difference arose outside the traced ops"
+                         : "the op streams differ before any op turned matching inputs into different outputs";
+    } catch (const TraceError& e) {
+      cause.note = fmt::format("no op can be named: {}", e.what());
+      log::warn("{} against {}: {}", cause.config, cause.reference_config, cause.note);
+    }
+    dep.causes.push_back(std::move(cause));
+  }
 }
 
 }  // namespace ra::trace

@@ -122,4 +122,11 @@ std::string describe(const TensorRef& t);
 // (when `repeats` is empty, i is used).
 report::TraceSummary analyse_traces(const std::vector<Trace>& runs, const std::vector<int>& repeats);
 
+// `run --trace`, configuration-dependent: where each later group of `dep` parts from the first,
+// from the reference repeats' traces of the groups' first configurations (`reference_traces[i]`
+// is configuration i's, "" when it has none; `reference_repeats[i]` its repeat index). Fills
+// dep.causes, one per group after the first; a trace that cannot be read gives a note instead.
+void explain_dependence(report::ConfigDependence& dep, const std::vector<report::ConfigResult>& configs,
+                        const std::vector<std::string>& reference_traces, const std::vector<int>& reference_repeats);
+
 }  // namespace ra::trace

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit merge SHARD.json ...`: the shards of one plan (run or probes with --shard) joined
+// into one report (audit/fleet/merge.h), rendered and written like run's. Exit codes are the
+// joined report's; 3 when a shard is unreadable, foreign, duplicated or missing (nothing is
+// written then).
+#include "audit/common/errors.h"
+#include "audit/fleet/merge.h"
+#include "audit/knowledge/knowledge.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace ra::cli {
+namespace {
+
+struct MergeArgs {
+  std::vector<std::string> shards;
+  AuditArgs out;  // report, junit, markdown, html, json, save_baseline, allowlist, baseline, fail_on_explained, timeout
+  std::string knowledge;
+};
+
+int execute(const MergeArgs& a) {
+  for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown, &a.out.html, &a.out.save_baseline})
+    if (!path->empty()) check_writable_target(*path);
+  if (a.out.fail_on_explained && a.out.baseline.empty())
+    throw UsageError("--fail-on-explained applies to a comparison: add --baseline FILE");
+  const AllowlistOption allow = load_allowlist_option(a.out.allowlist);
+  // Every shard is read and checked before anything is written.
+  std::vector<fleet::ShardFile> shards;
+  for (const auto& path : a.shards) shards.push_back({path, read_report(path)});
+  std::optional<KnowledgeBase> kb;
+  const auto needs_knowledge = [&] {
+    for (const auto& s : shards)
+      for (const auto& t : s.report.targets)
+        if (t.probe) return true;
+    return false;
+  };
+  if (needs_knowledge()) kb = load_knowledge(a.knowledge.empty() ? knowledge_path() : a.knowledge);
+  fleet::MergeOptions options;
+  options.knowledge = kb ? &*kb : nullptr;
+  options.timeout_s = a.out.timeout;
+  report::Report merged = fleet::merge_shards(shards, options);
+  // apply_baseline (in emit_report) checks that the baseline was made from the same targets.
+  std::optional<Baseline> baseline;
+  if (!a.out.baseline.empty()) baseline = load_baseline(a.out.baseline);
+  return emit_report(std::move(merged), a.out, allow, baseline);
+}
+
+}  // namespace
+
+Action attach_merge(CLI::App& sub, const GlobalOptions&) {
+  auto a = std::make_shared<MergeArgs>();
+  sub.add_option("shards", a->shards, "the shards' JSON reports (run or probes with --shard), every K of N once")
+      ->required();
+  sub.add_option("--report", a->out.report, "write the joined JSON report here (atomically)");
+  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically)");
+  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
+  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
+  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--save-baseline", a->out.save_baseline, "write a baseline of the joined results here (atomically)");
+  add_allowlist_option(sub, a->out.allowlist);
+  sub.add_option("--baseline", a->out.baseline, "compare the joined results with a baseline or report of the same plan");
+  add_fail_on_explained_option(sub, a->out.fail_on_explained);
+  sub.add_option("--knowledge", a->knowledge,
+                 "knowledge-base file for probes split across shards (default: share/repro-audit/knowledge/ops.json)");
+  sub.add_option("--timeout", a->out.timeout, "seconds the worker computing statistics may take")
+      ->check(seconds_up_to(kMaxTimeoutSeconds))
+      ->capture_default_str();
+  return [a] { return execute(*a); };
+}
+
+}  // namespace ra::cli
