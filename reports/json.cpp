@@ -243,6 +243,25 @@ nlohmann::ordered_json stats_to_json(const DivergenceStats& s) {
           {"note", s.note}};
 }
 
+json fleet_json(const Fleet& f) {
+  json shards = json::array(), machines = json::array(), failures = json::array(), cells = json::array();
+  for (const auto& s : f.shards)
+    shards.push_back({{"index", s.index}, {"host", s.host}, {"source", s.source}, {"first_cell", s.first_cell},
+                      {"last_cell", s.last_cell}, {"machine", s.machine}, {"wall_ms", s.wall_ms}});
+  for (const auto& m : f.machines) {
+    json changes = json::array();
+    for (const auto& c : m.changes) changes.push_back(change_json(c));
+    machines.push_back({{"shards", m.shards}, {"changes", changes}, {"environment", m.environment}});
+  }
+  for (const auto& x : f.failures)
+    failures.push_back({{"target", x.target}, {"config", x.config}, {"status", x.status}, {"host", x.host},
+                        {"shard", x.shard}, {"machine", x.machine}});
+  for (const auto& c : f.cells)
+    cells.push_back({{"target", c.target}, {"config", c.config}, {"outcomes", c.outcomes}, {"same", c.same}});
+  return {{"count", f.count}, {"plan", f.plan}, {"replicated", f.replicated}, {"shards", shards},
+          {"machines", machines}, {"failures", failures}, {"cells", cells}, {"notes", f.notes}};
+}
+
 json to_json(const Report& r) {
   json targets = json::array();
   json timing_trials = json::array();
@@ -342,6 +361,7 @@ json to_json(const Report& r) {
       checks.push_back({{"name", c.name}, {"passed", c.passed}, {"evidence", c.evidence}});
     j["selftest"] = {{"device", r.selftest->device}, {"checks", checks}};
   }
+  if (r.fleet) j["fleet"] = fleet_json(*r.fleet);
   j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"fixes", timing_fixes}, {"trials", timing_trials}};
   return j;
 }

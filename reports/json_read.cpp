@@ -450,6 +450,35 @@ Report report_from_json(const json& j) {
     });
     r.shard = std::move(sh);
   }
+  if (root.has("fleet")) {
+    const Node n = root.at("fleet");
+    Fleet f;
+    f.count = n.at("count").i32();
+    f.plan = n.at("plan").str();
+    f.replicated = n.at("replicated").boolean();
+    f.shards = n.at("shards").list([](const Node& s) {
+      return FleetShard{s.at("index").i32(), s.at("host").str(), s.at("source").str(), s.at("first_cell").u64(),
+                        s.at("last_cell").u64(), s.at("machine").i32(), s.at("wall_ms").num()};
+    });
+    f.machines = n.at("machines").list([](const Node& m) {
+      FleetMachine out;
+      out.shards = m.at("shards").list([](const Node& k) { return k.i32(); });
+      out.changes = m.at("changes").list([](const Node& c) { return change(c); });
+      const Node env = m.at("environment");
+      if (!env.v.is_object()) env.fail("expected an object (the environment fingerprint)");
+      out.environment = env.v;
+      return out;
+    });
+    f.failures = n.at("failures").list([](const Node& x) {
+      return FleetFailure{x.at("target").str(), x.at("config").str(), x.at("status").str(), x.at("host").str(),
+                          x.at("shard").i32(), x.at("machine").i32()};
+    });
+    f.cells = n.at("cells").list([](const Node& c) {
+      return FleetCell{c.at("target").str(), c.at("config").str(), c.at("outcomes").strings(), c.at("same").boolean()};
+    });
+    f.notes = n.at("notes").strings();
+    r.fleet = std::move(f);
+  }
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();
   timing.at("configs").size();  // derived from the trials' times: checked, not read

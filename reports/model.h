@@ -482,6 +482,48 @@ struct ShardInfo {
   std::vector<CensusRecord> census;
 };
 
+// `repro-audit merge` (audit/fleet/merge.h): where the joined report's cells ran. Kept apart from
+// the results, which equal those of one process running the whole plan.
+struct FleetShard {
+  int index = 1;          // K
+  std::string host;
+  std::string source;     // what named the shard
+  size_t first_cell = 0;  // its cells [first_cell, last_cell)
+  size_t last_cell = 0;
+  int machine = 1;        // 1-based index into Fleet::machines
+  double wall_ms = 0;     // timing
+};
+// Machines whose fingerprints agree on every key that can change results are one kind.
+struct FleetMachine {
+  nlohmann::ordered_json environment;
+  std::vector<int> shards;                  // K of the shards it ran
+  std::vector<EnvironmentChange> changes;   // keys that differ from machine 1's, with what they can affect
+};
+// A cell that did not finish on every repeat: where it ran.
+struct FleetFailure {
+  std::string target, config;
+  std::string status;  // crashed | timeout | raised | error
+  std::string host;
+  int shard = 1;
+  int machine = 1;
+};
+// A cell run on every machine kind (the plan run once per kind): did they give the same bits?
+struct FleetCell {
+  std::string target, config;
+  std::vector<std::string> outcomes;  // the reference repeat's outcome digest per machine kind ("" when none finished)
+  bool same = false;                  // every kind finished and gave the same digests
+};
+struct Fleet {
+  int count = 1;                          // N
+  std::string plan;                       // the plan's digest
+  bool replicated = false;                // each machine kind ran the whole plan (cells compares them)
+  std::vector<FleetShard> shards;         // by K, then machine
+  std::vector<FleetMachine> machines;
+  std::vector<FleetFailure> failures;     // in plan order
+  std::vector<FleetCell> cells;           // replicated only, in plan order
+  std::vector<std::string> notes;         // one sentence each
+};
+
 struct Report {
   std::string tool_version;
   std::vector<std::string> command;  // argv, for replay
@@ -496,6 +538,7 @@ struct Report {
   bool tolerant = false;               // --tolerant: a divergence within tolerance does not fail
   std::optional<AutoRepeats> auto_repeats;  // --repeats auto
   std::optional<ShardInfo> shard;           // --shard (absent from a merged report)
+  std::optional<Fleet> fleet;               // merge only
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing

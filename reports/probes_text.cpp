@@ -98,6 +98,7 @@ std::string render_probes_text(const Report& r) {
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
   out += render_baseline_text(r);
+  out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{} (exit {})\n", verdict_text(r), baseline_verdict_text(r), r.exit_code);
   out += fmt::format("suite wall time: {:.1f} s\n", r.wall_ms / 1000);
   return out;

@@ -76,6 +76,12 @@ std::string plural(size_t n, const char* one, const char* many);
 // divergence, a failure, or no divergence in enough runs to rule out a rate above 20% (95%
 // confidence); 2 of 8 undecided at --max-repeats"; "" without it.
 std::string auto_repeats_text(const Report& r);
+// A shard's line ("shard 2/4 (the Slurm array): cells 98-195 of 392 of plan 8348cdcc8710; join the
+// shards with repro-audit merge"), and a merged report's fleet block (where shards ran, machine
+// kinds and what separates them, cells that failed with their host, the comparison across kinds);
+// "" when neither applies. Each line ends with a newline.
+std::string shard_text(const Report& r);
+std::string fleet_text(const Report& r);
 // A configuration --repeats auto left undecided: "undecided at --max-repeats 20: no divergence in
 // 19 comparisons rules out only a rate above 17%"; "" for any other.
 std::string undecided_text(const ConfigResult& c);

@@ -328,6 +328,7 @@ std::string render_text_raw(const Report& r) {
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
   for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
   out += render_baseline_text(r);
+  out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{}{} (exit {})\n", verdict_text(r),
                      !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "",
                      baseline_verdict_text(r), r.exit_code);
@@ -335,6 +336,50 @@ std::string render_text_raw(const Report& r) {
 }
 
 }  // namespace
+
+std::string shard_text(const Report& r) {
+  if (!r.shard) return "";
+  const auto& s = *r.shard;
+  const std::string cells = s.first_cell == s.last_cell ? "no cell (the plan has fewer cells than shards)"
+                            : s.last_cell - s.first_cell == 1 ? fmt::format("cell {}", s.first_cell + 1)
+                                                              : fmt::format("cells {}-{}", s.first_cell + 1, s.last_cell);
+  return fmt::format("shard {}/{} ({}): {} of {} of plan {}; join the shards with repro-audit merge\n", s.index, s.count,
+                     s.source, cells, s.plan_cells, s.plan.substr(0, 12));
+}
+
+std::string fleet_text(const Report& r) {
+  if (!r.fleet) return "";
+  const auto& f = *r.fleet;
+  std::string out;
+  std::vector<std::string> hosts;
+  for (const auto& s : f.shards) {
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const std::string& h) { return h.rfind(s.host + " (", 0) == 0; });
+    if (it == hosts.end()) hosts.push_back(fmt::format("{} ({}/{}", s.host, s.index, f.count));
+    else *it += fmt::format(", {}/{}", s.index, f.count);
+  }
+  for (auto& h : hosts) h += ")";
+  out += fmt::format("merged from {} of plan {} on {}: {}\n", plural(f.shards.size(), "shard", "shards"), f.plan.substr(0, 12),
+                     plural(hosts.size(), "host", "hosts"), fmt::join(hosts, ", "));
+  for (size_t m = 1; m < f.machines.size(); ++m) {
+    std::vector<std::string> keys;
+    for (const auto& c : f.machines[m].changes) keys.push_back(fmt::format("{} {} -> {}", c.key, c.baseline, c.current));
+    out += fmt::format("  machine {} (shards {}) differs from machine 1 in {}\n", m + 1, fmt::join(f.machines[m].shards, ", "),
+                       fmt::join(keys, "; "));
+  }
+  for (const auto& x : f.failures)
+    out += fmt::format("  {}: {} / {} on {} (shard {}/{})\n", x.status, x.target, x.config, x.host, x.shard, f.count);
+  if (f.replicated) {
+    std::vector<std::string> differ;
+    for (const auto& c : f.cells)
+      if (!c.same) differ.push_back(fmt::format("{} / {}", c.target, c.config));
+    out += fmt::format("  across {} machine kinds: {} of {} cells gave the same bits on every one{}{}\n", f.machines.size(),
+                       f.cells.size() - differ.size(), f.cells.size(), differ.empty() ? "" : "; not: ",
+                       fmt::join(differ.begin(), differ.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(differ.size(), 10)), ", "));
+    if (differ.size() > 10) out += fmt::format("    and {} more (the JSON report lists every cell)\n", differ.size() - 10);
+  }
+  for (const auto& n : f.notes) out += fmt::format("  note: {}\n", n);
+  return out;
+}
 
 // Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
 std::string render_text(const Report& r) { return printable(render_text_raw(r), true); }
