@@ -336,8 +336,8 @@ report::Report merge_shards(const std::vector<ShardFile>& shards, const MergeOpt
                                    "together ran it once: {}", kinds.size(), have));
     }
     if (const auto missing = missing_of(once); !missing.empty())
-      throw InputError(fmt::format("{} of plan {} {} missing ({} of {} given)", missing.size() == 1 ? "shard" : "shards",
-                                   short_plan(head.report.shard->plan), shard_list(missing, count),
+      throw InputError(fmt::format("{} {} of plan {} {} missing ({} of {} given)", missing.size() == 1 ? "shard" : "shards",
+                                   shard_list(missing, count), short_plan(head.report.shard->plan),
                                    missing.size() == 1 ? "is" : "are", count - static_cast<int>(missing.size()), count));
     sets.push_back(once);
   }

@@ -157,8 +157,9 @@ void acknowledge(const ShardRequest& request) {
 std::pair<size_t, size_t> shard_range(size_t cells, int index, int count) {
   const auto n = static_cast<size_t>(count);
   const auto k = static_cast<size_t>(index - 1);
-  // Block k holds cells [k*cells/n, (k+1)*cells/n): sizes differ by at most one.
-  return {k * cells / n, (k + 1) * cells / n};
+  // Block k holds cells [ceil(k*cells/n), ceil((k+1)*cells/n)): sizes differ by at most one, and
+  // with fewer cells than shards the first shards get them.
+  return {(k * cells + n - 1) / n, ((k + 1) * cells + n - 1) / n};
 }
 
 int shard_of(size_t cell, size_t cells, int count) {

@@ -7,7 +7,7 @@
 // contiguous blocks of that list (sizes differing by at most one), so the same plan and N always
 // give the same assignment, a target's configurations mostly stay together (which keeps the
 // configuration-dependence analysis in one shard), and cells beyond K's block never start. A plan
-// with fewer cells than shards leaves the surplus shards empty: they still write a valid result.
+// with fewer cells than shards leaves the last shards empty: they still write a valid result.
 #pragma once
 
 #include <nlohmann/json.hpp>
