@@ -4,7 +4,11 @@
 of README.md, docs/GUIDE.md and docs/CI.md) must parse, and every `repro-audit` command in it must
 name a real subcommand and only options that subcommand's --help lists. The structure a CI system
 needs is checked too: GitHub jobs have steps, GitLab jobs have a script, and every JUnit file a command
-writes is published (GitLab `artifacts:reports:junit`, or a GitHub step that reads it).
+writes is published (GitLab `artifacts:reports:junit`, or a GitHub step that reads it). Sharded
+recipes agree on N: a GitHub matrix's shards with --shard K/N, GitLab's `parallel:` and a
+Kubernetes Indexed Job's completions with --shards, a Slurm array's size with the shards merged;
+the Slurm merge job depends on the array with afterany. (tests/slurm/cluster.sh runs the Slurm
+recipe itself.)
 
 usage: check_ci_recipes.py REPRO_AUDIT_BINARY SOURCE_DIR
 """
@@ -76,6 +80,11 @@ def github(binary, where, doc):
         if not steps:
             fail(f"{where} job {name}", "no steps")
             continue
+        shards = ((job.get("strategy") or {}).get("matrix") or {}).get("shard")
+        for step in steps:
+            for n in re.findall(r"--shard\s+\$\{\{\s*matrix\.shard\s*\}\}/(\d+)", step.get("run", "")):
+                if not isinstance(shards, list) or sorted(shards) != list(range(1, int(n) + 1)):
+                    fail(f"{where} job {name}", f"--shard .../{n} but the matrix's shards are {shards}")
         published = " ".join(yaml.safe_dump(s.get("with", {})) for s in steps)
         for step in steps:
             for junit in check_command_all(binary, f"{where} job {name}", step.get("run", ""), {}):
@@ -95,6 +104,8 @@ def gitlab(binary, where, doc):
         junit_reports = ((job.get("artifacts") or {}).get("reports") or {}).get("junit")
         junit_reports = [junit_reports] if isinstance(junit_reports, str) else (junit_reports or [])
         for line in script:
+            if "parallel" in job and "repro-audit" in line and "CI_NODE_INDEX" not in line and "merge" not in line:
+                fail(f"{where} job {name}", "a parallel job's shard is read from CI_NODE_INDEX: name it in the report path")
             for junit in check_command_all(binary, f"{where} job {name}", line, variables):
                 if junit not in junit_reports:
                     fail(f"{where} job {name}", f"JUnit file {junit} is written but not in artifacts:reports:junit")
@@ -107,9 +118,42 @@ def check_command_all(binary, where, shell, variables):
     return found
 
 
+def kubernetes(binary, where, doc):
+    spec = doc.get("spec") or {}
+    containers = (((spec.get("template") or {}).get("spec")) or {}).get("containers") or []
+    if not containers:
+        return fail(where, "a Job without containers")
+    for c in containers:
+        shell = " ".join(str(x) for x in (c.get("command") or []) + (c.get("args") or []))
+        check_command_all(binary, f"{where} container {c.get('name')}", shell, {})
+        for n in re.findall(r"--shards[ =](\d+)", shell):
+            if spec.get("completionMode") != "Indexed" or spec.get("completions") != int(n):
+                fail(where, f"--shards {n} needs completionMode Indexed and completions {n}")
+
+
+def slurm(binary, source):
+    folder = source / "docs" / "ci" / "slurm"
+    scripts = sorted(folder.glob("*.sbatch")) + sorted(folder.glob("*.sh"))
+    if not scripts:
+        return fail("docs/ci/slurm", "expected the Slurm array recipe")
+    arrays = []
+    for path in scripts:
+        where = str(path.relative_to(source))
+        text = path.read_text()
+        shell = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("#"))
+        check_command_all(binary, where, shell, {})
+        arrays += re.findall(r"^#SBATCH --array=0-(\d+)$", text, re.M)
+        if "sbatch" in shell and "merge" in text and "--dependency=\"afterany:" not in text and "--dependency=afterany:" not in text:
+            fail(where, "the merge job must depend on the array with afterany (it runs when a shard fails, and names it)")
+    if len(arrays) != 1:
+        fail("docs/ci/slurm", f"expected one #SBATCH --array=0-M line, found {len(arrays)}")
+
+
 def check_doc(binary, where, doc):
     if not isinstance(doc, (dict, list)):
         return fail(where, "not a YAML mapping")
+    if isinstance(doc, dict) and doc.get("kind") == "Job":
+        return kubernetes(binary, where, doc)
     if isinstance(doc, list):  # a fragment: a list of GitHub steps
         for step in doc:
             check_command_all(binary, where, step.get("run", "") if isinstance(step, dict) else "", {})
@@ -128,12 +172,14 @@ def main():
     for path in recipes:
         where = str(path.relative_to(source))
         try:
-            doc = yaml.safe_load(path.read_text())
+            docs = list(yaml.safe_load_all(path.read_text()))
         except yaml.YAMLError as e:
             fail(where, f"not valid YAML: {e}")
             continue
-        check_doc(binary, where, doc)
-        count += 1
+        for doc in docs:
+            check_doc(binary, where, doc)
+            count += 1
+    slurm(binary, source)
     for md in ["README.md", "docs/GUIDE.md", "docs/CI.md"]:
         text = (source / md).read_text()
         for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, re.S)):

@@ -107,28 +107,24 @@ done
 echo "cluster up in $(( $(date +%s) - started )) s on $host, ports $base-$((base + 1))"
 
 probes="sum.threads,dot.threads,matmul.mkl,empty.uninitialized,index_add"
-cat >"$work/shard.sbatch" <<JOB
-#!/usr/bin/env bash
-#SBATCH --job-name=ra-shards
-#SBATCH --output=$work/runs/shard-%a.out
-#SBATCH --chdir=$work/runs
-"$binary" probes --only $probes --report "$work/runs/shard-\$SLURM_ARRAY_TASK_ID.json"
-JOB
+# The documented recipe, run as written (docs/ci/slurm/): a 4-task array and a merge job that
+# depends on it, from the results folder, with repro-audit on PATH.
 t0=$(date +%s.%N)
-sbatch --wait --array=0-3 "$work/shard.sbatch" >"$work/sbatch.log" 2>&1
+(cd "$work/runs" && PATH="$(dirname "$binary"):$PATH" bash "$source_dir/docs/ci/slurm/submit.sh" --only "$probes") \
+  >"$work/submit.log" 2>&1
 rc=$?
 t1=$(date +%s.%N)
-# Each shard exits 0 (reproducible) or 1 (a divergence found): both are results.
-grep -q "Submitted batch job" "$work/sbatch.log" || fail "sbatch did not submit: $(cat "$work/sbatch.log")"
+grep -q "shards: job array" "$work/submit.log" || fail "sbatch did not submit: $(cat "$work/submit.log")"
 for k in 0 1 2 3; do
-  [ -f "$work/runs/shard-$k.json" ] || fail "array task $k wrote no shard (rc $rc): $(tail -n 5 "$work/runs/shard-$k.out" 2>/dev/null)"
+  [ -f "$work/runs/shards/shard-$k.json" ] ||
+    fail "array task $k wrote no shard: $(tail -n 5 "$work/runs/shards/shard-$k.out" 2>/dev/null)"
 done
-echo "4 Slurm shards: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s wall time, sbatch submission to the last task's end"
-
-"$binary" merge "$work"/runs/shard-{0,1,2,3}.json --report "$work/merged.json" >"$work/merged.txt"
-mrc=$?
-[ "$mrc" -le 1 ] || fail "merge exited $mrc: $(cat "$work/merged.txt")"
-(cd "$work/runs" && "$binary" probes --only $probes --report "$work/whole.json" >"$work/whole.txt")
+# The merge job exits with the merged report's code: 0 or 1 are results.
+[ "$rc" -le 1 ] || fail "the merge job failed (rc $rc): $(tail -n 5 "$work/runs/merge.out" 2>/dev/null)"
+echo "4 Slurm shards and the merge: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s wall time from submission"
+cp "$work/runs/merge.out" "$work/merged.txt"
+cp "$work/runs/probes.json" "$work/merged.json"
+(cd "$work/runs" && "$binary" probes --only "$probes" --report "$work/whole.json" >"$work/whole.txt")
 python3 - "$work/merged.json" "$work/whole.json" <<'PY' || fail "the merged report differs from the unsharded run"
 import json, sys
 merged, whole = (json.load(open(p)) for p in sys.argv[1:3])
