@@ -185,6 +185,9 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
                  "unchanged environment are a regression (exit 1); environment changes (torch, CUDA, cuDNN, cuBLAS, "
                  "driver, GPU, CPU, flags) are listed and explain a difference only on devices they can affect");
   add_fail_on_explained_option(sub, a.fail_on_explained);
+  sub.add_option("--devices", a.devices,
+                 "spread the children over these GPUs (cuda:0,cuda:2), one child per GPU at a time, each cell's "
+                 "repeats on one GPU (--device cuda with --jobs J uses the first J GPUs)");
   sub.add_option("--shard", a.shard,
                  "run only shard K of N of the plan (K from 1), for `repro-audit merge`; without it, Slurm array, "
                  "Kubernetes Indexed Job, Bazel, GitLab and Buildkite variables name the shard. Needs --report");
@@ -271,6 +274,11 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   if (a.jobs > cpus) log::warn("--jobs {} is more than this machine's {} CPUs: running {} at once", a.jobs, cpus, cpus);
   o.timeout_s = a.timeout;
   o.seed = a.seed;
+  if (!a.devices.empty()) {
+    o.devices = parse_devices(a.devices);
+    if (a.device != "cuda")
+      throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not --device {}", a.device));
+  }
   o.load_libraries = a.libraries;
   if (a.fail_on_explained && a.baseline.empty())
     throw UsageError("--fail-on-explained applies to a comparison: add --baseline FILE");

@@ -51,6 +51,7 @@ struct AuditArgs {
   ToleranceArgs tolerance;
   std::string shard;            // --shard K/N
   std::optional<int> shards;    // --shards N (a Kubernetes Indexed Job's completions)
+  std::string devices;          // --devices cuda:0,cuda:2
 };
 
 struct AuditHelp {

@@ -111,7 +111,7 @@ json config_json(const ConfigResult& c) {
   json diverged = json::array();
   for (const auto& f : c.diverged_tensors) diverged.push_back(finding_json(f));
   json trials = json::array();
-  for (const auto& t : c.trials)
+  for (const auto& t : c.trials) {
     trials.push_back({{"repeat", t.repeat},
                       {"status", to_string(t.status)},
                       {"exit_code", t.exit_code},
@@ -119,6 +119,8 @@ json config_json(const ConfigResult& c) {
                       {"message", t.message},
                       {"stderr_tail", t.stderr_tail},
                       {"outcome", t.outcome}});
+    if (!t.device.empty()) trials.back()["device"] = t.device;
+  }
   json j = detail::config_head_json(c);
   j["tensor_count"] = c.tensor_count;
   j["diverged_tensors"] = diverged;

@@ -169,6 +169,7 @@ Trial trial(const Node& n) {
   t.message = n.at("message").str();
   t.stderr_tail = n.at("stderr_tail").str();
   t.outcome = n.at("outcome").str();
+  if (n.has("device")) t.device = n.at("device").str();
   return t;
 }
 

@@ -101,6 +101,7 @@ struct Trial {
   std::string outcome;      // digest over all tensor digests of the trial ("" when it did not finish)
   double wall_ms = 0;       // timing (kept apart by renderers)
   double startup_ms = 0;    // process start to the first model op
+  std::string device;       // --devices / --jobs on several GPUs: the GPU the trial ran on ("cuda:2"), else ""
 };
 
 // What `run --trace` found in a configuration (audit/trace/trace_align.h): the first op of each diverging

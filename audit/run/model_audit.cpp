@@ -103,8 +103,11 @@ struct Batch {
 
 class BatchRunner {
  public:
-  BatchRunner(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, std::string tag, bool trace)
-      : o_(o), scratch_(scratch), configs_(configs), tag_(std::move(tag)), trace_(trace) {
+  // With `placement`, configuration c's children run on GPU slot `slot` (when not -1) or on the
+  // configuration's own slot, one child per GPU at a time.
+  BatchRunner(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, std::string tag, bool trace,
+              const DevicePlacement* placement, int slot)
+      : o_(o), scratch_(scratch), configs_(configs), tag_(std::move(tag)), trace_(trace), placement_(placement), slot_(slot) {
     b_.runs.resize(configs.size());
     b_.traces.resize(configs.size());
     b_.stopped_by.resize(configs.size());
@@ -156,7 +159,8 @@ class BatchRunner {
       if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[""] = std::move(digests);
       b_.traces[c][static_cast<size_t>(r)] = spec.trace_path;
       check_stop();
-      return started.insert_or_assign(i, prepare_child(scratch_, name, spec, o_.timeout_s)).first->second.job;
+      const std::string gpu = placement_ ? placement_->visible[slot(c)] : "";
+      return started.insert_or_assign(i, prepare_child(scratch_, name, spec, o_.timeout_s, true, gpu)).first->second.job;
     };
     progress_.add(jobs.size());
     const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
@@ -168,6 +172,7 @@ class BatchRunner {
       run.result = read_result(p.result_path);
       run.dump_path = p.dump_path;
       run.timeout_s = o_.timeout_s;
+      if (placement_) run.device = placement_->names[slot(c)];
       ::unlink(p.result_path.c_str());  // read: the dump and the trace stay for the analysis
       finished_[c][static_cast<size_t>(r)] = 1;
       if (run.result && !run.result->dump_error.empty() && !warned_dump_) {
@@ -178,14 +183,20 @@ class BatchRunner {
       started.erase(i);
       progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs_[c].name, r, outcome.wall_ms));
     };
-    run_children(jobs.size(), make, o_.jobs, on_done);
+    SlotFn slot_of;
+    if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(jobs[i].first)); };
+    run_children(jobs.size(), make, o_.jobs, on_done, slot_of);
   }
+
+  size_t slot(size_t config) const { return slot_ >= 0 ? static_cast<size_t>(slot_) : placement_->slot_of(config); }
 
   const RunOptions& o_;
   const ScratchDir& scratch_;
   const std::vector<Config>& configs_;
   const std::string tag_;
   const bool trace_;
+  const DevicePlacement* placement_;
+  const int slot_;
   Batch b_;
   std::vector<std::vector<char>> finished_;  // per configuration, per repeat
   Progress progress_{0, o_.progress};
@@ -193,8 +204,8 @@ class BatchRunner {
 };
 
 Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, int repeats,
-                const std::string& tag, bool trace) {
-  return BatchRunner(o, scratch, configs, tag, trace).run(repeats);
+                const std::string& tag, bool trace, const DevicePlacement* placement = nullptr, int slot = -1) {
+  return BatchRunner(o, scratch, configs, tag, trace, placement, slot).run(repeats);
 }
 
 // Reads the traces of a configuration's completed runs (the reference run first) and names the
@@ -390,7 +401,9 @@ report::Report run_audit(const RunOptions& o) {
     return rep;
   }
 
-  const Batch batch = run_batch(o, scratch, configs, o.repeats, "", o.trace);
+  const std::optional<DevicePlacement> placement = session_placement(o, pre.environment);
+  const DevicePlacement* place = placement ? &*placement : nullptr;
+  const Batch batch = run_batch(o, scratch, configs, o.repeats, "", o.trace, place);
   std::vector<std::string> reference_dumps;
   for (size_t c = 0; c < configs.size(); ++c) {
     const int ref = reference_index(batch.runs[c]);
@@ -441,7 +454,9 @@ report::Report run_audit(const RunOptions& o) {
       int candidates = 0, most_runs = 0;
       const EvaluateFn evaluate = [&](const Config& config) {
         log::info("fix search for {}: trying {}", failing.name, config.name);
-        const Batch b = run_batch(o, scratch, {config}, o.repeats, fmt::format("{}{}", tag, candidates++), true);
+        // A candidate runs on the failing configuration's GPU.
+        const Batch b = run_batch(o, scratch, {config}, o.repeats, fmt::format("{}{}", tag, candidates++), true, place,
+                                  place ? static_cast<int>(place->slot_of(c)) : -1);
         most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
         const report::ConfigResult r = analyse(config, b.runs[0], b.traces[0], true, worker_diff(scratch, o.timeout_s, o.tolerance));
         CandidateOutcome out{r.verdict, r.message, {}};

@@ -58,9 +58,11 @@ class SuiteRunner {
   // `wanted(probe, config)`: the cells this process runs (all of them unless it is a shard); a
   // probe's census runs with its first configuration's cell.
   using Wanted = std::function<bool(size_t, size_t)>;
+  // With `placement`, each configuration's children run on its GPU slot (the census on slot 0).
   SuiteRunner(const ProbeRunOptions& o, const ScratchDir& scratch, std::vector<std::string> names,
-              std::set<std::string> isolated, Wanted wanted)
-      : o_(o), scratch_(scratch), names_(std::move(names)), isolated_(std::move(isolated)), wanted_(std::move(wanted)) {
+              std::set<std::string> isolated, Wanted wanted, const DevicePlacement* placement)
+      : o_(o), scratch_(scratch), names_(std::move(names)), isolated_(std::move(isolated)), wanted_(std::move(wanted)),
+        placement_(placement) {
     for (size_t i = 0; i < names_.size(); ++i) index_[names_[i]] = i;
     const int most = o.auto_repeats ? std::max(o.auto_repeats->min, o.auto_repeats->max) : o.repeats;
     slots_.assign(names_.size(), std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(static_cast<size_t>(most))));
@@ -145,6 +147,8 @@ class SuiteRunner {
     return out;
   }
 
+  size_t slot(const Batch& b) const { return b.config < 0 ? 0 : placement_->slot_of(static_cast<size_t>(b.config)); }
+
   Config census_config() const {
     Config c = parse_config("det-warn", logical_cpu_count());
     c.name = "census";
@@ -174,7 +178,8 @@ class SuiteRunner {
         }
       const std::string tag = b.config < 0 ? fmt::format("census-g{}-a{}", b.group, b.attempt)
                                            : fmt::format("g{}-c{}-r{}-a{}", b.group, b.config, b.repeat, b.attempt);
-      prepared.push_back(prepare_child(scratch_, tag, spec, o_.timeout_s, b.config >= 0));
+      const std::string gpu = placement_ ? placement_->visible[slot(b)] : "";
+      prepared.push_back(prepare_child(scratch_, tag, spec, o_.timeout_s, b.config >= 0, gpu));
       jobs.push_back(prepared.back().job);
     }
     const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
@@ -182,7 +187,9 @@ class SuiteRunner {
       const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
       progress_.done(fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
     };
-    const std::vector<ChildOutcome> outcomes = run_children(jobs, o_.jobs, on_done);
+    std::function<int(size_t)> slot_of;
+    if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(batches[i])); };
+    const std::vector<ChildOutcome> outcomes = run_children(jobs, o_.jobs, on_done, slot_of);
     std::vector<Batch> again;
     for (size_t i = 0; i < batches.size(); ++i)
       if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty()) {
@@ -246,6 +253,7 @@ class SuiteRunner {
     }
     run.repeat = b.repeat;
     run.timeout_s = o_.timeout_s;
+    if (placement_) run.device = placement_->names[slot(b)];
     if (run.result && !run.result->dump_error.empty() && !warned_dump_)
       log::warn("{}: tensors could not be dumped for divergence statistics ({}); is TMPDIR full?", name,
                 run.result->dump_error);
@@ -259,6 +267,7 @@ class SuiteRunner {
   std::vector<std::string> names_;
   std::set<std::string> isolated_;
   Wanted wanted_;
+  const DevicePlacement* placement_;
   std::map<std::string, size_t> index_;
   std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
   std::vector<std::vector<int>> counts_;                // probe x config: the repeats it runs
@@ -404,7 +413,8 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     if (info.isolated) isolated.insert(info.name);
   }
   const auto wanted = [&](size_t i, size_t c) { return !shard || shard->runs(target_of[i], c); };
-  SuiteRunner runner(o, scratch, runnable, std::move(isolated), wanted);
+  const std::optional<DevicePlacement> placement = session_placement(o, pre.environment);
+  SuiteRunner runner(o, scratch, runnable, std::move(isolated), wanted, placement ? &*placement : nullptr);
   runner.run();
 
   report::Report rep;

@@ -71,6 +71,7 @@ void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& 
 report::Trial summarise_trial(const TrialRun& run) {
   report::Trial t;
   t.repeat = run.repeat;
+  t.device = run.device;
   t.wall_ms = run.process.wall_ms;
   t.exit_code = run.process.exit_code;
   t.signal = run.process.signal;

@@ -30,6 +30,7 @@ struct TrialRun {
   std::optional<TrialResult> result;
   std::string dump_path;
   double timeout_s = 0;
+  std::string device;  // the GPU a placed child ran on ("cuda:2"), "" when not placed
 };
 
 // Computes divergence statistics for `names` between two dumps (a seam: tests pass a fake).

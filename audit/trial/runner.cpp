@@ -114,15 +114,38 @@ bool no_space_at(const std::string& path) {
   return static_cast<unsigned long long>(st.f_bavail) * st.f_frsize < (64u << 10);
 }
 
-std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done) {
-  return run_children(jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done);
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done,
+                                       const std::function<int(size_t)>& slot_of) {
+  return run_children(jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of);
 }
 
-std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done) {
+std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done,
+                                       const SlotFn& slot_of) {
   std::vector<ChildOutcome> outcomes(count);
   std::vector<Running> running;
-  size_t next = 0;
+  size_t next = 0;  // the first job not started
+  std::vector<char> started(slot_of ? count : 0, 0);
+  std::map<int, size_t> busy;  // slot -> running children holding it (0 or 1)
   if (parallel < 1) parallel = 1;
+  // The next job to start: `next`, or with slots the first within reach whose slot is free;
+  // `count` when none can start now.
+  const auto pick = [&]() -> size_t {
+    if (!slot_of) return next;
+    for (size_t i = next; i < count && i < next + kSlotLookahead; ++i) {
+      if (started[i]) continue;
+      const int slot = slot_of(i);
+      if (slot < 0 || busy[slot] == 0) return i;
+    }
+    return count;
+  };
+  const auto advance = [&](size_t i) {
+    if (!slot_of) {
+      ++next;
+      return;
+    }
+    started[i] = 1;
+    while (next < count && started[next]) ++next;
+  };
 
   const auto remove_files = [](const ChildJob& job) {
     for (const auto& f : job.remove_after) ::unlink(f.c_str());
@@ -146,6 +169,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
     }
     remove_files(running[r].job);
     outcomes[index] = outcome;
+    if (slot_of && slot_of(index) >= 0) --busy[slot_of(index)];
     running.erase(running.begin() + static_cast<long>(r));
     if (on_done) on_done(index, outcomes[index]);
   };
@@ -155,15 +179,16 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
       stop_all();
       throw Interrupted();
     }
-    while (next < count && static_cast<int>(running.size()) < parallel) {
+    for (size_t i = pick(); i < count && static_cast<int>(running.size()) < parallel; i = pick()) {
       const auto now = std::chrono::steady_clock::now();
       ChildJob job;
       try {
-        job = make(next);
+        job = make(i);
       } catch (...) {
         stop_all();
         throw;
       }
+      advance(i);
       const pid_t pid = spawn(job);
       if (pid < 0) {
         ChildOutcome o;
@@ -171,13 +196,13 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
         o.log_tail = std::string("cannot start child: ") + std::strerror(errno);
         o.disk_full = errno == ENOSPC;
         remove_files(job);
-        outcomes[next] = o;
-        if (on_done) on_done(next, o);
+        outcomes[i] = o;
+        if (on_done) on_done(i, o);
       } else {
         const auto timeout = job.timeout;
-        running.push_back({next, std::move(job), pid, now, now + timeout});
+        if (slot_of && slot_of(i) >= 0) ++busy[slot_of(i)];
+        running.push_back({i, std::move(job), pid, now, now + timeout});
       }
-      ++next;
     }
     bool progressed = false;
     for (size_t r = 0; r < running.size();) {

@@ -43,12 +43,19 @@ struct ChildOutcome {
 // Runs every job, at most `jobs` at a time; `on_done(index, outcome)` is called as each ends.
 // Outcomes are returned in job order.
 using DoneFn = std::function<void(size_t, const ChildOutcome&)>;
-std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done = {});
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done = {},
+                                       const std::function<int(size_t)>& slot_of = {});
 
 // The same for `count` jobs made by `make(index)` as each is about to start (and may throw: the
 // children running are then killed and the exception goes on).
 using JobMaker = std::function<ChildJob(size_t)>;
-std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done = {});
+// `slot_of(index)`, when given, names a resource that at most one running child may hold (a GPU:
+// audit/trial/placement.h), or -1 for none: a job whose slot is taken waits, and a later job
+// whose slot is free starts first (looking at most kSlotLookahead jobs ahead).
+using SlotFn = std::function<int(size_t)>;
+inline constexpr size_t kSlotLookahead = 4096;
+std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done = {},
+                                       const SlotFn& slot_of = {});
 
 // The last `max_lines` lines (at most `max_bytes`) of a file.
 std::string file_tail(const std::string& path, size_t max_lines = 20, size_t max_bytes = 4096);

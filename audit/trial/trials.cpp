@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
 
 #include <unistd.h>
@@ -15,8 +16,9 @@
 namespace ra {
 
 PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, TrialSpec spec, double timeout_s,
-                            bool dump) {
+                            bool dump, const std::string& gpu) {
   PreparedChild p;
+  if (!gpu.empty()) spec.device = "cuda:0";
   const std::string base = scratch.path() + "/" + tag;
   p.result_path = base + ".result.json";
   p.dump_path = spec.task == ChildTask::Preflight || !dump ? "" : base + ".dump";
@@ -28,9 +30,19 @@ PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, T
   p.job.remove_after = {spec_path};
   p.job.env = config_environment(spec.config);
   p.job.env["REPRO_AUDIT_TRIAL"] = tag;
+  if (!gpu.empty()) p.job.env["CUDA_VISIBLE_DEVICES"] = gpu;
   p.job.log_path = base + ".log";
   p.job.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   return p;
+}
+
+std::optional<DevicePlacement> session_placement(const SessionOptions& o, const nlohmann::ordered_json& environment) {
+  int available = 0;
+  if (environment.contains("cuda") && environment["cuda"].contains("devices") && environment["cuda"]["devices"].is_array())
+    available = static_cast<int>(environment["cuda"]["devices"].size());
+  std::optional<std::string> parent;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v != nullptr) parent = v;
+  return place_devices(o.devices, o.device, o.jobs, available, parent);
 }
 
 std::optional<TrialResult> read_result(const std::string& path) {

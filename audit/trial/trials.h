@@ -5,6 +5,7 @@
 #pragma once
 
 #include "audit/trial/config.h"
+#include "audit/trial/placement.h"
 #include "audit/common/files.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/trial_spec.h"
@@ -30,11 +31,17 @@ struct SessionOptions {
   bool progress = false;             // progress lines on stderr
   std::optional<report::Tolerance> tolerance;  // --atol/--rtol for the divergence statistics
   bool tolerant = false;                        // --tolerant (report::finalize)
+  std::vector<int> devices;                     // --devices: GPUs to spread children over (placement.h)
   // Called after the preflight and before any trial, with the targets as the report will name them
   // (identity set, no results yet) and the configurations' names; throws to stop the audit
   // (--baseline checks that the baseline was made from the same targets: audit/baseline/baseline.h).
   std::function<void(const std::vector<report::Target>&, const std::vector<std::string>&)> check_targets;
 };
+
+// The placement of this session's children on GPUs (audit/trial/placement.h), from --devices or
+// --device cuda with --jobs, the GPUs the preflight's fingerprint (`environment`) shows and the
+// parent's CUDA_VISIBLE_DEVICES; nullopt when there is none. Throws UsageError.
+std::optional<DevicePlacement> session_placement(const SessionOptions& o, const nlohmann::ordered_json& environment);
 
 // The names of the configurations, in order.
 std::vector<std::string> config_names(const std::vector<Config>& configs);
@@ -48,8 +55,10 @@ struct PreparedChild {
 // Writes `spec` to <scratch>/<tag>.spec.json and describes the child that runs it (the runner
 // removes the spec when the child has ended). Without `dump` the child keeps no tensor copies (the
 // census needs none). Called from a JobMaker, it writes the spec only as the trial starts.
+// With `gpu` (an entry of DevicePlacement::visible) the child sees only that GPU
+// (CUDA_VISIBLE_DEVICES) and runs on it as cuda:0.
 PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, TrialSpec spec, double timeout_s,
-                            bool dump = true);
+                            bool dump = true, const std::string& gpu = "");
 
 // The result a model child wrote, or nullopt when it wrote none (or an unreadable one).
 std::optional<TrialResult> read_result(const std::string& path);

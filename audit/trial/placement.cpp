@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/trial/placement.h"
+
+#include "audit/common/errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace ra {
+namespace {
+
+std::vector<std::string> split_devices(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    out.push_back(text.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
+std::vector<int> parse_devices(const std::string& text) {
+  std::vector<int> out;
+  for (const auto& item : split_devices(text, ',')) {
+    const std::string index = item.rfind("cuda:", 0) == 0 ? item.substr(5) : "";
+    if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(fmt::format("--devices '{}': '{}' is not a GPU (expected cuda:N, comma-separated)", text, item));
+    const int n = std::atoi(index.c_str());
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      throw UsageError(fmt::format("--devices '{}': cuda:{} is named twice", text, n));
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const std::string& device, int jobs,
+                                             int available, const std::optional<std::string>& parent_visible) {
+  std::vector<int> gpus = requested;
+  if (!requested.empty()) {
+    if (device.rfind("cuda", 0) != 0)
+      throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not {}", device));
+    if (device != "cuda")
+      throw UsageError(fmt::format("--devices names the GPUs itself: use --device cuda, not {}", device));
+    for (int g : requested)
+      if (g >= available)
+        throw UsageError(fmt::format("--devices names cuda:{}, but this machine shows {} GPU{}", g, available,
+                                     available == 1 ? "" : "s"));
+  } else {
+    if (device != "cuda" || jobs < 2 || available < 2) return std::nullopt;
+    for (int g = 0; g < std::min(jobs, available); ++g) gpus.push_back(g);
+  }
+  std::vector<std::string> parent;
+  if (parent_visible) parent = split_devices(*parent_visible, ',');
+  DevicePlacement p;
+  for (int g : gpus) {
+    p.names.push_back(fmt::format("cuda:{}", g));
+    p.visible.push_back(parent_visible && static_cast<size_t>(g) < parent.size() ? parent[static_cast<size_t>(g)]
+                                                                                 : std::to_string(g));
+  }
+  return p;
+}
+
+}  // namespace ra
