@@ -351,15 +351,31 @@ std::string fleet_text(const Report& r) {
   if (!r.fleet) return "";
   const auto& f = *r.fleet;
   std::string out;
-  std::vector<std::string> hosts;
+  // Each host with the shards it ran, as ranges: "node1 (shards 1-3, 7 of 8)".
+  std::vector<std::pair<std::string, std::vector<int>>> hosts;
+  double longest = 0, total = 0;
   for (const auto& s : f.shards) {
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const std::string& h) { return h.rfind(s.host + " (", 0) == 0; });
-    if (it == hosts.end()) hosts.push_back(fmt::format("{} ({}/{}", s.host, s.index, f.count));
-    else *it += fmt::format(", {}/{}", s.index, f.count);
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == s.host; });
+    if (it == hosts.end()) it = hosts.insert(hosts.end(), {s.host, {}});
+    it->second.push_back(s.index);
+    longest = std::max(longest, s.wall_ms);
+    total += s.wall_ms;
   }
-  for (auto& h : hosts) h += ")";
-  out += fmt::format("merged from {} of plan {} on {}: {}\n", plural(f.shards.size(), "shard", "shards"), f.plan.substr(0, 12),
-                     plural(hosts.size(), "host", "hosts"), fmt::join(hosts, ", "));
+  std::vector<std::string> where;
+  for (auto& [host, ks] : hosts) {
+    std::sort(ks.begin(), ks.end());
+    std::vector<std::string> ranges;
+    for (size_t i = 0; i < ks.size();) {
+      size_t j = i;
+      while (j + 1 < ks.size() && ks[j + 1] <= ks[j] + 1) ++j;
+      ranges.push_back(ks[i] == ks[j] ? std::to_string(ks[i]) : fmt::format("{}-{}", ks[i], ks[j]));
+      i = j + 1;
+    }
+    where.push_back(fmt::format("{} ({} {} of {})", host, ks.size() == 1 ? "shard" : "shards", fmt::join(ranges, ", "), f.count));
+  }
+  out += fmt::format("merged from {} of plan {} on {}: {}; longest shard {:.1f} s, all shards {:.1f} s\n",
+                     plural(f.shards.size(), "shard", "shards"), f.plan.substr(0, 12), plural(hosts.size(), "host", "hosts"),
+                     fmt::join(where, ", "), longest / 1000, total / 1000);
   for (size_t m = 1; m < f.machines.size(); ++m) {
     std::vector<std::string> keys;
     for (const auto& c : f.machines[m].changes) keys.push_back(fmt::format("{} {} -> {}", c.key, c.baseline, c.current));

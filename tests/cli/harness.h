@@ -42,6 +42,12 @@ inline constexpr const char* kNondetAlertModel = R"JIT(
 def forward(self, x):
     return ra_test.nondet_alert(torch.matmul(x, self.w).repeat(1, 64))
 )JIT";
+// the test-only op that segfaults with one intra-op thread and hangs with three, after a matmul,
+// with w of 8x8 (needs test_ops_library()).
+inline constexpr const char* kFaultModel = R"JIT(
+def forward(self, x):
+    return ra_test.fault(torch.matmul(x, self.w))
+)JIT";
 // Runs RA_BINARY with `args`; stdout and stderr are captured separately.
 CliResult run_cli(const std::vector<std::string>& args);
 

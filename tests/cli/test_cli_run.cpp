@@ -205,11 +205,7 @@ def forward(self, x):
 
 TEST_CASE("run: a segfaulting and a hanging child give crashed and timeout (exit 4), the rest is reported") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("f.pt"), R"JIT(
-def forward(self, x):
-    return ra_test.fault(torch.matmul(x, self.w))
-)JIT",
-                       {{"w", {8, 8}}});
+  ra::test::save_model(dir.file("f.pt"), ra::test::kFaultModel, {{"w", {8, 8}}});
   const auto r = run_cli({"run", dir.file("f.pt"), "--shape", "2x8", "--configs", "threads=2,threads-1,threads=3",
                           "--repeats", "2", "--jobs", "3", "--timeout", "8", "--load-library",
                           ra::test::test_ops_library(), "--report", dir.file("r.json"), "--quiet"});

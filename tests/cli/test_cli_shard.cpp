@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <unistd.h>
+
 using ra::test::run_cli;
 
 namespace {
@@ -234,4 +236,29 @@ TEST_CASE("shard: the scheduler's variables name the shard, and the report recor
   const auto m = run_cli({"merge", dir.file("b.json"), dir.file("k.json")});
   CHECK(m.code == 0);
   CHECK(m.out.find("merged from 2 shards") != std::string::npos);
+}
+
+TEST_CASE("shard: a cell that crashed in a shard is named in the merged report with its host and shard") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("f.pt"), ra::test::kFaultModel, {{"w", {8, 8}}});
+  // ra_test.fault segfaults with one intra-op thread: threads-1 crashes, in shard 2 of 2.
+  const std::vector<std::string> args = {"run", dir.file("f.pt"), "--shape", "2x8", "--configs", "threads=2,threads-1",
+                                         "--repeats", "2", "--load-library", ra::test::test_ops_library(), "--quiet"};
+  for (int k = 1; k <= 2; ++k) {
+    const auto r = run_cli(with(args, {"--shard", std::to_string(k) + "/2", "--report", dir.file("s" + std::to_string(k) + ".json")}));
+    CHECK(r.code == (k == 1 ? 0 : 4));
+  }
+  const auto r = run_cli({"merge", dir.file("s1.json"), dir.file("s2.json"), "--report", dir.file("m.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 4);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const nlohmann::json j = ra::test::read_json(dir.file("m.json"));
+  REQUIRE(j["fleet"]["failures"].size() == 1);
+  const auto& failure = j["fleet"]["failures"][0];
+  CHECK(failure["config"] == "threads-1");
+  CHECK(failure["status"] == "crashed");
+  CHECK(failure["shard"] == 2);
+  CHECK(failure["host"] == std::string(host));
+  CHECK(r.out.find("crashed: f.pt / threads-1 on " + std::string(host) + " (shard 2/2)") != std::string::npos);
 }

@@ -7,9 +7,13 @@
 # unsharded run of the same plan. The daemons it started are stopped by their pids.
 #
 # usage: cluster.sh REPRO_AUDIT_BINARY SOURCE_DIR
+#        cluster.sh --bench REPRO_AUDIT_BINARY SOURCE_DIR   (bench/slurm_shards.sh: the whole probe
+#        suite unsharded, then as a 4-task array polled every 0.2 s, with each shard's own wall time)
 # Exits 77 (skipped) where the Slurm or MUNGE daemons are not installed or it does not run as
 # root, except under CI=true, where that fails; a daemon that does not come up fails with its log tail.
 set -uo pipefail
+bench=0
+[ "${1:-}" = --bench ] && { bench=1; shift; }
 binary=$(readlink -f "$1")
 source_dir=$(readlink -f "$2")
 
@@ -105,6 +109,36 @@ for _ in $(seq 120); do
 done
 [ "$up" = 1 ] || fail "the node did not become idle (sinfo: ${state:-no answer})"
 echo "cluster up in $(( $(date +%s) - started )) s on $host, ports $base-$((base + 1))"
+
+if [ "$bench" = 1 ]; then
+  now() { date +%s.%N; }
+  secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+  cd "$work/runs" || fail "no runs folder"
+  t0=$(now)
+  "$binary" probes --report whole.json >whole.txt
+  t1=$(now)
+  echo "probe suite unsharded: $(secs "$t0" "$t1") s"
+  mkdir -p shards
+  t0=$(now)
+  job=$(PATH="$(dirname "$binary"):$PATH" sbatch --parsable "$source_dir/docs/ci/slurm/probes-array.sbatch") ||
+    fail "sbatch did not submit"
+  while [ -n "$(squeue -h -j "${job%%;*}" 2>/dev/null)" ]; do sleep 0.2; done
+  t1=$(now)
+  python3 - "$(secs "$t0" "$t1")" shards/shard-{0,1,2,3}.json <<'PY'
+import json, sys
+total = float(sys.argv[1])
+walls = [json.load(open(p))["timing"]["wall_ms"] / 1000 for p in sys.argv[2:]]
+print(f"probe suite as 4 Slurm shards (array submitted to last task gone, 0.2 s polling): {total:.1f} s")
+print("  each shard's own wall time: " + ", ".join(f"{w:.1f} s" for w in walls) + f" (sum {sum(walls):.1f} s)")
+print(f"  scheduler overhead: {total - max(walls):.1f} s over the longest shard, "
+      f"{(total - max(walls)) / len(walls):.2f} s per shard")
+PY
+  t0=$(now)
+  "$binary" merge shards/shard-*.json --report merged.json >/dev/null
+  rc=$?
+  echo "merge of the 4 shards: $(secs "$t0" "$(now)") s (exit $rc)"
+  exit 0
+fi
 
 probes="sum.threads,dot.threads,matmul.mkl,empty.uninitialized,index_add"
 # The documented recipe, run as written (docs/ci/slurm/): a 4-task array and a merge job that
