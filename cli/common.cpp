@@ -220,9 +220,19 @@ std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a) {
     request = fleet::shard_from_environment([](const char* name) { return std::getenv(name); }, a.shards);
   }
   if (!request) return std::nullopt;
-  if (a.report.empty())
-    throw UsageError(fmt::format("shard {}/{} ({}) needs --report FILE: merge joins the shards' reports", request->index,
-                                 request->count, request->source));
+  // One shard of one is the whole plan: it needs no merge, so no --report either (and --shard 1/1
+  // runs every cell inside a scheduler's array whose tasks run different audits).
+  if (a.report.empty() && request->count == 1) return std::nullopt;
+  if (a.report.empty()) {
+    std::string read;
+    for (const auto& [k, v] : request->variables) read += fmt::format("{}{}={}", read.empty() ? "" : " ", k, v);
+    throw UsageError(request->source == "--shard"
+                         ? fmt::format("--shard {}/{} needs --report FILE: merge joins the shards' reports", request->index,
+                                       request->count)
+                         : fmt::format("{} ({}) makes this shard {}/{}, which needs --report FILE for merge; to run every "
+                                       "cell here instead, pass --shard 1/1", request->source, read, request->index,
+                                       request->count));
+  }
   fleet::acknowledge(*request);
   return fleet::ShardOptions{*request, a.report};
 }

@@ -387,6 +387,10 @@ std::string render_html(const Report& r) {
   html::census_section(out, r);
   html::details_section(out, r);
   out += fmt::format("{}\n", kTimingBegin);
+  // Where a shard or a merged report's shards ran (kept with the timing: it differs between two
+  // runs of one plan with the same results).
+  if (const std::string where = shard_text(r) + fleet_text(r); !where.empty())
+    out += fmt::format("<section id=\"shards\">\n<h2>Shards</h2>\n<pre>{}</pre>\n</section>\n", esc(where));
   timing_section(out, r);
   out += fmt::format("{}\n</main>\n", kTimingEnd);
   out += fmt::format("<footer>repro-audit {} · report schema {}</footer>\n", esc(r.tool_version), kSchemaVersion);

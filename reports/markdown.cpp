@@ -267,6 +267,8 @@ std::string render_markdown_raw(const Report& r) {
     }
   }
   if (r.baseline) baseline_section(out, r);
+  // Where a shard or a merged report's shards ran: as the text summary says it.
+  if (const std::string where = shard_text(r) + fleet_text(r); !where.empty()) out += fmt::format("\n```\n{}```\n", where);
   timing(out, r);
   return out;
 }

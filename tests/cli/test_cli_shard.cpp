@@ -193,6 +193,18 @@ TEST_CASE("shard: bad --shard values and inconsistent scheduler variables are us
   CHECK(r.code == 2);
   CHECK(r.err.find("needs --report FILE") != std::string::npos);
   {
+    // An array whose tasks run different audits: the variables would shard this one; the message
+    // says how not to, and --shard 1/1 runs every cell.
+    ScopedEnv env({{"CI_NODE_INDEX", "2"}, {"CI_NODE_TOTAL", "2"}});
+    const auto sharded = run_cli(args);
+    CHECK(sharded.code == 2);
+    CHECK(sharded.err.find("GitLab (CI_NODE_INDEX=2 CI_NODE_TOTAL=2) makes this shard 2/2") != std::string::npos);
+    CHECK(sharded.err.find("pass --shard 1/1") != std::string::npos);
+    const auto whole = run_cli(with(args, {"--shard", "1/1"}));
+    CHECK(whole.code == 0);
+    CHECK(whole.out.find("shard") == std::string::npos);
+  }
+  {
     ScopedEnv env({{"CI_NODE_INDEX", "3"}, {"CI_NODE_TOTAL", "2"}});
     ra::test::expect_error(dir, args, 2, "GitLab says this job is sharded, but shard 3 of 2 is out of range");
   }

@@ -173,3 +173,37 @@ TEST_CASE("a shard record survives the JSON round trip, and a range outside the 
   j["shard"]["last_cell"] = 7;
   CHECK_THROWS_AS(ra::report::report_from_json(j), ra::report::ReportError);
 }
+
+TEST_CASE("a merged report's fleet survives the JSON round trip, and the summary says where shards ran") {
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.environment = nlohmann::ordered_json::object();
+  ra::report::Fleet f;
+  f.count = 3;
+  f.plan = std::string(32, 'b');
+  f.replicated = true;
+  f.shards = {{1, "node1", "the Slurm array", 0, 2, 1, 1000}, {2, "node1", "the Slurm array", 2, 4, 1, 2000},
+              {3, "node2", "the Slurm array", 4, 6, 2, 500}};
+  ra::report::FleetMachine m1, m2;
+  m1.environment = {{"cuda", {{"driver", "580"}}}};
+  m1.shards = {1, 2};
+  m2.environment = {{"cuda", {{"driver", "590"}}}};
+  m2.shards = {3};
+  m2.changes = {{"cuda.driver", "580", "590", "cuda"}};
+  f.machines = {m1, m2};
+  f.failures = {{"m.pt", "det", "crashed", "node2", 3, 2}};
+  f.cells = {{"m.pt", "default", {"aa", "aa"}, true}, {"m.pt", "det", {"aa", "bb"}, false}};
+  f.notes = {"a note"};
+  r.fleet = f;
+  ra::report::finalize(r);
+  const std::string text = ra::report::render_json(r);
+  const auto back = ra::report::report_from_json(nlohmann::ordered_json::parse(text));
+  REQUIRE(back.fleet);
+  CHECK(ra::report::render_json(back) == text);
+  const std::string summary = ra::report::fleet_text(r);
+  CHECK(summary.find("merged from 3 shards of plan bbbbbbbbbbbb on 2 hosts: node1 (shards 1-2 of 3), node2 (shard 3 of 3)") !=
+        std::string::npos);
+  CHECK(summary.find("machine 2 (shards 3) differs from machine 1 in cuda.driver 580 -> 590") != std::string::npos);
+  CHECK(summary.find("crashed: m.pt / det on node2 (shard 3/3)") != std::string::npos);
+  CHECK(summary.find("1 of 2 cells gave the same bits on every one; not: m.pt / det") != std::string::npos);
+}
