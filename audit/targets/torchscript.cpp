@@ -167,6 +167,8 @@ class TorchScriptTarget final : public Target {
     try {
       module_ = torch::jit::load(spec.model, device);
     } catch (const std::exception& e) {
+      const std::string why = not_torchscript_because(spec.model);
+      if (!why.empty()) throw TrialInputError(fmt::format("model '{}' {}", spec.model, why));
       throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
     }
     inputs_ = load_inputs(spec, device);

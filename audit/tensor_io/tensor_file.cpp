@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <optional>
 
@@ -140,6 +142,62 @@ bool is_torchscript_archive(const std::string& path) {
   } catch (const std::exception&) {
     return false;
   }
+}
+
+std::string not_torchscript_because(const std::string& path) {
+  const std::string save =
+      "repro-audit runs TorchScript archives: save the module with torch.jit.script(module).save(PATH), or "
+      "torch.jit.trace(module, example_inputs).save(PATH)";
+  char head[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  if (in.gcount() < 4 || std::memcmp(head, "PK\x03\x04", 4) != 0) {
+    // Pickle protocol 2 starts with PROTO 2: what torch.save wrote before its zip format.
+    if (in.gcount() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
+      return "is a torch.save file in the legacy format (_use_new_zipfile_serialization=False, or torch before 1.6), "
+             "not a model; " + save;
+    return "is not a PyTorch file (not a zip archive); " + save;
+  }
+  std::vector<std::string> records;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    records = reader.getAllRecords();
+  } catch (const std::exception& e) {
+    return fmt::format("is a zip archive that PyTorch cannot read (damaged, truncated, or not written by PyTorch: {}); {}",
+                       error_text(e), save);
+  }
+  const auto has = [&](const std::string& name) { return std::find(records.begin(), records.end(), name) != records.end(); };
+  const auto any_under = [&](const std::string& prefix) {
+    return std::any_of(records.begin(), records.end(), [&](const std::string& r) { return r.rfind(prefix, 0) == 0; });
+  };
+  if (has("constants.pkl") || any_under("code/")) return "";
+  if (any_under("data/aotinductor/"))
+    return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): compiled code, which this version "
+           "does not run; audit the module it was compiled from: " + save;
+  if (has("models/model.json"))
+    return "is a torch.export archive (torch.export.save), which this version does not run yet; "
+           "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH) gives a TorchScript archive "
+           "of the same program";
+  if (!has("data.pkl")) return "is a zip archive that holds neither TorchScript code nor a torch.save pickle; " + save;
+  try {
+    (void)load_python_pickle_file(path);
+  } catch (const InputError& e) {
+    // The checked reader names the class it will not build ("holds a __main__.Net, which ...").
+    const std::string what = e.what();
+    const auto from = what.find("holds a ");
+    const auto to = what.find(", which", from == std::string::npos ? 0 : from);
+    if (from != std::string::npos && to != std::string::npos) {
+      const std::string held = what.substr(from + 8, to - from - 8);
+      // At the top: the pickled object itself (torch.save(model)); deeper: a value in a checkpoint.
+      if (held.find(" at '") != std::string::npos)
+        return fmt::format("is a torch.save file (a checkpoint holding a {}), not a model; {}", held, save);
+      return fmt::format("holds a pickled {} (torch.save(model)), whose loading would run Python code, which repro-audit "
+                         "never does; {}", held, save);
+    }
+    return fmt::format("is a torch.save file that cannot be read ({}); {}", what, save);
+  }
+  return "holds tensors saved with torch.save (a state_dict or a checkpoint), not a model: the code that uses them "
+         "is missing; " + save + " (repro-audit diff compares two such files bit for bit)";
 }
 
 c10::IValue load_torch_file(const std::string& path) {

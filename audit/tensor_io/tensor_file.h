@@ -5,6 +5,8 @@
 // tensors. Shared by the trial child (`--input` files, model outputs) and `repro-audit diff`.
 #pragma once
 
+#include "audit/tensor_io/model_file.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 

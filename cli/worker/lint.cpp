@@ -3,6 +3,8 @@
 #include "audit/common/files.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/knowledge/lint.h"
+#include "audit/tensor_io/model_file.h"
+#include "audit/trial/trials.h"
 #include "cli/common.h"
 #include "cli/worker/commands.h"
 #include "cli/worker_commands.h"
@@ -20,6 +22,10 @@ int execute(const LintArgs& a) {
   const AllowlistOption allow = load_allowlist_option(a.allowlist);
   const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
   const KnowledgeBase kb = load_knowledge(knowledge);
+  // A file that is not a TorchScript archive gets the sentence that says what it is instead.
+  check_readable(a.model, "model");
+  if (const std::string why = not_torchscript_because(a.model); !why.empty())
+    throw InputError(fmt::format("model '{}' {}", a.model, why));
   LintResult result = lint_model(a.model, type, kb, a.libraries, a.mode, a.strict);
   result.device = a.device;
   result.knowledge_path = knowledge;

@@ -31,8 +31,37 @@ TEST_CASE("run: unreadable models exit 3") {
     std::ofstream(dir.file("truncated.pt"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
   ra::test::expect_error(dir, {"run", dir.file("missing.pt"), "--shape", "2x4"}, 3, "model '" + dir.file("missing.pt") + "' does not exist");
-  ra::test::expect_error(dir, {"run", dir.file("text.pt"), "--shape", "2x4"}, 3, "is not a loadable TorchScript archive");
-  ra::test::expect_error(dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3, "is not a loadable TorchScript archive");
+  ra::test::expect_error(dir, {"run", dir.file("text.pt"), "--shape", "2x4"}, 3, "is not a PyTorch file (not a zip archive)");
+  ra::test::expect_error(dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3,
+                         "is a zip archive that PyTorch cannot read (damaged, truncated, or not written by PyTorch");
+}
+
+TEST_CASE("run and lint: every file that is not a TorchScript archive gets one line saying what it is, and the next step") {
+  const auto data = [](const std::string& name) { return std::string(RA_TEST_DATA) + "/" + name; };
+  const std::string next = "save the module with torch.jit.script(module).save(PATH)";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> kinds = {
+      {"pickled_module.pt", {"holds a pickled __main__.Net (torch.save(model))", "never does", next}},
+      {"state_dict_a.pt", {"holds tensors saved with torch.save (a state_dict or a checkpoint), not a model", next,
+                           "repro-audit diff compares two such files"}},
+      {"checkpoint_a.pt", {"holds tensors saved with torch.save (a state_dict or a checkpoint)"}},
+      {"foreign_class.pt", {"is a torch.save file (a checkpoint holding a datetime.date at 'saved_on'), not a model"}},
+      {"legacy_state_dict.pt", {"is a torch.save file in the legacy format", next}},
+      {"exported.pt2", {"is a torch.export archive (torch.export.save), which this version does not run yet",
+                        "torch.jit.trace(torch.export.load(PATH).module(), example_inputs)"}},
+      {"aoti_package.pt2", {"is an AOTInductor package (torch._inductor.aoti_compile_and_package)", next}},
+  };
+  for (const auto& [file, parts] : kinds)
+    for (const char* command : {"run", "lint"}) {
+      CAPTURE(file);
+      CAPTURE(command);
+      std::vector<std::string> args = {command, data(file)};
+      if (std::string(command) == "run") args.insert(args.end(), {"--shape", "2x4"});
+      const auto r = run_cli(args);
+      CHECK(r.code == 3);
+      CHECK(ra::test::count_lines(r.err) == 1);
+      CHECK(r.out.empty());
+      for (const auto& part : parts) CHECK(r.err.find(part) != std::string::npos);
+    }
 }
 
 TEST_CASE("run: no input, and options that do not apply, are usage errors that say what to do (exit 2)") {

@@ -330,7 +330,7 @@ TEST_CASE("lint: bad input exits 2 or 3 with one line on stderr and no report") 
   ra::test::expect_error(dir, {"lint", dir.file("missing.pt"), "--knowledge", kb}, 3,
                "model '" + dir.file("missing.pt") + "' does not exist");
   ra::test::expect_error(dir, {"lint", dir.file(""), "--knowledge", kb}, 3, "is a directory");
-  ra::test::expect_error(dir, {"lint", dir.file("text.pt"), "--knowledge", kb}, 3, "is not a loadable TorchScript archive");
+  ra::test::expect_error(dir, {"lint", dir.file("text.pt"), "--knowledge", kb}, 3, "is not a PyTorch file (not a zip archive)");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", kb, "--device", "tpu"}, 2, "unknown device 'tpu'");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("bad-kb.json")}, 3, "unknown key 'colour'");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("no-kb.json")}, 3, "cannot be read");

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# Writes the files a user may hand to `run` or `lint` that are not TorchScript archives, for the
+# one-line answers that say what each is (tests/cli/test_cli_errors.cpp): a pickled nn.Module
+# (torch.save(model)), a legacy-format torch.save file, a torch.export archive
+# (torch.export.save), and an AOTInductor package's record layout. The package stand-in holds the
+# record names aoti_compile_and_package wrote with torch 2.11 (a real one holds a compiled
+# wrapper library of a few hundred KB, which does not belong in the repository; the answer reads
+# only the names). Run with the project's venv python:
+#   ~/.cache/repro-audit/venv/bin/python tests/data/make_model_kinds.py
+import pathlib
+import zipfile
+
+import torch
+
+here = pathlib.Path(__file__).parent
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+torch.manual_seed(0)
+net = Net().eval()
+torch.save(net, here / "pickled_module.pt")
+torch.save(net.state_dict(), here / "legacy_state_dict.pt", _use_new_zipfile_serialization=False)
+torch.export.save(torch.export.export(net, (torch.randn(2, 4),)), here / "exported.pt2")
+
+stem = "aoti_package"
+small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}
+with zipfile.ZipFile(here / f"{stem}.pt2", "w") as z:
+    for name in ["data/aotinductor/model/c0.wrapper.cpp", "data/aotinductor/model/c0.wrapper_metadata.json",
+                 "data/aotinductor/model/c0.wrapper.so", "data/aotinductor/model/c1.kernel.cpp", *small]:
+        z.writestr(f"{stem}/{name}", small.get(name, ""))
