@@ -57,6 +57,8 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
   TrialSpec spec = base_spec(o);
   spec.task = ChildTask::Preflight;
   spec.config = Config{"preflight", {}};
+  // Named, never written: a target that cannot be traced says so here, before any trial.
+  if (o.trace) spec.trace_path = scratch.path() + "/preflight.trace.jsonl";
   const PreparedChild p = prepare_child(scratch, "preflight", spec, o.timeout_s);
   const ChildOutcome outcome = run_children({p.job}, 1).front();
   const auto result = read_result(p.result_path);

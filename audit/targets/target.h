@@ -58,9 +58,12 @@ class Target {
   virtual void run(Recorder& rec, std::vector<report::TensorDigest>& state) = 0;
 };
 
-// The target a trial spec names: its model file (a TorchScript archive). Throws TrialInputError
-// for a file that is not one.
+// The target a trial spec names: its model file, a TorchScript archive (torchscript.cpp) or a
+// torch.export archive (export.cpp). Any other file gets the TorchScript target, whose load says
+// what the file is instead (not_torchscript_because).
 std::unique_ptr<Target> open_model_target(const TrialSpec& spec);
+// A torch.export archive run by NativeRT (export.cpp).
+std::unique_ptr<Target> open_export_target();
 
 // The registered probe `name` (built in or from a plugin), or nullptr.
 std::unique_ptr<Target> open_probe_target(const std::string& name);

@@ -229,6 +229,9 @@ class TorchScriptTarget final : public Target {
 
 }  // namespace
 
-std::unique_ptr<Target> open_model_target(const TrialSpec&) { return std::make_unique<TorchScriptTarget>(); }
+std::unique_ptr<Target> open_model_target(const TrialSpec& spec) {
+  if (is_export_archive(spec.model)) return open_export_target();
+  return std::make_unique<TorchScriptTarget>();
+}
 
 }  // namespace ra::targets

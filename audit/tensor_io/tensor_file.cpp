@@ -175,7 +175,7 @@ std::string not_torchscript_because(const std::string& path) {
     return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): compiled code, which this version "
            "does not run; audit the module it was compiled from: " + save;
   if (has("models/model.json"))
-    return "is a torch.export archive (torch.export.save), which this version does not run yet; "
+    return "is a torch.export archive (torch.export.save): run audits it, but lint reads TorchScript graphs only; "
            "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH) gives a TorchScript archive "
            "of the same program";
   if (!has("data.pkl")) return "is a zip archive that holds neither TorchScript code nor a torch.save pickle; " + save;
@@ -198,6 +198,18 @@ std::string not_torchscript_because(const std::string& path) {
   }
   return "holds tensors saved with torch.save (a state_dict or a checkpoint), not a model: the code that uses them "
          "is missing; " + save + " (repro-audit diff compares two such files bit for bit)";
+}
+
+bool is_export_archive(const std::string& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    if (!reader.hasRecord("models/model.json")) return false;
+    for (const auto& r : reader.getAllRecords())
+      if (r.rfind("data/aotinductor/", 0) == 0) return false;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 c10::IValue load_torch_file(const std::string& path) {

@@ -41,6 +41,9 @@ c10::IValue select_key(const c10::IValue& v, const std::string& key, const std::
 // Whether `path` is a TorchScript archive (torch.jit.save), not a torch.save file: its zip holds
 // the TorchScript code and constants.
 bool is_torchscript_archive(const std::string& path);
+// Whether `path` is a torch.export archive (torch.export.save): models/model.json, and no
+// AOTInductor code.
+bool is_export_archive(const std::string& path);
 
 // Reads the torch.save file at `path` (zip format, as torch.save and torch::jit::pickle_save
 // write it) with the checked reader (audit/tensor_io/python_pickle.h). Throws InputError naming the

@@ -377,3 +377,28 @@ TEST_CASE("run --mode train: a model traced in eval mode is audited, with a warn
   const auto scripted = run_cli({"run", dir.file("m.pt"), "--shape", "8x4", "--mode", "train", "--configs", "default", "--repeats", "2"});
   CHECK(scripted.err.find("traced in eval mode") == std::string::npos);
 }
+
+TEST_CASE("run: a torch.export archive runs under NativeRT: its weights and outputs are digested; train, --trace and bad inputs say why not") {
+  ra::test::TempDir dir;
+  // tests/data/make_model_kinds.py: Linear(4, 3) then relu, exported with an input of 2x4.
+  const std::string model = std::string(RA_TEST_DATA) + "/exported.pt2";
+  const auto r = run_cli({"run", model, "--shape", "2x4", "--configs", "default,threads-1", "--report", dir.file("r.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("inputs: x: float32[2x4]") != std::string::npos);
+  const nlohmann::json j = ra::test::read_json(dir.file("r.json"));
+  std::vector<std::string> names;
+  for (const auto& t : j["targets"][0]["configs"][0]["reference_digests"]) names.push_back(t["name"].get<std::string>());
+  CHECK(names == std::vector<std::string>{"param/fc.bias", "param/fc.weight", "output"});
+  CHECK(j["targets"][0]["verdict"] == "reproducible");
+  // The weights are read from the archive's records with their exported shapes.
+  CHECK(j["targets"][0]["configs"][0]["reference_digests"][1]["shape"] == nlohmann::json({3, 4}));
+
+  ra::test::expect_error(dir, {"run", model, "--shape", "2x5"}, 3, "the exported program rejects the inputs (float32[2x5])");
+  ra::test::expect_error(dir, {"run", model}, 2, "the exported program takes 1 input (x), but none was given");
+  ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3, "takes 1 input (x), but 2 were given");
+  ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--mode", "train"}, 2,
+                         "--mode train needs autograd, which the torch.export runtime (NativeRT) does not have");
+  ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--trace"}, 2, "a torch.export target cannot be traced op by op");
+}
+
