@@ -428,6 +428,7 @@ json target_head_json(const Target& t, TargetDoc doc) {
   j["seed"] = t.seed;
   j["inputs"] = t.inputs;
   if (doc == TargetDoc::Report && !t.input_names.empty()) j["input_names"] = t.input_names;
+  if (doc == TargetDoc::Report && !t.package.empty()) j["package"] = t.package;
   j["verdict"] = to_string(t.verdict);
   return j;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -364,6 +365,9 @@ struct Target {
   // The forward argument each input binds to, one per input, or none (a dict input, whose
   // descriptions carry their keys). Shown beside the descriptions; not part of any identity.
   std::vector<std::string> input_names;
+  // An AOTInductor package's build metadata (AOTI_DEVICE_KEY, AOTI_CPU_ISA, AOTI_PLATFORM, ...), as
+  // the package records it; empty for other targets. Not part of any identity.
+  std::map<std::string, std::string> package;
   std::vector<ConfigResult> configs;
   std::optional<ConfigDependence> dependence;
   std::optional<ProbeFacts> probe;  // kind "probe" only

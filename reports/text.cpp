@@ -285,6 +285,11 @@ std::string render_text_raw(const Report& r) {
     out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
                        t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
+    if (!t.package.empty()) {
+      std::vector<std::string> facts;
+      for (const auto& [k, v] : t.package) facts.push_back(fmt::format("{} {}", k, v.empty() ? "-" : v));
+      out += fmt::format("  AOTInductor package: {}\n", fmt::join(facts, ", "));
+    }
     size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
     for (const auto& c : t.configs) width = std::max(width, c.name.size());
     out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged", "tensors");

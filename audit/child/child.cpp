@@ -53,13 +53,17 @@ TrialResult run_child(const TrialSpec& spec) {
     seed_generators(spec.seed);
     const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
     result.input_descriptions = target->load(spec, device);
-    if (spec.task == ChildTask::Preflight) result.input_names = target->input_names();
+    if (spec.task == ChildTask::Preflight) {
+      result.input_names = target->input_names();
+      result.package = target->package();
+    }
     result.startup_ms = ms_since_spawn();
     const auto reference = spec.dump_only_differing.find("");
     Recorder rec(!spec.dump_path.empty(),
                  reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
     if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::None)
-      throw TrialInputError(fmt::format("a {} target cannot be traced op by op; audit it without --trace", target->kind()),
+      throw TrialInputError(fmt::format("--trace cannot follow this model's ops one by one ({}); audit it without --trace",
+                                        target->kind()),
                             "usage");
     if (spec.task == ChildTask::Preflight) {
       result.warnings = target->check();

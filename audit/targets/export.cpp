@@ -139,7 +139,7 @@ void record_output(Recorder& rec, const c10::IValue& v) {
 
 class ExportTarget final : public Target {
  public:
-  std::string kind() const override { return "torch.export"; }
+  std::string kind() const override { return "a torch.export archive, in this version"; }
   Tracing tracing() const override { return Tracing::None; }
 
   std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) override {

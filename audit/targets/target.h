@@ -25,6 +25,7 @@
 
 #include <c10/core/Device.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,7 +41,7 @@ enum class Tracing {
 class Target {
  public:
   virtual ~Target() = default;
-  // The kind, as reports and messages name it: "torchscript", "probe".
+  // The kind, as messages name it: "torchscript", "probe", "a torch.export archive, ...".
   virtual std::string kind() const = 0;
   virtual Tracing tracing() const = 0;
   // Loads the target onto `device` and builds its inputs from the spec (input file, shapes,
@@ -49,6 +50,9 @@ class Target {
   // After load: the name each input binds to (the forward arguments the positional inputs fill,
   // in order), or none where the target has no such names.
   virtual std::vector<std::string> input_names() const { return {}; }
+  // After load: what a compiled package records about its build (AOTInductor: device key, CPU
+  // ISA, platform), kept in the report; empty for other kinds.
+  virtual std::map<std::string, std::string> package() const { return {}; }
   // The preflight's check: one run without recording, turning a mismatch of the target and its
   // inputs into a TrialInputError. Returns what the user should be warned about (one sentence
   // each), e.g. a model traced in eval mode audited with --mode train.
@@ -64,6 +68,8 @@ class Target {
 std::unique_ptr<Target> open_model_target(const TrialSpec& spec);
 // A torch.export archive run by NativeRT (export.cpp).
 std::unique_ptr<Target> open_export_target();
+// An AOTInductor package (aoti.cpp).
+std::unique_ptr<Target> open_aoti_target();
 
 // The registered probe `name` (built in or from a plugin), or nullptr.
 std::unique_ptr<Target> open_probe_target(const std::string& name);

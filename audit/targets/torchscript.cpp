@@ -231,6 +231,7 @@ class TorchScriptTarget final : public Target {
 
 std::unique_ptr<Target> open_model_target(const TrialSpec& spec) {
   if (is_export_archive(spec.model)) return open_export_target();
+  if (is_aoti_package(spec.model)) return open_aoti_target();
   return std::make_unique<TorchScriptTarget>();
 }
 

@@ -172,8 +172,8 @@ std::string not_torchscript_because(const std::string& path) {
   };
   if (has("constants.pkl") || any_under("code/")) return "";
   if (any_under("data/aotinductor/"))
-    return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): compiled code, which this version "
-           "does not run; audit the module it was compiled from: " + save;
+    return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs, but lint "
+           "reads TorchScript graphs only; " + save;
   if (has("models/model.json"))
     return "is a torch.export archive (torch.export.save): run audits it, but lint reads TorchScript graphs only; "
            "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH) gives a TorchScript archive "
@@ -207,6 +207,17 @@ bool is_export_archive(const std::string& path) {
     for (const auto& r : reader.getAllRecords())
       if (r.rfind("data/aotinductor/", 0) == 0) return false;
     return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool is_aoti_package(const std::string& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const auto& r : reader.getAllRecords())
+      if (r.rfind("data/aotinductor/", 0) == 0) return true;
+    return false;
   } catch (const std::exception&) {
     return false;
   }

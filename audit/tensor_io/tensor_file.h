@@ -44,6 +44,8 @@ bool is_torchscript_archive(const std::string& path);
 // Whether `path` is a torch.export archive (torch.export.save): models/model.json, and no
 // AOTInductor code.
 bool is_export_archive(const std::string& path);
+// Whether `path` is an AOTInductor package: compiled code under data/aotinductor/.
+bool is_aoti_package(const std::string& path);
 
 // Reads the torch.save file at `path` (zip format, as torch.save and torch::jit::pickle_save
 // write it) with the checked reader (audit/tensor_io/python_pickle.h). Throws InputError naming the

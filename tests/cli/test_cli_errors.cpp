@@ -46,7 +46,6 @@ TEST_CASE("run and lint: every file that is not a TorchScript archive gets one l
       {"checkpoint_a.pt", {"holds tensors saved with torch.save (a state_dict or a checkpoint)"}},
       {"foreign_class.pt", {"is a torch.save file (a checkpoint holding a datetime.date at 'saved_on'), not a model"}},
       {"legacy_state_dict.pt", {"is a torch.save file in the legacy format", next}},
-      {"aoti_package.pt2", {"is an AOTInductor package (torch._inductor.aoti_compile_and_package)", next}},
   };
   for (const auto& [file, parts] : kinds)
     for (const char* command : {"run", "lint"}) {
@@ -60,12 +59,17 @@ TEST_CASE("run and lint: every file that is not a TorchScript archive gets one l
       CHECK(r.out.empty());
       for (const auto& part : parts) CHECK(r.err.find(part) != std::string::npos);
     }
-  // run audits a torch.export archive (test_cli_run.cpp); lint says it reads TorchScript only.
+  // run audits torch.export archives (test_cli_run.cpp) and AOTInductor packages (tests/compiled/);
+  // lint says it reads TorchScript only.
   const auto r = run_cli({"lint", data("exported.pt2")});
   CHECK(r.code == 3);
   CHECK(r.err.find("is a torch.export archive (torch.export.save): run audits it, but lint reads TorchScript graphs only") !=
         std::string::npos);
   CHECK(r.err.find("torch.jit.trace(torch.export.load(PATH).module(), example_inputs)") != std::string::npos);
+  const auto a = run_cli({"lint", data("aoti_package.pt2")});
+  CHECK(a.code == 3);
+  CHECK(a.err.find("is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs") !=
+        std::string::npos);
 }
 
 TEST_CASE("run: no input, and options that do not apply, are usage errors that say what to do (exit 2)") {

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# AOTInductor packages through the binary, as a user makes them: this script compiles a small
+# module with torch._inductor.aoti_compile_and_package (g++ on the CPU, about half a minute) and
+# checks what `repro-audit run` says of the package: reproducible, its constants and outputs
+# digested, its build metadata in the report; --trace, --mode train and wrong shapes refused with
+# one line; a package whose metadata names another device or CPU instructions this machine lacks
+# refused before it is loaded.
+#
+# usage: test_aoti.py REPRO_AUDIT_BINARY WORK_FOLDER
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import torch
+
+binary, work = sys.argv[1], pathlib.Path(sys.argv[2])
+shutil.rmtree(work, ignore_errors=True)
+work.mkdir(parents=True)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def run(*args):
+    return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+torch.manual_seed(0)
+net = Net().eval()
+ep = torch.export.export(net, (torch.randn(2, 4),))
+package = work / "net.pt2"
+torch._inductor.aoti_compile_and_package(ep, package_path=str(package))
+
+r = run("run", package, "--shape", "2x4", "--report", work / "r.json")
+check(r.returncode == 0, f"run exit {r.returncode}: {r.stderr}")
+check("AOTInductor package: " in r.stdout and "AOTI_DEVICE_KEY cpu" in r.stdout, f"no package line: {r.stdout}")
+report = json.loads((work / "r.json").read_text())
+target = report["targets"][0]
+check(target["package"].get("AOTI_DEVICE_KEY") == "cpu", f"package metadata: {target.get('package')}")
+names = [t["name"] for t in target["configs"][0]["reference_digests"]]
+check(names[-1] == "output/0" and any(n.startswith("constant/") for n in names), f"tensors: {names}")
+check(target["verdict"] == "reproducible", f"verdict {target['verdict']}")
+
+
+def refused(args, code, text):
+    r = run(*args)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == code and len(lines) == 1 and text in r.stderr,
+          f"{args}: exit {r.returncode}, stderr {r.stderr!r} (wanted {code}, '{text}')")
+
+
+refused(["run", package, "--shape", "2x5"], 3, "the compiled package rejects the inputs (float32[2x5])")
+refused(["run", package, "--shape", "2x4", "--trace"], 2, "--trace cannot follow this model's ops one by one (an AOTInductor package")
+refused(["run", package, "--shape", "2x4", "--mode", "train"], 2, "--mode train needs autograd")
+
+
+# The same package with its metadata changed: built for CUDA, or for an instruction set no CPU has.
+def rewritten(name, change):
+    out = work / name
+    with zipfile.ZipFile(package) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename.endswith("_metadata.json") and "wrapper" in item.filename:
+                meta = json.loads(data)
+                change(meta)
+                data = json.dumps(meta).encode()
+            dst.writestr(item, data)
+    return out
+
+
+cuda = rewritten("cuda.pt2", lambda m: m.update(AOTI_DEVICE_KEY="cuda"))
+refused(["run", cuda, "--shape", "2x4"], 3, "is an AOTInductor package compiled for cuda, not cpu")
+isa = rewritten("isa.pt2", lambda m: m.update(AOTI_CPU_ISA="AVX512 NO_SUCH_ISA"))
+refused(["run", isa, "--shape", "2x4"], 3, "compiled for CPUs with NO_SUCH_ISA, which this CPU lacks")
+
+for f in failures:
+    print("FAIL:", f, file=sys.stderr)
+print(f"aoti: {len(failures)} failures")
+sys.exit(1 if failures else 0)
