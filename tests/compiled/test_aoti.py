@@ -32,14 +32,8 @@ def run(*args):
     return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=600)
 
 
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 3)
-
-    def forward(self, x):
-        return torch.relu(self.fc(x))
-
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "data"))
+from make_model_kinds import Net  # noqa: E402  (the fixtures' module: Linear(4, 3), then relu)
 
 torch.manual_seed(0)
 net = Net().eval()

@@ -25,15 +25,20 @@ class Net(torch.nn.Module):
         return torch.relu(self.fc(x))
 
 
-torch.manual_seed(0)
-net = Net().eval()
-torch.save(net, here / "pickled_module.pt")
-torch.save(net.state_dict(), here / "legacy_state_dict.pt", _use_new_zipfile_serialization=False)
-torch.export.save(torch.export.export(net, (torch.randn(2, 4),)), here / "exported.pt2")
+def main():
+    torch.manual_seed(0)
+    net = Net().eval()
+    torch.save(net, here / "pickled_module.pt")
+    torch.save(net.state_dict(), here / "legacy_state_dict.pt", _use_new_zipfile_serialization=False)
+    torch.export.save(torch.export.export(net, (torch.randn(2, 4),)), here / "exported.pt2")
 
-stem = "aoti_package"
-small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}
-with zipfile.ZipFile(here / f"{stem}.pt2", "w") as z:
-    for name in ["data/aotinductor/model/c0.wrapper.cpp", "data/aotinductor/model/c0.wrapper_metadata.json",
-                 "data/aotinductor/model/c0.wrapper.so", "data/aotinductor/model/c1.kernel.cpp", *small]:
-        z.writestr(f"{stem}/{name}", small.get(name, ""))
+    stem = "aoti_package"
+    small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}
+    with zipfile.ZipFile(here / f"{stem}.pt2", "w") as z:
+        for name in ["data/aotinductor/model/c0.wrapper.cpp", "data/aotinductor/model/c0.wrapper_metadata.json",
+                     "data/aotinductor/model/c0.wrapper.so", "data/aotinductor/model/c1.kernel.cpp", *small]:
+            z.writestr(f"{stem}/{name}", small.get(name, ""))
+
+
+if __name__ == "__main__":
+    main()
