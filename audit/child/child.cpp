@@ -61,6 +61,11 @@ TrialResult run_child(const TrialSpec& spec) {
     const auto reference = spec.dump_only_differing.find("");
     Recorder rec(!spec.dump_path.empty(),
                  reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
+    // The preflight answers for the trials: the front drops --trace for a compiled target.
+    if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::Compiled) {
+      if (spec.task != ChildTask::Preflight) throw TrialInputError("a compiled target cannot be traced", "usage");
+      result.untraceable = fmt::format("{} cannot be traced op by op; auditing its outputs without --trace", target->kind());
+    }
     if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::None)
       throw TrialInputError(fmt::format("--trace cannot follow this model's ops one by one ({}); audit it without --trace",
                                         target->kind()),

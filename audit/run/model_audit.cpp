@@ -358,7 +358,8 @@ nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& targe
 
 }  // namespace
 
-report::Report run_audit(const RunOptions& o) {
+report::Report run_audit(const RunOptions& given) {
+  RunOptions o = given;  // --trace may be dropped after the preflight (a compiled target)
   const auto started = std::chrono::steady_clock::now();
   check_readable(o.model, "model");
   if (!o.input_file.empty()) check_readable(o.input_file, "input file");
@@ -368,6 +369,10 @@ report::Report run_audit(const RunOptions& o) {
   log::debug("scratch folder {}", scratch.path());
   const TrialResult pre = preflight(o, scratch);
   for (const auto& w : pre.warnings) log::warn("{}", w);
+  if (!pre.untraceable.empty()) {
+    log::warn("--trace: {}", pre.untraceable);
+    o.trace = false;
+  }
 
   report::Report rep;
   rep.tool_version = tool_version();

@@ -2,7 +2,7 @@
 // AOTInductor packages (torch._inductor.aoti_compile_and_package: a .pt2 with compiled code under
 // data/aotinductor/), run by LibTorch's AOTIModelPackageLoader. A trial records the package's
 // constants ("constant/fc.weight", by their original names) and every output ("output/0", ...).
-// Its kernels are compiled and fused, invisible to the op tracer: --trace is a usage error. The
+// Its kernels are compiled and fused, invisible to the op tracer: --trace is dropped with one line. The
 // package's build metadata goes to the report; one built for another device, or for CPU
 // instructions this machine lacks, is refused before it is loaded.
 #include "audit/targets/inputs.h"
@@ -67,8 +67,8 @@ void load_libtorch() {
 
 class AotiTarget final : public Target {
  public:
-  std::string kind() const override { return "an AOTInductor package: compiled, fused kernels"; }
-  Tracing tracing() const override { return Tracing::None; }
+  std::string kind() const override { return "an AOTInductor package (compiled, fused kernels)"; }
+  Tracing tracing() const override { return Tracing::Compiled; }
 
   std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) override {
     if (spec.mode == "train")

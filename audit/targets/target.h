@@ -34,8 +34,9 @@ namespace ra::targets {
 
 // What `--trace` can see of a target's run.
 enum class Tracing {
-  OpByOp,  // every ATen op reaches the dispatcher: root causes can be named
-  None,    // fused or compiled code: only outputs are digested
+  OpByOp,    // every ATen op reaches the dispatcher: root causes can be named
+  None,      // not traceable in this version: --trace is a usage error
+  Compiled,  // fused, compiled kernels: --trace is dropped with one line, and only outputs are digested
 };
 
 class Target {

@@ -198,6 +198,7 @@ nlohmann::json to_json(const TrialResult& r) {
           {"inputs", r.input_descriptions},
           {"input_names", r.input_names},
           {"package", r.package},
+          {"untraceable", r.untraceable},
           {"warnings", r.warnings},
           {"startup_ms", r.startup_ms},
           {"wall_ms", r.wall_ms},
@@ -222,6 +223,7 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
   r.input_descriptions = j.at("inputs").get<std::vector<std::string>>();
   r.input_names = j.value("input_names", std::vector<std::string>{});
   r.package = j.value("package", std::map<std::string, std::string>{});
+  r.untraceable = j.value("untraceable", std::string());
   r.warnings = j.value("warnings", std::vector<std::string>{});
   r.startup_ms = j.at("startup_ms").get<double>();
   r.wall_ms = j.at("wall_ms").get<double>();

@@ -3,8 +3,8 @@
 # AOTInductor packages through the binary, as a user makes them: this script compiles a small
 # module with torch._inductor.aoti_compile_and_package (g++ on the CPU, about half a minute) and
 # checks what `repro-audit run` says of the package: reproducible, its constants and outputs
-# digested, its build metadata in the report; --trace, --mode train and wrong shapes refused with
-# one line; a package whose metadata names another device or CPU instructions this machine lacks
+# digested, its build metadata in the report; --trace dropped with one line; --mode train and wrong
+# shapes refused with one line; a package whose metadata names another device or CPU instructions this machine lacks
 # refused before it is loaded.
 #
 # usage: test_aoti.py REPRO_AUDIT_BINARY WORK_FOLDER
@@ -60,7 +60,13 @@ def refused(args, code, text):
 
 
 refused(["run", package, "--shape", "2x5"], 3, "the compiled package rejects the inputs (float32[2x5])")
-refused(["run", package, "--shape", "2x4", "--trace"], 2, "--trace cannot follow this model's ops one by one (an AOTInductor package")
+# --trace: one line on stderr, then the audit without it.
+r = run("run", package, "--shape", "2x4", "--trace", "--report", work / "t.json")
+check(r.returncode == 0 and "--trace: an AOTInductor package (compiled, fused kernels) cannot be traced op by op; "
+      "auditing its outputs without --trace" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+      f"--trace: exit {r.returncode}, stderr {r.stderr!r}")
+check(r.returncode != 0 or json.loads((work / "t.json").read_text())["targets"][0]["configs"][0].get("trace") is None,
+      "a trace section in a package's report")
 refused(["run", package, "--shape", "2x4", "--mode", "train"], 2, "--mode train needs autograd")
 
 
