@@ -130,13 +130,6 @@ std::vector<std::string> user_input_names(const std::string& path) {
   return names;
 }
 
-// Flattens an output into named tensors and records each.
-void record_output(Recorder& rec, const c10::IValue& v) {
-  std::vector<std::pair<std::string, at::Tensor>> flat;
-  collect_tensors(v, "output", flat, "the model's output");
-  for (const auto& [n, t] : flat) rec.add(n, t);
-}
-
 class ExportTarget final : public Target {
  public:
   std::string kind() const override { return "a torch.export archive, in this version"; }
@@ -190,7 +183,7 @@ class ExportTarget final : public Target {
 
   void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
     for (const auto& [name, t] : weights_) rec.add(name, t);
-    record_output(rec, runner_->run(inputs_.args, inputs_.kwargs));
+    record_value(rec, "output", runner_->run(inputs_.args, inputs_.kwargs));
   }
 
  private:

@@ -36,6 +36,12 @@ void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors
   }
 }
 
+void record_value(Recorder& rec, const std::string& name, const c10::IValue& v) {
+  NamedTensors flat;
+  collect_tensors(v, name, flat, "the model's output");
+  for (const auto& [n, t] : flat) rec.add(n, t);
+}
+
 Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
   Inputs in;
   if (!spec.input_file.empty()) {

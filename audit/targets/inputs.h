@@ -4,6 +4,7 @@
 // not depend on what the model draws. Shared by every kind of model target.
 #pragma once
 
+#include "audit/runtime/child_support.h"
 #include "audit/tensor_io/tensor_file.h"
 #include "audit/trial/trial_spec.h"
 
@@ -28,5 +29,8 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device);
 // Flattens an IValue of tensors into (name, tensor) pairs (audit/tensor_io/tensor_file.h); throws
 // TrialInputError for anything else. `what` names the value in messages.
 void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const char* what);
+
+// Flattens a model's output into named tensors ("output", "output/0", ...) and records each.
+void record_value(Recorder& rec, const std::string& name, const c10::IValue& v);
 
 }  // namespace ra::targets

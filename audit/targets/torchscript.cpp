@@ -47,13 +47,6 @@ void check_arity(const torch::jit::Module& module, const Inputs& in) {
                                       declared == 1 ? "" : "s", in.args.size(), in.args.size() == 1 ? "was" : "were"));
 }
 
-// Flattens a model output into named tensors and records each.
-void record_value(Recorder& rec, const std::string& name, const c10::IValue& v) {
-  std::vector<std::pair<std::string, at::Tensor>> flat;
-  collect_tensors(v, name, flat, "the model's output");
-  for (const auto& [n, t] : flat) rec.add(n, t);
-}
-
 c10::IValue call_forward(torch::jit::Module& module, const Inputs& in) {
   if (!in.kwargs.empty()) return module.forward(in.args, in.kwargs);
   return module.forward(in.args);
@@ -230,9 +223,11 @@ class TorchScriptTarget final : public Target {
 }  // namespace
 
 std::unique_ptr<Target> open_model_target(const TrialSpec& spec) {
-  if (is_export_archive(spec.model)) return open_export_target();
-  if (is_aoti_package(spec.model)) return open_aoti_target();
-  return std::make_unique<TorchScriptTarget>();
+  switch (archive_kind(spec.model)) {
+    case ArchiveKind::Export: return open_export_target();
+    case ArchiveKind::Aoti: return open_aoti_target();
+    default: return std::make_unique<TorchScriptTarget>();  // whose load says what any other file is
+  }
 }
 
 }  // namespace ra::targets

@@ -32,7 +32,7 @@ using report::DiffStatus;
 std::map<std::string, c10::IValue> by_name(const std::string& path, const std::string& key) {
   std::map<std::string, c10::IValue> out;
   const std::string what = fmt::format("file '{}'", path);
-  if (is_torchscript_archive(path)) {
+  if (archive_kind(path) == ArchiveKind::TorchScript) {
     if (!key.empty()) throw InputError(fmt::format("--key selects inside torch.save files; {} is a TorchScript archive", what));
     torch::jit::Module m;
     try {

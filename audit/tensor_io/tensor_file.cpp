@@ -135,12 +135,28 @@ c10::IValue select_key(const c10::IValue& root, const std::string& key, const st
   return v;
 }
 
-bool is_torchscript_archive(const std::string& path) {
+namespace {
+
+ArchiveKind kind_of_records(const std::vector<std::string>& records) {
+  const auto has = [&](const std::string& name) { return std::find(records.begin(), records.end(), name) != records.end(); };
+  const auto any_under = [&](const std::string& prefix) {
+    return std::any_of(records.begin(), records.end(), [&](const std::string& r) { return r.rfind(prefix, 0) == 0; });
+  };
+  if (has("constants.pkl") || any_under("code/")) return ArchiveKind::TorchScript;
+  if (any_under("data/aotinductor/")) return ArchiveKind::Aoti;
+  if (has("models/model.json")) return ArchiveKind::Export;
+  if (has("data.pkl")) return ArchiveKind::TorchSave;
+  return ArchiveKind::Other;
+}
+
+}  // namespace
+
+ArchiveKind archive_kind(const std::string& path) {
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
-    return reader.hasRecord("constants.pkl") || reader.hasRecord("code/__torch__.py");
+    return kind_of_records(reader.getAllRecords());
   } catch (const std::exception&) {
-    return false;
+    return ArchiveKind::Other;
   }
 }
 
@@ -166,19 +182,18 @@ std::string not_torchscript_because(const std::string& path) {
     return fmt::format("is a zip archive that PyTorch cannot read (damaged, truncated, or not written by PyTorch: {}); {}",
                        error_text(e), save);
   }
-  const auto has = [&](const std::string& name) { return std::find(records.begin(), records.end(), name) != records.end(); };
-  const auto any_under = [&](const std::string& prefix) {
-    return std::any_of(records.begin(), records.end(), [&](const std::string& r) { return r.rfind(prefix, 0) == 0; });
-  };
-  if (has("constants.pkl") || any_under("code/")) return "";
-  if (any_under("data/aotinductor/"))
-    return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs, but lint "
-           "reads TorchScript graphs only; " + save;
-  if (has("models/model.json"))
-    return "is a torch.export archive (torch.export.save): run audits it, but lint reads TorchScript graphs only; "
-           "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH) gives a TorchScript archive "
-           "of the same program";
-  if (!has("data.pkl")) return "is a zip archive that holds neither TorchScript code nor a torch.save pickle; " + save;
+  switch (kind_of_records(records)) {
+    case ArchiveKind::TorchScript: return "";
+    case ArchiveKind::Aoti:
+      return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs, but lint "
+             "reads TorchScript graphs only; " + save;
+    case ArchiveKind::Export:
+      return "is a torch.export archive (torch.export.save): run audits it, but lint reads TorchScript graphs only; "
+             "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH) gives a TorchScript archive "
+             "of the same program";
+    case ArchiveKind::Other: return "is a zip archive that holds neither TorchScript code nor a torch.save pickle; " + save;
+    case ArchiveKind::TorchSave: break;
+  }
   try {
     (void)load_python_pickle_file(path);
   } catch (const InputError& e) {
@@ -198,29 +213,6 @@ std::string not_torchscript_because(const std::string& path) {
   }
   return "holds tensors saved with torch.save (a state_dict or a checkpoint), not a model: the code that uses them "
          "is missing; " + save + " (repro-audit diff compares two such files bit for bit)";
-}
-
-bool is_export_archive(const std::string& path) {
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    if (!reader.hasRecord("models/model.json")) return false;
-    for (const auto& r : reader.getAllRecords())
-      if (r.rfind("data/aotinductor/", 0) == 0) return false;
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-bool is_aoti_package(const std::string& path) {
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    for (const auto& r : reader.getAllRecords())
-      if (r.rfind("data/aotinductor/", 0) == 0) return true;
-    return false;
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 c10::IValue load_torch_file(const std::string& path) {

@@ -9,6 +9,7 @@
 # only the names). Run with the project's venv python:
 #   ~/.cache/repro-audit/venv/bin/python tests/data/make_model_kinds.py
 import pathlib
+import re
 import zipfile
 
 import torch
@@ -25,12 +26,26 @@ class Net(torch.nn.Module):
         return torch.relu(self.fc(x))
 
 
+def without_paths(archive):
+    """The archive with each node's stack_trace naming files by base name: the paths of this machine
+    (the script's, the venv's) do not belong in a committed fixture. Nothing reads them back."""
+    with zipfile.ZipFile(archive) as z:
+        items = [(i, z.read(i.filename)) for i in z.infolist()]
+    with zipfile.ZipFile(archive, "w") as z:
+        for info, data in items:
+            if info.filename.endswith("models/model.json"):
+                data = re.sub(rb'File \\"/[^"\\]*/([^"/\\]+)\\"', rb'File \\"\1\\"', data)
+            z.writestr(info, data)
+
+
 def main():
     torch.manual_seed(0)
     net = Net().eval()
     torch.save(net, here / "pickled_module.pt")
     torch.save(net.state_dict(), here / "legacy_state_dict.pt", _use_new_zipfile_serialization=False)
-    torch.export.save(torch.export.export(net, (torch.randn(2, 4),)), here / "exported.pt2")
+    exported = here / "exported.pt2"
+    torch.export.save(torch.export.export(net, (torch.randn(2, 4),)), exported)
+    without_paths(exported)
 
     stem = "aoti_package"
     small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}
