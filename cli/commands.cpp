@@ -18,6 +18,8 @@ namespace {
 
 const Command kFrontCommands[] = {
     {"run", "audit a TorchScript model: repeated runs in fresh processes under flag configurations", false, attach_run},
+    {"exec", "audit any command (a training script, torchrun): its artifacts and printed metrics compared bit for bit "
+             "across runs and flag configurations, with a seeding checklist", false, attach_exec},
     {"lint", "static scan of a TorchScript model's graph against the knowledge base of nondeterministic ops", false,
      attach_lint},
     {"probes", "measure, op by op, which documented nondeterministic ops diverge here and what the flags fix",

@@ -36,6 +36,7 @@ Action attach_compare(CLI::App& sub, const GlobalOptions& global);
 Action attach_diff(CLI::App& sub, const GlobalOptions& global);
 Action attach_report(CLI::App& sub, const GlobalOptions& global);
 Action attach_merge(CLI::App& sub, const GlobalOptions& global);
+Action attach_exec(CLI::App& sub, const GlobalOptions& global);
 Action attach_env(CLI::App& sub, const GlobalOptions& global);
 Action attach_selftest(CLI::App& sub, const GlobalOptions& global);
 Action attach_completion(CLI::App& sub, const GlobalOptions& global);

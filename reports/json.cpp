@@ -151,6 +151,25 @@ json probe_json(const ProbeFacts& p) {
           {"disagreements", p.disagreements}};
 }
 
+json exec_json(const ExecFacts& e) {
+  json artifacts = json::array(), metrics = json::array(), checklist = json::array();
+  for (const auto& a : e.artifacts)
+    artifacts.push_back({{"name", a.name}, {"pattern", a.pattern}, {"kind", a.kind}, {"note", a.note}, {"bytes", a.bytes}});
+  for (const auto& m : e.metrics) metrics.push_back({{"name", m.name}, {"regex", m.regex}, {"occurrences", m.occurrences}});
+  for (const auto& c : e.checklist)
+    checklist.push_back({{"id", c.id}, {"status", c.status}, {"text", c.text}, {"where", c.where}, {"ranks", c.ranks},
+                         {"artifact", c.artifact}});
+  json ranks = nullptr;
+  if (e.ranks_equal)
+    ranks = {{"equal", e.ranks_equal->equal}, {"compared", e.ranks_equal->compared}, {"config", e.ranks_equal->config},
+             {"repeat", e.ranks_equal->repeat}, {"artifact", e.ranks_equal->artifact}, {"rank", e.ranks_equal->rank},
+             {"tensor", e.ranks_equal->tensor}};
+  return {{"command", e.command},        {"executable", e.executable}, {"working_directory", e.working_directory},
+          {"artifacts", artifacts},      {"metrics", metrics},         {"hook", e.hook},
+          {"hook_note", e.hook_note},    {"checklist", checklist},     {"world_size", e.world_size},
+          {"backend", e.backend},        {"launcher_set", e.launcher_set}, {"ranks_equal", ranks}};
+}
+
 json replay_json(const Replay& r) {
   json components = json::array();
   for (const auto& c : r.components)
@@ -319,6 +338,7 @@ json to_json(const Report& r) {
     targets.push_back(std::move(target));
     if (t.probe) targets.back()["probe"] = probe_json(*t.probe);
     if (t.replay) targets.back()["replay"] = replay_json(*t.replay);
+    if (t.exec) targets.back()["exec"] = exec_json(*t.exec);
   }
   json j = {{"schema", "repro-audit/report"},
             {"schema_version", kSchemaVersion},
@@ -394,8 +414,11 @@ json op_stream_json(const OpStream& s) {
 json config_head_json(const ConfigResult& c) {
   json switches = json::array();
   for (const auto& s : c.switches)
+  {
     switches.push_back({{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
                         {"effective", s.effective}});
+    if (!s.set_at.empty()) switches.back()["set_at"] = s.set_at;
+  }
   json head = {{"config", c.name},
           {"verdict", to_string(c.verdict)},
           {"message", c.message},

@@ -232,6 +232,40 @@ Replay replay(const Node& n) {
   return r;
 }
 
+ExecFacts exec_facts(const Node& n) {
+  ExecFacts e;
+  e.command = n.at("command").strings();
+  e.executable = n.at("executable").str();
+  e.working_directory = n.at("working_directory").str();
+  e.artifacts = n.at("artifacts").list([](const Node& a) {
+    return ExecArtifact{a.at("name").str(), a.at("pattern").str(), a.at("kind").str(), a.at("note").str(), a.at("bytes").i64()};
+  });
+  e.metrics = n.at("metrics").list([](const Node& m) { return ExecMetric{m.at("name").str(), m.at("regex").str(), m.at("occurrences").i32()}; });
+  e.hook = n.at("hook").str();
+  e.hook_note = n.at("hook_note").str();
+  e.checklist = n.at("checklist").list([](const Node& c) {
+    ChecklistItem item;
+    item.id = c.at("id").str();
+    item.status = c.at("status").str();
+    if (item.status != "ok" && item.status != "missing" && item.status != "not-applicable")
+      c.at("status").fail(fmt::format("unknown checklist status '{}'", item.status));
+    item.text = c.at("text").str();
+    item.where = c.at("where").str();
+    item.ranks = c.at("ranks").list([](const Node& r) { return r.i32(); });
+    item.artifact = c.at("artifact").str();
+    return item;
+  });
+  e.world_size = n.at("world_size").i32();
+  e.backend = n.at("backend").str();
+  const Node launcher = n.at("launcher_set");
+  if (!launcher.v.is_object()) launcher.fail("expected an object of strings");
+  for (const auto& item : launcher.v.items()) e.launcher_set[item.key()] = launcher.at(item.key()).str();
+  if (const Node r = n.at("ranks_equal"); !r.null())
+    e.ranks_equal = RanksEqual{r.at("equal").boolean(), r.at("config").str(), r.at("repeat").i32(), r.at("artifact").str(),
+                               r.at("rank").i32(), r.at("tensor").str(), r.at("compared").i32()};
+  return e;
+}
+
 Target target(const Node& n) {
   Target t;
   detail::read_target_head(n, t, detail::TargetDoc::Report);
@@ -260,6 +294,7 @@ Target target(const Node& n) {
   t.configs = n.at("configs").list(config);
   if (n.has("probe")) t.probe = probe(n.at("probe"));
   if (n.has("replay")) t.replay = replay(n.at("replay"));
+  if (n.has("exec")) t.exec = exec_facts(n.at("exec"));
   return t;
 }
 
@@ -515,7 +550,8 @@ void read_config_head(const Node& n, ConfigResult& c) {
   c.rate_ci_high = ci[1].num();
   c.distinct_outcomes = d.at("distinct_outcomes").i32();
   c.switches = n.at("switches").list([](const Node& s) {
-    return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()};
+    return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str(),
+                       s.has("set_at") ? s.at("set_at").str() : std::string()};
   });
   if (n.has("op_stream")) {
     const Node o = n.at("op_stream");

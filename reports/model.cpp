@@ -231,6 +231,9 @@ void finalize(Report& report) {
       t = Verdict::Diverged;
     if (target.replay && target.replay->verdict == ReplayVerdict::Crashed && severity(Verdict::Crashed) > severity(t))
       t = Verdict::Crashed;
+    // exec --ranks-equal: data-parallel replicas that hold different parameters diverged.
+    if (target.exec && target.exec->ranks_equal && !target.exec->ranks_equal->equal && severity(Verdict::Diverged) > severity(t))
+      t = Verdict::Diverged;
     target.verdict = all_skipped && t == Verdict::Reproducible ? Verdict::Skipped : t;
     if (severity(target.verdict) > severity(worst)) worst = target.verdict;
   }

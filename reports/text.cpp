@@ -194,12 +194,67 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
   if (t.splits.size() > limit) out += fmt::format("    ... and {} more splits\n", t.splits.size() - limit);
 }
 
+// exec: the command, what is compared, how the switches reached it.
+void exec_head_lines(std::string& out, const Target& t) {
+  const ExecFacts& e = *t.exec;
+  out += fmt::format("exec: {}\n", t.name);
+  std::vector<std::string> what;
+  for (const auto& a : e.artifacts) what.push_back(fmt::format("{} ({})", a.name, a.kind));
+  for (const auto& m : e.metrics) what.push_back(fmt::format("metric {} ({} per run)", m.name, m.occurrences));
+  out += fmt::format("  compared: {}\n", what.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(what, ", ")));
+  for (const auto& a : e.artifacts)
+    if (!a.note.empty()) out += fmt::format("  note: {}: {}\n", a.name, a.note);
+  if (!e.hook_note.empty()) out += fmt::format("  note: {}\n", e.hook_note);
+  if (e.world_size > 0) {
+    std::vector<std::string> set;
+    for (const auto& [k, v] : e.launcher_set) set.push_back(k + "=" + v);
+    out += fmt::format("  torchrun: world size {}{}{}\n", e.world_size, e.backend.empty() ? "" : ", backend " + e.backend,
+                       set.empty() ? "" : fmt::format("; set by the launcher in every rank: {}", fmt::join(set, ", ")));
+  }
+}
+
+// exec: switches the program set itself, in one configuration.
+void switches_set_lines(std::string& out, const ConfigResult& c) {
+  for (const auto& s : c.switches) {
+    if (s.set_at.empty()) continue;
+    const bool overridden = !s.requested.empty() && s.requested != s.effective;
+    out += fmt::format("    {} by the program at {}: {}={}{}\n", overridden ? "overridden" : "set", s.set_at, s.key, s.effective,
+                       overridden ? fmt::format(" (this configuration asked for {})", s.requested) : "");
+  }
+}
+
+// exec: the seeding checklist and the ranks' comparison.
+void exec_tail_lines(std::string& out, const ExecFacts& e) {
+  if (!e.checklist.empty()) out += "  seeding checklist (checked while the program ran):\n";
+  for (const auto& item : e.checklist) {
+    std::string line = fmt::format("    {:<14} {}", item.status, item.text);
+    if (!item.where.empty()) line += fmt::format(" ({})", item.where);
+    if (!item.ranks.empty()) line += fmt::format(" [rank{} {}]", item.ranks.size() == 1 ? "" : "s", fmt::join(item.ranks, ","));
+    if (!item.artifact.empty()) line += fmt::format(" -> may explain {}", item.artifact);
+    out += line + "\n";
+  }
+  if (e.ranks_equal) {
+    const RanksEqual& r = *e.ranks_equal;
+    if (r.equal)
+      out += fmt::format("  ranks equal: every rank's artifacts equal rank 0's ({} comparisons)\n", r.compared);
+    else
+      out += fmt::format("  ranks differ: rank {} differs from rank 0 in {} of {} ({} repeat {})\n", r.rank, r.tensor, r.artifact,
+                         r.config, r.repeat);
+  }
+}
+
 // The fix search: every candidate, then the cheapest minimal fix with its snippets.
-void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const std::vector<SwitchValue>& failing) {
-  out += fmt::format("    fix search from {} ({}{} traced repeats per candidate{}; costs: {} timed runs in {} rounds interleaved with "
-                     "{}, median ratio (lowest-highest)):\n",
-                     f.from, f.repeats_auto ? "up to " : "", f.repeats, f.repeats_auto ? ", each until decided" : "",
-                     std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
+void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const std::vector<SwitchValue>& failing,
+               bool command = false) {
+  if (command)  // exec: each timed run is one run of the command
+    out += fmt::format("    fix search from {} ({} repeats per candidate; costs: the command's wall time over {} runs "
+                       "interleaved with {}, median ratio (lowest-highest)):\n",
+                       f.from, f.repeats, f.timed_runs, f.from);
+  else
+    out += fmt::format("    fix search from {} ({}{} traced repeats per candidate{}; costs: {} timed runs in {} rounds interleaved with "
+                       "{}, median ratio (lowest-highest)):\n",
+                       f.from, f.repeats_auto ? "up to " : "", f.repeats, f.repeats_auto ? ", each until decided" : "",
+                       std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
   for (const auto& c : f.candidates) {
     const std::string toggles = c.config.size() > f.from.size() ? c.config.substr(f.from.size() + 1) : c.config;
     std::string line = fmt::format("      {:<40} {:<12}", toggles, to_string(c.verdict));
@@ -282,8 +337,11 @@ std::string render_text_raw(const Report& r) {
   if (!r.targets.empty() && r.targets.front().probe) return render_probes_text(r);
   std::string out;
   for (const auto& t : r.targets) {
-    out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
-                       t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
+    if (t.exec)
+      exec_head_lines(out, t);
+    else
+      out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
+                         t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
     if (!t.package.empty()) {
       std::vector<std::string> facts;
@@ -308,7 +366,8 @@ std::string render_text_raw(const Report& r) {
       if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
       findings(out, c.diverged_tensors, 5);
       if (c.trace) trace_lines(out, c, 5);
-      if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches);
+      if (t.exec) switches_set_lines(out, c);
+      if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, t.exec.has_value());
       if (!c.message.empty() && c.verdict != Verdict::Diverged) out += fmt::format("    {}\n", c.message);
       for (const auto& trial : c.trials)
         if (!trial.stderr_tail.empty() && (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {
@@ -328,6 +387,7 @@ std::string render_text_raw(const Report& r) {
       for (const auto& cause : t.dependence->causes) out += fmt::format("    {}\n", config_cause_text(cause));
     }
     if (t.replay) replay_lines(out, *t.replay);
+    if (t.exec) exec_tail_lines(out, *t.exec);
   }
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);

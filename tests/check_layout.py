@@ -31,14 +31,17 @@ ALLOWED = {
     "audit/child": RUNTIME + CONCERNS + ["audit/targets", "probes"],
     # Scale-out (shards, merge): the front's, above the concerns it joins.
     "audit/fleet": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline"],
+    # Any command audited by what it writes (exec): the front's, beside fleet.
+    "audit/exec": TRIAL + ["audit/trace", "audit/fleet"],
     # The front's audits: never the worker side.
     "audit/run": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "probes"],
-    "cli": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "audit/run", "probes"],
+    "cli": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "audit/exec", "audit/run",
+                    "probes"],
     "cli/worker": ["cli"] + RUNTIME + CONCERNS + ["audit/targets", "audit/child", "audit/run", "probes"],
 }
 # Within probes/, the front may include only the torch-free descriptions.
 FRONT_PROBE_HEADERS = {"probes/probe_info.h"}
-FRONT = {"audit/run", "audit/fleet", "cli", "audit/trial", "audit/common", "audit/digest", "audit/baseline"}
+FRONT = {"audit/run", "audit/fleet", "audit/exec", "cli", "audit/trial", "audit/common", "audit/digest", "audit/baseline"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

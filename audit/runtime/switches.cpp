@@ -98,8 +98,9 @@ void apply_switches(const Config& config) {
 std::vector<report::SwitchValue> read_switches(const Config& config) {
   std::vector<report::SwitchValue> out;
   for (const auto& s : switch_table()) {
+    if (s.exec_only) continue;
     const auto it = config.values.find(s.key);
-    out.push_back({s.key, it == config.values.end() ? "" : it->second, effective(s.key)});
+    out.push_back({s.key, it == config.values.end() ? "" : it->second, effective(s.key), ""});
   }
   return out;
 }

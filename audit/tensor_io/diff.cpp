@@ -9,6 +9,7 @@
 
 #include "audit/digest/digest.h"
 #include "audit/common/paths.h"
+#include "audit/tensor_io/safetensors.h"
 #include "audit/tensor_io/tensor_file.h"
 #include "audit/digest/tensor_stats.h"
 #include "audit/common/errors.h"
@@ -26,12 +27,19 @@ namespace {
 using report::DiffEntry;
 using report::DiffStatus;
 
-// The leaves of one side: a TorchScript archive's parameters and buffers under their state-dict
-// names ("0.weight", "1.running_mean"), else the torch.save file's tensors and plain values, below
-// `key` when one is given.
-std::map<std::string, c10::IValue> by_name(const std::string& path, const std::string& key) {
+std::vector<int64_t> sizes_of(const at::Tensor& t) { return t.sizes().vec(); }
+
+}  // namespace
+
+std::map<std::string, c10::IValue> file_leaves(const std::string& path, const std::string& key) {
   std::map<std::string, c10::IValue> out;
   const std::string what = fmt::format("file '{}'", path);
+  if (looks_like_safetensors(path)) {
+    if (!key.empty()) throw InputError(fmt::format("--key selects inside torch.save files; {} is a safetensors file", what));
+    for (auto& [name, t] : load_safetensors(path)) out.emplace(name, std::move(t));
+    if (out.empty()) throw InputError(fmt::format("{} is a safetensors file with no tensors", what));
+    return out;
+  }
   if (archive_kind(path) == ArchiveKind::TorchScript) {
     if (!key.empty()) throw InputError(fmt::format("--key selects inside torch.save files; {} is a TorchScript archive", what));
     torch::jit::Module m;
@@ -59,10 +67,12 @@ std::map<std::string, c10::IValue> by_name(const std::string& path, const std::s
   return out;
 }
 
-std::vector<int64_t> shape_of(const at::Tensor& t) { return t.sizes().vec(); }
+namespace {
 
 // A plain value's type and its exact text: floats in the shortest form that reads back as the
 // same double, strings quoted. Equality is by type and bits, so -0.0 and 0.0 differ and NaN equals itself.
+}  // namespace
+
 std::string value_type(const c10::IValue& v) {
   if (v.isInt()) return "int";
   if (v.isDouble()) return "float";
@@ -79,6 +89,8 @@ std::string value_text(const c10::IValue& v) {
   return "None";
 }
 
+namespace {
+
 bool same_value(const c10::IValue& a, const c10::IValue& b) {
   if (value_type(a) != value_type(b)) return false;
   if (a.isDouble()) {
@@ -88,10 +100,12 @@ bool same_value(const c10::IValue& a, const c10::IValue& b) {
   return value_text(a) == value_text(b);
 }
 
-std::string type_of(const c10::IValue& v) { return v.isTensor() ? dtype_name(v.toTensor().scalar_type()) : value_type(v); }
-std::vector<int64_t> shape_of(const c10::IValue& v) { return v.isTensor() ? shape_of(v.toTensor()) : std::vector<int64_t>{}; }
+}  // namespace
 
-DiffEntry compare(const std::string& name, const c10::IValue& a, const c10::IValue& b,
+std::string type_of(const c10::IValue& v) { return v.isTensor() ? dtype_name(v.toTensor().scalar_type()) : value_type(v); }
+std::vector<int64_t> shape_of(const c10::IValue& v) { return v.isTensor() ? sizes_of(v.toTensor()) : std::vector<int64_t>{}; }
+
+DiffEntry compare_leaves(const std::string& name, const c10::IValue& a, const c10::IValue& b,
                   const std::optional<report::Tolerance>& tolerance) {
   DiffEntry e;
   e.name = name;
@@ -117,13 +131,15 @@ DiffEntry compare(const std::string& name, const c10::IValue& a, const c10::IVal
   if (ta.scalar_type() != tb.scalar_type() || ta.sizes() != tb.sizes()) {
     e.status = ta.scalar_type() != tb.scalar_type() ? DiffStatus::DtypeDiffers : DiffStatus::ShapeDiffers;
     e.dtype_b = dtype_name(tb.scalar_type());
-    e.shape_b = shape_of(tb);
+    e.shape_b = sizes_of(tb);
   } else if (e.digest_a != e.digest_b) {
     e.status = DiffStatus::Differs;
     e.stats = tensor_difference(ta, tb, tolerance);
   }
   return e;
 }
+
+namespace {
 
 DiffEntry only(const std::string& name, const c10::IValue& v, DiffStatus status) {
   DiffEntry e;
@@ -140,8 +156,8 @@ DiffEntry only(const std::string& name, const c10::IValue& v, DiffStatus status)
 
 report::DiffReport diff_tensor_files(const std::string& a, const std::string& b, const std::string& key,
                                      const std::optional<report::Tolerance>& tolerance, bool tolerant) {
-  const auto ta = by_name(a, key);
-  const auto tb = by_name(b, key);
+  const auto ta = file_leaves(a, key);
+  const auto tb = file_leaves(b, key);
   report::DiffReport r;
   r.tool_version = tool_version();
   r.a = a;
@@ -159,7 +175,7 @@ report::DiffReport diff_tensor_files(const std::string& a, const std::string& b,
       r.entries.push_back(only(ib->first, ib->second, DiffStatus::OnlyB));
       ++ib;
     } else {
-      r.entries.push_back(compare(ia->first, ia->second, ib->second, tolerance));
+      r.entries.push_back(compare_leaves(ia->first, ia->second, ib->second, tolerance));
       ++ia;
       ++ib;
     }

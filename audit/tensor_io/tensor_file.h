@@ -6,10 +6,13 @@
 #pragma once
 
 #include "audit/tensor_io/model_file.h"
+#include "reports/diff.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,5 +57,22 @@ c10::IValue load_torch_file(const std::string& path);
 // file when it holds no tensors, anything but tensors and containers of them, two tensors under
 // one name, or tensors the digest cannot read (sparse, quantized).
 NamedTensors load_tensor_file(const std::string& path);
+
+// What `diff` compares in a file, by name: a TorchScript archive's parameters and buffers under
+// their state-dict names ("0.weight"), a safetensors file's tensors, else a torch.save file's
+// tensors and plain values (flatten_leaves), below `key` when one is given (torch.save only).
+// InputError naming the file for anything it cannot read or compare (sparse, quantized).
+std::map<std::string, c10::IValue> file_leaves(const std::string& path, const std::string& key = "");
+// A plain leaf's type ("int", "float", "bool", "str", "None") and its exact text (floats in the
+// shortest form that reads back as the same double, strings quoted).
+std::string value_type(const c10::IValue& v);
+std::string value_text(const c10::IValue& v);
+// A leaf's dtype name (a tensor's, or value_type) and shape (empty for a plain value).
+std::string type_of(const c10::IValue& v);
+std::vector<int64_t> shape_of(const c10::IValue& v);
+// One entry of `diff`: two leaves named `name` compared by digest (tensors) or exact value, with
+// statistics (against `tolerance`, nullopt: each dtype's default) when tensor bits differ.
+report::DiffEntry compare_leaves(const std::string& name, const c10::IValue& a, const c10::IValue& b,
+                                 const std::optional<report::Tolerance>& tolerance);
 
 }  // namespace ra

@@ -29,6 +29,7 @@ const std::map<std::string, Target>& targets() {
       {"fill_uninitialized_memory", {"on", true, true}}, {"cublas_workspace", {":4096:8", false, true}},
       {"tf32.cublas", {"off", false, true}},         {"tf32.cudnn", {"off", false, true}},
       {"threads", {"1", true, true}},                {"mkl_cbwr", {"COMPATIBLE", true, false}},
+      {"tf32.override", {"0", false, true}},         {"pythonhashseed", {"0", true, true}},
   };
   return t;
 }
@@ -109,8 +110,13 @@ std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const
     const Target& t = it->second;
     if (!(device_type == "cuda" ? t.cuda : t.cpu)) continue;
     std::string effective;
+    bool listed = false;
     for (const auto& sw : failing.switches)
-      if (sw.key == s.key) effective = sw.effective;
+      if (sw.key == s.key) {
+        effective = sw.effective;
+        listed = true;
+      }
+    if (s.exec_only && !listed) continue;  // a LibTorch trial: the switch means nothing there
     if (effective == t.value || effective.rfind("no effect", 0) == 0) continue;
     out.push_back({s.key, t.value});
   }

@@ -92,6 +92,10 @@ const std::vector<SwitchInfo>& switch_table() {
       {"threads", SwitchKind::Threads, {}, "OMP_NUM_THREADS", "intra-op threads (torch.set_num_threads)"},
       {"mkl_cbwr", SwitchKind::Choice, {"unset", "AUTO", "COMPATIBLE", "SSE4_2", "AVX2", "AVX512"}, "MKL_CBWR",
        "MKL conditional numerical reproducibility branch"},
+      {"tf32.override", SwitchKind::Choice, {"unset", "0", "1"}, "NVIDIA_TF32_OVERRIDE",
+       "NVIDIA_TF32_OVERRIDE (0: no TF32 in cuBLAS or cuDNN, whatever the program sets)", true},
+      {"pythonhashseed", SwitchKind::Choice, {"unset", "0", "random"}, "PYTHONHASHSEED",
+       "Python's hash seed for str and bytes (set and dict iteration order)", true},
   };
   return table;
 }
@@ -194,7 +198,9 @@ Snippet switch_snippet(const std::string& key, const std::string& value) {
   if (key == "threads") return {fmt::format("at::set_num_threads({});", value), fmt::format("torch.set_num_threads({})", value)};
   const SwitchInfo* s = find_switch(key);
   if (s != nullptr && !s->env_var.empty()) {
-    const char* when = key == "cublas_workspace" ? "before the first CUDA call" : "before torch is loaded";
+    const char* when = key == "cublas_workspace"   ? "before the first CUDA call"
+                       : key == "pythonhashseed" ? "in the environment Python starts with (too late inside it)"
+                                                 : "before torch is loaded";
     if (value == "unset")
       return {fmt::format("unsetenv(\"{}\");  // {}", s->env_var, when),
               fmt::format("os.environ.pop(\"{}\", None)  # {}", s->env_var, when)};

@@ -27,6 +27,9 @@ struct SwitchInfo {
   std::vector<std::string> choices;  // for Choice; Bool accepts on/off/true/false/1/0
   std::string env_var;               // non-empty when applied through the environment
   std::string help;
+  // Only `exec` applies it (a Python program's environment): a LibTorch trial has no use for it,
+  // and its reports do not list it.
+  bool exec_only = false;
 };
 
 // The table of every switch, in a fixed order (reports list switches in this order).

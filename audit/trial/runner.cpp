@@ -61,13 +61,19 @@ pid_t spawn(const ChildJob& job) {
 
   const int log_fd = ::open(job.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return -1;
+  const int out_fd = job.stdout_path.empty() ? log_fd
+                                             : ::open(job.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out_fd < 0) {
+    ::close(log_fd);
+    return -1;
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
     // Child: only async-signal-safe calls from here to exec.
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // die with the parent, even when it is killed outright
     if (::getppid() != parent) ::_exit(127);
-    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(out_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     const int null_fd = ::open("/dev/null", O_RDONLY);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
@@ -78,6 +84,7 @@ pid_t spawn(const ChildJob& job) {
     ::_exit(127);
   }
   ::close(log_fd);
+  if (out_fd != log_fd) ::close(out_fd);
   if (pid > 0) ::setpgid(pid, pid);  // also from the parent, to close the race with killpg
   return pid;
 }

@@ -27,6 +27,7 @@ struct ChildJob {
   std::vector<std::string> argv;  // argv[0] is the executable path
   std::map<std::string, std::optional<std::string>> env;  // overrides: value, or nullopt to unset
   std::string log_path;           // stdout+stderr of the child
+  std::string stdout_path;        // when set, stdout goes here and only stderr to log_path
   std::chrono::milliseconds timeout{600000};
   std::vector<std::string> remove_after;  // files removed once the child has ended (its spec)
 };

@@ -214,7 +214,7 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
   r.message = j.at("message").get<std::string>();
   r.error_kind = j.at("error_kind").get<std::string>();
   for (const auto& sw : j.at("switches"))
-    r.switches.push_back({sw.at("key"), sw.at("requested"), sw.at("effective")});
+    r.switches.push_back({sw.at("key"), sw.at("requested"), sw.at("effective"), ""});
   for (const auto& t : j.at("tensors"))
     r.tensors.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
   if (j.contains("state")) r.state = digests_from_json(j.at("state"));

@@ -81,6 +81,76 @@ std::vector<StatsAnswer> stats_answers_from_json(const nlohmann::json& j) {
   return out;
 }
 
+namespace {
+
+nlohmann::json digest_json(const report::TensorDigest& t) {
+  return {{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}};
+}
+
+report::TensorDigest digest_from(const nlohmann::json& j) {
+  return {j.at("name").get<std::string>(), j.at("dtype").get<std::string>(), j.at("shape").get<std::vector<int64_t>>(),
+          j.at("digest").get<std::string>()};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const ArtifactRequest& r) {
+  nlohmann::json j = {{"reads", nlohmann::json::array()}, {"compares", nlohmann::json::array()}};
+  for (const auto& x : r.reads) j["reads"].push_back({{"path", x.path}, {"name", x.name}});
+  for (const auto& c : r.compares)
+    j["compares"].push_back({{"a", c.path_a}, {"b", c.path_b}, {"name", c.name}, {"entries", c.entries}});
+  if (r.tolerance) j["tolerance"] = {{"atol", r.tolerance->atol}, {"rtol", r.tolerance->rtol}};
+  return j;
+}
+
+ArtifactRequest artifact_request_from_json(const nlohmann::json& j) {
+  ArtifactRequest r;
+  for (const auto& x : j.at("reads")) r.reads.push_back({x.at("path").get<std::string>(), x.at("name").get<std::string>()});
+  for (const auto& c : j.at("compares"))
+    r.compares.push_back({c.at("a").get<std::string>(), c.at("b").get<std::string>(), c.at("name").get<std::string>(),
+                          c.at("entries").get<std::vector<std::string>>()});
+  if (j.contains("tolerance"))
+    r.tolerance = report::Tolerance{j.at("tolerance").at("atol").get<double>(), j.at("tolerance").at("rtol").get<double>()};
+  return r;
+}
+
+nlohmann::json to_json(const ArtifactAnswer& a) {
+  nlohmann::json j = {{"reads", nlohmann::json::array()}, {"compares", stats_answers_to_json(a.compares)}};
+  for (const auto& c : a.reads) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const auto& e : c.entries) entries.push_back(digest_json(e));
+    j["reads"].push_back({{"kind", c.kind}, {"note", c.note}, {"entries", entries}});
+  }
+  return j;
+}
+
+ArtifactAnswer artifact_answer_from_json(const nlohmann::json& j) {
+  ArtifactAnswer a;
+  for (const auto& c : j.at("reads")) {
+    ArtifactContents x{c.at("kind").get<std::string>(), c.at("note").get<std::string>(), {}};
+    for (const auto& e : c.at("entries")) x.entries.push_back(digest_from(e));
+    a.reads.push_back(std::move(x));
+  }
+  a.compares = stats_answers_from_json(j.at("compares"));
+  return a;
+}
+
+ArtifactAnswer worker_artifacts(const ScratchDir& scratch, const ArtifactRequest& request, double timeout_s) {
+  if (request.reads.empty() && request.compares.empty()) return {};
+  static int calls = 0;
+  const std::string tag = fmt::format("artifacts{}", calls++);
+  const std::string request_path = scratch.path() + "/" + tag + ".request.json";
+  const std::string result_path = scratch.path() + "/" + tag + ".result.json";
+  write_file_atomic(request_path, to_json(request).dump());
+  run_worker_service(scratch, tag, {"__artifacts", request_path, result_path}, timeout_s);
+  try {
+    ArtifactAnswer a = artifact_answer_from_json(nlohmann::json::parse(read_file(result_path, "artifact answer")));
+    if (a.reads.size() == request.reads.size() && a.compares.size() == request.compares.size()) return a;
+  } catch (const nlohmann::json::exception&) {
+  }
+  throw Error(ExitCode::Incomplete, "the worker (__artifacts) wrote an answer that does not match its request");
+}
+
 std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vector<StatsRequest>& requests,
                                       double timeout_s) {
   if (requests.empty()) return {};

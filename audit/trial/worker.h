@@ -65,10 +65,48 @@ class BatchedDiff {
   std::vector<StatsAnswer> answers_;
 };
 
+// `__artifacts REQUEST RESULT` (audit/exec/exec_audit.h, audit/tensor_io/artifacts.h): what
+// `exec`'s artifact files hold, entry by entry, and how two versions of entries differ.
+// One artifact file to read: its entries' digests, named "NAME:ENTRY" ("ckpt.pt:model/fc.weight";
+// a file holding one bare tensor gives "NAME").
+struct ArtifactRead {
+  std::string path;
+  std::string name;
+};
+// What a file held: its kind ("torch.save", "safetensors", "torchscript"), the entries, or, when
+// it could not be read as its kind, kind "bytes" and a note saying why (the front then compares
+// it by bytes).
+struct ArtifactContents {
+  std::string kind;
+  std::string note;
+  std::vector<report::TensorDigest> entries;
+};
+// Two versions of one artifact, and the entries whose statistics are wanted (full names).
+struct ArtifactCompare {
+  std::string path_a, path_b, name;
+  std::vector<std::string> entries;
+};
+struct ArtifactRequest {
+  std::vector<ArtifactRead> reads;
+  std::vector<ArtifactCompare> compares;
+  std::optional<report::Tolerance> tolerance;
+};
+struct ArtifactAnswer {
+  std::vector<ArtifactContents> reads;                                  // in request order
+  std::vector<std::map<std::string, report::DivergenceStats>> compares;  // likewise; a note where there are no numbers
+};
+
+nlohmann::json to_json(const ArtifactRequest& r);
+ArtifactRequest artifact_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const ArtifactAnswer& a);
+ArtifactAnswer artifact_answer_from_json(const nlohmann::json& j);
+
 // Request and answer files of `__stats` (the worker side reads and writes the same format).
 nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests);
 std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j);
 nlohmann::json stats_answers_to_json(const std::vector<StatsAnswer>& answers);
 std::vector<StatsAnswer> stats_answers_from_json(const nlohmann::json& j);
+// The answer of one `__artifacts` worker; a worker that fails is an Error (its one line).
+ArtifactAnswer worker_artifacts(const ScratchDir& scratch, const ArtifactRequest& request, double timeout_s);
 
 }  // namespace ra

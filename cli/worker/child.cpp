@@ -4,6 +4,8 @@
 //                              runs it, writes the result atomically; the front treats a missing
 //                              result as a crash.
 //   __stats REQUEST RESULT     divergence statistics between dumps (audit/trial/worker.h).
+//   __artifacts REQUEST RESULT what exec's artifact files hold and how they differ
+//                              (audit/tensor_io/artifacts.h).
 //   __catalogue RESULT [LIB...]  the probes, built in and from plugins, as JSON.
 //   __selftest DEVICE RESULT FOLDER  the self-test's in-process checks, and its traced models
 //                              (audit/child/selftest_child.h).
@@ -13,6 +15,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/digest/tensor_stats.h"
+#include "audit/tensor_io/artifacts.h"
 #include "audit/trial/worker.h"
 #include "cli/worker/commands.h"
 
@@ -55,6 +58,22 @@ Action attach_stats(CLI::App& sub, const GlobalOptions&) {
     std::vector<StatsAnswer> answers;
     for (const auto& r : requests) answers.push_back(dump_differences(r.dump_a, r.dump_b, r.names, r.tolerance));
     write_file_atomic(paths->second, stats_answers_to_json(answers).dump());
+    return 0;
+  };
+}
+
+Action attach_artifacts(CLI::App& sub, const GlobalOptions&) {
+  auto paths = std::make_shared<std::pair<std::string, std::string>>();
+  sub.add_option("request", paths->first, "requests (JSON)")->required();
+  sub.add_option("result", paths->second, "where to write the answer (JSON)")->required();
+  return [paths] {
+    ArtifactRequest request;
+    try {
+      request = artifact_request_from_json(nlohmann::json::parse(read_file(paths->first, "artifact request")));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(std::string("malformed artifact request: ") + e.what());
+    }
+    write_file_atomic(paths->second, to_json(answer_artifacts(request)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   };
 }

@@ -11,6 +11,7 @@ const Command kWorkerCommands[] = {
     {"__child", "run one trial, probe child or preflight", true, attach_child},
     {"__stats", "divergence statistics between dumps", true, attach_stats},
     {"__catalogue", "the probe catalogue", true, attach_catalogue},
+    {"__artifacts", "what exec's artifacts hold and how they differ", true, attach_artifacts},
     {"__selftest", "the self-test's in-process checks", true, attach_selftest},
 };
 

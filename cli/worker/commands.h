@@ -17,6 +17,7 @@ Action attach_diff(CLI::App& sub, const GlobalOptions& global);
 Action attach_child(CLI::App& sub, const GlobalOptions& global);
 Action attach_stats(CLI::App& sub, const GlobalOptions& global);
 Action attach_catalogue(CLI::App& sub, const GlobalOptions& global);
+Action attach_artifacts(CLI::App& sub, const GlobalOptions& global);
 Action attach_selftest(CLI::App& sub, const GlobalOptions& global);
 
 std::span<const Command> commands();

@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/exec/exec_audit.h"
+
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
+#include "audit/common/log.h"
+#include "audit/common/paths.h"
+#include "audit/common/progress.h"
+#include "audit/common/stop.h"
+#include "audit/exec/hook_report.h"
+#include "audit/trace/fix_search.h"
+#include "audit/trial/analysis.h"
+#include "audit/trial/runner.h"
+#include "audit/trial/worker.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace ra::exec {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a run left besides its process outcome: its folder, artifacts, metrics and hook reports.
+struct RunRecord {
+  std::string dir;
+  std::vector<Taken> taken;
+  std::map<std::string, std::vector<std::string>> metrics;
+  HookRun hook;
+  std::map<std::string, std::optional<std::string>> env;  // what the command was given, beyond the parent's
+  bool ok = false;
+};
+
+// The runs of one batch of configurations, by configuration then repeat.
+struct Batch {
+  std::vector<std::vector<TrialRun>> runs;
+  std::vector<std::vector<RunRecord*>> records;
+};
+
+class Session {
+ public:
+  Session(const ExecOptions& o, const ScratchDir& scratch, std::string executable)
+      : o_(o), scratch_(scratch), executable_(std::move(executable)) {
+    hook_dir_ = share_dir() + "/exec";
+    if (::access((hook_dir_ + "/sitecustomize.py").c_str(), R_OK) != 0)
+      throw InputError(fmt::format("exec's start-up hook is missing: {}/sitecustomize.py (a damaged install)", hook_dir_));
+  }
+
+  // The environment a run of `config` gets, beyond the parent's.
+  std::map<std::string, std::optional<std::string>> environment(const Config& config, const std::string& dir, int trial) const {
+    auto env = config_environment(config);
+    const char* pythonpath = std::getenv("PYTHONPATH");
+    env["PYTHONPATH"] = hook_dir_ + (pythonpath && *pythonpath ? std::string(":") + pythonpath : "");
+    env["REPRO_AUDIT_HOOK_DIR"] = dir + "/hook";
+    env["REPRO_AUDIT_OUT"] = dir + "/out";
+    env["REPRO_AUDIT_TRIAL"] = std::to_string(trial);
+    nlohmann::json requested = nlohmann::json::object();
+    for (const auto& [key, value] : config.values) {
+      const SwitchInfo* s = find_switch(key);
+      if (s != nullptr && (s->env_var.empty() || key == "threads")) requested[key] = value;
+    }
+    env["REPRO_AUDIT_SWITCHES"] = requested.dump();
+    return env;
+  }
+
+  ChildJob job(const Config& config, const std::string& dir, int trial) const {
+    std::error_code ec;
+    fs::create_directories(dir + "/hook", ec);
+    fs::create_directories(dir + "/out", ec);
+    ChildJob j;
+    j.argv = o_.argv;
+    j.argv[0] = executable_;
+    j.env = environment(config, dir, trial);
+    j.log_path = dir + "/stderr";
+    j.stdout_path = dir + "/stdout";
+    j.timeout = std::chrono::milliseconds(static_cast<long long>(o_.timeout_s * 1000));
+    return j;
+  }
+
+  // After a run: takes its artifacts, reads its metrics and its hook's reports.
+  void collect(RunRecord& r, int trial, const ChildOutcome& outcome) {
+    std::vector<bool> matched;
+    r.taken = take_artifacts(o_.artifacts, trial, r.dir + "/out", r.dir + "/artifacts", matched);
+    r.ok = outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0;
+    if (!r.ok) return;
+    for (size_t i = 0; i < matched.size(); ++i)
+      if (matched[i]) matched_.insert(i);
+    if (!o_.metrics.empty()) {
+      std::string out;
+      try {
+        out = read_file(r.dir + "/stdout", "stdout");
+      } catch (const InputError&) {
+      }
+      r.metrics = extract_metrics(o_.metrics, out);
+      for (const auto& [name, values] : r.metrics)
+        if (!values.empty()) metrics_seen_.insert(name);
+    }
+    r.hook = read_hook_run(r.dir + "/hook");
+    for (const auto& n : r.hook.notes) log::warn("run {}: hook report skipped: {}", trial, n);
+  }
+
+  // Runs every configuration `repeats` times, repeat-major, each run in its own folder.
+  Batch run(const std::vector<Config>& configs, int repeats, const std::string& tag) {
+    Batch b;
+    b.runs.assign(configs.size(), std::vector<TrialRun>(static_cast<size_t>(repeats)));
+    b.records.assign(configs.size(), std::vector<RunRecord*>(static_cast<size_t>(repeats), nullptr));
+    std::vector<std::pair<size_t, int>> jobs;
+    for (int r = 0; r < repeats; ++r)
+      for (size_t c = 0; c < configs.size(); ++c) jobs.emplace_back(c, r);
+    std::map<size_t, int> trial_of;
+    const auto make = [&](size_t i) {
+      check_stop();
+      const auto [c, r] = jobs[i];
+      const int trial = next_trial_++;
+      trial_of[i] = trial;
+      records_.push_back(std::make_unique<RunRecord>());
+      RunRecord& rec = *records_.back();
+      rec.dir = fmt::format("{}/{}t{}", scratch_.path(), tag, trial);
+      b.records[c][static_cast<size_t>(r)] = &rec;
+      ChildJob j = job(configs[c], rec.dir, trial);
+      rec.env = j.env;
+      return j;
+    };
+    progress_.add(jobs.size());
+    const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
+      const auto [c, r] = jobs[i];
+      RunRecord& rec = *b.records[c][static_cast<size_t>(r)];
+      collect(rec, trial_of.at(i), outcome);
+      TrialRun& run = b.runs[c][static_cast<size_t>(r)];
+      run.repeat = r;
+      run.process = outcome;
+      run.timeout_s = o_.timeout_s;
+      run.dump_path = rec.dir;
+      if (rec.ok) {
+        TrialResult result;
+        for (const auto& t : rec.taken) result.tensors.push_back({t.name, "bytes", {t.bytes}, t.digest});
+        for (const auto& [name, values] : rec.metrics) result.tensors.push_back(metric_entry(name, values));
+        result.switches = run_switches(rec.hook, configs[c], rec.env);
+        result.wall_ms = outcome.wall_ms;
+        run.result = std::move(result);
+      }
+      progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
+    };
+    run_children(jobs.size(), make, o_.jobs, on_done);
+    return b;
+  }
+
+  // Replaces, in every completed run, the byte-level entry of each torch.save or safetensors
+  // artifact whose bytes differ between runs by its entries, read once per distinct version.
+  void break_down(const std::vector<Batch*>& batches) {
+    std::map<std::string, std::map<std::string, std::string>> versions;  // name -> digest -> a path holding it
+    std::map<std::string, std::string> kinds;
+    for (const Batch* b : batches)
+      for (const auto& config : b->records)
+        for (const RunRecord* rec : config)
+          if (rec != nullptr && rec->ok)
+            for (const auto& t : rec->taken) {
+              versions[t.name].emplace(t.digest, t.path);
+              if (!kinds.count(t.name)) kinds[t.name] = sniff_kind(t.path);
+            }
+    ArtifactRequest request;
+    std::vector<std::pair<std::string, std::string>> asked;  // (name, digest) per read
+    for (const auto& [name, by_digest] : versions) {
+      if (artifacts_.count(name) == 0) artifacts_[name] = {name, "", kinds[name], "", 0};
+      if (by_digest.size() < 2 || kinds[name] == "bytes") continue;
+      for (const auto& [digest, path] : by_digest) {
+        if (contents_.count(name + '\n' + digest)) continue;
+        request.reads.push_back({path, name});
+        asked.emplace_back(name, digest);
+      }
+    }
+    if (!request.reads.empty()) {
+      const ArtifactAnswer answer = worker_artifacts(scratch_, request, o_.timeout_s);
+      for (size_t i = 0; i < asked.size(); ++i) contents_[asked[i].first + '\n' + asked[i].second] = answer.reads[i];
+    }
+    for (Batch* b : batches)
+      for (size_t c = 0; c < b->runs.size(); ++c)
+        for (size_t r = 0; r < b->runs[c].size(); ++r) {
+          TrialRun& run = b->runs[c][r];
+          const RunRecord* rec = b->records[c][r];
+          if (!run.result || rec == nullptr) continue;
+          std::vector<report::TensorDigest> tensors;
+          for (const auto& t : run.result->tensors) {
+            const auto it = contents_.find(t.name + '\n' + t.digest);
+            if (it == contents_.end() || it->second.kind == "bytes") {
+              if (it != contents_.end()) {
+                artifacts_[t.name].note = it->second.note;
+                artifacts_[t.name].kind = "bytes";
+              }
+              tensors.push_back(t);
+              continue;
+            }
+            artifacts_[t.name].kind = it->second.kind;
+            tensors.insert(tensors.end(), it->second.entries.begin(), it->second.entries.end());
+          }
+          run.result->tensors = std::move(tensors);
+        }
+  }
+
+  // Statistics between two runs (their folders) for entries of their results.
+  report::DivergenceStats local_stats(const RunRecord& a, const RunRecord& b, const std::string& name) const {
+    if (name.rfind(kMetricPrefix, 0) == 0) {
+      const std::string metric = name.substr(std::string(kMetricPrefix).size());
+      const auto va = a.metrics.find(metric), vb = b.metrics.find(metric);
+      return metric_difference(va == a.metrics.end() ? std::vector<std::string>{} : va->second,
+                               vb == b.metrics.end() ? std::vector<std::string>{} : vb->second);
+    }
+    const Taken* ta = find_taken(a, name);
+    const Taken* tb = find_taken(b, name);
+    report::DivergenceStats s;
+    if (ta == nullptr || tb == nullptr) {
+      s.note = ta == nullptr ? "the reference run did not write it" : "this run did not write it";
+      return s;
+    }
+    return byte_difference(ta->path, tb->path);
+  }
+
+  static const Taken* find_taken(const RunRecord& r, const std::string& name) {
+    for (const auto& t : r.taken)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+
+  // The artifact an entry belongs to ("ckpt.pt:model/w" -> "ckpt.pt"), "" for none.
+  std::string artifact_of(const std::string& entry) const {
+    std::string best;
+    for (const auto& [name, a] : artifacts_)
+      if ((entry == name || (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == ':')) &&
+          name.size() > best.size())
+        best = name;
+    return best;
+  }
+
+  // A DiffFn over run folders: metrics and byte-compared files here, entries of read files in one
+  // worker (collect, then resolve, then answer, as BatchedDiff).
+  DiffFn collect() {
+    return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+      for (const auto& n : names) wanted_.push_back({a, b, n});
+      return StatsAnswer{};
+    };
+  }
+
+  void resolve() {
+    ArtifactRequest request;
+    request.tolerance = o_.tolerance;
+    std::map<std::string, size_t> index;
+    for (const auto& w : wanted_) {
+      const RunRecord* ra = record_at(w.a);
+      const RunRecord* rb = record_at(w.b);
+      if (ra == nullptr || rb == nullptr) continue;
+      const std::string file = artifact_of(w.name);
+      const Taken* ta = file.empty() ? nullptr : find_taken(*ra, file);
+      const Taken* tb = file.empty() ? nullptr : find_taken(*rb, file);
+      // An entry of a file the worker read (a bare tensor's entry has the file's own name).
+      const bool read = ta != nullptr && tb != nullptr && ta->digest != tb->digest && was_read(file, ta->digest) &&
+                        was_read(file, tb->digest);
+      if (!read) {
+        answers_[key(w.a, w.b, w.name)] = local_stats(*ra, *rb, w.name);
+        continue;
+      }
+      const std::string k = ta->path + '\n' + tb->path;
+      auto [it, fresh] = index.emplace(k, request.compares.size());
+      if (fresh) request.compares.push_back({ta->path, tb->path, file, {}});
+      request.compares[it->second].entries.push_back(w.name);
+      pending_.push_back({w.a, w.b, w.name, it->second});
+    }
+    if (request.compares.empty()) return;
+    ArtifactAnswer answer;
+    try {
+      answer = worker_artifacts(scratch_, request, o_.timeout_s);
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception& e) {
+      for (const auto& p : pending_) answers_[key(p.a, p.b, p.name)].note = std::string("statistics unavailable: ") + e.what();
+      return;
+    }
+    for (const auto& p : pending_) {
+      const auto& m = answer.compares[p.compare];
+      const auto it = m.find(p.name);
+      if (it != m.end()) answers_[key(p.a, p.b, p.name)] = it->second;
+    }
+  }
+
+  DiffFn answer() const {
+    return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+      StatsAnswer out;
+      for (const auto& n : names)
+        if (const auto it = answers_.find(key(a, b, n)); it != answers_.end()) out[n] = it->second;
+      return out;
+    };
+  }
+
+  void reset_stats() {
+    wanted_.clear();
+    pending_.clear();
+  }
+
+  bool was_read(const std::string& name, const std::string& digest) const {
+    const auto it = contents_.find(name + '\n' + digest);
+    return it != contents_.end() && it->second.kind != "bytes";
+  }
+
+  const RunRecord* record_at(const std::string& dir) const {
+    for (const auto& r : records_)
+      if (r->dir == dir) return r.get();
+    return nullptr;
+  }
+
+  // Analyses a batch: entries broken down, then every configuration.
+  std::vector<report::ConfigResult> analyse(Batch& b, const std::vector<Config>& configs) {
+    break_down({&b});
+    reset_stats();
+    for (size_t c = 0; c < configs.size(); ++c) analyse_config(configs[c], b.runs[c], collect());
+    resolve();
+    std::vector<report::ConfigResult> out;
+    for (size_t c = 0; c < configs.size(); ++c) out.push_back(analyse_config(configs[c], b.runs[c], answer()));
+    return out;
+  }
+
+  // Timing for the fix search: `rounds` rounds, each one run of every configuration in turn.
+  std::vector<std::vector<std::optional<double>>> time(const std::vector<Config>& configs, int rounds) {
+    std::vector<std::vector<std::optional<double>>> out(configs.size());
+    if (o_.progress) std::fprintf(stderr, "timing %zu configurations, %d rounds\n", configs.size(), rounds);
+    for (int round = 0; round < rounds; ++round)
+      for (size_t c = 0; c < configs.size(); ++c) {
+        const int trial = next_trial_++;
+        const std::string dir = fmt::format("{}/time{}", scratch_.path(), trial);
+        const ChildOutcome outcome = run_children({job(configs[c], dir, trial)}, 1).front();
+        std::vector<bool> matched;
+        take_artifacts(o_.artifacts, trial, dir + "/out", dir + "/artifacts", matched);  // clears the way for the next run
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+        const bool ok = outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0;
+        out[c].push_back(ok ? std::optional<double>(outcome.wall_ms) : std::nullopt);
+      }
+    return out;
+  }
+
+  std::map<std::string, report::ExecArtifact>& artifacts() { return artifacts_; }
+  const std::set<size_t>& matched() const { return matched_; }
+  const std::set<std::string>& metrics_seen() const { return metrics_seen_; }
+  const ArtifactContents* contents(const std::string& name, const std::string& digest) const {
+    const auto it = contents_.find(name + '\n' + digest);
+    return it == contents_.end() ? nullptr : &it->second;
+  }
+  ArtifactAnswer read(const ArtifactRequest& r) { return worker_artifacts(scratch_, r, o_.timeout_s); }
+
+ private:
+  struct Wanted {
+    std::string a, b, name;
+  };
+  struct Pending {
+    std::string a, b, name;
+    size_t compare;
+  };
+  static std::string key(const std::string& a, const std::string& b, const std::string& n) { return a + '\n' + b + '\n' + n; }
+
+  const ExecOptions& o_;
+  const ScratchDir& scratch_;
+  std::string executable_;
+  std::string hook_dir_;
+  int next_trial_ = 1;
+  std::vector<std::unique_ptr<RunRecord>> records_;
+  std::set<size_t> matched_;
+  std::set<std::string> metrics_seen_;
+  std::map<std::string, report::ExecArtifact> artifacts_;
+  std::map<std::string, ArtifactContents> contents_;  // "name\ndigest" -> what the worker read
+  std::vector<Wanted> wanted_;
+  std::vector<Pending> pending_;
+  std::map<std::string, report::DivergenceStats> answers_;
+  Progress progress_{0, o_.progress};
+};
+
+// One line for a command that failed in every run.
+[[noreturn]] void fail_everywhere(const std::vector<std::vector<TrialRun>>& runs, double timeout_s) {
+  const TrialRun* last = nullptr;
+  bool all_timed_out = true;
+  for (const auto& config : runs)
+    for (const auto& r : config) {
+      last = &r;
+      if (r.process.kind != ChildOutcome::Kind::TimedOut) all_timed_out = false;
+    }
+  if (all_timed_out)
+    throw Error(ExitCode::Incomplete, fmt::format("the command did not finish within --timeout {:g} s in any run", timeout_s));
+  const ChildOutcome& p = last->process;
+  const std::string how = p.kind == ChildOutcome::Kind::Signaled  ? fmt::format("was killed by signal {}", p.signal)
+                          : p.kind == ChildOutcome::Kind::TimedOut ? "timed out"
+                          : p.kind == ChildOutcome::Kind::SpawnFailed ? "could not be started"
+                                                                      : fmt::format("exited with code {}", p.exit_code);
+  const std::string line = last_line(p.log_tail);
+  throw InputError(fmt::format("the command failed in every run: it {}{}", how, line.empty() ? "" : " (" + line + ")"));
+}
+
+// Crashed runs of a command say so in its terms: it exited with a code, not "without a result".
+void reword_failures(report::ConfigResult& c) {
+  for (auto& t : c.trials)
+    if (t.status == report::TrialStatus::Crashed && t.message.rfind("exited with code", 0) == 0)
+      t.message = fmt::format("the command exited with code {}", t.exit_code);
+  if (c.message.find("without a result") != std::string::npos) {
+    for (const auto& t : c.trials)
+      if (t.status == report::TrialStatus::Crashed) {
+        c.message = fmt::format("repeat {}: {}", t.repeat, t.message);
+        break;
+      }
+  }
+}
+
+// The identity of a command for baselines: its words, and the bytes of every argument that names a file.
+std::string command_digest(const std::vector<std::string>& argv, const std::string& executable) {
+  std::string identity;
+  for (const auto& a : argv) {
+    identity += a + '\n';
+    struct stat st {};
+    if (::stat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a != executable) identity += file_digest(a, "argument") + '\n';
+  }
+  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                           fmt::format("/repro-audit-identity-{}", ::getpid());
+  write_file_atomic(path, identity);
+  const std::string d = file_digest(path, "identity");
+  ::unlink(path.c_str());
+  return d;
+}
+
+std::string joined(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += a.find_first_of(" \t'\"") == std::string::npos ? a : "'" + a + "'";
+  }
+  return out;
+}
+
+// --ranks-equal: within each completed run, every {rank} artifact equal to rank 0's.
+report::RanksEqual check_ranks(Session& s, const Batch& b, const std::vector<Config>& configs, const ExecOptions& o) {
+  report::RanksEqual result;
+  struct Pair {
+    size_t c;
+    int repeat;
+    const Taken* zero;
+    const Taken* other;
+  };
+  std::vector<Pair> pairs;
+  for (size_t c = 0; c < configs.size(); ++c)
+    for (size_t r = 0; r < b.records[c].size(); ++r) {
+      const RunRecord* rec = b.records[c][r];
+      if (rec == nullptr || !rec->ok) continue;
+      for (const auto& p : o.artifacts) {
+        if (!p.rank) continue;
+        const Taken* zero = nullptr;
+        for (const auto& t : rec->taken)
+          if (t.pattern == p.text && t.rank == 0) zero = &t;
+        if (zero == nullptr) continue;
+        for (const auto& t : rec->taken)
+          if (t.pattern == p.text && t.rank > 0) pairs.push_back({c, static_cast<int>(r), zero, &t});
+      }
+    }
+  std::sort(pairs.begin(), pairs.end(), [](const Pair& x, const Pair& y) {
+    return std::tie(x.c, x.repeat, x.other->rank) < std::tie(y.c, y.repeat, y.other->rank);
+  });
+  result.compared = static_cast<int>(pairs.size());
+  for (const auto& p : pairs) {
+    if (p.zero->digest == p.other->digest) continue;
+    // Bytes differ (a torch.save archive names its records after its file): compare the entries.
+    std::string differing = "(its bytes)";
+    if (sniff_kind(p.zero->path) != "bytes") {
+      ArtifactRequest req;
+      req.reads = {{p.zero->path, "rank0"}, {p.other->path, "rankN"}};
+      const ArtifactAnswer a = s.read(req);
+      if (a.reads[0].kind != "bytes" && a.reads[1].kind != "bytes") {
+        differing.clear();
+        std::map<std::string, std::string> zero;
+        for (const auto& e : a.reads[0].entries) zero[e.name.substr(std::min<size_t>(e.name.size(), 6))] = e.digest;
+        for (const auto& e : a.reads[1].entries) {
+          const std::string leaf = e.name.substr(std::min<size_t>(e.name.size(), 6));
+          const auto it = zero.find(leaf);
+          if (it == zero.end() || it->second != e.digest) {
+            differing = leaf.empty() ? "(the file's one tensor)" : leaf;
+            break;
+          }
+        }
+        if (differing.empty() && a.reads[0].entries.size() != a.reads[1].entries.size()) differing = "(an entry only rank 0 holds)";
+      }
+    }
+    if (differing.empty()) continue;
+    result.equal = false;
+    result.config = configs[p.c].name;
+    result.repeat = p.repeat;
+    result.artifact = p.other->pattern;
+    result.rank = p.other->rank;
+    result.tensor = differing;
+    break;
+  }
+  return result;
+}
+
+// Links each missing checklist line to what diverged: a checkpoint to its own artifact, the others
+// to the first artifact or metric that diverged.
+void link_checklist(report::ExecFacts& facts, const report::Target& target, const std::function<std::string(const std::string&)>& artifact_of) {
+  std::set<std::string> diverged;
+  std::string first;
+  for (const auto& c : target.configs)
+    for (const auto& f : c.diverged_tensors) {
+      const std::string a = f.name.rfind(kMetricPrefix, 0) == 0 ? f.name : artifact_of(f.name);
+      if (a.empty()) continue;
+      if (first.empty()) first = a;
+      diverged.insert(a);
+    }
+  for (auto& item : facts.checklist) {
+    if (item.id == "checkpoint") {
+      const std::string path = item.artifact;
+      item.artifact.clear();
+      for (const auto& a : diverged)
+        if (!path.empty() && fs::path(a).filename() == fs::path(path).filename()) item.artifact = a;
+      continue;
+    }
+    item.artifact = item.status == "missing" ? first : "";
+  }
+}
+
+nlohmann::ordered_json exec_plan(const ExecOptions& o, const std::string& identity) {
+  nlohmann::ordered_json plan = fleet::session_plan(o, "exec");
+  plan["identity"] = identity;
+  std::vector<std::string> artifacts, metrics;
+  for (const auto& a : o.artifacts) artifacts.push_back(a.text);
+  for (const auto& m : o.metrics) metrics.push_back(m.name + "=" + m.regex);
+  plan["artifacts"] = artifacts;
+  plan["metrics"] = metrics;
+  plan["ranks_equal"] = o.ranks_equal;
+  plan["fix_search"] = o.fix_search ? nlohmann::ordered_json(o.timed_runs) : nlohmann::ordered_json(false);
+  return plan;
+}
+
+}  // namespace
+
+std::string resolve_command(const std::string& argv0) {
+  const auto usable = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (argv0.empty()) throw UsageError("exec needs a command after --");
+  if (argv0.find('/') != std::string::npos) {
+    struct stat st {};
+    if (::stat(argv0.c_str(), &st) != 0) throw InputError(fmt::format("command '{}' does not exist", argv0));
+    if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("command '{}' is a folder", argv0));
+    if (!usable(argv0)) throw InputError(fmt::format("command '{}' is not executable", argv0));
+    return argv0;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    const size_t end = dirs.find(':', start);
+    std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + argv0;
+    if (usable(candidate)) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  throw InputError(fmt::format("command '{}' not found on PATH", argv0));
+}
+
+report::Report run_exec(const ExecOptions& given) {
+  ExecOptions o = given;
+  const auto started = std::chrono::steady_clock::now();
+  if (o.argv.empty()) throw UsageError("exec needs a command after --");
+  if (o.auto_repeats) throw UsageError("exec takes a repeat count (--repeats N), not auto");
+  const std::string executable = resolve_command(o.argv[0]);
+  // A file a pattern matches before the first run would be taken as the first run's.
+  for (const auto& p : o.artifacts)
+    if (const auto found = existing_matches(p); !found.empty())
+      throw InputError(fmt::format("--artifact '{}' already matches '{}' before the first run: move it away (exec takes the "
+                                   "files the command writes, and would take this one as the first run's)",
+                                   p.text, found.front()));
+
+  ScratchDir scratch;
+  log::debug("scratch folder {}", scratch.path());
+  Session session(o, scratch, executable);
+
+  report::Report rep;
+  rep.tool_version = tool_version();
+  rep.command = o.command;
+  report::Target target;
+  target.name = joined(o.argv);
+  target.kind = "command";
+  target.path = executable;
+  target.model_digest = command_digest(o.argv, executable);
+  target.device = o.device;
+  target.seed = o.seed;
+  report::ExecFacts facts;
+  facts.command = o.argv;
+  facts.executable = executable;
+  std::error_code ec;
+  facts.working_directory = fs::current_path(ec).string();
+  for (const auto& m : o.metrics) facts.metrics.push_back({m.name, m.regex, 0});
+  if (o.check_targets) o.check_targets({target}, config_names(o.configs));
+
+  std::optional<fleet::ShardPlan> shard;
+  std::vector<Config> configs = o.configs;
+  if (o.shard) {
+    shard.emplace(*o.shard, exec_plan(o, target.model_digest), 1, config_names(o.configs));
+    configs.clear();
+    for (const size_t c : shard->configs_of(0)) configs.push_back(o.configs[c]);
+  }
+  if (shard && configs.empty()) {
+    rep.shard = shard->finish({});
+    report::finalize(rep);
+    rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return rep;
+  }
+
+  Batch batch = session.run(configs, o.repeats, "");
+  bool any_ok = false;
+  for (const auto& config : batch.runs)
+    for (const auto& r : config) any_ok = any_ok || r.result.has_value();
+  if (!any_ok) fail_everywhere(batch.runs, o.timeout_s);
+  for (size_t i = 0; i < o.artifacts.size(); ++i)
+    if (!session.matched().count(i))
+      throw InputError(fmt::format("--artifact '{}' matched no file in any run", o.artifacts[i].text));
+  for (const auto& m : o.metrics)
+    if (!session.metrics_seen().count(m.name))
+      throw InputError(fmt::format("--metric {} matched no line of the command's stdout in any run", m.name));
+  bool any_artifact = false;
+  for (const auto& config : batch.records)
+    for (const RunRecord* rec : config) any_artifact = any_artifact || (rec && rec->ok && !rec->taken.empty());
+  if (!any_artifact && o.metrics.empty())
+    throw InputError("the command wrote no artifact in any run: name its files with --artifact, write them into "
+                     "$REPRO_AUDIT_OUT, or compare printed values with --metric");
+
+  target.configs = session.analyse(batch, configs);
+  for (auto& c : target.configs) reword_failures(c);
+  std::vector<std::string> reference_dirs;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    const int ref = reference_index(batch.runs[c]);
+    reference_dirs.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
+  }
+  session.reset_stats();
+  configuration_dependence(target.configs, reference_dirs, session.collect());
+  session.resolve();
+  target.dependence = configuration_dependence(target.configs, reference_dirs, session.answer());
+
+  // What the hook saw, from the first configuration's reference run (any completed run else).
+  const RunRecord* seen = nullptr;
+  for (size_t c = 0; c < configs.size() && seen == nullptr; ++c) {
+    const int ref = reference_index(batch.runs[c]);
+    if (ref >= 0) seen = batch.records[c][static_cast<size_t>(ref)];
+  }
+  if (seen != nullptr) {
+    facts.hook = hook_state(seen->hook);
+    if (facts.hook == "none")
+      facts.hook_note = "no Python process that imports the hook reported: in-process switches were not applied and "
+                        "there is no seeding checklist (the command is not a Python program, or runs Python with -S or -I)";
+    else if (facts.hook == "python-without-torch")
+      facts.hook_note = "the program is Python but never imported torch: in-process switches did not apply";
+    facts.checklist = seeding_checklist(seen->hook);
+    // A path below the run's own folder reads as $REPRO_AUDIT_OUT: the same in every run.
+    const std::string out_dir = seen->dir + "/out";
+    for (auto& item : facts.checklist)
+      for (std::string* field : {&item.text, &item.artifact})
+        for (size_t at = field->find(out_dir); at != std::string::npos; at = field->find(out_dir))
+          field->replace(at, out_dir.size(), "$REPRO_AUDIT_OUT");
+    distributed_facts(seen->hook, seen->env, facts);
+    for (auto& m : facts.metrics) {
+      const auto it = seen->metrics.find(m.name);
+      m.occurrences = it == seen->metrics.end() ? 0 : static_cast<int>(it->second.size());
+    }
+    for (const auto& t : seen->taken) {
+      auto& a = session.artifacts()[t.name];
+      a.name = t.name;
+      a.pattern = t.pattern;
+      a.bytes = t.bytes;
+    }
+  }
+  for (auto& [name, a] : session.artifacts()) {
+    if (a.name.empty()) a.name = name;
+    facts.artifacts.push_back(a);
+  }
+  link_checklist(facts, target, [&](const std::string& n) { return session.artifact_of(n); });
+  if (o.ranks_equal) facts.ranks_equal = check_ranks(session, batch, configs, o);
+
+  if (o.fix_search)
+    for (size_t c = 0; c < configs.size(); ++c) {
+      report::ConfigResult& failing = target.configs[c];
+      if (failing.verdict != report::Verdict::Diverged) continue;
+      const EvaluateFn evaluate = [&](const Config& config) {
+        log::info("fix search for {}: trying {}", failing.name, config.name);
+        Batch b = session.run({config}, o.repeats, "fix");
+        const report::ConfigResult r = session.analyse(b, {config}).front();
+        return CandidateOutcome{r.verdict, r.message, {}};
+      };
+      const TimeFn time = [&](const std::vector<Config>& timed) { return session.time(timed, std::max(o.timed_runs, 1)); };
+      const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+      failing.fix_search = search_fixes(failing, configs[c], device, evaluate, time);
+      failing.fix_search->repeats = o.repeats;
+      failing.fix_search->timed_runs = o.timed_runs;
+    }
+
+  target.exec = std::move(facts);
+  rep.targets.push_back(std::move(target));
+  rep.tolerance = o.tolerance;
+  rep.tolerant = o.tolerant;
+  if (shard) rep.shard = shard->finish({});
+  report::finalize(rep);
+  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return rep;
+}
+
+}  // namespace ra::exec

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit exec [options] -- COMMAND [ARGS...]`: the whole audit brought to any command.
+//
+// Each run of the command is a trial, as a model's is for `run`: a fresh process tree in its own
+// process group, with its own timeout, its stdout and stderr kept in the scratch folder, under one
+// configuration's switches. Environment switches are set in the command's environment; in-process
+// ones reach a Python program through the start-up hook (share/exec/sitecustomize.py, put first on
+// PYTHONPATH), which also records the seeding checklist (audit/exec/hook_report.h).
+//
+// What is compared. After each run its artifacts (audit/exec/artifacts.h) are taken into the run's
+// folder and digested by bytes, and the --metric values are read from its stdout
+// (audit/exec/metrics.h): a run's results are one entry per artifact and per metric. Where an
+// artifact's bytes differ between runs and it is a torch.save or safetensors file, the worker
+// reads every version once and the artifact's entry is replaced by one entry per tensor or plain
+// value ("ckpt.pt:model/fc.weight", "ckpt.pt:epoch"), so that the verdict, the divergence rates
+// and the statistics are those of `run` (audit/trial/analysis.h), entry by entry, and two files
+// whose bytes differ but whose contents do not are equal. A file that does not read as its kind is
+// compared by bytes, with a note.
+//
+// The cost per run, besides the command: moving its artifacts (a rename on one filesystem),
+// digesting their bytes once, reading its stdout, and the hook's work inside the program. The
+// worker (LibTorch) starts only when artifacts differ.
+#pragma once
+
+#include "audit/exec/artifacts.h"
+#include "audit/exec/metrics.h"
+#include "audit/fleet/shard_run.h"
+#include "audit/trial/trials.h"
+#include "reports/model.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra::exec {
+
+struct ExecOptions : SessionOptions {
+  std::vector<std::string> argv;  // the command, after --
+  std::vector<ArtifactPattern> artifacts;
+  std::vector<MetricSpec> metrics;
+  bool ranks_equal = false;  // --ranks-equal: each run's {rank} artifacts must be equal across ranks
+  bool fix_search = true;    // search the switches that fix a diverged configuration
+  int timed_runs = 5;        // fix search: timed runs of the command per candidate (median)
+  std::optional<fleet::ShardOptions> shard;
+};
+
+// The executable `argv0` names: itself when it holds a '/', else the first match on PATH.
+// InputError when there is none, or it is a folder or not executable.
+std::string resolve_command(const std::string& argv0);
+
+// Runs the audit and returns the finished report. InputError (exit 3) for a command that cannot be
+// found, fails in every run, writes no artifact, or whose --artifact or --metric matches nothing
+// in any run; Error(Incomplete) when it timed out in every run.
+report::Report run_exec(const ExecOptions& options);
+
+}  // namespace ra::exec

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/exec/hook_report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace ra::exec {
+namespace {
+
+using nlohmann::json;
+
+std::string text(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_string()) return "";
+  return j.at(key).get<std::string>();
+}
+
+bool flag(const json& j, const char* key) { return j.is_object() && j.contains(key) && j.at(key).is_boolean() && j.at(key).get<bool>(); }
+
+const json& member(const json& j, const char* key) {
+  static const json null;
+  return j.is_object() && j.contains(key) ? j.at(key) : null;
+}
+
+// Which environment variable an environment switch reads.
+const char* env_of(const std::string& key) {
+  const SwitchInfo* s = find_switch(key);
+  return s != nullptr && !s->env_var.empty() ? s->env_var.c_str() : nullptr;
+}
+
+bool in_process(const std::string& key) {
+  return key == "cudnn.benchmark" || key == "cudnn.deterministic" || key == "cudnn.enabled" || key == "deterministic" ||
+         key == "fill_uninitialized_memory" || key == "tf32.cublas" || key == "tf32.cudnn" || key == "threads";
+}
+
+const HookProcess* main_process(const HookRun& run) {
+  for (const auto& p : run.processes)
+    if (flag(p.report, "torch")) return &p;  // rank 0 first: processes are sorted by rank
+  return run.processes.empty() ? nullptr : &run.processes.front();
+}
+
+using Items = std::vector<report::ChecklistItem>;
+
+void add(Items& out, const char* id, const char* status, std::string sentence, std::string where, std::string path = "") {
+  report::ChecklistItem item;
+  item.id = id;
+  item.status = status;
+  item.text = std::move(sentence);
+  item.where = std::move(where);
+  item.artifact = std::move(path);  // a checkpoint's path; exec_audit replaces it by the artifact it names
+  out.push_back(std::move(item));
+}
+
+std::string call_rng(const char* rng) {
+  const std::string r = rng;
+  if (r == "torch") return "torch's global RNG";
+  if (r == "python") return "Python's random module";
+  return "NumPy's global RNG";
+}
+
+// One RNG: seeded before its first draw, seeded late, reseeded from entropy, or drawn unseeded.
+void seed_item(Items& out, const json& r, const char* id, const char* rng, const char* call, bool drawn) {
+  const json& s = member(member(r, "seeds"), rng);
+  if (s.is_null()) {
+    if (drawn) add(out, id, "missing", fmt::format("{} was drawn from but never seeded ({} was not called)", call_rng(rng), call), "");
+    else add(out, id, "not-applicable", fmt::format("{} was never drawn from in this process", call_rng(rng)), "");
+    return;
+  }
+  const std::string where = text(s, "where");
+  if (member(s, "value").is_null())
+    add(out, id, "missing", fmt::format("{} was seeded without a value, which takes a fresh seed from the system every run", call_rng(rng)), where);
+  else if (flag(s, "drawn_before"))
+    add(out, id, "missing", fmt::format("{}({}) came after the first draw from {}", call, text(s, "value"), call_rng(rng)), where);
+  else
+    add(out, id, "ok", fmt::format("{}({}) before the first draw", call, text(s, "value")), where);
+}
+
+}  // namespace
+
+HookRun read_hook_run(const std::string& dir) {
+  HookRun run;
+  std::error_code ec;
+  std::vector<HookProcess> all;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("hook-", 0) != 0 || e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    try {
+      HookProcess p;
+      p.report = json::parse(in);
+      if (!p.report.is_object() || text(p.report, "format") != "repro-audit/exec-hook-1") throw std::runtime_error("not a hook report");
+      const std::string rank = text(member(p.report, "env"), "RANK");
+      p.rank = rank.empty() ? -1 : std::atoi(rank.c_str());
+      all.push_back(std::move(p));
+    } catch (const std::exception& ex) {
+      run.notes.push_back(fmt::format("{}: {}", name, ex.what()));
+    }
+  }
+  const bool ranks = std::any_of(all.begin(), all.end(), [](const HookProcess& p) { return p.rank >= 0; });
+  for (auto& p : all) {
+    if (ranks && p.rank < 0) {
+      run.launcher = true;
+      continue;
+    }
+    run.processes.push_back(std::move(p));
+  }
+  std::sort(run.processes.begin(), run.processes.end(), [](const HookProcess& a, const HookProcess& b) { return a.rank < b.rank; });
+  return run;
+}
+
+std::string hook_state(const HookRun& run) {
+  if (run.processes.empty()) return "none";
+  for (const auto& p : run.processes)
+    if (flag(p.report, "torch")) return "python";
+  return "python-without-torch";
+}
+
+std::vector<report::SwitchValue> run_switches(const HookRun& run, const Config& config,
+                                              const std::map<std::string, std::optional<std::string>>& environment) {
+  std::vector<report::SwitchValue> out;
+  const HookProcess* p = main_process(run);
+  const std::string state = hook_state(run);
+  for (const auto& s : switch_table()) {
+    report::SwitchValue v;
+    v.key = s.key;
+    const auto it = config.values.find(s.key);
+    v.requested = it == config.values.end() ? "" : it->second;
+    if (in_process(s.key) && state == "python") {
+      v.effective = text(member(p->report, "effective"), s.key.c_str());
+      for (const auto& set : member(p->report, "sets"))
+        if (text(set, "key") == s.key) v.set_at = text(set, "where");
+    } else if (in_process(s.key) && s.key != "threads") {
+      const char* why = state == "none" ? "no Python process importing torch reported: not a Python program, or started with -S or -I"
+                                        : "the program never imported torch";
+      v.effective = fmt::format("{} ({})", v.requested.empty() ? "unknown" : "not applied", why);
+    } else if (const char* var = env_of(s.key)) {
+      // What the program saw: the hook's record of its environment, else what it was given.
+      std::string value;
+      if (p != nullptr && member(p->report, "env").contains(var) && member(p->report, "env").at(var).is_string())
+        value = member(p->report, "env").at(var).get<std::string>();
+      else if (p != nullptr && member(p->report, "env").contains(var))
+        value = "unset";
+      else if (const auto e = environment.find(var); e != environment.end())
+        value = e->second ? *e->second : "unset";
+      else
+        value = std::getenv(var) != nullptr ? std::getenv(var) : "unset";
+      v.effective = value;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
+  std::vector<report::ChecklistItem> merged;
+  const bool several = run.processes.size() > 1;
+  for (const auto& p : run.processes) {
+    const json& r = p.report;
+    Items items;
+    if (flag(r, "torch")) seed_item(items, r, "seed.torch", "torch", "torch.manual_seed", flag(r, "torch_drawn"));
+    seed_item(items, r, "seed.python", "python", "random.seed", flag(r, "python_drawn"));
+    if (r.contains("numpy_drawn")) seed_item(items, r, "seed.numpy", "numpy", "numpy.random.seed", flag(r, "numpy_drawn"));
+    for (const auto& g : member(r, "unseeded_generators"))
+      add(items, "generator", "missing", fmt::format("{} built without a seed draws different numbers every run", text(g, "what")),
+          text(g, "where"));
+    for (const auto& l : member(r, "loaders")) {
+      const int workers = member(l, "num_workers").is_number_integer() ? member(l, "num_workers").get<int>() : 0;
+      const std::string what = fmt::format("DataLoader over {} (num_workers={}{})", text(l, "dataset"), workers,
+                                           flag(l, "shuffle") ? ", shuffle" : "");
+      const std::string uses = workers > 0 ? (flag(l, "shuffle") ? "its shuffle order and its workers' seeds come" : "its workers' seeds come")
+                                           : (flag(l, "shuffle") ? "its shuffle order comes" : "its base seed comes");
+      if (flag(l, "generator"))
+        add(items, "dataloader", "ok", fmt::format("{}: {} from its own generator", what, uses), text(l, "where"));
+      else if (flag(l, "torch_seeded"))
+        add(items, "dataloader", "ok", fmt::format("{}: {} from torch's global RNG, seeded before it was first iterated", what, uses),
+            text(l, "where"));
+      else if (workers == 0 && !flag(l, "shuffle"))
+        add(items, "dataloader", "not-applicable",
+            fmt::format("{}: draws nothing from torch's RNG that reaches the data (no workers, no shuffle)", what), text(l, "where"));
+      else
+        add(items, "dataloader", "missing",
+            fmt::format("{}: {} from torch's global RNG, which was not seeded before it was first iterated (at {}); "
+                        "in each worker, random, torch and NumPy are reseeded from that base seed",
+                        what, uses, text(l, "iterated_at")),
+            text(l, "where"));
+      for (const auto& g : member(l, "dataset_rngs")) {
+        const json& seeded = member(g, "seeded");
+        const std::string attr = fmt::format("dataset {} holds {} ({})", text(l, "dataset"), text(g, "attribute"), text(g, "type"));
+        if (workers > 0)
+          add(items, "dataloader.rng", "missing",
+              fmt::format("{}: each of the {} workers gets a copy that nothing reseeds, so every worker draws the same "
+                          "numbers{}", attr, workers,
+                          seeded.is_boolean() && !seeded.get<bool>() ? ", and it was built without a seed" : ""),
+              text(l, "where"));
+        else if (seeded.is_boolean() && !seeded.get<bool>())
+          add(items, "dataloader.rng", "missing", fmt::format("{}, built without a seed", attr), text(l, "where"));
+        else
+          add(items, "dataloader.rng", "ok", fmt::format("{}, seeded, in one process", attr), text(l, "where"));
+      }
+    }
+    if (flag(r, "torch")) {
+      const json& first = member(r, "first_op");
+      const json& built = member(r, "model_built");
+      if (first.is_null()) {
+        add(items, "switches", "not-applicable", "no convolution or matmul ran through torch's Python API", "");
+      } else {
+        std::vector<std::string> values;
+        for (const auto& [k, v] : member(first, "switches").items())
+          if (v.is_string()) values.push_back(k + "=" + v.get<std::string>());
+        std::vector<std::string> late;
+        std::string late_where;
+        bool after_first = false;
+        const auto seq_of = [](const json& j) { return member(j, "seq").is_number() ? member(j, "seq").get<int64_t>() : 0; };
+        const int64_t built_at = built.is_null() ? seq_of(first) : seq_of(built);
+        for (const auto& set : member(r, "sets"))
+          if (seq_of(set) > built_at) {
+            late.push_back(fmt::format("{}={}", text(set, "key"), text(set, "value")));
+            if (late_where.empty()) late_where = text(set, "where");
+            after_first = after_first || seq_of(set) > seq_of(first);
+          }
+        if (late.empty())
+          add(items, "switches", "ok",
+              fmt::format("at the first convolution or matmul ({}): {}; none changed after the model was built", text(first, "op"),
+                          fmt::join(values, ", ")),
+              text(first, "where"));
+        else
+          add(items, "switches", "missing",
+              fmt::format("the program set {} after the model was built{}", fmt::join(late, ", "),
+                          after_first ? " and after the first convolution or matmul ran" : ", before its first convolution or matmul"),
+              late_where);
+      }
+      for (const auto& s : member(r, "saves")) {
+        const std::string kind = text(s, "kind");
+        const std::string path = text(s, "path");
+        if (kind != "checkpoint") continue;
+        std::vector<std::string> lacking;
+        std::set<std::string> holds;
+        for (const auto& h : member(s, "holds"))
+          if (h.is_string()) holds.insert(h.get<std::string>());
+        static const std::map<std::string, std::string> names = {
+            {"cpu", "CPU (torch.get_rng_state())"}, {"cuda", "CUDA (torch.cuda.get_rng_state_all())"},
+            {"python", "Python (random.getstate())"}, {"numpy", "NumPy (numpy.random.get_state())"}};
+        for (const auto& n : member(s, "needed"))
+          if (n.is_string() && !holds.count(n.get<std::string>()))
+            lacking.push_back(names.count(n.get<std::string>()) ? names.at(n.get<std::string>()) : n.get<std::string>());
+        const std::string file = path.empty() ? "a checkpoint" : "checkpoint " + path;
+        if (lacking.empty())
+          add(items, "checkpoint", "ok", fmt::format("{} holds every RNG state this program uses", file), text(s, "where"), path);
+        else
+          add(items, "checkpoint", "missing",
+              fmt::format("{} lacks the RNG state a resumed run needs: {}", file, fmt::join(lacking, ", ")), text(s, "where"), path);
+      }
+    }
+    for (auto& item : items) {
+      auto same = std::find_if(merged.begin(), merged.end(), [&](const report::ChecklistItem& m) {
+        return m.id == item.id && m.status == item.status && m.text == item.text && m.where == item.where;
+      });
+      if (same == merged.end()) {
+        merged.push_back(item);
+        same = merged.end() - 1;
+      }
+      if (several && p.rank >= 0) same->ranks.push_back(p.rank);
+    }
+  }
+  return merged;
+}
+
+void distributed_facts(const HookRun& run, const std::map<std::string, std::optional<std::string>>& environment,
+                       report::ExecFacts& facts) {
+  for (const auto& p : run.processes) {
+    if (p.rank < 0) continue;
+    const json& env = member(p.report, "env");
+    const std::string world = text(env, "WORLD_SIZE");
+    if (!world.empty()) facts.world_size = std::atoi(world.c_str());
+    if (!text(p.report, "backend").empty()) facts.backend = text(p.report, "backend");
+    for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) {
+      const std::string seen = text(env, var);
+      if (seen.empty()) continue;
+      std::string given;
+      if (const auto e = environment.find(var); e != environment.end()) given = e->second ? *e->second : "";
+      else if (const char* v = std::getenv(var)) given = v;
+      if (seen != given) facts.launcher_set[var] = seen;
+    }
+  }
+}
+
+}  // namespace ra::exec

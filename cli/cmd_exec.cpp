@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit exec [options] -- COMMAND [ARGS...]`: audit any command by its artifacts and printed
+// metrics (audit/exec/exec_audit.h).
+#include "audit/common/errors.h"
+#include "audit/exec/exec_audit.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace ra::cli {
+namespace {
+
+struct ExecArgs : AuditArgs {
+  std::vector<std::string> command;
+  std::vector<std::string> artifacts;
+  std::vector<std::string> metrics;
+  bool ranks_equal = false;
+  bool no_fix_search = false;
+  int timed_runs = 5;
+};
+
+int execute(const ExecArgs& a, const GlobalOptions& global) {
+  // Without --, the command's own options would be read as exec's.
+  if (std::find(global.argv.begin(), global.argv.end(), "--") == global.argv.end())
+    throw UsageError("exec needs -- before the command: repro-audit exec [options] -- COMMAND [ARGS...]");
+  if (a.command.empty()) throw UsageError("exec needs a command after --: repro-audit exec [options] -- COMMAND [ARGS...]");
+  exec::ExecOptions o;
+  o.argv = a.command;
+  for (const auto& p : a.artifacts) o.artifacts.push_back(exec::parse_artifact_pattern(p));
+  for (const auto& m : a.metrics) o.metrics.push_back(exec::parse_metric(m));
+  o.ranks_equal = a.ranks_equal;
+  if (a.ranks_equal && std::none_of(o.artifacts.begin(), o.artifacts.end(), [](const auto& p) { return p.rank; }))
+    throw UsageError("--ranks-equal compares each rank's artifacts: name them with {rank} in an --artifact (out/model-{rank}.pt)");
+  o.fix_search = !a.no_fix_search;
+  o.timed_runs = a.timed_runs;
+  fill_session(o, a, global, {"default"});
+  if (o.jobs > 1)
+    for (const auto& p : o.artifacts)
+      if (!p.trial && !p.out)
+        throw UsageError(fmt::format("--jobs {} runs the command side by side: --artifact '{}' needs {{trial}} in its path, or "
+                                     "{{out}}/ (the run's own $REPRO_AUDIT_OUT), so that runs do not overwrite each other",
+                                     o.jobs, p.text));
+  o.shard = shard_option(a);
+  const AllowlistOption allow = load_allowlist_option(a.allowlist);
+  const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
+  return emit_report(exec::run_exec(o), a, allow, baseline);
+}
+
+}  // namespace
+
+Action attach_exec(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<ExecArgs>();
+  sub.add_option("command", a->command, "the command to audit, after --");
+  sub.add_option("--artifact", a->artifacts,
+                 "a file the command writes, compared after every run (repeatable; glob wildcards; {out} = $REPRO_AUDIT_OUT, "
+                 "{trial} = the run's number, {rank} = a torchrun rank); without it, every file written into $REPRO_AUDIT_OUT");
+  sub.add_option("--metric", a->metrics,
+                 "NAME=REGEX: a value printed on stdout, compared exactly per occurrence (the first capture group, else the "
+                 "match; repeatable)");
+  sub.add_flag("--ranks-equal", a->ranks_equal,
+               "also require each run's {rank} artifacts to be bitwise equal across ranks (data-parallel replicas)");
+  sub.add_flag("--no-fix-search", a->no_fix_search, "do not search the switches that fix a diverged configuration");
+  CLI::Option* timed = sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs of the command per candidate (median)")
+                           ->check(integer_in(1, 1000))
+                           ->capture_default_str();
+  add_audit_options(sub, *a,
+                    {"default", "seconds before a run of the command is killed (with its process tree) and recorded as timeout",
+                     "not used by exec"});
+  return [a, &global, timed] {
+    if (a->no_fix_search && timed->count() > 0) throw UsageError("--timed-runs times the fix search, which --no-fix-search turns off");
+    if (!a->libraries.empty()) throw UsageError("--load-library applies to run and probes: exec runs your command as it is");
+    return execute(*a, global);
+  };
+}
+
+}  // namespace ra::cli

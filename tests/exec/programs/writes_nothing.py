@@ -1,0 +1,2 @@
+# Runs and writes nothing.
+print("done")
