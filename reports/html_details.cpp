@@ -85,6 +85,33 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   out += "</div>\n";
 }
 
+// exec: the switches the program set itself, the seeding checklist, the ranks.
+void exec_block(std::string& out, const Target& t) {
+  const ExecFacts& e = *t.exec;
+  out += "<div class=\"exec\">\n<h4>What the program did</h4>\n";
+  if (!e.hook_note.empty()) out += fmt::format("<p>{}</p>\n", esc(e.hook_note));
+  for (const auto& c : t.configs)
+    for (const auto& sw : c.switches)
+      if (!sw.set_at.empty())
+        out += fmt::format("<p class=\"switch-set\">{}: the program set <code>{}={}</code> at <code>{}</code>{}</p>\n", esc(c.name),
+                           esc(sw.key), esc(sw.effective), esc(sw.set_at),
+                           !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + esc(sw.requested) + ")" : "");
+  if (!e.checklist.empty()) {
+    out += "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding checklist</th><th>where</th><th>may explain</th></tr>"
+           "</thead><tbody>\n";
+    for (const auto& item : e.checklist)
+      out += fmt::format("<tr class=\"checklist-item\" data-status=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>\n",
+                         esc(item.status), esc(item.status), esc(item.text), esc(item.where), esc(item.artifact));
+    out += "</tbody></table>\n";
+  }
+  if (e.ranks_equal)
+    out += e.ranks_equal->equal
+               ? fmt::format("<p>Ranks equal: every rank's artifacts equal rank 0's ({} comparisons).</p>\n", e.ranks_equal->compared)
+               : fmt::format("<p class=\"ranks-differ\">Rank {} differs from rank 0 in <code>{}</code> of <code>{}</code>.</p>\n",
+                             e.ranks_equal->rank, esc(e.ranks_equal->tensor), esc(e.ranks_equal->artifact));
+  out += "</div>\n";
+}
+
 void replay_block(std::string& out, const Replay& rp) {
   out += fmt::format("<div class=\"replay\" data-verdict=\"{}\">\n<h4>{} Restart-replay{}</h4>\n", to_string(rp.verdict),
                      badge(to_string(rp.verdict)), rp.config.empty() ? "" : " under " + esc(rp.config));
@@ -151,6 +178,7 @@ void details_section(std::string& out, const Report& r) {
       out += "</div>\n";
     }
     if (t.replay) replay_block(out, *t.replay);
+    if (t.exec) exec_block(out, t);
     out += "</div>\n</details>\n";
   }
   out += "</section>\n";

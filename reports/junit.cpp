@@ -269,6 +269,23 @@ std::string render_junit(const Report& r) {
       counts.add(Outcome{});
       cases += testcase(t.name, "configuration-dependence", Outcome{}, text);
     }
+    if (t.exec && t.exec->ranks_equal) {
+      const RanksEqual& q = *t.exec->ranks_equal;
+      const Outcome o = q.equal ? Outcome{}
+                                : Outcome{"failure", "ranks-differ",
+                                          fmt::format("rank {} differs from rank 0 in {} of {}", q.rank, q.tensor, q.artifact), ""};
+      counts.add(o);
+      cases += testcase(t.name, "ranks-equal", o);
+    }
+    if (t.exec && !t.exec->checklist.empty()) {
+      // The seeding checklist rides along as the output of a passing case: it explains, it does not judge.
+      std::string text;
+      for (const auto& item : t.exec->checklist)
+        text += fmt::format("{}: {}{}{}\n", item.status, item.text, item.where.empty() ? "" : " (" + item.where + ")",
+                            item.artifact.empty() ? "" : " -> may explain " + item.artifact);
+      counts.add(Outcome{});
+      cases += testcase(t.name, "seeding-checklist", Outcome{}, text);
+    }
     if (t.replay) {
       const Outcome o = replay_outcome(*t.replay);
       counts.add(o);

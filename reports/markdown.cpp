@@ -246,6 +246,29 @@ std::string render_markdown_raw(const Report& r) {
       if (!t.dependence->causes.empty()) out += "\n";
       for (const auto& cause : t.dependence->causes) out += fmt::format("- {}\n", md(config_cause_text(cause)));
     }
+    if (t.exec) {
+      const ExecFacts& e = *t.exec;
+      std::vector<std::string> set;
+      for (const auto& c : t.configs)
+        for (const auto& sw : c.switches)
+          if (!sw.set_at.empty())
+            set.push_back(fmt::format("- {}: the program set `{}={}` at `{}`{}", md(c.name), sw.key, sw.effective, sw.set_at,
+                                      !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + sw.requested + ")" : ""));
+      if (!set.empty()) out += fmt::format("\n**{}: switches the program set itself**\n\n{}\n", md(t.name), fmt::join(set, "\n"));
+      if (!e.checklist.empty()) {
+        out += fmt::format("\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | may explain |\n|---|---|---|---|\n",
+                           md(t.name));
+        for (const auto& item : e.checklist)
+          out += fmt::format("| {} | {} | {} | {} |\n", item.status, md(item.text), item.where.empty() ? "" : code(item.where),
+                             item.artifact.empty() ? "" : code(item.artifact));
+      }
+      if (!e.hook_note.empty()) out += fmt::format("\nNote: {}\n", md(e.hook_note));
+      if (e.ranks_equal)
+        out += e.ranks_equal->equal
+                   ? fmt::format("\nRanks equal: every rank's artifacts equal rank 0's ({} comparisons)\n", e.ranks_equal->compared)
+                   : fmt::format("\n**Ranks differ**: rank {} differs from rank 0 in {} of {}\n", e.ranks_equal->rank,
+                                 code(e.ranks_equal->tensor), code(e.ranks_equal->artifact));
+    }
     if (t.replay) {
       const Replay& rp = *t.replay;
       out += fmt::format("\n**{}: restart-replay{}: {}**", md(t.name), rp.config.empty() ? "" : " under " + md(rp.config),

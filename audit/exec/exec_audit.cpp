@@ -527,6 +527,23 @@ void link_checklist(report::ExecFacts& facts, const report::Target& target, cons
   }
 }
 
+// The machine's fingerprint, from the worker's `env --json` (the tool's LibTorch: the command's own
+// torch may be another build, which its hook report names).
+nlohmann::ordered_json fingerprint(const ScratchDir& scratch, double timeout_s) {
+  ChildJob job;
+  job.argv = {worker_executable(), "env", "--json"};
+  job.stdout_path = scratch.path() + "/environment.json";
+  job.log_path = scratch.path() + "/environment.log";
+  job.timeout = std::chrono::milliseconds(static_cast<long long>(std::min(timeout_s, 300.0) * 1000));
+  const ChildOutcome out = run_children({job}, 1).front();
+  try {
+    if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == 0)
+      return nlohmann::ordered_json::parse(read_file(job.stdout_path, "environment"));
+  } catch (const std::exception&) {
+  }
+  throw Error(ExitCode::Incomplete, fmt::format("the worker could not read this machine's environment: {}", last_line(out.log_tail)));
+}
+
 nlohmann::ordered_json exec_plan(const ExecOptions& o, const std::string& identity) {
   nlohmann::ordered_json plan = fleet::session_plan(o, "exec");
   plan["identity"] = identity;
@@ -590,6 +607,7 @@ report::Report run_exec(const ExecOptions& given) {
   report::Report rep;
   rep.tool_version = tool_version();
   rep.command = o.command;
+  rep.environment = fingerprint(scratch, o.timeout_s);
   report::Target target;
   target.name = joined(o.argv);
   target.kind = "command";
