@@ -97,7 +97,7 @@ void exec_block(std::string& out, const Target& t) {
                            esc(sw.key), esc(sw.effective), esc(sw.set_at),
                            !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + esc(sw.requested) + ")" : "");
   if (!e.checklist.empty()) {
-    out += "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding checklist</th><th>where</th><th>may explain</th></tr>"
+    out += "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding checklist</th><th>where</th><th>diverged</th></tr>"
            "</thead><tbody>\n";
     for (const auto& item : e.checklist)
       out += fmt::format("<tr class=\"checklist-item\" data-status=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>\n",

@@ -282,7 +282,7 @@ std::string render_junit(const Report& r) {
       std::string text;
       for (const auto& item : t.exec->checklist)
         text += fmt::format("{}: {}{}{}\n", item.status, item.text, item.where.empty() ? "" : " (" + item.where + ")",
-                            item.artifact.empty() ? "" : " -> may explain " + item.artifact);
+                            item.artifact.empty() ? "" : " -> diverged: " + item.artifact);
       counts.add(Outcome{});
       cases += testcase(t.name, "seeding-checklist", Outcome{}, text);
     }

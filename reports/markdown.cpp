@@ -256,7 +256,7 @@ std::string render_markdown_raw(const Report& r) {
                                       !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + sw.requested + ")" : ""));
       if (!set.empty()) out += fmt::format("\n**{}: switches the program set itself**\n\n{}\n", md(t.name), fmt::join(set, "\n"));
       if (!e.checklist.empty()) {
-        out += fmt::format("\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | may explain |\n|---|---|---|---|\n",
+        out += fmt::format("\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | diverged |\n|---|---|---|---|\n",
                            md(t.name));
         for (const auto& item : e.checklist)
           out += fmt::format("| {} | {} | {} | {} |\n", item.status, md(item.text), item.where.empty() ? "" : code(item.where),

@@ -92,7 +92,7 @@ struct SwitchValue {
   std::string effective;  // read back in the child
   // exec: where the program set this switch itself ("train.py:12", the last time), "" when it did
   // not; `effective` is then the value it left in effect at exit.
-  std::string set_at;
+  std::string set_at = {};
 };
 
 struct Trial {

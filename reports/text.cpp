@@ -230,7 +230,7 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
     std::string line = fmt::format("    {:<14} {}", item.status, item.text);
     if (!item.where.empty()) line += fmt::format(" ({})", item.where);
     if (!item.ranks.empty()) line += fmt::format(" [rank{} {}]", item.ranks.size() == 1 ? "" : "s", fmt::join(item.ranks, ","));
-    if (!item.artifact.empty()) line += fmt::format(" -> may explain {}", item.artifact);
+    if (!item.artifact.empty()) line += fmt::format(" -> diverged: {}", item.artifact);
     out += line + "\n";
   }
   if (e.ranks_equal) {

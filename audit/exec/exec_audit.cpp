@@ -91,6 +91,14 @@ class Session {
   void collect(RunRecord& r, int trial, const ChildOutcome& outcome) {
     std::vector<bool> matched;
     r.taken = take_artifacts(o_.artifacts, trial, r.dir + "/out", r.dir + "/artifacts", matched);
+    // One copy per version: a file equal to one kept already is dropped at once, so a reproducible
+    // 100 MB checkpoint costs one copy on disk (and no write-back) however many runs there are.
+    for (auto& t : r.taken) {
+      const auto [it, fresh] = kept_.emplace(t.name + '\n' + t.digest, t.path);
+      if (fresh) continue;
+      ::unlink(t.path.c_str());
+      t.path = it->second;
+    }
     r.ok = outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0;
     if (!r.ok) return;
     for (size_t i = 0; i < matched.size(); ++i)
@@ -375,6 +383,7 @@ class Session {
   std::set<std::string> metrics_seen_;
   std::map<std::string, report::ExecArtifact> artifacts_;
   std::map<std::string, ArtifactContents> contents_;  // "name\ndigest" -> what the worker read
+  std::map<std::string, std::string> kept_;           // "name\ndigest" -> the one copy of that version
   std::vector<Wanted> wanted_;
   std::vector<Pending> pending_;
   std::map<std::string, report::DivergenceStats> answers_;

@@ -176,6 +176,32 @@ if rep.exists():
     stats = target(rep)["configs"][0]["diverged_tensors"][0]["stats"]
     check("compared by bytes" in stats["note"], f"corrupt: {stats}")
 
+# A run that fails only sometimes is a finding: crashed in that run, exit 4, its stderr tail kept.
+rep = work / "flaky.json"
+r = exec_("--repeats", "3", "--", python, programs / "flaky.py", report=rep)
+check(r.returncode == 4, f"flaky: exit {r.returncode}: {r.stderr[-300:]}")
+if rep.exists():
+    trials = target(rep)["configs"][0]["trials"]
+    crashed = [t for t in trials if t["status"] == "crashed"]
+    check(len(crashed) == 1 and "out of memory" in crashed[0]["stderr_tail"], f"flaky: {trials}")
+
+# The program's own sitecustomize still runs: the hook chains to it.
+chain = work / "chain"
+chain.mkdir(exist_ok=True)
+(chain / "sitecustomize.py").write_text(
+    "import os\nif os.environ.get('REPRO_AUDIT_OUT'):\n"
+    "    open(os.path.join(os.environ['REPRO_AUDIT_OUT'], 'chained.txt'), 'w').write('yes')\n")
+r = subprocess.run([binary, "exec", "--repeats", "2", "--", python, programs / "writes_nothing.py"], capture_output=True, text=True,
+                   cwd=work, env={**os.environ, "PYTHONPATH": str(chain)})
+check(r.returncode == 0 and "chained.txt" in r.stdout, f"chain: exit {r.returncode}: {r.stdout[-300:]}{r.stderr[-300:]}")
+
+# A saved baseline of an exec audit, checked against a new run of the same command.
+base = work / "seeded.baseline.json"
+r = exec_("--repeats", "2", "--save-baseline", base, "--", python, programs / "seeded_train.py")
+check(r.returncode == 0 and base.exists(), f"baseline save: exit {r.returncode}: {r.stderr[-300:]}")
+r = exec_("--repeats", "2", "--baseline", base, "--", python, programs / "seeded_train.py")
+check(r.returncode == 0 and "match" in r.stdout, f"baseline check: exit {r.returncode}: {r.stdout[-500:]}{r.stderr[-300:]}")
+
 # 9. Interrupting exec kills every process tree it started and leaves no report.
 rep = work / "interrupted.json"
 marker = f"hangs-{os.getpid()}"

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# exec's own cost per run of a command: a seeded, single-threaded training script of about 10 s
+# (STEPS matmul steps; adjust for another machine) that writes a 100 MB torch.save checkpoint, run bare and under
+# `repro-audit exec`, side by side in ROUNDS rounds. Each round times, in turn:
+#   bare   two runs of the script (each writing its checkpoint, then removing it);
+#   exec1  `exec --repeats 1` on it;
+#   exec3  `exec --repeats 3` on it.
+# exec's cost of one more run is (exec3 - exec1) / 2 - bare / 2 (the hook, taking the checkpoint
+# into the scratch folder, digesting its bytes, reading stdout); its fixed cost per audit (the
+# environment fingerprint, reading the first run's hook report, the report) is what exec1 adds
+# beyond one run and that cost. The bare runs remove their checkpoint at once, as exec does with
+# a checkpoint equal to one it keeps.
+# Prints every round and the medians of the ratios.
+# usage: bench/exec_overhead.sh [ROUNDS] [STEPS] [REPRO_AUDIT_BINARY] [PYTHON]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${1:-3}
+steps=${2:-2200}
+binary=$(readlink -f "${3:-$here/build/repro-audit}")
+python=${4:-$HOME/.cache/repro-audit/venv/bin/python}
+work=$(mktemp -d /tmp/ra-exec-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cat > "$work/train.py" <<PY
+import os, torch
+torch.manual_seed(0)
+torch.set_num_threads(1)  # two threads' matmuls differ from run to run on some CPUs (exec finds it)
+w = torch.randn(1024, 1024) / 32
+x = torch.randn(256, 1024)
+for step in range($steps):
+    x = torch.tanh(x @ w)
+    if step % 50 == 0:
+        print(f"step {step} loss {x.square().mean().item():.6f}", flush=True)
+state = {"model": {"big": torch.randn(25 * 1024 * 1024)}, "x": x, "step": $steps}
+torch.save(state, os.path.join(os.environ.get("REPRO_AUDIT_OUT", "."), "ckpt.pt"))
+PY
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
+bare=() exec1=() exec3=()
+cd "$work"
+for r in $(seq 1 "$rounds"); do
+  t=$(now)
+  for i in 1 2; do REPRO_AUDIT_OUT="$work" "$python" train.py >/dev/null 2>&1; rm -f "$work/ckpt.pt"; done
+  b=$(since "$t")
+  t=$(now)
+  "$binary" --quiet exec --repeats 1 --no-fix-search --metric 'loss=loss ([0-9.]+)' -- "$python" train.py >/dev/null
+  e1=$(since "$t")  # exit 0 expected: a divergence (exit 1) would add the worker's reading to the figure
+  t=$(now)
+  "$binary" --quiet exec --repeats 3 --no-fix-search --metric 'loss=loss ([0-9.]+)' -- "$python" train.py >/dev/null
+  e3=$(since "$t")
+  bare+=("$b") exec1+=("$e1") exec3+=("$e3")
+  awk -v b="$b" -v e1="$e1" -v e3="$e3" 'BEGIN {
+    run = b / 2; per = (e3 - e1) / 2 - run; fixed = e1 - run - per
+    printf "round: bare run %.2f s; exec --repeats 1 %.2f s, --repeats 3 %.2f s; per run +%.3f s (%.1f%%), fixed %.2f s\n",
+           run, e1, e3, per, 100 * per / run, fixed }'
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+pers=() fixeds=()
+for i in $(seq 0 $((rounds - 1))); do
+  pers+=("$(awk -v b="${bare[$i]}" -v e1="${exec1[$i]}" -v e3="${exec3[$i]}" 'BEGIN { print 100 * ((e3 - e1) / 2 - b / 2) / (b / 2) }')")
+  fixeds+=("$(awk -v b="${bare[$i]}" -v e1="${exec1[$i]}" -v e3="${exec3[$i]}" 'BEGIN { print e1 - b / 2 - ((e3 - e1) / 2 - b / 2) }')")
+done
+echo "median over $rounds rounds: exec's cost per run $(median "${pers[@]}")% of the command's wall time ($(median "${bare[@]}") s for two bare runs); fixed cost per audit $(median "${fixeds[@]}") s"

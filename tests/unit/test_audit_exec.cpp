@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// exec's front-side logic (audit/exec/): artifact patterns, metrics and their first diverging
+// step, byte statistics, the file-kind sniff, and the seeding checklist and switches built from
+// hook reports. Running commands and taking files is covered through the binary (ctest exec).
+#include "audit/common/errors.h"
+#include "audit/exec/artifacts.h"
+#include "audit/exec/hook_report.h"
+#include "audit/exec/metrics.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using nlohmann::json;
+
+std::string temp_file(const std::string& name, const std::string& bytes) {
+  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-exec-unit-" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+ra::exec::HookRun one_process(json report) {
+  report["format"] = "repro-audit/exec-hook-1";
+  ra::exec::HookRun run;
+  run.processes.push_back({report, -1});
+  return run;
+}
+
+const ra::report::ChecklistItem* item(const std::vector<ra::report::ChecklistItem>& items, const std::string& id) {
+  for (const auto& i : items)
+    if (i.id == id) return &i;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("artifact patterns: placeholders and their errors") {
+  using ra::exec::parse_artifact_pattern;
+  const auto p = parse_artifact_pattern("{out}/model-{rank}-{trial}.pt");
+  CHECK(p.out);
+  CHECK(p.rank);
+  CHECK(p.trial);
+  CHECK_FALSE(parse_artifact_pattern("ckpt/*.pt").trial);
+  CHECK_THROWS_AS(parse_artifact_pattern(""), ra::UsageError);
+  CHECK_THROWS_AS(parse_artifact_pattern("a/{out}/x"), ra::UsageError);
+  CHECK_THROWS_AS(parse_artifact_pattern("{out}/"), ra::UsageError);
+  CHECK_THROWS_AS(parse_artifact_pattern("m-{rank}-{rank}.pt"), ra::UsageError);
+  CHECK_THROWS_WITH_AS(parse_artifact_pattern("x-{epoch}.pt"), doctest::Contains("unknown placeholder {epoch}"), ra::UsageError);
+}
+
+TEST_CASE("metrics: capture groups, exact comparison, the first diverging step") {
+  using namespace ra::exec;
+  const auto loss = parse_metric("loss=loss=([0-9.]+)");
+  const auto acc = parse_metric("acc=acc [0-9]+");  // no group: the whole match
+  const auto values = extract_metrics({loss, acc}, "step 1 loss=0.50 acc 7\nnoise\nstep 2 loss=0.25\r\nacc 9\n");
+  CHECK(values.at("loss") == std::vector<std::string>{"0.50", "0.25"});
+  CHECK(values.at("acc") == std::vector<std::string>{"acc 7", "acc 9"});
+  CHECK(metric_entry("loss", {"0.50", "0.25"}).digest == metric_entry("loss", {"0.50", "0.25"}).digest);
+  CHECK(metric_entry("loss", {"0.50", "0.25"}).digest != metric_entry("loss", {"0.50", "0.250"}).digest);  // exact text
+  CHECK(metric_entry("loss", {"0.50", "0.25"}).name == "metric:loss");
+
+  const auto s = metric_difference({"1.0", "0.5", "0.25"}, {"1.0", "0.5", "0.26"});
+  CHECK(s.first_index == 2);
+  CHECK(s.differing == 1);
+  CHECK(s.max_abs_diff == doctest::Approx(0.01));
+  CHECK(s.note.find("step 3: 0.25 vs 0.26") != std::string::npos);
+  const auto shorter = metric_difference({"1", "2"}, {"1"});
+  CHECK(shorter.first_index == 1);
+  CHECK(shorter.note.find("2 occurrences vs 1") != std::string::npos);
+  const auto words = metric_difference({"ok"}, {"nan?"});
+  CHECK(std::isnan(words.max_abs_diff));
+
+  CHECK_THROWS_AS(parse_metric("=x"), ra::UsageError);
+  CHECK_THROWS_AS(parse_metric("loss"), ra::UsageError);
+  CHECK_THROWS_AS(parse_metric("lo ss=x"), ra::UsageError);
+  CHECK_THROWS_WITH_AS(parse_metric("loss=([0-9"), doctest::Contains("does not compile"), ra::UsageError);
+}
+
+TEST_CASE("byte statistics and the file-kind sniff") {
+  using namespace ra::exec;
+  const auto a = temp_file("a.bin", "abcdefgh");
+  const auto b = temp_file("b.bin", "abcXefgY");
+  const auto c = temp_file("c.bin", "abcdefghij");
+  const auto ab = byte_difference(a, b);
+  CHECK(ab.numel == 8);
+  CHECK(ab.differing == 2);
+  CHECK(ab.first_index == 3);
+  const auto ac = byte_difference(a, c);
+  CHECK(ac.differing == 2);
+  CHECK(ac.first_index == 8);
+  CHECK(ac.note.find("sizes differ") != std::string::npos);
+  CHECK(sniff_kind(a) == "bytes");
+  std::string st = std::string("\x0d\0\0\0\0\0\0\0", 8) + "{\"x\":\"y\"}    ";  // 13 header bytes
+  CHECK(sniff_kind(temp_file("s.safetensors", st)) == "safetensors");
+  std::string zip = "PK\x03\x04" + std::string(22, '\0') + std::string("\x0d\0\0\0", 4) + "ckpt/data.pkl";
+  CHECK(sniff_kind(temp_file("z.pt", zip)) == "torch.save");
+  for (const char* f : {"a.bin", "b.bin", "c.bin", "s.safetensors", "z.pt"})
+    std::remove((std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-exec-unit-" + f).c_str());
+}
+
+TEST_CASE("seeding checklist: a late seed, an unseeded DataLoader with workers, a dataset's RNG, a checkpoint") {
+  const json report = {
+      {"torch", true},
+      {"torch_drawn", true},
+      {"python_drawn", false},
+      {"seeds", {{"torch", {{"where", "train.py:30"}, {"value", "0"}, {"drawn_before", true}, {"seq", 3}}}}},
+      {"loaders",
+       {{{"where", "train.py:20"}, {"iterated_at", "train.py:21"}, {"num_workers", 2}, {"shuffle", true}, {"generator", false},
+         {"torch_seeded", false}, {"dataset", "Noisy"},
+         {"dataset_rngs", {{{"attribute", "rng"}, {"type", "random.Random"}, {"seeded", true}}}}}}},
+      {"first_op", {{"op", "torch.nn.functional.linear"}, {"where", "train.py:25"}, {"seq", 5}, {"switches", {{"deterministic", "off"}}}}},
+      {"model_built", {{"where", "train.py:10"}, {"seq", 1}}},
+      {"sets", {{{"key", "cudnn.benchmark"}, {"value", "on"}, {"where", "train.py:12"}, {"seq", 2}}}},
+      {"saves", {{{"path", "ckpt.pt"}, {"where", "train.py:40"}, {"kind", "checkpoint"}, {"holds", {"cpu"}}, {"needed", {"cpu", "python"}}}}},
+  };
+  const auto items = ra::exec::seeding_checklist(one_process(report));
+  REQUIRE(item(items, "seed.torch"));
+  CHECK(item(items, "seed.torch")->status == "missing");
+  CHECK(item(items, "seed.torch")->text.find("came after the first draw") != std::string::npos);
+  CHECK(item(items, "seed.torch")->where == "train.py:30");
+  CHECK(item(items, "seed.python")->status == "not-applicable");
+  REQUIRE(item(items, "dataloader"));
+  CHECK(item(items, "dataloader")->status == "missing");
+  CHECK(item(items, "dataloader")->where == "train.py:20");
+  CHECK(item(items, "dataloader")->text.find("worker_init_fn") == std::string::npos);
+  REQUIRE(item(items, "dataloader.rng"));
+  CHECK(item(items, "dataloader.rng")->text.find("each of the 2 workers gets a copy that nothing reseeds") != std::string::npos);
+  CHECK(item(items, "switches")->status == "missing");
+  CHECK(item(items, "switches")->where == "train.py:12");
+  REQUIRE(item(items, "checkpoint"));
+  CHECK(item(items, "checkpoint")->status == "missing");
+  CHECK(item(items, "checkpoint")->text.find("Python (random.getstate())") != std::string::npos);
+  CHECK(item(items, "checkpoint")->artifact == "ckpt.pt");
+}
+
+TEST_CASE("seeding checklist: a seeded program, and a loader with its own generator") {
+  const json report = {
+      {"torch", true}, {"torch_drawn", true}, {"python_drawn", true},
+      {"seeds", {{"torch", {{"where", "t.py:3"}, {"value", "0"}, {"drawn_before", false}}},
+                 {"python", {{"where", "t.py:4"}, {"value", "0"}, {"drawn_before", false}}}}},
+      {"loaders", {{{"where", "t.py:9"}, {"num_workers", 0}, {"shuffle", true}, {"generator", true}, {"dataset", "D"},
+                    {"dataset_rngs", json::array()}}}},
+  };
+  const auto items = ra::exec::seeding_checklist(one_process(report));
+  for (const auto& i : items)
+    if (i.id != "switches") CHECK_MESSAGE(i.status == "ok", i.id << ": " << i.text);
+  CHECK(item(items, "switches")->status == "not-applicable");
+}
+
+TEST_CASE("switches from a hook report: effective values, the program's own settings, and none without a hook") {
+  ra::Config det{"det", {{"deterministic", "on"}, {"cublas_workspace", ":4096:8"}}};
+  const json report = {{"torch", true},
+                       {"effective", {{"deterministic", "on"}, {"cudnn.benchmark", "on"}, {"threads", "1"}}},
+                       {"sets", {{{"key", "cudnn.benchmark"}, {"value", "on"}, {"where", "t.py:9"}}}},
+                       {"env", {{"CUBLAS_WORKSPACE_CONFIG", ":4096:8"}, {"PYTHONHASHSEED", nullptr}}}};
+  const auto with = ra::exec::run_switches(one_process(report), det, {});
+  std::map<std::string, ra::report::SwitchValue> by;
+  for (const auto& s : with) by[s.key] = s;
+  CHECK(by["cudnn.benchmark"].effective == "on");
+  CHECK(by["cudnn.benchmark"].set_at == "t.py:9");
+  CHECK(by["deterministic"].requested == "on");
+  CHECK(by["cublas_workspace"].effective == ":4096:8");
+  CHECK(by["pythonhashseed"].effective == "unset");
+
+  const auto none = ra::exec::run_switches(ra::exec::HookRun{}, det, {{"CUBLAS_WORKSPACE_CONFIG", ":4096:8"}});
+  for (const auto& s : none) {
+    if (s.key == "deterministic") CHECK(s.effective.rfind("not applied", 0) == 0);
+    if (s.key == "cudnn.benchmark") CHECK(s.effective.rfind("unknown", 0) == 0);
+    if (s.key == "cublas_workspace") CHECK(s.effective == ":4096:8");
+  }
+  CHECK(ra::exec::hook_state(ra::exec::HookRun{}) == "none");
+}
+
+TEST_CASE("torchrun: ranks merged, the launcher's variables") {
+  ra::exec::HookRun run;
+  for (int rank : {0, 1}) {
+    json r = {{"format", "repro-audit/exec-hook-1"}, {"torch", true}, {"torch_drawn", false}, {"python_drawn", false},
+              {"backend", "gloo"}, {"env", {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"OMP_NUM_THREADS", "1"}}}};
+    run.processes.push_back({r, rank});
+  }
+  const auto items = ra::exec::seeding_checklist(run);
+  REQUIRE(item(items, "seed.torch"));
+  CHECK(item(items, "seed.torch")->ranks == std::vector<int>{0, 1});
+  ra::report::ExecFacts facts;
+  ra::exec::distributed_facts(run, {{"OMP_NUM_THREADS", std::nullopt}}, facts);
+  CHECK(facts.world_size == 2);
+  CHECK(facts.backend == "gloo");
+  CHECK(facts.launcher_set.at("OMP_NUM_THREADS") == "1");
+}
