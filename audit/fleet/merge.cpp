@@ -289,6 +289,10 @@ std::vector<std::string> unsharded_command(const std::vector<std::string>& comma
   std::vector<std::string> out;
   for (size_t i = 0; i < command.size(); ++i) {
     const std::string& a = command[i];
+    if (a == "--") {  // exec: what follows is the user's command, kept whole
+      out.insert(out.end(), command.begin() + static_cast<std::ptrdiff_t>(i), command.end());
+      break;
+    }
     if (a == "--shard" || a == "--shards") {
       ++i;
       continue;

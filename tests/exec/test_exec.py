@@ -202,6 +202,22 @@ check(r.returncode == 0 and base.exists(), f"baseline save: exit {r.returncode}:
 r = exec_("--repeats", "2", "--baseline", base, "--", python, programs / "seeded_train.py")
 check(r.returncode == 0 and "match" in r.stdout, f"baseline check: exit {r.returncode}: {r.stdout[-500:]}{r.stderr[-300:]}")
 
+# Sharded: each configuration in its own shard, then merge, as run's shards join.
+for k in (1, 2):
+    r = exec_("--shard", f"{k}/2", "--configs", "default,threads-1", "--repeats", "2", "--", python, programs / "seeded_train.py",
+              report=work / f"shard-{k}.json")
+    check(r.returncode == 0, f"shard {k}: exit {r.returncode}: {r.stderr[-300:]}")
+m = subprocess.run([binary, "merge", work / "shard-1.json", work / "shard-2.json", "--report", work / "merged.json"],
+                   capture_output=True, text=True)
+check(m.returncode == 0, f"merge: exit {m.returncode}: {m.stderr[-300:]}")
+if (work / "merged.json").exists():
+    merged = json.loads((work / "merged.json").read_text())
+    t = merged["targets"][0]
+    check([c["config"] for c in t["configs"]] == ["default", "threads-1"] and t["kind"] == "command" and "exec" in t,
+          f"merge: {[c['config'] for c in t['configs']]}")
+    check(merged["command"][-2:] == [python, str(programs / "seeded_train.py")] and "--shard" not in merged["command"],
+          f"merge: command {merged['command']}")
+
 # 9. Interrupting exec kills every process tree it started and leaves no report.
 rep = work / "interrupted.json"
 marker = f"hangs-{os.getpid()}"
@@ -218,7 +234,7 @@ check(not left, f"interrupt: processes left: {left}")
 
 # 10. Every report written above follows the shipped schema (system Python: jsonschema is a Debian package).
 tests = pathlib.Path(__file__).resolve().parent.parent
-written = [p.name for p in sorted(work.glob("*.json"))]
+written = [p.name for p in sorted(work.glob("*.json")) if not p.name.endswith(".baseline.json")]
 v = subprocess.run(["/usr/bin/python3", str(tests / "validate_schema.py"), str(tests.parent / "share/schema/report-v1.schema.json"),
                     str(work), *written], capture_output=True, text=True)
 check(v.returncode == 0 and len(written) >= 8, f"schema: {v.stdout[-800:]}{v.stderr[-800:]}")

@@ -143,6 +143,9 @@ TEST_CASE("the command of the whole plan drops --shard and --shards") {
         std::vector<std::string>{"repro-audit", "probes", "--report", "r.json"});
   CHECK(ra::fleet::unsharded_command({"repro-audit", "run", "m.pt", "--shard=1/2", "--shards", "3"}) ==
         std::vector<std::string>{"repro-audit", "run", "m.pt"});
+  // exec: the user's command after -- is kept whole, its own --shard included.
+  CHECK(ra::fleet::unsharded_command({"repro-audit", "exec", "--shard", "1/2", "--", "python", "t.py", "--shard", "3"}) ==
+        std::vector<std::string>{"repro-audit", "exec", "--", "python", "t.py", "--shard", "3"});
 }
 
 TEST_CASE("a shard record survives the JSON round trip, and a range outside the plan is refused") {
