@@ -107,8 +107,20 @@ int run(int argc, char** argv, const Program& program) {
                                                arg.substr(0, arg.size() - 1)));
   }
 
+  // exec -- COMMAND...: the command is not the parser's to read.
+  int parsed_argc = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) != "--") continue;
+    const bool exec = std::any_of(argv + 1, argv + i, [](const char* a) { return std::string_view(a) == "exec"; });
+    if (!exec) break;
+    global.dashdash = true;
+    global.after_dashdash.assign(argv + i + 1, argv + argc);
+    parsed_argc = i;
+    break;
+  }
+
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

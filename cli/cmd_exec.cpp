@@ -25,11 +25,12 @@ struct ExecArgs : AuditArgs {
 
 int execute(const ExecArgs& a, const GlobalOptions& global) {
   // Without --, the command's own options would be read as exec's.
-  if (std::find(global.argv.begin(), global.argv.end(), "--") == global.argv.end())
+  if (!global.dashdash || !a.command.empty())
     throw UsageError("exec needs -- before the command: repro-audit exec [options] -- COMMAND [ARGS...]");
-  if (a.command.empty()) throw UsageError("exec needs a command after --: repro-audit exec [options] -- COMMAND [ARGS...]");
+  if (global.after_dashdash.empty())
+    throw UsageError("exec needs a command after --: repro-audit exec [options] -- COMMAND [ARGS...]");
   exec::ExecOptions o;
-  o.argv = a.command;
+  o.argv = global.after_dashdash;
   for (const auto& p : a.artifacts) o.artifacts.push_back(exec::parse_artifact_pattern(p));
   for (const auto& m : a.metrics) o.metrics.push_back(exec::parse_metric(m));
   o.ranks_equal = a.ranks_equal;
@@ -54,7 +55,9 @@ int execute(const ExecArgs& a, const GlobalOptions& global) {
 
 Action attach_exec(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<ExecArgs>();
-  sub.add_option("command", a->command, "the command to audit, after --");
+  // The command after -- is taken out of argv before parsing (GlobalOptions::after_dashdash); this
+  // catches one given without --, to say so.
+  sub.add_option("command", a->command, "COMMAND [ARGS...], after --");
   sub.add_option("--artifact", a->artifacts,
                  "a file the command writes, compared after every run (repeatable; glob wildcards; {out} = $REPRO_AUDIT_OUT, "
                  "{trial} = the run's number, {rank} = a torchrun rank); without it, every file written into $REPRO_AUDIT_OUT");

@@ -15,6 +15,11 @@ struct GlobalOptions {
   bool quiet = false;
   bool verbose = false;
   std::vector<std::string> argv;  // as given, for reports
+  // exec: the command after the first "--", taken out of argv before the parser sees it (CLI11
+  // reads "--" as the end of one vector option's values, and would take the command's own
+  // options, such as --seed, as exec's). `dashdash` is whether there was a "--".
+  bool dashdash = false;
+  std::vector<std::string> after_dashdash;
 };
 
 using Action = std::function<int()>;

@@ -78,18 +78,23 @@ class _Hook:
             mod = sys.modules.get(m)
             if mod is not None and getattr(mod, "__file__", None):
                 skip.append(os.path.dirname(os.path.abspath(mod.__file__)))
+        # The program's own frame: the innermost one below the working directory, else the innermost
+        # outside the libraries (a script run from elsewhere). A library's own file (torchvision's
+        # resnet.py) is named only when no frame of the program is.
+        cwd = os.getcwd()
+        first = None
         f = sys._getframe(1)
         while f is not None:
             name = f.f_code.co_filename
             if not name.startswith("<") and not any(name.startswith(s + os.sep) for s in skip) \
                     and "importlib" not in name:
                 path = os.path.abspath(name)
-                cwd = os.getcwd()
-                if path.startswith(cwd + os.sep):
-                    path = os.path.relpath(path, cwd)
-                return "%s:%d" % (path, f.f_lineno)
+                if path.startswith(cwd + os.sep) and os.sep + "site-packages" + os.sep not in path:
+                    return "%s:%d" % (os.path.relpath(path, cwd), f.f_lineno)
+                if first is None and os.sep + "site-packages" + os.sep not in path:
+                    first = "%s:%d" % (path, f.f_lineno)
             f = f.f_back
-        return ""
+        return first or ""
 
     def tick(self):
         self.seq += 1
@@ -182,18 +187,17 @@ class _Hook:
             return r
 
         np.random.seed = seed
-        for name in ("default_rng", "RandomState"):
-            original = getattr(np.random, name)
+        # default_rng is a function: wrapping it is invisible. Classes (Generator, RandomState) stay
+        # as they are, so that the program's isinstance checks keep working.
+        original_rng = np.random.default_rng
 
-            def make(original=original, name=name):
-                def build(seed=None, *args, **kwargs):
-                    g = original(seed, *args, **kwargs)
-                    if seed is None:
-                        hook.unseeded_generators.append((g, "numpy.random.%s()" % name, hook.where()))
-                    return g
-                return build
+        def default_rng(seed=None, *args, **kwargs):
+            g = original_rng(seed, *args, **kwargs)
+            if seed is None:
+                hook.unseeded_generators.append((g, "numpy.random.default_rng()", hook.where()))
+            return g
 
-            setattr(np.random, name, make())
+        np.random.default_rng = default_rng
 
     def numpy_drawn(self):
         a, b = self.numpy.random.get_state(), self.numpy_state
@@ -237,24 +241,19 @@ class _Hook:
             return str(t.get_num_threads())
         return "?"
 
+    # The on/off switches torch keeps in its C++ context, by their setter there.
+    C_SETTERS = {"cudnn.benchmark": "_set_cudnn_benchmark", "cudnn.deterministic": "_set_cudnn_deterministic",
+                 "cudnn.enabled": "_set_cudnn_enabled", "tf32.cublas": "_set_cublas_allow_tf32",
+                 "tf32.cudnn": "_set_cudnn_allow_tf32",
+                 "fill_uninitialized_memory": "_set_deterministic_fill_uninitialized_memory"}
+
     def apply_switches(self):
         t = self.torch
         for key, value in self.requested.items():
-            on = value == "on"
-            if key == "cudnn.benchmark":
-                t._C._set_cudnn_benchmark(on)
-            elif key == "cudnn.deterministic":
-                t._C._set_cudnn_deterministic(on)
-            elif key == "cudnn.enabled":
-                t._C._set_cudnn_enabled(on)
+            if key in self.C_SETTERS:
+                getattr(t._C, self.C_SETTERS[key])(value == "on")
             elif key == "deterministic":
                 t.use_deterministic_algorithms(value != "off", warn_only=value == "warn")
-            elif key == "fill_uninitialized_memory":
-                t._C._set_deterministic_fill_uninitialized_memory(on)
-            elif key == "tf32.cublas":
-                t._C._set_cublas_allow_tf32(on)
-            elif key == "tf32.cudnn":
-                t._C._set_cudnn_allow_tf32(on)
             elif key == "threads":
                 t.set_num_threads(int(value))
             else:
@@ -535,9 +534,11 @@ class _Hook:
                 needed.append("cuda")
         except Exception:
             pass
-        if "python" in self.seeds or self.random.getstate() != self.random_state0:
+        # An RNG this process draws from after its last seed: resuming needs its state. (DataLoader
+        # workers reseed theirs from the loader's base seed, which torch's CPU state covers.)
+        if self.random.getstate() != self.random_state:
             needed.append("python")
-        if self.numpy is not None and ("numpy" in self.seeds or self.numpy_drawn_since_import()):
+        if self.numpy is not None and self.numpy_drawn():
             needed.append("numpy")
         entry["holds"] = sorted(found)
         entry["needed"] = needed

@@ -125,6 +125,14 @@ if rep.exists():
     f = target(rep)["configs"][0]["diverged_tensors"][0]
     check(f["name"] == "metric:loss" and f["stats"]["first_index"] == 3 and "step 4" in f["stats"]["note"], f"losses: {f}")
 
+# The command's own options, even those exec also has (--seed, --repeats), are the command's.
+rep = work / "argv.json"
+r = exec_("--configs", "default", "--repeats", "2", "--", python, "-c",
+          "import os, sys; open(os.path.join(os.environ['REPRO_AUDIT_OUT'], 'argv.txt'), 'w').write(repr(sys.argv[1:]))",
+          "--seed", "5", "--repeats", "9", report=rep)
+check(r.returncode == 0 and rep.exists() and target(rep)["exec"]["command"][-4:] == ["--seed", "5", "--repeats", "9"],
+      f"argv: exit {r.returncode}: {r.stderr[-300:]}")
+
 # 6. torchrun, two gloo ranks: reproducible and equal across ranks; then a rank-dependent update.
 rep = work / "ddp.json"
 r = exec_("--repeats", "2", "--artifact", "{out}/model-{rank}.pt", "--ranks-equal", "--", torchrun, "--nproc-per-node", "2",
