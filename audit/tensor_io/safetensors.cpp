@@ -82,7 +82,9 @@ NamedTensors load_safetensors(const std::string& path) {
   };
   std::vector<Range> ranges;
   NamedTensors out;
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    const std::string name = item.key();  // not a structured binding: lambdas capture it (clang 14)
+    const auto& entry = item.value();
     if (name == "__metadata__") continue;
     const auto bad = [&](const std::string& why) { return InputError(fmt::format("{}: tensor '{}' {}", what, name, why)); };
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
@@ -106,7 +108,8 @@ NamedTensors load_safetensors(const std::string& path) {
       throw bad("has data_offsets that are not two byte offsets");
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
     if (begin > end || end > data_size) throw bad(fmt::format("has bytes {}..{} outside the file's {} data bytes", begin, end, data_size));
-    if (end - begin != numel * static_cast<uint64_t>(d.size))
+    const auto item_size = static_cast<uint64_t>(d.size);  // numel * size could overflow: divide instead
+    if ((end - begin) % item_size != 0 || (end - begin) / item_size != numel)
       throw bad(fmt::format("has {} bytes for {} elements of {}", end - begin, numel, dt.get<std::string>()));
     ranges.push_back({begin, end, name});
     at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(d.type));

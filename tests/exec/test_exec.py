@@ -226,6 +226,14 @@ if (work / "merged.json").exists():
     check(merged["command"][-2:] == [python, str(programs / "seeded_train.py")] and "--shard" not in merged["command"],
           f"merge: command {merged['command']}")
 
+# diff reads safetensors files too, and refuses one whose header lies (the fuzz corpus's).
+corpus = pathlib.Path(__file__).resolve().parent.parent / "fuzz/corpus/safetensors"
+d = subprocess.run([binary, "diff", corpus / "two_tensors.safetensors", corpus / "two_tensors.safetensors"], capture_output=True, text=True)
+check(d.returncode == 0 and "identical" in d.stdout, f"diff safetensors: exit {d.returncode}: {d.stdout}{d.stderr}")
+for bad, words in (("overlap", "overlap"), ("wrong_length", "has 4 bytes for 3 elements"), ("huge_shape", "more elements than any file holds")):
+    one_line_error(subprocess.run([binary, "diff", corpus / f"{bad}.safetensors", corpus / "two_tensors.safetensors"],
+                                  capture_output=True, text=True), 3, words, f"diff {bad}.safetensors")
+
 # 9. Interrupting exec kills every process tree it started and leaves no report.
 rep = work / "interrupted.json"
 marker = f"hangs-{os.getpid()}"
