@@ -57,9 +57,11 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -332,6 +334,30 @@ class Scanner {
     walk_function(method.function(), Args{{ObjectRef{self, ""}}, {}}, Frame{"", method.name(), {}, 0, {}});
   }
 
+  // One node of a torch.export graph (lint_export): its op, a checker of its arguments against
+  // an entry's condition, its innermost source line and module path, and its stack (outermost first).
+  void match_node(const std::string& op, const std::function<ArgState(const std::string&, const std::string&)>& check,
+                  const SourceLocation& loc, const std::string& module_path, std::vector<SourceLocation> chain) {
+    entry_method_ = "forward";
+    const auto [begin, end] = by_op_.equal_range(op);
+    for (auto it = begin; it != end; ++it) {
+      const KnowledgeEntry& e = *it->second;
+      std::vector<std::string> depends_on;
+      bool excluded = false;
+      for (const auto& [name, expected] : e.args) {
+        const ArgState state = check(name, expected);
+        excluded |= state == ArgState::Contradicted;
+        if (state == ArgState::Undecided) depends_on.push_back(name);
+      }
+      for (const auto& [name, expected] : e.unless)
+        if (expected != "\"unique\"") excluded |= check(name, expected) == ArgState::Holds;  // uniqueness needs the values
+      if (excluded) continue;
+      add(e, op, loc, Frame{module_path, "forward", {}, 0, chain}, std::move(depends_on));
+    }
+  }
+
+  void note_text(const std::string& text) { note(text); }
+
   std::vector<LintFinding> findings() const {
     std::vector<LintFinding> out;
     for (const auto& [key, found] : findings_) {
@@ -537,6 +563,149 @@ class Scanner {
   std::string entry_method_;
 };
 
+// A serialized argument of a torch.export node as a constant, when it is one (int, float, bool,
+// string, None, int list); nullopt for tensors and symbolic values.
+std::optional<c10::IValue> export_constant(const nlohmann::json& arg) {
+  if (!arg.is_object() || arg.empty()) return std::nullopt;
+  const auto& [kind, v] = *arg.items().begin();
+  if (kind == "as_int" && v.is_number_integer()) return c10::IValue(v.get<int64_t>());
+  if (kind == "as_float" && v.is_number()) return c10::IValue(v.get<double>());
+  if (kind == "as_bool" && v.is_boolean()) return c10::IValue(v.get<bool>());
+  if (kind == "as_string" && v.is_string()) return c10::IValue(v.get<std::string>());
+  if (kind == "as_none") return c10::IValue();
+  if (kind == "as_ints" && v.is_array()) {
+    std::vector<int64_t> ints;
+    for (const auto& i : v) {
+      if (!i.is_number_integer()) return std::nullopt;
+      ints.push_back(i.get<int64_t>());
+    }
+    return c10::IValue(ints);
+  }
+  return std::nullopt;
+}
+
+// "File \"model.py\", line 26, in forward\n    code\n  File ..." -> the frames, outermost first.
+std::vector<SourceLocation> parse_stack_trace(const std::string& text) {
+  std::vector<SourceLocation> out;
+  size_t at = 0;
+  while ((at = text.find("File \"", at)) != std::string::npos) {
+    const size_t name_end = text.find('"', at + 6);
+    if (name_end == std::string::npos) break;
+    SourceLocation loc;
+    loc.file = text.substr(at + 6, name_end - at - 6);
+    const size_t line_at = text.find(", line ", name_end);
+    const size_t eol = text.find('\n', name_end);
+    if (line_at != std::string::npos && line_at < eol) loc.line = std::atoi(text.c_str() + line_at + 7);
+    const size_t in_at = text.find(", in ", name_end);
+    if (in_at != std::string::npos && in_at < eol)
+      loc.function = text.substr(in_at + 5, (eol == std::string::npos ? text.size() : eol) - in_at - 5);
+    out.push_back(loc);
+    at = name_end;
+  }
+  return out;
+}
+
+// "L__self__,,__main__.Net;L__self__fc,fc,torch.nn.modules.linear.Linear" -> "fc": the innermost
+// module's path.
+std::string module_path_of(const std::string& stack) {
+  std::string last;
+  size_t begin = 0;
+  while (begin < stack.size()) {
+    const size_t end = std::min(stack.find(';', begin), stack.size());
+    const std::string entry = stack.substr(begin, end - begin);
+    const size_t c1 = entry.find(',');
+    const size_t c2 = c1 == std::string::npos ? std::string::npos : entry.find(',', c1 + 1);
+    if (c2 != std::string::npos) last = entry.substr(c1 + 1, c2 - c1 - 1);
+    begin = end + 1;
+  }
+  return last;
+}
+
+// "export" or "aoti" for the two .pt2 kinds (by the records torch.export.save and AOTInductor
+// write), "" for anything else (a TorchScript archive included). The same rule as the targets'
+// archive_kind, which this folder cannot include.
+std::string pt2_kind(const std::string& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    const auto records = reader.getAllRecords();
+    const auto any_under = [&](const std::string& prefix) {
+      return std::any_of(records.begin(), records.end(), [&](const std::string& r) { return r.rfind(prefix, 0) == 0; });
+    };
+    const bool has_json = std::find(records.begin(), records.end(), "models/model.json") != records.end();
+    if (std::find(records.begin(), records.end(), "constants.pkl") != records.end() || any_under("code/")) return "";
+    if (any_under("data/aotinductor/")) return "aoti";
+    return has_json ? "export" : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// lint of a torch.export archive: the graph in its models/model.json, node by node.
+LintResult lint_export(const std::string& path, const std::string& device_type, const KnowledgeBase& kb,
+                       const std::string& mode) {
+  LintResult r;
+  nlohmann::json model;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    const auto [data, size] = reader.getRecord("models/model.json");
+    model = nlohmann::json::parse(std::string(static_cast<const char*>(data.get()), size));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(fmt::format("model '{}' is a torch.export archive that cannot be read: {}", path, first_line(e.what())));
+  }
+  if (!model.is_object() || !model.contains("graph_module") || !model["graph_module"].is_object() ||
+      !model["graph_module"].contains("graph") || !model["graph_module"]["graph"].contains("nodes") ||
+      !model["graph_module"]["graph"]["nodes"].is_array())
+    throw InputError(fmt::format("model '{}': its models/model.json has no graph_module.graph.nodes", path));
+  Scanner scanner(kb, device_type, mode == "train");
+  r.methods = {"forward"};
+  for (const auto& node : model["graph_module"]["graph"]["nodes"]) {
+    if (!node.is_object() || !node.contains("target") || !node["target"].is_string()) continue;
+    std::string target = node["target"].get<std::string>();
+    // "torch.ops.aten.index_add.default" -> "aten::index_add", overload "default" -> "".
+    if (target.rfind("torch.ops.", 0) != 0) {
+      scanner.note_text(fmt::format("node '{}' calls {}, which is not an ATen op, and was not scanned",
+                                    node.value("name", std::string("?")), target));
+      continue;
+    }
+    target = target.substr(10);
+    const size_t dot1 = target.find('.');
+    const size_t dot2 = dot1 == std::string::npos ? std::string::npos : target.find('.', dot1 + 1);
+    if (dot1 == std::string::npos) continue;
+    const std::string ns = target.substr(0, dot1);
+    const std::string name = target.substr(dot1 + 1, dot2 == std::string::npos ? std::string::npos : dot2 - dot1 - 1);
+    const std::string overload = dot2 == std::string::npos ? "" : target.substr(dot2 + 1);
+    const std::string op = ns + "::" + name;
+    std::map<std::string, nlohmann::json> args;
+    if (node.contains("inputs") && node["inputs"].is_array())
+      for (const auto& in : node["inputs"])
+        if (in.is_object() && in.contains("name") && in["name"].is_string() && in.contains("arg")) args[in["name"].get<std::string>()] = in["arg"];
+    const auto schema = c10::Dispatcher::singleton().findSchema({op, overload == "default" ? "" : overload});
+    const auto check = [&](const std::string& arg, const std::string& expected_json) {
+      const auto it = args.find(arg);
+      std::optional<c10::IValue> value;
+      if (it != args.end()) {
+        value = export_constant(it->second);
+      } else if (schema) {
+        const auto& s = schema->schema();
+        const auto index = s.argumentIndexWithName(arg);
+        if (!index) return ArgState::Holds;  // the condition is about another op of the entry
+        value = s.arguments()[static_cast<size_t>(*index)].default_value();
+      }
+      if (!value) return ArgState::Undecided;
+      return matches(*value, nlohmann::json::parse(expected_json)) ? ArgState::Holds : ArgState::Contradicted;
+    };
+    const nlohmann::json meta = node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
+    const std::vector<SourceLocation> chain = parse_stack_trace(meta.value("stack_trace", std::string()));
+    const SourceLocation loc = chain.empty() ? SourceLocation{"", 0, "forward"} : chain.back();
+    scanner.match_node(op, check, loc, module_path_of(meta.value("nn_module_stack", std::string())), chain);
+  }
+  r.findings = scanner.findings();
+  r.notes = scanner.notes();
+  return r;
+}
+
 }  // namespace
 
 LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
@@ -552,14 +721,26 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
   for (const auto& e : kb.entries) r.applicable_entries += KnowledgeBase::applies_to(e, device_type);
 
   open_libraries(libraries);
-  torch::jit::Module module = load_model(model);
-  Scanner scanner(kb, device_type, mode == "train");
-  for (const auto& method : module.get_methods()) {
-    r.methods.push_back(method.name());
-    scanner.scan_method(method, module._ivalue());
+  check_readable(model, "model");
+  const std::string kind = pt2_kind(model);
+  if (kind == "aoti")
+    throw InputError(fmt::format("model '{}' is an AOTInductor package: its compiled kernels cannot be linted; lint the "
+                                 "torch.export archive it was compiled from (torch.export.save(ep, \"model.pt2\"))", model));
+  if (kind == "export") {
+    const LintResult graph = lint_export(model, device_type, kb, mode);
+    r.methods = graph.methods;
+    r.findings = graph.findings;
+    r.notes = graph.notes;
+  } else {
+    torch::jit::Module module = load_model(model);
+    Scanner scanner(kb, device_type, mode == "train");
+    for (const auto& method : module.get_methods()) {
+      r.methods.push_back(method.name());
+      scanner.scan_method(method, module._ivalue());
+    }
+    r.findings = scanner.findings();
+    r.notes = scanner.notes();
   }
-  r.findings = scanner.findings();
-  r.notes = scanner.notes();
   if (mode != "train") {
     int backward = 0;
     for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device_type) && e.direction == "backward";

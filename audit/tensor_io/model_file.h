@@ -17,4 +17,11 @@ namespace ra {
 // it runs nothing from the file.
 std::string not_torchscript_because(const std::string& path);
 
+// What kind of PyTorch archive `path` is, from its zip's record names (the file is opened once):
+// a TorchScript archive (torch.jit.save: code/ and constants.pkl), a torch.export archive
+// (models/model.json), an AOTInductor package (compiled code under data/aotinductor/), a
+// torch.save file (data.pkl), or Other (anything else, including a file that is not a zip).
+enum class ArchiveKind { TorchScript, Export, Aoti, TorchSave, Other };
+ArchiveKind archive_kind(const std::string& path);
+
 }  // namespace ra

@@ -185,12 +185,11 @@ std::string not_torchscript_because(const std::string& path) {
   switch (kind_of_records(records)) {
     case ArchiveKind::TorchScript: return "";
     case ArchiveKind::Aoti:
-      return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs, but lint "
-             "reads TorchScript graphs only; " + save;
+      return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs; its compiled "
+             "kernels cannot be linted (lint the torch.export archive it was compiled from)";
     case ArchiveKind::Export:
-      return "is a torch.export archive (torch.export.save): run audits it, but lint reads TorchScript graphs only; "
-             "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH) gives a TorchScript archive "
-             "of the same program";
+      return "is a torch.export archive (torch.export.save): run and lint read it; what needs TorchScript takes "
+             "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH)";
     case ArchiveKind::Other: return "is a zip archive that holds neither TorchScript code nor a torch.save pickle; " + save;
     case ArchiveKind::TorchSave: break;
   }

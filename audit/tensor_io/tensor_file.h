@@ -41,12 +41,7 @@ void flatten_leaves(const c10::IValue& v, const std::string& name, NamedLeaves& 
 // and what exists there.
 c10::IValue select_key(const c10::IValue& v, const std::string& key, const std::string& what);
 
-// What kind of PyTorch archive `path` is, from its zip's record names (the file is opened once):
-// a TorchScript archive (torch.jit.save: code/ and constants.pkl), a torch.export archive
-// (models/model.json), an AOTInductor package (compiled code under data/aotinductor/), a
-// torch.save file (data.pkl), or Other (anything else, including a file that is not a zip).
-enum class ArchiveKind { TorchScript, Export, Aoti, TorchSave, Other };
-ArchiveKind archive_kind(const std::string& path);
+
 
 // Reads the torch.save file at `path` (zip format, as torch.save and torch::jit::pickle_save
 // write it) with the checked reader (audit/tensor_io/python_pickle.h). Throws InputError naming the

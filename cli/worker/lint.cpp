@@ -23,9 +23,11 @@ int execute(const LintArgs& a) {
   const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
   const KnowledgeBase kb = load_knowledge(knowledge);
   // A file that is not a TorchScript archive gets the sentence that says what it is instead.
+  // torch.export archives are linted from their graph JSON; lint_model answers AOTInductor packages.
   check_readable(a.model, "model");
-  if (const std::string why = not_torchscript_because(a.model); !why.empty())
-    throw InputError(fmt::format("model '{}' {}", a.model, why));
+  if (const ArchiveKind kind = archive_kind(a.model); kind != ArchiveKind::Export && kind != ArchiveKind::Aoti)
+    if (const std::string why = not_torchscript_because(a.model); !why.empty())
+      throw InputError(fmt::format("model '{}' {}", a.model, why));
   LintResult result = lint_model(a.model, type, kb, a.libraries, a.mode, a.strict);
   result.device = a.device;
   result.knowledge_path = knowledge;

@@ -560,3 +560,24 @@ TEST_CASE("lint: a finding inside torch's own files points at the user's line th
   const json plain = json::parse(run_cli({"lint", dir.file("m.pt"), "--json"}).out);
   for (const auto& finding : plain["findings"]) CHECK(finding["user_frame"].is_null());
 }
+
+TEST_CASE("lint: a torch.export archive is scanned from its graph, with module paths and source lines") {
+  ra::test::TempDir dir;
+  // tests/data/exported_index_add.pt2 (tests/data/make_model_kinds.py): Linear `fc`, then index_add in `pool`.
+  const std::string model = std::string(std::getenv("RA_TEST_DATA") ? std::getenv("RA_TEST_DATA") : "../tests/data") +
+                            "/exported_index_add.pt2";
+  const auto r = run_cli({"lint", model, "--device", "cuda", "--report", dir.file("r.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 1);
+  const json j = ra::test::read_json(dir.file("r.json"));
+  const json* add = find(j, "index_add.cuda", "pool");
+  REQUIRE(add != nullptr);
+  CHECK((*add)["op"] == "aten::index_add");
+  CHECK((*add)["source"]["file"] == "make_model_kinds.py");
+  CHECK((*add)["source"]["line"] == 33);
+  CHECK(find(j, "matmul.cublas_workspace.cuda", "fc") != nullptr);
+  // On the CPU index_add is deterministic: no error.
+  const auto cpu = run_cli({"lint", model, "--device", "cpu"});
+  CHECK(cpu.code == 0);
+  CHECK(cpu.out.find("aten::index_add") == std::string::npos);
+}

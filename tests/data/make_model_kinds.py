@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Writes the files a user may hand to `run` or `lint` that are not TorchScript archives, for the
 # one-line answers that say what each is (tests/cli/test_cli_errors.cpp): a pickled nn.Module
-# (torch.save(model)), a legacy-format torch.save file, a torch.export archive
-# (torch.export.save), and an AOTInductor package's record layout. The package stand-in holds the
+# (torch.save(model)), a legacy-format torch.save file, two torch.export archives
+# (torch.export.save; one with index_add in a submodule, for lint), and an AOTInductor package's record layout. The package stand-in holds the
 # record names aoti_compile_and_package wrote with torch 2.11 (a real one holds a compiled
 # wrapper library of a few hundred KB, which does not belong in the repository; the answer reads
 # only the names). Run with the project's venv python:
@@ -26,6 +26,23 @@ class Net(torch.nn.Module):
         return torch.relu(self.fc(x))
 
 
+class Scatter(torch.nn.Module):
+    """A submodule that sums rows by an index: index_add, nondeterministic on CUDA."""
+
+    def forward(self, x, index):
+        return torch.zeros(4, x.shape[1]).index_add(0, index, x)
+
+
+class ScatterNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+        self.pool = Scatter()
+
+    def forward(self, x, index):
+        return self.pool(self.fc(x), index)
+
+
 def without_paths(archive):
     """The archive with each node's stack_trace naming files by base name: the paths of this machine
     (the script's, the venv's) do not belong in a committed fixture. Nothing reads them back."""
@@ -46,6 +63,10 @@ def main():
     exported = here / "exported.pt2"
     torch.export.save(torch.export.export(net, (torch.randn(2, 4),)), exported)
     without_paths(exported)
+    # For lint of an export archive: index_add in the submodule `pool` (exported_index_add.pt2).
+    scatter = here / "exported_index_add.pt2"
+    torch.export.save(torch.export.export(ScatterNet().eval(), (torch.randn(6, 4), torch.tensor([0, 1, 1, 2, 3, 3]))), scatter)
+    without_paths(scatter)
 
     stem = "aoti_package"
     small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}
