@@ -452,6 +452,7 @@ json target_head_json(const Target& t, TargetDoc doc) {
   j["inputs"] = t.inputs;
   if (doc == TargetDoc::Report && !t.input_names.empty()) j["input_names"] = t.input_names;
   if (doc == TargetDoc::Report && !t.package.empty()) j["package"] = t.package;
+  if (doc == TargetDoc::Report && !t.notes.empty()) j["notes"] = t.notes;
   j["verdict"] = to_string(t.verdict);
   return j;
 }

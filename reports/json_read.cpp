@@ -608,6 +608,7 @@ void read_target_head(const Node& n, Target& t, TargetDoc doc) {
     if (!p.v.is_object()) p.fail("expected an object of strings");
     for (const auto& item : p.v.items()) t.package[item.key()] = p.at(item.key()).str();
   }
+  if (doc == TargetDoc::Report && n.has("notes")) t.notes = n.at("notes").strings();
   if (doc == TargetDoc::Report && n.has("input_names")) {
     t.input_names = n.at("input_names").strings();
     if (t.input_names.size() != t.inputs.size()) n.at("input_names").fail("needs one name per input");

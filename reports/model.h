@@ -422,6 +422,9 @@ struct Target {
   // An AOTInductor package's build metadata (AOTI_DEVICE_KEY, AOTI_CPU_ISA, AOTI_PLATFORM, ...), as
   // the package records it; empty for other targets. Not part of any identity.
   std::map<std::string, std::string> package;
+  // What the user should know about this target, one sentence each: the preflight's warnings (a
+  // traced export archive's nodes the trace cannot see, a model traced in eval mode run in train).
+  std::vector<std::string> notes;
   std::vector<ConfigResult> configs;
   std::optional<ConfigDependence> dependence;
   std::optional<ProbeFacts> probe;  // kind "probe" only

@@ -343,6 +343,7 @@ std::string render_text_raw(const Report& r) {
       out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
                          t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
+    for (const auto& note : t.notes) out += fmt::format("  note: {}\n", note);
     if (!t.package.empty()) {
       std::vector<std::string> facts;
       for (const auto& [k, v] : t.package) facts.push_back(fmt::format("{} {}", k, v.empty() ? "-" : v));

@@ -72,6 +72,15 @@ TrialResult run_child(const TrialSpec& spec) {
                             "usage");
     if (spec.task == ChildTask::Preflight) {
       result.warnings = target->check();
+      // Traced: one traced run, so that what the trace cannot see is said before any trial.
+      if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::OpByOp) {
+        std::vector<report::TensorDigest> unused_state;
+        Recorder off = Recorder::off();
+        trace::Tracer tracer(device, spec.trace_capacity > 0 ? spec.trace_capacity : uint64_t{1} << 16);
+        target->run(off, unused_state);
+        trace::Trace t = tracer.finish();
+        for (auto& w : target->annotate(t)) result.warnings.push_back("--trace: " + w);
+      }
     } else {
       try {
         std::optional<trace::Tracer> tracer;
@@ -79,7 +88,9 @@ TrialResult run_child(const TrialSpec& spec) {
         if (tracer && spec.capture_order >= 0) tracer->capture(static_cast<uint64_t>(spec.capture_order));
         target->run(rec, result.state);
         if (tracer) {
-          trace::write_trace(spec.trace_path, tracer->finish());
+          trace::Trace t = tracer->finish();
+          (void)target->annotate(t);
+          trace::write_trace(spec.trace_path, t);
           if (!spec.capture_path.empty()) {
             Recorder captured(true);
             for (size_t i = 0; i < tracer->captured().size(); ++i)

@@ -18,6 +18,8 @@
 #include <torch/script.h>
 
 #include <fmt/format.h>
+
+#include <set>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
@@ -130,10 +132,62 @@ std::vector<std::string> user_input_names(const std::string& path) {
   return names;
 }
 
+// A node of the exported graph, as the trace names it.
+struct GraphNode {
+  std::string op;      // "aten::linear"
+  std::string name;    // the node's name in the graph ("linear_1")
+  std::string module;  // innermost module path from nn_module_stack ("fc"), "" for the top
+  std::string source;  // the program's line from stack_trace ("model.py:26")
+};
+
+bool torch_file(const std::string& file) {
+  return file.find("/torch/") != std::string::npos || file.find("site-packages") != std::string::npos;
+}
+
+// The graph's ATen nodes in order, with their metadata.
+std::vector<GraphNode> graph_nodes(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader reader(path);
+  auto [data, size] = reader.getRecord("models/model.json");
+  const auto j = nlohmann::json::parse(static_cast<const char*>(data.get()), static_cast<const char*>(data.get()) + size);
+  std::vector<GraphNode> out;
+  for (const auto& node : j.at("graph_module").at("graph").at("nodes")) {
+    const std::string target = node.value("target", std::string());
+    if (target.rfind("torch.ops.", 0) != 0) continue;
+    const std::string rest = target.substr(10);
+    const size_t d1 = rest.find('.'), d2 = rest.find('.', d1 == std::string::npos ? 0 : d1 + 1);
+    if (d1 == std::string::npos) continue;
+    GraphNode g;
+    g.op = rest.substr(0, d1) + "::" + rest.substr(d1 + 1, d2 == std::string::npos ? std::string::npos : d2 - d1 - 1);
+    g.name = node.value("name", std::string());
+    const nlohmann::json meta = node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
+    const std::string stack = meta.value("nn_module_stack", std::string());
+    // "L__self__,,__main__.Net;L__self__fc,fc,torch.nn...Linear": the last entry's path.
+    for (size_t b = 0; b < stack.size();) {
+      const size_t e = std::min(stack.find(';', b), stack.size());
+      const std::string entry = stack.substr(b, e - b);
+      const size_t c1 = entry.find(',');
+      const size_t c2 = c1 == std::string::npos ? std::string::npos : entry.find(',', c1 + 1);
+      if (c2 != std::string::npos) g.module = entry.substr(c1 + 1, c2 - c1 - 1);
+      b = e + 1;
+    }
+    // The innermost frame of the program (outside torch) in the stack trace, outermost first.
+    const std::string trace = meta.value("stack_trace", std::string());
+    for (size_t at = trace.find("File \""); at != std::string::npos; at = trace.find("File \"", at + 6)) {
+      const size_t q = trace.find('"', at + 6);
+      const size_t l = trace.find(", line ", q);
+      if (q == std::string::npos || l == std::string::npos) break;
+      const std::string file = trace.substr(at + 6, q - at - 6);
+      if (!torch_file(file)) g.source = fmt::format("{}:{}", file, std::atoi(trace.c_str() + l + 7));
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 class ExportTarget final : public Target {
  public:
-  std::string kind() const override { return "a torch.export archive, in this version"; }
-  Tracing tracing() const override { return Tracing::None; }
+  std::string kind() const override { return "a torch.export archive"; }
+  Tracing tracing() const override { return Tracing::OpByOp; }
 
   std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) override {
     if (spec.mode == "train")
@@ -145,6 +199,7 @@ class ExportTarget final : public Target {
       throw TrialInputError("this version runs torch.export archives on the CPU only: use --device cpu", "usage");
     try {
       names_ = user_input_names(spec.model);
+      nodes_ = graph_nodes(spec.model);
       weights_ = read_weights(spec.model);
       runner_ = std::make_unique<torch::nativert::ModelRunnerHandle>(spec.model, "model");
     } catch (const TrialInputError&) {
@@ -186,7 +241,87 @@ class ExportTarget final : public Target {
     record_value(rec, "output", runner_->run(inputs_.args, inputs_.kwargs));
   }
 
+  // The top-level forward records are the graph's nodes in order, except where NativeRT runs a
+  // node as a static CPU kernel: that bypasses the dispatcher, and what the kernel calls inside
+  // (aten::sum and aten::div_ for a mean, aten::empty and aten::zero_ for zeros) shows instead.
+  // Records and nodes are aligned by the longest common subsequence of their ops, a match of an op
+  // that kernels use as a helper counting half, so that a mean's inner aten::sum does not take the
+  // graph's own sum node. A matched record gets its node's module path and source line with the
+  // node's name; a record between two matches is named "inside" the nodes between them.
+  std::vector<std::string> annotate(trace::Trace& t) const override {
+    std::vector<trace::Record*> top;
+    for (auto& r : t.records)
+      if (r.thread == 0 && r.kind == "op" && r.phase == "forward" && r.parent == -1) top.push_back(&r);
+    const size_t R = top.size(), N = nodes_.size();
+    static const std::set<std::string> helpers = {"aten::sum", "aten::div_", "aten::mul_", "aten::add_", "aten::fill_",
+                                                  "aten::zero_", "aten::copy_", "aten::empty", "aten::t", "aten::mm",
+                                                  "aten::addmm", "aten::as_strided", "aten::view", "aten::reshape"};
+    std::vector<int> match(R, -1);
+    if (R * N <= size_t{50'000'000}) {
+      std::vector<std::vector<int>> best(R + 1, std::vector<int>(N + 1, 0));
+      const auto weight = [&](size_t i, size_t k) { return top[i]->op != nodes_[k].op ? -1 : helpers.count(nodes_[k].op) ? 1 : 2; };
+      for (size_t i = R; i-- > 0;)
+        for (size_t k = N; k-- > 0;) {
+          int b = std::max(best[i + 1][k], best[i][k + 1]);
+          if (const int w = weight(i, k); w > 0) b = std::max(b, best[i + 1][k + 1] + w);
+          best[i][k] = b;
+        }
+      for (size_t i = 0, k = 0; i < R && k < N;) {
+        if (const int w = weight(i, k); w > 0 && best[i][k] == best[i + 1][k + 1] + w) {
+          match[i++] = static_cast<int>(k++);
+        } else if (best[i][k] == best[i + 1][k]) {
+          ++i;
+        } else {
+          ++k;
+        }
+      }
+    }
+    std::vector<bool> seen(N, false);
+    int previous = -1;  // the last matched node before the record
+    for (size_t i = 0; i < R; ++i) {
+      if (match[i] >= 0) {
+        const GraphNode& g = nodes_[static_cast<size_t>(match[i])];
+        top[i]->module = g.module;
+        top[i]->source = g.source.empty() ? fmt::format("node {}", g.name) : fmt::format("{} (node {})", g.source, g.name);
+        seen[static_cast<size_t>(match[i])] = true;
+        previous = match[i];
+        continue;
+      }
+      // Between matches: inside the nodes after the previous match and before the next one.
+      int following = static_cast<int>(N);
+      for (size_t j = i + 1; j < R; ++j)
+        if (match[j] >= 0) {
+          following = match[j];
+          break;
+        }
+      const int first = previous + 1, last = following - 1;
+      if (first > last) continue;
+      const GraphNode& g = nodes_[static_cast<size_t>(first)];
+      if (first == last) {
+        top[i]->module = g.module;
+        top[i]->source = fmt::format("{}inside node {}", g.source.empty() ? "" : g.source + ", ", g.name);
+      } else {
+        top[i]->source = fmt::format("inside nodes {} to {}", g.name, nodes_[static_cast<size_t>(last)].name);
+      }
+    }
+    std::set<std::string> hidden;
+    size_t count = 0;
+    for (size_t k = 0; k < N; ++k)
+      if (!seen[k]) {
+        ++count;
+        hidden.insert(nodes_[k].op);
+      }
+    if (count == 0) return {};
+    return {fmt::format("NativeRT runs {} of the graph's {} nodes ({}) as static CPU kernels that bypass the dispatcher: the "
+                        "trace sees only the ops they call inside, named \"inside node ...\", and a root cause there names "
+                        "the nearest recorded op (the wheel's only ModelRunnerHandle constructor takes a path and a model "
+                        "name: there is no switch to turn the static kernels off)",
+                        count, N, fmt::join(hidden, ", "))};
+  }
+
+
  private:
+  std::vector<GraphNode> nodes_;
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, at::Tensor>> weights_;
   std::unique_ptr<torch::nativert::ModelRunnerHandle> runner_;

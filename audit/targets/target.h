@@ -20,6 +20,7 @@
 #pragma once
 
 #include "audit/runtime/child_support.h"
+#include "audit/trace/trace_record.h"
 #include "audit/trial/trial_spec.h"
 #include "reports/model.h"
 
@@ -61,6 +62,10 @@ class Target {
   // One run under the spec's mode, recording every tensor to compare; training-state digests
   // (restart-replay) go to `state`.
   virtual void run(Recorder& rec, std::vector<report::TensorDigest>& state) = 0;
+  // After a traced run: names what the tracer saw in the target's own terms (an export archive's
+  // graph nodes: module path, source line, node name), and says, one sentence each, what the
+  // trace could not see. Nothing for targets whose ops the tracer names itself.
+  virtual std::vector<std::string> annotate(trace::Trace&) const { return {}; }
 };
 
 // The target a trial spec names: its model file, a TorchScript archive (torchscript.cpp) or a

@@ -378,7 +378,7 @@ TEST_CASE("run --mode train: a model traced in eval mode is audited, with a warn
   CHECK(scripted.err.find("traced in eval mode") == std::string::npos);
 }
 
-TEST_CASE("run: a torch.export archive runs under NativeRT: its weights and outputs are digested; train, --trace and bad inputs say why not") {
+TEST_CASE("run: a torch.export archive runs under NativeRT: its weights and outputs are digested; train and bad inputs say why not") {
   ra::test::TempDir dir;
   // tests/data/make_model_kinds.py: Linear(4, 3) then relu, exported with an input of 2x4.
   const std::string model = std::string(RA_TEST_DATA) + "/exported.pt2";
@@ -399,7 +399,29 @@ TEST_CASE("run: a torch.export archive runs under NativeRT: its weights and outp
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3, "takes 1 input (x), but 2 were given");
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--mode", "train"}, 2,
                          "--mode train needs autograd, which the torch.export runtime (NativeRT) does not have");
-  ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--trace"}, 2,
-                         "--trace cannot follow this model's ops one by one (a torch.export archive, in this version)");
+}
+
+TEST_CASE("run --trace on a torch.export archive: the root cause names the graph node and its source line") {
+  ra::test::TempDir dir;
+  // tests/data/make_model_kinds.py: bins rows with index_put_(accumulate=True), which threads reorder.
+  const std::string model = std::string(RA_TEST_DATA) + "/exported_index_put.pt2";
+  const auto r = run_cli({"run", model, "--shape", "20000x4", "--trace", "--configs", "threads-N", "--repeats", "5",
+                          "--no-fix-search", "--report", dir.file("r.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 1);
+  const nlohmann::json j = ra::test::read_json(dir.file("r.json"));
+  const auto& causes = j["targets"][0]["configs"][0]["trace"]["root_causes"];
+  REQUIRE(causes.size() == 1);
+  CHECK(causes[0]["op"] == "aten::index_put_");
+  const std::string source = causes[0]["source"].get<std::string>();
+  CHECK(source.find("make_model_kinds.py:") == 0);
+  CHECK(source.find("(node index_put_)") != std::string::npos);
+  // A reproducible archive traces to no root cause.
+  const auto clean = run_cli({"run", std::string(RA_TEST_DATA) + "/exported.pt2", "--shape", "2x4", "--trace"});
+  CHECK(clean.code == 0);
+  CHECK(clean.out.find("root cause") == std::string::npos);
+  // What the static kernels hide is said in the report, not only on stderr.
+  REQUIRE(j["targets"][0].contains("notes"));
+  CHECK(j["targets"][0]["notes"][0].get<std::string>().find("as static CPU kernels that bypass the dispatcher") != std::string::npos);
 }
 

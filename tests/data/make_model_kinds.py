@@ -3,7 +3,7 @@
 # Writes the files a user may hand to `run` or `lint` that are not TorchScript archives, for the
 # one-line answers that say what each is (tests/cli/test_cli_errors.cpp): a pickled nn.Module
 # (torch.save(model)), a legacy-format torch.save file, two torch.export archives
-# (torch.export.save; one with index_add in a submodule, for lint), and an AOTInductor package's record layout. The package stand-in holds the
+# (torch.export.save; one with index_add in a submodule, for lint, one with index_put_ for --trace), and an AOTInductor package's record layout. The package stand-in holds the
 # record names aoti_compile_and_package wrote with torch 2.11 (a real one holds a compiled
 # wrapper library of a few hundred KB, which does not belong in the repository; the answer reads
 # only the names). Run with the project's venv python:
@@ -43,6 +43,15 @@ class ScatterNet(torch.nn.Module):
         return self.pool(self.fc(x), index)
 
 
+class Accumulate(torch.nn.Module):
+    """Sums rows into 8 bins with index_put_(accumulate=True): on the CPU with several threads the
+    order of the additions, and so the bits, change from run to run. One float input (--shape Nx4)."""
+
+    def forward(self, x):
+        index = (x[:, 0].abs() * 1000).long() % 8
+        return torch.zeros(8, 4).index_put_((index,), x, accumulate=True)
+
+
 def without_paths(archive):
     """The archive with each node's stack_trace naming files by base name: the paths of this machine
     (the script's, the venv's) do not belong in a committed fixture. Nothing reads them back."""
@@ -67,6 +76,10 @@ def main():
     scatter = here / "exported_index_add.pt2"
     torch.export.save(torch.export.export(ScatterNet().eval(), (torch.randn(6, 4), torch.tensor([0, 1, 1, 2, 3, 3]))), scatter)
     without_paths(scatter)
+    # For --trace on an export archive: a root cause at index_put_ (exported_index_put.pt2).
+    accumulate = here / "exported_index_put.pt2"
+    torch.export.save(torch.export.export(Accumulate().eval(), (torch.randn(16, 4),)), accumulate)
+    without_paths(accumulate)
 
     stem = "aoti_package"
     small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}

@@ -501,3 +501,17 @@ TEST_CASE("op streams: 32 characters a record, a shared op table, and the first 
   short_stream.threads[0].packed.pop_back();
   CHECK_THROWS_AS(ra::trace::compare_op_streams(stream, short_stream), ra::trace::OpStreamError);
 }
+
+TEST_CASE("root cause: uninitialised memory from aten::empty is not a divergence; what reads it later is") {
+  // NativeRT's static kernels allocate with aten::empty and fill without dispatching: the empty's
+  // bits differ between runs and mean nothing. The index_put_ that reads the same zeros and writes
+  // other sums is the root cause.
+  Builder a, b;
+  a.op("aten::empty", {}, {"garbage-a"});
+  a.op("aten::index_put_", {"zeros", "idx", "v"}, {"sum-a"});
+  b.op("aten::empty", {}, {"garbage-b"});
+  b.op("aten::index_put_", {"zeros", "idx", "v"}, {"sum-b"});
+  const auto s = ra::trace::analyse_traces({a.trace, b.trace}, {0, 1});
+  REQUIRE(s.root_causes.size() == 1);
+  CHECK(s.root_causes[0].op == "aten::index_put_");
+}
