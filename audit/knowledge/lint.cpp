@@ -323,6 +323,9 @@ using FindingKey = std::tuple<std::string, int, std::string, std::string, std::s
 
 class Scanner {
  public:
+  using ArgCheck = std::function<ArgState(const std::string&, const std::string&)>;
+  using Exclusion = std::function<bool(const std::string&, const std::string&)>;
+
   Scanner(const KnowledgeBase& kb, const std::string& device_type, bool backward) {
     for (const auto& e : kb.entries)
       if (KnowledgeBase::applies_to(e, device_type) && (backward || e.direction != "backward"))
@@ -336,24 +339,14 @@ class Scanner {
 
   // One node of a torch.export graph (lint_export): its op, a checker of its arguments against
   // an entry's condition, its innermost source line and module path, and its stack (outermost first).
-  void match_node(const std::string& op, const std::function<ArgState(const std::string&, const std::string&)>& check,
-                  const SourceLocation& loc, const std::string& module_path, std::vector<SourceLocation> chain) {
+  void match_node(const std::string& op, const ArgCheck& check, const SourceLocation& loc, const std::string& module_path,
+                  std::vector<SourceLocation> chain) {
     entry_method_ = "forward";
-    const auto [begin, end] = by_op_.equal_range(op);
-    for (auto it = begin; it != end; ++it) {
-      const KnowledgeEntry& e = *it->second;
-      std::vector<std::string> depends_on;
-      bool excluded = false;
-      for (const auto& [name, expected] : e.args) {
-        const ArgState state = check(name, expected);
-        excluded |= state == ArgState::Contradicted;
-        if (state == ArgState::Undecided) depends_on.push_back(name);
-      }
-      for (const auto& [name, expected] : e.unless)
-        if (expected != "\"unique\"") excluded |= check(name, expected) == ArgState::Holds;  // uniqueness needs the values
-      if (excluded) continue;
-      add(e, op, loc, Frame{module_path, "forward", {}, 0, chain}, std::move(depends_on));
-    }
+    // `unless` conditions about uniqueness need the index's values, which a static scan lacks.
+    const auto excluded_by = [&](const std::string& name, const std::string& expected) {
+      return expected != "\"unique\"" && check(name, expected) == ArgState::Holds;
+    };
+    match_entries(op, check, excluded_by, loc, Frame{module_path, "forward", {}, 0, std::move(chain)});
   }
 
   void note_text(const std::string& text) { note(text); }
@@ -498,24 +491,34 @@ class Scanner {
   }
 
   void match(const Node* n, const ObjectMap& objects, const Frame& frame) {
-    const std::string op = n->kind().toQualString();
+    // Known deterministic under a constant argument (an output size of 1), or with an index that
+    // holds no value twice: no finding.
+    const auto excluded_by = [&](const std::string& name, const std::string& expected) {
+      return expected == "\"unique\"" ? unique_arg(n, name, objects)
+                                       : check_arg(n, name, expected) == ArgState::Holds && has_arg(n, name);
+    };
+    match_entries(n->kind().toQualString(), [&](const std::string& name, const std::string& expected) {
+      return check_arg(n, name, expected);
+    }, excluded_by, location_of(n, frame.function), frame);
+  }
+
+  // Every entry for `op` whose `args` conditions `check` does not contradict and whose `unless`
+  // conditions `excluded_by` does not confirm becomes a finding at `loc`.
+  void match_entries(const std::string& op, const ArgCheck& check, const Exclusion& excluded_by, const SourceLocation& loc,
+                     const Frame& frame) {
     const auto [begin, end] = by_op_.equal_range(op);
     for (auto it = begin; it != end; ++it) {
       const KnowledgeEntry& e = *it->second;
       std::vector<std::string> depends_on;
       bool excluded = false;
       for (const auto& [name, expected] : e.args) {
-        const ArgState state = check_arg(n, name, expected);
+        const ArgState state = check(name, expected);
         excluded |= state == ArgState::Contradicted;
         if (state == ArgState::Undecided) depends_on.push_back(name);
       }
-      // Known deterministic under a constant argument (an output size of 1), or with an index that
-      // holds no value twice: no finding.
-      for (const auto& [name, expected] : e.unless)
-        excluded |= expected == "\"unique\"" ? unique_arg(n, name, objects)
-                                              : check_arg(n, name, expected) == ArgState::Holds && has_arg(n, name);
+      for (const auto& [name, expected] : e.unless) excluded |= excluded_by(name, expected);
       if (excluded) continue;
-      add(e, op, location_of(n, frame.function), frame, std::move(depends_on));
+      add(e, op, loc, frame, std::move(depends_on));
     }
   }
 
