@@ -564,8 +564,7 @@ TEST_CASE("lint: a finding inside torch's own files points at the user's line th
 TEST_CASE("lint: a torch.export archive is scanned from its graph, with module paths and source lines") {
   ra::test::TempDir dir;
   // tests/data/exported_index_add.pt2 (tests/data/make_model_kinds.py): Linear `fc`, then index_add in `pool`.
-  const std::string model = std::string(std::getenv("RA_TEST_DATA") ? std::getenv("RA_TEST_DATA") : "../tests/data") +
-                            "/exported_index_add.pt2";
+  const std::string model = std::string(RA_TEST_DATA) + "/exported_index_add.pt2";
   const auto r = run_cli({"lint", model, "--device", "cuda", "--report", dir.file("r.json")});
   CAPTURE(r.err);
   CHECK(r.code == 1);
