@@ -256,9 +256,33 @@ Report run_selftest(const SelfTestOptions& o) {
   p.timeout_s = o.timeout_s;
   p.command = o.command;
   p.progress = o.progress;
-  const Report probes = run_probe_suite(p, load_knowledge(knowledge_path()));
+  const auto knowledge = load_knowledge(knowledge_path());
+  Report probes = run_probe_suite(p, knowledge);
   checks.push_back(switches_check(probes));
+  // A race is likely, never certain: where other work keeps the cores busy, the positive
+  // control's threads may not overlap in a few repeats. One more, longer round under default
+  // before detection is called broken; the evidence says so.
+  constexpr int kSecondRound = 16;
+  bool second_round = false;
+  for (auto& pos : probes.targets)
+    for (auto& c : pos.configs)
+      if (pos.name == positive && c.name == "default" && c.verdict == Verdict::Reproducible &&
+          (device_type == "cuda" || cpus >= 2)) {
+        ProbeRunOptions again = p;
+        again.repeats = kSecondRound;
+        again.configs = parse_configs({"default"}, cpus);
+        again.only = {positive};
+        const Report more = run_probe_suite(again, knowledge);
+        if (const Target* t = find_target(more, positive))
+          if (const ConfigResult* d = find_config(*t, "default")) {
+            c = *d;
+            second_round = true;
+          }
+      }
   checks.push_back(detection_check(probes, positive, negative, cpus, device_type));
+  if (second_round)
+    checks.back().evidence += fmt::format(" (under default in a second round of {} repeats: the first {} did not race)",
+                                          kSecondRound, p.repeats);
   checks.push_back(fingerprint_check(probes.environment, device_type));
 
   // Tracing: each model has one nondeterministic pass, so each run names one root cause.

@@ -5,7 +5,8 @@
 //                two elements or -0.0 for +0.0 changes it (in the worker: audit/child/selftest_child.h);
 //   switches     every switch of the table, set to each of two values in a child, reads back as set;
 //   detection    a positive control diverges under `default` and is reproducible under `det`, and
-//                its negative control is reproducible under both (probe trials in fresh processes);
+//                its negative control is reproducible under both (probe trials in fresh processes;
+//                a positive control that did not race under default gets a second round of 16);
 //   fingerprint  the environment names the torch, CPU and, on CUDA, every GPU with its name, SM
 //                count, compute capability and UUID;
 //   tracing      `run --trace` names a forward root cause and a backward one (on CUDA, on the
