@@ -77,6 +77,7 @@ std::string render_baseline_text(const Report& r) {
     for (const auto& c : b.ignored) keys.push_back(c.key);
     out += fmt::format("  ignored, cannot change results: {}\n", fmt::join(keys, ", "));
   }
+  for (const auto& m : b.models) out += fmt::format("  model: {}\n", m.reason);
   bool explained = false;
   for (const auto& res : b.results) {
     explained = explained || res.status == BaselineStatus::Explained;
@@ -93,9 +94,9 @@ std::string render_baseline_text(const Report& r) {
   out += fmt::format("baseline: {}\n", baseline_counts(b));
   if (explained)
     out += fmt::format(
-        "  explained: the results changed together with the environment, which does not fail the run; if the new "
+        "  explained: the results changed together with {}, which does not fail the run; if the new "
         "results are the right ones, save the baseline again (--save-baseline {})\n",
-        b.source);
+        explained_cause(b), b.source);
   return out;
 }
 

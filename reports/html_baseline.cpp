@@ -48,6 +48,7 @@ void baseline_section(std::string& out, const Report& r) {
     changes_table(out, b.ignored, "env-ignored", false);
     out += "</details>\n";
   }
+  for (const auto& m : b.models) out += fmt::format("<p class=\"model-change\"><strong>Model:</strong> {}.</p>\n", esc(m.reason));
   std::string rows;
   size_t unlisted = 0;
   for (const auto& res : b.results) {

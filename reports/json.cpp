@@ -219,6 +219,8 @@ json baseline_json(const BaselineComparison& b) {
   json changes = json::array(), ignored = json::array(), results = json::array();
   for (const auto& c : b.changes) changes.push_back(change_json(c));
   for (const auto& c : b.ignored) ignored.push_back(change_json(c, false));
+  json models = json::array();
+  for (const auto& m : b.models) models.push_back({{"target", m.target}, {"relation", m.relation}, {"reason", m.reason}});
   for (const auto& r : b.results) {
     json switches = json::array(), tensors = json::array();
     for (const auto& c : r.switch_changes) switches.push_back(change_json(c));
@@ -243,6 +245,7 @@ json baseline_json(const BaselineComparison& b) {
           {"tool_version", b.tool_version},
           {"environment_changes", changes},
           {"ignored_changes", ignored},
+          {"models", models},
           {"fail_on_explained", b.fail_on_explained},
           {"results", results}};
 }
@@ -444,6 +447,8 @@ json target_head_json(const Target& t, TargetDoc doc) {
   if (doc == TargetDoc::Report) j["path"] = t.path;
   j["model_digest"] = t.model_digest.empty() ? json(nullptr) : json(t.model_digest);
   j["input_digest"] = t.input_digest.empty() ? json(nullptr) : json(t.input_digest);
+  if (!t.weights_digest.empty()) j["weights_digest"] = t.weights_digest;
+  if (!t.graph_digest.empty()) j["graph_digest"] = t.graph_digest;
   j["device"] = t.device;
   j["mode"] = t.mode;
   j["steps"] = t.steps;

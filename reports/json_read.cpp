@@ -352,6 +352,13 @@ BaselineComparison baseline(const Node& n) {
   b.tool_version = n.at("tool_version").str();
   b.changes = n.at("environment_changes").list([](const Node& c) { return change(c); });
   b.ignored = n.at("ignored_changes").list([](const Node& c) { return change(c, false); });
+  // Reports written before identities by content have none.
+  if (n.has("models"))
+    b.models = n.at("models").list([](const Node& m) {
+      const std::string relation = m.at("relation").str();
+      if (relation != "resaved" && relation != "other_weights") m.at("relation").fail("expected resaved or other_weights");
+      return ModelChange{m.at("target").str(), relation, m.at("reason").str()};
+    });
   b.results = n.at("results").list(baseline_result);
   if (n.has("fail_on_explained")) b.fail_on_explained = n.at("fail_on_explained").boolean();
   return b;
@@ -594,6 +601,9 @@ void read_target_head(const Node& n, Target& t, TargetDoc doc) {
   // Reports written before targets carried their identity have no digests; baselines always do.
   if (doc == TargetDoc::Baseline || n.has("model_digest")) t.model_digest = n.at("model_digest").str_or_null();
   if (doc == TargetDoc::Baseline || n.has("input_digest")) t.input_digest = n.at("input_digest").str_or_null();
+  // Written since identities survive a re-save; without them a model is matched by its bytes.
+  if (n.has("weights_digest")) t.weights_digest = n.at("weights_digest").str();
+  if (n.has("graph_digest")) t.graph_digest = n.at("graph_digest").str();
   t.device = n.at("device").str();
   t.mode = n.at("mode").str();
   t.steps = n.at("steps").i32();

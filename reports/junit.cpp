@@ -317,6 +317,7 @@ std::string render_junit(const Report& r) {
     suites += fmt::format("  <testsuite name=\"baseline\" {}>\n    <properties>\n", counts.attributes());
     suites += property("source", b.source) + property("tool_version", b.tool_version) +
               property("environment_changes", fmt::format("{}", fmt::join(changes, "; ")));
+    for (const auto& m : b.models) suites += property("model", m.reason);
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }
   if (r.selftest) {

@@ -165,6 +165,7 @@ void baseline_section(std::string& out, const Report& r) {
     if (!ignored.empty()) out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
     out += "\n";
   }
+  for (const auto& m : b.models) out += fmt::format("**Model:** {}.\n\n", md(m.reason));
   out += "| target | configuration | against the baseline | tensors |\n|---|---|---|---|\n";
   size_t unlisted = 0;
   for (const auto& res : b.results) {
@@ -189,9 +190,9 @@ void baseline_section(std::string& out, const Report& r) {
     if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("  - {}\n", md(op));
   }
   if (explained)
-    out += fmt::format("\n> **Explained differences** do not fail the run: the results changed together with the environment. "
+    out += fmt::format("\n> **Explained differences** do not fail the run: the results changed together with {}. "
                        "If the new results are the right ones, save the baseline again with {}.\n",
-                       code("--save-baseline " + b.source));
+                       explained_cause(b), code("--save-baseline " + b.source));
 }
 
 }  // namespace

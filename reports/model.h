@@ -409,6 +409,11 @@ struct Target {
   // (reports written before these were recorded).
   std::string model_digest;
   std::string input_digest;
+  // A model's identity by content, which survives a re-save (audit/baseline/identity.h): the
+  // digest of its parameters, buffers and constants by name, and of its graph in canonical form.
+  // "" where the kind has none (an AOTInductor package, a probe, a command) and in older reports.
+  std::string weights_digest;
+  std::string graph_digest;
   std::string device;
   std::string mode;    // infer | train
   int steps = 0;
@@ -486,12 +491,21 @@ struct BaselineResult {
   std::string op_note;
 };
 
+// A paired model whose file's bytes differ from the baseline's while it can still be compared
+// (audit/baseline/identity.h): saved again, or the same graph with other weights.
+struct ModelChange {
+  std::string target;
+  std::string relation;  // "resaved" | "other_weights"
+  std::string reason;    // one sentence, with the digests
+};
+
 struct BaselineComparison {
   std::string source;        // the baseline file as given
   std::string schema;        // what it was: repro-audit/baseline or repro-audit/report
   std::string tool_version;  // the repro-audit that wrote it
   std::vector<EnvironmentChange> changes;  // fingerprint keys that differ and can change results
   std::vector<EnvironmentChange> ignored;  // fingerprint keys that differ but cannot (paths, identifiers)
+  std::vector<ModelChange> models;         // models matched by content, not bytes
   std::vector<BaselineResult> results;     // current targets x configurations in order, the baseline's own after each target
   bool fail_on_explained = false;          // --fail-on-explained: an explained result fails the exit code too
 };

@@ -103,6 +103,9 @@ std::string affects_text(const std::string& affects);
 // For the verdict line: ", 1 baseline regression", ", changed with the environment since the
 // baseline", ", matches the baseline"; "" without a baseline.
 std::string baseline_verdict_text(const Report& report);
+// What explained differences changed with: "the environment", "the model's weights" (same graph,
+// other weights), or both.
+std::string explained_cause(const BaselineComparison& baseline);
 
 // The environment fingerprint as aligned "key: value" lines.
 std::string render_environment_text(const nlohmann::ordered_json& env);

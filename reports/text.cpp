@@ -466,6 +466,14 @@ std::string fleet_text(const Report& r) {
 // Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
 std::string render_text(const Report& r) { return printable(render_text_raw(r), true); }
 
+std::string explained_cause(const BaselineComparison& b) {
+  const bool weights = std::any_of(b.models.begin(), b.models.end(), [](const auto& m) { return m.relation == "other_weights"; });
+  bool environment = !b.changes.empty();
+  for (const auto& res : b.results) environment = environment || !res.switch_changes.empty();
+  if (weights && environment) return "the environment and the model's weights";
+  return weights ? "the model's weights" : "the environment";
+}
+
 std::string baseline_verdict_text(const Report& r) {
   if (!r.baseline) return "";
   size_t regressions = 0, nondeterministic = 0;
@@ -478,7 +486,7 @@ std::string baseline_verdict_text(const Report& r) {
   const auto any = [&](BaselineStatus s) {
     return std::any_of(r.baseline->results.begin(), r.baseline->results.end(), [s](const auto& x) { return x.status == s; });
   };
-  if (any(BaselineStatus::Explained)) return ", changed with the environment since the baseline";
+  if (any(BaselineStatus::Explained)) return fmt::format(", changed with {} since the baseline", explained_cause(*r.baseline));
   return any(BaselineStatus::Match) ? ", matches the baseline" : "";
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/baseline/baseline.h"
 
+#include "audit/baseline/identity.h"
+
 #include "audit/common/errors.h"
 #include "audit/common/json_document.h"
 #include "audit/common/files.h"
@@ -12,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -78,12 +81,23 @@ std::string inputs_text(const std::vector<std::string>& inputs) {
 std::string identity_mismatch(const report::Target& b, const report::Target& c) {
   // Reports written before targets carried digests have none: then only the rest is checked.
   const bool digests = !b.model_digest.empty() && !c.model_digest.empty();
-  if (digests && b.model_digest != c.model_digest) {
+  const ModelSameness same = model_sameness(b, c);
+  if (same == ModelSameness::OtherGraph) {
+    const std::string graphs = fmt::format("graph {}; this one's is {}", short_digest(b.graph_digest), short_digest(c.graph_digest));
+    if (b.name == c.name) return fmt::format("from another version of {}, which computes another graph ({})", describe_target(b), graphs);
+    return fmt::format("from {}, which computes another graph than {} ({})", describe_target(b), c.name, graphs);
+  }
+  if (same == ModelSameness::OtherBytes) {
+    // A side without identities by content (an older file, a package) is matched by its bytes.
+    const std::string older = b.weights_digest.empty() && !c.weights_digest.empty()
+                                  ? ": this baseline predates identities by content, so it matches by the file's bytes; "
+                                    "save it again to match a re-saved model by its graph and weights"
+                                  : "";
     if (b.name == c.name)
-      return fmt::format("from another version of {} (digest {}; this one's is {})", describe_target(b),
-                         short_digest(b.model_digest), short_digest(c.model_digest));
-    return fmt::format("from {} (digest {}), not {} (digest {})", describe_target(b), short_digest(b.model_digest), c.name,
-                       short_digest(c.model_digest));
+      return fmt::format("from another version of {} (digest {}; this one's is {}){}", describe_target(b),
+                         short_digest(b.model_digest), short_digest(c.model_digest), older);
+    return fmt::format("from {} (digest {}), not {} (digest {}){}", describe_target(b), short_digest(b.model_digest), c.name,
+                       short_digest(c.model_digest), older);
   }
   const std::string of = fmt::format("for {}", c.name);
   if (normal_device(b.device) != normal_device(c.device))
@@ -102,6 +116,24 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
                        short_digest(c.input_digest));
   }
   return "";
+}
+
+// What the comparison says of a model matched by its content rather than its bytes.
+std::optional<report::ModelChange> model_change(const report::Target& b, const report::Target& c) {
+  switch (model_sameness(b, c)) {
+    case ModelSameness::Resaved:
+      return report::ModelChange{c.name, "resaved",
+                                 fmt::format("{} was saved or exported again: its file's bytes differ (digest {}; the baseline's is {}), "
+                                             "its graph and weights do not",
+                                             describe_target(c), short_digest(c.model_digest), short_digest(b.model_digest))};
+    case ModelSameness::OtherWeights:
+      return report::ModelChange{c.name, "other_weights",
+                                 fmt::format("{}: same graph, other weights (weights {}; the baseline's are {}), so its "
+                                             "results are expected to differ and the weights explain it",
+                                             describe_target(c), short_digest(c.weights_digest), short_digest(b.weights_digest))};
+    default:
+      return std::nullopt;
+  }
 }
 
 const report::ConfigResult* find_config(const report::Target& t, const std::string& name) {
@@ -391,9 +423,16 @@ void apply_baseline(report::Report& current, const Baseline& base) {
     }
     const report::Target& b = held[size_t(pair[i])];
     used[size_t(pair[i])] = true;
+    // Other weights under the same graph explain any difference of this target's results.
+    std::vector<EnvironmentChange> changes = env.changes;
+    if (const auto model = model_change(b, t)) {
+      if (model->relation == "other_weights")
+        changes.push_back({"model.weights", short_digest(b.weights_digest), short_digest(t.weights_digest), "any"});
+      cmp.models.push_back(*model);
+    }
     for (const auto& c : t.configs) {
       const report::ConfigResult* bc = find_config(b, c.name);
-      cmp.results.push_back(bc ? compare_config(t, *bc, c, env.changes) : one_side(t.name, c, false));
+      cmp.results.push_back(bc ? compare_config(t, *bc, c, changes) : one_side(t.name, c, false));
     }
     for (const auto& bc : b.configs)
       if (!find_config(t, bc.name)) cmp.results.push_back(one_side(t.name, bc, true));

@@ -15,11 +15,15 @@
 // the deterministic subset of a report (reports/baseline.h); either can be given on either side.
 //
 // 1. Identity first. Targets pair up by kind and name (and a lone model with a lone model, so a
-//    renamed archive still compares). A pair whose model digest (the archive's bytes), input file
-//    digest, device, mode, steps, optimizer, seed or inputs differ is another experiment, not a
-//    changed result: an input error (exit 3) naming the first mismatch, raised before any trial
-//    runs. So is a baseline sharing no target or no configuration with the run. Configurations
-//    or targets on one side only are listed (missing, added), not errors.
+//    renamed archive still compares). A model is the same model when its file's bytes match or,
+//    where both sides carry them, its graph and weights digests do (audit/baseline/identity.h: a
+//    re-saved model, said as "saved or exported again"). The same graph with other weights compares, and the
+//    weights ("model.weights", affecting any device) explain its differences. A pair whose graph
+//    differs (or, without content digests, whose bytes do), or whose input file digest, device,
+//    mode, steps, optimizer, seed or inputs differ, is another experiment, not a changed result:
+//    an input error (exit 3) naming the first mismatch, raised before any trial runs. So is a
+//    baseline sharing no target or no configuration with the run. Configurations or targets on
+//    one side only are listed (missing, added), not errors.
 // 2. The environment diff. Both fingerprints are flattened to keys ("cuda.devices[0].sm_count")
 //    and compared. Each key says which results it can change (`key_affects`): cpu (CPU model,
 //    logical CPUs, inter-op threads, OpenMP/MKL, MKL_CBWR, OMP_NUM_THREADS), cuda (CUDA runtime,

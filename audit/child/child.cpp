@@ -56,6 +56,9 @@ TrialResult run_child(const TrialSpec& spec) {
     if (spec.task == ChildTask::Preflight) {
       result.input_names = target->input_names();
       result.package = target->package();
+      const targets::Identity identity = target->identity();
+      result.weights_digest = identity.weights;
+      result.graph_digest = identity.graph;
     }
     result.startup_ms = ms_since_spawn();
     const auto reference = spec.dump_only_differing.find("");

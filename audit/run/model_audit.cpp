@@ -393,6 +393,8 @@ report::Report run_audit(const RunOptions& given) {
   target.inputs = pre.input_descriptions;
   target.input_names = pre.input_names;
   target.package = pre.package;
+  target.weights_digest = pre.weights_digest;
+  target.graph_digest = pre.graph_digest;
   target.notes = pre.warnings;
   if (o.check_targets) o.check_targets({target}, config_names(o.configs));
   // A shard (--shard) runs only its cells: here, some of the configurations.

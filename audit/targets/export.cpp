@@ -11,6 +11,7 @@
 #include "audit/targets/inputs.h"
 #include "audit/targets/target.h"
 
+#include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -118,11 +119,15 @@ std::vector<std::pair<std::string, at::Tensor>> read_weights(const std::string& 
   return out;
 }
 
-// The names of the user inputs in the archive's signature.
-std::vector<std::string> user_input_names(const std::string& path) {
+std::string model_json(const std::string& path) {
   caffe2::serialize::PyTorchStreamReader reader(path);
   auto [data, size] = reader.getRecord("models/model.json");
-  const auto j = nlohmann::json::parse(static_cast<const char*>(data.get()), static_cast<const char*>(data.get()) + size);
+  return std::string(static_cast<const char*>(data.get()), size);
+}
+
+// The names of the user inputs in the archive's signature.
+std::vector<std::string> user_input_names(const std::string& graph) {
+  const auto j = nlohmann::json::parse(graph);
   std::vector<std::string> names;
   for (const auto& spec : j.at("graph_module").at("signature").at("input_specs")) {
     if (!spec.contains("user_input")) continue;
@@ -145,10 +150,8 @@ bool torch_file(const std::string& file) {
 }
 
 // The graph's ATen nodes in order, with their metadata.
-std::vector<GraphNode> graph_nodes(const std::string& path) {
-  caffe2::serialize::PyTorchStreamReader reader(path);
-  auto [data, size] = reader.getRecord("models/model.json");
-  const auto j = nlohmann::json::parse(static_cast<const char*>(data.get()), static_cast<const char*>(data.get()) + size);
+std::vector<GraphNode> graph_nodes(const std::string& graph) {
+  const auto j = nlohmann::json::parse(graph);
   std::vector<GraphNode> out;
   for (const auto& node : j.at("graph_module").at("graph").at("nodes")) {
     const std::string target = node.value("target", std::string());
@@ -198,8 +201,10 @@ class ExportTarget final : public Target {
     if (!device.is_cpu())
       throw TrialInputError("this version runs torch.export archives on the CPU only: use --device cpu", "usage");
     try {
-      names_ = user_input_names(spec.model);
-      nodes_ = graph_nodes(spec.model);
+      const std::string graph = model_json(spec.model);
+      names_ = user_input_names(graph);
+      nodes_ = graph_nodes(graph);
+      graph_digest_ = text_digest(canonical_export_graph(graph));
       weights_ = read_weights(spec.model);
       runner_ = std::make_unique<torch::nativert::ModelRunnerHandle>(spec.model, "model");
     } catch (const TrialInputError&) {
@@ -235,6 +240,8 @@ class ExportTarget final : public Target {
     }
     return {};
   }
+
+  Identity identity() const override { return {weights_identity(weights_), graph_digest_}; }
 
   void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
     for (const auto& [name, t] : weights_) rec.add(name, t);
@@ -324,6 +331,7 @@ class ExportTarget final : public Target {
   std::vector<GraphNode> nodes_;
   std::vector<std::string> names_;
   std::vector<std::pair<std::string, at::Tensor>> weights_;
+  std::string graph_digest_;
   std::unique_ptr<torch::nativert::ModelRunnerHandle> runner_;
   Inputs inputs_;
 };

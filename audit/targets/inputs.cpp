@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/targets/inputs.h"
 
+#include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
 #include "audit/digest/digest.h"
 #include "audit/runtime/child_support.h"
@@ -84,6 +85,12 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
     in.args.push_back(t.to(device));
   }
   return in;
+}
+
+std::string weights_identity(const NamedTensors& weights) {
+  std::vector<WeightLine> lines;
+  for (const auto& [name, t] : weights) lines.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
+  return weights_digest(std::move(lines));
 }
 
 }  // namespace ra::targets

@@ -33,4 +33,8 @@ void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors
 // Flattens a model's output into named tensors ("output", "output/0", ...) and records each.
 void record_value(Recorder& rec, const std::string& name, const c10::IValue& v);
 
+// The digest of a model's weights by name ("param/fc.weight" ...): its part of the model's
+// identity by content (audit/baseline/identity.h).
+std::string weights_identity(const NamedTensors& weights);
+
 }  // namespace ra::targets

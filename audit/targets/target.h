@@ -33,6 +33,13 @@
 
 namespace ra::targets {
 
+// A model's identity by what it computes (audit/baseline/identity.h): digests of its weights by
+// name and of its graph in canonical form, both "" where the kind has none.
+struct Identity {
+  std::string weights;
+  std::string graph;
+};
+
 // What `--trace` can see of a target's run.
 enum class Tracing {
   OpByOp,    // every ATen op reaches the dispatcher: root causes can be named
@@ -55,6 +62,9 @@ class Target {
   // After load: what a compiled package records about its build (AOTInductor: device key, CPU
   // ISA, platform), kept in the report; empty for other kinds.
   virtual std::map<std::string, std::string> package() const { return {}; }
+  // After load: the model's identity by content, which a re-save keeps; empty for kinds whose
+  // computation cannot be read back (a compiled package) and for probes.
+  virtual Identity identity() const { return {}; }
   // The preflight's check: one run without recording, turning a mismatch of the target and its
   // inputs into a TrialInputError. Returns what the user should be warned about (one sentence
   // each), e.g. a model traced in eval mode audited with --mode train.

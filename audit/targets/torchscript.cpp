@@ -8,11 +8,13 @@
 #include "audit/targets/inputs.h"
 #include "audit/targets/target.h"
 
+#include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
 #include "audit/trace/tracer.h"
 #include "audit/train/checkpoint.h"
 #include "audit/train/optimizer.h"
 
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/script.h>
 
 #include <fmt/format.h>
@@ -149,6 +151,39 @@ std::string eval_frozen_ops(const torch::jit::Module& module) {
   return dropout ? "dropout" : batch_norm ? "batch_norm" : "";
 }
 
+// Tensor constants of a graph and of the blocks inside it, in order (a traced model keeps tensors
+// it captured as constants, which are as much its weights as its parameters).
+void graph_constants(const torch::jit::Block* block, const std::string& prefix, NamedTensors& out) {
+  for (const torch::jit::Node* node : block->nodes()) {
+    if (node->kind() == c10::prim::Constant && node->outputs().size() == 1 &&
+        node->output()->type()->kind() == c10::TypeKind::TensorType) {
+      if (const auto value = torch::jit::toIValue(node->output()); value && value->isTensor())
+        out.emplace_back(fmt::format("{}{}", prefix, out.size()), value->toTensor());
+    }
+    for (const torch::jit::Block* inner : node->blocks()) graph_constants(inner, prefix, out);
+  }
+}
+
+// The module's identity by content: its parameters, buffers and graph constants by name, and
+// every method of every submodule printed without source locations, mangled names made plain.
+Identity torchscript_identity(const torch::jit::Module& module) {
+  NamedTensors weights;
+  for (const auto& p : module.named_parameters(true)) weights.emplace_back("param/" + p.name, p.value);
+  for (const auto& b : module.named_buffers(true)) weights.emplace_back("buffer/" + b.name, b.value);
+  std::string code;
+  for (const auto& m : module.named_modules()) {
+    code += fmt::format("module '{}' {}\n", m.name, m.value.type()->str());
+    for (const auto& method : m.value.get_methods()) {
+      const std::string where = m.name.empty() ? method.name() : m.name + "." + method.name();
+      code += fmt::format("def {}\n{}\n", method.name(), method.graph()->toString(false));
+      NamedTensors constants;
+      graph_constants(method.graph()->block(), "constant/" + where + "/", constants);
+      for (auto& c : constants) weights.push_back(std::move(c));
+    }
+  }
+  return {weights_identity(weights), text_digest(normalise_torchscript(code))};
+}
+
 class TorchScriptTarget final : public Target {
  public:
   std::string kind() const override { return "torchscript"; }
@@ -212,6 +247,8 @@ class TorchScriptTarget final : public Target {
   void run(Recorder& rec, std::vector<report::TensorDigest>& state) override {
     run_model(spec_, device_, module_, inputs_, rec, state);
   }
+
+  Identity identity() const override { return torchscript_identity(module_); }
 
  private:
   TrialSpec spec_;

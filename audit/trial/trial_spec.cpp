@@ -198,6 +198,8 @@ nlohmann::json to_json(const TrialResult& r) {
           {"inputs", r.input_descriptions},
           {"input_names", r.input_names},
           {"package", r.package},
+          {"weights_digest", r.weights_digest},
+          {"graph_digest", r.graph_digest},
           {"untraceable", r.untraceable},
           {"warnings", r.warnings},
           {"startup_ms", r.startup_ms},
@@ -223,6 +225,8 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
   r.input_descriptions = j.at("inputs").get<std::vector<std::string>>();
   r.input_names = j.value("input_names", std::vector<std::string>{});
   r.package = j.value("package", std::map<std::string, std::string>{});
+  r.weights_digest = j.value("weights_digest", std::string());
+  r.graph_digest = j.value("graph_digest", std::string());
   r.untraceable = j.value("untraceable", std::string());
   r.warnings = j.value("warnings", std::vector<std::string>{});
   r.startup_ms = j.at("startup_ms").get<double>();

@@ -86,6 +86,9 @@ struct TrialResult {
   std::vector<std::string> input_descriptions;  // preflight only
   std::vector<std::string> input_names;         // preflight only: the forward argument of each input, or none
   std::map<std::string, std::string> package;   // preflight only: a compiled package's metadata (AOTInductor), else empty
+  // preflight only: the model's identity by content (audit/baseline/identity.h), "" where none.
+  std::string weights_digest;
+  std::string graph_digest;
   std::string untraceable;                      // preflight with --trace only: why the trials run without it, else ""
   std::vector<std::string> warnings;            // preflight only: what the user should know, one sentence each
   // Training-state digests (param/, buffer/, optimizer/, generator/): after step `state_step`, as

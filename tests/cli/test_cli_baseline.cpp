@@ -561,3 +561,90 @@ TEST_CASE("run --trace --baseline: new bits in an unchanged environment are a re
   CHECK(s.code == 3);
   CHECK(s.err.find("length does not match the record count") != std::string::npos);
 }
+
+// Identity by content (audit/baseline/identity.h): a model loaded and saved again still matches
+// its baseline (the mangled class names of a model scripted twice are a unit test's); a changed weight is compared and said ("same
+// graph, other weights"); another graph is another model (exit 3, nothing written).
+TEST_CASE("--baseline: a re-saved model still matches; other weights are said and explain; another graph is refused") {
+  ra::test::TempDir dir;
+  save_linear_baseline(dir, dir.file("g.json"));
+  const json g = ra::test::read_json(dir.file("g.json"));
+  REQUIRE(g["targets"][0].contains("weights_digest"));
+  REQUIRE(g["targets"][0].contains("graph_digest"));
+  const std::string original = ra::test::read_file(dir.file("m.pt"));
+
+  // Load and save under another name, then back to m.pt: the archive's records are named after
+  // the file it was saved as, so its bytes differ while its graph and weights do not.
+  {
+    torch::jit::Module again = torch::jit::load(dir.file("m.pt"));
+    again.save(dir.file("m2.pt"));
+  }
+  std::filesystem::rename(dir.file("m2.pt"), dir.file("m.pt"));
+  REQUIRE(ra::test::read_file(dir.file("m.pt")) != original);
+  const std::string resaved = fresh(RA_REPORT_DIR, "baseline-resaved.json");
+  auto r = run_cli(linear_run(dir, {"--baseline", dir.file("g.json"), "--report", resaved}));
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("model: model m.pt was saved or exported again: its file's bytes differ") != std::string::npos);
+  CHECK(r.out.find("m.pt / default: match (2 tensors)") != std::string::npos);
+  json j = ra::test::read_json(resaved);
+  CHECK(j["targets"][0]["model_digest"] != g["targets"][0]["model_digest"]);
+  CHECK(j["targets"][0]["graph_digest"] == g["targets"][0]["graph_digest"]);
+  CHECK(j["targets"][0]["weights_digest"] == g["targets"][0]["weights_digest"]);
+  REQUIRE(j["baseline"]["models"].size() == 1);
+  CHECK(j["baseline"]["models"][0]["relation"] == "resaved");
+
+  // One weight changed, the graph kept: compared, and the weights explain the differences.
+  {
+    torch::jit::Module m = torch::jit::load(dir.file("m.pt"));
+    at::NoGradGuard no_grad;
+    m.attr("w").toTensor()[0][0].add_(1.0);
+    m.save(dir.file("m.pt"));
+  }
+  const std::string reweighted = fresh(RA_REPORT_DIR, "baseline-reweighted.json");
+  r = run_cli(linear_run(dir, {"--baseline", dir.file("g.json"), "--report", reweighted}));
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("model: model m.pt: same graph, other weights") != std::string::npos);
+  CHECK(r.out.find("m.pt / default: explained: ") != std::string::npos);
+  CHECK(r.out.find("tensors differ; explained by changes that can affect cpu: model.weights") != std::string::npos);
+  j = ra::test::read_json(reweighted);
+  CHECK(j["baseline"]["models"][0]["relation"] == "other_weights");
+  CHECK(result_of(j, "default")["explained_by"] == json::array({"model.weights"}));
+  CHECK(j["baseline"]["environment_changes"].empty());
+
+  // Another graph: another model, an input error before any trial, nothing written.
+  ra::test::save_model(dir.file("m.pt"), "def forward(self, x):\n    return torch.sigmoid(torch.matmul(x, self.w))\n",
+                       {{"w", {16, 8}}});
+  r = run_cli(linear_run(dir, {"--baseline", dir.file("g.json"), "--report", dir.file("never.json")}));
+  CHECK(r.code == 3);
+  CHECK(r.err.find("was made from another version of model m.pt, which computes another graph") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir.file("never.json")));
+}
+
+TEST_CASE("--baseline on torch.export archives: exported twice matches, a changed weight is other weights") {
+  ra::test::TempDir dir;
+  const auto data = [](const char* name) { return std::string(RA_TEST_DATA) + "/" + name; };
+  const auto run = [&](const char* model, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", data(model), "--shape", "2x4", "--repeats", "2", "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  auto r = run("exported_linear.pt2", {"--save-baseline", dir.file("g.json")});
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  r = run("exported_linear_again.pt2", {"--baseline", dir.file("g.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("was saved or exported again: its file's bytes differ") != std::string::npos);
+  CHECK(r.out.find("exported_linear_again.pt2 / default: match") != std::string::npos);
+  r = run("exported_linear_reweighted.pt2", {"--baseline", dir.file("g.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("same graph, other weights") != std::string::npos);
+  CHECK(r.out.find("exported_linear_reweighted.pt2 / default: explained") != std::string::npos);
+  // Another exported graph altogether is refused.
+  r = run("exported.pt2", {"--baseline", dir.file("g.json")});
+  CHECK(r.code == 3);
+  CHECK(r.err.find("which computes another graph") != std::string::npos);
+}

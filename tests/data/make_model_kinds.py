@@ -3,7 +3,8 @@
 # Writes the files a user may hand to `run` or `lint` that are not TorchScript archives, for the
 # one-line answers that say what each is (tests/cli/test_cli_errors.cpp): a pickled nn.Module
 # (torch.save(model)), a legacy-format torch.save file, two torch.export archives
-# (torch.export.save; one with index_add in a submodule, for lint, one with index_put_ for --trace), and an AOTInductor package's record layout. The package stand-in holds the
+# (torch.export.save; one with index_add in a submodule, for lint, one with index_put_ for --trace),
+# a Linear exported twice and once reweighted (identity by content), and an AOTInductor package's record layout. The package stand-in holds the
 # record names aoti_compile_and_package wrote with torch 2.11 (a real one holds a compiled
 # wrapper library of a few hundred KB, which does not belong in the repository; the answer reads
 # only the names). Run with the project's venv python:
@@ -80,6 +81,17 @@ def main():
     accumulate = here / "exported_index_put.pt2"
     torch.export.save(torch.export.export(Accumulate().eval(), (torch.randn(16, 4),)), accumulate)
     without_paths(accumulate)
+    # For identity by content: a Linear exported twice (other bytes, the same graph and weights)
+    # and once more with one weight changed (exported_linear*.pt2).
+    linear = torch.nn.Linear(4, 3).eval()
+    x = torch.randn(2, 4)
+    for name in ("exported_linear.pt2", "exported_linear_again.pt2"):
+        torch.export.save(torch.export.export(linear, (x,)), here / name)
+        without_paths(here / name)
+    with torch.no_grad():
+        linear.weight[0, 0] += 1.0
+    torch.export.save(torch.export.export(linear, (x,)), here / "exported_linear_reweighted.pt2")
+    without_paths(here / "exported_linear_reweighted.pt2")
 
     stem = "aoti_package"
     small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}

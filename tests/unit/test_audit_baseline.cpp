@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/baseline/baseline.h"
+#include "audit/baseline/identity.h"
 
 #include "audit/common/errors.h"
 #include "reports/baseline.h"
@@ -445,4 +446,109 @@ TEST_CASE("parse_baseline: a baseline file or a report; anything else is an inpu
   json bad = json::parse(ra::report::render_baseline(r));
   bad["targets"][0]["configs"][0].erase("reference_digests");
   CHECK(error(bad.dump()) == "baseline g.json: targets[0].configs[0].reference_digests: missing");
+}
+
+namespace {
+
+// The report's model with an identity by content.
+ra::report::Report with_identity(char bytes, char weights, char graph) {
+  auto r = report();
+  r.targets[0].model_digest = hex(bytes);
+  r.targets[0].weights_digest = hex(weights);
+  r.targets[0].graph_digest = hex(graph);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("identity: a re-saved model (other bytes, same graph and weights) compares as the same model") {
+  auto r = with_identity('2', 'w', 'g');
+  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), r.targets).empty());
+  ra::apply_baseline(r, baseline_of(with_identity('1', 'w', 'g')));
+  for (const auto& res : r.baseline->results) CHECK(res.status == BaselineStatus::Match);
+  REQUIRE(r.baseline->models.size() == 1);
+  CHECK(r.baseline->models[0].relation == "resaved");
+  CHECK(r.baseline->models[0].reason ==
+        "model m.pt was saved or exported again: its file's bytes differ (digest 222222222222...; the baseline's is 111111111111...), "
+        "its graph and weights do not");
+  CHECK(r.exit_code == 0);
+  // The same bytes say nothing.
+  auto same = with_identity('1', 'w', 'g');
+  ra::apply_baseline(same, baseline_of(with_identity('1', 'w', 'g')));
+  CHECK(same.baseline->models.empty());
+}
+
+TEST_CASE("identity: same graph, other weights is compared, said, and explains the differences (exit 0)") {
+  auto r = with_identity('2', 'v', 'g');
+  r.targets[0].configs[0].reference[0].digest = hex('d');  // param/w
+  r.targets[0].configs[1].reference[0].digest = hex('d');
+  ra::apply_baseline(r, baseline_of(with_identity('1', 'w', 'g')));
+  REQUIRE(r.baseline->models.size() == 1);
+  CHECK(r.baseline->models[0].relation == "other_weights");
+  CHECK(r.baseline->models[0].reason.find("model m.pt: same graph, other weights (weights vvvvvvvvvvvv...; the "
+                                          "baseline's are wwwwwwwwwwww...)") == 0);
+  const auto& res = result(r, "default");
+  CHECK(res.status == BaselineStatus::Explained);
+  CHECK(res.explained_by == std::vector<std::string>{"model.weights"});
+  CHECK(r.baseline->changes.empty());  // the environment did not change: the model did
+  CHECK(r.exit_code == 0);
+  const std::string text = ra::report::render_text(r);
+  CHECK(text.find("model: model m.pt: same graph, other weights") != std::string::npos);
+  CHECK(text.find("changed with the model's weights since the baseline") != std::string::npos);
+  CHECK(text.find("the results changed together with the model's weights") != std::string::npos);
+  // Written and read back.
+  const auto back = ra::parse_baseline(ra::report::render_json(r), "r.json", "report");
+  CHECK(back.results.targets[0].weights_digest == hex('v'));
+  CHECK(back.results.targets[0].graph_digest == hex('g'));
+  REQUIRE(back.results.baseline.has_value());
+  REQUIRE(back.results.baseline->models.size() == 1);
+  CHECK(back.results.baseline->models[0].relation == "other_weights");
+}
+
+TEST_CASE("identity: another graph is another model; an older baseline matches by bytes and says how to upgrade") {
+  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), with_identity('2', 'w', 'h').targets) ==
+        "baseline golden.json was made from another version of model m.pt, which computes another graph (graph "
+        "gggggggggggg...; this one's is hhhhhhhhhhhh...)");
+  // Written before identities by content: the bytes decide, and the message says what to do.
+  auto old = report();
+  CHECK(check_error(baseline_of(old), with_identity('1', 'w', 'g').targets).empty());
+  CHECK(check_error(baseline_of(old), with_identity('2', 'w', 'g').targets) ==
+        "baseline golden.json was made from another version of model m.pt (digest 111111111111...; this one's is "
+        "222222222222...): this baseline predates identities by content, so it matches by the file's bytes; save it "
+        "again to match a re-saved model by its graph and weights");
+  // A baseline file keeps the identity, and reads back.
+  const auto file = ra::parse_baseline(ra::report::render_baseline(with_identity('1', 'w', 'g')), "g.json");
+  CHECK(file.results.targets[0].weights_digest == hex('w'));
+  CHECK(file.results.targets[0].graph_digest == hex('g'));
+}
+
+TEST_CASE("identity: canonical forms") {
+  CHECK(ra::normalise_torchscript("%self : __torch__.___torch_mangle_12.Net, %x : __torch__.___torch_mangle_3.sub.Block") ==
+        "%self : __torch__.Net, %x : __torch__.sub.Block");
+  CHECK(ra::normalise_torchscript("___torch_mangle_ alone, ___torch_mangle_7x, end ___torch_mangle_9") ==
+        "___torch_mangle_ alone, ___torch_mangle_7x, end ___torch_mangle_9");
+  const std::string a = R"({"graph_module": {"graph": {"nodes": [{"target": "torch.ops.aten.add.Tensor",
+      "metadata": {"stack_trace": "File \"/home/a/m.py\", line 3", "nn_module_stack": "L__self__,,m.Net"}}]}},
+      "torch_version": "2.11.0"})";
+  const std::string b = R"({"torch_version": "2.11.1", "graph_module": {"graph": {"nodes": [{"metadata":
+      {"nn_module_stack": "L__self__,,m.Net", "stack_trace": "File \"/other/place/m.py\", line 9"},
+      "target": "torch.ops.aten.add.Tensor"}]}}})";
+  CHECK(ra::canonical_export_graph(a) == ra::canonical_export_graph(b));
+  std::string c = b;
+  c.replace(c.find("add.Tensor"), 10, "mul.Tensor");
+  CHECK(ra::canonical_export_graph(a) != ra::canonical_export_graph(c));
+  CHECK_THROWS(ra::canonical_export_graph("{not json"));
+  // Weights: by name, whatever order they came in; a bit, a shape or a name changes them.
+  const std::vector<ra::WeightLine> w = {{"param/b", "float32", {2}, hex('1')}, {"param/a", "float32", {2, 3}, hex('2')}};
+  const std::vector<ra::WeightLine> reversed = {w[1], w[0]};
+  CHECK(ra::weights_digest(w) == ra::weights_digest(reversed));
+  auto changed = w;
+  changed[0].digest = hex('3');
+  CHECK(ra::weights_digest(w) != ra::weights_digest(changed));
+  changed = w;
+  changed[1].shape = {3, 2};
+  CHECK(ra::weights_digest(w) != ra::weights_digest(changed));
+  changed = w;
+  changed[0].name = "param/c";
+  CHECK(ra::weights_digest(w) != ra::weights_digest(changed));
 }
