@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -399,6 +400,30 @@ TEST_CASE("run: a torch.export archive runs under NativeRT: its weights and outp
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3, "takes 1 input (x), but 2 were given");
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--mode", "train"}, 2,
                          "--mode train needs autograd, which the torch.export runtime (NativeRT) does not have");
+}
+
+TEST_CASE("run --trace on an exported image model: reproducible in infer mode, every weight digested, no root cause") {
+  ra::test::TempDir dir;
+  // tests/data/make_model_kinds.py: SmallCNN (conv, batch norm, relu, max pool, conv, average pool, linear).
+  const std::string model = std::string(RA_TEST_DATA) + "/exported_cnn.pt2";
+  const auto r = run_cli({"run", model, "--shape", "1x3x16x16", "--trace", "--configs", "default,threads-1", "--repeats", "3",
+                          "--report", dir.file("r.json")});
+  CAPTURE(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("    root cause:") == std::string::npos);
+  const nlohmann::json j = ra::test::read_json(dir.file("r.json"));
+  const auto& t = j["targets"][0];
+  CHECK(t["mode"] == "infer");
+  CHECK(t["verdict"] == "reproducible");
+  std::vector<std::string> names;
+  for (const auto& d : t["configs"][0]["reference_digests"]) names.push_back(d["name"].get<std::string>());
+  for (const char* want : {"param/features.0.weight", "param/features.1.weight", "buffer/features.1.running_mean",
+                           "param/features.4.weight", "param/classifier.weight", "output"})
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), want) != names.end(), want);
+  // Traced: both configurations carry a trace, and the graph's identity by content is recorded.
+  for (const auto& c : t["configs"]) CHECK(c["trace"].is_object());
+  CHECK(t["graph_digest"].get<std::string>().size() == 32);
+  CHECK(t["weights_digest"].get<std::string>().size() == 32);
 }
 
 TEST_CASE("run --trace on a torch.export archive: the root cause names the graph node and its source line") {

@@ -4,7 +4,7 @@
 # one-line answers that say what each is (tests/cli/test_cli_errors.cpp): a pickled nn.Module
 # (torch.save(model)), a legacy-format torch.save file, two torch.export archives
 # (torch.export.save; one with index_add in a submodule, for lint, one with index_put_ for --trace),
-# a Linear exported twice and once reweighted (identity by content), and an AOTInductor package's record layout. The package stand-in holds the
+# a small CNN, a Linear exported twice and once reweighted (identity by content), and an AOTInductor package's record layout. The package stand-in holds the
 # record names aoti_compile_and_package wrote with torch 2.11 (a real one holds a compiled
 # wrapper library of a few hundred KB, which does not belong in the repository; the answer reads
 # only the names). Run with the project's venv python:
@@ -42,6 +42,20 @@ class ScatterNet(torch.nn.Module):
 
     def forward(self, x, index):
         return self.pool(self.fc(x), index)
+
+
+class SmallCNN(torch.nn.Module):
+    """Convolution, batch norm, pooling and a classifier: an image model in miniature (1x3x16x16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1))
+        self.classifier = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.features(x), 1))
 
 
 class Accumulate(torch.nn.Module):
@@ -92,6 +106,10 @@ def main():
         linear.weight[0, 0] += 1.0
     torch.export.save(torch.export.export(linear, (x,)), here / "exported_linear_reweighted.pt2")
     without_paths(here / "exported_linear_reweighted.pt2")
+    # An image model for run --trace on an export archive (exported_cnn.pt2).
+    cnn = here / "exported_cnn.pt2"
+    torch.export.save(torch.export.export(SmallCNN().eval(), (torch.randn(1, 3, 16, 16),)), cnn)
+    without_paths(cnn)
 
     stem = "aoti_package"
     small = {"archive_format": "pt2", "archive_version": "0", ".data/version": "6\n", "byteorder": "little"}
