@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace ra::report {
@@ -348,6 +349,16 @@ std::string render_text_raw(const Report& r) {
       std::vector<std::string> facts;
       for (const auto& [k, v] : t.package) facts.push_back(fmt::format("{} {}", k, v.empty() ? "-" : v));
       out += fmt::format("  AOTInductor package: {}\n", fmt::join(facts, ", "));
+      // torch 2.11 writes neither the Inductor configuration nor the determinism setting into a
+      // package; a user can, as metadata (docs/GUIDE.md, "Exported models").
+      const bool determinism = std::any_of(t.package.begin(), t.package.end(), [](const auto& kv) {
+        std::string key = kv.first;
+        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+        return key.find("determin") != std::string::npos;
+      });
+      if (!determinism)
+        out += "  (the package does not record whether it was compiled with deterministic algorithms: add it as "
+               "aot_inductor.metadata when compiling)\n";
     }
     size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
     for (const auto& c : t.configs) width = std::max(width, c.name.size());

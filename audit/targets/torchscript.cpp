@@ -10,6 +10,7 @@
 
 #include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
+#include "audit/digest/digest.h"
 #include "audit/trace/tracer.h"
 #include "audit/train/checkpoint.h"
 #include "audit/train/optimizer.h"
@@ -164,8 +165,10 @@ void graph_constants(const torch::jit::Block* block, const std::string& prefix, 
   }
 }
 
-// The module's identity by content: its parameters, buffers and graph constants by name, and
-// every method of every submodule printed without source locations, mangled names made plain.
+// The module's identity by content: its parameters, buffers and graph constants by name; and its
+// graph: every method of every submodule printed without source locations, mangled names made
+// plain, with the names, dtypes and shapes of its state (TorchScript code does not name shapes, and
+// a Linear(16, 8) made Linear(16, 4) is another model, not other weights).
 Identity torchscript_identity(const torch::jit::Module& module) {
   NamedTensors weights;
   for (const auto& p : module.named_parameters(true)) weights.emplace_back("param/" + p.name, p.value);
@@ -181,6 +184,8 @@ Identity torchscript_identity(const torch::jit::Module& module) {
       for (auto& c : constants) weights.push_back(std::move(c));
     }
   }
+  for (const auto& [name, t] : weights)
+    code += fmt::format("state {} {} [{}]\n", name, dtype_name(t.scalar_type()), fmt::join(t.sizes(), ","));
   return {weights_identity(weights), text_digest(normalise_torchscript(code))};
 }
 

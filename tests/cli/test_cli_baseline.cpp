@@ -256,7 +256,7 @@ TEST_CASE("run --baseline: another model, shape, mode, seed or no shared configu
     for (const char* f : {"j.xml", "s.md", "new.json"}) CHECK(!ra::test::file_exists(dir.file(f)));
   };
   bad({"run", dir.file("other.pt"), "--shape", "4x16"},
-      "baseline " + dir.file("g.json") + " was made from model m.pt (digest ");
+      "baseline " + dir.file("g.json") + " was made from model m.pt, which computes another graph than other.pt (graph ");
   bad({"run", dir.file("m.pt"), "--shape", "8x16"},
       "was made for m.pt with inputs float32[4x16], not float32[8x16]");
   bad({"run", dir.file("m.pt"), "--shape", "4x16", "--mode", "train"}, "was made for m.pt in infer mode, not train mode");
@@ -386,7 +386,7 @@ TEST_CASE("compare: B from another model exits 3 and writes nothing") {
                    dir.file("b.json"), "--quiet"})
               .code == 0);
   ra::test::expect_error(dir, {"compare", dir.file("a.json"), dir.file("b.json"), "--junit", dir.file("j.xml")}, 3,
-                         "was made from model m.pt (digest ");
+                         "was made from model m.pt, which computes another graph than other.pt (graph ");
   CHECK(!ra::test::file_exists(dir.file("j.xml")));
   ra::test::expect_error(dir, {"compare", dir.file("a.json"), dir.file("missing.json")}, 3,
                          "report '" + dir.file("missing.json") + "' does not exist");

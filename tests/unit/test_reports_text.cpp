@@ -128,3 +128,22 @@ TEST_CASE("render_text: a long configuration name widens the column instead of s
   // The verdict starts in the same column in the header and in the long row.
   CHECK(row_line.find_first_not_of(' ', 2 + name.size()) == header_verdict);
 }
+
+TEST_CASE("render_text: an AOTInductor package's metadata, and whether it says how determinism was set") {
+  ra::report::Report r;
+  ra::report::Target t;
+  t.name = "net.pt2";
+  t.device = "cpu";
+  t.mode = "infer";
+  t.package = {{"AOTI_DEVICE_KEY", "cpu"}, {"AOTI_CPU_ISA", "AVX512"}, {"AOTI_COMPUTE_CAPABILITY", ""}};
+  r.targets = {t};
+  ra::report::finalize(r);
+  std::string text = ra::report::render_text(r);
+  CHECK(text.find("  AOTInductor package: AOTI_COMPUTE_CAPABILITY -, AOTI_CPU_ISA AVX512, AOTI_DEVICE_KEY cpu\n") !=
+        std::string::npos);
+  CHECK(text.find("does not record whether it was compiled with deterministic algorithms") != std::string::npos);
+  r.targets[0].package["Deterministic_Algorithms"] = "True";
+  text = ra::report::render_text(r);
+  CHECK(text.find("Deterministic_Algorithms True") != std::string::npos);
+  CHECK(text.find("does not record whether") == std::string::npos);
+}
