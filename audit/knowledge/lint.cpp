@@ -48,6 +48,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/paths.h"
+#include "audit/runtime/export_schema.h"
 #include "audit/trial/trials.h"
 
 #include <fmt/format.h>
@@ -661,6 +662,8 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
       !model["graph_module"].contains("graph") || !model["graph_module"]["graph"].contains("nodes") ||
       !model["graph_module"]["graph"]["nodes"].is_array())
     throw InputError(fmt::format("model '{}': its models/model.json has no graph_module.graph.nodes", path));
+  if (const std::string schema = export_schema_problem(model); !schema.empty())
+    throw InputError(fmt::format("model '{}' {}", path, schema));
   Scanner scanner(kb, device_type, mode == "train");
   r.methods = {"forward"};
   for (const auto& node : model["graph_module"]["graph"]["nodes"]) {

@@ -13,6 +13,7 @@
 
 #include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
+#include "audit/runtime/export_schema.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/api/include/torch/nativert/ModelRunnerHandle.h>
@@ -202,6 +203,8 @@ class ExportTarget final : public Target {
       throw TrialInputError("this version runs torch.export archives on the CPU only: use --device cpu", "usage");
     try {
       const std::string graph = model_json(spec.model);
+      if (const std::string schema = export_schema_problem(nlohmann::json::parse(graph)); !schema.empty())
+        throw TrialInputError(fmt::format("model '{}' {}", spec.model, schema));
       names_ = user_input_names(graph);
       nodes_ = graph_nodes(graph);
       graph_digest_ = text_digest(canonical_export_graph(graph));

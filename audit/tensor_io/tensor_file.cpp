@@ -162,8 +162,8 @@ ArchiveKind archive_kind(const std::string& path) {
 
 std::string not_torchscript_because(const std::string& path) {
   const std::string save =
-      "repro-audit runs TorchScript archives: save the module with torch.jit.script(module).save(PATH), or "
-      "torch.jit.trace(module, example_inputs).save(PATH)";
+      "repro-audit runs TorchScript archives, torch.export archives and AOTInductor packages: save the module with "
+      "torch.jit.script(module).save(PATH), or torch.export.save(torch.export.export(module, example_inputs), PATH)";
   char head[4] = {};
   std::ifstream in(path, std::ios::binary);
   in.read(head, sizeof head);

@@ -3,12 +3,15 @@
 #include "tests/cli/harness.h"
 
 // torch before doctest: c10 defines a CHECK macro that doctest must override.
+#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
+#include <optional>
 
 using ra::test::run_cli;
 
@@ -19,7 +22,69 @@ def forward(self, x):
     return torch.matmul(x, self.w)
 )JIT";
 
+// tests/data/exported_linear.pt2 copied to `out` with each record passed through `change`, which
+// may rewrite it or drop it (nullopt). The writer adds its own version, byte order and id records.
+void rewrite_export(const std::string& out,
+                    const std::function<std::optional<std::string>(const std::string&, std::string)>& change) {
+  caffe2::serialize::PyTorchStreamReader reader(std::string(RA_TEST_DATA) + "/exported_linear.pt2");
+  caffe2::serialize::PyTorchStreamWriter writer(out);
+  for (const auto& name : reader.getAllRecords()) {
+    if (name == ".data/version" || name == "version" || name == "byteorder" || name == ".data/serialization_id") continue;
+    auto [data, size] = reader.getRecord(name);
+    const auto kept = change(name, std::string(static_cast<const char*>(data.get()), size));
+    if (kept) writer.writeRecord(name, kept->data(), kept->size());
+  }
+  writer.writeEndOfFile();
+}
+
 }  // namespace
+
+TEST_CASE("run and lint: a tampered torch.export archive exits 3 with one line, and writes nothing") {
+  ra::test::TempDir dir;
+  const auto json_of = [](std::string text) { return nlohmann::json::parse(text); };
+  rewrite_export(dir.file("same.pt2"), [](const std::string&, std::string d) { return d; });
+  rewrite_export(dir.file("future.pt2"), [&](const std::string& name, std::string d) -> std::optional<std::string> {
+    if (name != "models/model.json") return d;
+    auto j = json_of(d);
+    j["schema_version"] = {{"major", 99}, {"minor", 0}};
+    return j.dump();
+  });
+  rewrite_export(dir.file("unknown_op.pt2"), [&](const std::string& name, std::string d) -> std::optional<std::string> {
+    if (name != "models/model.json") return d;
+    auto j = json_of(d);
+    for (auto& node : j["graph_module"]["graph"]["nodes"]) node["target"] = "torch.ops.aten.no_such_op.default";
+    return j.dump();
+  });
+  rewrite_export(dir.file("not_json.pt2"), [](const std::string& name, std::string d) -> std::optional<std::string> {
+    return name == "models/model.json" ? std::string("{not json") : d;
+  });
+  rewrite_export(dir.file("no_weight.pt2"), [](const std::string& name, std::string d) -> std::optional<std::string> {
+    if (name.rfind("data/weights/", 0) == 0 && name.find(".json") == std::string::npos) return std::nullopt;
+    return d;
+  });
+  {
+    std::ifstream in(dir.file("same.pt2"), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream(dir.file("truncated.pt2"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  // The copy itself is a sound archive: what fails below is each change.
+  REQUIRE(run_cli({"run", dir.file("same.pt2"), "--shape", "2x4", "--repeats", "2", "--quiet"}).code == 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"future.pt2", "is a torch.export archive of schema version 99.0, which this build's LibTorch (schema 8.x) does not read"},
+      {"unknown_op.pt2", "is a torch.export archive that cannot be loaded"},
+      {"not_json.pt2", "is a torch.export archive that cannot be loaded"},
+      {"no_weight.pt2", "the archive has no record data/weights/"},
+      {"truncated.pt2", "is a zip archive that PyTorch cannot read (damaged, truncated"},
+  };
+  for (const auto& [file, message] : cases) {
+    CAPTURE(file);
+    ra::test::expect_error(dir, {"run", dir.file(file), "--shape", "2x4", "--report", dir.file("report.json")}, 3, message);
+  }
+  // lint reads the graph only: what it cannot read, or a schema it does not know, is refused too.
+  ra::test::expect_error(dir, {"lint", dir.file("future.pt2")}, 3, "of schema version 99.0");
+  ra::test::expect_error(dir, {"lint", dir.file("not_json.pt2")}, 3, "is a torch.export archive that cannot be read");
+  ra::test::expect_error(dir, {"lint", dir.file("truncated.pt2")}, 3, "is a zip archive that PyTorch cannot read");
+}
 
 TEST_CASE("run: unreadable models exit 3") {
   ra::test::TempDir dir;

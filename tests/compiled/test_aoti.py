@@ -9,6 +9,7 @@
 #
 # usage: test_aoti.py REPRO_AUDIT_BINARY WORK_FOLDER
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -28,8 +29,16 @@ def check(cond, what):
         failures.append(what)
 
 
+# The tool's TMPDIR: its scratch folders must be gone after every run, the refused and crashed
+# ones included (checked at the end). LibTorch's package loader extracts into /tmp whatever
+# TMPDIR says, and leaves that folder when the package's library fails to load: not ours to clean.
+tmp = work / "tmp"
+tmp.mkdir()
+
+
 def run(*args):
-    return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=600)
+    return subprocess.run([binary, *map(str, args)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TMPDIR": str(tmp)})
 
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "data"))
@@ -88,6 +97,30 @@ cuda = rewritten("cuda.pt2", lambda m: m.update(AOTI_DEVICE_KEY="cuda"))
 refused(["run", cuda, "--shape", "2x4"], 3, "is an AOTInductor package compiled for cuda, not cpu")
 isa = rewritten("isa.pt2", lambda m: m.update(AOTI_CPU_ISA="AVX512 NO_SUCH_ISA"))
 refused(["run", isa, "--shape", "2x4"], 3, "compiled for CPUs with NO_SUCH_ISA, which this CPU lacks")
+
+
+# A package whose compiled library is damaged: not a library at all (dlopen refuses it), or cut
+# short (the loader crashes: the preflight child dies, the parent says so). One line, exit 3,
+# no report.
+def library(name, change):
+    out = work / name
+    with zipfile.ZipFile(package) as src, zipfile.ZipFile(out, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            dst.writestr(item, change(data) if item.filename.endswith(".wrapper.so") else data)
+    return out
+
+
+for name, change, text in (("junk.pt2", lambda d: b"not a library" * 64, "is an AOTInductor package that cannot be loaded"),
+                           ("cut.pt2", lambda d: d[: len(d) // 3], "")):
+    damaged = library(name, change)
+    report = work / (name + ".json")
+    r = run("run", damaged, "--shape", "2x4", "--report", report)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 3 and len(lines) == 1 and text in r.stderr and not report.exists(),
+          f"{name}: exit {r.returncode}, stderr {r.stderr!r}, report written: {report.exists()}")
+
+check(not any(tmp.iterdir()), f"left in TMPDIR: {sorted(p.name for p in tmp.iterdir())}")
 
 for f in failures:
     print("FAIL:", f, file=sys.stderr)
