@@ -411,7 +411,7 @@ struct Target {
   std::string input_digest;
   // A model's identity by content, which survives a re-save (audit/baseline/identity.h): the
   // digest of its parameters, buffers and constants by name, and of its graph in canonical form.
-  // "" where the kind has none (an AOTInductor package, a probe, a command) and in older reports.
+  // "" where the kind has none (a probe, a command) and in older reports.
   std::string weights_digest;
   std::string graph_digest;
   std::string device;

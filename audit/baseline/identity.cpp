@@ -56,6 +56,20 @@ std::string normalise_torchscript(const std::string& text) {
   return out;
 }
 
+std::string canonical_compiled_source(const std::string& cpp) {
+  std::string out;
+  size_t at = 0;
+  while (at < cpp.size()) {
+    const size_t end = std::min(cpp.find('\n', at), cpp.size());
+    const size_t first = cpp.find_first_not_of(" \t\r", at);
+    const bool comment = first != std::string::npos && first + 1 < end && cpp.compare(first, 2, "//") == 0;
+    const bool blank = first == std::string::npos || first >= end;
+    if (!comment && !blank) out.append(cpp, at, end - at).push_back('\n');
+    at = end + 1;
+  }
+  return out;
+}
+
 std::string canonical_export_graph(const std::string& model_json) {
   nlohmann::json j = nlohmann::json::parse(model_json);  // nlohmann::json keeps keys sorted
   if (j.is_object()) j.erase("torch_version");

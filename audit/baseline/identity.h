@@ -14,11 +14,12 @@
 //            printed without source locations, with mangled class names (`___torch_mangle_7.`)
 //            taken out (`normalise_torchscript`). An export archive: models/model.json without
 //            each node's stack_trace (files and lines) and the torch version that wrote it
-//            (`canonical_export_graph`).
+//            (`canonical_export_graph`). An AOTInductor package: its generated C++ without
+//            comments (`canonical_compiled_source`), its constants as its weights.
 // Two targets are the same model when the bytes match, or when both content digests do. Same
 // graph with other weights is a comparable experiment (a retrained or fine-tuned model), which
 // the comparison names; another graph is another model. A side without content digests (an
-// older baseline, an AOTInductor package, a probe) is matched by its bytes as before.
+// older baseline, a probe) is matched by its bytes as before.
 //
 // The cost. The worker digests each tensor once in the preflight (the trials digest them anyway);
 // the rest is string work on the model's text. Nothing here needs torch.
@@ -50,6 +51,11 @@ std::string normalise_torchscript(const std::string& text);
 // and by what the program was exported (every "stack_trace", the top-level "torch_version"),
 // dumped with sorted keys. Throws std::exception when the text is not JSON.
 std::string canonical_export_graph(const std::string& model_json);
+
+// An AOTInductor package's generated C++ (its wrapper and kernel sources) in canonical form: the
+// lines that are not comments. Inductor's comments name the compiling user's cache folder, and a
+// source served from that cache carries the compile and link commands that made it.
+std::string canonical_compiled_source(const std::string& cpp);
 
 // The digest of a canonical text.
 std::string text_digest(const std::string& text);

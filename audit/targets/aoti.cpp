@@ -4,12 +4,15 @@
 // constants ("constant/fc.weight", by their original names) and every output ("output/0", ...).
 // Its kernels are compiled and fused, invisible to the op tracer: --trace is dropped with one line. The
 // package's build metadata goes to the report; one built for another device, or for CPU
-// instructions this machine lacks, is refused before it is loaded.
+// instructions this machine lacks, is refused before it is loaded. Its identity by content: its
+// constants, and its generated C++ without comments (audit/baseline/identity.h).
 #include "audit/targets/inputs.h"
 #include "audit/targets/target.h"
 
+#include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/script.h>
 
@@ -18,6 +21,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -65,6 +69,22 @@ void load_libtorch() {
   (void)dlopen((dir + "/libtorch.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
 }
 
+// The digest of the package's generated C++ (wrapper and kernels, in record order), comments out.
+std::string compiled_source_digest(const std::string& path) {
+  caffe2::serialize::PyTorchStreamReader reader(path);
+  std::vector<std::string> names;
+  for (const auto& name : reader.getAllRecords())
+    if (name.find("aotinductor/") != std::string::npos && name.size() > 4 && name.compare(name.size() - 4, 4, ".cpp") == 0)
+      names.push_back(name);
+  std::sort(names.begin(), names.end());
+  std::string text;
+  for (const auto& name : names) {
+    auto [data, size] = reader.getRecord(name);
+    text += canonical_compiled_source(std::string(static_cast<const char*>(data.get()), size));
+  }
+  return text_digest(text);
+}
+
 class AotiTarget final : public Target {
  public:
   std::string kind() const override { return "an AOTInductor package (compiled, fused kernels)"; }
@@ -95,6 +115,7 @@ class AotiTarget final : public Target {
       loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
           spec.model, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
           device.has_index() ? device.index() : static_cast<c10::DeviceIndex>(-1));
+      graph_digest_ = compiled_source_digest(spec.model);
     } catch (const std::exception& e) {
       throw TrialInputError(fmt::format("model '{}' is an AOTInductor package that cannot be loaded: {}", spec.model,
                                         error_text(e)));
@@ -126,15 +147,26 @@ class AotiTarget final : public Target {
     return {};
   }
 
-  void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
+  // The package's constants by their original names ("fc.weight"), sorted: the runner's map has no order.
+  std::map<std::string, at::Tensor> constants() const {
     const auto constants = loader_->get_runner()->extract_constants_map(/*use_inactive=*/false);
     const auto original = loader_->get_runner()->getConstantNamesToOriginalFQNs();
-    std::map<std::string, at::Tensor> sorted;  // by name: the runner's map has no order
+    std::map<std::string, at::Tensor> sorted;
     for (const auto& [name, t] : constants) {
       const auto it = original.find(name);
       sorted[it == original.end() || it->second.empty() ? name : it->second] = t;
     }
-    for (const auto& [name, t] : sorted) rec.add("constant/" + name, t);
+    return sorted;
+  }
+
+  Identity identity() const override {
+    NamedTensors weights;
+    for (const auto& [name, t] : constants()) weights.emplace_back("constant/" + name, t);
+    return {weights_identity(weights), graph_digest_};
+  }
+
+  void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
+    for (const auto& [name, t] : constants()) rec.add("constant/" + name, t);
     const std::vector<at::Tensor> out = loader_->run(inputs_);
     for (size_t i = 0; i < out.size(); ++i) rec.add(fmt::format("output/{}", i), out[i]);
   }
@@ -142,6 +174,7 @@ class AotiTarget final : public Target {
  private:
   std::unordered_map<std::string, std::string> package_;
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
+  std::string graph_digest_;
   std::vector<at::Tensor> inputs_;
   std::vector<std::string> descriptions_;
 };

@@ -63,7 +63,7 @@ class Target {
   // ISA, platform), kept in the report; empty for other kinds.
   virtual std::map<std::string, std::string> package() const { return {}; }
   // After load: the model's identity by content, which a re-save keeps; empty for kinds whose
-  // computation cannot be read back (a compiled package) and for probes.
+  // computation cannot be read back and for probes.
   virtual Identity identity() const { return {}; }
   // The preflight's check: one run without recording, turning a mismatch of the target and its
   // inputs into a TrialInputError. Returns what the user should be warned about (one sentence

@@ -120,6 +120,24 @@ for name, change, text in (("junk.pt2", lambda d: b"not a library" * 64, "is an 
     check(r.returncode == 3 and len(lines) == 1 and text in r.stderr and not report.exists(),
           f"{name}: exit {r.returncode}, stderr {r.stderr!r}, report written: {report.exists()}")
 
+# Identity by content: the same package with only comments added to its generated C++ (as
+# Inductor's cache adds the compile commands) matches a baseline of the original; the report
+# carries the package's weights and graph digests.
+r = run("run", package, "--shape", "2x4", "--repeats", "2", "--save-baseline", work / "g.json", "--quiet")
+check(r.returncode == 0, f"--save-baseline: exit {r.returncode}, {r.stderr!r}")
+head = json.loads((work / "g.json").read_text())["targets"][0]
+check(len(head.get("weights_digest", "")) == 32 and len(head.get("graph_digest", "")) == 32, f"identity: {head}")
+commented = work / "commented.pt2"
+with zipfile.ZipFile(package) as src, zipfile.ZipFile(commented, "w") as dst:
+    for item in src.infolist():
+        data = src.read(item.filename)
+        if item.filename.endswith(".cpp"):
+            data += b"\n// Compile cmd\n// g++ /tmp/torchinductor_someone/x.cpp -O3\n"
+        dst.writestr(item, data)
+r = run("run", commented, "--shape", "2x4", "--repeats", "2", "--baseline", work / "g.json")
+check(r.returncode == 0 and "was saved or exported again" in r.stdout and "match" in r.stdout,
+      f"re-saved package: exit {r.returncode}, {r.stdout!r} {r.stderr!r}")
+
 check(not any(tmp.iterdir()), f"left in TMPDIR: {sorted(p.name for p in tmp.iterdir())}")
 
 for f in failures:

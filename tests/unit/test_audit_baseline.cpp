@@ -538,6 +538,14 @@ TEST_CASE("identity: canonical forms") {
   c.replace(c.find("add.Tensor"), 10, "mul.Tensor");
   CHECK(ra::canonical_export_graph(a) != ra::canonical_export_graph(c));
   CHECK_THROWS(ra::canonical_export_graph("{not json"));
+  // Compiled C++: comments and blank lines out, code kept.
+  const std::string cpp = "// Triton kernels are embedded as comments in /tmp/torchinductor_a/x.cpp\n"
+                          "extern \"C\" void k(float* out) {\n  auto t = static_cast<float>(0.5);\n}\n";
+  CHECK(ra::canonical_compiled_source(cpp) == ra::canonical_compiled_source(
+                                                    cpp + "\n   // Compile cmd\n// g++ /tmp/torchinductor_b/x.cpp\n\n"));
+  CHECK(ra::canonical_compiled_source(cpp) != ra::canonical_compiled_source(
+                                                    "extern \"C\" void k(float* out) {\n  auto t = static_cast<float>(0.25);\n}\n"));
+  CHECK(ra::canonical_compiled_source(cpp).find("torchinductor") == std::string::npos);
   // Weights: by name, whatever order they came in; a bit, a shape or a name changes them.
   const std::vector<ra::WeightLine> w = {{"param/b", "float32", {2}, hex('1')}, {"param/a", "float32", {2, 3}, hex('2')}};
   const std::vector<ra::WeightLine> reversed = {w[1], w[0]};
