@@ -68,8 +68,12 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
     TrialRun run;
     run.process = outcome;
     const std::string last = last_line(outcome.log_tail);
-    throw InputError(fmt::format("the model could not be loaded and run once: {}{}", summarise_trial(run).message,
-                                 last.empty() ? "" : " (" + last + ")"));
+    // A signal here is the loader's or the model's own crash, never a verdict: say where to look.
+    const char* crash = outcome.kind == ChildOutcome::Kind::Signaled
+                            ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
+                            : "";
+    throw InputError(fmt::format("model '{}' could not be loaded and run once: {}{}{}", o.model,
+                                 summarise_trial(run).message, last.empty() ? "" : " (" + last + ")", crash));
   }
   if (result->status != report::TrialStatus::Ok) {
     if (result->error_kind == "usage") throw UsageError(result->message);
