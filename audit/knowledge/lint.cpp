@@ -48,7 +48,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/paths.h"
-#include "audit/runtime/export_schema.h"
+#include "audit/runtime/export_graph.h"
 #include "audit/trial/trials.h"
 
 #include <fmt/format.h>
@@ -607,22 +607,6 @@ std::vector<SourceLocation> parse_stack_trace(const std::string& text) {
     at = name_end;
   }
   return out;
-}
-
-// "L__self__,,__main__.Net;L__self__fc,fc,torch.nn.modules.linear.Linear" -> "fc": the innermost
-// module's path.
-std::string module_path_of(const std::string& stack) {
-  std::string last;
-  size_t begin = 0;
-  while (begin < stack.size()) {
-    const size_t end = std::min(stack.find(';', begin), stack.size());
-    const std::string entry = stack.substr(begin, end - begin);
-    const size_t c1 = entry.find(',');
-    const size_t c2 = c1 == std::string::npos ? std::string::npos : entry.find(',', c1 + 1);
-    if (c2 != std::string::npos) last = entry.substr(c1 + 1, c2 - c1 - 1);
-    begin = end + 1;
-  }
-  return last;
 }
 
 // "export" or "aoti" for the two .pt2 kinds (by the records torch.export.save and AOTInductor

@@ -13,7 +13,7 @@
 
 #include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
-#include "audit/runtime/export_schema.h"
+#include "audit/runtime/export_graph.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/api/include/torch/nativert/ModelRunnerHandle.h>
@@ -164,16 +164,7 @@ std::vector<GraphNode> graph_nodes(const std::string& graph) {
     g.op = rest.substr(0, d1) + "::" + rest.substr(d1 + 1, d2 == std::string::npos ? std::string::npos : d2 - d1 - 1);
     g.name = node.value("name", std::string());
     const nlohmann::json meta = node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
-    const std::string stack = meta.value("nn_module_stack", std::string());
-    // "L__self__,,__main__.Net;L__self__fc,fc,torch.nn...Linear": the last entry's path.
-    for (size_t b = 0; b < stack.size();) {
-      const size_t e = std::min(stack.find(';', b), stack.size());
-      const std::string entry = stack.substr(b, e - b);
-      const size_t c1 = entry.find(',');
-      const size_t c2 = c1 == std::string::npos ? std::string::npos : entry.find(',', c1 + 1);
-      if (c2 != std::string::npos) g.module = entry.substr(c1 + 1, c2 - c1 - 1);
-      b = e + 1;
-    }
+    g.module = module_path_of(meta.value("nn_module_stack", std::string()));
     // The innermost frame of the program (outside torch) in the stack trace, outermost first.
     const std::string trace = meta.value("stack_trace", std::string());
     for (size_t at = trace.find("File \""); at != std::string::npos; at = trace.find("File \"", at + 6)) {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The torch.export serialization schema this LibTorch reads, checked before an archive is run or
-// linted. NativeRT itself does not check it: an archive marked with a future major version ran.
+// What `run` (audit/targets/export.cpp) and `lint` (audit/knowledge/lint.cpp) both read of a
+// torch.export archive's models/model.json: its schema version, and a node's module path.
+//
+// The schema: the torch.export serialization schema this LibTorch reads, checked before an
+// archive is run or linted. NativeRT itself does not check it: an archive marked with a future major version ran.
 // torch 2.11 writes and reads SCHEMA_VERSION = (8, 17) (torch/_export/serde/schema.py); its Python
 // loader refuses another major version, except 0.0 (unversioned). The C++ headers do not export the
 // number, so it is pinned here with the wheel.
@@ -9,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace ra {
@@ -28,6 +32,22 @@ inline std::string export_schema_problem(const nlohmann::json& model) {
   return fmt::format("is a torch.export archive of schema version {}.{}, which this build's LibTorch (schema {}.x) "
                      "does not read: export it again with the torch this tool is built with",
                      major, minor, kExportSchemaMajor);
+}
+
+// "L__self__,,__main__.Net;L__self__fc,fc,torch.nn.modules.linear.Linear" (a node's
+// nn_module_stack) -> "fc": the innermost module's path, "" for the top module.
+inline std::string module_path_of(const std::string& stack) {
+  std::string last;
+  size_t begin = 0;
+  while (begin < stack.size()) {
+    const size_t end = std::min(stack.find(';', begin), stack.size());
+    const std::string entry = stack.substr(begin, end - begin);
+    const size_t c1 = entry.find(',');
+    const size_t c2 = c1 == std::string::npos ? std::string::npos : entry.find(',', c1 + 1);
+    if (c2 != std::string::npos) last = entry.substr(c1 + 1, c2 - c1 - 1);
+    begin = end + 1;
+  }
+  return last;
 }
 
 }  // namespace ra
