@@ -290,14 +290,50 @@ Alignment align_traces(const Trace& reference, const Trace& other) {
   return result;
 }
 
+namespace {
+
+// For each tensor digest, the first record that output it.
+std::map<std::string, size_t> first_outputs(const Trace& t) {
+  std::map<std::string, size_t> first;
+  for (size_t i = 0; i < t.records.size(); ++i)
+    for (const auto& o : t.records[i].outputs) first.emplace(o.digest, i);
+  return first;
+}
+
+// Whether the pair's inputs differ only in bits that no traced op wrote: a tensor of the same
+// dtype and shape on both sides whose digest no earlier record output, in either run. Memory that
+// an untraced kernel allocated and left uninitialised (NativeRT's static CPU kernels do, before a
+// traced fill_ or view) differs run to run without meaning anything; what is computed from it
+// later is compared there.
+bool differs_only_in_unwritten_memory(const Record& a, size_t i, const std::map<std::string, size_t>& fa, const Record& b,
+                                      size_t j, const std::map<std::string, size_t>& fb) {
+  if (a.scalars != b.scalars || a.inputs.size() != b.inputs.size()) return false;
+  const auto unwritten = [](const std::map<std::string, size_t>& first, const std::string& digest, size_t at) {
+    const auto it = first.find(digest);
+    return it == first.end() || it->second >= at;
+  };
+  bool any = false;
+  for (size_t k = 0; k < a.inputs.size(); ++k) {
+    const TensorRef &x = a.inputs[k], &y = b.inputs[k];
+    if (x.digest == y.digest && x.dtype == y.dtype && x.shape == y.shape) continue;
+    if (x.dtype != y.dtype || x.shape != y.shape || !unwritten(fa, x.digest, i) || !unwritten(fb, y.digest, j)) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
 RunComparison compare_runs(const Trace& reference, const Trace& other) {
   RunComparison c;
   c.alignment = align_traces(reference, other);
+  const auto first_a = first_outputs(reference), first_b = first_outputs(other);
   for (const auto& [i, j] : c.alignment.pairs) {
     const Record& a = reference.records[i];
     const Record& b = other.records[j];
     std::vector<int> differing = differing_outputs(a, b);
     if (differing.empty()) continue;
+    if (differs_only_in_unwritten_memory(a, i, first_a, b, j, first_b)) continue;
     ++c.output_mismatches;
     const bool matched = inputs_match(a, b);
     if (!c.root_cause) {

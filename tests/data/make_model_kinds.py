@@ -45,7 +45,8 @@ class ScatterNet(torch.nn.Module):
 
 
 class SmallCNN(torch.nn.Module):
-    """Convolution, batch norm, pooling and a classifier: an image model in miniature (1x3x16x16)."""
+    """Convolution, batch norm, pooling and a classifier: an image model in miniature (1x3x16x16).
+    It also returns the logits' squared norm, whose sum NativeRT runs as a static kernel."""
 
     def __init__(self):
         super().__init__()
@@ -55,7 +56,8 @@ class SmallCNN(torch.nn.Module):
         self.classifier = torch.nn.Linear(16, 10)
 
     def forward(self, x):
-        return self.classifier(torch.flatten(self.features(x), 1))
+        logits = self.classifier(torch.flatten(self.features(x), 1))
+        return logits, (logits * logits).sum()
 
 
 class Accumulate(torch.nn.Module):

@@ -515,3 +515,36 @@ TEST_CASE("root cause: uninitialised memory from aten::empty is not a divergence
   REQUIRE(s.root_causes.size() == 1);
   CHECK(s.root_causes[0].op == "aten::index_put_");
 }
+
+// NativeRT's static kernels allocate outputs without the dispatcher, then traced ops view and
+// fill them: the view's input and output are whatever memory held.
+Trace static_kernel(const std::string& garbage, const std::string& filled = "zeros") {
+  Builder t;
+  t.op("aten::addmm", {"bias", "x", "w"}, {"h"});
+  t.op("aten::as_strided", {garbage}, {garbage + "/view"});
+  t.op("aten::fill_", {garbage + "/view"}, {filled});
+  t.op("aten::div", {filled}, {"out"});
+  return t.trace;
+}
+
+TEST_CASE("compare_runs: differences only in memory no traced op wrote do not count; what is computed from it does") {
+  const auto benign = ra::trace::compare_runs(static_kernel("junk1"), static_kernel("junk2"));
+  CHECK(benign.output_mismatches == 0);
+  CHECK_FALSE(benign.root_cause);
+  CHECK(benign.identical());
+  // The same uninitialised memory read by an op that keeps its bits: the difference reaches a
+  // written tensor, which the next op reads, and the runs are not identical.
+  const auto read = ra::trace::compare_runs(static_kernel("junk1", "junk1/sum"), static_kernel("junk2", "junk2/sum"));
+  CHECK(read.output_mismatches == 1);  // fill_, whose input as_strided wrote
+  CHECK_FALSE(read.identical());
+  // A tensor an earlier op wrote is never taken for unwritten memory.
+  Builder a, b;
+  a.op("aten::linear", {"x"}, {"a1"});
+  a.op("aten::relu", {"a1"}, {"r1"});
+  b.op("aten::linear", {"x"}, {"a2"});
+  b.op("aten::relu", {"a2"}, {"r2"});
+  const auto written = ra::trace::compare_runs(a.trace, b.trace);
+  CHECK(written.output_mismatches == 2);
+  REQUIRE(written.root_cause);
+  CHECK(*written.root_cause == 0);
+}
