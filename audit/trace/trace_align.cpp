@@ -292,19 +292,20 @@ Alignment align_traces(const Trace& reference, const Trace& other) {
 
 namespace {
 
-// For each tensor digest, the first record that output it.
+// For each tensor digest, the first record that wrote it (aten::empty and kin write nothing).
 std::map<std::string, size_t> first_outputs(const Trace& t) {
   std::map<std::string, size_t> first;
   for (size_t i = 0; i < t.records.size(); ++i)
-    for (const auto& o : t.records[i].outputs) first.emplace(o.digest, i);
+    if (!returns_uninitialised(t.records[i].op))
+      for (const auto& o : t.records[i].outputs) first.emplace(o.digest, i);
   return first;
 }
 
 // Whether the pair's inputs differ only in bits that no traced op wrote: a tensor of the same
-// dtype and shape on both sides whose digest no earlier record output, in either run. Memory that
-// an untraced kernel allocated and left uninitialised (NativeRT's static CPU kernels do, before a
-// traced fill_ or view) differs run to run without meaning anything; what is computed from it
-// later is compared there.
+// dtype and shape on both sides whose digest no earlier record output, in either run. Memory left
+// uninitialised, by aten::empty or by an untraced kernel (NativeRT's static CPU kernels allocate
+// without the dispatcher, before a traced fill_ or view), differs run to run without meaning
+// anything; what is computed from it later is compared there.
 bool differs_only_in_unwritten_memory(const Record& a, size_t i, const std::map<std::string, size_t>& fa, const Record& b,
                                       size_t j, const std::map<std::string, size_t>& fb) {
   if (a.scalars != b.scalars || a.inputs.size() != b.inputs.size()) return false;

@@ -537,6 +537,15 @@ TEST_CASE("compare_runs: differences only in memory no traced op wrote do not co
   const auto read = ra::trace::compare_runs(static_kernel("junk1", "junk1/sum"), static_kernel("junk2", "junk2/sum"));
   CHECK(read.output_mismatches == 1);  // fill_, whose input as_strided wrote
   CHECK_FALSE(read.identical());
+  // The same with the allocation traced: aten::empty writes nothing.
+  const auto traced_empty = [](const std::string& garbage) {
+    Builder t;
+    t.op("aten::empty", {}, {garbage});
+    t.op("aten::as_strided", {garbage}, {garbage + "/view"});
+    t.op("aten::fill_", {garbage + "/view"}, {"zeros"});
+    return t.trace;
+  };
+  CHECK(ra::trace::compare_runs(traced_empty("junk1"), traced_empty("junk2")).identical());
   // A tensor an earlier op wrote is never taken for unwritten memory.
   Builder a, b;
   a.op("aten::linear", {"x"}, {"a1"});
