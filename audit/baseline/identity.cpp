@@ -70,11 +70,10 @@ std::string canonical_compiled_source(const std::string& cpp) {
   return out;
 }
 
-std::string canonical_export_graph(const std::string& model_json) {
-  nlohmann::json j = nlohmann::json::parse(model_json);  // nlohmann::json keeps keys sorted
-  if (j.is_object()) j.erase("torch_version");
-  drop_stack_traces(j);
-  return j.dump();
+std::string canonical_export_graph(nlohmann::json model) {  // nlohmann::json keeps keys sorted
+  if (model.is_object()) model.erase("torch_version");
+  drop_stack_traces(model);
+  return model.dump();
 }
 
 ModelSameness model_sameness(const report::Target& b, const report::Target& c) {

@@ -27,6 +27,8 @@
 
 #include "reports/model.h"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -47,10 +49,10 @@ std::string weights_digest(std::vector<WeightLine> lines);
 // ("__torch__.___torch_mangle_3.Net" -> "__torch__.Net").
 std::string normalise_torchscript(const std::string& text);
 
-// An export archive's models/model.json in canonical form: parsed, without what records where
+// An export archive's models/model.json (parsed) in canonical form: without what records where
 // and by what the program was exported (every "stack_trace", the top-level "torch_version"),
-// dumped with sorted keys. Throws std::exception when the text is not JSON.
-std::string canonical_export_graph(const std::string& model_json);
+// dumped with sorted keys.
+std::string canonical_export_graph(nlohmann::json model);
 
 // An AOTInductor package's generated C++ (its wrapper and kernel sources) in canonical form: the
 // lines that are not comments. Inductor's comments name the compiling user's cache folder, and a

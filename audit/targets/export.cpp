@@ -120,15 +120,15 @@ std::vector<std::pair<std::string, at::Tensor>> read_weights(const std::string& 
   return out;
 }
 
-std::string model_json(const std::string& path) {
+// The archive's models/model.json, parsed.
+nlohmann::json model_json(const std::string& path) {
   caffe2::serialize::PyTorchStreamReader reader(path);
   auto [data, size] = reader.getRecord("models/model.json");
-  return std::string(static_cast<const char*>(data.get()), size);
+  return nlohmann::json::parse(static_cast<const char*>(data.get()), static_cast<const char*>(data.get()) + size);
 }
 
 // The names of the user inputs in the archive's signature.
-std::vector<std::string> user_input_names(const std::string& graph) {
-  const auto j = nlohmann::json::parse(graph);
+std::vector<std::string> user_input_names(const nlohmann::json& j) {
   std::vector<std::string> names;
   for (const auto& spec : j.at("graph_module").at("signature").at("input_specs")) {
     if (!spec.contains("user_input")) continue;
@@ -151,8 +151,7 @@ bool torch_file(const std::string& file) {
 }
 
 // The graph's ATen nodes in order, with their metadata.
-std::vector<GraphNode> graph_nodes(const std::string& graph) {
-  const auto j = nlohmann::json::parse(graph);
+std::vector<GraphNode> graph_nodes(const nlohmann::json& j) {
   std::vector<GraphNode> out;
   for (const auto& node : j.at("graph_module").at("graph").at("nodes")) {
     const std::string target = node.value("target", std::string());
@@ -193,8 +192,8 @@ class ExportTarget final : public Target {
     if (!device.is_cpu())
       throw TrialInputError("this version runs torch.export archives on the CPU only: use --device cpu", "usage");
     try {
-      const std::string graph = model_json(spec.model);
-      if (const std::string schema = export_schema_problem(nlohmann::json::parse(graph)); !schema.empty())
+      const nlohmann::json graph = model_json(spec.model);
+      if (const std::string schema = export_schema_problem(graph); !schema.empty())
         throw TrialInputError(fmt::format("model '{}' {}", spec.model, schema));
       names_ = user_input_names(graph);
       nodes_ = graph_nodes(graph);

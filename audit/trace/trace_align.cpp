@@ -328,15 +328,20 @@ bool differs_only_in_unwritten_memory(const Record& a, size_t i, const std::map<
 RunComparison compare_runs(const Trace& reference, const Trace& other) {
   RunComparison c;
   c.alignment = align_traces(reference, other);
-  const auto first_a = first_outputs(reference), first_b = first_outputs(other);
+  // Who wrote each digest: indexed only when a pair with differing inputs and outputs needs it
+  // (identical runs, the common case, never do).
+  std::optional<std::map<std::string, size_t>> first_a, first_b;
   for (const auto& [i, j] : c.alignment.pairs) {
     const Record& a = reference.records[i];
     const Record& b = other.records[j];
     std::vector<int> differing = differing_outputs(a, b);
     if (differing.empty()) continue;
-    if (differs_only_in_unwritten_memory(a, i, first_a, b, j, first_b)) continue;
-    ++c.output_mismatches;
     const bool matched = inputs_match(a, b);
+    if (!matched) {
+      if (!first_a) first_a = first_outputs(reference), first_b = first_outputs(other);
+      if (differs_only_in_unwritten_memory(a, i, *first_a, b, j, *first_b)) continue;
+    }
+    ++c.output_mismatches;
     if (!c.root_cause) {
       if (matched) {
         c.root_cause = i;

@@ -533,11 +533,10 @@ TEST_CASE("identity: canonical forms") {
   const std::string b = R"({"torch_version": "2.11.1", "graph_module": {"graph": {"nodes": [{"metadata":
       {"nn_module_stack": "L__self__,,m.Net", "stack_trace": "File \"/other/place/m.py\", line 9"},
       "target": "torch.ops.aten.add.Tensor"}]}}})";
-  CHECK(ra::canonical_export_graph(a) == ra::canonical_export_graph(b));
+  CHECK(ra::canonical_export_graph(nlohmann::json::parse(a)) == ra::canonical_export_graph(nlohmann::json::parse(b)));
   std::string c = b;
   c.replace(c.find("add.Tensor"), 10, "mul.Tensor");
-  CHECK(ra::canonical_export_graph(a) != ra::canonical_export_graph(c));
-  CHECK_THROWS(ra::canonical_export_graph("{not json"));
+  CHECK(ra::canonical_export_graph(nlohmann::json::parse(a)) != ra::canonical_export_graph(nlohmann::json::parse(c)));
   // Compiled C++: comments and blank lines out, code kept.
   const std::string cpp = "// Triton kernels are embedded as comments in /tmp/torchinductor_a/x.cpp\n"
                           "extern \"C\" void k(float* out) {\n  auto t = static_cast<float>(0.5);\n}\n";
