@@ -88,7 +88,7 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
     return fmt::format("from {}, which computes another graph than {} ({})", describe_target(b), c.name, graphs);
   }
   if (same == ModelSameness::OtherBytes) {
-    // A side without identities by content (an older file, a package) is matched by its bytes.
+    // A side without identities by content (a file written before them) is matched by its bytes.
     const std::string older = b.weights_digest.empty() && !c.weights_digest.empty()
                                   ? ": this baseline predates identities by content, so it matches by the file's bytes; "
                                     "save it again to match a re-saved model by its graph and weights"
