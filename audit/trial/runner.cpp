@@ -4,6 +4,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/stop.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/statvfs.h>
@@ -89,6 +91,79 @@ pid_t spawn(const ChildJob& job) {
   return pid;
 }
 
+// Descendants of the children that left their process group (setsid, a daemon's double fork)
+// are re-parented to this process when their parent ends (PR_SET_CHILD_SUBREAPER, set by
+// run_children), so that they can be found and killed once the children are done. They are told
+// from any other child of this process by the variable the runner gives every child
+// (REPRO_AUDIT_SPAWN_NS), which they inherit; one that has ended is only reaped.
+struct Adopted {
+  pid_t pid;
+  bool ended;
+};
+
+// /proc/PID/environ holds `entry` (the environment the process started with).
+bool environ_has(pid_t pid, const std::string& prefix) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0'))
+    if (entry.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+std::vector<Adopted> adopted_children() {
+  std::vector<Adopted> out;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  const pid_t self = ::getpid();
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    const size_t paren = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 1));
+    char state = 0;
+    long ppid = 0;
+    if (!(fields >> state >> ppid) || ppid != self) continue;
+    const bool ended = state == 'Z' || state == 'X';
+    if (ended || environ_has(static_cast<pid_t>(pid), "REPRO_AUDIT_SPAWN_NS="))
+      out.push_back({static_cast<pid_t>(pid), ended});
+  }
+  ::closedir(proc);
+  return out;
+}
+
+// Kills and reaps what the children left outside their groups; what those leave in turn is
+// re-parented here as they die, hence the rounds.
+void kill_adopted() {
+  for (int round = 0; round < 64; ++round) {
+    const std::vector<Adopted> adopted = adopted_children();
+    if (adopted.empty()) return;
+    for (const auto& a : adopted) {
+      if (!a.ended) {
+        ::kill(-a.pid, SIGKILL);  // its own group, if it leads one (setsid)
+        ::kill(a.pid, SIGKILL);
+      }
+      ::waitpid(a.pid, nullptr, 0);
+    }
+  }
+}
+
+// Reaps, while children run, the adopted descendants that have ended (a trial's leftovers killed
+// with its group end up here), so that a long audit does not pile up zombies.
+void reap_ended_orphans(const std::vector<Running>& running) {
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    for (const auto& r : running)
+      if (r.pid == info.si_pid) return;  // a child of ours: the polling loop reaps it
+    ::waitpid(info.si_pid, nullptr, 0);
+  }
+}
+
 void kill_group(pid_t pid) {
   ::killpg(pid, SIGKILL);
   ::kill(pid, SIGKILL);
@@ -157,6 +232,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
   const auto remove_files = [](const ChildJob& job) {
     for (const auto& f : job.remove_after) ::unlink(f.c_str());
   };
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // what the children leave outside their groups comes back here
   // Kills and reaps every running child: on a stop signal, or when making a job failed.
   const auto stop_all = [&] {
     for (const auto& r : running) kill_group(r.pid);
@@ -165,6 +241,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
       remove_files(r.job);
     }
     running.clear();
+    kill_adopted();
   };
   auto finish = [&](size_t r, ChildOutcome outcome) {
     const size_t index = running[r].index;
@@ -211,6 +288,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
         running.push_back({i, std::move(job), pid, now, now + timeout});
       }
     }
+    reap_ended_orphans(running);
     bool progressed = false;
     for (size_t r = 0; r < running.size();) {
       int status = 0;
@@ -241,6 +319,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  kill_adopted();
   return outcomes;
 }
 

@@ -8,6 +8,10 @@
 // stderr to a file, and polls: waitpid(WNOHANG) for exits and a deadline per child. At most `jobs`
 // children run at once. A stop signal in the parent (audit/common/stop.h) kills every child group
 // and raises ra::Interrupted; a child dies with the parent if the parent is killed outright.
+// What a child started outside its group (setsid, a daemon) is re-parented to this process
+// (PR_SET_CHILD_SUBREAPER) and killed when run_children returns or stops; until then it is left
+// alone, since a running trial may still need it. While run_children runs, it owns this process's
+// children: it reaps any that ends which it did not start.
 //
 // Jobs may be made as they start (run_children with a JobMaker): an audit of a million repeats
 // writes each trial's spec just before the trial and removes it after, so neither memory nor disk

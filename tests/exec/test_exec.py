@@ -173,7 +173,7 @@ one_line_error(exec_("--repeats", "2", "--artifact", "nothere.pt", "--", python,
                "'nothere.pt' matched no file", "pattern matching nothing")
 one_line_error(exec_(python, "x.py"), 2, "needs -- before the command", "missing --")
 one_line_error(subprocess.run([binary, "exec", "--"], capture_output=True, text=True), 2, "needs a command", "no command")
-one_line_error(exec_("--jobs", "2", "--artifact", "out.pt", "--", "true"), 2, "{trial}", "--jobs without {trial}")
+one_line_error(exec_("--jobs", "2", "--artifact", "daemon.pt", "--", "true"), 2, "{trial}", "--jobs without {trial}")
 (work / "stale.pt").write_bytes(b"old")
 one_line_error(exec_("--artifact", "stale.pt", "--", "true"), 3, "before the first run", "stale artifact")
 rep = work / "corrupt.json"
@@ -247,6 +247,28 @@ check(not rep.exists() and not list(work.glob("interrupted.json*")), "interrupt:
 time.sleep(1)
 left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
 check(not left, f"interrupt: processes left: {left}")
+
+# A helper the program started in a session of its own does not outlive the audit, whether the
+# audit ends or is interrupted.
+marker = f"daemon-{os.getpid()}"
+r = exec_("--repeats", "2", "--configs", "default", "--artifact", "daemon.pt", "--", python, programs / "daemon.py", marker)
+check(r.returncode == 0, f"daemon: exit {r.returncode}: {r.stderr[-300:]}")
+left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+check(not left, f"daemon: helpers left after the audit: {left}")
+proc = subprocess.Popen([binary, "exec", "--repeats", "1", "--configs", "default", "--artifact", "daemon.pt", "--",
+                         python, programs / "daemon.py",
+                         marker + "-i", "wait"], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+time.sleep(0.5)
+for _ in range(100):  # until the helper has started
+    if subprocess.run(["pgrep", "-f", marker + "-i"], capture_output=True).returncode == 0:
+        break
+    time.sleep(0.1)
+proc.send_signal(signal.SIGINT)
+_, err = proc.communicate(timeout=60)
+check(proc.returncode == 130, f"daemon interrupt: exit {proc.returncode}: {err}")
+time.sleep(0.5)
+left = subprocess.run(["pgrep", "-f", marker + "-i"], capture_output=True, text=True).stdout.split()
+check(not left, f"daemon interrupt: helpers left: {left}")
 
 # 10. Every report written above follows the shipped schema (system Python: jsonschema is a Debian package).
 tests = pathlib.Path(__file__).resolve().parent.parent

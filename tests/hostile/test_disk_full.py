@@ -20,7 +20,9 @@ from hostile_common import start
 
 torch, TOOL, WORK = start()
 FULL = os.path.join(WORK, "tmpfs")
-os.makedirs(FULL)
+if os.path.ismount(FULL):  # left by a run that was killed before its clean-up
+    subprocess.run(["umount", FULL])
+os.makedirs(FULL, exist_ok=True)
 if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", FULL], capture_output=True).returncode != 0:
     print("skipped: cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)", file=sys.stderr)
     sys.exit(77)
