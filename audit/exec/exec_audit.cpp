@@ -117,14 +117,46 @@ class Session {
     for (const auto& n : r.hook.notes) log::warn("run {}: hook report skipped: {}", trial, n);
   }
 
-  // Runs every configuration `repeats` times, repeat-major, each run in its own folder.
-  Batch run(const std::vector<Config>& configs, int repeats, const std::string& tag) {
+  // Runs every configuration `repeats` times, or with --repeats auto in rounds until each is
+  // decided (audit/trial/analysis.h, decide_repeats; `stopped_by`, when given, gets what decided
+  // each). Repeat-major, each run in its own folder. Runs are compared by their artifacts'
+  // entries, not bytes, so each round's artifacts are read before deciding.
+  Batch run(const std::vector<Config>& configs, int repeats, const std::string& tag,
+            std::vector<std::string>* stopped_by = nullptr) {
     Batch b;
-    b.runs.assign(configs.size(), std::vector<TrialRun>(static_cast<size_t>(repeats)));
-    b.records.assign(configs.size(), std::vector<RunRecord*>(static_cast<size_t>(repeats), nullptr));
+    b.runs.resize(configs.size());
+    b.records.resize(configs.size());
+    std::vector<int> target(configs.size(), o_.auto_repeats ? o_.auto_repeats->min : repeats);
+    if (stopped_by) stopped_by->assign(configs.size(), "");
+    for (bool more = true; more;) {
+      extend(b, configs, target, tag);
+      if (!o_.auto_repeats) break;
+      break_down({&b});
+      more = false;
+      for (size_t c = 0; c < configs.size(); ++c) {
+        const RepeatDecision d = decide_repeats(b.runs[c], *o_.auto_repeats);
+        if (stopped_by) (*stopped_by)[c] = to_string(d);
+        if (d != RepeatDecision::More) continue;
+        target[c] = next_repeat_count(static_cast<int>(b.runs[c].size()), *o_.auto_repeats);
+        more = true;
+      }
+    }
+    return b;
+  }
+
+  // Runs configuration c's repeats from those `b` has up to target[c].
+  void extend(Batch& b, const std::vector<Config>& configs, const std::vector<int>& target, const std::string& tag) {
     std::vector<std::pair<size_t, int>> jobs;
-    for (int r = 0; r < repeats; ++r)
-      for (size_t c = 0; c < configs.size(); ++c) jobs.emplace_back(c, r);
+    const int most = *std::max_element(target.begin(), target.end());
+    for (int r = 0; r < most; ++r)
+      for (size_t c = 0; c < configs.size(); ++c)
+        if (r >= static_cast<int>(b.runs[c].size()) && r < target[c]) jobs.emplace_back(c, r);
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b.runs[c].size())));
+      b.runs[c].resize(n);
+      b.records[c].resize(n, nullptr);
+    }
+    if (jobs.empty()) return;
     std::map<size_t, int> trial_of;
     const auto make = [&](size_t i) {
       check_stop();
@@ -160,7 +192,6 @@ class Session {
       progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
     };
     run_children(jobs.size(), make, o_.jobs, on_done);
-    return b;
   }
 
   // Replaces, in every completed run, the byte-level entry of each torch.save or safetensors
@@ -600,7 +631,6 @@ report::Report run_exec(const ExecOptions& given) {
   ExecOptions o = given;
   const auto started = std::chrono::steady_clock::now();
   if (o.argv.empty()) throw UsageError("exec needs a command after --");
-  if (o.auto_repeats) throw UsageError("exec takes a repeat count (--repeats N), not auto");
   const std::string executable = resolve_command(o.argv[0]);
   // A file a pattern matches before the first run would be taken as the first run's.
   for (const auto& p : o.artifacts)
@@ -646,7 +676,8 @@ report::Report run_exec(const ExecOptions& given) {
     return rep;
   }
 
-  Batch batch = session.run(configs, o.repeats, "");
+  std::vector<std::string> stopped_by;
+  Batch batch = session.run(configs, o.repeats, "", &stopped_by);
   bool any_ok = false;
   for (const auto& config : batch.runs)
     for (const auto& r : config) any_ok = any_ok || r.result.has_value();
@@ -665,7 +696,10 @@ report::Report run_exec(const ExecOptions& given) {
                      "$REPRO_AUDIT_OUT, or compare printed values with --metric");
 
   target.configs = session.analyse(batch, configs);
-  for (auto& c : target.configs) reword_failures(c);
+  for (size_t c = 0; c < configs.size(); ++c) {
+    reword_failures(target.configs[c]);
+    target.configs[c].stopped_by = stopped_by[c];
+  }
   std::vector<std::string> reference_dirs;
   for (size_t c = 0; c < configs.size(); ++c) {
     const int ref = reference_index(batch.runs[c]);
@@ -719,16 +753,19 @@ report::Report run_exec(const ExecOptions& given) {
     for (size_t c = 0; c < configs.size(); ++c) {
       report::ConfigResult& failing = target.configs[c];
       if (failing.verdict != report::Verdict::Diverged) continue;
+      int most_runs = 0;
       const EvaluateFn evaluate = [&](const Config& config) {
         log::info("fix search for {}: trying {}", failing.name, config.name);
         Batch b = session.run({config}, o.repeats, "fix");
+        most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
         const report::ConfigResult r = session.analyse(b, {config}).front();
         return CandidateOutcome{r.verdict, r.message, {}};
       };
       const TimeFn time = [&](const std::vector<Config>& timed) { return session.time(timed, std::max(o.timed_runs, 1)); };
       const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
       failing.fix_search = search_fixes(failing, configs[c], device, evaluate, time);
-      failing.fix_search->repeats = o.repeats;
+      failing.fix_search->repeats = o.auto_repeats ? most_runs : o.repeats;
+      failing.fix_search->repeats_auto = o.auto_repeats.has_value();
       failing.fix_search->timed_runs = o.timed_runs;
     }
 
@@ -736,6 +773,7 @@ report::Report run_exec(const ExecOptions& given) {
   rep.targets.push_back(std::move(target));
   rep.tolerance = o.tolerance;
   rep.tolerant = o.tolerant;
+  rep.auto_repeats = o.auto_repeats;
   if (shard) rep.shard = shard->finish({});
   report::finalize(rep);
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

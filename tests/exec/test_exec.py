@@ -107,6 +107,23 @@ if rep.exists():
     timing = json.loads(rep.read_text())["timing"]
     check("fix" in json.dumps(timing) and "cost" in json.dumps(timing), "index_put: no costs in the timing section")
 
+# --repeats auto: a divergence decides after the first round; runs without one go on in rounds,
+# here to --max-repeats.
+rep = work / "auto_diverged.json"
+r = exec_("--repeats", "auto", "--configs", "threads=4", "--no-fix-search", "--", python, programs / "index_put.py", report=rep)
+check(r.returncode == 1, f"auto diverged: exit {r.returncode}: {r.stderr[-300:]}")
+if rep.exists():
+    c = target(rep)["configs"][0]
+    check(c["stopped_by"] == "divergence" and c["completed"] == 3, f"auto diverged: {c['stopped_by']} after {c['completed']}")
+    check(json.loads(rep.read_text())["auto_repeats"]["max"] == 20, "auto diverged: the rule is not in the report")
+rep = work / "auto_clean.json"
+r = exec_("--repeats", "auto", "--max-repeats", "5", "--", python, programs / "seeded_train.py", report=rep)
+check(r.returncode == 0, f"auto clean: exit {r.returncode}: {r.stderr[-300:]}")
+if rep.exists():
+    c = target(rep)["configs"][0]
+    check(c["stopped_by"] == "max-repeats" and c["completed"] == 5, f"auto clean: {c['stopped_by']} after {c['completed']}")
+    check("undecided at --max-repeats 5" in r.stdout, f"auto clean: text {r.stdout[-400:]}")
+
 # 4. A script that turns cudnn.benchmark on itself under det: the override and its line.
 rep = work / "override.json"
 r = exec_("--configs", "det", "--repeats", "2", "--", python, programs / "sets_benchmark.py", report=rep)
