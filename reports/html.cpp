@@ -305,6 +305,10 @@ void timing_section(std::string& out, const Report& r) {
       if (!t.configs[j].fix_search) continue;
       const FixSearch& f = *t.configs[j].fix_search;
       out += fmt::format("<h3>Fix costs: <a href=\"#fixes-{}\">{} · {}</a></h3>\n", html::config_id(i, j), esc(t.name), esc(t.configs[j].name));
+      if (f.best.empty() && !f.baseline_median_ms) {
+        out += "<p>Nothing was timed: no candidate fixed it.</p>\n";
+        continue;
+      }
       out += fmt::format("<p>Median of {} timed runs after a warm-up, against {}{}.</p>\n", f.timed_runs, esc(f.from),
                          f.baseline_median_ms ? fmt::format(" at {}", ms(*f.baseline_median_ms)) : "");
       out += "<table class=\"fix-costs\"><thead><tr><th>candidate</th><th>median</th><th>cost</th></tr></thead><tbody>\n";

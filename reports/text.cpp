@@ -247,15 +247,19 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
 // The fix search: every candidate, then the cheapest minimal fix with its snippets.
 void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const std::vector<SwitchValue>& failing,
                bool command = false) {
-  if (command)  // exec: each timed run is one run of the command
-    out += fmt::format("    fix search from {} ({} repeats per candidate; costs: the command's wall time over {} runs "
-                       "interleaved with {}, median ratio (lowest-highest)):\n",
-                       f.from, f.repeats, f.timed_runs, f.from);
+  const std::string repeats = fmt::format("{}{} {}repeats per candidate{}", f.repeats_auto ? "up to " : "", f.repeats,
+                                          command ? "" : "traced ", f.repeats_auto ? ", each until decided" : "");
+  const bool priced = std::any_of(f.candidates.begin(), f.candidates.end(), [](const FixCandidate& c) { return c.cost_ratio.has_value(); });
+  if (!priced && !f.candidates.empty())  // nothing fixed it, so nothing was timed
+    out += fmt::format("    fix search from {} ({}):\n", f.from, repeats);
+  else if (command)  // exec: each timed run is one run of the command
+    out += fmt::format("    fix search from {} ({}; costs: the command's wall time over {} runs interleaved with {}, median "
+                       "ratio (lowest-highest)):\n",
+                       f.from, repeats, f.timed_runs, f.from);
   else
-    out += fmt::format("    fix search from {} ({}{} traced repeats per candidate{}; costs: {} timed runs in {} rounds interleaved with "
-                       "{}, median ratio (lowest-highest)):\n",
-                       f.from, f.repeats_auto ? "up to " : "", f.repeats, f.repeats_auto ? ", each until decided" : "",
-                       std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
+    out += fmt::format("    fix search from {} ({}; costs: {} timed runs in {} rounds interleaved with {}, median ratio "
+                       "(lowest-highest)):\n",
+                       f.from, repeats, std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
   for (const auto& c : f.candidates) {
     const std::string toggles = c.config.size() > f.from.size() ? c.config.substr(f.from.size() + 1) : c.config;
     std::string line = fmt::format("      {:<40} {:<12}", toggles, to_string(c.verdict));
@@ -264,6 +268,7 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
     if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
     if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + c.message.substr(0, c.message.find('\n')) + ")";
+    while (line.back() == ' ') line.pop_back();  // the verdict column's padding, at the end of a line
     out += line + "\n";
   }
   out += fmt::format("    => {}\n", f.conclusion);

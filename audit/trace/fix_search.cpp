@@ -180,9 +180,10 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
   s.result.best = minimal;
 
   // 3. Costs, measured side by side: the failing configuration first, then every candidate that
-  // ran (fixing or not), so that each toggle's price is known.
+  // ran (fixing or not), so that each toggle's price is known; nothing when no candidate fixes it
+  // (there is no fix to price, and each timed run is a whole run of the model or command).
   std::vector<size_t> ran_candidates;
-  for (size_t i = 0; i < s.result.candidates.size(); ++i)
+  for (size_t i = 0; i < s.result.candidates.size() && !minimal.empty(); ++i)
     if (ran(s.result.candidates[i].verdict)) ran_candidates.push_back(i);
   if (!ran_candidates.empty()) {
     std::vector<Config> timed = {failing_config};

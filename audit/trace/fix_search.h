@@ -16,9 +16,10 @@
 // stays reproducible, which leaves a minimal set (no toggle of it can be dropped). A toggle that
 // makes an op raise (deterministic mode on an op without a deterministic implementation) names
 // the op, and the report gives the alternatives: a deterministic formulation, running the op on
-// the CPU, or warn-only mode plus an allowlist entry. Every candidate that ran (fixing or not) is
-// then timed against the failing configuration in uninstrumented children (the median of the
-// timed runs after a warm-up run), side by side, so the cost ratios come from one sitting.
+// the CPU, or warn-only mode plus an allowlist entry. When a fix was found, every candidate that
+// ran (fixing or not) is then timed against the failing configuration in uninstrumented children
+// (the median of the timed runs after a warm-up run), side by side, so the cost ratios come from
+// one sitting; when none was, nothing is timed.
 //
 // The cost. One traced trial per candidate and repeat (at most one per switch, plus the
 // combination and its reduction), then one timing child per candidate that ran and one for the

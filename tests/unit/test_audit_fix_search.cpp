@@ -181,6 +181,21 @@ TEST_CASE("search_fixes: every candidate that ran is timed, raising ones are not
   CHECK(*fs.candidates[1].cost_ratio == doctest::Approx(0.5));
 }
 
+TEST_CASE("search_fixes: when no candidate fixes it, nothing is timed") {
+  FakeModel model{{{"never", "x"}}, false, {}};
+  int timings = 0;
+  const ra::TimeFn counting = [&](const std::vector<Config>& configs) {
+    ++timings;
+    return fake_time(configs);
+  };
+  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), counting);
+  CHECK(fs.best.empty());
+  CHECK(fs.conclusion == "no combination of the candidate switches makes it reproducible");
+  CHECK(timings == 0);
+  CHECK_FALSE(fs.baseline_median_ms.has_value());
+  for (const auto& c : fs.candidates) CHECK_FALSE(c.cost_ratio.has_value());
+}
+
 TEST_CASE("same_cost: fixes whose intervals overlap cost the same within noise") {
   ra::report::FixCandidate a, b;
   a.cost_low = 0.4, a.cost_high = 0.6, b.cost_low = 0.55, b.cost_high = 0.9;

@@ -118,3 +118,31 @@ TEST_CASE("renderers: every format gives the same verdict and the same first roo
   for (const std::string* s : {&text, &md, &html, &junit})
     CHECK(s->find("repeats: auto, 3 to 20 runs per configuration") != std::string::npos);
 }
+
+TEST_CASE("renderers: a fix search that found no fix says nothing about costs, which were not measured") {
+  ra::report::Report r = ra::test::every_verdict_report(10);
+  ra::report::FixSearch* f = nullptr;
+  for (auto& c : r.targets.front().configs)
+    if (c.fix_search) f = &*c.fix_search;
+  REQUIRE(f != nullptr);
+  for (auto& c : f->candidates) {
+    c.verdict = ra::report::Verdict::Diverged;
+    c.fixes_all = c.minimal = false;
+    c.cost_ratio.reset();
+    c.cost_low.reset();
+    c.cost_high.reset();
+    c.median_ms.reset();
+  }
+  f->best.clear();
+  f->baseline_median_ms.reset();
+  f->conclusion = "no combination of the candidate switches makes it reproducible";
+  const std::string text = ra::report::render_text(r);
+  CHECK(text.find("fix search from default (3 traced repeats per candidate):\n") != std::string::npos);
+  CHECK(text.find("costs:") == std::string::npos);
+  const size_t from = text.find("fix search from default");
+  const std::string candidates = text.substr(from, text.find("=>", from) - from);
+  CHECK(candidates.find(" \n") == std::string::npos);  // no padding left at the end of a candidate's line
+  const std::string html = ra::report::render_html(r);
+  CHECK(html.find("Nothing was timed: no candidate fixed it.") != std::string::npos);
+  CHECK(html.find("not timed") == std::string::npos);
+}
