@@ -11,7 +11,7 @@
 namespace ra::cli {
 
 void add_lint_options(CLI::App& sub, LintArgs& a) {
-  sub.add_option("model", a.model, "TorchScript archive (torch.jit.save)")->required();
+  sub.add_option("model", a.model, "TorchScript archive (torch.jit.save) or torch.export archive (torch.export.save)")->required();
   sub.add_option("--device", a.device, "cpu, cuda or cuda:N: selects the knowledge-base entries that apply (no GPU "
                                        "is needed)")
       ->capture_default_str();

@@ -68,7 +68,7 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
 
 Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<RunArgs>();
-  sub.add_option("model", a->model, "TorchScript archive (torch.jit.save)")->required();
+  sub.add_option("model", a->model, "TorchScript archive (torch.jit.save), torch.export archive (torch.export.save) or AOTInductor package")->required();
   sub.add_option("--input", a->input, "torch.save file holding a tensor, tuple, list or dict of tensors");
   sub.add_option("--shape", a->shapes, "synthetic seeded input, e.g. 8x3x224x224[:float32]; repeat for several inputs");
   sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; optimizer steps)")

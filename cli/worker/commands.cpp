@@ -6,7 +6,7 @@ namespace {
 
 const Command kWorkerCommands[] = {
     {"env", "the environment fingerprint", false, attach_env},
-    {"lint", "static scan of a TorchScript model's graph", false, attach_lint},
+    {"lint", "static scan of a model's graph", false, attach_lint},
     {"diff", "bitwise diff of two torch.save files", false, attach_diff},
     {"__child", "run one trial, probe child or preflight", true, attach_child},
     {"__stats", "divergence statistics between dumps", true, attach_stats},
