@@ -306,7 +306,7 @@ void timing_section(std::string& out, const Report& r) {
       const FixSearch& f = *t.configs[j].fix_search;
       out += fmt::format("<h3>Fix costs: <a href=\"#fixes-{}\">{} · {}</a></h3>\n", html::config_id(i, j), esc(t.name), esc(t.configs[j].name));
       if (f.best.empty() && !f.baseline_median_ms) {
-        out += "<p>Nothing was timed: no candidate fixed it.</p>\n";
+        out += "<p class=\"fix-untimed\">Nothing was timed: no candidate fixed it.</p>\n";
         continue;
       }
       out += fmt::format("<p>Median of {} timed runs after a warm-up, against {}{}.</p>\n", f.timed_runs, esc(f.from),

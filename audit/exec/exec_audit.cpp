@@ -127,30 +127,22 @@ class Session {
     b.runs.resize(configs.size());
     b.records.resize(configs.size());
     std::vector<int> target(configs.size(), o_.auto_repeats ? o_.auto_repeats->min : repeats);
-    if (stopped_by) stopped_by->assign(configs.size(), "");
+    std::vector<std::string> decided(configs.size());
     for (bool more = true; more;) {
       extend(b, configs, target, tag);
       if (!o_.auto_repeats) break;
       break_down({&b});
-      more = false;
-      for (size_t c = 0; c < configs.size(); ++c) {
-        const RepeatDecision d = decide_repeats(b.runs[c], *o_.auto_repeats);
-        if (stopped_by) (*stopped_by)[c] = to_string(d);
-        if (d != RepeatDecision::More) continue;
-        target[c] = next_repeat_count(static_cast<int>(b.runs[c].size()), *o_.auto_repeats);
-        more = true;
-      }
+      more = plan_next_round(b.runs, *o_.auto_repeats, target, decided);
     }
+    if (stopped_by) *stopped_by = std::move(decided);
     return b;
   }
 
   // Runs configuration c's repeats from those `b` has up to target[c].
   void extend(Batch& b, const std::vector<Config>& configs, const std::vector<int>& target, const std::string& tag) {
-    std::vector<std::pair<size_t, int>> jobs;
-    const int most = *std::max_element(target.begin(), target.end());
-    for (int r = 0; r < most; ++r)
-      for (size_t c = 0; c < configs.size(); ++c)
-        if (r >= static_cast<int>(b.runs[c].size()) && r < target[c]) jobs.emplace_back(c, r);
+    std::vector<size_t> have;
+    for (const auto& runs : b.runs) have.push_back(runs.size());
+    const std::vector<std::pair<size_t, int>> jobs = round_jobs(have, target);
     for (size_t c = 0; c < configs.size(); ++c) {
       const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b.runs[c].size())));
       b.runs[c].resize(n);

@@ -124,15 +124,7 @@ class BatchRunner {
     std::vector<int> target(configs_.size(), o_.auto_repeats ? o_.auto_repeats->min : repeats);
     for (bool more = true; more;) {
       round(target);
-      more = false;
-      if (!o_.auto_repeats) break;
-      for (size_t c = 0; c < configs_.size(); ++c) {
-        const RepeatDecision d = decide_repeats(b_.runs[c], *o_.auto_repeats);
-        b_.stopped_by[c] = to_string(d);
-        if (d != RepeatDecision::More) continue;
-        target[c] = next_repeat_count(static_cast<int>(b_.runs[c].size()), *o_.auto_repeats);
-        more = true;
-      }
+      more = o_.auto_repeats && plan_next_round(b_.runs, *o_.auto_repeats, target, b_.stopped_by);
     }
     return std::move(b_);
   }
@@ -140,11 +132,9 @@ class BatchRunner {
  private:
   // Runs configuration c's repeats from those it has up to target[c].
   void round(const std::vector<int>& target) {
-    std::vector<std::pair<size_t, int>> jobs;  // (configuration, repeat), repeat-major
-    const int most = *std::max_element(target.begin(), target.end());
-    for (int r = 0; r < most; ++r)
-      for (size_t c = 0; c < configs_.size(); ++c)
-        if (r >= static_cast<int>(b_.runs[c].size()) && r < target[c]) jobs.emplace_back(c, r);
+    std::vector<size_t> have;
+    for (const auto& runs : b_.runs) have.push_back(runs.size());
+    const std::vector<std::pair<size_t, int>> jobs = round_jobs(have, target);  // (configuration, repeat)
     for (size_t c = 0; c < configs_.size(); ++c) {
       const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b_.runs[c].size())));
       b_.runs[c].resize(n);

@@ -310,4 +310,27 @@ int next_repeat_count(int done, const report::AutoRepeats& rule) {
   return std::min({std::max(done + 1, 2 * done), runs_to_bound(rule.rate), rule.max});
 }
 
+bool plan_next_round(const std::vector<std::vector<TrialRun>>& runs, const report::AutoRepeats& rule,
+                     std::vector<int>& target, std::vector<std::string>& stopped_by) {
+  bool more = false;
+  stopped_by.resize(runs.size());
+  for (size_t c = 0; c < runs.size(); ++c) {
+    const RepeatDecision d = decide_repeats(runs[c], rule);
+    stopped_by[c] = to_string(d);
+    if (d != RepeatDecision::More) continue;
+    target[c] = next_repeat_count(static_cast<int>(runs[c].size()), rule);
+    more = true;
+  }
+  return more;
+}
+
+std::vector<std::pair<size_t, int>> round_jobs(const std::vector<size_t>& runs, const std::vector<int>& target) {
+  std::vector<std::pair<size_t, int>> jobs;
+  const int most = target.empty() ? 0 : *std::max_element(target.begin(), target.end());
+  for (int r = 0; r < most; ++r)
+    for (size_t c = 0; c < target.size(); ++c)
+      if (r >= static_cast<int>(runs[c]) && r < target[c]) jobs.emplace_back(c, r);
+  return jobs;
+}
+
 }  // namespace ra

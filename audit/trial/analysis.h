@@ -91,4 +91,14 @@ RepeatDecision decide_repeats(const std::vector<TrialRun>& runs, const report::A
 // than the rule needs or allows.
 int next_repeat_count(int done, const report::AutoRepeats& rule);
 
+// After a round of --repeats auto: decides each configuration from its runs (`stopped_by[c]` says
+// what decided it, "" while undecided) and raises `target[c]` for the undecided. Whether another
+// round is needed.
+bool plan_next_round(const std::vector<std::vector<TrialRun>>& runs, const report::AutoRepeats& rule,
+                     std::vector<int>& target, std::vector<std::string>& stopped_by);
+
+// The (configuration, repeat) pairs that take each configuration from the `runs[c]` it has to
+// `target[c]`, repeat-major (so that parallel children run different configurations side by side).
+std::vector<std::pair<size_t, int>> round_jobs(const std::vector<size_t>& runs, const std::vector<int>& target);
+
 }  // namespace ra

@@ -236,3 +236,23 @@ TEST_CASE("--repeats auto: rounds about double, up to what the rule needs or all
   CHECK(ra::next_repeat_count(12, ra::report::AutoRepeats{3, 14, 0.01}) == 14);
   CHECK(ra::next_repeat_count(1, rule) == 2);
 }
+
+TEST_CASE("--repeats auto: a round takes only the undecided configurations further, repeat-major") {
+  const ra::report::AutoRepeats rule{3, 20, 0.2};
+  // Configuration 0 diverged in its first round; configuration 1 has three clean runs.
+  std::vector<std::vector<ra::TrialRun>> runs = {{ok_run(0, {"a"}), ok_run(1, {"b"}), ok_run(2, {"a"})},
+                                                 {ok_run(0, {"a"}), ok_run(1, {"a"}), ok_run(2, {"a"})}};
+  std::vector<int> target = {3, 3};
+  std::vector<std::string> stopped_by;
+  CHECK(ra::plan_next_round(runs, rule, target, stopped_by));
+  CHECK(stopped_by == std::vector<std::string>{"divergence", ""});
+  CHECK(target == std::vector<int>{3, 6});
+  const auto jobs = ra::round_jobs({3, 3}, target);
+  CHECK(jobs == std::vector<std::pair<size_t, int>>{{1, 3}, {1, 4}, {1, 5}});
+  // From nothing: every configuration's repeats, repeat by repeat.
+  CHECK(ra::round_jobs({0, 0}, {2, 1}) == std::vector<std::pair<size_t, int>>{{0, 0}, {1, 0}, {0, 1}});
+  // Once everything is decided, no further round.
+  runs[1][1] = ok_run(1, {"b"});
+  CHECK_FALSE(ra::plan_next_round(runs, rule, target, stopped_by));
+  CHECK(stopped_by == std::vector<std::string>{"divergence", "divergence"});
+}

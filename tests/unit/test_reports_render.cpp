@@ -18,6 +18,13 @@ std::string without_block(const std::string& s) {
   return s.substr(0, b) + s.substr(e);
 }
 
+// The fix search of the sample report's diverged configuration.
+ra::report::FixSearch* sample_fix_search(ra::report::Report& r) {
+  for (auto& c : r.targets.front().configs)
+    if (c.fix_search) return &*c.fix_search;
+  return nullptr;
+}
+
 }  // namespace
 
 TEST_CASE("renderers: timing figures stay in the timing sections") {
@@ -41,9 +48,7 @@ TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by 
   // Two minimal fixes, the first in candidate order costing 1.52x and the second 0.29x: the HTML
   // once named the first while text and Markdown named the second.
   ra::report::Report r = ra::test::every_verdict_report(10);
-  ra::report::FixSearch* f = nullptr;
-  for (auto& c : r.targets.front().configs)
-    if (c.fix_search) f = &*c.fix_search;
+  ra::report::FixSearch* f = sample_fix_search(r);
   REQUIRE(f != nullptr);
   REQUIRE(f->candidates.size() == 2);
   f->candidates[0].cost_ratio = 1.52;
@@ -121,9 +126,7 @@ TEST_CASE("renderers: every format gives the same verdict and the same first roo
 
 TEST_CASE("renderers: a fix search that found no fix says nothing about costs, which were not measured") {
   ra::report::Report r = ra::test::every_verdict_report(10);
-  ra::report::FixSearch* f = nullptr;
-  for (auto& c : r.targets.front().configs)
-    if (c.fix_search) f = &*c.fix_search;
+  ra::report::FixSearch* f = sample_fix_search(r);
   REQUIRE(f != nullptr);
   for (auto& c : f->candidates) {
     c.verdict = ra::report::Verdict::Diverged;
