@@ -305,8 +305,9 @@ void timing_section(std::string& out, const Report& r) {
       if (!t.configs[j].fix_search) continue;
       const FixSearch& f = *t.configs[j].fix_search;
       out += fmt::format("<h3>Fix costs: <a href=\"#fixes-{}\">{} · {}</a></h3>\n", html::config_id(i, j), esc(t.name), esc(t.configs[j].name));
-      if (f.best.empty() && !f.baseline_median_ms) {
-        out += "<p class=\"fix-untimed\">Nothing was timed: no candidate fixed it.</p>\n";
+      if (!fix_costs_measured(f)) {
+        out += fmt::format("<p class=\"fix-untimed\">Nothing was timed: {}.</p>\n",
+                           f.best.empty() ? "no candidate fixed it" : "every timing run failed");
         continue;
       }
       out += fmt::format("<p>Median of {} timed runs after a warm-up, against {}{}.</p>\n", f.timed_runs, esc(f.from),

@@ -110,6 +110,11 @@ std::optional<double> cost_ratio(const Target& target, size_t i) {
   return *mine / *base;
 }
 
+bool fix_costs_measured(const FixSearch& f) {
+  return f.baseline_median_ms.has_value() ||
+         std::any_of(f.candidates.begin(), f.candidates.end(), [](const FixCandidate& c) { return c.median_ms.has_value(); });
+}
+
 const FixCandidate* cheapest_fix(const FixSearch& f) {
   const FixCandidate* best = nullptr;
   for (const size_t i : f.best) {

@@ -644,6 +644,10 @@ std::string tolerance_verdict(const ConfigResult& config);
 // explained one.
 bool baseline_failure(const Report& report, const BaselineResult& result);
 
+// Whether the fix search's costs were measured: the search times its candidates only when one
+// fixes the configuration (audit/trace/fix_search.h). Renderers say so instead of an empty table.
+bool fix_costs_measured(const FixSearch& f);
+
 // The cheapest minimal fix of a fix search: the lowest measured cost, measured ones before
 // unmeasured ones, then candidate order; null when no candidate fixes everything. Every renderer
 // names this one, so no two formats can disagree about it.

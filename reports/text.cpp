@@ -249,8 +249,7 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
                bool command = false) {
   const std::string repeats = fmt::format("{}{} {}repeats per candidate{}", f.repeats_auto ? "up to " : "", f.repeats,
                                           command ? "" : "traced ", f.repeats_auto ? ", each until decided" : "");
-  const bool priced = std::any_of(f.candidates.begin(), f.candidates.end(), [](const FixCandidate& c) { return c.cost_ratio.has_value(); });
-  if (!priced && !f.candidates.empty())  // nothing fixed it, so nothing was timed
+  if (!fix_costs_measured(f) && !f.candidates.empty())  // nothing fixed it, so nothing was timed
     out += fmt::format("    fix search from {} ({}):\n", f.from, repeats);
   else if (command)  // exec: each timed run is one run of the command
     out += fmt::format("    fix search from {} ({}; costs: the command's wall time over {} runs interleaved with {}, median "
@@ -268,7 +267,7 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
     if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
     if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + c.message.substr(0, c.message.find('\n')) + ")";
-    while (line.back() == ' ') line.pop_back();  // the verdict column's padding, at the end of a line
+    while (!line.empty() && line.back() == ' ') line.pop_back();  // the verdict column's padding, at the end of a line
     out += line + "\n";
   }
   out += fmt::format("    => {}\n", f.conclusion);

@@ -183,8 +183,9 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
   // ran (fixing or not), so that each toggle's price is known; nothing when no candidate fixes it
   // (there is no fix to price, and each timed run is a whole run of the model or command).
   std::vector<size_t> ran_candidates;
-  for (size_t i = 0; i < s.result.candidates.size() && !minimal.empty(); ++i)
-    if (ran(s.result.candidates[i].verdict)) ran_candidates.push_back(i);
+  if (!minimal.empty())
+    for (size_t i = 0; i < s.result.candidates.size(); ++i)
+      if (ran(s.result.candidates[i].verdict)) ran_candidates.push_back(i);
   if (!ran_candidates.empty()) {
     std::vector<Config> timed = {failing_config};
     for (size_t i : ran_candidates) {
