@@ -97,8 +97,9 @@ Action attach_exec(CLI::App& sub, const GlobalOptions& global) {
                  "{trial} = the run's number, {rank} = a torchrun rank); without it, every file written into $REPRO_AUDIT_OUT. "
                  "Taken only below the working directory, {out} or an --artifact-root; symlinks are compared, never followed");
   sub.add_option("--artifact-root", a->artifact_roots,
-                 "DIR: also take --artifact files below this folder (absolute patterns, or ones with '..', that lead there; "
-                 "repeatable). Artifacts are moved out of it after each run");
+                 "also take --artifact files below this folder (absolute patterns, or ones with '..', that lead there; "
+                 "repeatable). Artifacts are moved out of it after each run")
+      ->type_name("DIR");
   sub.add_option("--metric", a->metrics,
                  "NAME=REGEX: a value printed on stdout, compared exactly per occurrence (the first capture group, else the "
                  "match; repeatable)");
