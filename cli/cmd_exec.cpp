@@ -9,7 +9,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
+
+#include <sys/stat.h>
 
 namespace ra::cli {
 namespace {
@@ -17,11 +21,41 @@ namespace {
 struct ExecArgs : AuditArgs {
   std::vector<std::string> command;
   std::vector<std::string> artifacts;
+  std::vector<std::string> artifact_roots;
   std::vector<std::string> metrics;
   bool ranks_equal = false;
   bool no_fix_search = false;
   int timed_runs = 5;
 };
+
+bool same_folder(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// Each --artifact placed below the working directory or an --artifact-root (audit/exec/artifacts.h):
+// a root and the working directory are matched as given and as their real paths.
+void place_artifacts(exec::ExecOptions& o, const ExecArgs& a) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string cwd = fs::current_path(ec).lexically_normal().string();
+  std::vector<std::string> cwd_aliases;
+  if (const char* pwd = std::getenv("PWD"); pwd != nullptr && *pwd == '/' && same_folder(pwd, ".")) cwd_aliases.emplace_back(pwd);
+  std::vector<std::vector<std::string>> root_aliases;
+  for (const auto& r : a.artifact_roots) {
+    if (r.empty()) throw UsageError("--artifact-root needs a folder");
+    const std::string given = (r[0] == '/' ? fs::path(r) : fs::path(cwd) / r).lexically_normal().string();
+    o.artifact_roots.push_back(given);
+    std::vector<std::string> aliases;
+    if (const fs::path real = fs::canonical(given, ec); !ec) aliases.push_back(real.string());
+    root_aliases.push_back(aliases);
+  }
+  for (const auto& p : a.artifacts) {
+    exec::ArtifactPattern pattern = exec::parse_artifact_pattern(p);
+    exec::place_artifact_pattern(pattern, cwd, o.artifact_roots, cwd_aliases, root_aliases);
+    o.artifacts.push_back(std::move(pattern));
+  }
+}
 
 int execute(const ExecArgs& a, const GlobalOptions& global) {
   // Without --, the command's own options would be read as exec's.
@@ -31,7 +65,7 @@ int execute(const ExecArgs& a, const GlobalOptions& global) {
     throw UsageError("exec needs a command after --: repro-audit exec [options] -- COMMAND [ARGS...]");
   exec::ExecOptions o;
   o.argv = global.after_dashdash;
-  for (const auto& p : a.artifacts) o.artifacts.push_back(exec::parse_artifact_pattern(p));
+  place_artifacts(o, a);
   for (const auto& m : a.metrics) o.metrics.push_back(exec::parse_metric(m));
   o.ranks_equal = a.ranks_equal;
   if (a.ranks_equal && std::none_of(o.artifacts.begin(), o.artifacts.end(), [](const auto& p) { return p.rank; }))
@@ -60,7 +94,12 @@ Action attach_exec(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("command", a->command, "COMMAND [ARGS...], after --");
   sub.add_option("--artifact", a->artifacts,
                  "a file the command writes, compared after every run (repeatable; glob wildcards; {out} = $REPRO_AUDIT_OUT, "
-                 "{trial} = the run's number, {rank} = a torchrun rank); without it, every file written into $REPRO_AUDIT_OUT");
+                 "{trial} = the run's number, {rank} = a torchrun rank); without it, every file written into $REPRO_AUDIT_OUT. "
+                 "Taken only below the working directory, {out} or an --artifact-root; symlinks are compared, never followed");
+  sub.add_option("--artifact-root", a->artifact_roots,
+                 "also take --artifact files below this folder (absolute patterns, or ones with '..', that lead there; "
+                 "repeatable). Artifacts are moved out of it after each run")
+      ->type_name("DIR");
   sub.add_option("--metric", a->metrics,
                  "NAME=REGEX: a value printed on stdout, compared exactly per occurrence (the first capture group, else the "
                  "match; repeatable)");

@@ -353,8 +353,8 @@ struct Replay {
 struct ExecArtifact {
   std::string name;     // as the report names its entries: the path below the working directory or $REPRO_AUDIT_OUT
   std::string pattern;  // the --artifact that matched it ("" for a file found in $REPRO_AUDIT_OUT)
-  std::string kind;     // torch.save | safetensors | bytes
-  std::string note;     // why a torch.save or safetensors file was compared by bytes, "" when it was not
+  std::string kind;     // torch.save | safetensors | bytes | symlink (its link text compared) | skipped (not a regular file)
+  std::string note;     // why a torch.save or safetensors file was compared by bytes, why it was skipped, "" for none
   int64_t bytes = 0;    // size in the reference run of the first configuration
 };
 struct ExecMetric {

@@ -49,8 +49,8 @@ struct Batch {
 
 class Session {
  public:
-  Session(const ExecOptions& o, const ScratchDir& scratch, std::string executable)
-      : o_(o), scratch_(scratch), executable_(std::move(executable)) {
+  Session(const ExecOptions& o, const ScratchDir& scratch, const ArtifactRoots& roots, std::string executable)
+      : o_(o), scratch_(scratch), roots_(roots), executable_(std::move(executable)) {
     hook_dir_ = share_dir() + "/exec";
     if (::access((hook_dir_ + "/sitecustomize.py").c_str(), R_OK) != 0)
       throw InputError(fmt::format("exec's start-up hook is missing: {}/sitecustomize.py (a damaged install)", hook_dir_));
@@ -89,8 +89,10 @@ class Session {
 
   // After a run: takes its artifacts, reads its metrics and its hook's reports.
   void collect(RunRecord& r, int trial, const ChildOutcome& outcome) {
-    std::vector<bool> matched;
-    r.taken = take_artifacts(o_.artifacts, trial, r.dir + "/out", r.dir + "/artifacts", matched);
+    TakeResult got = take_artifacts(o_.artifacts, trial, roots_, r.dir.substr(scratch_.path().size() + 1));
+    r.taken = std::move(got.taken);
+    const std::vector<bool>& matched = got.matched;
+    for (const auto& k : got.skipped) skip(trial, k);
     // One copy per version: a file equal to one kept already is dropped at once, so a reproducible
     // 100 MB checkpoint costs one copy on disk (and no write-back) however many runs there are.
     for (auto& t : r.taken) {
@@ -197,13 +199,13 @@ class Session {
           if (rec != nullptr && rec->ok)
             for (const auto& t : rec->taken) {
               versions[t.name].emplace(t.digest, t.path);
-              if (!kinds.count(t.name)) kinds[t.name] = sniff_kind(t.path);
+              if (!kinds.count(t.name)) kinds[t.name] = t.symlink ? "symlink" : sniff_kind(t.path);
             }
     ArtifactRequest request;
     std::vector<std::pair<std::string, std::string>> asked;  // (name, digest) per read
     for (const auto& [name, by_digest] : versions) {
       if (artifacts_.count(name) == 0) artifacts_[name] = {name, "", kinds[name], "", 0};
-      if (by_digest.size() < 2 || kinds[name] == "bytes") continue;
+      if (by_digest.size() < 2 || kinds[name] == "bytes" || kinds[name] == "symlink") continue;
       for (const auto& [digest, path] : by_digest) {
         if (contents_.count(name + '\n' + digest)) continue;
         request.reads.push_back({path, name});
@@ -367,14 +369,27 @@ class Session {
         const int trial = next_trial_++;
         const std::string dir = fmt::format("{}/time{}", scratch_.path(), trial);
         const ChildOutcome outcome = run_children({job(configs[c], dir, trial)}, 1).front();
-        std::vector<bool> matched;
-        take_artifacts(o_.artifacts, trial, dir + "/out", dir + "/artifacts", matched);  // clears the way for the next run
+        take_artifacts(o_.artifacts, trial, roots_, fmt::format("time{}", trial));  // clears the way for the next run
         std::error_code ec;
         fs::remove_all(dir, ec);
         const bool ok = outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0;
         out[c].push_back(ok ? std::optional<double>(outcome.wall_ms) : std::nullopt);
       }
     return out;
+  }
+
+  // A match not taken: said once per name on stderr, kept for the report and for the errors that
+  // say an --artifact matched nothing.
+  void skip(int trial, const Skipped& k) {
+    if (skipped_.emplace(k.name, k).second) log::warn("run {}: artifact '{}' not taken: {}", trial, k.name, k.reason);
+  }
+  const std::map<std::string, Skipped>& skipped() const { return skipped_; }
+  // Why pattern `text` (or, for "", any) matched nothing, when a match was skipped: " (skipped: ...)".
+  std::string skip_reason(const std::string& text) const {
+    for (const auto& [name, k] : skipped_)
+      if (text.empty() || k.pattern == text || k.pattern.empty())
+        return fmt::format(" ('{}': {})", name, k.reason);
+    return "";
   }
 
   std::map<std::string, report::ExecArtifact>& artifacts() { return artifacts_; }
@@ -398,6 +413,7 @@ class Session {
 
   const ExecOptions& o_;
   const ScratchDir& scratch_;
+  const ArtifactRoots& roots_;
   std::string executable_;
   std::string hook_dir_;
   int next_trial_ = 1;
@@ -407,6 +423,7 @@ class Session {
   std::map<std::string, report::ExecArtifact> artifacts_;
   std::map<std::string, ArtifactContents> contents_;  // "name\ndigest" -> what the worker read
   std::map<std::string, std::string> kept_;           // "name\ndigest" -> the one copy of that version
+  std::map<std::string, Skipped> skipped_;            // by name, the first reason
   std::vector<Wanted> wanted_;
   std::vector<Pending> pending_;
   std::map<std::string, report::DivergenceStats> answers_;
@@ -624,16 +641,24 @@ report::Report run_exec(const ExecOptions& given) {
   const auto started = std::chrono::steady_clock::now();
   if (o.argv.empty()) throw UsageError("exec needs a command after --");
   const std::string executable = resolve_command(o.argv[0]);
-  // A file a pattern matches before the first run would be taken as the first run's.
-  for (const auto& p : o.artifacts)
-    if (const auto found = existing_matches(p); !found.empty())
-      throw InputError(fmt::format("--artifact '{}' already matches '{}' before the first run: move it away (exec takes the "
-                                   "files the command writes, and would take this one as the first run's)",
-                                   p.text, found.front()));
 
   ScratchDir scratch;
   log::debug("scratch folder {}", scratch.path());
-  Session session(o, scratch, executable);
+  // The folders artifacts are taken from, opened before the first run (audit/exec/artifacts.h).
+  const ArtifactRoots roots(scratch.path(), o.artifact_roots);
+  // A file a pattern matches before the first run would be taken as the first run's (and moved
+  // away from the user); a symlinked folder the pattern names is never followed.
+  for (const auto& p : o.artifacts) {
+    std::vector<Skipped> skipped;
+    if (const auto found = existing_matches(p, roots, &skipped); !found.empty())
+      throw InputError(fmt::format("--artifact '{}' already matches '{}' before the first run: move it away (exec takes the "
+                                   "files the command writes, and would take this one as the first run's)",
+                                   p.text, found.front()));
+    for (const auto& k : skipped)
+      throw InputError(fmt::format("--artifact '{}': '{}' is {}; name the folder it points to with --artifact-root DIR", p.text,
+                                   k.name, k.reason));
+  }
+  Session session(o, scratch, roots, executable);
 
   report::Report rep;
   rep.tool_version = tool_version();
@@ -676,7 +701,8 @@ report::Report run_exec(const ExecOptions& given) {
   if (!any_ok) fail_everywhere(batch.runs, o.timeout_s);
   for (size_t i = 0; i < o.artifacts.size(); ++i)
     if (!session.matched().count(i))
-      throw InputError(fmt::format("--artifact '{}' matched no file in any run", o.artifacts[i].text));
+      throw InputError(fmt::format("--artifact '{}' matched no file in any run{}", o.artifacts[i].text,
+                                   session.skip_reason(o.artifacts[i].text)));
   for (const auto& m : o.metrics)
     if (!session.metrics_seen().count(m.name))
       throw InputError(fmt::format("--metric {} matched no line of the command's stdout in any run", m.name));
@@ -684,8 +710,9 @@ report::Report run_exec(const ExecOptions& given) {
   for (const auto& config : batch.records)
     for (const RunRecord* rec : config) any_artifact = any_artifact || (rec && rec->ok && !rec->taken.empty());
   if (!any_artifact && o.metrics.empty())
-    throw InputError("the command wrote no artifact in any run: name its files with --artifact, write them into "
-                     "$REPRO_AUDIT_OUT, or compare printed values with --metric");
+    throw InputError(fmt::format("the command wrote no artifact in any run{}: name its files with --artifact, write them into "
+                                 "$REPRO_AUDIT_OUT, or compare printed values with --metric",
+                                 session.skip_reason("")));
 
   target.configs = session.analyse(batch, configs);
   for (size_t c = 0; c < configs.size(); ++c) {
@@ -732,6 +759,20 @@ report::Report run_exec(const ExecOptions& given) {
       a.name = t.name;
       a.pattern = t.pattern;
       a.bytes = t.bytes;
+      if (t.symlink) {
+        a.kind = "symlink";
+        a.note = fmt::format("a symlink to '{}': its link text is compared, its target never opened", t.link);
+      }
+    }
+  }
+  // What was matched but not taken: in the report with its reason.
+  for (const auto& [name, k] : session.skipped()) {
+    auto& a = session.artifacts()[name];
+    if (a.name.empty()) {
+      a = {name, k.pattern, "skipped", "", 0};
+      a.note = "not taken: " + k.reason;
+    } else {
+      a.note += (a.note.empty() ? "" : "; ") + fmt::format("not taken in some runs: {}", k.reason);
     }
   }
   for (auto& [name, a] : session.artifacts()) {

@@ -36,7 +36,8 @@ namespace ra::exec {
 
 struct ExecOptions : SessionOptions {
   std::vector<std::string> argv;  // the command, after --
-  std::vector<ArtifactPattern> artifacts;
+  std::vector<ArtifactPattern> artifacts;        // placed (place_artifact_pattern) against artifact_roots
+  std::vector<std::string> artifact_roots;       // --artifact-root: absolute, normalised
   std::vector<MetricSpec> metrics;
   bool ranks_equal = false;  // --ranks-equal: each run's {rank} artifacts must be equal across ranks
   bool fix_search = true;    // search the switches that fix a diverged configuration

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/exec/hook_report.h"
 
+#include "audit/exec/artifacts.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -86,13 +88,23 @@ HookRun read_hook_run(const std::string& dir) {
   HookRun run;
   std::error_code ec;
   std::vector<HookProcess> all;
+  if (std::filesystem::is_symlink(dir, ec)) {  // the run replaced its hook folder: read nothing through it
+    run.notes.push_back("the hook folder was replaced by a symlink: not followed");
+    return run;
+  }
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("hook-", 0) != 0 || e.path().extension() != ".json") continue;
-    std::ifstream in(e.path());
+    // A regular file, read without blocking and bounded (a FIFO or a link to /proc/kmsg would hang).
+    std::string why;
+    const std::optional<std::string> text_of = read_regular(e.path().string(), int64_t{64} << 20, &why);
+    if (!text_of) {
+      run.notes.push_back(fmt::format("{}: {}", name, why));
+      continue;
+    }
     try {
       HookProcess p;
-      p.report = json::parse(in);
+      p.report = json::parse(*text_of);
       if (!p.report.is_object() || text(p.report, "format") != "repro-audit/exec-hook-1") throw std::runtime_error("not a hook report");
       const std::string rank = text(member(p.report, "env"), "RANK");
       p.rank = rank.empty() ? -1 : std::atoi(rank.c_str());

@@ -53,6 +53,54 @@ TEST_CASE("artifact patterns: placeholders and their errors") {
   CHECK_THROWS_WITH_AS(parse_artifact_pattern("x-{epoch}.pt"), doctest::Contains("unknown placeholder {epoch}"), ra::UsageError);
 }
 
+TEST_CASE("place_artifact_pattern: below the working directory, {out} or an --artifact-root; '..' and the outside refused") {
+  using ra::exec::parse_artifact_pattern;
+  const auto placed = [](const std::string& text, std::vector<std::string> roots = {}) {
+    auto p = parse_artifact_pattern(text);
+    ra::exec::place_artifact_pattern(p, "/w/proj", roots, {"/home/u/proj"});
+    return p;
+  };
+  CHECK_THROWS_WITH_AS(parse_artifact_pattern("{out}/../../../*"), doctest::Contains("'..' leaves $REPRO_AUDIT_OUT"), ra::UsageError);
+  CHECK(parse_artifact_pattern("{out}/./a//b").below == std::vector<std::string>{"a", "b"});
+  CHECK(placed("./ck/*.pt").below == std::vector<std::string>{"ck", "*.pt"});
+  CHECK(placed("./ck/*.pt").root == 0);
+  CHECK_THROWS_WITH_AS(placed("../x/*"), doctest::Contains("reaches outside the working directory"), ra::UsageError);
+  CHECK_THROWS_AS(placed("ck/../../x"), ra::UsageError);
+  CHECK_THROWS_AS(placed("/etc/*"), ra::UsageError);
+  CHECK_THROWS_AS(placed("/w/proj"), ra::UsageError);          // names the folder itself
+  CHECK_THROWS_AS(placed("/w/proj/../other/x"), ra::UsageError);  // '..' only where a root allows it
+  const auto inside = placed("/w/proj/ck/x.pt");
+  CHECK(inside.root == 0);
+  CHECK(inside.below == std::vector<std::string>{"ck", "x.pt"});
+  CHECK(placed("/home/u/proj/x.pt").root == 0);  // the working directory by another name
+  const auto rooted = placed("../shared/ck/*.pt", {"/w/shared", "/w/shared/ck"});
+  CHECK(rooted.root == 2);  // the deepest root
+  CHECK(rooted.below == std::vector<std::string>{"*.pt"});
+  CHECK(rooted.shown == "/w/shared/ck");
+}
+
+TEST_CASE("match_artifact_path: wildcards within one component, {rank} captured, {trial} kept in the name") {
+  auto p = ra::exec::parse_artifact_pattern("{out}/ck-{trial}/model-{rank}*.pt");
+  const auto m = ra::exec::match_artifact_path(p, "ck-3/model-12b.pt", 3);
+  REQUIRE(m);
+  CHECK(m->name == "ck-{trial}/model-12b.pt");
+  CHECK(m->rank == 12);
+  CHECK_FALSE(ra::exec::match_artifact_path(p, "ck-4/model-12b.pt", 3));
+  CHECK(ra::exec::match_artifact_path(p, "ck-4/model-1.pt", -1));  // before the first run: any number
+  CHECK_FALSE(ra::exec::match_artifact_path(p, "ck-3/model-.pt", 3));
+  CHECK_FALSE(ra::exec::match_artifact_path(p, "ck-3/sub/model-1.pt", 3));
+  p = ra::exec::parse_artifact_pattern("{out}/*");
+  CHECK_FALSE(ra::exec::match_artifact_path(p, "..", 1));
+  CHECK_FALSE(ra::exec::match_artifact_path(p, ".hidden", 1));
+  CHECK(ra::exec::match_artifact_path(ra::exec::parse_artifact_pattern("{out}/.*"), ".hidden", 1));
+  CHECK_FALSE(ra::exec::match_artifact_path(ra::exec::parse_artifact_pattern("{out}/.*"), "..", 1));
+  CHECK(ra::exec::match_artifact_path(ra::exec::parse_artifact_pattern("{out}/[!a-c]?.txt"), "dx.txt", 1));
+  CHECK_FALSE(ra::exec::match_artifact_path(ra::exec::parse_artifact_pattern("{out}/[!a-c]?.txt"), "bx.txt", 1));
+  // Many stars against a long name: a table, not backtracking.
+  CHECK_FALSE(ra::exec::match_artifact_path(ra::exec::parse_artifact_pattern("{out}/" + std::string(200, '*') + "b"),
+                                            std::string(250, 'a'), 1));
+}
+
 TEST_CASE("metrics: capture groups, exact comparison, the first diverging step") {
   using namespace ra::exec;
   const auto loss = parse_metric("loss=loss=([0-9.]+)");
