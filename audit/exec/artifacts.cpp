@@ -16,6 +16,7 @@
 
 #include <glob.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace ra::exec {
@@ -73,12 +74,23 @@ std::regex pattern_regex(const std::string& pattern, const std::string& trial, c
   return std::regex(re);
 }
 
+// A failed take in words: a full disk says so and where (std::filesystem::copy_file reports a short
+// copy as EIO, so the destination's free space decides), not "Input/output error".
+[[noreturn]] void take_failed(const std::string& from, const std::string& to, int err, const std::string& what) {
+  const std::string folder = fs::path(to).parent_path().string();
+  struct statvfs st {};
+  const bool full = err == ENOSPC || err == EDQUOT ||
+                    (err == EIO && ::statvfs(folder.c_str(), &st) == 0 && st.f_bavail * st.f_frsize < (64u << 10));
+  if (full) throw InputError(fmt::format("no space left in {} while taking artifact '{}'", folder, from));
+  throw InputError(fmt::format("cannot take artifact '{}': {}", from, what));
+}
+
 void move_file(const std::string& from, const std::string& to) {
   if (::rename(from.c_str(), to.c_str()) == 0) return;
-  if (errno != EXDEV) throw InputError(fmt::format("cannot take artifact '{}': {}", from, std::strerror(errno)));
+  if (errno != EXDEV) take_failed(from, to, errno, std::strerror(errno));
   std::error_code ec;
   fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-  if (ec) throw InputError(fmt::format("cannot take artifact '{}': {}", from, ec.message()));
+  if (ec) take_failed(from, to, ec.value(), ec.message());
   ::unlink(from.c_str());
 }
 
