@@ -7,12 +7,16 @@
 #include "audit/common/errors.h"
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
+#include "audit/common/stop.h"
 #include "cli/commands.h"
+#include "reports/escape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -21,9 +25,25 @@
 namespace ra::cli {
 namespace {
 
+// The one line an error gets. Messages quote paths, names and values from input files: their
+// control characters (a newline, ESC) are shown as escapes, never sent to the terminal.
 int fail(ExitCode code, const std::string& message) {
-  std::fprintf(stderr, "repro-audit: %s\n", message.c_str());
+  std::fprintf(stderr, "repro-audit: %s\n", report::escape::text_line(message).c_str());
   return static_cast<int>(code);
+}
+
+// What a command printed on stdout reached it: a failed write (a full disk behind `> file`, a
+// descriptor not open for writing) is an input error of its own, whatever verdict the command
+// reached, since the caller never read it. cli/common.h's write_stdout reports it where it happens;
+// this catches what any other write (CLI11's help, std::cout) left behind.
+int checked_stdout(int code) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  std::cout.flush();
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return code;
+  if (stop_signal() != 0) return static_cast<int>(ExitCode::Interrupted);  // a closed pipe: `| head`
+  return fail(ExitCode::Input, fmt::format("cannot write to stdout: {}", err != 0 ? std::strerror(err) : "write error"));
 }
 
 std::string one_line(std::string s) {
@@ -122,11 +142,11 @@ int run(int argc, char** argv, const Program& program) {
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return checked_stdout(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return checked_stdout(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return checked_stdout(app.exit(e));
   } catch (const CLI::ExtrasError& e) {
     const CLI::App* sub = parsed_subcommand(app, program.commands);
     if (const auto unknown = unknown_option(sub, argc, argv))
@@ -143,7 +163,7 @@ int run(int argc, char** argv, const Program& program) {
   log::set_level(global.verbose ? log::Level::Debug : global.quiet ? log::Level::Error : log::Level::Info);
   try {
     for (auto& [sub, action] : actions)
-      if (sub->parsed()) return action();
+      if (sub->parsed()) return checked_stdout(action());
     return fail(ExitCode::Usage, "no command given");
   } catch (const Error& e) {
     return fail(e.code(), e.what());

@@ -5,6 +5,7 @@
 // standard folders).
 #include "audit/trial/config.h"
 #include "audit/common/errors.h"
+#include "cli/common.h"
 #include "cli/commands.h"
 
 #include <fmt/format.h>
@@ -154,7 +155,7 @@ Action attach_completion(CLI::App& sub, const GlobalOptions&) {
   CLI::App* app = sub.get_parent();
   return [shell, app] {
     const std::string script = *shell == "bash" ? bash_script(*app) : zsh_script(*app);
-    std::fputs(script.c_str(), stdout);
+    write_stdout(script);
     return 0;
   };
 }

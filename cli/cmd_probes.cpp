@@ -53,7 +53,7 @@ int list(const ProbesArgs& a, const KnowledgeBase& kb) {
                      {"documented_device", e ? nlohmann::ordered_json(e->device) : nlohmann::ordered_json(nullptr)},
                      {"form", i.form}});
     }
-    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    write_stdout(out.dump(2) + "\n");
     return 0;
   }
   std::string text = fmt::format("{:<34} {:<15} {:<34} {:<9} {:<9} {}\n", "probe", "family", "op", "device", "direction",
@@ -65,7 +65,7 @@ int list(const ProbesArgs& a, const KnowledgeBase& kb) {
                         i.role == probes::Role::Control ? ", control" : "");
   }
   text += fmt::format("{} probes\n", selected.size());
-  std::fputs(text.c_str(), stdout);
+  write_stdout(text);
   return 0;
 }
 

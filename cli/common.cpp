@@ -42,8 +42,25 @@ std::string device_type(const std::string& device) {
   throw UsageError(fmt::format("unknown device '{}' (use cpu, cuda or cuda:N)", device));
 }
 
+void write_stdout(std::string_view text) {
+  errno = 0;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+  const int err = errno;
+  check_stop();  // a closed pipe on stdout (SIGPIPE) ends the tool as interrupted
+  if (!ok) throw InputError(fmt::format("cannot write to stdout: {}", err != 0 ? std::strerror(err) : "write error"));
+}
+
 void check_writable_target(const std::string& path) {
-  const auto dir = std::filesystem::absolute(path).parent_path();
+  // What the report will really be written to (audit/common/files.h): a device, FIFO or our own
+  // stdout is written through, so its folder need not be writable; a symlink's target's folder must.
+  const OutputTarget target = output_target(path);
+  if (target.kind == OutputTarget::Kind::Through) {
+    if (target.path.rfind("/proc/", 0) != 0 && target.path.rfind("/dev/fd/", 0) != 0 && target.path != "/dev/stdout" &&
+        target.path != "/dev/stderr" && ::access(target.path.c_str(), W_OK) != 0)
+      throw UsageError(fmt::format("cannot write report '{}': {}", path, std::strerror(errno)));
+    return;
+  }
+  const auto dir = std::filesystem::absolute(target.path).parent_path();
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     // Created as `mkdir -p` would, one level at a time (not std::filesystem::create_directories:
@@ -343,9 +360,7 @@ int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& a
   }
   check_stop();
   const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
-  std::fputs(out.c_str(), stdout);
-  std::fflush(stdout);
-  check_stop();  // a closed pipe on stdout (SIGPIPE) ends the tool as interrupted
+  write_stdout(out);
   return rep.exit_code;
 }
 

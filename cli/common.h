@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ra::cli {
@@ -105,6 +106,11 @@ int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& a
 
 // "cpu" or "cuda" for a --device value (cpu, cuda, cuda:N); throws UsageError otherwise.
 std::string device_type(const std::string& device);
+
+// Prints `text` on stdout and flushes it. A failed write (a full disk behind `> file`, a descriptor
+// not open for writing) throws InputError "cannot write to stdout: <reason>": the caller did not get
+// the summary, so no verdict's exit code may stand. A closed pipe (`| head`) stays an interruption.
+void write_stdout(std::string_view text);
 
 // Throws UsageError unless the folder of `path` exists and is writable (checked before any work,
 // so that a report is never lost after a long audit).

@@ -2,6 +2,7 @@
 // The baseline section of the text summary (run and probes print it before their verdict line):
 // the environment changes, one line per result that is not a match (every result when there are
 // few), the differing tensors, and the counts with a hint to re-save an explained baseline.
+#include "reports/escape.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -16,24 +17,27 @@ namespace {
 constexpr size_t kListAllUpTo = 12;  // results; beyond that, only the noteworthy ones are listed
 constexpr size_t kTensorsShown = 5;
 
+// Every string from the baseline or the report is one line here (reports/escape.h).
+std::string ln(std::string_view s) { return escape::text_line(s); }
+
 std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) : d; }
 
-std::string side_text(const TensorDigest& t) { return fmt::format("{}[{}]", t.dtype, fmt::join(t.shape, "x")); }
+std::string side_text(const TensorDigest& t) { return fmt::format("{}[{}]", ln(t.dtype), fmt::join(t.shape, "x")); }
 
 }  // namespace
 
 std::string affects_text(const std::string& affects) {
   if (affects == "any") return "any device";
-  return affects;
+  return ln(affects);
 }
 
 std::string baseline_tensor_text(const BaselineTensor& t) {
-  if (!t.current) return fmt::format("{} {}: only in the baseline", t.name, side_text(*t.baseline));
-  if (!t.baseline) return fmt::format("{} {}: not in the baseline", t.name, side_text(*t.current));
+  if (!t.current) return fmt::format("{} {}: only in the baseline", ln(t.name), side_text(*t.baseline));
+  if (!t.baseline) return fmt::format("{} {}: not in the baseline", ln(t.name), side_text(*t.current));
   if (t.baseline->dtype != t.current->dtype || t.baseline->shape != t.current->shape)
-    return fmt::format("{}: {} -> {}", t.name, side_text(*t.baseline), side_text(*t.current));
-  return fmt::format("{} {}: {} -> {}", t.name, side_text(*t.current), short_digest(t.baseline->digest),
-                     short_digest(t.current->digest));
+    return fmt::format("{}: {} -> {}", ln(t.name), side_text(*t.baseline), side_text(*t.current));
+  return fmt::format("{} {}: {} -> {}", ln(t.name), side_text(*t.current), ln(short_digest(t.baseline->digest)),
+                     ln(short_digest(t.current->digest)));
 }
 
 bool baseline_noteworthy(const BaselineResult& r) {
@@ -63,29 +67,29 @@ std::string baseline_counts(const BaselineComparison& b) {
 std::string render_baseline_text(const Report& r) {
   if (!r.baseline) return "";
   const BaselineComparison& b = *r.baseline;
-  std::string out = fmt::format("baseline {} ({} written by repro-audit {})\n", b.source,
-                                b.schema == "repro-audit/report" ? "a report" : "a baseline", b.tool_version);
+  std::string out = fmt::format("baseline {} ({} written by repro-audit {})\n", ln(b.source),
+                                b.schema == "repro-audit/report" ? "a report" : "a baseline", ln(b.tool_version));
   if (b.changes.empty()) {
     out += "  environment: unchanged\n";
   } else {
     out += fmt::format("  environment: {} change{}\n", b.changes.size(), b.changes.size() == 1 ? "" : "s");
     for (const auto& c : b.changes)
-      out += fmt::format("    {}: {} -> {} (can affect {})\n", c.key, c.baseline, c.current, affects_text(c.affects));
+      out += fmt::format("    {}: {} -> {} (can affect {})\n", ln(c.key), ln(c.baseline), ln(c.current), affects_text(c.affects));
   }
   if (!b.ignored.empty()) {
     std::vector<std::string> keys;
-    for (const auto& c : b.ignored) keys.push_back(c.key);
+    for (const auto& c : b.ignored) keys.push_back(ln(c.key));
     out += fmt::format("  ignored, cannot change results: {}\n", fmt::join(keys, ", "));
   }
-  for (const auto& m : b.models) out += fmt::format("  model: {}\n", m.reason);
+  for (const auto& m : b.models) out += fmt::format("  model: {}\n", ln(m.reason));
   bool explained = false;
   for (const auto& res : b.results) {
     explained = explained || res.status == BaselineStatus::Explained;
     if (!baseline_listed(b, res)) continue;
-    out += fmt::format("  {} / {}: {}", res.target, res.config, to_string(res.status));
-    out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors) : fmt::format(": {}\n", res.reason);
+    out += fmt::format("  {} / {}: {}", ln(res.target), ln(res.config), to_string(res.status));
+    out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors) : fmt::format(": {}\n", ln(res.reason));
     for (const auto& c : res.switch_changes)
-      out += fmt::format("    switch {}: {} -> {}\n", c.key.substr(c.key.find('.') + 1), c.baseline, c.current);
+      out += fmt::format("    switch {}: {} -> {}\n", ln(c.key.substr(c.key.find('.') + 1)), ln(c.baseline), ln(c.current));
     if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("    {}\n", op);
     const size_t shown = std::min(res.differing_tensors.size(), kTensorsShown);
     for (size_t i = 0; i < shown; ++i) out += fmt::format("    {}\n", baseline_tensor_text(res.differing_tensors[i]));
@@ -96,7 +100,7 @@ std::string render_baseline_text(const Report& r) {
     out += fmt::format(
         "  explained: the results changed together with {}, which does not fail the run; if the new "
         "results are the right ones, save the baseline again (--save-baseline {})\n",
-        explained_cause(b), b.source);
+        explained_cause(b), ln(b.source));
   return out;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `diff` table: one line per entry, status first, names aligned; identical entries show only
 // their type, differing ones their divergence statistics; then one summary line.
+#include "reports/escape.h"
 #include "reports/utf8.h"
 #include "reports/diff.h"
 #include "reports/render.h"
@@ -88,12 +89,14 @@ std::string diff_summary_line(const DiffReport& r) {
 namespace {
 
 std::string render_diff_text_raw(const DiffReport& r) {
-  std::string out = fmt::format("A: {}\nB: {}\n", r.a, r.b);
+  // Paths, entry names and plain values come from the files: one line each (reports/escape.h).
+  const auto ln = [](std::string_view s) { return escape::text_line(s); };
+  std::string out = fmt::format("A: {}\nB: {}\n", ln(r.a), ln(r.b));
   size_t width = 0;
-  for (const auto& e : r.entries) width = std::max(width, e.name.size());
+  for (const auto& e : r.entries) width = std::max(width, ln(e.name).size());
   width = std::min<size_t>(width, 48);
   for (const auto& e : r.entries)
-    out += fmt::format("  {:<13}  {:<{}}  {}\n", diff_status_name(e.status), e.name, width, detail(e));
+    out += fmt::format("  {:<13}  {:<{}}  {}\n", diff_status_name(e.status), ln(e.name), width, ln(detail(e)));
   out += diff_summary_line(r) + "\n";
   return out;
 }

@@ -1,44 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Escaping, ids and small markup helpers for the HTML renderer (reports/html.h).
 #include "reports/html.h"
-#include "reports/utf8.h"
+#include "reports/escape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace ra::report::html {
-namespace {
-
-// Code points an HTML document may carry as text: no control characters but tab, newline and
-// carriage return, and no noncharacters (the parser reports both as errors).
-bool allowed(uint32_t cp) {
-  if (cp == '\t' || cp == '\n' || cp == '\r') return true;
-  if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) return false;
-  if (cp >= 0xFDD0 && cp <= 0xFDEF) return false;
-  return (cp & 0xFFFE) != 0xFFFE;
-}
-
-}  // namespace
-
-std::string esc(std::string_view raw) {
-  // Bytes that are not UTF-8 show as \xNN, as in every other format.
-  const std::string s = valid_utf8(raw) ? std::string(raw) : printable(raw, false);
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    i += decode_utf8(s, i, cp);
-    switch (cp) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: append_utf8(out, allowed(cp) ? cp : 0xFFFD);
-    }
-  }
-  return out;
-}
+// The escaping itself is the shared layer's (reports/escape.h).
+std::string esc(std::string_view raw) { return escape::html(raw); }
 
 std::string target_id(size_t target) { return fmt::format("t{}", target); }
 std::string config_id(size_t target, size_t config) { return fmt::format("t{}-c{}", target, config); }

@@ -18,7 +18,7 @@
 // results give the same bytes. Text is escaped for XML 1.0: markup characters become entities,
 // control characters XML cannot carry become U+FFFD, as do bytes that are not UTF-8.
 #include "reports/render.h"
-#include "reports/utf8.h"
+#include "reports/escape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -28,39 +28,11 @@
 namespace ra::report {
 namespace {
 
-// Appends the code point as UTF-8, or U+FFFD where XML 1.0 does not allow it.
-void append_char(std::string& out, uint32_t cp) {
-  const bool allowed = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
-                       (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
-  append_utf8(out, allowed ? cp : 0xFFFD);
-}
-
 enum class Context { Text, Attribute };
 
-// Escapes `s` for element text or a double-quoted attribute value. In attributes, tab, newline and
-// carriage return are written as character references, so that parsers keep them.
+// Element text or a double-quoted attribute value, escaped by the shared layer (reports/escape.h).
 std::string xml(const std::string& raw, Context where = Context::Attribute) {
-  // Bytes that are not UTF-8 show as \xNN, as in every other format (so a report read back from
-  // its JSON renders the same).
-  const std::string s = valid_utf8(raw) ? raw : printable(raw, false);
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    i += decode_utf8(s, i, cp);
-    switch (cp) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\r': out += "&#13;"; break;
-      case '\t': out += where == Context::Attribute ? "&#9;" : "\t"; break;
-      case '\n': out += where == Context::Attribute ? "&#10;" : "\n"; break;
-      default: append_char(out, cp);
-    }
-  }
-  return out;
+  return escape::xml(raw, where == Context::Text ? escape::XmlContext::Text : escape::XmlContext::Attribute);
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `lint` report for stdout: one block per finding, grouped by module path (the findings are
 // already sorted by it), then notes and a one-line summary.
+#include "reports/escape.h"
 #include "reports/utf8.h"
 #include "reports/lint.h"
 
@@ -10,12 +11,18 @@
 #include <algorithm>
 
 namespace ra::report {
+namespace {
 
-std::string display_module_path(const std::string& path) { return path.empty() ? "<top>" : path; }
+// Every string from the model or the knowledge base is one line here (reports/escape.h).
+std::string ln(std::string_view s) { return escape::text_line(s); }
+
+}  // namespace
+
+std::string display_module_path(const std::string& path) { return path.empty() ? "<top>" : ln(path); }
 
 std::string display_location(const SourceLocation& loc) {
-  if (loc.line <= 0) return loc.file.empty() ? "unknown line" : loc.file;
-  return loc.file.empty() ? fmt::format("line {}", loc.line) : fmt::format("{}:{}", loc.file, loc.line);
+  if (loc.line <= 0) return loc.file.empty() ? "unknown line" : ln(loc.file);
+  return loc.file.empty() ? fmt::format("line {}", loc.line) : fmt::format("{}:{}", ln(loc.file), loc.line);
 }
 
 int lint_exit_code(const LintReport& report) {
@@ -41,22 +48,22 @@ void verbose_findings(std::string& out, const LintReport& r) {
       group = &f.module_path;
       out += fmt::format("\n{}\n", display_module_path(f.module_path));
     }
-    out += fmt::format("  {} [{}]  {} ({})\n", f.entry, f.severity, f.op, f.direction);
-    out += fmt::format("    {}\n", f.title);
-    out += fmt::format("    at:            {} in {}\n", display_location(f.source), f.source.function);
+    out += fmt::format("  {} [{}]  {} ({})\n", ln(f.entry), ln(f.severity), ln(f.op), ln(f.direction));
+    out += fmt::format("    {}\n", ln(f.title));
+    out += fmt::format("    at:            {} in {}\n", display_location(f.source), ln(f.source.function));
     if (f.user_frame)
-      out += fmt::format("    your code:     {} in {}\n", display_location(*f.user_frame), f.user_frame->function);
+      out += fmt::format("    your code:     {} in {}\n", display_location(*f.user_frame), ln(f.user_frame->function));
     for (auto it = f.called_from.rbegin(); it != f.called_from.rend(); ++it)
-      out += fmt::format("    called from:   {} in {}\n", display_location(*it), it->function);
+      out += fmt::format("    called from:   {} in {}\n", display_location(*it), ln(it->function));
     if (f.entry_methods.size() != 1 || f.entry_methods.front() != "forward")
-      out += fmt::format("    reached from:  {}\n", fmt::join(f.entry_methods, ", "));
-    out += fmt::format("    when:          {}\n", f.condition);
-    out += fmt::format("    documented:    {}\n", f.documented);
-    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", f.deterministic,
-                       f.alert.empty() ? "" : fmt::format(" (alert: {})", f.alert));
-    out += fmt::format("    advice:        {}\n", f.advice);
+      out += fmt::format("    reached from:  {}\n", ln(fmt::format("{}", fmt::join(f.entry_methods, ", "))));
+    out += fmt::format("    when:          {}\n", ln(f.condition));
+    out += fmt::format("    documented:    {}\n", ln(f.documented));
+    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", ln(f.deterministic),
+                       f.alert.empty() ? "" : fmt::format(" (alert: {})", ln(f.alert)));
+    out += fmt::format("    advice:        {}\n", ln(f.advice));
     if (f.allowed_by)
-      out += fmt::format("    allowed: {} (allowlist entry {})\n", f.allowed_by->reason, f.allowed_by->entry);
+      out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(f.allowed_by->reason), f.allowed_by->entry);
   }
 }
 
@@ -79,27 +86,27 @@ void grouped_findings(std::string& out, const LintReport& r) {
     for (const LintFinding* f : fs) {
       const std::string place = display_module_path(f->module_path);
       if (std::find(places.begin(), places.end(), place) == places.end()) places.push_back(place);
-      if (std::find(ops.begin(), ops.end(), f->op) == ops.end()) ops.push_back(f->op);
+      if (std::find(ops.begin(), ops.end(), ln(f->op)) == ops.end()) ops.push_back(ln(f->op));
       allowed += f->allowed_by.has_value();
     }
     constexpr size_t kPlacesShown = 8;
     std::string where = fmt::format("{}", fmt::join(places.begin(), places.begin() + static_cast<long>(std::min(places.size(), kPlacesShown)), ", "));
     if (places.size() > kPlacesShown) where += fmt::format(", ... and {} more", places.size() - kPlacesShown);
-    out += fmt::format("\n{} {}  {} ({}): {} finding{}\n", first.severity == "note" ? "note " : "error", first.entry,
-                       fmt::join(ops, ", "), first.direction, fs.size(), fs.size() == 1 ? "" : "s");
-    out += fmt::format("    {}\n", first.title);
+    out += fmt::format("\n{} {}  {} ({}): {} finding{}\n", first.severity == "note" ? "note " : "error", ln(first.entry),
+                       fmt::join(ops, ", "), ln(first.direction), fs.size(), fs.size() == 1 ? "" : "s");
+    out += fmt::format("    {}\n", ln(first.title));
     out += fmt::format("    in:            {}\n", where);
     if (fs.size() == 1) {
       const SourceLocation& at = first.user_frame ? *first.user_frame : first.source;
-      out += fmt::format("    at:            {} in {}\n", display_location(at), at.function);
+      out += fmt::format("    at:            {} in {}\n", display_location(at), ln(at.function));
     }
-    out += fmt::format("    when:          {}\n", first.condition);
-    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", first.deterministic,
-                       first.alert.empty() ? "" : fmt::format(" (alert: {})", first.alert));
-    out += fmt::format("    advice:        {}\n", first.advice);
+    out += fmt::format("    when:          {}\n", ln(first.condition));
+    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", ln(first.deterministic),
+                       first.alert.empty() ? "" : fmt::format(" (alert: {})", ln(first.alert)));
+    out += fmt::format("    advice:        {}\n", ln(first.advice));
     for (const LintFinding* f : fs)
       if (f->allowed_by) {
-        out += fmt::format("    allowed: {} (allowlist entry {}){}\n", f->allowed_by->reason, f->allowed_by->entry,
+        out += fmt::format("    allowed: {} (allowlist entry {}){}\n", ln(f->allowed_by->reason), f->allowed_by->entry,
                            allowed < fs.size() ? fmt::format(", {} of {} findings", allowed, fs.size()) : "");
         break;
       }
@@ -107,14 +114,14 @@ void grouped_findings(std::string& out, const LintReport& r) {
 }
 
 std::string render_lint_text_raw(const LintReport& r, bool verbose) {
-  std::string out = fmt::format("lint {} for {} ({}): {} of {} knowledge-base entries apply (torch {})\n", r.model,
-                                r.device, r.mode, r.applicable_entries, r.knowledge_entries, r.knowledge_torch);
+  std::string out = fmt::format("lint {} for {} ({}): {} of {} knowledge-base entries apply (torch {})\n", ln(r.model),
+                                ln(r.device), ln(r.mode), r.applicable_entries, r.knowledge_entries, ln(r.knowledge_torch));
   out += fmt::format("methods scanned: {}\n",
-                     r.methods.empty() ? std::string("none") : fmt::format("{}", fmt::join(r.methods, ", ")));
+                     r.methods.empty() ? std::string("none") : ln(fmt::format("{}", fmt::join(r.methods, ", "))));
   if (verbose) verbose_findings(out, r);
   else grouped_findings(out, r);
   if (!r.notes.empty()) out += "\n";
-  for (const auto& n : r.notes) out += fmt::format("note: {}\n", n);
+  for (const auto& n : r.notes) out += fmt::format("note: {}\n", ln(n));
   size_t errors = 0, notes = 0, allowed = 0;
   for (const auto& f : r.findings) {
     (f.severity == "note" ? notes : errors) += 1;
@@ -124,7 +131,7 @@ std::string render_lint_text_raw(const LintReport& r, bool verbose) {
                      notes, notes == 1 ? "" : "s", raising_findings(r),
                      notes > 0 && errors == 0 && !r.strict ? "; notes do not fail (--strict makes them)" : "");
   if (allowed > 0) out += fmt::format("{} allowed by the allowlist\n", allowed);
-  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
+  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
   return out;
 }
 

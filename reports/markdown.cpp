@@ -9,6 +9,7 @@
 // each fix's cost, hence which fix is cheapest - sit between the kTimingBegin and kTimingEnd
 // comment lines at the end, invisible when rendered, so two audits with the same results differ
 // only there.
+#include "reports/escape.h"
 #include "reports/utf8.h"
 #include "reports/render.h"
 
@@ -20,35 +21,9 @@
 namespace ra::report {
 namespace {
 
-// Plain text for Markdown (and GFM table cells): punctuation that Markdown reads is
-// backslash-escaped, '&' becomes an entity, line breaks become spaces.
-std::string md(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '\n' || c == '\r') out += ' ';
-    else if (c == '&') out += "&amp;";
-    else if (std::string_view("\\`*_[]<>|#~!").find(c) != std::string_view::npos) (out += '\\') += c;
-    else out += c;
-  }
-  return out;
-}
-
-// A code span: a backtick fence longer than any run of backticks in `s`; '|' stays escaped for
-// tables.
-std::string code(const std::string& s) {
-  std::string body;
-  size_t run = 0, longest = 0;
-  for (const char c : s) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-    if (c == '\n' || c == '\r') body += ' ';
-    else if (c == '|') body += "\\|";
-    else body += c;
-  }
-  const std::string fence(longest + 1, '`');
-  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
-  return pad ? fence + " " + body + " " + fence : fence + body + fence;
-}
+// Inline text and code spans, escaped by the shared layer (reports/escape.h).
+std::string md(std::string_view s) { return escape::markdown(s); }
+std::string code(std::string_view s) { return escape::markdown_code(s); }
 
 std::string rate_cell(const ConfigResult& c) {
   if (c.completed < 2) return "-";
@@ -67,23 +42,7 @@ std::string root_cause_text(const RootCause& r) {
 
 std::string cost_cell(const std::optional<double>& ratio) { return ratio ? fmt::format("{:.2f}x", *ratio) : "-"; }
 
-void fence(std::string& out, const char* lang, const std::string& text) {
-  size_t longest = 2;
-  for (size_t at = text.find("```"); at != std::string::npos; at = text.find("```", at + 1)) {
-    size_t n = 0;
-    while (at + n < text.size() && text[at + n] == '`') ++n;
-    longest = std::max(longest, n);
-  }
-  const std::string f(longest + 1, '`');
-  out += fmt::format("  {}{}\n", f, lang);
-  for (size_t start = 0; start <= text.size();) {
-    const size_t nl = text.find('\n', start);
-    out += "  " + text.substr(start, nl == std::string::npos ? std::string::npos : nl - start) + "\n";
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-  }
-  out += fmt::format("  {}\n", f);
-}
+void fence(std::string& out, const char* lang, const std::string& text) { out += escape::markdown_block(text, lang, "  "); }
 
 void details(std::string& out, const Target& t, const ConfigResult& c) {
   out += fmt::format("\n**{} · {}: {}**", md(t.name), md(c.name), to_string(c.verdict));
@@ -253,14 +212,14 @@ std::string render_markdown_raw(const Report& r) {
       for (const auto& c : t.configs)
         for (const auto& sw : c.switches)
           if (!sw.set_at.empty())
-            set.push_back(fmt::format("- {}: the program set `{}={}` at `{}`{}", md(c.name), sw.key, sw.effective, sw.set_at,
-                                      !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + sw.requested + ")" : ""));
+            set.push_back(fmt::format("- {}: the program set {} at {}{}", md(c.name), code(sw.key + "=" + sw.effective), code(sw.set_at),
+                                      !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + md(sw.requested) + ")" : ""));
       if (!set.empty()) out += fmt::format("\n**{}: switches the program set itself**\n\n{}\n", md(t.name), fmt::join(set, "\n"));
       if (!e.checklist.empty()) {
         out += fmt::format("\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | diverged |\n|---|---|---|---|\n",
                            md(t.name));
         for (const auto& item : e.checklist)
-          out += fmt::format("| {} | {} | {} | {} |\n", item.status, md(item.text), item.where.empty() ? "" : code(item.where),
+          out += fmt::format("| {} | {} | {} | {} |\n", md(item.status), md(item.text), item.where.empty() ? "" : code(item.where),
                              item.artifact.empty() ? "" : code(item.artifact));
       }
       if (!e.hook_note.empty()) out += fmt::format("\nNote: {}\n", md(e.hook_note));
@@ -292,7 +251,8 @@ std::string render_markdown_raw(const Report& r) {
   }
   if (r.baseline) baseline_section(out, r);
   // Where a shard or a merged report's shards ran: as the text summary says it.
-  if (const std::string where = shard_text(r) + fleet_text(r); !where.empty()) out += fmt::format("\n```\n{}```\n", where);
+  // The fence is longer than any backtick run in it: a host named "```" cannot close it.
+  if (const std::string where = shard_text(r) + fleet_text(r); !where.empty()) out += "\n" + escape::markdown_block(where);
   timing(out, r);
   return out;
 }

@@ -2,6 +2,7 @@
 // The text summary of a probe suite: probes grouped by family (in suite order), one line per probe
 // with each configuration's verdict and the cost of the configuration against the first one, the
 // disagreements with the documentation under it, then the alert census and the suite's wall time.
+#include "reports/escape.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -13,17 +14,21 @@
 namespace ra::report {
 namespace {
 
+// Every string from the model is one line here (reports/escape.h).
+std::string ln(std::string_view s) { return escape::text_line(s); }
+
 // A determinism alert up to "... does not have a deterministic implementation"; other messages
 // up to 160 characters.
 std::string short_message(const std::string& m) {
   static const std::string kAlert = " does not have a deterministic implementation";
-  if (const auto at = m.find(kAlert); at != std::string::npos) return m.substr(0, at + kAlert.size());
-  return m.size() > 160 ? m.substr(0, 157) + "..." : m;
+  if (const auto at = m.find(kAlert); at != std::string::npos) return ln(m.substr(0, at + kAlert.size()));
+  if (m.size() <= 160) return ln(m);
+  return ln(m.substr(0, 157)) + "...";
 }
 
 std::string config_cell(const Target& t, size_t i) {
   const ConfigResult& c = t.configs[i];
-  std::string cell = fmt::format("{} {}", c.name, to_string(c.verdict));
+  std::string cell = fmt::format("{} {}", ln(c.name), to_string(c.verdict));
   if (c.verdict == Verdict::Diverged) cell += fmt::format(" {}/{}", c.diverging_repeats, c.completed - 1);
   if (i > 0)
     if (const auto ratio = cost_ratio(t, i)) cell += fmt::format(" x{:.2f}", *ratio);
@@ -32,15 +37,17 @@ std::string config_cell(const Target& t, size_t i) {
 
 std::string documented_cell(const ProbeFacts& p) {
   if (p.documented == "not-listed") return "not listed";
-  if (p.documented == "undocumented") return fmt::format("undocumented ({})", p.documented_device);
-  return fmt::format("{} ({})", p.documented, p.documented_device);
+  if (p.documented == "undocumented") return fmt::format("undocumented ({})", ln(p.documented_device));
+  return fmt::format("{} ({})", ln(p.documented), ln(p.documented_device));
 }
 
 void census_block(std::string& out, const Census& c) {
-  out += fmt::format("alert census under {}:\n", c.config);
+  out += fmt::format("alert census under {}:\n", ln(c.config));
   const auto row = [&](const char* label, const std::vector<std::string>& names, bool list) {
     out += fmt::format("  {:<22} {:>3}", label, names.size());
-    if (list && !names.empty()) out += fmt::format("  {}", fmt::join(names, ", "));
+    std::vector<std::string> shown;
+    for (const auto& n : names) shown.push_back(ln(n));
+    if (list && !shown.empty()) out += fmt::format("  {}", fmt::join(shown, ", "));
     out += "\n";
   };
   row("alerted & diverged", c.alerted_diverged, true);
@@ -59,7 +66,7 @@ std::string render_probes_text(const Report& r) {
     if (t.probe && std::find(families.begin(), families.end(), t.probe->family) == families.end())
       families.push_back(t.probe->family);
   size_t width = 0;
-  for (const auto& t : r.targets) width = std::max(width, t.name.size() + 1);
+  for (const auto& t : r.targets) width = std::max(width, ln(t.name).size() + 1);
   size_t skipped = 0, disagreeing = 0;
   for (const auto& family : families) {
     std::map<Verdict, int> counts;
@@ -67,27 +74,27 @@ std::string render_probes_text(const Report& r) {
       if (t.probe && t.probe->family == family) ++counts[t.verdict];
     std::vector<std::string> parts;
     for (const auto& [v, n] : counts) parts.push_back(fmt::format("{} {}", n, to_string(v)));
-    out += fmt::format("== {} ({})\n", family, fmt::join(parts, ", "));
+    out += fmt::format("== {} ({})\n", ln(family), fmt::join(parts, ", "));
     for (const auto& t : r.targets) {
       if (!t.probe || t.probe->family != family) continue;
       const ProbeFacts& p = *t.probe;
       if (t.verdict == Verdict::Skipped) {
         ++skipped;
-        out += fmt::format("  {:<{}} skipped: {}\n", t.name, width, t.configs.empty() ? "" : t.configs.front().message);
+        out += fmt::format("  {:<{}} skipped: {}\n", ln(t.name), width, t.configs.empty() ? "" : ln(t.configs.front().message));
         continue;
       }
       std::vector<std::string> cells;
       for (size_t i = 0; i < t.configs.size(); ++i) cells.push_back(config_cell(t, i));
-      out += fmt::format("  {:<{}} {:<8} {:<28} {}{}\n", t.name, width, p.direction, documented_cell(p), fmt::join(cells, " | "),
+      out += fmt::format("  {:<{}} {:<8} {:<28} {}{}\n", ln(t.name), width, ln(p.direction), documented_cell(p), fmt::join(cells, " | "),
                          t.dependence ? " | configuration-dependent" : "");
       for (const auto& c : t.configs)
         if (c.verdict == Verdict::Raised || c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout)
-          out += fmt::format("      {}: {}\n", c.name, short_message(c.message));
+          out += fmt::format("      {}: {}\n", ln(c.name), short_message(c.message));
       for (const auto& c : t.configs)
         if (c.allowed_by)
-          out += fmt::format("      {}: allowed: {} (allowlist entry {})\n", c.name, c.allowed_by->reason, c.allowed_by->entry);
+          out += fmt::format("      {}: allowed: {} (allowlist entry {})\n", ln(c.name), ln(c.allowed_by->reason), c.allowed_by->entry);
       if (!p.alerts.empty()) out += fmt::format("      alert in warn_only mode: {}\n", short_message(p.alerts.front()));
-      for (const auto& d : p.disagreements) out += fmt::format("      ! {}\n", d);
+      for (const auto& d : p.disagreements) out += fmt::format("      ! {}\n", ln(d));
       disagreeing += !p.disagreements.empty();
     }
   }
@@ -95,8 +102,8 @@ std::string render_probes_text(const Report& r) {
   out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", r.targets.size(),
                      r.targets.size() - skipped, skipped, disagreeing);
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
-  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
-  for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
+  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
+  for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", ln(e));
   out += render_baseline_text(r);
   out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{} (exit {})\n", verdict_text(r), baseline_verdict_text(r), r.exit_code);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "reports/escape.h"
 #include "reports/render.h"
 #include "reports/utf8.h"
 
@@ -12,18 +13,24 @@
 namespace ra::report {
 namespace {
 
+// Every string from the model is one line here, whatever it holds (reports/escape.h): a name with a
+// line break must not print a line of its own, such as a fake verdict.
+std::string ln(std::string_view s) { return escape::text_line(s); }
+// A message of several lines: its lines after the first indented under the line it starts.
+std::string block(std::string_view s, std::string_view indent) { return escape::text_block(s, indent); }
+
 // " at model.py:3 in encoder.block", either part left out when unknown.
 std::string location(const std::string& source, const std::string& module) {
   std::string out;
-  if (!source.empty()) out += " at " + source;
-  if (!module.empty()) out += " in " + module;
+  if (!source.empty()) out += " at " + ln(source);
+  if (!module.empty()) out += " in " + ln(module);
   return out;
 }
 
 }  // namespace
 
 std::string stats_text(const DivergenceStats& s) {
-  if (!s.note.empty()) return s.note;
+  if (!s.note.empty()) return ln(s.note);
   std::string idx = s.first_index_nd.empty() ? "[]" : fmt::format("[{}]", fmt::join(s.first_index_nd, ","));
   std::string out = fmt::format("{}/{} elements differ, first at {}", s.differing, s.numel, idx);
   if (!std::isnan(s.max_abs_diff)) out += fmt::format(", max abs {:.3g}, max rel {:.3g}", s.max_abs_diff, s.max_rel_diff);
@@ -34,16 +41,16 @@ std::string stats_text(const DivergenceStats& s) {
 }
 
 std::string root_cause_place(const RootCause& r) {
-  std::string where = r.direction;
+  std::string where = ln(r.direction);
   if (r.step > 0) where += fmt::format(", step {}", r.step);
   std::string after;
   if (r.direction == "backward" && !r.node.empty()) {
-    where += ", in " + r.node;
-    if (!r.forward_op.empty()) where += " of " + r.forward_op + location(r.source, r.module);
+    where += ", in " + ln(r.node);
+    if (!r.forward_op.empty()) where += " of " + ln(r.forward_op) + location(r.source, r.module);
   } else {
     after = location(r.source, r.module);
   }
-  return fmt::format("{} ({}){}", r.op, where, after);
+  return fmt::format("{} ({}){}", ln(r.op), where, after);
 }
 
 std::string differing_outputs_text(const RootCause& r) {
@@ -59,13 +66,13 @@ std::string differing_outputs_text(const RootCause& r) {
 std::string switch_changes_text(const std::vector<SwitchChange>& changes) {
   if (changes.empty()) return "no switch differs in effect";
   std::vector<std::string> parts;
-  for (const auto& c : changes) parts.push_back(fmt::format("{} {} -> {}", c.key, c.reference, c.other));
+  for (const auto& c : changes) parts.push_back(fmt::format("{} {} -> {}", ln(c.key), ln(c.reference), ln(c.other)));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string config_cause_text(const ConfigCause& c) {
-  const std::string head = fmt::format("{} against {} ({})", c.config, c.reference_config, switch_changes_text(c.switches));
-  if (!c.trace || c.trace->root_causes.empty()) return fmt::format("{}: {}", head, c.note);
+  const std::string head = fmt::format("{} against {} ({})", ln(c.config), ln(c.reference_config), switch_changes_text(c.switches));
+  if (!c.trace || c.trace->root_causes.empty()) return fmt::format("{}: {}", head, ln(c.note));
   const RootCause& r = c.trace->root_causes.front();
   return fmt::format("{}: first differing op {} - inputs matched, {}; {} propagated", head, root_cause_place(r),
                      differing_outputs_text(r), plural(r.propagated, "later op", "later ops"));
@@ -75,7 +82,7 @@ std::string changed_op_text(const BaselineResult& r) {
   if (r.first_changed_op)
     return fmt::format("first changed op: {}; {} later op{} changed", root_cause_place(*r.first_changed_op),
                        r.first_changed_op->propagated, r.first_changed_op->propagated == 1 ? "" : "s");
-  return r.op_note;
+  return ln(r.op_note);
 }
 
 std::string detection_power_text(const Target& t) {
@@ -91,9 +98,12 @@ std::string detection_power_text(const Target& t) {
 }
 
 std::vector<std::string> named_inputs(const Target& t) {
-  if (t.input_names.size() != t.inputs.size()) return t.inputs;
   std::vector<std::string> out;
-  for (size_t i = 0; i < t.inputs.size(); ++i) out.push_back(t.input_names[i] + ": " + t.inputs[i]);
+  if (t.input_names.size() != t.inputs.size()) {
+    for (const auto& in : t.inputs) out.push_back(ln(in));
+    return out;
+  }
+  for (size_t i = 0; i < t.inputs.size(); ++i) out.push_back(ln(t.input_names[i]) + ": " + ln(t.inputs[i]));
   return out;
 }
 
@@ -127,10 +137,10 @@ std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchVal
   for (const auto& toggle : fix.toggles) {
     const std::string& key = toggle.first;  // not a structured binding: clang 14 cannot capture one
     const auto it = std::find_if(failing.begin(), failing.end(), [&key](const SwitchValue& s) { return s.key == key; });
-    parts.push_back(it == failing.end() ? fmt::format("{} -> {}", key, toggle.second)
-                                        : fmt::format("{} {} -> {}", key, it->effective, toggle.second));
+    parts.push_back(it == failing.end() ? fmt::format("{} -> {}", ln(key), ln(toggle.second))
+                                        : fmt::format("{} {} -> {}", ln(key), ln(it->effective), ln(toggle.second)));
   }
-  return parts.empty() ? fix.config : fmt::format("{}", fmt::join(parts, ", "));
+  return parts.empty() ? ln(fix.config) : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 std::string cost_text(const FixCandidate& fix) {
@@ -151,7 +161,7 @@ namespace {
 void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t limit) {
   for (size_t i = 0; i < fs.size() && i < limit; ++i) {
     const auto& f = fs[i];
-    out += fmt::format("      {} {}[{}]: {}\n", f.name, f.dtype, fmt::join(f.shape, "x"),
+    out += fmt::format("      {} {}[{}]: {}\n", ln(f.name), ln(f.dtype), fmt::join(f.shape, "x"),
                        f.stats ? stats_text(*f.stats) : std::string("digests differ"));
   }
   if (fs.size() > limit) out += fmt::format("      ... and {} more tensors\n", fs.size() - limit);
@@ -187,9 +197,9 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
   for (size_t i = 0; i < t.splits.size() && i < limit; ++i) {
     const auto& s = t.splits[i];
     out += fmt::format("    op streams split at #{} (thread {}): reference has {}, {} has {}; {} vs {} records unmatched{}; {}/{} runs\n",
-                       s.reference_position, s.thread, s.reference_op.empty() ? "nothing" : s.reference_op,
+                       s.reference_position, s.thread, s.reference_op.empty() ? "nothing" : ln(s.reference_op),
                        s.repeats.empty() ? std::string("the other run") : fmt::format("repeat {}", s.repeats.front()),
-                       s.other_op.empty() ? "nothing" : s.other_op, s.unmatched_reference, s.unmatched_other,
+                       s.other_op.empty() ? "nothing" : ln(s.other_op), s.unmatched_reference, s.unmatched_other,
                        s.reordered ? fmt::format(" ({} reordered)", s.reordered) : "", s.runs, t.runs_compared);
   }
   if (t.splits.size() > limit) out += fmt::format("    ... and {} more splits\n", t.splits.size() - limit);
@@ -198,18 +208,18 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
 // exec: the command, what is compared, how the switches reached it.
 void exec_head_lines(std::string& out, const Target& t) {
   const ExecFacts& e = *t.exec;
-  out += fmt::format("exec: {}\n", t.name);
+  out += fmt::format("exec: {}\n", ln(t.name));
   std::vector<std::string> what;
-  for (const auto& a : e.artifacts) what.push_back(fmt::format("{} ({})", a.name, a.kind));
-  for (const auto& m : e.metrics) what.push_back(fmt::format("metric {} ({} per run)", m.name, m.occurrences));
+  for (const auto& a : e.artifacts) what.push_back(fmt::format("{} ({})", ln(a.name), ln(a.kind)));
+  for (const auto& m : e.metrics) what.push_back(fmt::format("metric {} ({} per run)", ln(m.name), m.occurrences));
   out += fmt::format("  compared: {}\n", what.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(what, ", ")));
   for (const auto& a : e.artifacts)
-    if (!a.note.empty()) out += fmt::format("  note: {}: {}\n", a.name, a.note);
-  if (!e.hook_note.empty()) out += fmt::format("  note: {}\n", e.hook_note);
+    if (!a.note.empty()) out += fmt::format("  note: {}: {}\n", ln(a.name), ln(a.note));
+  if (!e.hook_note.empty()) out += fmt::format("  note: {}\n", ln(e.hook_note));
   if (e.world_size > 0) {
     std::vector<std::string> set;
-    for (const auto& [k, v] : e.launcher_set) set.push_back(k + "=" + v);
-    out += fmt::format("  torchrun: world size {}{}{}\n", e.world_size, e.backend.empty() ? "" : ", backend " + e.backend,
+    for (const auto& [k, v] : e.launcher_set) set.push_back(ln(k) + "=" + ln(v));
+    out += fmt::format("  torchrun: world size {}{}{}\n", e.world_size, e.backend.empty() ? "" : ", backend " + ln(e.backend),
                        set.empty() ? "" : fmt::format("; set by the launcher in every rank: {}", fmt::join(set, ", ")));
   }
 }
@@ -219,8 +229,8 @@ void switches_set_lines(std::string& out, const ConfigResult& c) {
   for (const auto& s : c.switches) {
     if (s.set_at.empty()) continue;
     const bool overridden = !s.requested.empty() && s.requested != s.effective;
-    out += fmt::format("    {} by the program at {}: {}={}{}\n", overridden ? "overridden" : "set", s.set_at, s.key, s.effective,
-                       overridden ? fmt::format(" (this configuration asked for {})", s.requested) : "");
+    out += fmt::format("    {} by the program at {}: {}={}{}\n", overridden ? "overridden" : "set", ln(s.set_at), ln(s.key),
+                       ln(s.effective), overridden ? fmt::format(" (this configuration asked for {})", ln(s.requested)) : "");
   }
 }
 
@@ -228,10 +238,10 @@ void switches_set_lines(std::string& out, const ConfigResult& c) {
 void exec_tail_lines(std::string& out, const ExecFacts& e) {
   if (!e.checklist.empty()) out += "  seeding checklist (checked while the program ran):\n";
   for (const auto& item : e.checklist) {
-    std::string line = fmt::format("    {:<14} {}", item.status, item.text);
-    if (!item.where.empty()) line += fmt::format(" ({})", item.where);
+    std::string line = fmt::format("    {:<14} {}", ln(item.status), ln(item.text));
+    if (!item.where.empty()) line += fmt::format(" ({})", ln(item.where));
     if (!item.ranks.empty()) line += fmt::format(" [rank{} {}]", item.ranks.size() == 1 ? "" : "s", fmt::join(item.ranks, ","));
-    if (!item.artifact.empty()) line += fmt::format(" -> diverged: {}", item.artifact);
+    if (!item.artifact.empty()) line += fmt::format(" -> diverged: {}", ln(item.artifact));
     out += line + "\n";
   }
   if (e.ranks_equal) {
@@ -239,8 +249,8 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
     if (r.equal)
       out += fmt::format("  ranks equal: every rank's artifacts equal rank 0's ({} comparisons)\n", r.compared);
     else
-      out += fmt::format("  ranks differ: rank {} differs from rank 0 in {} of {} ({} repeat {})\n", r.rank, r.tensor, r.artifact,
-                         r.config, r.repeat);
+      out += fmt::format("  ranks differ: rank {} differs from rank 0 in {} of {} ({} repeat {})\n", r.rank, ln(r.tensor),
+                         ln(r.artifact), ln(r.config), r.repeat);
   }
 }
 
@@ -250,59 +260,56 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
   const std::string repeats = fmt::format("{}{} {}repeats per candidate{}", f.repeats_auto ? "up to " : "", f.repeats,
                                           command ? "" : "traced ", f.repeats_auto ? ", each until decided" : "");
   if (!fix_costs_measured(f) && !f.candidates.empty())  // nothing fixed it, so nothing was timed
-    out += fmt::format("    fix search from {} ({}):\n", f.from, repeats);
+    out += fmt::format("    fix search from {} ({}):\n", ln(f.from), repeats);
   else if (command)  // exec: each timed run is one run of the command
     out += fmt::format("    fix search from {} ({}; costs: the command's wall time over {} runs interleaved with {}, median "
                        "ratio (lowest-highest)):\n",
-                       f.from, repeats, f.timed_runs, f.from);
+                       ln(f.from), repeats, f.timed_runs, ln(f.from));
   else
     out += fmt::format("    fix search from {} ({}; costs: {} timed runs in {} rounds interleaved with {}, median ratio "
                        "(lowest-highest)):\n",
-                       f.from, repeats, std::max(f.timed_runs, kTimingRounds), kTimingRounds, f.from);
+                       ln(f.from), repeats, std::max(f.timed_runs, kTimingRounds), kTimingRounds, ln(f.from));
   for (const auto& c : f.candidates) {
     const std::string toggles = c.config.size() > f.from.size() ? c.config.substr(f.from.size() + 1) : c.config;
-    std::string line = fmt::format("      {:<40} {:<12}", toggles, to_string(c.verdict));
+    std::string line = fmt::format("      {:<40} {:<12}", ln(toggles), to_string(c.verdict));
     if (root_causes > 0 && (c.verdict == Verdict::Reproducible || c.verdict == Verdict::Diverged))
       line += fmt::format(" fixes {}/{} root causes", c.fixes.size(), root_causes);
     if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
-    if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + c.message.substr(0, c.message.find('\n')) + ")";
+    if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + ln(c.message.substr(0, c.message.find('\n'))) + ")";
     while (!line.empty() && line.back() == ' ') line.pop_back();  // the verdict column's padding, at the end of a line
     out += line + "\n";
   }
-  out += fmt::format("    => {}\n", f.conclusion);
+  out += fmt::format("    => {}\n", ln(f.conclusion));
   if (const FixCandidate* cheapest = cheapest_fix(f)) {
     const FixCandidate& c = *cheapest;
-    out += fmt::format("       cheapest: {} ({}){}\n", fix_change_text(c, failing), c.config,
-                       c.cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(c), f.from) : "");
+    out += fmt::format("       cheapest: {} ({}){}\n", fix_change_text(c, failing), ln(c.config),
+                       c.cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(c), ln(f.from)) : "");
     for (const FixCandidate* other : fixes_costing_the_same(f))
-      out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing), other->config,
+      out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing), ln(other->config),
                          cost_text(*other));
-    std::string cpp = c.cpp, py = c.python;
-    for (size_t pos = 0; (pos = cpp.find('\n', pos)) != std::string::npos; pos += 16) cpp.replace(pos, 1, "\n               ");
-    for (size_t pos = 0; (pos = py.find('\n', pos)) != std::string::npos; pos += 16) py.replace(pos, 1, "\n               ");
-    out += fmt::format("       C++:    {}\n       Python: {}\n", cpp, py);
+    out += fmt::format("       C++:    {}\n       Python: {}\n", block(c.cpp, "               "), block(c.python, "               "));
   }
   for (const auto& n : f.no_deterministic) {
-    out += fmt::format("    {} has no deterministic implementation here{}\n", n.op, n.advice.empty() ? "" : ": " + n.advice);
-    for (const auto& a : n.alternatives) out += fmt::format("      - {}\n", a);
+    out += fmt::format("    {} has no deterministic implementation here{}\n", ln(n.op), n.advice.empty() ? "" : ": " + ln(n.advice));
+    for (const auto& a : n.alternatives) out += fmt::format("      - {}\n", ln(a));
   }
 }
 
 void replay_lines(std::string& out, const Replay& r) {
-  const std::string omit = r.omit.empty() ? "" : fmt::format(", --replay-omit {}", fmt::join(r.omit, ","));
+  const std::string omit = r.omit.empty() ? "" : ln(fmt::format(", --replay-omit {}", fmt::join(r.omit, ",")));
   if (r.config.empty()) {
-    out += fmt::format("  restart-replay{}: {}\n    {}\n", omit, to_string(r.verdict), r.reason);
+    out += fmt::format("  restart-replay{}: {}\n    {}\n", omit, to_string(r.verdict), block(r.reason, "    "));
     return;
   }
-  out += fmt::format("  restart-replay under {} ({} step{}, checkpoint, {} more in a fresh process{}): {}\n", r.config,
+  out += fmt::format("  restart-replay under {} ({} step{}, checkpoint, {} more in a fresh process{}): {}\n", ln(r.config),
                      r.steps_before, r.steps_before == 1 ? "" : "s", r.steps_after, omit, to_string(r.verdict));
-  if (!r.reason.empty()) out += fmt::format("    {}\n", r.reason);
+  if (!r.reason.empty()) out += fmt::format("    {}\n", block(r.reason, "    "));
   std::vector<std::string> parts;
   for (const auto& c : r.components) {
     std::string state = c.tensors == 0 && c.restored_match ? "empty" : c.restored_match ? "match" : "differs";
     if (!c.in_checkpoint) state += " (not in the checkpoint)";
-    parts.push_back(fmt::format("{} {}", c.name, state));
+    parts.push_back(fmt::format("{} {}", ln(c.name), state));
   }
   if (!parts.empty()) out += fmt::format("    state at the restart: {}\n", fmt::join(parts, ", "));
   findings(out, r.differing, 5);
@@ -310,13 +317,13 @@ void replay_lines(std::string& out, const Replay& r) {
 
 std::string flatten_env(const nlohmann::ordered_json& j, const std::string& prefix, std::string& out, size_t width) {
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    const std::string key = prefix.empty() ? ln(it.key()) : prefix + "." + ln(it.key());
     if (it->is_object()) {
       flatten_env(*it, key, out, width);
     } else if (it->is_array() && !it->empty() && it->front().is_object()) {
       for (size_t i = 0; i < it->size(); ++i) flatten_env((*it)[i], fmt::format("{}[{}]", key, i), out, width);
     } else {
-      const std::string value = it->is_string() ? it->get<std::string>() : it->is_null() ? "(unset)" : it->dump();
+      const std::string value = it->is_string() ? ln(it->get<std::string>()) : it->is_null() ? "(unset)" : ln(it->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
       out += fmt::format("{:<{}} {}\n", key + ":", width, value);
     }
   }
@@ -329,11 +336,11 @@ namespace {
 
 std::string selftest_text(const Report& r) {
   const SelfTest& self = *r.selftest;
-  std::string out = fmt::format("repro-audit selftest on {}\n", self.device);
+  std::string out = fmt::format("repro-audit selftest on {}\n", ln(self.device));
   for (const auto& c : self.checks)
-    out += fmt::format("  {:<4}  {:<11}  {}\n", c.passed ? "pass" : "FAIL", c.name, c.evidence);
+    out += fmt::format("  {:<4}  {:<11}  {}\n", c.passed ? "pass" : "FAIL", ln(c.name), ln(c.evidence));
   out += render_baseline_text(r);  // `compare` of two self-tests: how their environments differ
-  out += fmt::format("selftest: {} (exit {})\n", selftest_summary(self), r.exit_code);
+  out += fmt::format("selftest: {} (exit {})\n", ln(selftest_summary(self)), r.exit_code);
   return out;
 }
 
@@ -345,13 +352,13 @@ std::string render_text_raw(const Report& r) {
     if (t.exec)
       exec_head_lines(out, t);
     else
-      out += fmt::format("{} ({}, {}{}, seed {})\n", t.name, t.device, t.mode,
-                         t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", t.optimizer, t.lr) : "", t.seed);
+      out += fmt::format("{} ({}, {}{}, seed {})\n", ln(t.name), ln(t.device), ln(t.mode),
+                         t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", ln(t.optimizer), t.lr) : "", t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
-    for (const auto& note : t.notes) out += fmt::format("  note: {}\n", note);
+    for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
     if (!t.package.empty()) {
       std::vector<std::string> facts;
-      for (const auto& [k, v] : t.package) facts.push_back(fmt::format("{} {}", k, v.empty() ? "-" : v));
+      for (const auto& [k, v] : t.package) facts.push_back(fmt::format("{} {}", ln(k), v.empty() ? "-" : ln(v)));
       out += fmt::format("  AOTInductor package: {}\n", fmt::join(facts, ", "));
       // torch 2.11 writes neither the Inductor configuration nor the determinism setting into a
       // package; a user can, as metadata (docs/GUIDE.md, "Exported models").
@@ -365,10 +372,10 @@ std::string render_text_raw(const Report& r) {
                "aot_inductor.metadata when compiling)\n";
     }
     size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
-    for (const auto& c : t.configs) width = std::max(width, c.name.size());
+    for (const auto& c : t.configs) width = std::max(width, ln(c.name).size());
     out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged", "tensors");
     for (const auto& c : t.configs) {
-      out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", c.name, width, to_string(c.verdict),
+      out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", ln(c.name), width, to_string(c.verdict),
                          fmt::format("{}/{}", c.completed, c.repeats),
                          c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-", c.tensor_count);
       if (c.verdict == Verdict::Diverged)
@@ -376,27 +383,31 @@ std::string render_text_raw(const Report& r) {
                            c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size(),
                            c.diverged_tensors.size() == 1 ? "" : "s", c.diverged_tensors.size() == 1 ? "s" : "");
       if (c.allowed_by)
-        out += fmt::format("    allowed: {} (allowlist entry {})\n", c.allowed_by->reason, c.allowed_by->entry);
+        out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(c.allowed_by->reason), c.allowed_by->entry);
       if (c.within_tolerance)
-        out += fmt::format("    {}\n", tolerance_verdict(c));
+        out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
       if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
       findings(out, c.diverged_tensors, 5);
       if (c.trace) trace_lines(out, c, 5);
       if (t.exec) switches_set_lines(out, c);
       if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, t.exec.has_value());
-      if (!c.message.empty() && c.verdict != Verdict::Diverged) out += fmt::format("    {}\n", c.message);
+      if (!c.message.empty() && c.verdict != Verdict::Diverged) out += fmt::format("    {}\n", block(c.message, "    "));
       for (const auto& trial : c.trials)
         if (!trial.stderr_tail.empty() && (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {
           const auto nl = trial.stderr_tail.rfind('\n');
           out += fmt::format("    repeat {} stderr: {}\n", trial.repeat,
-                             nl == std::string::npos ? trial.stderr_tail : trial.stderr_tail.substr(nl + 1));
+                             ln(nl == std::string::npos ? trial.stderr_tail : trial.stderr_tail.substr(nl + 1)));
           break;
         }
     }
     if (const std::string power = detection_power_text(t); !power.empty()) out += fmt::format("  {}\n", power);
     if (t.dependence) {
       std::vector<std::string> groups;
-      for (const auto& g : t.dependence->groups) groups.push_back(fmt::format("{{{}}}", fmt::join(g, ", ")));
+      for (const auto& g : t.dependence->groups) {
+        std::vector<std::string> names;
+        for (const auto& n : g) names.push_back(ln(n));
+        groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
+      }
       out += fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
                          fmt::join(groups, " and "));
       findings(out, t.dependence->differing, 5);
@@ -406,8 +417,8 @@ std::string render_text_raw(const Report& r) {
     if (t.exec) exec_tail_lines(out, *t.exec);
   }
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
-  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", e);
-  for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", e);
+  for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
+  for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", ln(e));
   out += render_baseline_text(r);
   out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{}{} (exit {})\n", verdict_text(r),
@@ -425,7 +436,7 @@ std::string shard_text(const Report& r) {
                             : s.last_cell - s.first_cell == 1 ? fmt::format("cell {}", s.first_cell + 1)
                                                               : fmt::format("cells {}-{}", s.first_cell + 1, s.last_cell);
   return fmt::format("shard {}/{} ({}): {} of {} of plan {}; join the shards with repro-audit merge\n", s.index, s.count,
-                     s.source, cells, s.plan_cells, s.plan.substr(0, 12));
+                     ln(s.source), cells, s.plan_cells, ln(s.plan.substr(0, 12)));
 }
 
 std::string fleet_text(const Report& r) {
@@ -452,29 +463,29 @@ std::string fleet_text(const Report& r) {
       ranges.push_back(ks[i] == ks[j] ? std::to_string(ks[i]) : fmt::format("{}-{}", ks[i], ks[j]));
       i = j + 1;
     }
-    where.push_back(fmt::format("{} ({} {} of {})", host, ks.size() == 1 ? "shard" : "shards", fmt::join(ranges, ", "), f.count));
+    where.push_back(fmt::format("{} ({} {} of {})", ln(host), ks.size() == 1 ? "shard" : "shards", fmt::join(ranges, ", "), f.count));
   }
   out += fmt::format("merged from {} of plan {} on {}: {}; longest shard {:.1f} s, all shards {:.1f} s\n",
-                     plural(f.shards.size(), "shard", "shards"), f.plan.substr(0, 12), plural(hosts.size(), "host", "hosts"),
+                     plural(f.shards.size(), "shard", "shards"), ln(f.plan.substr(0, 12)), plural(hosts.size(), "host", "hosts"),
                      fmt::join(where, ", "), longest / 1000, total / 1000);
   for (size_t m = 1; m < f.machines.size(); ++m) {
     std::vector<std::string> keys;
-    for (const auto& c : f.machines[m].changes) keys.push_back(fmt::format("{} {} -> {}", c.key, c.baseline, c.current));
+    for (const auto& c : f.machines[m].changes) keys.push_back(fmt::format("{} {} -> {}", ln(c.key), ln(c.baseline), ln(c.current)));
     out += fmt::format("  machine {} (shards {}) differs from machine 1 in {}\n", m + 1, fmt::join(f.machines[m].shards, ", "),
                        fmt::join(keys, "; "));
   }
   for (const auto& x : f.failures)
-    out += fmt::format("  {}: {} / {} on {} (shard {}/{})\n", x.status, x.target, x.config, x.host, x.shard, f.count);
+    out += fmt::format("  {}: {} / {} on {} (shard {}/{})\n", ln(x.status), ln(x.target), ln(x.config), ln(x.host), x.shard, f.count);
   if (f.replicated) {
     std::vector<std::string> differ;
     for (const auto& c : f.cells)
-      if (!c.same) differ.push_back(fmt::format("{} / {}", c.target, c.config));
+      if (!c.same) differ.push_back(fmt::format("{} / {}", ln(c.target), ln(c.config)));
     out += fmt::format("  across {} machine kinds: {} of {} cells gave the same bits on every one{}{}\n", f.machines.size(),
                        f.cells.size() - differ.size(), f.cells.size(), differ.empty() ? "" : "; not: ",
                        fmt::join(differ.begin(), differ.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(differ.size(), 10)), ", "));
     if (differ.size() > 10) out += fmt::format("    and {} more (the JSON report lists every cell)\n", differ.size() - 10);
   }
-  for (const auto& n : f.notes) out += fmt::format("  note: {}\n", n);
+  for (const auto& n : f.notes) out += fmt::format("  note: {}\n", ln(n));
   return out;
 }
 

@@ -77,7 +77,15 @@ std::string printable(std::string_view s, bool controls) {
     const auto c = static_cast<unsigned char>(s[i]);
     const size_t len = well_formed(s, i);
     const bool control = controls && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f);
-    if (len == 0 || control) {
+    // C1 controls (U+0080-U+009F, 0xC2 0x80-0x9F): U+009B is a CSI on terminals that honour it.
+    const bool c1 = controls && len == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) <= 0x9F;
+    if (c1) {
+      for (const size_t k : {i, i + 1}) {
+        const auto b = static_cast<unsigned char>(s[k]);
+        ((out += "\\x") += kHex[b >> 4]) += kHex[b & 15];
+      }
+      i += 2;
+    } else if (len == 0 || control) {
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];

@@ -23,7 +23,7 @@ bool valid_utf8(std::string_view s);
 
 // `s` with every byte that is not part of well-formed UTF-8 written as the text \xNN, so that a
 // path of arbitrary bytes shows as what it is ("caf\xe9.pt") in a JSON or text document. With
-// `controls`, control characters other than newline and tab (ESC, NUL, CR...) are written so too:
+// `controls`, control characters other than newline and tab (ESC, NUL, CR..., and the C1 range) are written so too:
 // a target name must not move the cursor or hide text in a terminal or a CI log.
 std::string printable(std::string_view s, bool controls);
 

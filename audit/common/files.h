@@ -15,8 +15,21 @@ std::string read_file(const std::string& path, const std::string& what);
 // `what` when the file cannot be read.
 std::string file_digest(const std::string& path, const std::string& what);
 
-// Writes `contents` to `path` atomically (temporary file in the same folder, fsync, rename).
-// Throws ra::Error(Input) when the folder is not writable.
+// How an output path is written (write_file_atomic): `path` is where the bytes go, after
+// symlinks are resolved for a regular or missing target.
+struct OutputTarget {
+  enum class Kind { Replace, Through } kind = Kind::Replace;
+  std::string path;
+};
+// Throws InputError for a link loop or a folder (a path that names neither file nor device).
+OutputTarget output_target(const std::string& path);
+
+// The one writer of every output file (reports, HTML, JUnit, Markdown, baselines, worker results).
+// A regular file, or a path that does not exist yet, is replaced atomically (temporary file in
+// the same folder, fsync, rename); where `path` is a symlink whose final target is such a file,
+// the target is replaced, not the link. An existing character device, FIFO or socket (and what
+// /dev/stdout, /dev/fd/N or /proc/self/fd/N name) is written through: opened without creating,
+// never renamed over. Throws ra::Error(Input) when the bytes cannot all be written.
 void write_file_atomic(const std::string& path, const std::string& contents);
 
 // A fresh private folder under $TMPDIR, removed with its contents by the destructor.

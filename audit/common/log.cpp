@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/common/log.h"
 
+#include "reports/escape.h"
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -31,7 +33,11 @@ spdlog::logger& logger() {
 void set_level(Level l) { g_level = l; }
 Level level() { return g_level; }
 
-void write(Level l, std::string_view message) {
+// One record is one line: messages quote names, paths and values from input files (a shard's host,
+// a model's op), whose control characters are shown as escapes (reports/escape.h), never sent to
+// the terminal: no ESC sequence, no line that pretends to be another record.
+void write(Level l, std::string_view raw) {
+  const std::string message = report::escape::text_line(raw);
   switch (l) {
     case Level::Debug: logger().debug(message); break;
     case Level::Info: logger().info(message); break;

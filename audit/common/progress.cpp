@@ -2,6 +2,7 @@
 #include "audit/common/progress.h"
 
 #include "audit/common/log.h"
+#include "reports/escape.h"
 
 #include <fmt/format.h>
 
@@ -22,7 +23,8 @@ void Progress::done(const std::string& what) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double left = done_ < total_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
   const std::string eta = eta_text(left);
-  const std::string line = fmt::format("[{}/{}] {}{}{}", done_, total_, what, eta.empty() ? "" : ", ", eta);
+  // `what` names a target or a cell: one line, no control characters (reports/escape.h).
+  const std::string line = fmt::format("[{}/{}] {}{}{}", done_, total_, report::escape::text_line(what), eta.empty() ? "" : ", ", eta);
   if (terminal_)
     std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), done_ >= total_ ? "\n" : "");
   else

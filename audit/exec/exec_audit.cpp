@@ -442,6 +442,10 @@ class Session {
   if (all_timed_out)
     throw Error(ExitCode::Incomplete, fmt::format("the command did not finish within --timeout {:g} s in any run", timeout_s));
   const ChildOutcome& p = last->process;
+  if (p.disk_full) {  // $REPRO_AUDIT_OUT is in TMPDIR: a full disk there fails the command, not the command's own bug
+    const std::string said = last_line(p.log_tail);
+    throw InputError(fmt::format("no space left in TMPDIR: the command failed in every run{}", said.empty() ? "" : " (" + said + ")"));
+  }
   const std::string how = p.kind == ChildOutcome::Kind::Signaled  ? fmt::format("was killed by signal {}", p.signal)
                           : p.kind == ChildOutcome::Kind::TimedOut ? "timed out"
                           : p.kind == ChildOutcome::Kind::SpawnFailed ? "could not be started"

@@ -26,6 +26,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,12 +70,20 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
     TrialRun run;
     run.process = outcome;
     const std::string last = last_line(outcome.log_tail);
-    // A signal here is the loader's or the model's own crash, never a verdict: say where to look.
-    const char* crash = outcome.kind == ChildOutcome::Kind::Signaled
-                            ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
-                            : "";
+    // A crash signal here is the loader's or the model's own crash, never a verdict: say where to
+    // look. Any other signal (SIGKILL from the out-of-memory killer or a scheduler, SIGTERM) came
+    // from outside the process: say so, rather than blame the file.
+    const int sig = outcome.signal;
+    const bool signaled = outcome.kind == ChildOutcome::Kind::Signaled;
+    const bool crashed = sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGILL || sig == SIGFPE ||
+                         sig == SIGSYS || sig == SIGTRAP;
+    const std::string why = !signaled ? ""
+                            : crashed ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
+                                      : fmt::format("; the worker process was killed from outside (by {}: the out-of-memory "
+                                                    "killer, a job scheduler's limit, or a kill), not by the model",
+                                                    sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : fmt::format("signal {}", sig));
     throw InputError(fmt::format("model '{}' could not be loaded and run once: {}{}{}", o.model,
-                                 summarise_trial(run).message, last.empty() ? "" : " (" + last + ")", crash));
+                                 summarise_trial(run).message, last.empty() ? "" : " (" + last + ")", why));
   }
   if (result->status != report::TrialStatus::Ok) {
     if (result->error_kind == "usage") throw UsageError(result->message);

@@ -32,6 +32,11 @@ void run_worker_service(const ScratchDir& scratch, const std::string& tag, const
     throw InputError(line);
   if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
     throw Interrupted();
+  // A full TMPDIR makes the worker fail in whatever way it meets it first (an exception, exit 1): say
+  // what happened, as the documented "no space left in TMPDIR", an input error like any full disk.
+  if (out.disk_full)
+    throw InputError(fmt::format("no space left in TMPDIR ({}): the worker ({}) could not write its files{}", scratch.path().substr(0, scratch.path().rfind('/')),
+                                 args.empty() ? "" : args.front(), line.empty() ? "" : ": " + line));
   const std::string how = out.kind == ChildOutcome::Kind::TimedOut  ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
                           : out.kind == ChildOutcome::Kind::SpawnFailed

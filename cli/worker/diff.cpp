@@ -19,7 +19,7 @@ int execute(const DiffArgs& a) {
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_diff_json(result));
   const std::string out = a.json ? report::render_diff_json(result) : report::render_diff_text(result);
-  std::fputs(out.c_str(), stdout);
+  write_stdout(out);
   return result.exit_code;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `env` in the worker: the fingerprint needs LibTorch (and its CUDA half, loaded for it).
 #include "audit/runtime/fingerprint.h"
+#include "cli/common.h"
 #include "cli/worker/commands.h"
 #include "cli/worker_commands.h"
 #include "reports/render.h"
@@ -17,7 +18,7 @@ Action attach_env(CLI::App& sub, const GlobalOptions&) {
     const auto env = environment_fingerprint();
     const std::string out = a->json ? env.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"
                                     : report::render_environment_text(env);
-    std::fputs(out.c_str(), stdout);
+    write_stdout(out);
     return 0;
   };
 }

@@ -35,7 +35,7 @@ int execute(const LintArgs& a) {
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
   const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result, a.verbose);
-  std::fputs(out.c_str(), stdout);
+  write_stdout(out);
   return result.exit_code;
 }
 

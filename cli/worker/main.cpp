@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
   const int code = ra::cli::run(argc, argv, ra::cli::Program{ra::cli::worker::commands(), ra::library_error_text});
   // Every file the command wrote is closed (they are written and renamed in scope), so what is
   // left is LibTorch's static teardown: deregistering thousands of operators, about a fifth of a
-  // trial child's CPU time for a small model. Flush the standard streams and skip it.
+  // trial child's CPU time for a small model. Flush the standard streams and skip it (run() has
+  // already flushed stdout and turned a failed write into exit 3 with its line on stderr).
   std::fflush(nullptr);
   std::_Exit(code);
 }

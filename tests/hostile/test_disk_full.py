@@ -6,7 +6,9 @@
 #     tensors could not be dumped and why;
 #   - the results do not fit (a model with 400 parameters, 24 KiB left): the trials are crashed
 #     with the reason "no space left in TMPDIR", exit 4, in a complete report;
-#   - nothing fits (the disk is full before the audit): "no space left", exit 3, no report.
+#   - nothing fits (the disk is full before the audit): "no space left", exit 3, no report;
+#   - exec: a command that cannot write its outputs, or an artifact that cannot be taken, says "no
+#     space left" and where (issue 28), exit 3.
 # Never "exited with code 3 without a result", never a crash of the tool, and the scratch folder
 # is gone afterwards. Skipped (77) where the test cannot mount a tmpfs (not root, no CAP_SYS_ADMIN).
 #
@@ -101,6 +103,37 @@ try:
     code, err, rep = audit("nothing", double, "4", filler_kib=1024)
     if code != 3 or "no space left" not in err.lower() or rep is not None:
         failures.append(f"nothing: exit 3 saying 'no space left' and no report expected, got {code}: {err.strip()}")
+
+    # exec (issue 28, defect 10): a command that cannot write to $REPRO_AUDIT_OUT (in TMPDIR), and an
+    # artifact that cannot be moved from the working directory into the full scratch folder, say
+    # so: not "exited with code 1", not "Input/output error".
+    def exec_audit(name, args, filler_kib=0):
+        filler = os.path.join(FULL, "filler")
+        if filler_kib:
+            with open(filler, "wb") as f:
+                f.write(b"\0" * (filler_kib << 10))
+        wd = os.path.join(WORK, name)
+        os.makedirs(wd, exist_ok=True)
+        proc = subprocess.run([TOOL, "exec", "--repeats", "2", "--configs", "default"] + args, capture_output=True,
+                              env=dict(os.environ, TMPDIR=FULL), cwd=wd)
+        err = proc.stderr.decode(errors="replace")
+        print(f"{name}: exit {proc.returncode}\n{err.strip()}", file=sys.stderr)
+        left = [f for f in os.listdir(FULL) if f != "filler"]
+        if left:
+            failures.append(f"{name}: the scratch folder is left on the full disk: {left}")
+        if os.path.exists(filler):
+            os.remove(filler)
+        return proc.returncode, err
+
+    code, err = exec_audit("exec-out", ["--", "sh", "-c", "head -c 2000000 /dev/zero > $REPRO_AUDIT_OUT/a"])
+    if code != 3 or "no space left in TMPDIR" not in err or "exited with code" in err:
+        failures.append(f"exec-out: exit 3 saying 'no space left in TMPDIR' expected, got {code}: {err.strip()}")
+    code, err = exec_audit("exec-take", ["--artifact", "out.bin", "--", "sh", "-c",
+                                         "head -c 400000 /dev/urandom > out.bin"], filler_kib=500)
+    if code != 3 or "no space left in " not in err or "while taking artifact 'out.bin'" not in err \
+            or "Input/output error" in err:
+        failures.append(f"exec-take: exit 3 saying 'no space left in ... while taking artifact' expected, got {code}: "
+                        f"{err.strip()}")
 finally:
     subprocess.run(["umount", FULL])
 

@@ -11,6 +11,8 @@
 //       'ra_test_nondet_alert': an op without a deterministic implementation.
 //   ra_test::fault(x) -> x, except that it raises SIGSEGV when intra-op threads == 1 and hangs
 //       when intra-op threads == 3: the crash/timeout control, selected by configuration.
+//   ra_test::killed(x) -> never returns: the process gets SIGKILL, as from the out-of-memory killer
+//       or a scheduler (a signal from outside, not a crash).
 // It is also a probe plugin (ra_probe_plugin_v1, see probes/registry.h) adding test-only probes to
 // `repro-audit probes`: test.nondet-sum, test.fault and test.alert use the ops above and an alert
 // of their own; test.stable is a deterministic neighbour that must keep running after a crash.
@@ -28,6 +30,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -84,6 +87,11 @@ at::Tensor fault(const at::Tensor& x) {
   if (threads == 3)
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
   return x.clone();
+}
+
+at::Tensor killed(const at::Tensor&) {
+  std::raise(SIGKILL);
+  std::abort();  // not reached
 }
 
 bool g_poisoned = false;  // set by test.device-error-sticky
@@ -164,6 +172,7 @@ TORCH_LIBRARY(ra_test, m) {
   m.def("fault(Tensor x) -> Tensor");
   m.def("nondet_grad(Tensor x) -> Tensor");
   m.def("nondet_alert(Tensor x) -> Tensor");
+  m.def("killed(Tensor x) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(ra_test, Autograd, m) { m.impl("nondet_grad", nondet_grad); }
@@ -173,6 +182,7 @@ TORCH_LIBRARY_IMPL(ra_test, CPU, m) {
   m.impl("fault", fault);
   m.impl("nondet_grad", nondet_grad_cpu);
   m.impl("nondet_alert", nondet_alert);
+  m.impl("killed", killed);
 }
 
 // Referenced by the test programs so that the linker keeps this library (and its registrations).

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// Output paths (audit/common/files.h): what write_file_atomic replaces and what it writes through.
+#include "audit/common/errors.h"
+#include "audit/common/files.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+struct Folder {
+  std::string path;
+  Folder() {
+    const char* base = std::getenv("TMPDIR");
+    path = std::string(base && *base ? base : "/tmp") + "/ra-files-XXXXXX";
+    REQUIRE(::mkdtemp(path.data()) != nullptr);
+  }
+  ~Folder() {
+    ::nftw(path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
+           FTW_DEPTH | FTW_PHYS);
+  }
+  std::string file(const std::string& name) const { return path + "/" + name; }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("output_target") {
+  Folder dir;
+  using Kind = ra::OutputTarget::Kind;
+  CHECK(ra::output_target(dir.file("new.json")).kind == Kind::Replace);
+  { std::ofstream(dir.file("old.json")) << "x"; }
+  CHECK(ra::output_target(dir.file("old.json")).kind == Kind::Replace);
+  REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0600) == 0);
+  CHECK(ra::output_target(dir.file("fifo")).kind == Kind::Through);
+  CHECK(ra::output_target("/dev/stdout").kind == Kind::Through);
+  CHECK(ra::output_target("/dev/null").kind == Kind::Through);
+  REQUIRE(::symlink("old.json", dir.file("link").c_str()) == 0);
+  const auto linked = ra::output_target(dir.file("link"));
+  CHECK(linked.kind == Kind::Replace);
+  CHECK(linked.path == dir.file("old.json"));
+  REQUIRE(::symlink("fifo", dir.file("to-fifo").c_str()) == 0);
+  CHECK(ra::output_target(dir.file("to-fifo")).kind == Kind::Through);
+  REQUIRE(::symlink("loop-b", dir.file("loop-a").c_str()) == 0);
+  REQUIRE(::symlink("loop-a", dir.file("loop-b").c_str()) == 0);
+  CHECK_THROWS_AS(ra::output_target(dir.file("loop-a")), ra::InputError);
+  CHECK_THROWS_AS(ra::output_target(dir.path), ra::InputError);
+}
+
+TEST_CASE("write_file_atomic") {
+  Folder dir;
+  { std::ofstream(dir.file("target.json")) << "old"; }
+  ::chmod(dir.file("target.json").c_str(), 0600);
+  REQUIRE(::symlink("target.json", dir.file("link.json").c_str()) == 0);
+  ra::write_file_atomic(dir.file("link.json"), "new");
+  struct stat st {};
+  REQUIRE(::lstat(dir.file("link.json").c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  CHECK(slurp(dir.file("target.json")) == "new");
+  REQUIRE(::stat(dir.file("target.json").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);  // a replaced file keeps its mode
+  // Nothing is left beside it.
+  CHECK(::access((dir.file("target.json") + ".tmp." + std::to_string(::getpid())).c_str(), F_OK) != 0);
+  // A device is written through and stays a device.
+  ra::write_file_atomic("/dev/null", "discarded");
+  REQUIRE(::lstat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+}
