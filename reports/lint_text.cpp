@@ -33,6 +33,17 @@ int raising_findings(const LintReport& report) {
 
 namespace {
 
+// What deterministic mode does, and what was measured: where a probe on a real machine saw
+// otherwise than the documentation, the measurement is stated and the documentation shown beside it.
+std::string deterministic_lines(const LintFinding& f) {
+  std::string out = fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}{}\n", f.deterministic,
+                                f.deterministic_documented.empty() ? ""
+                                    : fmt::format(", as measured (documented: {})", f.deterministic_documented),
+                                f.alert.empty() ? "" : fmt::format(" (alert: {})", f.alert));
+  for (const auto& m : f.measured) out += fmt::format("    measured:      {}\n", m);
+  return out;
+}
+
 // Every finding in full, grouped by module path (the findings are sorted by it).
 void verbose_findings(std::string& out, const LintReport& r) {
   const std::string* group = nullptr;
@@ -52,8 +63,7 @@ void verbose_findings(std::string& out, const LintReport& r) {
       out += fmt::format("    reached from:  {}\n", fmt::join(f.entry_methods, ", "));
     out += fmt::format("    when:          {}\n", f.condition);
     out += fmt::format("    documented:    {}\n", f.documented);
-    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", f.deterministic,
-                       f.alert.empty() ? "" : fmt::format(" (alert: {})", f.alert));
+    out += deterministic_lines(f);
     out += fmt::format("    advice:        {}\n", f.advice);
     if (f.allowed_by)
       out += fmt::format("    allowed: {} (allowlist entry {})\n", f.allowed_by->reason, f.allowed_by->entry);
@@ -94,8 +104,7 @@ void grouped_findings(std::string& out, const LintReport& r) {
       out += fmt::format("    at:            {} in {}\n", display_location(at), at.function);
     }
     out += fmt::format("    when:          {}\n", first.condition);
-    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", first.deterministic,
-                       first.alert.empty() ? "" : fmt::format(" (alert: {})", first.alert));
+    out += deterministic_lines(first);
     out += fmt::format("    advice:        {}\n", first.advice);
     for (const LintFinding* f : fs)
       if (f->allowed_by) {
