@@ -9,7 +9,12 @@
 //   2. Start-up: the front's `--help` and `report`, against a process that loads LibTorch and its
 //      CUDA half as every invocation did before the front/worker split; and a CPU trial's time
 //      from spawn to the first model op, with and without the CUDA half, from real audits.
+// Like the worker, this binary links LibTorch's CPU half only, so it loads libtorch_cuda.so itself
+// (audit/runtime/cuda_loader.h) first thing in main(), before anything asks torch for its CUDA
+// hooks; without that, a GPU machine reads as "no CUDA device here". REPRO_AUDIT_LOAD_CUDA=0 skips
+// it. `repro-audit-bench --cuda-only` measures the CUDA digest alone.
 #include "audit/digest/digest.h"
+#include "audit/runtime/cuda_loader.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -202,6 +207,13 @@ void startup_and_trial_cost(const std::string& front, const std::string& worker)
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!ra::cuda_refused_by_environment()) ra::load_cuda();
+  std::printf("%s\n", ra::cuda_loader_line().c_str());
+  std::fflush(stdout);
+  if (argc > 1 && std::string(argv[1]) == "--cuda-only") {
+    digest_cuda();
+    return 0;
+  }
   const std::string front = argc > 1 ? argv[1] : RA_FRONT;
   const std::string worker = argc > 2 ? argv[2] : RA_WORKER;
   startup_and_trial_cost(front, worker);

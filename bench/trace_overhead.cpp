@@ -6,7 +6,10 @@
 // median of the repetitions after warm-up; the traced time includes collecting the trace (finish()).
 // Targets: traced/untraced at most 1.2 on CPU (issue 12; 1.5 before) and 1.25 on GPU. Also prints what the trace
 // held: records, tensor digests and memory.
+// On cuda it loads libtorch_cuda.so first, as the worker does (audit/runtime/cuda_loader.h): this
+// binary links LibTorch's CPU half only, and torch keeps the first answer to "is there CUDA?".
 #include "audit/runtime/child_support.h"
+#include "audit/runtime/cuda_loader.h"
 #include "audit/trace/tracer.h"
 #include "reports/model.h"
 
@@ -70,8 +73,23 @@ torch::jit::Module resnet_like(const c10::Device& device, int64_t width) {
 
 }  // namespace
 
+int run(const std::string& device_name, int argc, char** argv);
+
 int main(int argc, char** argv) {
   const std::string device_name = argc > 1 ? argv[1] : "cpu";
+  if ((device_name.rfind("cuda", 0) == 0 || ra::cuda_forced_by_environment()) && !ra::cuda_refused_by_environment())
+    ra::load_cuda();
+  std::printf("%s\n", ra::cuda_loader_line().c_str());
+  std::fflush(stdout);
+  try {
+    return run(device_name, argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "repro-audit-bench-trace: %s\n", e.what());
+    return 3;
+  }
+}
+
+int run(const std::string& device_name, int argc, char** argv) {
   const int reps = argc > 2 ? std::max(3, std::atoi(argv[2])) : 7;
   // ResNet-18's first two stages are 64 and 128 channels wide; a narrower net is more memory-bound.
   const int64_t width = argc > 3 ? std::max(8, std::atoi(argv[3])) : 64;

@@ -76,7 +76,9 @@ void add_backend(ProbeList& out, Backend backend, const char* label, const std::
                            " backend; CUDA: bfloat16 4 x 8 heads x 4096 x 64, no mask, no dropout" +
                            (math ? "; CPU: float32 1 x 2 x 32 x 16" : "") + "; gradients of query, key, value" +
                            (backend == Backend::Cudnn ? "; called directly, so it runs under cudnn.enabled=off too" : "");
-  out.push_back(make_probe({name, "attention", op, math, true, Direction::Backward, math ? "" : "sdpa.backward.cuda",
+  // cuDNN attention has its own entry: deterministic mode leaves its backward nondeterministic.
+  const std::string kb = math ? "" : backend == Backend::Cudnn ? "sdpa.cudnn.backward.cuda" : "sdpa.backward.cuda";
+  out.push_back(make_probe({name, "attention", op, math, true, Direction::Backward, kb,
                             math ? Role::Control : Role::Probe, form},
                            [backend, label](ProbeContext& ctx) { run_attention(ctx, backend, label); }));
 }

@@ -56,7 +56,7 @@ void register_embedding(ProbeList& out) {
        .family = kEmbeddingFamily,
        .op = "aten::embedding",
        .direction = backward,
-       .kb = "",
+       .kb = "embedding.backward.cuda",
        .form = "float32 table 64x64 (CPU 64x16), 64Ki (CPU 4Ki) indices: CUDA's sorted path; gradient of weight"},
       embedding(65536));
   add({.name = "embedding.backward.few-indices",

@@ -108,7 +108,8 @@ void add_adaptive(ProbeList& out) {
                }));
   // Not in PyTorch's list: the 3d kernel also takes an atomicAdd path when the sizes do not divide.
   out.push_back(make_unary_backward_probe(
-               info("adaptive_max_pool3d.backward", "aten::adaptive_max_pool3d", Direction::Backward, "", Role::Probe,
+               info("adaptive_max_pool3d.backward", "aten::adaptive_max_pool3d", Direction::Backward,
+                    "adaptive_max_pool3d.backward.cuda", Role::Probe,
                     "float32, 8^3 -> 29^3 (CUDA): each input cell is the argmax of up to ~100 windows (atomic "
                     "path, undocumented)"),
                maps3d, [out3d](ProbeContext& ctx, const at::Tensor& x) {

@@ -45,7 +45,10 @@ struct LintFinding {
   std::string condition;                // the entry's condition, plus "depends on <arg>" where undecided
   std::vector<std::string> depends_on;  // entry arguments that are not constants in the graph
   std::string documented;               // made-deterministic | raises | undocumented
-  std::string deterministic;            // behaviour under use_deterministic_algorithms(True)
+  std::string deterministic;            // behaviour under use_deterministic_algorithms(True); measured wins
+  // The documented behaviour when a measurement on this device type says otherwise, else "".
+  std::string deterministic_documented;
+  std::vector<std::string> measured;    // what the probes measured on this device type, one sentence each
   std::string alert;                    // the alert's name, "" when none
   std::string advice;
   std::optional<AllowedBy> allowed_by;  // --allowlist: the entry that accepted it

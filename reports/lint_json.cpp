@@ -33,6 +33,8 @@ json finding_json(const LintFinding& f) {
           {"depends_on", f.depends_on},
           {"documented", f.documented},
           {"deterministic", f.deterministic},
+          {"deterministic_documented", f.deterministic_documented.empty() ? json(nullptr) : json(f.deterministic_documented)},
+          {"measured", f.measured},
           {"alert", f.alert.empty() ? json(nullptr) : json(f.alert)},
           {"advice", f.advice},
           {"allowed_by", f.allowed_by ? json{{"entry", f.allowed_by->entry},

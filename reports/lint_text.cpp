@@ -40,6 +40,17 @@ int raising_findings(const LintReport& report) {
 
 namespace {
 
+// What deterministic mode does, and what was measured: where a probe on a real machine saw
+// otherwise than the documentation, the measurement is stated and the documentation shown beside it.
+std::string deterministic_lines(const LintFinding& f) {
+  std::string out = fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}{}\n", ln(f.deterministic),
+                                f.deterministic_documented.empty() ? ""
+                                    : fmt::format(", as measured (documented: {})", ln(f.deterministic_documented)),
+                                f.alert.empty() ? "" : fmt::format(" (alert: {})", ln(f.alert)));
+  for (const auto& m : f.measured) out += fmt::format("    measured:      {}\n", ln(m));
+  return out;
+}
+
 // Every finding in full, grouped by module path (the findings are sorted by it).
 void verbose_findings(std::string& out, const LintReport& r) {
   const std::string* group = nullptr;
@@ -59,8 +70,7 @@ void verbose_findings(std::string& out, const LintReport& r) {
       out += fmt::format("    reached from:  {}\n", ln(fmt::format("{}", fmt::join(f.entry_methods, ", "))));
     out += fmt::format("    when:          {}\n", ln(f.condition));
     out += fmt::format("    documented:    {}\n", ln(f.documented));
-    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", ln(f.deterministic),
-                       f.alert.empty() ? "" : fmt::format(" (alert: {})", ln(f.alert)));
+    out += deterministic_lines(f);
     out += fmt::format("    advice:        {}\n", ln(f.advice));
     if (f.allowed_by)
       out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(f.allowed_by->reason), f.allowed_by->entry);
@@ -101,8 +111,7 @@ void grouped_findings(std::string& out, const LintReport& r) {
       out += fmt::format("    at:            {} in {}\n", display_location(at), ln(at.function));
     }
     out += fmt::format("    when:          {}\n", ln(first.condition));
-    out += fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}\n", ln(first.deterministic),
-                       first.alert.empty() ? "" : fmt::format(" (alert: {})", ln(first.alert)));
+    out += deterministic_lines(first);
     out += fmt::format("    advice:        {}\n", ln(first.advice));
     for (const LintFinding* f : fs)
       if (f->allowed_by) {

@@ -362,7 +362,9 @@ std::string key_affects(const std::string& key) {
 }
 
 std::string switch_affects(const std::string& key) {
-  if (starts_with(key, "cudnn.") || starts_with(key, "tf32.") || key == "cublas_workspace") return "cuda";
+  if (starts_with(key, "cudnn.") || starts_with(key, "tf32.") || key == "cublas_workspace" || starts_with(key, "cublas.") ||
+      starts_with(key, "sdpa.cudnn"))
+    return "cuda";
   if (key == "threads" || key == "mkl_cbwr") return "cpu";
   return "any";  // deterministic, fill_uninitialized_memory, unknown
 }

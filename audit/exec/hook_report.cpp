@@ -37,7 +37,8 @@ const char* env_of(const std::string& key) {
 
 bool in_process(const std::string& key) {
   return key == "cudnn.benchmark" || key == "cudnn.deterministic" || key == "cudnn.enabled" || key == "deterministic" ||
-         key == "fill_uninitialized_memory" || key == "tf32.cublas" || key == "tf32.cudnn" || key == "threads";
+         key == "fill_uninitialized_memory" || key == "tf32.cublas" || key == "tf32.cudnn" || key == "threads" ||
+         key.rfind("sdpa.", 0) == 0 || key == "cublas.fp16_reduction" || key == "cublas.bf16_reduction";
 }
 
 const HookProcess* main_process(const HookRun& run) {

@@ -63,10 +63,37 @@ class Reader {
   std::string origin_;
 };
 
+Measurement parse_measurement(const Reader& r, const json& m, const std::string& entry, size_t index) {
+  const std::string where = fmt::format("{}, measured[{}]", entry, index);
+  r.only_keys(m, {"device", "device_type", "torch", "cuda", "cudnn", "date", "probe", "observed", "evidence", "note"}, where);
+  Measurement out;
+  out.device = r.string(m, "device", where);
+  out.device_type = r.string(m, "device_type", where);
+  if (out.device_type != "cpu" && out.device_type != "cuda")
+    r.fail(where, fmt::format("'device_type' is '{}', expected cpu or cuda", out.device_type));
+  out.torch = r.string(m, "torch", where);
+  out.cuda = r.string(m, "cuda", where, false);
+  out.cudnn = r.string(m, "cudnn", where, false);
+  out.date = r.string(m, "date", where);
+  if (out.date.size() != 10 || out.date[4] != '-' || out.date[7] != '-')
+    r.fail(where, fmt::format("'date' is '{}', expected YYYY-MM-DD", out.date));
+  out.probe = r.string(m, "probe", where);
+  if (!m.contains("observed") || !m["observed"].is_object() || m["observed"].empty())
+    r.fail(where, "'observed' must be a non-empty object: configuration -> verdict");
+  for (const auto& [config, verdict] : m["observed"].items()) {
+    if (!verdict.is_string() || (verdict != "reproducible" && verdict != "diverged" && verdict != "raised"))
+      r.fail(where, fmt::format("'observed.{}' must be reproducible, diverged or raised", config));
+    out.observed[config] = verdict.get<std::string>();
+  }
+  out.evidence = r.string(m, "evidence", where);
+  out.note = r.string(m, "note", where, false);
+  return out;
+}
+
 KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
   std::string where = fmt::format("entry {}", index);
   r.only_keys(e, {"id", "title", "doc_row", "documented", "severity", "ops", "args", "unless", "device", "direction",
-                  "condition", "behaviour", "alert", "advice"},
+                  "condition", "behaviour", "alert", "advice", "measured"},
               where);
   KnowledgeEntry k;
   k.id = r.string(e, "id", where);
@@ -127,6 +154,10 @@ KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
     r.fail(where, "a 'raises' entry needs behaviour.deterministic = raises");
   k.alert = r.string(e, "alert", where, false);
   k.advice = r.string(e, "advice", where);
+  if (e.contains("measured")) {
+    if (!e["measured"].is_array()) r.fail(where, "'measured' must be a list");
+    for (size_t i = 0; i < e["measured"].size(); ++i) k.measured.push_back(parse_measurement(r, e["measured"][i], where, i));
+  }
   return k;
 }
 
@@ -150,6 +181,36 @@ const char* to_string(Behaviour b) {
     case Behaviour::ChangesResults: return "changes-results";
   }
   return "?";
+}
+
+std::optional<Behaviour> measured_under_det(const Measurement& m) {
+  const auto det = m.observed.find("det");
+  if (det == m.observed.end()) return std::nullopt;
+  if (det->second == "raised") return Behaviour::Raises;
+  if (det->second == "diverged") return Behaviour::Unaffected;
+  const auto def = m.observed.find("default");
+  if (def != m.observed.end() && def->second == "diverged") return Behaviour::MadeDeterministic;
+  return std::nullopt;  // reproducible both ways: the measurement shows no nondeterminism to fix
+}
+
+std::string describe(const Measurement& m) {
+  std::string versions = "torch " + m.torch;
+  if (!m.cuda.empty()) versions += ", CUDA " + m.cuda;
+  if (!m.cudnn.empty()) versions += ", cuDNN " + m.cudnn;
+  std::string seen;
+  for (const char* config : {"default", "det"})
+    if (const auto it = m.observed.find(config); it != m.observed.end())
+      seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", config, it->second);
+  for (const auto& [config, verdict] : m.observed)
+    if (config != "default" && config != "det") seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", config, verdict);
+  return fmt::format("{} ({}), {}, probe {}: {}{}", m.device, versions, m.date, m.probe, seen,
+                     m.note.empty() ? "" : "; " + m.note);
+}
+
+const Measurement* KnowledgeEntry::measured_on(const std::string& device_type) const {
+  for (const auto& m : measured)
+    if (m.device_type == device_type && measured_under_det(m)) return &m;
+  return nullptr;
 }
 
 const KnowledgeEntry* KnowledgeBase::find(const std::string& id) const {

@@ -31,6 +31,30 @@ enum class Behaviour {
 };
 const char* to_string(Behaviour b);
 
+// What the probe suite measured for an entry on one machine, kept beside what is documented (the
+// `measured` list of an entry). Where the two disagree, the measurement wins: lint states the
+// measured behaviour under deterministic mode and shows the documented one beside it.
+struct Measurement {
+  std::string device;       // "NVIDIA H200"
+  std::string device_type;  // "cuda" or "cpu"
+  std::string torch;        // "2.11.0+cu130"
+  std::string cuda;         // "13.0", "" on the CPU
+  std::string cudnn;        // "91900", "" when none
+  std::string date;         // "2026-11-26"
+  std::string probe;        // the probe that measured it, "sdpa.cudnn.backward"
+  std::map<std::string, std::string> observed;  // configuration -> reproducible | diverged | raised
+  std::string evidence;     // the report file, relative to the repository
+  std::string note;         // anything else seen, "" when nothing
+};
+
+// The behaviour under use_deterministic_algorithms that a measurement shows: made-deterministic
+// (diverged under default, reproducible under det), raises, unaffected (diverged under det), or
+// nullopt when it says nothing about det (det not measured, or nothing diverged without it).
+std::optional<Behaviour> measured_under_det(const Measurement& m);
+
+// "NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0, cuDNN 91900), 2026-11-26: default diverged, det diverged"
+std::string describe(const Measurement& m);
+
 struct KnowledgeEntry {
   std::string id;          // "index_add.cuda"
   std::string title;       // "torch.index_add on CUDA tensors"
@@ -53,6 +77,9 @@ struct KnowledgeEntry {
   std::map<std::string, Behaviour> behaviour;     // switch key (config.h) -> behaviour; others: unaffected
   std::string alert;       // the name in the alert "<alert> does not have a deterministic implementation", or ""
   std::string advice;      // what to do about it
+  std::vector<Measurement> measured;  // what probes measured on real machines, in the file's order
+  // The first measurement on `device_type` that says what deterministic mode does, or nullptr.
+  const Measurement* measured_on(const std::string& device_type) const;
 };
 
 struct KnowledgeBase {

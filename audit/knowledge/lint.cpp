@@ -327,7 +327,7 @@ class Scanner {
   using ArgCheck = std::function<ArgState(const std::string&, const std::string&)>;
   using Exclusion = std::function<bool(const std::string&, const std::string&)>;
 
-  Scanner(const KnowledgeBase& kb, const std::string& device_type, bool backward) {
+  Scanner(const KnowledgeBase& kb, const std::string& device_type, bool backward) : device_type_(device_type) {
     for (const auto& e : kb.entries)
       if (KnowledgeBase::applies_to(e, device_type) && (backward || e.direction != "backward"))
         for (const auto& op : e.ops) by_op_.emplace(op, &e);
@@ -556,6 +556,16 @@ class Scanner {
     f.depends_on = std::move(depends_on);
     f.documented = to_string(e.documented);
     f.deterministic = to_string(KnowledgeBase::behaviour_under(e, "deterministic"));
+    // Measured on a real machine of this device type: the measurement wins, the documentation is shown.
+    if (const Measurement* m = e.measured_on(device_type_); m != nullptr) {
+      const std::string measured = to_string(*measured_under_det(*m));
+      if (measured != f.deterministic) {
+        f.deterministic_documented = f.deterministic;
+        f.deterministic = measured;
+      }
+    }
+    for (const auto& m : e.measured)
+      if (m.device_type == device_type_) f.measured.push_back(fmt::format("{} ({})", describe(m), m.evidence));
     f.alert = e.alert;
     f.advice = e.advice;
   }
@@ -565,6 +575,7 @@ class Scanner {
   std::vector<std::string> notes_;
   std::set<std::string> note_set_;
   std::string entry_method_;
+  std::string device_type_;
 };
 
 // A serialized argument of a torch.export node as a constant, when it is one (int, float, bool,

@@ -58,6 +58,24 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
   if (documented && !control && observed_off && !diverged_off)
     note(fmt::format("documented as nondeterministic on {}, but never diverged here (not observed)", device_type));
 
+  // The knowledge base's measurements of this probe on this device type (another machine, another
+  // date): a verdict that differs from one measured there is shown, since the measurement is what
+  // lint states. An entry's other probes (conv_transpose1d's forward beside its backward) are not
+  // compared with this one.
+  if (applies)
+    for (const auto& m : entry->measured) {
+      if (m.device_type != device_type || m.probe != target.name) continue;  // another probe of the entry
+      for (const auto& c : target.configs) {
+        const auto it = m.observed.find(c.name);
+        const std::string here = report::to_string(c.verdict);
+        if (it == m.observed.end() || it->second == here ||
+            (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Diverged && c.verdict != Verdict::Raised))
+          continue;
+        note(fmt::format("{} under '{}' here, but {} on {} ({}, torch {}) as the knowledge base records", here, c.name,
+                         it->second, m.device, m.date, m.torch));
+      }
+    }
+
   if (census && census->completed) {
     facts.alerts = census->alerts;
     const bool alerted = !census->alerts.empty();

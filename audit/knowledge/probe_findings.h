@@ -11,6 +11,8 @@
 //     diverged in any of them with at least two completed repeats each -> "not observed"; a probe
 //     without an applicable entry, or a control, that diverged -> disagreement;
 //   * census (warn_only run): an alert where none is documented, or no alert where E raises.
+//   * E's measurements of this probe on D (another machine's run): a verdict under a
+//     configuration that differs from the one measured there.
 // An entry that does not apply to D (a CUDA row probed on the CPU) documents nothing for D: the
 // op is expected to be deterministic and silent there.
 #pragma once

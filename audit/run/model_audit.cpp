@@ -32,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <unistd.h>
 
@@ -326,8 +327,11 @@ void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, co
   rc.stats = none;
 }
 
-// Knowledge-base advice for the ops that raised, and which candidates fix which root cause.
-void annotate_fixes(report::ConfigResult& result) {
+// Knowledge-base advice for the ops that raised, and which candidates fix which root cause. Where no
+// switch made it reproducible, the conclusion also gives the advice of each entry for a root cause's
+// op that deterministic mode leaves nondeterministic (as documented, or as measured on a real card:
+// adaptive_max_pool3d's backward on CUDA), which says what to do instead of a switch.
+void annotate_fixes(report::ConfigResult& result, const std::string& device_type) {
   auto& fs = *result.fix_search;
   std::optional<KnowledgeBase> kb;
   try {
@@ -340,6 +344,21 @@ void annotate_fixes(report::ConfigResult& result) {
       for (const auto& e : kb->entries)
         if (!e.alert.empty() && e.alert == n.op) n.advice = e.advice;
   if (!result.trace) return;
+  if (kb && fs.best.empty()) {
+    std::set<std::string> advised;
+    for (const auto& rc : result.trace->root_causes)
+      for (const auto& e : kb->entries) {
+        if (!KnowledgeBase::applies_to(e, device_type) || advised.count(e.id)) continue;
+        if (std::find(e.ops.begin(), e.ops.end(), rc.op) == e.ops.end() &&
+            std::find(e.ops.begin(), e.ops.end(), rc.forward_op) == e.ops.end())
+          continue;
+        const Measurement* m = e.measured_on(device_type);
+        const Behaviour det = m != nullptr ? *measured_under_det(*m) : KnowledgeBase::behaviour_under(e, "deterministic");
+        if (det != Behaviour::Unaffected || e.severity != "error") continue;
+        advised.insert(e.id);
+        fs.conclusion += fmt::format("; {} ({}): {}", rc.forward_op.empty() ? rc.op : rc.forward_op, e.id, e.advice);
+      }
+  }
   for (auto& rc : result.trace->root_causes)
     for (size_t i = 0; i < fs.candidates.size(); ++i) {
       const auto& f = fs.candidates[i].fixes;
@@ -483,7 +502,7 @@ report::Report run_audit(const RunOptions& given) {
       failing.fix_search->repeats = o.auto_repeats ? most_runs : o.repeats;
       failing.fix_search->repeats_auto = o.auto_repeats.has_value();
       failing.fix_search->timed_runs = o.timed_runs;
-      annotate_fixes(failing);
+      annotate_fixes(failing, device);
     }
   }
   if (o.replay)

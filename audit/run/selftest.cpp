@@ -46,10 +46,12 @@ std::string repeats_text(const ConfigResult& c) {
 // Two configurations that between them set every switch of the table to two different values.
 std::vector<std::string> switch_configs(unsigned cpus) {
   return {"deterministic=on+cudnn.benchmark=off+cudnn.deterministic=on+cudnn.enabled=off+fill_uninitialized_memory=on"
-          "+cublas_workspace=:4096:8+tf32.cublas=off+tf32.cudnn=off+threads=1+mkl_cbwr=COMPATIBLE",
+          "+cublas_workspace=:4096:8+tf32.cublas=off+tf32.cudnn=off+threads=1+mkl_cbwr=COMPATIBLE"
+          "+sdpa.cudnn=off+sdpa.flash=off+sdpa.mem_efficient=off+cublas.fp16_reduction=off+cublas.bf16_reduction=off",
           fmt::format("deterministic=warn+cudnn.benchmark=on+cudnn.deterministic=off+cudnn.enabled=on"
                       "+fill_uninitialized_memory=off+cublas_workspace=:16:8+tf32.cublas=on+tf32.cudnn=on+threads={}"
-                      "+mkl_cbwr=AUTO",
+                      "+mkl_cbwr=AUTO+sdpa.cudnn=on+sdpa.flash=on+sdpa.mem_efficient=on+cublas.fp16_reduction=on"
+                      "+cublas.bf16_reduction=on",
                       std::max(2u, cpus))};
 }
 

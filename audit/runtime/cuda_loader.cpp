@@ -3,6 +3,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include <dlfcn.h>
@@ -32,5 +33,19 @@ std::string load_cuda() {
 }
 
 bool cuda_loaded() { return g_error.empty(); }
+
+namespace {
+bool load_cuda_env_is(const char* value) {
+  const char* v = std::getenv("REPRO_AUDIT_LOAD_CUDA");
+  return v != nullptr && std::string(v) == value;
+}
+}  // namespace
+
+bool cuda_forced_by_environment() { return load_cuda_env_is("1"); }
+bool cuda_refused_by_environment() { return load_cuda_env_is("0"); }
+
+std::string cuda_loader_line() {
+  return g_error.empty() ? "CUDA half: loaded (libtorch_cuda.so)" : "CUDA half: not loaded (" + g_error + ")";
+}
 
 }  // namespace ra

@@ -19,4 +19,12 @@ std::string load_cuda();
 // Whether load_cuda() succeeded in this process.
 bool cuda_loaded();
 
+// REPRO_AUDIT_LOAD_CUDA=1: load the CUDA half whatever the command (the worker and both
+// benchmarks read it alike); =0 never loads it in the benchmarks (a CPU-only comparison).
+bool cuda_forced_by_environment();
+bool cuda_refused_by_environment();
+
+// One line for a program's first output: "CUDA half: loaded (libtorch_cuda.so)" or why not.
+std::string cuda_loader_line();
+
 }  // namespace ra

@@ -51,6 +51,17 @@ std::string tf32_cublas() {
   return tf32_state(now, true);
 }
 
+// cuBLAS's reduced-precision reductions: on, off, or off with split-K refused too (what Python's
+// `allow_fp16_reduced_precision_reduction = (False, False)` sets).
+std::string reduction_state(at::CuBLASReductionOption option) {
+  switch (option) {
+    case at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK: return "on";
+    case at::CuBLASReductionOption::DisallowReducedPrecisionAllowSplitK: return "off";
+    case at::CuBLASReductionOption::DisallowReducedPrecisionDisallowSplitK: return "off (split-K off too)";
+  }
+  return "?";
+}
+
 std::string effective(const std::string& key) {
   auto& ctx = at::globalContext();
   if (key == "cudnn.benchmark") return onoff(ctx.benchmarkCuDNN());
@@ -63,6 +74,11 @@ std::string effective(const std::string& key) {
   if (key == "tf32.cublas") return tf32_cublas();
   if (key == "tf32.cudnn") return tf32_state(tf32(at::Float32Op::CONV) && tf32(at::Float32Op::RNN), false);
   if (key == "threads") return std::to_string(at::get_num_threads());
+  if (key == "sdpa.cudnn") return onoff(ctx.userEnabledCuDNNSDP());
+  if (key == "sdpa.flash") return onoff(ctx.userEnabledFlashSDP());
+  if (key == "sdpa.mem_efficient") return onoff(ctx.userEnabledMemEfficientSDP());
+  if (key == "cublas.fp16_reduction") return reduction_state(ctx.allowFP16ReductionCuBLAS());
+  if (key == "cublas.bf16_reduction") return reduction_state(ctx.allowBF16ReductionCuBLAS());
   if (key == "mkl_cbwr") {
     // MKL reads MKL_CBWR when it initialises; without MKL the variable has no effect.
     const std::string v = env_or_unset("MKL_CBWR");
@@ -91,6 +107,11 @@ void apply_switches(const Config& config) {
         ctx.setFloat32Precision(at::Float32Backend::CUDA, op, on ? at::Float32Precision::TF32 : at::Float32Precision::IEEE);
     }
     else if (key == "threads") at::set_num_threads(std::stoi(value));
+    else if (key == "sdpa.cudnn") ctx.setSDPUseCuDNN(on);
+    else if (key == "sdpa.flash") ctx.setSDPUseFlash(on);
+    else if (key == "sdpa.mem_efficient") ctx.setSDPUseMemEfficient(on);
+    else if (key == "cublas.fp16_reduction") ctx.setAllowFP16ReductionCuBLAS(on);
+    else if (key == "cublas.bf16_reduction") ctx.setAllowBF16ReductionCuBLAS(on);
     // cublas_workspace and mkl_cbwr are environment switches, set by the parent before exec.
   }
 }

@@ -30,8 +30,26 @@ const std::map<std::string, Target>& targets() {
       {"tf32.cublas", {"off", false, true}},         {"tf32.cudnn", {"off", false, true}},
       {"threads", {"1", true, true}},                {"mkl_cbwr", {"COMPATIBLE", true, false}},
       {"tf32.override", {"0", false, true}},         {"pythonhashseed", {"0", true, true}},
+      // Attention backends: tried only where a root cause is an attention op (attention_root_cause).
+      {"sdpa.cudnn", {"off", false, true}},          {"sdpa.flash", {"off", true, true}},
+      {"sdpa.mem_efficient", {"off", false, true}},
   };
   return t;
+}
+
+bool is_sdpa_switch(const std::string& key) { return key.rfind("sdpa.", 0) == 0; }
+
+// Whether a root cause of the failing trace is a scaled-dot-product-attention op (forward or
+// backward: aten::_scaled_dot_product_cudnn_attention_backward, aten::_flash_attention_backward,
+// aten::_efficient_attention_backward ...). The SDPA switches cost a traced trial each and cannot
+// matter elsewhere, so the search tries them only then.
+bool attention_root_cause(const report::ConfigResult& failing) {
+  if (!failing.trace) return false;
+  for (const auto& r : failing.trace->root_causes)
+    for (const std::string* name : {&r.op, &r.forward_op})
+      if (name->find("scaled_dot_product") != std::string::npos || name->find("_attention") != std::string::npos)
+        return true;
+  return false;
 }
 
 std::string spell(const std::vector<Toggle>& toggles) {
@@ -117,6 +135,7 @@ std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const
         listed = true;
       }
     if (s.exec_only && !listed) continue;  // a LibTorch trial: the switch means nothing there
+    if (is_sdpa_switch(s.key) && !attention_root_cause(failing)) continue;
     if (effective == t.value || effective.rfind("no effect", 0) == 0) continue;
     out.push_back({s.key, t.value});
   }

@@ -9,7 +9,8 @@
 //
 // The approach. Starting from the failing configuration, each candidate switch is toggled alone
 // toward its deterministic setting (only switches that matter on the device, and only where the
-// failing configuration's effective value differs). Each candidate runs the model's repeats with
+// failing configuration's effective value differs; the attention backends, sdpa.*, only when a root
+// cause is an attention op). Each candidate runs the model's repeats with
 // the trace on, so that besides "reproducible or not" it tells which of the failing root causes
 // still diverge. When no single toggle makes the model reproducible, all the toggles that did not
 // raise are applied together; if that works, toggles are dropped one at a time while the model

@@ -48,9 +48,10 @@ std::map<std::string, std::string> preset_values(const std::string& name, unsign
   if (name == "det-warn") return {{"deterministic", "warn"}, {"cublas_workspace", ":4096:8"}};
   if (name == "det")
     return {{"deterministic", "on"}, {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"}};
+  // strict turns cuDNN off, its attention included (cudnn.enabled does not reach SDPA's backend choice).
   if (name == "strict")
     return {{"deterministic", "on"}, {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"},
-            {"cudnn.enabled", "off"}, {"tf32.cublas", "off"}, {"tf32.cudnn", "off"}};
+            {"cudnn.enabled", "off"}, {"tf32.cublas", "off"}, {"tf32.cudnn", "off"}, {"sdpa.cudnn", "off"}};
   if (name == "threads-1") return {{"threads", "1"}};
   if (name == "threads-N") return {{"threads", std::to_string(std::max(2u, cpus))}};
   if (name == "mkl-cbwr") return {{"mkl_cbwr", "COMPATIBLE"}};
@@ -92,6 +93,19 @@ const std::vector<SwitchInfo>& switch_table() {
       {"threads", SwitchKind::Threads, {}, "OMP_NUM_THREADS", "intra-op threads (torch.set_num_threads)"},
       {"mkl_cbwr", SwitchKind::Choice, {"unset", "AUTO", "COMPATIBLE", "SSE4_2", "AVX2", "AVX512"}, "MKL_CBWR",
        "MKL conditional numerical reproducibility branch"},
+      // Scaled dot-product attention's fused backends. Deterministic mode switches flash and
+      // memory-efficient attention to deterministic kernels, but not cuDNN attention: its backward
+      // diverged under det on an H200 (docs/evidence/h200-2026-11-26), so only sdpa.cudnn=off fixes it.
+      {"sdpa.cudnn", SwitchKind::Bool, {}, "", "cuDNN attention in scaled_dot_product_attention (torch.backends.cuda.enable_cudnn_sdp)"},
+      {"sdpa.flash", SwitchKind::Bool, {}, "", "flash attention in scaled_dot_product_attention (torch.backends.cuda.enable_flash_sdp)"},
+      {"sdpa.mem_efficient", SwitchKind::Bool, {}, "",
+       "memory-efficient attention in scaled_dot_product_attention (torch.backends.cuda.enable_mem_efficient_sdp)"},
+      // Reduced-precision reductions inside fp16 and bf16 cuBLAS GEMMs (split-K stays allowed):
+      // reproducible run to run, but they change results with the problem's shape (batch size).
+      {"cublas.fp16_reduction", SwitchKind::Bool, {}, "",
+       "reduced-precision reductions in fp16 GEMMs (torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)"},
+      {"cublas.bf16_reduction", SwitchKind::Bool, {}, "",
+       "reduced-precision reductions in bf16 GEMMs (torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)"},
       {"tf32.override", SwitchKind::Choice, {"unset", "0", "1"}, "NVIDIA_TF32_OVERRIDE",
        "NVIDIA_TF32_OVERRIDE (0: no TF32 in cuBLAS or cuDNN, whatever the program sets)", true},
       {"pythonhashseed", SwitchKind::Choice, {"unset", "0", "random"}, "PYTHONHASHSEED",
@@ -196,6 +210,21 @@ Snippet switch_snippet(const std::string& key, const std::string& value) {
                         on ? "TF32" : "IEEE"),
             fmt::format("torch.backends.cudnn.allow_tf32 = {}", py_bool)};
   if (key == "threads") return {fmt::format("at::set_num_threads({});", value), fmt::format("torch.set_num_threads({})", value)};
+  if (key == "sdpa.cudnn")
+    return {fmt::format("at::globalContext().setSDPUseCuDNN({});", cpp_bool),
+            fmt::format("torch.backends.cuda.enable_cudnn_sdp({})", py_bool)};
+  if (key == "sdpa.flash")
+    return {fmt::format("at::globalContext().setSDPUseFlash({});", cpp_bool),
+            fmt::format("torch.backends.cuda.enable_flash_sdp({})", py_bool)};
+  if (key == "sdpa.mem_efficient")
+    return {fmt::format("at::globalContext().setSDPUseMemEfficient({});", cpp_bool),
+            fmt::format("torch.backends.cuda.enable_mem_efficient_sdp({})", py_bool)};
+  if (key == "cublas.fp16_reduction")
+    return {fmt::format("at::globalContext().setAllowFP16ReductionCuBLAS({});", cpp_bool),
+            fmt::format("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = {}", py_bool)};
+  if (key == "cublas.bf16_reduction")
+    return {fmt::format("at::globalContext().setAllowBF16ReductionCuBLAS({});", cpp_bool),
+            fmt::format("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = {}", py_bool)};
   const SwitchInfo* s = find_switch(key);
   if (s != nullptr && !s->env_var.empty()) {
     const char* when = key == "cublas_workspace"   ? "before the first CUDA call"

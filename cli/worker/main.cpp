@@ -21,7 +21,7 @@ namespace {
 // records the fingerprint).
 // REPRO_AUDIT_LOAD_CUDA=1 loads it for any command (repro-audit-bench compares both).
 bool needs_cuda(int argc, char** argv) {
-  if (const char* force = std::getenv("REPRO_AUDIT_LOAD_CUDA"); force && std::string(force) == "1") return true;
+  if (ra::cuda_forced_by_environment()) return true;
   int i = 1;
   while (i < argc && argv[i][0] == '-') ++i;  // global flags: -v, -q
   if (i >= argc) return false;

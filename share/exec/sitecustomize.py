@@ -33,7 +33,8 @@ def _chain():
 class _Hook:
     # The switches' keys as repro-audit names them (audit/trial/config.cpp), in-process ones only.
     IN_PROCESS = ("cudnn.benchmark", "cudnn.deterministic", "cudnn.enabled", "deterministic",
-                  "fill_uninitialized_memory", "tf32.cublas", "tf32.cudnn", "threads")
+                  "fill_uninitialized_memory", "tf32.cublas", "tf32.cudnn", "threads", "sdpa.cudnn", "sdpa.flash",
+                  "sdpa.mem_efficient", "cublas.fp16_reduction", "cublas.bf16_reduction")
 
     def __init__(self, out_dir):
         import random
@@ -239,13 +240,25 @@ class _Hook:
             return onoff(flag)
         if key == "threads":
             return str(t.get_num_threads())
+        if key in self.SDP_GETTERS:
+            return onoff(getattr(c, self.SDP_GETTERS[key])())
+        if key in ("cublas.fp16_reduction", "cublas.bf16_reduction"):
+            which = "fp16" if key == "cublas.fp16_reduction" else "bf16"
+            reduced, split_k = getattr(c, "_get_cublas_allow_%s_reduced_precision_reduction" % which)()
+            return "on" if reduced else ("off" if split_k else "off (split-K off too)")
         return "?"
+
+    # The attention backends, by their getter and setter in torch._C.
+    SDP_GETTERS = {"sdpa.cudnn": "_get_cudnn_sdp_enabled", "sdpa.flash": "_get_flash_sdp_enabled",
+                   "sdpa.mem_efficient": "_get_mem_efficient_sdp_enabled"}
 
     # The on/off switches torch keeps in its C++ context, by their setter there.
     C_SETTERS = {"cudnn.benchmark": "_set_cudnn_benchmark", "cudnn.deterministic": "_set_cudnn_deterministic",
                  "cudnn.enabled": "_set_cudnn_enabled", "tf32.cublas": "_set_cublas_allow_tf32",
                  "tf32.cudnn": "_set_cudnn_allow_tf32",
-                 "fill_uninitialized_memory": "_set_deterministic_fill_uninitialized_memory"}
+                 "fill_uninitialized_memory": "_set_deterministic_fill_uninitialized_memory",
+                 "sdpa.cudnn": "_set_sdp_use_cudnn", "sdpa.flash": "_set_sdp_use_flash",
+                 "sdpa.mem_efficient": "_set_sdp_use_mem_efficient"}
 
     def apply_switches(self):
         t = self.torch
@@ -256,6 +269,9 @@ class _Hook:
                 t.use_deterministic_algorithms(value != "off", warn_only=value == "warn")
             elif key == "threads":
                 t.set_num_threads(int(value))
+            elif key in ("cublas.fp16_reduction", "cublas.bf16_reduction"):
+                which = "fp16" if key == "cublas.fp16_reduction" else "bf16"
+                getattr(t._C, "_set_cublas_allow_%s_reduced_precision_reduction" % which)(value == "on", True)
             else:
                 continue
             self.applied[key] = value

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 
 using ra::test::run_cli;
@@ -579,4 +580,83 @@ TEST_CASE("lint: a torch.export archive is scanned from its graph, with module p
   const auto cpu = run_cli({"lint", model, "--device", "cpu"});
   CHECK(cpu.code == 0);
   CHECK(cpu.out.find("aten::index_add") == std::string::npos);
+}
+
+TEST_CASE("lint: scaled_dot_product_attention on CUDA in train mode is an error that names sdpa.cudnn; not on the CPU") {
+  // cuDNN attention's backward diverged under det on an H200 (docs/evidence/h200-2026-11-26):
+  // deterministic mode does not fix it, only sdpa.cudnn=off does.
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("attn.pt"), R"JIT(
+def forward(self, q):
+    return torch.scaled_dot_product_attention(q, q, q)
+)JIT",
+                       {});
+  const auto train = run_cli({"lint", dir.file("attn.pt"), "--device", "cuda", "--mode", "train", "--json"});
+  CAPTURE(train.err);
+  CHECK(train.code == 1);
+  const json j = json::parse(train.out);
+  const json* cudnn = nullptr;
+  for (const auto& f : j["findings"])
+    if (f["entry"] == "sdpa.cudnn.backward.cuda") cudnn = &f;
+  REQUIRE(cudnn != nullptr);
+  CHECK((*cudnn)["op"] == "aten::scaled_dot_product_attention");
+  CHECK((*cudnn)["severity"] == "error");
+  CHECK((*cudnn)["deterministic"] == "unaffected");
+  CHECK((*cudnn)["advice"].get<std::string>().find("sdpa.cudnn=off") != std::string::npos);
+  CHECK((*cudnn)["advice"].get<std::string>().find("setSDPUseCuDNN(false)") != std::string::npos);
+  REQUIRE(!(*cudnn)["measured"].empty());
+  CHECK((*cudnn)["measured"][0].get<std::string>().find("NVIDIA H200") != std::string::npos);
+  CHECK((*cudnn)["measured"][0].get<std::string>().find("det diverged") != std::string::npos);
+  const auto text = run_cli({"lint", dir.file("attn.pt"), "--device", "cuda", "--mode", "train"});
+  CHECK(text.out.find("error sdpa.cudnn.backward.cuda") != std::string::npos);
+  CHECK(text.out.find("measured:      NVIDIA H200") != std::string::npos);
+
+  // The backward is what diverges: infer mode leaves it out; the CPU has no such kernel.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--device", "cuda", "--mode", "infer"}, {"--device", "cpu", "--mode", "train"}}) {
+    std::vector<std::string> argv = {"lint", dir.file("attn.pt"), "--json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = run_cli(argv);
+    CAPTURE(r.out);
+    CHECK(r.code == 0);
+    const json doc = json::parse(r.out);
+    for (const auto& f : doc["findings"]) CHECK(f["entry"].get<std::string>().rfind("sdpa.", 0) != 0);
+  }
+}
+
+TEST_CASE("lint: what the H200 measured wins over the documentation, which is shown beside it") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), R"JIT(
+def forward(self, x, v):
+    y = torch.cumsum(x, 0)
+    return y, torch.adaptive_max_pool3d(v, [3, 3, 3])[0]
+)JIT",
+                       {});
+  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--json"});
+  CAPTURE(r.err);
+  CHECK(r.code == 1);
+  const json doc = json::parse(r.out);
+  std::map<std::string, json> by_entry;
+  for (const auto& f : doc["findings"]) by_entry[f["entry"].get<std::string>()] = f;
+  // cumsum: documented to raise under det, measured reproducible there.
+  REQUIRE(by_entry.count("cumsum.cuda") == 1);
+  CHECK(by_entry["cumsum.cuda"]["deterministic"] == "made-deterministic");
+  CHECK(by_entry["cumsum.cuda"]["deterministic_documented"] == "raises");
+  // adaptive_max_pool3d's backward: undocumented, diverged under det; no switch fixes it.
+  REQUIRE(by_entry.count("adaptive_max_pool3d.backward.cuda") == 1);
+  const json& pool = by_entry["adaptive_max_pool3d.backward.cuda"];
+  CHECK(pool["severity"] == "error");
+  CHECK(pool["deterministic"] == "unaffected");
+  CHECK(pool["deterministic_documented"].is_null());
+  CHECK(pool["advice"].get<std::string>().find("No switch fixes it") != std::string::npos);
+  const auto text = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train"});
+  CHECK(text.out.find("made-deterministic under use_deterministic_algorithms(True), as measured (documented: raises)") !=
+        std::string::npos);
+  // On the CPU neither applies.
+  const auto cpu = run_cli({"lint", dir.file("m.pt"), "--device", "cpu", "--mode", "train", "--json"});
+  const json cpu_doc = json::parse(cpu.out);
+  for (const auto& f : cpu_doc["findings"]) {
+    CHECK(f["entry"] != "cumsum.cuda");
+    CHECK(f["entry"] != "adaptive_max_pool3d.backward.cuda");
+  }
 }

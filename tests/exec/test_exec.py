@@ -287,6 +287,18 @@ time.sleep(0.5)
 left = subprocess.run(["pgrep", "-f", marker + "-i"], capture_output=True, text=True).stdout.split()
 check(not left, f"daemon interrupt: helpers left: {left}")
 
+# 9b. The attention backends and cuBLAS's reduced-precision reductions reach the program through the
+# hook and are read back as they were (off), the switches not named as torch starts (on).
+rep = work / "sdpa.json"
+r = exec_("--repeats", "2", "--configs", "sdpa.cudnn=off+sdpa.flash=off+cublas.fp16_reduction=off", "--",
+          python, programs / "seeded_train.py", report=rep)
+check(r.returncode == 0, f"sdpa switches: exit {r.returncode}: {r.stderr[-500:]}")
+if r.returncode == 0:
+    sw = {s["key"]: s for s in target(rep)["configs"][0]["switches"]}
+    for key, want in (("sdpa.cudnn", "off"), ("sdpa.flash", "off"), ("cublas.fp16_reduction", "off"),
+                      ("sdpa.mem_efficient", "on"), ("cublas.bf16_reduction", "on")):
+        check(sw.get(key, {}).get("effective") == want, f"sdpa switches: {key} {sw.get(key)}")
+
 # 10. Every report written above follows the shipped schema (system Python: jsonschema is a Debian package).
 tests = pathlib.Path(__file__).resolve().parent.parent
 written = [p.name for p in sorted(work.glob("*.json")) if not p.name.endswith(".baseline.json")]

@@ -5,6 +5,8 @@
 // `run` on CUDA in infer and train modes, with the restart-replay and with a trace whose backward
 // root cause is on the device's autograd thread; and `selftest --device cuda` passes.
 // Exits 77 (reported by ctest as skipped) where no CUDA device exists.
+#include "tests/gpu/gpu_binary.h"
+
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/script.h>
 
@@ -38,13 +40,15 @@ std::string output_of(const std::string& cmd, int& status) {
 }  // namespace
 
 int main() {
+  const std::string binary = ra::gpu_test::repro_audit_binary();
+  std::printf("repro-audit under test: %s\n", binary.c_str());
   const auto& cuda = at::detail::getCUDAHooks();
   if (!cuda.hasCUDA() || cuda.deviceCount() == 0) {
     std::puts("no CUDA device: skipped");
     return 77;
   }
   int status = 0;
-  const auto env = nlohmann::json::parse(output_of(std::string(RA_BINARY) + " env --json", status), nullptr, false);
+  const auto env = nlohmann::json::parse(output_of(binary + " env --json", status), nullptr, false);
   expect(!env.is_discarded() && status == 0, "env --json exits 0 with JSON");
   const auto& devices = env.value("cuda", nlohmann::json::object()).value("devices", nlohmann::json::array());
   expect(static_cast<int>(devices.size()) == cuda.deviceCount(), "the fingerprint lists every CUDA device");
@@ -65,7 +69,7 @@ def forward(self, x):
     return x + torch.ones([1], device=torch.device("cuda"))
 )");
   m.save(model);
-  output_of(std::string(RA_BINARY) + " run " + model + " --device cuda:" + std::to_string(last) +
+  output_of(binary + " run " + model + " --device cuda:" + std::to_string(last) +
                 " --shape 4 --repeats 2 --quiet > /dev/null 2>&1",
             status);
   expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -84,7 +88,7 @@ def forward(self, x):
   e.save(elementwise);
   const std::string report = dir + "/ra-gpu-run.json";
   const auto run_json = [&](const std::string& args, int want, const std::string& what) {
-    output_of(std::string(RA_BINARY) + " run " + args + " --quiet --report " + report + " > /dev/null 2>&1", status);
+    output_of(binary + " run " + args + " --quiet --report " + report + " > /dev/null 2>&1", status);
     expect(WIFEXITED(status) && WEXITSTATUS(status) == want, what + ": exit " + std::to_string(want));
     std::ifstream in(report);
     return nlohmann::json::parse(in, nullptr, false);
@@ -119,7 +123,7 @@ def forward(self, x):
   // The self-test on the GPU: every check passes (the fused digest, cuBLAS and TF32 switches, the
   // index_add controls, the GPU's fingerprint, a backward root cause on the autograd thread).
   const std::string self = dir + "/ra-gpu-selftest.json";
-  const std::string text = output_of(std::string(RA_BINARY) + " selftest --device cuda --report " + self, status);
+  const std::string text = output_of(binary + " selftest --device cuda --report " + self, status);
   std::fputs(text.c_str(), stdout);
   expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "selftest --device cuda passes every check");
   std::remove(self.c_str());

@@ -3,6 +3,8 @@
 // classic atomics case: it must diverge under `default` and be reproducible under `det`; its
 // control without duplicates, and an integer scatter_add, must be reproducible under both; put_
 // must raise under `det`. Exits 77 (reported by ctest as skipped) where no CUDA device exists.
+#include "tests/gpu/gpu_binary.h"
+
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <nlohmann/json.hpp>
 
@@ -29,13 +31,15 @@ std::string verdict(const nlohmann::json& report, const std::string& probe, size
 }  // namespace
 
 int main() {
+  const std::string binary = ra::gpu_test::repro_audit_binary();
+  std::printf("repro-audit under test: %s\n", binary.c_str());
   const auto& cuda = at::detail::getCUDAHooks();
   if (!cuda.hasCUDA() || cuda.deviceCount() == 0) {
     std::puts("no CUDA device: skipped");
     return 77;
   }
   const std::string report = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-gpu-probes.json";
-  const std::string cmd = std::string(RA_BINARY) +
+  const std::string cmd = binary +
                           " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
                           " --configs default,det --repeats 3 --quiet --report " + report + " > /dev/null";
   const int status = std::system(cmd.c_str());

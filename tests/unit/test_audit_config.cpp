@@ -58,3 +58,18 @@ TEST_CASE("parse_shape") {
   CHECK_THROWS_AS(ra::parse_shape("8xx3"), ra::UsageError);
   CHECK_THROWS_AS(ra::parse_shape("8x3:float99"), ra::UsageError);
 }
+
+TEST_CASE("parse_config: the attention and reduced-precision switches; strict turns cuDNN attention off") {
+  const auto c = ra::parse_config("det+sdpa.cudnn=off+sdpa.flash=0+sdpa.mem_efficient=false+cublas.fp16_reduction=off"
+                                  "+cublas.bf16_reduction=on", 4);
+  CHECK(c.values.at("sdpa.cudnn") == "off");
+  CHECK(c.values.at("sdpa.flash") == "off");
+  CHECK(c.values.at("sdpa.mem_efficient") == "off");
+  CHECK(c.values.at("cublas.fp16_reduction") == "off");
+  CHECK(c.values.at("cublas.bf16_reduction") == "on");
+  CHECK(ra::parse_config("strict", 4).values.at("sdpa.cudnn") == "off");
+  CHECK(ra::parse_config("det", 4).values.count("sdpa.cudnn") == 0);  // det is PyTorch's recipe, as documented
+  CHECK(ra::switch_snippet("sdpa.cudnn", "off").python == "torch.backends.cuda.enable_cudnn_sdp(False)");
+  CHECK(ra::switch_snippet("cublas.bf16_reduction", "off").cpp == "at::globalContext().setAllowBF16ReductionCuBLAS(false);");
+  CHECK_THROWS_AS(ra::parse_config("sdpa.cudnn=maybe", 4), ra::UsageError);
+}

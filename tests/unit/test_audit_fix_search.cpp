@@ -205,3 +205,44 @@ TEST_CASE("same_cost: fixes whose intervals overlap cost the same within noise")
   b.cost_low.reset();
   CHECK_FALSE(ra::report::same_cost(a, b));  // unmeasured: not comparable
 }
+
+TEST_CASE("candidate_toggles: the attention backends are tried only where attention is the root cause") {
+  const auto keys_of = [](const ra::report::ConfigResult& failing, const char* device) {
+    std::set<std::string> keys;
+    for (const auto& t : ra::candidate_toggles(failing, device)) keys.insert(t.key + "=" + t.value);
+    return keys;
+  };
+  // index_put_ is the root cause: no SDPA switch on either device.
+  for (const char* device : {"cpu", "cuda"})
+    for (const auto& k : keys_of(failing_cpu(), device)) CHECK_MESSAGE(k.rfind("sdpa.", 0) != 0, k);
+  // cuDNN attention's backward is (as measured on an H200 under det): all three backends on CUDA,
+  // flash (which has a CPU kernel) on the CPU.
+  auto attention = failing_cpu();
+  attention.trace->root_causes.front().op = "aten::_scaled_dot_product_cudnn_attention_backward";
+  attention.trace->root_causes.front().direction = "backward";
+  const auto cuda = keys_of(attention, "cuda");
+  CHECK(cuda.count("sdpa.cudnn=off") == 1);
+  CHECK(cuda.count("sdpa.flash=off") == 1);
+  CHECK(cuda.count("sdpa.mem_efficient=off") == 1);
+  const auto cpu = keys_of(attention, "cpu");
+  CHECK(cpu.count("sdpa.flash=off") == 1);
+  CHECK(cpu.count("sdpa.cudnn=off") == 0);
+  // Already off in the failing trials: not a candidate.
+  attention.switches.push_back({"sdpa.cudnn", "off", "off"});
+  CHECK(keys_of(attention, "cuda").count("sdpa.cudnn=off") == 0);
+}
+
+TEST_CASE("search_fixes: cuDNN attention under det is fixed by sdpa.cudnn=off alone") {
+  auto failing = failing_cpu();
+  failing.name = "det";
+  failing.switches = {{"deterministic", "on", "on"}, {"cudnn.benchmark", "off", "off"}, {"cublas_workspace", ":4096:8", ":4096:8"}};
+  failing.trace->root_causes.front().op = "aten::_scaled_dot_product_cudnn_attention_backward";
+  FakeModel model{{{"sdpa.cudnn", "off"}}};
+  const auto r = ra::search_fixes(failing, ra::parse_config("det", 2), "cuda", std::ref(model), fake_time);
+  REQUIRE(r.best.size() == 1);
+  const auto& fix = r.candidates[r.best.front()];
+  CHECK(fix.config == "det+sdpa.cudnn=off");
+  CHECK(fix.cpp == "at::globalContext().setSDPUseCuDNN(false);");
+  CHECK(fix.python == "torch.backends.cuda.enable_cudnn_sdp(False)");
+  CHECK(r.conclusion == "sdpa.cudnn=off from det makes it reproducible");
+}

@@ -98,3 +98,34 @@ TEST_CASE("load_knowledge: the shipped knowledge base is valid and covers both d
   CHECK(undocumented >= 6);
   CHECK_THROWS_AS(ra::load_knowledge("/nonexistent/ops.json"), ra::InputError);
 }
+
+TEST_CASE("parse_knowledge: measured blocks are read, checked, and say what deterministic mode did") {
+  const std::string measured = R"(, "measured": [{"device": "NVIDIA H200", "device_type": "cuda", "torch": "2.11.0+cu130",
+    "cuda": "13.0", "cudnn": "91900", "date": "2026-11-26", "probe": "index_add", "observed": {"default": "diverged",
+    "det": "raised"}, "evidence": "docs/evidence/h200-2026-11-26/h200-probes.json", "note": "seen twice"}]})";
+  const std::string good = std::string(kGood).substr(0, std::string(kGood).size() - 1) + measured;
+  const ra::KnowledgeBase kb = ra::parse_knowledge(with_entry(good), "kb.json");
+  const ra::KnowledgeEntry& e = kb.entries.at(0);
+  REQUIRE(e.measured.size() == 1);
+  CHECK(e.measured[0].observed.at("det") == "raised");
+  CHECK(ra::measured_under_det(e.measured[0]) == ra::Behaviour::Raises);
+  CHECK(e.measured_on("cuda") == &e.measured[0]);
+  CHECK(e.measured_on("cpu") == nullptr);
+  CHECK(ra::describe(e.measured[0]) ==
+        "NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0, cuDNN 91900), 2026-11-26, probe index_add: default diverged, det raised; "
+        "seen twice");
+  // Reproducible both ways says nothing about what deterministic mode fixes.
+  ra::Measurement quiet = e.measured[0];
+  quiet.observed = {{"default", "reproducible"}, {"det", "reproducible"}};
+  CHECK(!ra::measured_under_det(quiet).has_value());
+  quiet.observed = {{"default", "diverged"}, {"det", "reproducible"}};
+  CHECK(ra::measured_under_det(quiet) == ra::Behaviour::MadeDeterministic);
+  quiet.observed = {{"det", "diverged"}};
+  CHECK(ra::measured_under_det(quiet) == ra::Behaviour::Unaffected);
+  // Malformed: a verdict that is not one, a date that is not one, an unknown key.
+  CHECK(error_of(with_entry(replaced(good, "\"det\": \"raised\"", "\"det\": \"flaky\""))).find("'observed.det'") !=
+        std::string::npos);
+  CHECK(error_of(with_entry(replaced(good, "2026-11-26", "26/11/2026"))).find("expected YYYY-MM-DD") != std::string::npos);
+  CHECK(error_of(with_entry(replaced(good, "\"note\"", "\"notes\""))).find("measured[0]: unknown key 'notes'") !=
+        std::string::npos);
+}

@@ -122,3 +122,30 @@ TEST_CASE("cross_tabulate: each probe lands in one cell, in suite order") {
   CHECK(c.not_run == std::vector<std::string>{"p3"});
   CHECK(c.alerted_stable == std::vector<std::string>{"p4"});
 }
+
+TEST_CASE("judge_probe: a verdict that differs from the knowledge base's measurement on this device type is shown") {
+  auto e = entry(ra::Documented::MadeDeterministic, "cuda");
+  ra::Measurement m;
+  m.device = "NVIDIA H200";
+  m.device_type = "cuda";
+  m.torch = "2.11.0+cu130";
+  m.date = "2026-11-26";
+  m.probe = "p";
+  m.observed = {{"default", "diverged"}, {"det", "raised"}};
+  e.measured.push_back(m);
+  // Another probe of the same entry (a forward beside a backward) says nothing about this one.
+  ra::Measurement other = m;
+  other.probe = "p.forward";
+  other.observed = {{"default", "reproducible"}, {"det", "reproducible"}};
+  e.measured.push_back(other);
+  auto t = probe_target({config("default", "off", Verdict::Diverged), config("det", "on", Verdict::Reproducible)});
+  ra::judge_probe(t, &e, "cuda", std::nullopt);
+  CHECK(mentions(t, "reproducible under 'det' here, but raised on NVIDIA H200 (2026-11-26, torch 2.11.0+cu130)"));
+  CHECK(!mentions(t, "under 'default' here"));  // the same as measured; the other probe's is not compared
+  // A CPU run is not compared with a CUDA measurement.
+  auto cpu = probe_target({config("default", "off", Verdict::Diverged), config("det", "on", Verdict::Reproducible)});
+  auto any = e;
+  any.device = "any";
+  ra::judge_probe(cpu, &any, "cpu", std::nullopt);
+  CHECK(!mentions(cpu, "NVIDIA H200"));
+}

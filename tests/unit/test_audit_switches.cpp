@@ -60,3 +60,30 @@ TEST_CASE("read_switches: an environment override of TF32 shows as overridden") 
   // Leave the process as PyTorch starts: cuDNN TF32 on, cuBLAS TF32 off.
   ra::apply_switches(config("tf32.cudnn", "on"));
 }
+
+TEST_CASE("apply_switches: the attention backends and cuBLAS reduced-precision reductions are set and read back") {
+  // Torch's CPU library keeps these flags, so they are checked here without a GPU.
+  auto& ctx = at::globalContext();
+  for (const char* value : {"off", "on"}) {
+    const bool on = std::string(value) == "on";
+    for (const char* key : {"sdpa.cudnn", "sdpa.flash", "sdpa.mem_efficient", "cublas.fp16_reduction", "cublas.bf16_reduction"}) {
+      ra::apply_switches(config(key, value));
+      CHECK_MESSAGE(effective(key, value) == value, key);
+    }
+    CHECK(ctx.userEnabledCuDNNSDP() == on);
+    CHECK(ctx.userEnabledFlashSDP() == on);
+    CHECK(ctx.userEnabledMemEfficientSDP() == on);
+    CHECK((ctx.allowFP16ReductionCuBLAS() == at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK) == on);
+    CHECK((ctx.allowBF16ReductionCuBLAS() == at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK) == on);
+  }
+  // Split-K refused as well (Python's `= (False, False)`) is not plain "off": read back as it is.
+  ctx.setAllowFP16ReductionCuBLAS(false, false);
+  CHECK(effective("cublas.fp16_reduction", "off") == "off (split-K off too)");
+  ctx.setAllowFP16ReductionCuBLAS(true, true);
+  // Every switch a LibTorch child reports is in the list read back.
+  size_t listed = 0;
+  for (const auto& s : ra::read_switches(ra::Config{}))
+    listed += s.key == "sdpa.cudnn" || s.key == "sdpa.flash" || s.key == "sdpa.mem_efficient" ||
+              s.key == "cublas.fp16_reduction" || s.key == "cublas.bf16_reduction";
+  CHECK(listed == 5);
+}
