@@ -57,9 +57,9 @@ TEST_CASE("a placement: --devices, or --device cuda with --jobs over several GPU
 }
 
 TEST_CASE("--jobs J on one GPU: J children share it, and the report is told so") {
-  // Issue 31: on one H200, --jobs 4 ran one child at a time through the placement's eyes (none);
-  // now the one GPU is a slot that J children hold at once, and the children see what the parent
-  // sees (no CUDA_VISIBLE_DEVICES of their own).
+  // Issue 31: with one GPU there was no placement, so J children ran on it unrecorded; now the one
+  // GPU is a slot that J children hold at once, the report says so, and the children see what the
+  // parent sees (no CUDA_VISIBLE_DEVICES of their own).
   auto p = ra::place_devices({}, "cuda", 4, 1, std::nullopt);
   REQUIRE(p);
   CHECK(p->slots() == 1);
