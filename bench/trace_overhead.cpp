@@ -4,10 +4,14 @@
 // blocks with batch norm at two widths, by default ResNet-18's first two, 64 and 128 channels, a strided downsampling convolution, pooling, a linear head,
 // log-softmax loss, backward, an SGD update) is timed untraced and traced, interleaved, as the
 // median of the repetitions after warm-up; the traced time includes collecting the trace (finish()).
+// On a GPU the traced step is timed twice, interleaved: with the batched digest (one launch per op's
+// inputs or outputs, the default) and with one launch per tensor (REPRO_AUDIT_TRACE_BATCH=0, the
+// path before issue 31), so one run gives the before and after figures on the same card.
 // Targets: traced/untraced at most 1.2 on CPU (issue 12; 1.5 before) and 1.25 on GPU. Also prints what the trace
 // held: records, tensor digests and memory.
 // On cuda it loads libtorch_cuda.so first, as the worker does (audit/runtime/cuda_loader.h): this
 // binary links LibTorch's CPU half only, and torch keeps the first answer to "is there CUDA?".
+#include "audit/digest/digest.h"
 #include "audit/runtime/child_support.h"
 #include "audit/runtime/cuda_loader.h"
 #include "audit/trace/tracer.h"
@@ -20,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -116,16 +121,23 @@ int run(const std::string& device_name, int argc, char** argv) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   ra::trace::Trace last;
-  const auto traced = [&] {
+  // The tracer reads REPRO_AUDIT_TRACE_BATCH when it is made: "0" digests one tensor per launch.
+  const auto traced_with = [&](bool batched) {
+    setenv("REPRO_AUDIT_TRACE_BATCH", batched ? "1" : "0", 1);
     ra::trace::Tracer tracer(device, uint64_t{1} << 21);
     step();
     last = tracer.finish();
   };
+  const auto traced = [&] { traced_with(true); };
+  const auto traced_per_tensor = [&] { traced_with(false); };
+  const bool both = device.is_cuda();  // the CPU digests at once: no launches to batch
   step();
   traced();  // warm-up: allocator, lazy initialisation, cuDNN handles
-  std::vector<double> plain, with_trace;
+  if (both) traced_per_tensor();
+  std::vector<double> plain, with_trace, per_tensor;
   for (int i = 0; i < reps; ++i) {
     plain.push_back(seconds(step));
+    if (both) per_tensor.push_back(seconds(traced_per_tensor));
     with_trace.push_back(seconds(traced));
   }
   size_t digests = 0;
@@ -135,6 +147,12 @@ int run(const std::string& device_name, int argc, char** argv) {
               device.str().c_str(), static_cast<long long>(batch), static_cast<long long>(width),
               static_cast<long long>(2 * width), at::get_num_threads());
   std::printf("  untraced step: %8.1f ms (median of %d)\n", a * 1e3, reps);
+  if (both) {
+    const double c = *ra::report::median(per_tensor);
+    std::printf("  CUDA digests:  %s\n", ra::cuda_digest_implementation().c_str());
+    std::printf("  traced step, one launch per tensor (REPRO_AUDIT_TRACE_BATCH=0): %8.1f ms, ratio %.2f\n", c * 1e3, c / a);
+    std::printf("  traced step, batched per op (default):                          %8.1f ms, ratio %.2f\n", b * 1e3, b / a);
+  }
   std::printf("  traced step:   %8.1f ms (median of %d, interleaved)\n", b * 1e3, reps);
   std::printf("  ratio:         %8.2f   (target: at most %.2f)\n", b / a, device.is_cpu() ? 1.2 : 1.25);
   std::printf("  trace: %zu records, %zu tensor digests, %.1f MiB in memory (slots for %llu digests)\n",

@@ -203,8 +203,9 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
                  "driver, GPU, CPU, flags) are listed and explain a difference only on devices they can affect");
   add_fail_on_explained_option(sub, a.fail_on_explained);
   sub.add_option("--devices", a.devices,
-                 "spread the children over these GPUs (cuda:0,cuda:2), one child per GPU at a time, each cell's "
-                 "repeats on one GPU (--device cuda with --jobs J uses the first J GPUs)");
+                 "spread the children over these GPUs (cuda:0,cuda:2), one child per GPU at a time (--jobs J above "
+                 "their number: up to J/G each), each cell's repeats on one GPU (--device cuda with --jobs J uses the "
+                 "first J GPUs, and one GPU takes all J)");
   sub.add_option("--shard", a.shard,
                  "run only shard K of N of the plan (K from 1), for `repro-audit merge`; without it, Slurm array, "
                  "Kubernetes Indexed Job, Bazel, GitLab and Buildkite variables name the shard. Needs --report");

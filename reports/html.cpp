@@ -299,6 +299,7 @@ void timing_section(std::string& out, const Report& r) {
   out += "<p class=\"hint\">Measured with a clock, so these figures differ from run to run; everything above this "
          "section is identical for two audits with the same results.</p>\n";
   out += fmt::format("<p class=\"wall\" data-ms=\"{:.1f}\">Audit wall time: <strong>{}</strong></p>\n", r.wall_ms, ms(r.wall_ms));
+  if (!r.contention.empty()) out += fmt::format("<p class=\"hint\">{}.</p>\n", esc(r.contention));
   for (size_t i = 0; i < r.targets.size(); ++i) {
     const Target& t = r.targets[i];
     for (size_t j = 0; j < t.configs.size(); ++j) {

@@ -388,6 +388,7 @@ json to_json(const Report& r) {
   }
   if (r.fleet) j["fleet"] = fleet_json(*r.fleet);
   j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"fixes", timing_fixes}, {"trials", timing_trials}};
+  if (!r.contention.empty()) j["timing"]["contention"] = r.contention;
   return j;
 }
 

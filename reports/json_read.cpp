@@ -524,6 +524,7 @@ Report report_from_json(const json& j) {
   }
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();
+  if (timing.has("contention")) r.contention = timing.at("contention").str();
   timing.at("configs").size();  // derived from the trials' times: checked, not read
   read_trial_times(timing, r);
   read_fix_times(timing, r);

@@ -82,6 +82,7 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
 // cheapest minimal fix and the cost of every candidate that was timed.
 void timing(std::string& out, const Report& r) {
   out += fmt::format("\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
+  if (!r.contention.empty()) out += fmt::format("\n{}\n", md(r.contention));
   for (const auto& t : r.targets)
     for (const auto& c : t.configs) {
       if (!c.fix_search) continue;

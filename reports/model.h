@@ -619,6 +619,7 @@ struct Report {
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing
+  std::string contention;  // timing: children that shared a GPU (audit/trial/placement.h), "" when none
 };
 
 // The median of `values` (the mean of the middle two for an even count), nullopt when empty.

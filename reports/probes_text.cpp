@@ -108,6 +108,7 @@ std::string render_probes_text(const Report& r) {
   out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{} (exit {})\n", verdict_text(r), baseline_verdict_text(r), r.exit_code);
   out += fmt::format("suite wall time: {:.1f} s\n", r.wall_ms / 1000);
+  if (!r.contention.empty()) out += fmt::format("note: {}\n", r.contention);
   return out;
 }
 

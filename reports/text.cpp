@@ -419,6 +419,7 @@ std::string render_text_raw(const Report& r) {
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
   for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", ln(e));
+  if (!r.contention.empty()) out += fmt::format("note: {}\n", ln(r.contention));
   out += render_baseline_text(r);
   out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{}{} (exit {})\n", verdict_text(r),

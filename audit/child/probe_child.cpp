@@ -171,6 +171,9 @@ int run_probe_child(const TrialSpec& spec, const std::string& log_path) {
       load_probe_plugins(spec.load_libraries);
       device = checked_device(spec.device);
       if (spec.task == ChildTask::Preflight) header.environment = environment_fingerprint();
+      // The CUDA context is made here rather than in the first probe's recorded run, so that the
+      // begin line's startup_ms is the child's whole start-up (probe_audit logs it with -v).
+      else if (device->is_cuda()) synchronize(*device);
     } catch (const std::exception& e) {
       record_error(header, e);
     }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include <dlfcn.h>
 
@@ -167,8 +168,10 @@ namespace {
 // libtorch_cuda.so and the CUDA runtime the module needs are loaded already.
 using CudaLanesFn = const char* (*)(const void* data, uint64_t n_words, int word_bytes, uint64_t first, void* out,
                                     int device);
+using CudaBatchFn = const char* (*)(void* batch, int device);
 struct CudaKernel {
   CudaLanesFn fn = nullptr;
+  CudaBatchFn batch = nullptr;
   std::string about;
 };
 
@@ -193,6 +196,7 @@ const CudaKernel& cuda_kernel() {
       return k;
     }
     k.fn = reinterpret_cast<CudaLanesFn>(dlsym(module, "ra_digest_cuda_lanes"));
+    k.batch = reinterpret_cast<CudaBatchFn>(dlsym(module, "ra_digest_cuda_lanes_batch"));
     k.about = k.fn != nullptr ? "fused kernel " + path : "ATen operations (" + path + " has no entry point)";
     return k;
   }();
@@ -200,6 +204,7 @@ const CudaKernel& cuda_kernel() {
 }
 
 std::atomic<bool> fused_disabled{false};
+std::atomic<bool> batch_disabled{false};
 
 // Queues the lanes of CUDA tensor `t` into `slot` (2 contiguous int64 on its device) with the fused
 // kernel. False when the kernel cannot take it: another device, no module, an unaligned buffer.
@@ -281,6 +286,86 @@ std::string digest_generic(const at::Tensor& t) {
 digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t) { return cpu_tensor_lanes(t); }
 
 std::string cuda_digest_implementation() { return cuda_kernel().about; }
+
+struct CudaLanesBatch::Pending {
+  dk::Batch batch;
+  std::vector<at::Tensor> flats;  // what the packed items read: alive until the launch is queued
+  std::vector<int64_t> rows;
+  std::vector<int64_t> failed;  // rows no path could digest, until flush() returns them
+};
+
+CudaLanesBatch::CudaLanesBatch(at::Tensor slots) : slots_(std::move(slots)), pending_(std::make_unique<Pending>()) {
+  TORCH_CHECK(slots_.is_cuda() && slots_.scalar_type() == at::kLong && slots_.dim() == 2 && slots_.size(1) == 2 &&
+                  slots_.is_contiguous(),
+              "CudaLanesBatch: slots must be a contiguous [N, 2] int64 CUDA tensor");
+}
+
+CudaLanesBatch::~CudaLanesBatch() {
+  try {
+    (void)flush();
+  } catch (...) {  // a destructor must not throw
+  }
+}
+
+bool CudaLanesBatch::available() { return cuda_kernel().batch != nullptr && !batch_disabled.load(); }
+
+void CudaLanesBatch::add(const at::Tensor& t, int64_t row) {
+  TORCH_CHECK(row >= 0 && row < slots_.size(0), "CudaLanesBatch: row ", row, " out of range");
+  check_digestible(t);
+  if (!t.is_cuda() || t.device() != slots_.device() || !available()) {
+    at::Tensor slot = slots_.select(0, row);
+    digest_lanes_into(t, slot);
+    return;
+  }
+  if (t.numel() == 0) return;  // lanes of nothing: the row's zeros
+  at::Tensor flat = plain(t) ? t : prepare(t);
+  const int elem = static_cast<int>(flat.element_size());
+  const int word = dk::word_bytes_for_element(elem);
+  const void* data = flat.const_data_ptr();
+  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(word) != 0) {
+    at::Tensor slot = slots_.select(0, row);
+    digest_lanes_into(t, slot);
+    return;
+  }
+  Pending& p = *pending_;
+  dk::BatchItem& it = p.batch.items[p.batch.count++];
+  it.data = data;
+  it.words = static_cast<uint64_t>(flat.numel()) * static_cast<uint64_t>(elem / word);
+  it.out = reinterpret_cast<unsigned long long*>(slots_.mutable_data_ptr<int64_t>() + 2 * row);
+  it.word_bytes = static_cast<uint32_t>(word);
+  p.flats.push_back(std::move(flat));
+  p.rows.push_back(row);
+  if (p.batch.count == dk::kBatchMax) launch();
+}
+
+std::vector<int64_t> CudaLanesBatch::flush() {
+  launch();
+  return std::exchange(pending_->failed, {});
+}
+
+void CudaLanesBatch::launch() {
+  Pending& p = *pending_;
+  std::vector<int64_t>& failed = p.failed;
+  if (p.batch.count == 0) return;
+  const char* error = available() ? cuda_kernel().batch(&p.batch, slots_.device().index()) : "disabled";
+  if (error != nullptr) {
+    // Nothing was queued: the rows are still zero, and the one-tensor path fills them.
+    if (!batch_disabled.exchange(true))
+      std::fprintf(stderr, "repro-audit: warning: the batched CUDA digest cannot run on %s (%s); digesting one tensor at a time\n",
+                   slots_.device().str().c_str(), error);
+    for (size_t i = 0; i < p.flats.size(); ++i) {
+      try {
+        at::Tensor slot = slots_.select(0, p.rows[i]);
+        digest_lanes_into(p.flats[i], slot);
+      } catch (const std::exception&) {
+        failed.push_back(p.rows[i]);
+      }
+    }
+  }
+  p.batch.count = 0;
+  p.flats.clear();
+  p.rows.clear();
+}
 
 void digest_lanes_into(const at::Tensor& t, at::Tensor& slot) {
   if (fused_lanes_into(t, slot)) return;

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,32 @@ std::string digest_generic(const at::Tensor& t);
 // lanes into the digest.
 digest_kernel::Lanes digest_lanes_cpu(const at::Tensor& t);
 void digest_lanes_into(const at::Tensor& t, at::Tensor& slot);
+
+// The tracer's batched path for CUDA tensors (digest_arith.h's Batch): add() packs a tensor's
+// descriptor, and one kernel launch per kBatchMax tensors, on the current stream, adds their
+// lanes into rows of `slots` ([N, 2] int64, contiguous, on one CUDA device, zero in the rows it is
+// given: they are added to, not set). flush() queues what is packed; nothing waits for the device,
+// and it returns the rows it could not digest by any path (their zeros are no digest).
+// A contiguous tensor is read where it lies (no view, no copy); another is made contiguous first,
+// and the copy lives until the launch is queued. Where the batched kernel cannot take a tensor
+// (another device, no module, a failed launch), the row gets digest_lanes_into's result instead.
+class CudaLanesBatch {
+ public:
+  explicit CudaLanesBatch(at::Tensor slots);
+  ~CudaLanesBatch();
+  CudaLanesBatch(const CudaLanesBatch&) = delete;
+  CudaLanesBatch& operator=(const CudaLanesBatch&) = delete;
+  void add(const at::Tensor& t, int64_t row);
+  std::vector<int64_t> flush();
+  // Whether this process has the batched kernel (the module is loaded on first use).
+  static bool available();
+
+ private:
+  struct Pending;
+  void launch();
+  at::Tensor slots_;
+  std::unique_ptr<Pending> pending_;
+};
 
 // What digests CUDA tensors in this process: "fused kernel PATH", or "ATen operations (why not)".
 // Loads the module on first use (call it only once libtorch_cuda.so is loaded).

@@ -104,4 +104,84 @@ RA_HOST_DEVICE inline Lanes thread_lanes(const Word* w, uint64_t n, uint64_t hea
   return l;
 }
 
+// The batched kernel (digest_cuda.cu's ra_digest_cuda_lanes_batch): the digests of up to
+// kBatchMax tensors in one launch, which the tracer queues per op instead of one launch (and one
+// memset) per tensor.
+//
+// The problem: a traced step digests hundreds of tensors, most of them small, and each launch costs
+// the host microseconds that the untraced step does not spend. The approach: the host packs one
+// descriptor per tensor into a Batch passed by value as the kernel's parameter (no copy to the
+// device, no allocation), and splits one grid among the tensors in proportion to their words
+// (plan_batch); each block finds its tensor (item_of_block) and its threads sum their shares as the
+// one-tensor kernel does (thread_lanes), adding them into the tensor's result. The cost: a linear
+// look-up of at most kBatchMax entries per block, and results that must be zero before the launch
+// (the tracer's slots are zeroed once, when they are allocated). All of it is plain C++ so that the
+// CPU tests run every block's share of a batch and compare the sums with the digest.
+inline constexpr uint32_t kBatchMax = 32;
+inline constexpr uint32_t kBatchThreads = 256;  // threads per block, in both kernels
+
+struct BatchItem {
+  const void* data = nullptr;       // device address of word 0, aligned to the word size
+  uint64_t words = 0;               // at least 1: empty tensors are not packed (their lanes are 0)
+  unsigned long long* out = nullptr;  // 2 words of device memory the lanes are added to
+  uint32_t word_bytes = 4;          // 1, 2 or 4
+  uint32_t first_block = 0;         // set by plan_batch
+  uint32_t blocks = 0;              // set by plan_batch, at least 1
+};
+
+struct Batch {
+  uint32_t count = 0;
+  uint32_t blocks = 0;  // the grid: the sum of the items' blocks
+  BatchItem items[kBatchMax];
+};
+
+// Splits a grid among the items of `b`: each item gets the blocks its words need (one thread per
+// word), and when they need more than `max_blocks` in all, a share of `max_blocks` in proportion
+// to its words, at least one block each. Sets first_block, blocks and b.blocks.
+inline void plan_batch(Batch& b, uint64_t max_blocks) {
+  uint64_t wanted[kBatchMax];
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < b.count; ++i) {
+    wanted[i] = (b.items[i].words + kBatchThreads - 1) / kBatchThreads;
+    total += wanted[i];
+  }
+  uint32_t next = 0;
+  for (uint32_t i = 0; i < b.count; ++i) {
+    uint64_t n = wanted[i];
+    if (total > max_blocks) {
+      const double share = static_cast<double>(wanted[i]) * static_cast<double>(max_blocks) / static_cast<double>(total);
+      n = static_cast<uint64_t>(share);
+      if (n > wanted[i]) n = wanted[i];
+    }
+    if (n < 1) n = 1;
+    b.items[i].first_block = next;
+    b.items[i].blocks = static_cast<uint32_t>(n);
+    next += static_cast<uint32_t>(n);
+  }
+  b.blocks = next;
+}
+
+// The item block `block` of the grid works on: the last whose first block is at or before it.
+RA_HOST_DEVICE inline uint32_t item_of_block(const Batch& b, uint32_t block) {
+  uint32_t i = 0;
+  while (i + 1 < b.count && b.items[i + 1].first_block <= block) ++i;
+  return i;
+}
+
+// What thread `thread` of block `block` adds to its item's lanes (the kernel's body, minus the
+// reductions): its share of the item's words as the one-tensor kernel splits them, over the
+// item's blocks.
+RA_HOST_DEVICE inline Lanes batch_thread_lanes(const Batch& b, uint32_t block, uint32_t thread, uint32_t* item) {
+  const uint32_t i = item_of_block(b, block);
+  *item = i;
+  const BatchItem& it = b.items[i];
+  const uint64_t tid = static_cast<uint64_t>(block - it.first_block) * kBatchThreads + thread;
+  const uint64_t step = static_cast<uint64_t>(it.blocks) * kBatchThreads;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(it.data);
+  const uint64_t head = head_words(address, it.word_bytes, it.words);
+  if (it.word_bytes == 4) return thread_lanes(static_cast<const uint32_t*>(it.data), it.words, head, tid, step, 0);
+  if (it.word_bytes == 2) return thread_lanes(static_cast<const uint16_t*>(it.data), it.words, head, tid, step, 0);
+  return thread_lanes(static_cast<const uint8_t*>(it.data), it.words, head, tid, step, 0);
+}
+
 }  // namespace ra::digest_kernel

@@ -121,7 +121,7 @@ struct Batch {
 class BatchRunner {
  public:
   // With `placement`, configuration c's children run on GPU slot `slot` (when not -1) or on the
-  // configuration's own slot, one child per GPU at a time.
+  // configuration's own slot, at most placement->per_slot children per GPU at a time.
   BatchRunner(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, std::string tag, bool trace,
               const DevicePlacement* placement, int slot)
       : o_(o), scratch_(scratch), configs_(configs), tag_(std::move(tag)), trace_(trace), placement_(placement), slot_(slot) {
@@ -192,7 +192,7 @@ class BatchRunner {
     };
     SlotFn slot_of;
     if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(jobs[i].first)); };
-    run_children(jobs.size(), make, o_.jobs, on_done, slot_of);
+    run_children(jobs.size(), make, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1);
   }
 
   size_t slot(size_t config) const { return slot_ >= 0 ? static_cast<size_t>(slot_) : placement_->slot_of(config); }
@@ -437,6 +437,7 @@ report::Report run_audit(const RunOptions& given) {
 
   const std::optional<DevicePlacement> placement = session_placement(o, pre.environment);
   const DevicePlacement* place = placement ? &*placement : nullptr;
+  if (placement) rep.contention = contention_note(*placement, o.jobs);
   const Batch batch = run_batch(o, scratch, configs, o.repeats, "", o.trace, place);
   std::vector<std::string> reference_dumps;
   for (size_t c = 0; c < configs.size(); ++c) {

@@ -189,7 +189,8 @@ class SuiteRunner {
     };
     std::function<int(size_t)> slot_of;
     if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(batches[i])); };
-    const std::vector<ChildOutcome> outcomes = run_children(jobs, o_.jobs, on_done, slot_of);
+    const std::vector<ChildOutcome> outcomes =
+        run_children(jobs, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1);
     std::vector<Batch> again;
     for (size_t i = 0; i < batches.size(); ++i)
       if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty()) {
@@ -203,6 +204,10 @@ class SuiteRunner {
   Batch collect(const Batch& b, const PreparedChild& p, const ChildOutcome& outcome) {
     const ProbeLog log = read_probe_log(p.result_path);
     Batch rest{b.config, b.repeat, {}, b.attempt + 1, b.group};
+    // Where a child's time goes (-v): its start-up up to the device being ready, then its probes.
+    log::debug("child {} repeat {} ({} probes): {:.0f} ms, of which start-up {:.0f} ms",
+               b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name, b.repeat,
+               b.probes.size(), outcome.wall_ms, log.begin ? log.begin->startup_ms : 0.0);
     // A child that stopped on purpose after a sticky device error (log.restart) did not die in a
     // probe: the probes it did not reach simply run in a fresh process.
     const bool died =
@@ -421,6 +426,7 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
   rep.tool_version = tool_version();
   rep.command = o.command;
   rep.environment = pre.environment;
+  if (placement) rep.contention = contention_note(*placement, o.jobs);
   // The runnable probes' results per configuration, analysed twice: once to collect what
   // statistics are needed, then with the answers of one worker (audit/trial/worker.h).
   std::vector<std::vector<std::vector<TrialRun>>> runs(runnable.size(), std::vector<std::vector<TrialRun>>(o.configs.size()));

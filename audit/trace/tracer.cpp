@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -240,7 +242,11 @@ struct Tracer::State {
   std::vector<RawTensor> tensors;
   std::vector<int64_t> shapes;
   std::vector<dk::Lanes> cpu_slots;
-  at::Tensor device_slots;  // [capacity, 2] int64 on `device`, allocated on first use
+  at::Tensor device_slots;  // [capacity, 2] int64 on `device`, zeroed, allocated on first use
+  // The batched device digests (CudaLanesBatch), made with device_slots; off with
+  // REPRO_AUDIT_TRACE_BATCH=0 (read when the tracer is made), or where the module lacks the kernel.
+  bool batch_wanted = true;
+  std::unique_ptr<CudaLanesBatch> batch;
   uint64_t used = 0;
   uint64_t dropped = 0;
   uint64_t reused = 0;  // digests taken from the cache
@@ -254,7 +260,11 @@ struct Tracer::State {
   std::unordered_map<std::string, int64_t> location_ids;
   uint32_t threads = 0;
 
-  State(const c10::Device& d, uint64_t cap) : device(d), capacity(cap) { cpu_slots.reserve(cap); }
+  State(const c10::Device& d, uint64_t cap) : device(d), capacity(cap) {
+    cpu_slots.reserve(cap);
+    const char* batch_env = std::getenv("REPRO_AUDIT_TRACE_BATCH");
+    batch_wanted = batch_env == nullptr || std::string_view(batch_env) != "0";
+  }
 
   ThreadState& thread_state() {
     thread_local ThreadState ts;
@@ -406,10 +416,17 @@ struct Tracer::State {
             if (!r.on_device) {
               cpu_slots.back() = digest_lanes_cpu(t);
             } else {
-              if (!device_slots.defined())
+              if (!device_slots.defined()) {
                 device_slots = at::zeros({static_cast<int64_t>(capacity), 2}, t.options().dtype(at::kLong));
-              at::Tensor slot = device_slots.select(0, r.slot);
-              digest_lanes_into(t, slot);
+                if (batch_wanted && t.is_cuda() && CudaLanesBatch::available())
+                  batch = std::make_unique<CudaLanesBatch>(device_slots);
+              }
+              if (batch) {
+                batch->add(t, r.slot);
+              } else {
+                at::Tensor slot = device_slots.select(0, r.slot);
+                digest_lanes_into(t, slot);
+              }
             }
             remember(std::move(key), t, r.slot);
           } catch (const std::exception&) {
@@ -420,6 +437,29 @@ struct Tracer::State {
       }
     }
     tensors.push_back(r);
+  }
+
+  // Queues the batched digests of the tensors added since tensors[from] (one launch for up to
+  // kBatchMax of them). A tensor no path could digest has no digest, as when add_tensor fails.
+  void flush_batch(size_t from) {
+    if (!batch) return;
+    std::vector<int64_t> failed;
+    try {
+      failed = batch->flush();
+    } catch (const std::exception&) {
+      failed.push_back(-1);  // unknown rows: every tensor of this flush
+    }
+    if (failed.empty()) return;
+    const bool all = failed.front() == -1;
+    for (size_t i = from; i < tensors.size(); ++i) {
+      RawTensor& r = tensors[i];
+      if (r.on_device && r.slot >= 0 && (all || std::find(failed.begin(), failed.end(), r.slot) != failed.end())) {
+        r.slot = kUnsupported;
+        r.on_device = false;
+      }
+    }
+    cache.clear();  // it may name those slots
+    generations.clear();
   }
 
   // Reserves room for `n` digests; false (and the trace is full from now on) when there is none.
@@ -477,6 +517,7 @@ struct Tracer::State {
     rec.in_begin = static_cast<uint32_t>(tensors.size());
     rec.in_count = static_cast<uint32_t>(inputs.size());
     for (const at::Tensor& t : inputs) add_tensor(t);
+    flush_batch(rec.in_begin);
     const auto index = static_cast<int64_t>(records.size());
     records.push_back(std::move(rec));
     if (node) ts.nodes.push_back({index, ts.depth});
@@ -532,6 +573,7 @@ struct Tracer::State {
     rec.out_begin = static_cast<uint32_t>(tensors.size());
     rec.out_count = static_cast<uint32_t>(outputs.size());
     for (const at::Tensor& t : outputs) add_tensor(t);
+    flush_batch(rec.out_begin);
     if (ctx->record == capture_order)
       for (const at::Tensor& t : outputs) captured.push_back(t.defined() ? t.detach().to(at::kCPU).clone() : t);
   }

@@ -17,8 +17,11 @@
 // the outermost ops.
 //
 // Digests go into preallocated slots: on the CPU the vectorised kernel runs at once (the CPU is
-// synchronous anyway); on a GPU the digest's ATen integer arithmetic is queued on the op's stream
-// and writes its two lane sums into a slot of one device buffer, read back once at the end. The
+// synchronous anyway); on a GPU the digests of an op's inputs (and then of its outputs) are queued
+// together, as one launch of the batched fused kernel on the op's stream (digest.h's
+// CudaLanesBatch; REPRO_AUDIT_TRACE_BATCH=0 queues one launch per tensor, as before, for
+// comparison), adding their lane sums into slots of one device buffer that is zeroed when it is
+// allocated and read back once at the end; no op waits for the device. The
 // observer's own ops run with RecordFunction and autograd off, so they are neither recorded nor
 // counted in autograd's sequence numbers. When the slots run out, records stop and are counted as
 // dropped; the trace's memory is its slots plus small per-record metadata, never tensors.

@@ -51,7 +51,15 @@ std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, 
         throw UsageError(fmt::format("--devices names cuda:{}, but this machine shows {} GPU{}", g, available,
                                      available == 1 ? "" : "s"));
   } else {
-    if (device != "cuda" || jobs < 2 || available < 2) return std::nullopt;
+    if (device.rfind("cuda", 0) != 0 || jobs < 2) return std::nullopt;
+    if (device != "cuda" || available < 2) {
+      // One GPU for every child: the children see what the parent sees.
+      DevicePlacement p;
+      p.visible = {""};
+      p.names = {device == "cuda" ? std::string("cuda:0") : device};
+      p.per_slot = jobs;
+      return p;
+    }
     for (int g = 0; g < std::min(jobs, available); ++g) gpus.push_back(g);
   }
   std::vector<std::string> parent;
@@ -62,7 +70,18 @@ std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, 
     p.visible.push_back(parent_visible && static_cast<size_t>(g) < parent.size() ? parent[static_cast<size_t>(g)]
                                                                                  : std::to_string(g));
   }
+  const int n = static_cast<int>(gpus.size());
+  p.per_slot = std::max(1, (jobs + n - 1) / n);
   return p;
+}
+
+std::string contention_note(const DevicePlacement& placement, int jobs) {
+  const int at_once = std::min(placement.per_slot, jobs);
+  if (at_once < 2 || placement.names.empty()) return "";
+  std::string gpus;
+  for (const auto& name : placement.names) gpus += (gpus.empty() ? "" : ", ") + name;
+  return fmt::format("up to {} children at once shared {}{}; their timings include each other's work", at_once,
+                     placement.names.size() > 1 ? "each of " : "", gpus);
 }
 
 }  // namespace ra

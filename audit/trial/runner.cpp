@@ -197,18 +197,19 @@ bool no_space_at(const std::string& path) {
 }
 
 std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done,
-                                       const std::function<int(size_t)>& slot_of) {
-  return run_children(jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of);
+                                       const std::function<int(size_t)>& slot_of, int per_slot) {
+  return run_children(jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of, per_slot);
 }
 
 std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done,
-                                       const SlotFn& slot_of) {
+                                       const SlotFn& slot_of, int per_slot) {
   std::vector<ChildOutcome> outcomes(count);
   std::vector<Running> running;
   size_t next = 0;  // the first job not started
   std::vector<char> started(slot_of ? count : 0, 0);
-  std::map<int, size_t> busy;  // slot -> running children holding it (0 or 1)
+  std::map<int, size_t> busy;  // slot -> running children holding it (0 to per_slot)
   if (parallel < 1) parallel = 1;
+  const size_t capacity = static_cast<size_t>(std::max(1, per_slot));
   // The next job to start: `next`, or with slots the first within reach whose slot is free;
   // `count` when none can start now.
   const auto pick = [&]() -> size_t {
@@ -216,7 +217,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
     for (size_t i = next; i < count && i < next + kSlotLookahead; ++i) {
       if (started[i]) continue;
       const int slot = slot_of(i);
-      if (slot < 0 || busy[slot] == 0) return i;
+      if (slot < 0 || busy[slot] < capacity) return i;
     }
     return count;
   };

@@ -49,18 +49,18 @@ struct ChildOutcome {
 // Outcomes are returned in job order.
 using DoneFn = std::function<void(size_t, const ChildOutcome&)>;
 std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done = {},
-                                       const std::function<int(size_t)>& slot_of = {});
+                                       const std::function<int(size_t)>& slot_of = {}, int per_slot = 1);
 
 // The same for `count` jobs made by `make(index)` as each is about to start (and may throw: the
 // children running are then killed and the exception goes on).
 using JobMaker = std::function<ChildJob(size_t)>;
-// `slot_of(index)`, when given, names a resource that at most one running child may hold (a GPU:
-// audit/trial/placement.h), or -1 for none: a job whose slot is taken waits, and a later job
-// whose slot is free starts first (looking at most kSlotLookahead jobs ahead).
+// `slot_of(index)`, when given, names a resource that at most `per_slot` running children may hold
+// at once (a GPU: audit/trial/placement.h), or -1 for none: a job whose slot is full waits, and a
+// later job whose slot has room starts first (looking at most kSlotLookahead jobs ahead).
 using SlotFn = std::function<int(size_t)>;
 inline constexpr size_t kSlotLookahead = 4096;
 std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done = {},
-                                       const SlotFn& slot_of = {});
+                                       const SlotFn& slot_of = {}, int per_slot = 1);
 
 // The last `max_lines` lines (at most `max_bytes`) of a file.
 std::string file_tail(const std::string& path, size_t max_lines = 20, size_t max_bytes = 4096);

@@ -2,7 +2,9 @@
 // GPU tier: the probe suite on CUDA. index_add with float32 and many duplicate indices is the
 // classic atomics case: it must diverge under `default` and be reproducible under `det`; its
 // control without duplicates, and an integer scatter_add, must be reproducible under both; put_
-// must raise under `det`. Exits 77 (reported by ctest as skipped) where no CUDA device exists.
+// must raise under `det`. The same suite with --jobs 4 (children sharing the GPU, issue 31) must
+// give the same verdicts for every probe and configuration, and its report must say that children
+// shared the GPU. Exits 77 (reported by ctest as skipped) where no CUDA device exists.
 #include "tests/gpu/gpu_binary.h"
 
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -55,6 +57,33 @@ int main() {
   expect(verdict(j, "index_add.unique-control", 0) == "reproducible", "index_add without duplicates is reproducible");
   expect(verdict(j, "scatter_add.int-control", 0) == "reproducible", "integer scatter_add is reproducible");
   expect(verdict(j, "put", 1) == "raised", "put_ raises under det");
+
+  // --jobs 4: the controls keep their verdicts when children share the GPU.
+  const std::string shared = report + ".jobs4";
+  const std::string cmd4 = binary +
+                           " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
+                           " --configs default,det --repeats 3 --jobs 4 --quiet --report " + shared + " > /dev/null";
+  const int status4 = std::system(cmd4.c_str());
+  expect(WIFEXITED(status4) && WEXITSTATUS(status4) == 1, "probes --jobs 4 exits 1 too");
+  std::ifstream in4(shared);
+  const nlohmann::json j4 = nlohmann::json::parse(in4, nullptr, false);
+  if (j4.is_discarded()) {
+    expect(false, "the --jobs 4 report is valid JSON");
+  } else {
+    for (const char* probe : {"index_add", "index_add.unique-control", "scatter_add.int-control", "put"})
+      for (size_t c = 0; c < 2; ++c)
+        expect(verdict(j4, probe, c) == verdict(j, probe, c),
+               std::string(probe) + (c == 0 ? " under default" : " under det") + ": same verdict with --jobs 4 (" +
+                   verdict(j4, probe, c) + ")");
+    const auto& timing = j4["timing"];
+    const std::string note = timing.contains("contention") ? timing["contention"].get<std::string>() : "";
+    if (cuda.deviceCount() < 4)  // fewer GPUs than children: some share one
+      expect(note.find("children at once shared") != std::string::npos, "the report says the GPU was shared: " + note);
+    else
+      expect(note.empty(), "one child per GPU: no contention to report");
+    expect(!j["timing"].contains("contention"), "with --jobs 1 it says nothing of the kind");
+  }
+  std::remove(shared.c_str());
   std::remove(report.c_str());
   std::printf("%d failures\n", failures);
   return failures == 0 ? 0 : 1;

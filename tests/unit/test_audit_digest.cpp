@@ -278,3 +278,68 @@ TEST_CASE("digest_arith: a thread's share keys words by their global index past 
     CHECK(wrapped.b == cpu.b);
   }
 }
+
+TEST_CASE("digest_arith: a batch's grid split among tensors adds up to each tensor's digest") {
+  // The batched CUDA kernel (ra_digest_cuda_lanes_batch) gives each packed tensor a share of one
+  // grid (plan_batch), each block finds its tensor (item_of_block), and each thread sums its share
+  // (batch_thread_lanes). Here every block and thread of the grid runs on the CPU, for batches of
+  // mixed dtypes, sizes and unaligned starts, under grids too small and large enough for the words.
+  namespace dk = ra::digest_kernel;
+  const at::Tensor bits = at::randint(0, 256, {16 * (70000 + 16)}, at::kByte);
+  struct Case {
+    at::ScalarType type;
+    int64_t n, skip;
+  };
+  const std::vector<Case> cases = {{at::kFloat, 1000, 1},  {at::kHalf, 70000, 3},  {at::kByte, 1, 0},
+                                   {at::kDouble, 17, 1},   {at::kBool, 5000, 5},   {at::kBFloat16, 300, 0},
+                                   {at::kInt, 65536, 0},   {at::kComplexFloat, 9, 2}, {at::kChar, 255, 7},
+                                   {at::kLong, 2, 1},      {at::kShort, 33, 1},    {at::kFloat, 1, 0}};
+  std::vector<at::Tensor> tensors;
+  for (const auto& c : cases) {
+    const int64_t elem = static_cast<int64_t>(c10::elementSize(c.type));
+    at::Tensor t = bits.narrow(0, 0, (c.n + 16) * elem).view(c.type).narrow(0, c.skip, c.n);
+    if (c.type == at::kBool) t = t.view(at::kByte).bitwise_and(1).view(at::kBool);
+    tensors.push_back(t);  // where it lies: a skip moves its start off 16 bytes
+  }
+  for (const uint64_t max_blocks : {uint64_t{1}, uint64_t{5}, uint64_t{40}, uint64_t{1056}, uint64_t{100000}}) {
+    CAPTURE(max_blocks);
+    dk::Batch b;
+    std::vector<unsigned long long> out(2 * tensors.size(), 0);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const int elem = static_cast<int>(tensors[i].element_size());
+      const int word = dk::word_bytes_for_element(elem);
+      dk::BatchItem& it = b.items[b.count++];
+      it.data = tensors[i].const_data_ptr();
+      it.words = static_cast<uint64_t>(tensors[i].numel()) * static_cast<uint64_t>(elem / word);
+      it.out = out.data() + 2 * i;
+      it.word_bytes = static_cast<uint32_t>(word);
+    }
+    dk::plan_batch(b, max_blocks);
+    // Every item has blocks, in order and without gaps; a grid big enough gives each what it needs.
+    uint32_t next = 0;
+    uint64_t wanted = 0;
+    for (uint32_t i = 0; i < b.count; ++i) {
+      CHECK(b.items[i].first_block == next);
+      CHECK(b.items[i].blocks >= 1);
+      next += b.items[i].blocks;
+      wanted += (b.items[i].words + dk::kBatchThreads - 1) / dk::kBatchThreads;
+    }
+    CHECK(b.blocks == next);
+    CHECK(b.blocks <= max_blocks + b.count);  // at least one block each, else at most the grid
+    if (wanted <= max_blocks) CHECK(b.blocks == wanted);
+    for (uint32_t block = 0; block < b.blocks; ++block)
+      for (uint32_t thread = 0; thread < dk::kBatchThreads; ++thread) {
+        uint32_t item = 0;
+        const dk::Lanes l = dk::batch_thread_lanes(b, block, thread, &item);
+        CHECK_MESSAGE((block >= b.items[item].first_block && block < b.items[item].first_block + b.items[item].blocks),
+                      "block ", block, " went to item ", item);
+        b.items[item].out[0] += l.a;
+        b.items[item].out[1] += l.b;
+      }
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const dk::Lanes lanes{out[2 * i], out[2 * i + 1]};
+      CHECK(dk::finish(lanes, ra::dtype_name(tensors[i].scalar_type()), tensors[i].sizes().vec()) ==
+            ra::digest(tensors[i]));
+    }
+  }
+}

@@ -3,6 +3,7 @@
 // use: it must load once libtorch_cuda.so is loaded, and its entry point must resolve. Without a
 // GPU, a call must report the missing device rather than crash. Its arithmetic is tested in
 // test_audit_digest.cpp; its results on a device in tests/gpu.
+#include "audit/digest/digest_arith.h"
 #include "audit/runtime/cuda_loader.h"
 
 #include <doctest/doctest.h>
@@ -24,6 +25,22 @@ TEST_CASE("digest_cuda: the module loads against this torch's CUDA libraries and
   const bool exported = fn != nullptr;
   REQUIRE_MESSAGE(exported, "ra_digest_cuda_lanes is not exported");
   CHECK(std::string(fn(nullptr, 0, 3, 0, nullptr, 0)) == "word size must be 1, 2 or 4 bytes");
+  // The batched entry point (issue 31): it checks what it is given before touching the device.
+  using BatchFn = const char* (*)(void*, int);
+  const auto batch = reinterpret_cast<BatchFn>(dlsym(module, "ra_digest_cuda_lanes_batch"));
+  const bool batch_exported = batch != nullptr;
+  REQUIRE_MESSAGE(batch_exported, "ra_digest_cuda_lanes_batch is not exported");
+  ra::digest_kernel::Batch b;
+  CHECK(batch(&b, 0) == nullptr);  // nothing to do
+  b.count = ra::digest_kernel::kBatchMax + 1;
+  CHECK(std::string(batch(&b, 0)) == "too many tensors for one batch");
+  b.count = 1;
+  b.items[0].words = 1;
+  b.items[0].word_bytes = 3;
+  CHECK(std::string(batch(&b, 0)) == "word size must be 1, 2 or 4 bytes");
+  b.items[0].word_bytes = 4;
+  b.items[0].words = 0;
+  CHECK(std::string(batch(&b, 0)) == "an empty tensor in a batch");
   int devices = 0;
   using CountFn = int (*)(int*);
   const auto count = reinterpret_cast<CountFn>(dlsym(RTLD_DEFAULT, "cudaGetDeviceCount"));
@@ -32,6 +49,9 @@ TEST_CASE("digest_cuda: the module loads against this torch's CUDA libraries and
     REQUIRE(why_not != nullptr);
     const std::string answer = std::string("without a GPU the kernel answers: ") + why_not;
     MESSAGE(answer);
+    b.items[0].words = 1;
+    b.items[0].data = reinterpret_cast<const void*>(uintptr_t{16});
+    CHECK(batch(&b, 0) != nullptr);  // a valid batch, but no device to run it: an answer, no crash
   }
 }
 #endif

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -44,15 +45,93 @@ TEST_CASE("a placement: --devices, or --device cuda with --jobs over several GPU
   REQUIRE(p);
   CHECK(p->slots() == 3);
   CHECK(ra::place_devices({}, "cuda", 3, 2, std::nullopt)->slots() == 2);
-  // No placement: one job, one GPU, a named GPU, the CPU.
+  // No placement: one job, the CPU.
   CHECK_FALSE(ra::place_devices({}, "cuda", 1, 4, std::nullopt));
-  CHECK_FALSE(ra::place_devices({}, "cuda", 4, 1, std::nullopt));
-  CHECK_FALSE(ra::place_devices({}, "cuda:1", 4, 4, std::nullopt));
+  CHECK_FALSE(ra::place_devices({}, "cuda", 1, 1, std::nullopt));
+  CHECK_FALSE(ra::place_devices({}, "cuda:1", 1, 4, std::nullopt));
   CHECK_FALSE(ra::place_devices({}, "cpu", 4, 0, std::nullopt));
   // A GPU the machine does not have, or --devices with another --device.
   CHECK_THROWS_AS(ra::place_devices({0, 4}, "cuda", 1, 4, std::nullopt), ra::UsageError);
   CHECK_THROWS_AS(ra::place_devices({0}, "cpu", 1, 0, std::nullopt), ra::UsageError);
   CHECK_THROWS_AS(ra::place_devices({0}, "cuda:0", 1, 2, std::nullopt), ra::UsageError);
+}
+
+TEST_CASE("--jobs J on one GPU: J children share it, and the report is told so") {
+  // Issue 31: with one GPU there was no placement, so J children ran on it unrecorded; now the one
+  // GPU is a slot that J children hold at once, the report says so, and the children see what the
+  // parent sees (no CUDA_VISIBLE_DEVICES of their own).
+  auto p = ra::place_devices({}, "cuda", 4, 1, std::nullopt);
+  REQUIRE(p);
+  CHECK(p->slots() == 1);
+  CHECK(p->per_slot == 4);
+  CHECK(p->visible == std::vector<std::string>{""});
+  CHECK(p->names == std::vector<std::string>{"cuda:0"});
+  CHECK(p->slot_of(5) == 0);
+  CHECK(ra::contention_note(*p, 4) == "up to 4 children at once shared cuda:0; their timings include each other's work");
+  // A named GPU on a machine of several: it is shared, and stays the one the children use.
+  p = ra::place_devices({}, "cuda:1", 3, 4, std::string("2,3"));
+  REQUIRE(p);
+  CHECK(p->per_slot == 3);
+  CHECK(p->visible == std::vector<std::string>{""});
+  CHECK(p->names == std::vector<std::string>{"cuda:1"});
+  // More jobs than GPUs: each GPU takes its share (rounded up), the runner caps the total at J.
+  p = ra::place_devices({}, "cuda", 5, 2, std::nullopt);
+  REQUIRE(p);
+  CHECK(p->slots() == 2);
+  CHECK(p->per_slot == 3);
+  CHECK(ra::contention_note(*p, 5) ==
+        "up to 3 children at once shared each of cuda:0, cuda:1; their timings include each other's work");
+  p = ra::place_devices({0, 2}, "cuda", 4, 4, std::nullopt);
+  REQUIRE(p);
+  CHECK(p->per_slot == 2);
+  // One child per GPU, as before: nothing to say.
+  p = ra::place_devices({}, "cuda", 3, 4, std::nullopt);
+  REQUIRE(p);
+  CHECK(p->per_slot == 1);
+  CHECK(ra::contention_note(*p, 3).empty());
+  p = ra::place_devices({0, 2}, "cuda", 1, 4, std::nullopt);
+  REQUIRE(p);
+  CHECK(p->per_slot == 1);
+  CHECK(ra::contention_note(*p, 1).empty());
+}
+
+TEST_CASE("the runner lets per_slot children hold one slot at once, and never more") {
+  // Four jobs on slot 0 with room for two: each waits (up to 20 s) until its partner (0 with 1, 2
+  // with 3) has started, so two must run side by side; a runner that kept one per slot would let
+  // each wait out its 20 s alone, and the log would show it.
+  char pattern[] = "/tmp/ra-slots2-XXXXXX";
+  REQUIRE(::mkdtemp(pattern) != nullptr);
+  const std::string dir = pattern;
+  const std::string log = dir + "/log";
+  std::vector<ra::ChildJob> jobs;
+  for (int i = 0; i < 4; ++i) {
+    const std::string me = dir + "/m" + std::to_string(i), partner = dir + "/m" + std::to_string(i ^ 1);
+    ra::ChildJob j;
+    j.argv = {"/bin/sh", "-c",
+              "touch " + me + "; echo start 0 " + std::to_string(i) + " >> " + log + "; n=0; while [ ! -e " + partner +
+                  " ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; echo end 0 " + std::to_string(i) + " >> " + log};
+    j.log_path = dir + "/child" + std::to_string(i) + ".log";
+    jobs.push_back(j);
+  }
+  const auto outcomes = ra::run_children(jobs, 4, {}, [](size_t) { return 0; }, 2);
+  for (const auto& o : outcomes) CHECK(o.kind == ra::ChildOutcome::Kind::Exited);
+  std::ifstream in(log);
+  int holding = 0, peak = 0, lines = 0, slot = 0, index = 0;
+  std::string word;
+  while (in >> word >> slot >> index) {
+    ++lines;
+    holding += word == "start" ? 1 : -1;
+    peak = std::max(peak, holding);
+  }
+  CHECK(lines == 8);
+  CHECK(peak == 2);
+  in.close();
+  ::unlink(log.c_str());
+  for (int i = 0; i < 4; ++i) {
+    ::unlink((dir + "/child" + std::to_string(i) + ".log").c_str());
+    ::unlink((dir + "/m" + std::to_string(i)).c_str());
+  }
+  ::rmdir(dir.c_str());
 }
 
 TEST_CASE("the runner never lets two children hold one slot at once, and runs every job") {

@@ -172,6 +172,25 @@ TEST_CASE("report_from_json: timings and non-finite statistics come back") {
   CHECK(std::isnan(nan_back.targets.front().configs.front().diverged_tensors.front().stats->max_abs_diff));
 }
 
+TEST_CASE("report_from_json: children that shared a GPU are said in the timing section and the summaries") {
+  // --jobs above the number of GPUs (issue 31): the timings include each other's work, so every
+  // rendering says so, and a report read back says it again; a report without it says nothing.
+  auto r = probes_report();
+  CHECK(ra::report::render_json(r).find("contention") == std::string::npos);
+  r.contention = "up to 4 children at once shared cuda:0; their timings include each other's work";
+  const json j = to_json(r);
+  CHECK(j["timing"]["contention"] == r.contention);
+  CHECK(round_trip(r) == ra::report::render_json(r));
+  const auto back = ra::report::report_from_json(j);
+  CHECK(back.contention == r.contention);
+  CHECK(ra::report::render_text(back).find("note: up to 4 children at once shared cuda:0") != std::string::npos);
+  CHECK(ra::report::render_markdown(back).find("shared cuda:0") != std::string::npos);
+  CHECK(ra::report::render_html(back).find("shared cuda:0") != std::string::npos);
+  auto run = ra::test::every_verdict_report(40);
+  run.contention = r.contention;
+  CHECK(ra::report::render_text(run).find("note: up to 4 children") != std::string::npos);
+}
+
 TEST_CASE("report_from_json: errors name the schema, the version or the JSON path") {
   const json good = to_json(ra::test::every_verdict_report(40));
   json j = good;
