@@ -95,8 +95,8 @@ std::string render_baseline_text(const Report& r) {
   if (explained)
     out += fmt::format(
         "  explained: the results changed together with {}, which does not fail the run; if the new "
-        "results are the right ones, save the baseline again (--save-baseline {})\n",
-        explained_cause(b), b.source);
+        "results are the right ones, {}\n",
+        explained_cause(b), resave_advice(b));
   return out;
 }
 
