@@ -5,6 +5,7 @@
 // standard folders).
 #include "audit/trial/config.h"
 #include "audit/common/errors.h"
+#include "audit/run/probe_audit.h"
 #include "cli/commands.h"
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace ra::cli {
 namespace {
@@ -41,13 +43,30 @@ std::vector<CommandInfo> visible_commands(const CLI::App& app) {
   return out;
 }
 
+// The built-in probes' names and families, for `probes --only`: asked of the worker (the
+// catalogue lives on its side) when the script is generated, at build time. Without a worker
+// (a front built alone) the option completes nothing rather than file names.
+std::vector<std::string> probe_words() {
+  std::set<std::string> words;
+  try {
+    for (const auto& p : probe_catalogue({})) {
+      words.insert(p.name);
+      words.insert(p.family);
+    }
+  } catch (const std::exception&) {
+    return {};
+  }
+  return {words.begin(), words.end()};
+}
+
 // Values worth offering after an option, where they are a fixed list.
 std::map<std::string, std::vector<std::string>> value_lists() {
   return {{"--device", {"cpu", "cuda", "cuda:0"}},
           {"--mode", {"infer", "train"}},
           {"--optimizer", {"sgd", "adam"}},
           {"--replay-omit", {"rng", "optimizer"}},
-          {"--configs", preset_names()}};
+          {"--configs", preset_names()},
+          {"--only", probe_words()}};
 }
 
 std::string bash_script(const CLI::App& app) {
