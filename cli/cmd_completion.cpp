@@ -36,8 +36,10 @@ std::vector<CommandInfo> visible_commands(const CLI::App& app) {
     if (c.hidden) continue;
     const CLI::App* sub = app.get_subcommand(c.name);
     CommandInfo info{c.name, c.summary, {}};
-    for (const CLI::Option* o : sub->get_options())
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->get_group().empty()) continue;  // hidden: exec's --seed, which is there only to be refused
       for (const auto& l : o->get_lnames()) info.options.push_back({"--" + l, o->get_description(), o->get_expected_min() > 0});
+    }
     out.push_back(std::move(info));
   }
   return out;

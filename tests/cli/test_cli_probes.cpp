@@ -222,7 +222,7 @@ TEST_CASE("completion: probes --only <TAB> offers probe names and families, not 
   const size_t at = bash.out.find("    --only) COMPREPLY=($(compgen -W \"");
   REQUIRE(at != std::string::npos);
   const std::string words = bash.out.substr(at, bash.out.find('\n', at) - at);
-  for (const char* w : {" index_put.accumulate ", " index_add ", " scatter-index ", " sum.threads "})
+  for (const char* w : {"\"adaptive_avg_pool2d.backward ", " index_put.accumulate ", " index_add ", " scatter-index ", " sum.threads"})
     CHECK(words.find(w) != std::string::npos);
   const auto zsh = run_cli({"__completion", "zsh"});
   REQUIRE(zsh.code == 0);
