@@ -96,7 +96,7 @@ std::string render_baseline_text(const Report& r) {
     out += fmt::format(
         "  explained: the results changed together with {}, which does not fail the run; if the new "
         "results are the right ones, {}\n",
-        explained_cause(b), resave_advice(b));
+        explained_cause(b), resave_advice(b).text());
   return out;
 }
 
