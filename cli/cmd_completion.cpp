@@ -6,6 +6,7 @@
 #include "audit/trial/config.h"
 #include "audit/common/errors.h"
 #include "cli/common.h"
+#include "audit/run/probe_audit.h"
 #include "cli/commands.h"
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace ra::cli {
 namespace {
@@ -35,11 +37,29 @@ std::vector<CommandInfo> visible_commands(const CLI::App& app) {
     if (c.hidden) continue;
     const CLI::App* sub = app.get_subcommand(c.name);
     CommandInfo info{c.name, c.summary, {}};
-    for (const CLI::Option* o : sub->get_options())
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->get_group().empty()) continue;  // hidden: exec's --seed, which is there only to be refused
       for (const auto& l : o->get_lnames()) info.options.push_back({"--" + l, o->get_description(), o->get_expected_min() > 0});
+    }
     out.push_back(std::move(info));
   }
   return out;
+}
+
+// The built-in probes' names and families, for `probes --only`: asked of the worker (the
+// catalogue lives on its side) when the script is generated, at build time. Without a worker
+// (a front built alone) the option completes nothing rather than file names.
+std::vector<std::string> probe_words() {
+  std::set<std::string> words;
+  try {
+    for (const auto& p : probe_catalogue({})) {
+      words.insert(p.name);
+      words.insert(p.family);
+    }
+  } catch (const std::exception&) {
+    return {};
+  }
+  return {words.begin(), words.end()};
 }
 
 // Values worth offering after an option, where they are a fixed list.
@@ -48,7 +68,8 @@ std::map<std::string, std::vector<std::string>> value_lists() {
           {"--mode", {"infer", "train"}},
           {"--optimizer", {"sgd", "adam"}},
           {"--replay-omit", {"rng", "optimizer"}},
-          {"--configs", preset_names()}};
+          {"--configs", preset_names()},
+          {"--only", probe_words()}};
 }
 
 std::string bash_script(const CLI::App& app) {

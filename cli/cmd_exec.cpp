@@ -106,15 +106,21 @@ Action attach_exec(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--ranks-equal", a->ranks_equal,
                "also require each run's {rank} artifacts to be bitwise equal across ranks (data-parallel replicas)");
   sub.add_flag("--no-fix-search", a->no_fix_search, "do not search the switches that fix a diverged configuration");
-  CLI::Option* timed = sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs of the command per candidate (median)")
-                           ->check(integer_in(1, 1000))
+  // At least 5, as in run: the fix search times in rounds (report::kTimingRounds), and the spread of
+  // the per-round ratios is a 94% interval of the median cost only with 5 of them.
+  CLI::Option* timed = sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs of the command per candidate, "
+                                                                     "one per round (median)")
+                           ->check(integer_in(report::kTimingRounds, 1000))
                            ->capture_default_str();
   add_audit_options(sub, *a,
-                    {"default", "seconds before a run of the command is killed (with its process tree) and recorded as timeout",
-                     "not used by exec"});
-  return [a, &global, timed] {
+                    {"default", "seconds before a run of the command is killed (with its process tree) and recorded as timeout", ""});
+  CLI::Option* seed = sub.get_option("--seed");
+  return [a, &global, timed, seed] {
     if (a->no_fix_search && timed->count() > 0) throw UsageError("--timed-runs times the fix search, which --no-fix-search turns off");
     if (!a->libraries.empty()) throw UsageError("--load-library applies to run and probes: exec runs your command as it is");
+    if (seed->count() > 0)
+      throw UsageError("--seed applies to run and probes: exec runs your command as it is; seed inside your script (the "
+                       "report's seeding checklist says where it is missing)");
     return execute(*a, global);
   };
 }

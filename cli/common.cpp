@@ -191,10 +191,17 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
       ->check(integer_in(1, 4096))
       ->capture_default_str();
   sub.add_option("--timeout", a.timeout, help.timeout)->check(seconds_up_to(kMaxTimeoutSeconds))->capture_default_str();
-  sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs (0 to 2^64-1)")
-      ->check(integer_in(0, UINT64_MAX))
-      ->capture_default_str();
-  sub.add_option("--load-library", a.libraries, help.library);
+  // Options that would do nothing are not offered: exec runs the user's command as it is, so
+  // it has no generator to seed and no process to load a library into. They stay registered,
+  // hidden (no --help line, no completion), so that a user who gives one is told why.
+  CLI::Option* seed = sub.add_option("--seed", a.seed, "seed of every generator and of synthetic inputs (0 to 2^64-1)")
+                          ->check(integer_in(0, UINT64_MAX))
+                          ->capture_default_str();
+  CLI::Option* library = sub.add_option("--load-library", a.libraries, help.library);
+  if (help.library.empty()) {
+    seed->group("");
+    library->group("");
+  }
   add_allowlist_option(sub, a.allowlist);
   add_tolerance_options(sub, a.tolerance);
   sub.add_option("--baseline", a.baseline,

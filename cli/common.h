@@ -58,7 +58,8 @@ struct AuditArgs {
 struct AuditHelp {
   std::string default_configs;  // "default,threads-1 on CPU, default,det on CUDA"
   std::string timeout;          // what --timeout limits
-  std::string library;          // what --load-library is for
+  std::string library;          // what --load-library is for; "" for a command that runs no model
+                                // (exec): --seed and --load-library are then hidden, and given, refused
 };
 
 // Registers --device, --repeats, --configs, --report, --junit, --markdown, --html, --json, --jobs, --timeout, --seed,

@@ -84,6 +84,17 @@ void register_convolution(ProbeList& out) {
         ctx.record("output", y);
         ctx.backward(y, {{"input", x}, {"weight", w}});
       }));
+  // On the CPU only: a convolution over maps of a pixel or a few (a squeeze-excitation block's 1x1
+  // convolutions on pooled features, as in MobileNetV3) takes ATen's im2col + GEMM path, whose sums
+  // follow the intra-op thread count; measured with torch 2.11 on 2 threads against 1, 108 of the
+  // 128 outputs differ (the 8x8x32x32 3x3 maps of conv2d.forward do not change: MKL-DNN's path).
+  out.push_back(make_probe({"conv2d.threads", "convolution", "aten::conv2d", true, false, Direction::Forward,
+                            "conv2d.threads.cpu", Role::Probe, "float32 8x64x1x1, 1x1 kernel to 16 channels with bias"},
+                           [](ProbeContext& ctx) {
+                             const at::Tensor x = ctx.randn({8, 64, 1, 1});
+                             const at::Tensor w = ctx.randn({16, 64, 1, 1});
+                             ctx.record("output", at::conv2d(x, w, ctx.randn({16})));
+                           }));
   // TF32: cuDNN may use TF32 tensor cores for float32 convolutions (on by default in PyTorch);
   // results are stable per setting but differ between settings: a configuration dependence.
   out.push_back(make_probe({"conv2d.tf32", "convolution", "aten::conv2d", false, true, Direction::Forward, "tf32.cuda",

@@ -99,8 +99,8 @@ std::string render_baseline_text(const Report& r) {
   if (explained)
     out += fmt::format(
         "  explained: the results changed together with {}, which does not fail the run; if the new "
-        "results are the right ones, save the baseline again (--save-baseline {})\n",
-        explained_cause(b), ln(b.source));
+        "results are the right ones, {}\n",
+        explained_cause(b), ln(resave_advice(b).text()));
   return out;
 }
 

@@ -79,8 +79,8 @@ void baseline_section(std::string& out, const Report& r) {
   }
   if (explained)
     out += fmt::format("<p class=\"hint\"><strong>Explained differences</strong> do not fail the run: the results changed together with "
-                       "the environment. If the new results are the right ones, save the baseline again with {}.</p>\n",
-                       code("--save-baseline " + b.source));
+                       "the environment. If the new results are the right ones, {}{}{}.</p>\n",
+                       esc(resave_advice(b).before), code(resave_advice(b).code), esc(resave_advice(b).after));
   out += "</section>\n";
 }
 

@@ -170,8 +170,8 @@ Outcome baseline_outcome(const Report& r, const BaselineResult& b, std::string& 
   switch (b.status) {
     case BaselineStatus::Match: return {};
     case BaselineStatus::Explained:
-      system_out = fmt::format("explained: {}\n{}If the new results are the right ones, save the baseline again "
-                               "(--save-baseline {}).\n", b.reason, body, r.baseline->source);
+      system_out = fmt::format("explained: {}\n{}If the new results are the right ones, {}.\n", b.reason, body,
+                               resave_advice(*r.baseline).text());
       return {};
     case BaselineStatus::Regression: return {"failure", "regression", b.reason, body};
     case BaselineStatus::Nondeterministic:

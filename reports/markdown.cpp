@@ -151,8 +151,8 @@ void baseline_section(std::string& out, const Report& r) {
   }
   if (explained)
     out += fmt::format("\n> **Explained differences** do not fail the run: the results changed together with {}. "
-                       "If the new results are the right ones, save the baseline again with {}.\n",
-                       explained_cause(b), code("--save-baseline " + b.source));
+                       "If the new results are the right ones, {}{}{}.\n",
+                       explained_cause(b), md(resave_advice(b).before), code(resave_advice(b).code), md(resave_advice(b).after));
 }
 
 }  // namespace

@@ -106,6 +106,15 @@ std::string baseline_verdict_text(const Report& report);
 // What explained differences changed with: "the environment", "the model's weights" (same graph,
 // other weights), or both.
 std::string explained_cause(const BaselineComparison& baseline);
+// What to do when explained differences are the right results: save a baseline file again through
+// the audit that writes it (compare has no --save-baseline), or, when the baseline was a report,
+// compare with the newer report from now on (saving over a report would lose it).
+// `code` is the option or file, for a renderer to set as code; the advice reads before + code + after.
+struct ResaveAdvice {
+  std::string before, code, after;
+  std::string text() const { return before + code + after; }
+};
+ResaveAdvice resave_advice(const BaselineComparison& baseline);
 
 // The environment fingerprint as aligned "key: value" lines.
 std::string render_environment_text(const nlohmann::ordered_json& env);

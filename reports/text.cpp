@@ -501,6 +501,11 @@ std::string explained_cause(const BaselineComparison& b) {
   return weights ? "the model's weights" : "the environment";
 }
 
+ResaveAdvice resave_advice(const BaselineComparison& b) {
+  if (b.schema == "repro-audit/report") return {"compare with the newer report from now on, in place of ", b.source, ""};
+  return {"save the baseline again (rerun the audit with ", "--save-baseline " + b.source, ")"};
+}
+
 std::string baseline_verdict_text(const Report& r) {
   if (!r.baseline) return "";
   size_t regressions = 0, nondeterministic = 0;

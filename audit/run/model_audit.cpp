@@ -391,7 +391,11 @@ report::Report run_audit(const RunOptions& given) {
   ScratchDir scratch;
   log::debug("scratch folder {}", scratch.path());
   const TrialResult pre = preflight(o, scratch);
-  for (const auto& w : pre.warnings) log::warn("{}", w);
+  // A note on what --trace cannot see is the report's (target.notes, printed with the summary):
+  // said once there, not again on stderr.
+  for (const auto& w : pre.warnings)
+    if (w.rfind("--trace: ", 0) == 0) log::debug("{}", w);
+    else log::warn("{}", w);
   if (!pre.untraceable.empty()) {
     log::warn("--trace: {}", pre.untraceable);
     o.trace = false;

@@ -312,10 +312,11 @@ class ExportTarget final : public Target {
         hidden.insert(nodes_[k].op);
       }
     if (count == 0) return {};
-    return {fmt::format("NativeRT runs {} of the graph's {} nodes ({}) as static CPU kernels that bypass the dispatcher: the "
-                        "trace sees only the ops they call inside, named \"inside node ...\", and a root cause there names "
-                        "the nearest recorded op (the wheel's only ModelRunnerHandle constructor takes a path and a model "
-                        "name: there is no switch to turn the static kernels off)",
+    // What it means for the user, in a line: which nodes the trace cannot name, and where a
+    // divergence inside one shows instead. (NativeRT's static CPU kernels bypass the dispatcher;
+    // the wheel's ModelRunnerHandle has no switch to turn them off.)
+    return {fmt::format("{} of the graph's {} nodes ({}) run as fused kernels that the trace cannot see into: a divergence "
+                        "inside one is named at the nearest traced op (\"inside node ...\"), not at the node itself",
                         count, N, fmt::join(hidden, ", "))};
   }
 

@@ -207,7 +207,7 @@ def forward(self, x):
   CHECK(def["status"] == "explained");
   CHECK(def["explained_by"] == json::array({"env_vars.OMP_NUM_THREADS", "config.threads"}));
   CHECK(result_of(j, "threads-1")["status"] == "match");  // one thread either way
-  CHECK(r.out.find("save the baseline again (--save-baseline " + dir.file("g.json") + ")") != std::string::npos);
+  CHECK(r.out.find("save the baseline again (rerun the audit with --save-baseline " + dir.file("g.json") + ")") != std::string::npos);
 }
 
 TEST_CASE("run --baseline: a torch change explains a difference; a cuDNN change cannot explain it on the CPU") {

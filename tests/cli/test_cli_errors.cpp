@@ -193,3 +193,25 @@ TEST_CASE("run: --device cuda on a machine without a GPU exits 2") {
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--device", "cuda"}, 2,
                "--device cuda was asked for, but this machine has no CUDA device");
 }
+
+TEST_CASE("exec: options that would do nothing are not offered, and --timed-runs takes what run takes") {
+  // exec runs the command as it is: no generator of ours to seed, no process to load a library into.
+  const auto help = run_cli({"exec", "--help"});
+  CHECK(help.code == 0);
+  CHECK(help.out.find("--seed") == std::string::npos);
+  CHECK(help.out.find("--load-library") == std::string::npos);
+  CHECK(help.out.find("--timed-runs") != std::string::npos);
+  CHECK(run_cli({"run", "--help"}).out.find("--seed") != std::string::npos);
+  const auto bash = run_cli({"__completion", "bash"});
+  const size_t exec_case = bash.out.find("    exec) opts=\"");
+  REQUIRE(exec_case != std::string::npos);
+  const std::string exec_opts = bash.out.substr(exec_case, bash.out.find('\n', exec_case) - exec_case);
+  CHECK(exec_opts.find("--seed") == std::string::npos);
+  CHECK(exec_opts.find("--load-library") == std::string::npos);
+  ra::test::TempDir dir;
+  ra::test::expect_error(dir, {"exec", "--seed", "3", "--", "true"}, 2, "--seed applies to run and probes: exec runs your command as it is");
+  ra::test::expect_error(dir, {"exec", "--load-library", "x.so", "--", "true"}, 2, "--load-library applies to run and probes");
+  // The fix search times in 5 rounds, in run and exec alike.
+  ra::test::expect_error(dir, {"exec", "--timed-runs", "1", "--", "true"}, 2, "--timed-runs");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--trace", "--timed-runs", "1"}, 2, "--timed-runs");
+}

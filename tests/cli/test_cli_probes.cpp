@@ -215,3 +215,18 @@ TEST_CASE("probes: bad input gives one line on stderr, the documented exit code 
     ra::test::expect_error(dir, args, c.code, c.message);
   }
 }
+
+TEST_CASE("completion: probes --only <TAB> offers probe names and families, not file names") {
+  const auto bash = run_cli({"__completion", "bash"});
+  REQUIRE(bash.code == 0);
+  const size_t at = bash.out.find("    --only) COMPREPLY=($(compgen -W \"");
+  REQUIRE(at != std::string::npos);
+  const std::string words = bash.out.substr(at, bash.out.find('\n', at) - at);
+  for (const char* w : {"\"adaptive_avg_pool2d.backward ", " index_put.accumulate ", " index_add ", " scatter-index ", " sum.threads"})
+    CHECK(words.find(w) != std::string::npos);
+  const auto zsh = run_cli({"__completion", "zsh"});
+  REQUIRE(zsh.code == 0);
+  CHECK(zsh.out.find("'--only[") != std::string::npos);
+  CHECK(zsh.out.find(":value:(") != std::string::npos);
+  CHECK(zsh.out.find("index_put.accumulate") != std::string::npos);
+}

@@ -452,8 +452,18 @@ TEST_CASE("run --trace on a torch.export archive: the root cause names the graph
   const auto clean = run_cli({"run", std::string(RA_TEST_DATA) + "/exported.pt2", "--shape", "2x4", "--trace"});
   CHECK(clean.code == 0);
   CHECK(clean.out.find("    root cause:") == std::string::npos);
-  // What the static kernels hide is said in the report, not only on stderr.
+  // What the static kernels hide is said once, in the report and its summary (not again on
+  // stderr), in a line a user can act on.
   REQUIRE(j["targets"][0].contains("notes"));
-  CHECK(j["targets"][0]["notes"][0].get<std::string>().find("as static CPU kernels that bypass the dispatcher") != std::string::npos);
+  const std::string note = j["targets"][0]["notes"][0].get<std::string>();
+  CHECK(note.find("run as fused kernels that the trace cannot see into: a divergence inside one is named at the nearest "
+                  "traced op") != std::string::npos);
+  CHECK(note.find("ModelRunnerHandle") == std::string::npos);
+  CHECK(note.size() < 300);
+  const auto once = run_cli({"run", model, "--shape", "20000x4", "--trace", "--configs", "default", "--repeats", "2",
+                             "--no-fix-search"});
+  CHECK(once.out.find("the trace cannot see into") != std::string::npos);
+  CHECK(once.out.find("the trace cannot see into") == once.out.rfind("the trace cannot see into"));
+  CHECK(once.err.find("the trace cannot see into") == std::string::npos);
 }
 

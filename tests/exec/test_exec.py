@@ -96,7 +96,7 @@ for fix in ("--seed-torch", "--generator"):
 
 # 3. index_put_ with accumulate under threads=4: diverged, fixed by threads=1 or det, with costs.
 rep = work / "index_put.json"
-r = exec_("--configs", "threads=4", "--timed-runs", "1", "--", python, programs / "index_put.py", report=rep)
+r = exec_("--configs", "threads=4", "--", python, programs / "index_put.py", report=rep)
 check(r.returncode == 1, f"index_put: exit {r.returncode}: {r.stderr[-500:]}")
 if rep.exists():
     c = target(rep)["configs"][0]

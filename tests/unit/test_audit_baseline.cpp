@@ -192,7 +192,23 @@ TEST_CASE("apply_baseline: a torch change explains a CPU target's difference (ex
   CHECK(r.exit_code == 0);
   const std::string text = ra::report::render_text(r);
   CHECK(text.find("m.pt / default: explained: 1 of 2 tensors differ") != std::string::npos);
-  CHECK(text.find("save the baseline again (--save-baseline golden.json)") != std::string::npos);
+  CHECK(text.find("save the baseline again (rerun the audit with --save-baseline golden.json)") != std::string::npos);
+}
+
+TEST_CASE("resave_advice: a report taken as the baseline (compare A.json B.json) is never to be saved over") {
+  // compare has no --save-baseline, and saving a baseline over report A would lose it: the advice
+  // for an explained difference names the newer report instead, in every format.
+  auto r = report();
+  r.environment["torch"]["version"] = "2.12.0";
+  r.targets[0].configs[0].reference[1].digest = hex('c');
+  ra::apply_baseline(r, ra::Baseline{"previous.json", "repro-audit/report", report()});
+  REQUIRE(result(r, "default").status == BaselineStatus::Explained);
+  for (const std::string& out : {ra::report::render_text(r), ra::report::render_markdown(r), ra::report::render_junit(r),
+                                 ra::report::render_html(r)}) {
+    CHECK(out.find("--save-baseline") == std::string::npos);
+    CHECK(out.find("compare with the newer report from now on, in place of ") != std::string::npos);
+    CHECK(out.find("previous.json") != std::string::npos);
+  }
 }
 
 TEST_CASE("apply_baseline: a cuDNN change does not explain a CPU target's difference (regression, exit 1)") {

@@ -74,7 +74,7 @@ TEST_CASE("render_baseline_text: changes, one line per result, differing tensors
   CHECK(section.find("  m<1>&\"'.pt / mkl-cbwr: missing: in the baseline only\n") != std::string::npos);
   CHECK(section.find("baseline: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, 1 added, 1 match\n"
                      "  explained: the results changed together with the environment, which does not fail the run; if the "
-                     "new results are the right ones, save the baseline again (--save-baseline golden <1>.json)\n") !=
+                     "new results are the right ones, save the baseline again (rerun the audit with --save-baseline golden <1>.json)\n") !=
         std::string::npos);
   CHECK(text.find("verdict: diverged, configuration-dependent, 1 baseline regression, 1 nondeterministic against the "
                   "baseline (exit 1)\n") != std::string::npos);
