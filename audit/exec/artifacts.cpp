@@ -272,7 +272,7 @@ void write_all(int fd, const char* p, size_t n, const std::string& what) {
     if (w <= 0) {
       const int err = w < 0 ? errno : ENOSPC;
       throw InputError(err == ENOSPC || err == EDQUOT
-                           ? fmt::format("cannot take artifact '{}': no space left in TMPDIR", what)
+                           ? fmt::format("no space left in TMPDIR while taking artifact '{}'", what)
                            : fmt::format("cannot take artifact '{}': {}", what, std::strerror(err)));
     }
     p += w;
