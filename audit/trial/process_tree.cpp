@@ -233,6 +233,7 @@ void ProcessTrees::admit(pid_t pid, Gate& gate) {
       }
     }
   }
+  if (pid > 0) swept_ = false;
   if (pid > 0 && cgroups_.count(pid) == 0) recorded_[pid];
   if (gate.read_fd >= 0) ::close(gate.read_fd);
   if (gate.write_fd >= 0) ::close(gate.write_fd);  // the child goes on to exec
@@ -271,6 +272,7 @@ void ProcessTrees::ended(pid_t pid) {
 }
 
 void ProcessTrees::end_all() noexcept {
+  if (swept_) return;
   try {
     while (!cgroups_.empty()) ended(cgroups_.begin()->first);
     while (!recorded_.empty()) ended(recorded_.begin()->first);
@@ -290,6 +292,7 @@ void ProcessTrees::end_all() noexcept {
     for (const std::string& dir : undeleted_)
       if (!remove_cgroup(dir)) log::warn("the cgroup {} of a trial could not be removed: {}", dir, std::strerror(errno));
     undeleted_.clear();
+    swept_ = true;
   } catch (...) {  // called from destructors: nothing may escape
   }
 }

@@ -87,6 +87,7 @@ class ProcessTrees {
   std::map<pid_t, std::set<Identity>> recorded_;      // trial (fallback) -> descendants seen
   std::vector<std::string> undeleted_;                // cgroup folders not yet empty
   std::chrono::steady_clock::time_point next_walk_{};
+  bool swept_ = true;  // nothing admitted since the last end_all
 };
 
 }  // namespace ra
