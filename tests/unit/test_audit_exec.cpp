@@ -15,6 +15,9 @@
 #include <sstream>
 #include <string>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace {
 
 using nlohmann::json;
@@ -236,4 +239,33 @@ TEST_CASE("torchrun: ranks merged, the launcher's variables") {
   CHECK(facts.world_size == 2);
   CHECK(facts.backend == "gloo");
   CHECK(facts.launcher_set.at("OMP_NUM_THREADS") == "1");
+}
+
+TEST_CASE("read_hook_run: only regular files are read, never through a FIFO or a symlink") {
+  // (std::filesystem's remove_all and create_symlink resolve to LibTorch's copies here: plain calls.)
+  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-exec-unit-hook-" +
+                          std::to_string(::getpid());
+  const auto file = [&](int n) { return dir + "/hook-" + std::to_string(n) + ".json"; };
+  const auto clean = [&] {
+    for (int n = 1; n <= 4; ++n) ::unlink(file(n).c_str());
+    ::rmdir(dir.c_str());
+  };
+  clean();
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const json report = {{"format", "repro-audit/exec-hook-1"}, {"torch", false}, {"env", json::object()}};
+  std::ofstream(file(1)) << report.dump();
+  REQUIRE(::mkfifo(file(2).c_str(), 0600) == 0);  // a run could leave one: reading it would block
+  REQUIRE(::symlink(file(1).c_str(), file(3).c_str()) == 0);
+  // A float "seq" beyond int64 (undefined behaviour when converted before).
+  std::ofstream(file(4)) << R"({"format": "repro-audit/exec-hook-1", "torch": true, "env": {"RANK": "0"},
+      "first_op": {"seq": 1e300, "op": "aten::mm"}, "sets": [{"seq": -1e300, "key": "threads", "value": "1"}]})";
+  const auto run = ra::exec::read_hook_run(dir);
+  CHECK(run.processes.size() == 1);  // hook-4 (a rank: hook-1 is then the launcher)
+  CHECK(run.launcher);
+  REQUIRE(run.notes.size() == 2);
+  std::string notes = run.notes[0] + run.notes[1];
+  CHECK(notes.find("hook-2.json: not a regular file") != std::string::npos);
+  CHECK(notes.find("hook-3.json: cannot be opened") != std::string::npos);
+  CHECK(!ra::exec::seeding_checklist(run).empty());
+  clean();
 }
