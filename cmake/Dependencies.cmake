@@ -14,6 +14,7 @@ find_package(fmt 9 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
 find_package(doctest 2.4 REQUIRED)
 find_package(Threads REQUIRED)
+include(${CMAKE_CURRENT_LIST_DIR}/Re2.cmake)  # re2::re2, for exec's --metric matcher
 
 # Directory of libtorch*.so, for RPATH and for the fingerprint.
 list(GET TORCH_LIBRARIES 0 _ra_first_torch_lib)

@@ -106,12 +106,10 @@ class Session {
     for (size_t i = 0; i < matched.size(); ++i)
       if (matched[i]) matched_.insert(i);
     if (!o_.metrics.empty()) {
-      std::string out;
-      try {
-        out = read_file(r.dir + "/stdout", "stdout");
-      } catch (const InputError&) {
-      }
-      r.metrics = extract_metrics(o_.metrics, out);
+      MetricScan scan = extract_metrics_file(o_.metrics, r.dir + "/stdout");  // streamed, in bounded chunks
+      if (!scan.unread.empty()) log::warn("run {}: {}", trial, scan.unread);
+      if (scan.lines_cut > 0) log::warn("run {}: {}", trial, cut_lines_note(scan));
+      r.metrics = std::move(scan.values);
       for (const auto& [name, values] : r.metrics)
         if (!values.empty()) metrics_seen_.insert(name);
     }

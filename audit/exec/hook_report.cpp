@@ -7,10 +7,16 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ra::exec {
 namespace {
@@ -83,6 +89,46 @@ void seed_item(Items& out, const json& r, const char* id, const char* rng, const
     add(out, id, "ok", fmt::format("{}({}) before the first draw", call, text(s, "value")), where);
 }
 
+// A hook file is written by the user's program into the run's tree, so it may be anything: it is
+// read only if it is a regular file (never through a symlink, never blocking on a FIFO or a
+// device), and only up to kMaxHookReport bytes (a real one holds a few KB).
+constexpr off_t kMaxHookReport = off_t{16} << 20;
+
+std::string read_report(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(std::string("cannot be opened: ") + std::strerror(errno));
+  struct stat st {};
+  std::string text;
+  try {
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error("not a regular file");
+    if (st.st_size > kMaxHookReport)
+      throw std::runtime_error(fmt::format("{} bytes, more than the {} MiB a hook report may hold", st.st_size, kMaxHookReport >> 20));
+    text.resize(static_cast<size_t>(st.st_size));
+    size_t have = 0;
+    while (have < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + have, text.size() - have);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      have += static_cast<size_t>(n);
+    }
+    text.resize(have);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return text;
+}
+
+// An ordering number of the hook's ("seq"), 0 when it is not a number an int64 holds.
+int64_t seq_of(const json& j) {
+  const json& s = member(j, "seq");
+  if (s.is_number_integer()) return s.get<int64_t>();
+  if (!s.is_number_float()) return 0;
+  const double d = s.get<double>();
+  return d >= -9.0e18 && d <= 9.0e18 ? static_cast<int64_t>(d) : 0;
+}
+
 }  // namespace
 
 HookRun read_hook_run(const std::string& dir) {
@@ -96,16 +142,9 @@ HookRun read_hook_run(const std::string& dir) {
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.rfind("hook-", 0) != 0 || e.path().extension() != ".json") continue;
-    // A regular file, read without blocking and bounded (a FIFO or a link to /proc/kmsg would hang).
-    std::string why;
-    const std::optional<std::string> text_of = read_regular(e.path().string(), int64_t{64} << 20, &why);
-    if (!text_of) {
-      run.notes.push_back(fmt::format("{}: {}", name, why));
-      continue;
-    }
     try {
       HookProcess p;
-      p.report = json::parse(*text_of);
+      p.report = json::parse(read_report(e.path().string()));
       if (!p.report.is_object() || text(p.report, "format") != "repro-audit/exec-hook-1") throw std::runtime_error("not a hook report");
       const std::string rank = text(member(p.report, "env"), "RANK");
       p.rank = rank.empty() ? -1 : std::atoi(rank.c_str());
@@ -228,7 +267,6 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
         std::vector<std::string> late;
         std::string late_where;
         bool after_first = false;
-        const auto seq_of = [](const json& j) { return member(j, "seq").is_number() ? member(j, "seq").get<int64_t>() : 0; };
         const int64_t built_at = built.is_null() ? seq_of(first) : seq_of(built);
         for (const auto& set : member(r, "sets"))
           if (seq_of(set) > built_at) {

@@ -4,30 +4,64 @@
 // has none; each stdout line gives at most one occurrence (its first match). A run's occurrences of
 // a metric are one entry of its results, named "metric:NAME", whose digest covers every value's
 // exact text; where two runs part, the statistics name the first occurrence ("step") that differs.
+//
+// The stdout of a run is the program's, and it may be anything: one 100 MB line, binary bytes, a
+// progress bar redrawn with '\r'. Matching must neither crash nor take unbounded memory or time.
+// std::regex backtracks recursively (a 50 KB line overflowed the stack, issue 28), so patterns
+// are compiled with RE2, whose automata run in time linear in the line and bounded memory; the
+// price is that backreferences and lookaround are refused (a usage error naming the feature).
+// Patterns and text are read as bytes (Latin-1), as before. stdout is read in chunks, never
+// whole, and only the first kMaxMetricLine bytes of a line are matched: the rest of a longer line
+// is skipped, counted, and reported once per run by the caller.
 #pragma once
 
 #include "reports/model.h"
 
+#include <cstddef>
+#include <istream>
 #include <map>
-#include <regex>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace re2 {
+class RE2;
+}
 
 namespace ra::exec {
 
 struct MetricSpec {
   std::string name;
   std::string regex;  // as given
-  std::regex re;
+  std::shared_ptr<const re2::RE2> re;
 };
 
+// The bytes of a stdout line that are matched (64 KiB; stated in the man page).
+inline constexpr size_t kMaxMetricLine = size_t{64} << 10;
+
 // Parses NAME=REGEX. UsageError for a missing name or '=', a name that is not a word
-// ([A-Za-z0-9_.-]), or a regex that does not compile (with std::regex's reason).
+// ([A-Za-z0-9_.-]), a regex that uses what RE2 does not support (backreferences, lookaround:
+// named), or one that does not compile (with RE2's reason).
 MetricSpec parse_metric(const std::string& arg);
 
-// Each metric's values in `stdout_text`, in order.
-std::map<std::string, std::vector<std::string>> extract_metrics(const std::vector<MetricSpec>& metrics,
-                                                                 const std::string& stdout_text);
+// What one run's stdout gave: each metric's values in order, and the lines longer than
+// kMaxMetricLine (matched on their first kMaxMetricLine bytes only).
+struct MetricScan {
+  std::map<std::string, std::vector<std::string>> values;
+  size_t lines_cut = 0;
+  size_t first_cut_line = 0;  // 1-based; 0 when none was cut
+  std::string unread;         // why the file was not read (extract_metrics_file), else empty
+};
+
+// Reads `in` to its end in bounded chunks, line by line ('\n'; a trailing '\r' is dropped).
+MetricScan extract_metrics(const std::vector<MetricSpec>& metrics, std::istream& in);
+MetricScan extract_metrics(const std::vector<MetricSpec>& metrics, const std::string& stdout_text);
+// The same from the file a run's stdout went to, which the run could have replaced: read only if
+// it is still a regular file (not through a symlink, never blocking on a FIFO or device).
+MetricScan extract_metrics_file(const std::vector<MetricSpec>& metrics, const std::string& path);
+
+// One line saying how many lines were cut, for the log (empty when none was).
+std::string cut_lines_note(const MetricScan& scan);
 
 // The entry a run's values of metric `name` make (dtype "metric", shape {occurrences}).
 report::TensorDigest metric_entry(const std::string& name, const std::vector<std::string>& values);

@@ -3,6 +3,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/stop.h"
+#include "audit/trial/process_tree.h"
 
 #include <algorithm>
 #include <atomic>
@@ -49,7 +50,8 @@ double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-pid_t spawn(const ChildJob& job) {
+// `gate`: the child waits there before exec until the parent has placed it (process_tree.h).
+pid_t spawn(const ChildJob& job, const ProcessTrees::Gate& gate) {
   const pid_t parent = ::getpid();
   std::vector<std::string> env = build_environment(job.env);
   env.push_back("REPRO_AUDIT_SPAWN_NS=" +
@@ -75,6 +77,7 @@ pid_t spawn(const ChildJob& job) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // die with the parent, even when it is killed outright
     if (::getppid() != parent) ::_exit(127);
+    ProcessTrees::wait_at_gate(gate);
     ::dup2(out_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     const int null_fd = ::open("/dev/null", O_RDONLY);
@@ -89,67 +92,6 @@ pid_t spawn(const ChildJob& job) {
   if (out_fd != log_fd) ::close(out_fd);
   if (pid > 0) ::setpgid(pid, pid);  // also from the parent, to close the race with killpg
   return pid;
-}
-
-// Descendants of the children that left their process group (setsid, a daemon's double fork)
-// are re-parented to this process when their parent ends (PR_SET_CHILD_SUBREAPER, set by
-// run_children), so that they can be found and killed once the children are done. They are told
-// from any other child of this process by the variable the runner gives every child
-// (REPRO_AUDIT_SPAWN_NS), which they inherit; one that has ended is only reaped.
-struct Adopted {
-  pid_t pid;
-  bool ended;
-};
-
-// /proc/PID/environ holds `entry` (the environment the process started with).
-bool environ_has(pid_t pid, const std::string& prefix) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-  std::string entry;
-  while (std::getline(in, entry, '\0'))
-    if (entry.rfind(prefix, 0) == 0) return true;
-  return false;
-}
-
-std::vector<Adopted> adopted_children() {
-  std::vector<Adopted> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  const pid_t self = ::getpid();
-  while (const dirent* e = ::readdir(proc)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/stat");
-    std::string stat;
-    std::getline(in, stat);
-    const size_t paren = stat.rfind(')');  // the command name may hold spaces and parentheses
-    if (paren == std::string::npos) continue;
-    std::istringstream fields(stat.substr(paren + 1));
-    char state = 0;
-    long ppid = 0;
-    if (!(fields >> state >> ppid) || ppid != self) continue;
-    const bool ended = state == 'Z' || state == 'X';
-    if (ended || environ_has(static_cast<pid_t>(pid), "REPRO_AUDIT_SPAWN_NS="))
-      out.push_back({static_cast<pid_t>(pid), ended});
-  }
-  ::closedir(proc);
-  return out;
-}
-
-// Kills and reaps what the children left outside their groups; what those leave in turn is
-// re-parented here as they die, hence the rounds.
-void kill_adopted() {
-  for (int round = 0; round < 64; ++round) {
-    const std::vector<Adopted> adopted = adopted_children();
-    if (adopted.empty()) return;
-    for (const auto& a : adopted) {
-      if (!a.ended) {
-        ::kill(-a.pid, SIGKILL);  // its own group, if it leads one (setsid)
-        ::kill(a.pid, SIGKILL);
-      }
-      ::waitpid(a.pid, nullptr, 0);
-    }
-  }
 }
 
 // Reaps, while children run, the adopted descendants that have ended (a trial's leftovers killed
@@ -233,7 +175,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
   const auto remove_files = [](const ChildJob& job) {
     for (const auto& f : job.remove_after) ::unlink(f.c_str());
   };
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // what the children leave outside their groups comes back here
+  ProcessTrees trees;  // what the children start, wherever it goes, ends with them (process_tree.h)
   // Kills and reaps every running child: on a stop signal, or when making a job failed.
   const auto stop_all = [&] {
     for (const auto& r : running) kill_group(r.pid);
@@ -242,7 +184,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
       remove_files(r.job);
     }
     running.clear();
-    kill_adopted();
+    trees.end_all();
   };
   auto finish = [&](size_t r, ChildOutcome outcome) {
     const size_t index = running[r].index;
@@ -274,7 +216,11 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
         throw;
       }
       advance(i);
-      const pid_t pid = spawn(job);
+      ProcessTrees::Gate gate = ProcessTrees::make_gate();
+      const pid_t pid = spawn(job, gate);
+      const int spawn_errno = errno;
+      trees.admit(pid, gate);
+      errno = spawn_errno;
       if (pid < 0) {
         ChildOutcome o;
         o.kind = ChildOutcome::Kind::SpawnFailed;
@@ -290,6 +236,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
       }
     }
     reap_ended_orphans(running);
+    trees.poll();
     bool progressed = false;
     for (size_t r = 0; r < running.size();) {
       int status = 0;
@@ -303,6 +250,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
           o.exit_code = WEXITSTATUS(status);
         }
         ::killpg(running[r].pid, SIGKILL);  // anything the child left behind
+        trees.ended(running[r].pid);         // and outside its group
         finish(r, o);
         progressed = true;
         continue;
@@ -310,6 +258,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
       if (std::chrono::steady_clock::now() >= running[r].deadline) {
         kill_group(running[r].pid);
         ::waitpid(running[r].pid, nullptr, 0);
+        trees.ended(running[r].pid);
         ChildOutcome o;
         o.kind = ChildOutcome::Kind::TimedOut;
         finish(r, o);
@@ -320,7 +269,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  kill_adopted();
+  trees.end_all();
   return outcomes;
 }
 

@@ -8,10 +8,12 @@
 // stderr to a file, and polls: waitpid(WNOHANG) for exits and a deadline per child. At most `jobs`
 // children run at once. A stop signal in the parent (audit/common/stop.h) kills every child group
 // and raises ra::Interrupted; a child dies with the parent if the parent is killed outright.
-// What a child started outside its group (setsid, a daemon) is re-parented to this process
-// (PR_SET_CHILD_SUBREAPER) and killed when run_children returns or stops; until then it is left
-// alone, since a running trial may still need it. While run_children runs, it owns this process's
-// children: it reaps any that ends which it did not start.
+// What a child starts outside its group (setsid, a daemon, with or without its environment) is
+// killed when the child ends, or when run_children returns or stops (audit/trial/process_tree.h):
+// where the machine has a writable cgroup v2 hierarchy each child runs in a cgroup of its own,
+// killed whole; elsewhere this process is a child subreaper, records each child's descendants
+// while it runs, and kills those and every child left to it. While run_children runs, it owns
+// this process's children: it reaps any that ends which it did not start.
 //
 // Jobs may be made as they start (run_children with a JobMaker): an audit of a million repeats
 // writes each trial's spec just before the trial and removes it after, so neither memory nor disk

@@ -12,7 +12,11 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -105,7 +109,7 @@ TEST_CASE("metrics: capture groups, exact comparison, the first diverging step")
   using namespace ra::exec;
   const auto loss = parse_metric("loss=loss=([0-9.]+)");
   const auto acc = parse_metric("acc=acc [0-9]+");  // no group: the whole match
-  const auto values = extract_metrics({loss, acc}, "step 1 loss=0.50 acc 7\nnoise\nstep 2 loss=0.25\r\nacc 9\n");
+  const auto values = extract_metrics({loss, acc}, "step 1 loss=0.50 acc 7\nnoise\nstep 2 loss=0.25\r\nacc 9\n").values;
   CHECK(values.at("loss") == std::vector<std::string>{"0.50", "0.25"});
   CHECK(values.at("acc") == std::vector<std::string>{"acc 7", "acc 9"});
   CHECK(metric_entry("loss", {"0.50", "0.25"}).digest == metric_entry("loss", {"0.50", "0.25"}).digest);
@@ -127,6 +131,50 @@ TEST_CASE("metrics: capture groups, exact comparison, the first diverging step")
   CHECK_THROWS_AS(parse_metric("loss"), ra::UsageError);
   CHECK_THROWS_AS(parse_metric("lo ss=x"), ra::UsageError);
   CHECK_THROWS_WITH_AS(parse_metric("loss=([0-9"), doctest::Contains("does not compile"), ra::UsageError);
+}
+
+TEST_CASE("extract_metrics: lines over kMaxMetricLine are matched on their first bytes, and counted") {
+  using namespace ra::exec;
+  const auto all = parse_metric("all=^(.*)$");
+  const auto tail = parse_metric("tail=END");
+  const std::string at_cap(kMaxMetricLine, 'a');
+  const std::string over(kMaxMetricLine + 10, 'b');
+  const std::string text = "x\n" + at_cap + "\r\n" + over + "END\n" + std::string(3 * kMaxMetricLine, 'c');  // last: no '\n'
+  const MetricScan scan = extract_metrics({all, tail}, text);
+  REQUIRE(scan.values.at("all").size() == 4);
+  CHECK(scan.values.at("all")[1] == at_cap);  // exactly the cap, its '\r' dropped: not cut
+  CHECK(scan.values.at("all")[2] == over.substr(0, kMaxMetricLine));
+  CHECK(scan.values.at("all")[3] == std::string(kMaxMetricLine, 'c'));
+  CHECK(scan.values.at("tail").empty());  // END lies beyond the cap
+  CHECK(scan.lines_cut == 2);
+  CHECK(scan.first_cut_line == 3);
+  CHECK(cut_lines_note(scan).find("longer than 64 KiB") != std::string::npos);
+  // Fed in chunks that split lines anywhere, a stream gives the same.
+  std::istringstream in(text);
+  const MetricScan streamed = extract_metrics({all, tail}, in);
+  CHECK(streamed.values == scan.values);
+  CHECK(streamed.lines_cut == 2);
+  // The issue's reproducer: a 50 KB line (std::regex overflowed its stack) gives its value whole.
+  std::string line = "loss=0.5 tensor([";
+  for (int i = 0; i < 6250; ++i) line += "0.1234, ";
+  line += "])";
+  const MetricScan one = extract_metrics({parse_metric("loss=loss=(.*)")}, line + "\n");
+  CHECK(one.values.at("loss") == std::vector<std::string>{line.substr(5)});
+  CHECK(one.lines_cut == 0);
+}
+
+TEST_CASE("parse_metric: what RE2 refuses is named") {
+  using namespace ra::exec;
+  CHECK_THROWS_WITH_AS(parse_metric("x=(a)\\1"), doctest::Contains("a backreference (\\1)"), ra::UsageError);
+  CHECK_THROWS_WITH_AS(parse_metric("x=loss(?=[0-9])"), doctest::Contains("a lookahead"), ra::UsageError);
+  CHECK_THROWS_WITH_AS(parse_metric("x=(?<!a)b"), doctest::Contains("a negative lookbehind"), ra::UsageError);
+  CHECK_THROWS_WITH_AS(parse_metric("x=(a)\\1"), doctest::Contains("RE2"), ra::UsageError);
+  // Byte semantics, as before: any byte matches '.', and a pattern's UTF-8 matches its bytes.
+  const auto any = parse_metric("v=v=(.)");
+  CHECK(extract_metrics({any}, std::string("v=\xff\n")).values.at("v") == std::vector<std::string>{"\xff"});
+  CHECK(extract_metrics({parse_metric("v=λ=([0-9]+)")}, "λ=42\n").values.at("v") == std::vector<std::string>{"42"});
+  // An optional group that took no part gives an empty value, as std::regex did.
+  CHECK(extract_metrics({parse_metric("v=loss(=[0-9]+)?")}, "loss\n").values.at("v") == std::vector<std::string>{""});
 }
 
 TEST_CASE("byte statistics and the file-kind sniff") {
@@ -239,4 +287,33 @@ TEST_CASE("torchrun: ranks merged, the launcher's variables") {
   CHECK(facts.world_size == 2);
   CHECK(facts.backend == "gloo");
   CHECK(facts.launcher_set.at("OMP_NUM_THREADS") == "1");
+}
+
+TEST_CASE("read_hook_run: only regular files are read, never through a FIFO or a symlink") {
+  // (std::filesystem's remove_all and create_symlink resolve to LibTorch's copies here: plain calls.)
+  const std::string dir = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-exec-unit-hook-" +
+                          std::to_string(::getpid());
+  const auto file = [&](int n) { return dir + "/hook-" + std::to_string(n) + ".json"; };
+  const auto clean = [&] {
+    for (int n = 1; n <= 4; ++n) ::unlink(file(n).c_str());
+    ::rmdir(dir.c_str());
+  };
+  clean();
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  const json report = {{"format", "repro-audit/exec-hook-1"}, {"torch", false}, {"env", json::object()}};
+  std::ofstream(file(1)) << report.dump();
+  REQUIRE(::mkfifo(file(2).c_str(), 0600) == 0);  // a run could leave one: reading it would block
+  REQUIRE(::symlink(file(1).c_str(), file(3).c_str()) == 0);
+  // A float "seq" beyond int64 (undefined behaviour when converted before).
+  std::ofstream(file(4)) << R"({"format": "repro-audit/exec-hook-1", "torch": true, "env": {"RANK": "0"},
+      "first_op": {"seq": 1e300, "op": "aten::mm"}, "sets": [{"seq": -1e300, "key": "threads", "value": "1"}]})";
+  const auto run = ra::exec::read_hook_run(dir);
+  CHECK(run.processes.size() == 1);  // hook-4 (a rank: hook-1 is then the launcher)
+  CHECK(run.launcher);
+  REQUIRE(run.notes.size() == 2);
+  std::string notes = run.notes[0] + run.notes[1];
+  CHECK(notes.find("hook-2.json: not a regular file") != std::string::npos);
+  CHECK(notes.find("hook-3.json: cannot be opened") != std::string::npos);
+  CHECK(!ra::exec::seeding_checklist(run).empty());
+  clean();
 }
