@@ -191,7 +191,7 @@ std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::st
     at += 46 + name_len + extra_len + comment_len;
     const std::string shown_name = shown(e.name);
     if (const std::string why = zip_name_problem(e.name); !why.empty())
-      entry_fail(i, fmt::format("'{}' has a name that {}, which could write outside the folder it is unpacked into", shown_name, why));
+      entry_fail(i, fmt::format("'{}': its name {}, which could write outside the folder it is unpacked into", shown_name, why));
     if (disk != 0) f.fail("spans several disks");
     if (flags & 1) entry_fail(i, fmt::format("'{}' is encrypted", shown_name));
     if (e.method != 0 && e.method != 8)
