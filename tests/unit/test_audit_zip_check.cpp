@@ -122,6 +122,6 @@ TEST_CASE("cut_message") {
   CHECK(what.size() < 1100);
   CHECK(what.rfind("not a repro-audit report (its schema is 'xxx", 0) == 0);
   CHECK(what.find("bytes cut") != std::string::npos);
-  CHECK(what.substr(what.size() - 16) == "'): save it again");
+  CHECK(what.ends_with("'): save it again"));
   CHECK(ra::InputError("short message").what() == std::string("short message"));
 }
