@@ -25,6 +25,7 @@ struct RunArgs : AuditArgs {
   double lr = 0;          // 0 = the optimizer's default
   bool replay = false;
   std::vector<std::string> replay_omit;
+  bool no_native = false;
 };
 
 // Train-mode options: --optimizer and --lr, and the restart-replay's preconditions.
@@ -53,6 +54,7 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.trace_capacity = a.trace_capacity;
   o.fix_search = !a.no_fix_search;
   o.timed_runs = a.timed_runs;
+  o.no_native = a.no_native;
   fill_training(o, a);
   fill_session(o, a, global, default_config_names(device_type(a.device)));
   o.shard = shard_option(a);
@@ -98,6 +100,9 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
                  "depends on it (repeatable)")
       ->check(CLI::IsMember({"rng", "optimizer"}))
       ->delimiter(',');
+  sub.add_flag("--no-native", a->no_native,
+               "refuse a model that is native code (an AOTInductor package, whose compiled library would run in the "
+               "audit's processes) with exit 3");
   add_audit_options(sub, *a,
                     {"default,threads-1 on CPU, default,det on CUDA",
                      "seconds before a trial is killed and recorded as timeout",

@@ -47,7 +47,9 @@
 #include "audit/knowledge/lint.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 #include "audit/common/paths.h"
+#include "audit/common/zip_check.h"
 #include "audit/runtime/export_graph.h"
 #include "audit/trial/trials.h"
 
@@ -647,7 +649,8 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
     const auto [data, size] = reader.getRecord("models/model.json");
-    model = nlohmann::json::parse(std::string(static_cast<const char*>(data.get()), size));
+    model = parse_json_document<nlohmann::json>(std::string(static_cast<const char*>(data.get()), size),
+                                                fmt::format("model '{}': models/model.json", path));
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
@@ -723,6 +726,8 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
 
   open_libraries(libraries);
   check_readable(model, "model");
+  // An archive's entry names and sizes, before any record is read (audit/common/zip_check.h).
+  if (looks_like_zip(model)) (void)checked_zip_entries(model, fmt::format("model '{}'", model));
   const std::string kind = pt2_kind(model);
   if (kind == "aoti")
     throw InputError(fmt::format("model '{}' is an AOTInductor package: its compiled kernels cannot be linted; lint the "

@@ -9,6 +9,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/stop.h"
 #include "audit/common/files.h"
+#include "audit/common/zip_check.h"
 #include "audit/trace/fix_search.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/common/log.h"
@@ -387,6 +388,15 @@ report::Report run_audit(const RunOptions& given) {
   check_readable(o.model, "model");
   if (!o.input_file.empty()) check_readable(o.input_file, "input file");
   for (const auto& lib : o.load_libraries) check_readable(lib, "library");
+  // An archive is checked here, before any worker opens it (entry names, sizes, the budget:
+  // audit/common/zip_check.h). An AOTInductor package's compiled library is native code that the
+  // worker loads and runs: the report says so, and --no-native refuses it before it is unpacked.
+  const bool native =
+      looks_like_zip(o.model) && is_aoti_package(checked_zip_entries(o.model, fmt::format("model '{}'", o.model)));
+  if (native && o.no_native)
+    throw InputError(fmt::format("model '{}' is an AOTInductor package, whose compiled library is native code that would run "
+                                 "in the audit's processes, and --no-native refuses native code",
+                                 o.model));
 
   ScratchDir scratch;
   log::debug("scratch folder {}", scratch.path());
@@ -423,6 +433,10 @@ report::Report run_audit(const RunOptions& given) {
   target.weights_digest = pre.weights_digest;
   target.graph_digest = pre.graph_digest;
   target.notes = pre.warnings;
+  if (native)
+    target.notes.insert(target.notes.begin(),
+                        "this AOTInductor package's compiled library (.so) was loaded and ran as native code in the audit's "
+                        "worker processes, with your rights: auditing a package trusts it (run --no-native refuses packages)");
   if (o.check_targets) o.check_targets({target}, config_names(o.configs));
   // A shard (--shard) runs only its cells: here, some of the configurations.
   std::optional<fleet::ShardPlan> shard;

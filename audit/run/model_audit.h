@@ -30,6 +30,7 @@ struct RunOptions : SessionOptions {
   bool replay = false;            // train mode: also run the restart-replay check (audit/train/replay.h)
   std::vector<std::string> replay_omit;  // state the replay's checkpoint leaves out: rng, optimizer
   std::optional<fleet::ShardOptions> shard;  // --shard: run only this shard's configurations (audit/fleet/shard_run.h)
+  bool no_native = false;  // --no-native: refuse a model that is native code (an AOTInductor package)
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every

@@ -1,19 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // AOTInductor packages (torch._inductor.aoti_compile_and_package: a .pt2 with compiled code under
-// data/aotinductor/), run by LibTorch's AOTIModelPackageLoader. A trial records the package's
+// data/aotinductor/), checked and unpacked into the trial's scratch by aoti_package.h (never by
+// LibTorch's AOTIModelPackageLoader: see there why), then run by LibTorch's AOTIModelContainerRunner
+// for the package's device. Its compiled library is native code that runs in this process: the
+// front says so in the report, and `run --no-native` refuses packages. A trial records the package's
 // constants ("constant/fc.weight", by their original names) and every output ("output/0", ...).
 // Its kernels are compiled and fused, invisible to the op tracer: --trace is dropped with one line. The
 // package's build metadata goes to the report; one built for another device, or for CPU
 // instructions this machine lacks, is refused before it is loaded. Its identity by content: its
 // constants, and its generated C++ without comments (audit/baseline/identity.h).
+#include "audit/targets/aoti_package.h"
 #include "audit/targets/inputs.h"
 #include "audit/targets/target.h"
 
 #include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
+#include "audit/common/files.h"
 
 #include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#include <torch/csrc/inductor/aoti_runner/model_container_runner.h>
+#include <torch/csrc/inductor/aoti_runner/model_container_runner_cpu.h>
 #include <torch/script.h>
 
 #include <fmt/format.h>
@@ -21,11 +27,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 namespace ra::targets {
 namespace {
@@ -85,6 +94,32 @@ std::string compiled_source_digest(const std::string& path) {
   return text_digest(text);
 }
 
+// The folder a package is unpacked into: a fresh one below the trial's scratch (the parent removes
+// that whatever this process does, a crash in the package's code included), removed with its
+// contents when the target goes. Without a scratch (a test's in-process child), a private one
+// under TMPDIR.
+class UnpackFolder {
+ public:
+  explicit UnpackFolder(const std::string& scratch) {
+    const std::string base = scratch.empty() ? own_.emplace().path() : scratch;
+    std::string name = base + "/aoti-XXXXXX";
+    if (::mkdtemp(name.data()) == nullptr)
+      throw InputError(fmt::format("cannot make a folder to unpack the package in {}: {}", base, std::strerror(errno)));
+    path_ = name;
+  }
+  ~UnpackFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  UnpackFolder(const UnpackFolder&) = delete;
+  UnpackFolder& operator=(const UnpackFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::optional<ScratchDir> own_;
+  std::string path_;
+};
+
 class AotiTarget final : public Target {
  public:
   std::string kind() const override { return "an AOTInductor package (compiled, fused kernels)"; }
@@ -94,31 +129,54 @@ class AotiTarget final : public Target {
     if (spec.mode == "train")
       throw TrialInputError("--mode train needs autograd, which an AOTInductor package's compiled code does not have: "
                             "audit training with a TorchScript archive of the model", "usage");
+    const std::string what = fmt::format("model '{}'", spec.model);
+    AotiPackage package;
     try {
-      package_ = torch::inductor::AOTIModelPackageLoader::load_metadata_from_package(spec.model, "model");
-    } catch (const std::exception& e) {
-      throw TrialInputError(fmt::format("model '{}' is an AOTInductor package whose metadata cannot be read: {}", spec.model,
-                                        error_text(e)));
+      package = read_aoti_package(spec.model, "model", what);  // every entry checked; nothing unpacked yet
+    } catch (const InputError& e) {
+      throw TrialInputError(e.what());
     }
-    const std::string key = package_.count("AOTI_DEVICE_KEY") ? package_.at("AOTI_DEVICE_KEY") : "";
-    if (!key.empty() && key != c10::DeviceTypeName(device.type(), true))
+    package_ = package.metadata;
+    const std::string key = package_.at("AOTI_DEVICE_KEY");
+    if (key != c10::DeviceTypeName(device.type(), true))
       throw TrialInputError(fmt::format("model '{}' is an AOTInductor package compiled for {}, not {}: compile it again for "
                                         "{}, or audit it with --device {}",
-                                        spec.model, key, spec.device, spec.device, key));
+                                        spec.model, excerpt(key), spec.device, spec.device, excerpt(key)));
     if (device.is_cpu() && package_.count("AOTI_CPU_ISA"))
       if (const auto missing = missing_isa(package_.at("AOTI_CPU_ISA")); !missing.empty())
         throw TrialInputError(fmt::format("model '{}' is an AOTInductor package compiled for CPUs with {}, which this CPU "
                                           "lacks: compile it again on this machine",
-                                          spec.model, fmt::join(missing, ", ")));
+                                          spec.model, excerpt(fmt::format("{}", fmt::join(missing, ", ")))));
+    // Unpacked into the trial's scratch, which the parent removes whatever this process does.
+    std::string library;
+    try {
+      unpacked_.emplace(spec.scratch);
+      library = unpack_aoti_package(spec.model, package, unpacked_->path(), what);
+    } catch (const InputError& e) {
+      throw TrialInputError(e.what());
+    }
     load_libtorch();
     try {
-      loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(
-          spec.model, "model", /*run_single_threaded=*/false, /*num_runners=*/1,
-          device.has_index() ? device.index() : static_cast<c10::DeviceIndex>(-1));
+      // LibTorch's runner for the package's device, as its package loader builds it.
+      auto& registry = torch::inductor::getAOTIModelRunnerRegistry();
+      c10::Device runner_device(key);
+      if (device.has_index()) runner_device.set_index(device.index());
+      const std::string cubins = unpacked_->path() + "/" + package.layout.model_dir;
+      if (const auto it = registry.find(key); it != registry.end()) {
+        runner_ = it->second(library, 1, runner_device.str(), cubins, /*run_single_threaded=*/false);
+      } else if (device.is_cpu()) {
+        runner_ = std::make_unique<torch::inductor::AOTIModelContainerRunnerCpu>(library, 1, false);
+      } else {
+        throw TrialInputError(fmt::format("model '{}' is an AOTInductor package for {}, for which this LibTorch has no runner",
+                                          spec.model, excerpt(key)));
+      }
+      if (!package.layout.blob.empty()) runner_->update_constant_buffer_from_blob(unpacked_->path() + "/" + package.layout.blob);
       graph_digest_ = compiled_source_digest(spec.model);
+    } catch (const TrialInputError&) {
+      throw;
     } catch (const std::exception& e) {
       throw TrialInputError(fmt::format("model '{}' is an AOTInductor package that cannot be loaded: {}", spec.model,
-                                        error_text(e)));
+                                        excerpt(error_text(e), 600)));
     }
     const Inputs in = load_inputs(spec, device);
     if (!in.kwargs.empty())
@@ -131,13 +189,11 @@ class AotiTarget final : public Target {
     return descriptions_;
   }
 
-  std::map<std::string, std::string> package() const override {
-    return {package_.begin(), package_.end()};
-  }
+  std::map<std::string, std::string> package() const override { return package_; }
 
   std::vector<std::string> check() override {
     try {
-      (void)loader_->run(inputs_);
+      (void)runner_->run(inputs_);
     } catch (const std::exception& e) {
       // The runner's own text names only its failed call; the kernel's reason went to the log.
       throw TrialInputError(fmt::format("the compiled package rejects the inputs ({}): a package runs the input shapes and "
@@ -149,8 +205,8 @@ class AotiTarget final : public Target {
 
   // The package's constants by their original names ("fc.weight"), sorted: the runner's map has no order.
   std::map<std::string, at::Tensor> constants() const {
-    const auto constants = loader_->get_runner()->extract_constants_map(/*use_inactive=*/false);
-    const auto original = loader_->get_runner()->getConstantNamesToOriginalFQNs();
+    const auto constants = runner_->extract_constants_map(/*use_inactive=*/false);
+    const auto original = runner_->getConstantNamesToOriginalFQNs();
     std::map<std::string, at::Tensor> sorted;
     for (const auto& [name, t] : constants) {
       const auto it = original.find(name);
@@ -167,13 +223,14 @@ class AotiTarget final : public Target {
 
   void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
     for (const auto& [name, t] : constants()) rec.add("constant/" + name, t);
-    const std::vector<at::Tensor> out = loader_->run(inputs_);
+    const std::vector<at::Tensor> out = runner_->run(inputs_);
     for (size_t i = 0; i < out.size(); ++i) rec.add(fmt::format("output/{}", i), out[i]);
   }
 
  private:
-  std::unordered_map<std::string, std::string> package_;
-  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader_;
+  std::map<std::string, std::string> package_;
+  std::optional<UnpackFolder> unpacked_;  // declared before the runner: removed after it unloads the library
+  std::unique_ptr<torch::inductor::AOTIModelContainerRunner> runner_;
   std::string graph_digest_;
   std::vector<at::Tensor> inputs_;
   std::vector<std::string> descriptions_;

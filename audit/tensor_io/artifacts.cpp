@@ -12,6 +12,12 @@
 namespace ra {
 namespace {
 
+// Bounds on the answer, a file in TMPDIR that exec turns into one result entry per tensor of every
+// version: a file holding more than kMaxArtifactFileEntries entries, and the files past
+// kMaxArtifactAnswerEntries entries in all, are compared by bytes, with a note that says why.
+constexpr size_t kMaxArtifactFileEntries = size_t{1} << 16;
+constexpr size_t kMaxArtifactAnswerEntries = size_t{1} << 17;
+
 std::string kind_of_file(const std::string& path) {
   if (looks_like_safetensors(path)) return "safetensors";
   switch (archive_kind(path)) {
@@ -54,7 +60,13 @@ ArtifactContents read_one(const ArtifactRead& r) {
       }
     }
   } catch (const std::exception& e) {
-    c.note = fmt::format("read as a {} file it failed ({}), so it is compared by bytes", c.kind, e.what());
+    c.note = fmt::format("read as a {} file it failed ({}), so it is compared by bytes", c.kind, excerpt(e.what(), 400));
+    c.kind = "bytes";
+    c.entries.clear();
+  }
+  if (c.entries.size() > kMaxArtifactFileEntries) {
+    c.note = fmt::format("it holds {} entries, more than the {} compared one by one, so it is compared by bytes",
+                         c.entries.size(), kMaxArtifactFileEntries);
     c.kind = "bytes";
     c.entries.clear();
   }
@@ -115,7 +127,18 @@ std::map<std::string, report::DivergenceStats> compare_one(const ArtifactCompare
 
 ArtifactAnswer answer_artifacts(const ArtifactRequest& request) {
   ArtifactAnswer a;
-  for (const auto& r : request.reads) a.reads.push_back(read_one(r));
+  size_t entries = 0;
+  for (const auto& r : request.reads) {
+    ArtifactContents c = read_one(r);
+    if (entries + c.entries.size() > kMaxArtifactAnswerEntries) {
+      c.note = fmt::format("the files read before it hold {} entries, and it would pass the {} compared one by one, so it "
+                           "is compared by bytes", entries, kMaxArtifactAnswerEntries);
+      c.kind = "bytes";
+      c.entries.clear();
+    }
+    entries += c.entries.size();
+    a.reads.push_back(std::move(c));
+  }
   for (const auto& c : request.compares) a.compares.push_back(compare_one(c, request.tolerance));
   return a;
 }

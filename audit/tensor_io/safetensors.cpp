@@ -2,6 +2,7 @@
 #include "audit/tensor_io/safetensors.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
@@ -56,6 +57,26 @@ bool looks_like_safetensors(const std::string& path) {
   return in.gcount() == 1 && c == '{';
 }
 
+std::string safetensors_header_problem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const auto size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  const uint64_t n = header_length(in);
+  char c = 0;
+  in.read(&c, 1);
+  if (size < 9 || in.gcount() != 1 || c != '{') return "";
+  const std::string looks = "looks like a safetensors file (an 8-byte header length, then a JSON header)";
+  if (n > size - 8)
+    return fmt::format("{}, but its header length ({} bytes) exceeds the {} bytes that follow it: the file is truncated or "
+                       "damaged", looks, n, size - 8);
+  if (n > kMaxSafetensorsHeader)
+    return fmt::format("{}, but its header length ({} bytes) exceeds the format's limit of {} MB", looks, n,
+                       kMaxSafetensorsHeader >> 20);
+  if (n < 2) return fmt::format("{}, but its header length ({} bytes) is too short for a JSON object", looks, n);
+  return "";
+}
+
 NamedTensors load_safetensors(const std::string& path) {
   const std::string what = fmt::format("safetensors file '{}'", path);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -63,17 +84,24 @@ NamedTensors load_safetensors(const std::string& path) {
   const auto size = static_cast<uint64_t>(in.tellg());
   in.seekg(0);
   const uint64_t n = header_length(in);
-  if (size < 8 || n > kMaxSafetensorsHeader || n > size - 8)
-    throw InputError(fmt::format("{}: its header length does not fit the file", what));
+  if (size < 8 || n > kMaxSafetensorsHeader || n > size - 8) {
+    const std::string why = safetensors_header_problem(path);
+    throw InputError(why.empty() ? fmt::format("{}: its header length does not fit the file", what)
+                                 : fmt::format("file '{}' {}", path, why));
+  }
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(text);
+    header = parse_json_document<nlohmann::json>(text, what + "'s header");
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: its header is not JSON ({})", what, e.what()));
+    throw InputError(fmt::format("{}: its header is not JSON ({})", what, excerpt(e.what())));
   }
   if (!header.is_object()) throw InputError(fmt::format("{}: its header is not a JSON object", what));
+  const size_t count = header.size() - (header.contains("__metadata__") ? 1 : 0);
+  if (count > kMaxSafetensorsTensors)
+    throw InputError(fmt::format("{} holds {} tensors, more than the {} repro-audit reads from one file", what, count,
+                                 kMaxSafetensorsTensors));
   const uint64_t data_size = size - 8 - n;
   const uint64_t data_start = 8 + n;
   struct Range {
@@ -86,11 +114,11 @@ NamedTensors load_safetensors(const std::string& path) {
     const std::string name = item.key();  // not a structured binding: lambdas capture it (clang 14)
     const auto& entry = item.value();
     if (name == "__metadata__") continue;
-    const auto bad = [&](const std::string& why) { return InputError(fmt::format("{}: tensor '{}' {}", what, name, why)); };
+    const auto bad = [&](const std::string& why) { return InputError(fmt::format("{}: tensor '{}' {}", what, excerpt(name), why)); };
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
       throw bad("lacks dtype, shape or data_offsets");
     const auto& dt = entry["dtype"];
-    if (!dt.is_string() || !st_dtypes().count(dt.get<std::string>())) throw bad(fmt::format("has an unknown dtype {}", dt.dump()));
+    if (!dt.is_string() || !st_dtypes().count(dt.get<std::string>())) throw bad(fmt::format("has an unknown dtype {}", excerpt(dt.dump())));
     const StDtype d = st_dtypes().at(dt.get<std::string>());
     const auto& shape = entry["shape"];
     if (!shape.is_array() || shape.size() > 64) throw bad("has a shape that is not a list of sizes");
@@ -121,7 +149,7 @@ NamedTensors load_safetensors(const std::string& path) {
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].begin < ranges[i - 1].end && ranges[i].begin != ranges[i].end)
-      throw InputError(fmt::format("{}: tensors '{}' and '{}' overlap", what, ranges[i - 1].name, ranges[i].name));
+      throw InputError(fmt::format("{}: tensors '{}' and '{}' overlap", what, excerpt(ranges[i - 1].name), excerpt(ranges[i].name)));
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }

@@ -5,6 +5,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/tensor_io/python_pickle.h"
+#include "audit/tensor_io/safetensors.h"
 
 
 #include <fmt/format.h>
@@ -172,6 +173,7 @@ std::string not_torchscript_because(const std::string& path) {
     if (in.gcount() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
       return "is a torch.save file in the legacy format (_use_new_zipfile_serialization=False, or torch before 1.6), "
              "not a model; " + save;
+    if (const std::string why = safetensors_header_problem(path); !why.empty()) return why + "; " + save;
     return "is not a PyTorch file (not a zip archive); " + save;
   }
   std::vector<std::string> records;
@@ -218,6 +220,8 @@ c10::IValue load_torch_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("file '{}' does not exist", path));
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("file '{}' is a directory", path));
+  // A damaged safetensors file is not "not a zip archive": say what it looks like and what is wrong.
+  if (const std::string why = safetensors_header_problem(path); !why.empty()) throw InputError(fmt::format("file '{}' {}", path, why));
   // Never LibTorch's unpickler: it trusts the file (audit/tensor_io/python_pickle.h).
   return load_python_pickle_file(path);
 }

@@ -73,6 +73,9 @@ struct TrialSpec {
   int timed_runs = 0;                // Trial: after the recorded run, time this many unrecorded ones
   int state_step = 0;                // train mode: also digest the training state after this step (0 = never)
   CheckpointTask checkpoint;         // restart-replay children only
+  // Not in the JSON: set by the worker to the folder of its result file, the parent's scratch, which
+  // the parent removes whatever the child does; where a target may unpack files ("" = none).
+  std::string scratch;
 };
 
 struct TrialResult {

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <memory>
 
 namespace ra::cli::worker {
@@ -38,6 +39,7 @@ Action attach_child(CLI::App& sub, const GlobalOptions&) {
     }
     if (spec.task == ChildTask::Probes || (spec.task == ChildTask::Preflight && spec.model.empty()))
       return run_probe_child(spec, paths->second);
+    spec.scratch = std::filesystem::absolute(paths->second).parent_path().string();
     const TrialResult result = run_child(spec);
     write_file_atomic(paths->second, to_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;

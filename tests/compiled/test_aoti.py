@@ -5,9 +5,11 @@
 # checks what `repro-audit run` says of the package: reproducible, its constants and outputs
 # digested, its build metadata in the report; --trace dropped with one line; --mode train and wrong
 # shapes refused with one line; a package whose metadata names another device or CPU instructions this machine lacks
-# refused before it is loaded.
+# refused before it is loaded; the report's notes say the package's library ran as native code, and
+# --no-native refuses it; no load, failed or not, leaves a folder in /tmp or TMPDIR.
 #
 # usage: test_aoti.py REPRO_AUDIT_BINARY WORK_FOLDER
+import glob
 import json
 import os
 import pathlib
@@ -30,10 +32,12 @@ def check(cond, what):
 
 
 # The tool's TMPDIR: its scratch folders must be gone after every run, the refused and crashed
-# ones included (checked at the end). LibTorch's package loader extracts into /tmp whatever
-# TMPDIR says, and leaves that folder when the package's library fails to load: not ours to clean.
+# ones included (checked at the end). LibTorch's package loader would unpack into /tmp/XXXXXX
+# whatever TMPDIR says, and leave that folder when the library fails to load: the tool unpacks into
+# its own scratch instead, so no folder of this test's packages ("net/") may appear in /tmp.
 tmp = work / "tmp"
 tmp.mkdir()
+in_tmp_before = set(glob.glob("/tmp/*/net/data/aotinductor"))
 
 
 def run(*args):
@@ -59,6 +63,8 @@ check(target["package"].get("AOTI_DEVICE_KEY") == "cpu", f"package metadata: {ta
 names = [t["name"] for t in target["configs"][0]["reference_digests"]]
 check(names[-1] == "output/0" and any(n.startswith("constant/") for n in names), f"tensors: {names}")
 check(target["verdict"] == "reproducible", f"verdict {target['verdict']}")
+check(any("ran as native code" in n for n in target.get("notes", [])) and "ran as native code" in r.stdout,
+      f"no note that the package's library ran as native code: {target.get('notes')}")
 
 
 def refused(args, code, text):
@@ -69,6 +75,7 @@ def refused(args, code, text):
 
 
 refused(["run", package, "--shape", "2x5"], 3, "the compiled package rejects the inputs (float32[2x5])")
+refused(["run", package, "--shape", "2x4", "--no-native"], 3, "--no-native refuses native code")
 # --trace: one line on stderr, then the audit without it.
 r = run("run", package, "--shape", "2x4", "--trace", "--report", work / "t.json")
 check(r.returncode == 0 and "--trace: an AOTInductor package (compiled, fused kernels) cannot be traced op by op; "
@@ -141,6 +148,8 @@ check(r.returncode == 0 and "was saved or exported again" in r.stdout and "match
       f"re-saved package: exit {r.returncode}, {r.stdout!r} {r.stderr!r}")
 
 check(not any(tmp.iterdir()), f"left in TMPDIR: {sorted(p.name for p in tmp.iterdir())}")
+left = sorted(set(glob.glob("/tmp/*/net/data/aotinductor")) - in_tmp_before)
+check(not left, f"left in /tmp: {left}")
 
 for f in failures:
     print("FAIL:", f, file=sys.stderr)

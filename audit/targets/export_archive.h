@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// What `run` reads of a torch.export archive (torch.export.save) before NativeRT runs it, without
+// running anything: the zip checked first (audit/common/zip_check.h: entry names, declared sizes,
+// the expansion budget), then models/model.json (its schema, the user inputs' names, the ATen nodes
+// with their module paths and source lines, the graph's canonical digest), and the parameters,
+// buffers and constants from their data/ records, each checked against its record. Split from
+// export.cpp so that the reader is fuzzed (tests/fuzz/fuzz_export.cpp) without NativeRT.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ra::targets {
+
+// A node of the exported graph, as the trace names it.
+struct GraphNode {
+  std::string op;      // "aten::linear"
+  std::string name;    // the node's name in the graph ("linear_1")
+  std::string module;  // innermost module path from nn_module_stack ("fc"), "" for the top
+  std::string source;  // the program's line from stack_trace ("model.py:26")
+};
+
+struct ExportArchive {
+  std::vector<std::string> input_names;  // the user inputs of the signature, in order
+  std::vector<GraphNode> nodes;          // the graph's ATen nodes, in order
+  std::string graph_digest;              // audit/baseline/identity.h, canonical_export_graph
+  std::vector<std::pair<std::string, at::Tensor>> weights;  // "param/fc.weight", "buffer/...", "constant/..."
+};
+
+// Reads the archive at `path` as above. Throws TrialInputError (one line, naming the file) for
+// anything wrong with it, whatever the reader underneath threw.
+ExportArchive read_export_archive(const std::string& path);
+
+}  // namespace ra::targets
