@@ -56,7 +56,7 @@ class File {
     return out;
   }
   [[noreturn]] void fail(const std::string& why) const {
-    throw InputError(fmt::format("{} is not a zip archive that repro-audit opens: it {}", what_, why));
+    throw InputError(fmt::format("{} is a zip archive that repro-audit cannot read: it {}", what_, why));
   }
 
  private:
@@ -94,7 +94,7 @@ Directory find_directory(const File& f) {
       at = i;
       break;
     }
-  if (at == std::string::npos) f.fail("has no end of central directory record");
+  if (at == std::string::npos) f.fail("has no end of central directory record (damaged, truncated, or not written by PyTorch)");
   const unsigned char* e = bytes(tail) + at;
   Directory d;
   d.end = f.size() - span + at;
@@ -130,7 +130,8 @@ std::string zip_name_problem(std::string_view name) {
   for (const char c : name) {
     const auto u = static_cast<unsigned char>(c);
     if (u == 0) return "holds a NUL byte";
-    if (u < 0x20 || u == 0x7f) return "holds a control character";
+    // Other control bytes stay: torch.jit.save names an archive's folder after the file, whatever
+    // its name holds; they cannot lead out of a folder, and every message escapes them.
     if (c == '\\') return "holds a backslash";
   }
   if (name.front() == '/') return "is an absolute path";

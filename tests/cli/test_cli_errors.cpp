@@ -74,7 +74,7 @@ TEST_CASE("run and lint: a tampered torch.export archive exits 3 with one line, 
       {"unknown_op.pt2", "is a torch.export archive that cannot be loaded"},
       {"not_json.pt2", "is a torch.export archive that cannot be loaded"},
       {"no_weight.pt2", "the archive has no record data/weights/"},
-      {"truncated.pt2", "is a zip archive that PyTorch cannot read (damaged, truncated"},
+      {"truncated.pt2", "is a zip archive that repro-audit cannot read: it has no end of central directory record (damaged, truncated"},
   };
   for (const auto& [file, message] : cases) {
     CAPTURE(file);
@@ -98,7 +98,8 @@ TEST_CASE("run: unreadable models exit 3") {
   ra::test::expect_error(dir, {"run", dir.file("missing.pt"), "--shape", "2x4"}, 3, "model '" + dir.file("missing.pt") + "' does not exist");
   ra::test::expect_error(dir, {"run", dir.file("text.pt"), "--shape", "2x4"}, 3, "is not a PyTorch file (not a zip archive)");
   ra::test::expect_error(dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3,
-                         "is a zip archive that PyTorch cannot read (damaged, truncated, or not written by PyTorch");
+                         "is a zip archive that repro-audit cannot read: it has no end of central directory record (damaged, "
+                         "truncated, or not written by PyTorch)");
 }
 
 TEST_CASE("run and lint: every file that is not a TorchScript archive gets one line saying what it is, and the next step") {

@@ -71,7 +71,7 @@ TEST_CASE("zip_name_problem") {
   CHECK(ra::zip_name_problem("C:/x") == "starts with a drive letter");
   CHECK(ra::zip_name_problem("a\\..\\b") == "holds a backslash");
   CHECK(ra::zip_name_problem(std::string("a\0b", 3)) == "holds a NUL byte");
-  CHECK(ra::zip_name_problem("a\nb") == "holds a control character");
+  CHECK(ra::zip_name_problem("m\x1b[31mred\x7f/data/0").empty());  // torch.jit.save of such a file name
   CHECK(ra::zip_name_problem("a//b") == "has an empty component ('//')");
   CHECK(ra::zip_name_problem("") == "is empty");
   CHECK(ra::zip_name_problem(std::string(2000, 'a')) == "is longer than 1024 bytes");
