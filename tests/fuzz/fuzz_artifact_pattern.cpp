@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = s.substr(0, nl);
   try {
     ra::exec::ArtifactPattern p = ra::exec::parse_artifact_pattern(text);
-    ra::exec::place_artifact_pattern(p, "/work/proj", {"/data/ckpt", "/work"}, {"/home/u/proj"}, {{"/mnt/ckpt"}, {}});
+    ra::exec::place_artifact_pattern(p, "/srv/proj", {"/data/ckpt", "/srv"}, {"/home/u/proj"}, {{"/mnt/ckpt"}, {}});
     if (p.below.empty()) std::abort();  // a placed pattern names something below its root
     for (const auto& c : p.below)
       if (c.empty() || c == "." || c == "..") std::abort();  // nothing that leaves the root
