@@ -100,45 +100,54 @@ std::string markdown_block(std::string_view text, std::string_view lang, std::st
   return out + std::string(indent) + fence + "\n";
 }
 
-std::string html(std::string_view raw) {
+namespace {
+
+// Markup text: each code point of `raw` (made well-formed UTF-8 first) as `entity(cp)` gives it
+// (an entity, or null to keep it), kept when `allowed`, else U+FFFD. HTML and XML differ only there.
+template <typename Entity, typename Allowed>
+std::string markup(std::string_view raw, Entity entity, Allowed allowed) {
   const std::string s = well_formed(raw);
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     uint32_t cp = 0;
     i += decode_utf8(s, i, cp);
-    switch (cp) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: append_utf8(out, html_allowed(cp) ? cp : 0xFFFD);
-    }
+    if (const char* e = entity(cp)) out += e;
+    else append_utf8(out, allowed(cp) ? cp : 0xFFFD);
   }
   return out;
 }
 
-std::string xml(std::string_view raw, XmlContext where) {
-  const std::string s = well_formed(raw);
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    i += decode_utf8(s, i, cp);
-    switch (cp) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\r': out += "&#13;"; break;
-      case '\t': out += where == XmlContext::Attribute ? "&#9;" : "\t"; break;
-      case '\n': out += where == XmlContext::Attribute ? "&#10;" : "\n"; break;
-      default: append_utf8(out, xml_allowed(cp) ? cp : 0xFFFD);
-    }
+const char* common_entity(uint32_t cp) {
+  switch (cp) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '"': return "&quot;";
+    default: return nullptr;
   }
-  return out;
+}
+
+}  // namespace
+
+std::string html(std::string_view raw) {
+  return markup(raw, [](uint32_t cp) { return cp == '\'' ? "&#39;" : common_entity(cp); }, html_allowed);
+}
+
+std::string xml(std::string_view raw, XmlContext where) {
+  const bool attribute = where == XmlContext::Attribute;
+  return markup(
+      raw,
+      [attribute](uint32_t cp) -> const char* {
+        switch (cp) {
+          case '\'': return "&apos;";
+          case '\r': return "&#13;";
+          case '\t': return attribute ? "&#9;" : nullptr;
+          case '\n': return attribute ? "&#10;" : nullptr;
+          default: return common_entity(cp);
+        }
+      },
+      xml_allowed);
 }
 
 }  // namespace ra::report::escape
