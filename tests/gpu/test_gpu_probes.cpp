@@ -41,13 +41,19 @@ int main() {
     return 77;
   }
   const std::string report = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-gpu-probes.json";
-  const std::string cmd = binary +
-                          " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
-                          " --configs default,det --repeats 3 --quiet --report " + report + " > /dev/null";
-  const int status = std::system(cmd.c_str());
+  // The controls under default and det with `jobs` children at once: the exit status and the report
+  // (discarded when it is not valid JSON).
+  const auto run_controls = [&binary](int jobs, const std::string& path) {
+    const std::string cmd = binary +
+                            " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
+                            " --configs default,det --repeats 3 --jobs " + std::to_string(jobs) + " --quiet --report " +
+                            path + " > /dev/null";
+    const int status = std::system(cmd.c_str());
+    std::ifstream in(path);
+    return std::make_pair(status, nlohmann::json::parse(in, nullptr, false));
+  };
+  const auto [status, j] = run_controls(1, report);
   expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "probes exits 1 (nondeterminism found)");
-  std::ifstream in(report);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded()) {
     expect(false, "the report is valid JSON");
     return 1;
@@ -60,13 +66,8 @@ int main() {
 
   // --jobs 4: the controls keep their verdicts when children share the GPU.
   const std::string shared = report + ".jobs4";
-  const std::string cmd4 = binary +
-                           " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
-                           " --configs default,det --repeats 3 --jobs 4 --quiet --report " + shared + " > /dev/null";
-  const int status4 = std::system(cmd4.c_str());
+  const auto [status4, j4] = run_controls(4, shared);
   expect(WIFEXITED(status4) && WEXITSTATUS(status4) == 1, "probes --jobs 4 exits 1 too");
-  std::ifstream in4(shared);
-  const nlohmann::json j4 = nlohmann::json::parse(in4, nullptr, false);
   if (j4.is_discarded()) {
     expect(false, "the --jobs 4 report is valid JSON");
   } else {
