@@ -10,11 +10,11 @@
 //      CUDA half as every invocation did before the front/worker split; and a CPU trial's time
 //      from spawn to the first model op, with and without the CUDA half, from real audits.
 // Like the worker, this binary links LibTorch's CPU half only, so it loads libtorch_cuda.so itself
-// (audit/runtime/cuda_loader.h) first thing in main(), before anything asks torch for its CUDA
+// (worker/runtime/cuda_loader.h) first thing in main(), before anything asks torch for its CUDA
 // hooks; without that, a GPU machine reads as "no CUDA device here". REPRO_AUDIT_LOAD_CUDA=0 skips
 // it. `repro-audit-bench --cuda-only` measures the CUDA digest alone.
-#include "audit/digest/digest.h"
-#include "audit/runtime/cuda_loader.h"
+#include "worker/digest/digest.h"
+#include "worker/runtime/cuda_loader.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -9,12 +9,12 @@
 // path before issue 31), so one run gives the before and after figures on the same card.
 // Targets: traced/untraced at most 1.2 on CPU (issue 12; 1.5 before) and 1.25 on GPU. Also prints what the trace
 // held: records, tensor digests and memory.
-// On cuda it loads libtorch_cuda.so first, as the worker does (audit/runtime/cuda_loader.h): this
+// On cuda it loads libtorch_cuda.so first, as the worker does (worker/runtime/cuda_loader.h): this
 // binary links LibTorch's CPU half only, and torch keeps the first answer to "is there CUDA?".
-#include "audit/digest/digest.h"
-#include "audit/runtime/child_support.h"
-#include "audit/runtime/cuda_loader.h"
-#include "audit/trace/tracer.h"
+#include "worker/digest/digest.h"
+#include "worker/runtime/child_support.h"
+#include "worker/runtime/cuda_loader.h"
+#include "worker/trace/tracer.h"
 #include "reports/model.h"
 
 #include <ATen/ATen.h>

@@ -8,7 +8,7 @@
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/common/stop.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "reports/escape.h"
 
 #include <fmt/format.h>

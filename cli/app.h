@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include "cli/commands.h"
+#include "cli/command_table.h"
 
 #include <exception>
 #include <optional>

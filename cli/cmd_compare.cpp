@@ -9,7 +9,7 @@
 // same targets as A (nothing is written then).
 #include "audit/baseline/baseline.h"
 #include "audit/run/changed_ops.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/common.h"
 
 #include <memory>

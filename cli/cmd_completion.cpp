@@ -7,7 +7,7 @@
 #include "audit/common/errors.h"
 #include "cli/common.h"
 #include "audit/run/probe_audit.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

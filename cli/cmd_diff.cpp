@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit diff A.pt B.pt`: a bitwise diff of two torch.save files (a tensor, or containers
-// of tensors such as a state_dict), run by the worker (cli/worker/diff.cpp). Exit 0 when the files
+// of tensors such as a state_dict), run by the worker (worker/services/service_diff.cpp). Exit 0 when the files
 // are bitwise identical, 1 when they differ, 3 when either file is unreadable or holds something
 // other than tensors.
-#include "cli/worker_commands.h"
+#include "cli/worker_options.h"
 
 #include <memory>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit env [--json]`: the environment fingerprint of this machine (run by the worker:
-// cli/worker/env.cpp).
-#include "cli/worker_commands.h"
+// worker/services/service_env.cpp).
+#include "cli/worker_options.h"
 
 #include <memory>
 

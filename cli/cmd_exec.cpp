@@ -3,7 +3,7 @@
 // metrics (audit/exec/exec_audit.h).
 #include "audit/common/errors.h"
 #include "audit/exec/exec_audit.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/common.h"
 
 #include <fmt/format.h>

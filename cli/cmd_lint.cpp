@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit lint MODEL ...`: a static scan of the model's graphs against the knowledge base (run
-// by the worker: cli/worker/lint.cpp). Exit 1 when an error is found (run-to-run nondeterminism),
+// by the worker: worker/services/service_lint.cpp). Exit 1 when an error is found (run-to-run nondeterminism),
 // 0 when only notes are (configuration or machine dependence; 1 with --strict) or nothing; bad
 // input exits 2 or 3 as `run` does.
 #include "cli/common.h"
-#include "cli/worker_commands.h"
+#include "cli/worker_options.h"
 
 #include <memory>
 

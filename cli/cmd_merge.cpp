@@ -6,7 +6,7 @@
 #include "audit/common/errors.h"
 #include "audit/fleet/merge.h"
 #include "audit/knowledge/knowledge.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/common.h"
 
 #include <fmt/format.h>

@@ -6,9 +6,9 @@
 #include "audit/knowledge/knowledge.h"
 #include "audit/run/probe_audit.h"
 #include "audit/trial/trials.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/common.h"
-#include "probes/probe_info.h"
+#include "audit/probes/probe_info.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>

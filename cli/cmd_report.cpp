@@ -6,7 +6,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/json_document.h"
 #include "audit/common/files.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/common.h"
 #include "reports/json_read.h"
 

@@ -2,7 +2,7 @@
 // `repro-audit run MODEL ...`: audit one TorchScript model.
 #include "audit/run/model_audit.h"
 #include "audit/common/errors.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/common.h"
 
 #include <fmt/format.h>

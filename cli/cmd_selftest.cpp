@@ -2,7 +2,7 @@
 // `repro-audit selftest [--device cpu|cuda[:N]] [--report F] [--html F] ...`: does the tool work
 // on this machine and device? The checks are audit/run/selftest.h's; the report is a normal one.
 #include "audit/run/selftest.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/common.h"
 
 #include <memory>

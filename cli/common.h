@@ -6,7 +6,7 @@
 #include "audit/baseline/baseline.h"
 #include "audit/fleet/shard_run.h"
 #include "audit/trial/trials.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "reports/model.h"
 
 #include <CLI/CLI.hpp>

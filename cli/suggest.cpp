@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cli/commands.h"
+#include "cli/command_table.h"
 
 #include <algorithm>
 #include <numeric>

@@ -22,7 +22,7 @@ find_library(RA_TORCH_CPU_LIBRARY torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" 
 get_filename_component(RA_TORCH_LIBRARY_DIR "${RA_TORCH_CPU_LIBRARY}" DIRECTORY)
 
 # A CUDA build of torch brings the CUDA toolkit targets; we use them for the fingerprint and, when
-# nvcc is there too, for the fused CUDA digest (audit/digest/digest_cuda.cu). Its default
+# nvcc is there too, for the fused CUDA digest (worker/digest/digest_cuda.cu). Its default
 # architectures: PTX for any GPU from Turing on (the driver compiles it once) and machine code for
 # Hopper; set RA_CUDA_ARCHITECTURES to choose others. -DRA_CUDA_DIGEST=OFF leaves it out.
 set(RA_WITH_CUDA OFF)

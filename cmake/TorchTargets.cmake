@@ -6,7 +6,7 @@
 #   * What gets loaded. torch's own `torch` target links libtorch.so, which pulls libtorch_cuda.so
 #     and with it cuBLAS, cuDNN, NCCL ... into every process, about half a second of start-up for
 #     a CPU trial. Our torch targets link libtorch_cpu and libc10 only; the worker loads the CUDA
-#     half with dlopen when a CUDA device is asked for (audit/runtime/cuda_loader.h).
+#     half with dlopen when a CUDA device is asked for (worker/runtime/cuda_loader.h).
 # Torch-free targets never call these functions, so a torch include there fails to compile.
 
 # The compile-side usage requirements of torch (include folders, definitions, options), without

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `diff` report model and its renderers: how two torch.save files differ, entry by entry.
-// Filled by audit/tensor_io/diff.cpp; torch-free like the rest of reports/.
+// Filled by worker/diff/tensor_diff.cpp; torch-free like the rest of reports/.
 //
 // Determinism: entries are sorted by name (byte order) and nothing depends on time, so the same
 // two files always render byte-identical documents.

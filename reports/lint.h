@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `lint` report model and its renderers: what a static scan of a TorchScript graph found
-// against the knowledge base. Filled by audit/knowledge/lint.cpp; torch-free like the rest of reports/.
+// against the knowledge base. Filled by worker/lint/lint_graph.cpp; torch-free like the rest of reports/.
 //
 // Determinism: findings are kept sorted by (module path, line, op, entry id, file, call sites,
 // function) and every list is in a defined order, so two scans of the same model with the same

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Both benchmarks load LibTorch's CUDA half the worker's way (audit/runtime/cuda_loader.h): each
+# Both benchmarks load LibTorch's CUDA half the worker's way (worker/runtime/cuda_loader.h): each
 # prints "CUDA half: loaded" before measuring, so on a GPU machine they see the device. Skips (77)
 # where the torch in use has no libtorch_cuda.so (a CPU-only wheel).
 # Usage: check_bench_cuda.sh BENCH BENCH_TRACE TORCH_LIBRARY_DIR

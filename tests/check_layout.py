@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The layout test: every #include "folder/..." in the product code goes in an allowed direction
-(docs/ARCHITECTURE.md, "Folders"), and the front executable links no LibTorch.
+"""The layout test: the torch side lives under worker/ and only there; every #include "folder/..."
+in the product code goes in an allowed direction (docs/ARCHITECTURE.md, "Folders"); every source
+file has a unique basename; and the front executable links no LibTorch.
 
 usage: check_layout.py SOURCE_DIR [FRONT_BINARY]
 """
@@ -10,48 +11,50 @@ import re
 import subprocess
 import sys
 
-# Folder -> the folders its files may include (besides their own). Worker-side folders (runtime,
-# tensor_io, targets, child, cli/worker) may include torch; the CMake targets keep torch out of
-# the others, and FRONT_BINARY's dynamic section shows it stayed out.
+# Folder -> the folders its files may include (besides their own). The rule a reader needs: a file
+# links LibTorch if and only if its path starts with worker/. audit/, cli/ and reports/ are the
+# torch-free side (the front, and what the worker shares with it); they never include worker/.
 BASE = ["reports"]
 DIGEST = BASE + ["audit/digest"]
 COMMON = DIGEST + ["audit/common"]
 TRIAL = COMMON + ["audit/trial"]
-RUNTIME = TRIAL + ["audit/runtime"]
-CONCERNS = ["audit/trace", "audit/knowledge", "audit/baseline", "audit/tensor_io", "audit/train"]
+CONCERNS = ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/probes"]
+WORKER_BASE = TRIAL + CONCERNS + ["worker/digest", "worker/runtime"]
+WORKER_CONCERNS = ["worker/trace", "worker/lint", "worker/tensor_io", "worker/diff", "worker/train"]
 ALLOWED = {
     "reports": [],
-    "probes": [],
+    "audit/probes": [],
     "audit/digest": BASE,
     "audit/common": DIGEST,
     "audit/trial": COMMON,
-    "audit/runtime": TRIAL,
-    **{c: RUNTIME for c in CONCERNS},
-    "audit/targets": RUNTIME + CONCERNS + ["probes"],
-    "audit/child": RUNTIME + CONCERNS + ["audit/targets", "probes"],
-    # Scale-out (shards, merge): the front's, above the concerns it joins.
+    **{c: TRIAL for c in CONCERNS if c != "audit/probes"},
+    # Scale-out (shards, merge): above the concerns it joins.
     "audit/fleet": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline"],
-    # Any command audited by what it writes (exec): the front's, beside fleet.
+    # Any command audited by what it writes (exec): beside fleet.
     "audit/exec": TRIAL + ["audit/trace", "audit/fleet"],
-    # The front's audits: never the worker side.
-    "audit/run": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "probes"],
-    "cli": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "audit/exec", "audit/run",
-                    "probes"],
-    "cli/worker": ["cli"] + RUNTIME + CONCERNS + ["audit/targets", "audit/child", "audit/run", "probes"],
+    # The front's audits.
+    "audit/run": TRIAL + CONCERNS + ["audit/fleet"],
+    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/exec", "audit/run"],
+    # The torch side.
+    "worker/digest": DIGEST,
+    "worker/runtime": TRIAL + ["worker/digest"],
+    **{c: WORKER_BASE + ["worker/tensor_io"] for c in WORKER_CONCERNS},
+    "worker/probes": ["audit/probes"] + WORKER_BASE,
+    "worker/targets": WORKER_BASE + WORKER_CONCERNS + ["worker/probes"],
+    "worker/child": WORKER_BASE + WORKER_CONCERNS + ["worker/probes", "worker/targets"],
+    "worker/services": ["cli", "audit/run"] + WORKER_BASE + WORKER_CONCERNS + ["worker/probes", "worker/targets",
+                                                                              "worker/child"],
 }
-# Within probes/, the front may include only the torch-free descriptions.
-FRONT_PROBE_HEADERS = {"probes/probe_info.h"}
-FRONT = {"audit/run", "audit/fleet", "audit/exec", "cli", "audit/trial", "audit/common", "audit/digest", "audit/baseline"}
+TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)
+TOPS = ("audit", "cli", "reports", "worker")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
 def folder_of(path):
     parts = path.split("/")
-    if parts[0] in ("audit",) and len(parts) > 2:
+    if parts[0] in ("audit", "worker", "cli") and len(parts) > 2:
         return "/".join(parts[:2])
-    if parts[0] == "cli" and len(parts) > 2:
-        return "cli/" + parts[1]
     return parts[0]
 
 
@@ -59,7 +62,8 @@ def main():
     src = sys.argv[1]
     problems = []
     checked = 0
-    for top in ("audit", "cli", "probes", "reports"):
+    basenames = {}
+    for top in TOPS:
         for root, _, files in os.walk(os.path.join(src, top)):
             for name in files:
                 if not name.endswith((".h", ".cpp", ".cu", ".cuh")):
@@ -69,8 +73,14 @@ def main():
                 if here not in ALLOWED:
                     problems.append(f"{rel}: folder {here} has no row in the layout table (tests/check_layout.py)")
                     continue
+                stem = os.path.splitext(name)[0]
+                other = basenames.setdefault(stem, rel)
+                if os.path.dirname(other) != os.path.dirname(rel):
+                    problems.append(f"{rel}: basename {stem} is also {other} (every source basename is unique)")
                 with open(os.path.join(root, name), encoding="utf-8") as f:
                     text = f.read()
+                if not rel.startswith("worker/") and TORCH_HEADER.search(text):
+                    problems.append(f"{rel}: includes a LibTorch or CUDA header outside worker/ (the torch side)")
                 for inc in INCLUDE.findall(text):
                     if "/" not in inc:
                         continue
@@ -80,8 +90,6 @@ def main():
                         continue
                     if there not in ALLOWED[here]:
                         problems.append(f"{rel}: includes {inc} ({here} must not depend on {there})")
-                    elif there == "probes" and here in FRONT and inc not in FRONT_PROBE_HEADERS:
-                        problems.append(f"{rel}: includes {inc} (the front may use only {', '.join(FRONT_PROBE_HEADERS)})")
     if len(sys.argv) > 2:
         out = subprocess.run(["readelf", "-d", sys.argv[2]], capture_output=True, text=True, check=True).stdout
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)

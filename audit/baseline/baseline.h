@@ -11,7 +11,7 @@
 //
 // The approach. Both sides carry everything needed: per target x configuration the reference
 // repeat's tensor digests, the verdict (did it diverge within that run?) and the effective
-// switches, and per report the environment fingerprint (audit/runtime/fingerprint.h). A baseline file is
+// switches, and per report the environment fingerprint (worker/runtime/fingerprint.h). A baseline file is
 // the deterministic subset of a report (reports/baseline.h); either can be given on either side.
 //
 // 1. Identity first. Targets pair up by kind and name (and a lone model with a lone model, so a

@@ -3,7 +3,7 @@
 // digest_kernel.cpp (CPU, vectorised) and digest_cuda.cu (the fused CUDA kernel) both compute the
 // sums of mix_word below; digest.cpp's generic ATen path spells the same formula in int64
 // operations. Plain C++ with no library headers, so nvcc and any host compiler take it as is.
-// See audit/digest/digest.h for the design.
+// See worker/digest/digest.h for the design.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // digest/: what identifies a tensor's bits (the digest) and how far two tensors are apart.
 // The digest's arithmetic on the CPU, on raw words, without torch (the per-word definition is in
-// digest_arith.h, shared with the CUDA kernel). See audit/digest/digest.h for the design.
+// digest_arith.h, shared with the CUDA kernel). See worker/digest/digest.h for the design.
 #pragma once
 
 #include "audit/digest/digest_arith.h"

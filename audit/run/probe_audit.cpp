@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The probe suite, parent side. Each configuration x repeat is one fresh child that runs every
-// selected probe in turn (audit/child/probe_child.cpp, in the worker): a process per probe would pay LibTorch's and
+// selected probe in turn (worker/child/probe_child.cpp, in the worker): a process per probe would pay LibTorch's and
 // CUDA's start-up cost (about half a second) a few hundred times. Crash isolation is kept at the
 // probe level by the child's line log (audit/trial/probe_protocol.h): when a child dies, the probe that
 // was running is charged with the crash or the timeout, and the probes after it run again in a
@@ -22,7 +22,7 @@
 #include "audit/trial/probe_protocol.h"
 #include "audit/trial/trials.h"
 #include "audit/trial/worker.h"
-#include "probes/probe_info.h"
+#include "audit/probes/probe_info.h"
 
 #include <fmt/format.h>
 

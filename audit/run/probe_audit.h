@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "probes/probe_info.h"
+#include "audit/probes/probe_info.h"
 
 namespace ra {
 

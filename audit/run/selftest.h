@@ -2,7 +2,7 @@
 // `repro-audit selftest`: does the tool work on this machine and device? Five checks, each passed
 // or failed with its evidence in one sentence:
 //   digests      the same bits give the same digest however and wherever computed, and a swap of
-//                two elements or -0.0 for +0.0 changes it (in the worker: audit/child/selftest_child.h);
+//                two elements or -0.0 for +0.0 changes it (in the worker: worker/child/selftest_child.h);
 //   switches     every switch of the table, set to each of two values in a child, reads back as set;
 //   detection    a positive control diverges under `default` and is reproducible under `det`, and
 //                its negative control is reproducible under both (probe trials in fresh processes;

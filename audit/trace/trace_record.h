@@ -20,7 +20,7 @@ namespace ra::trace {
 struct TensorRef {
   std::string dtype;           // "float32", ...; "" for an undefined (None) tensor
   std::vector<int64_t> shape;
-  std::string digest;          // 32 hex digits (audit/digest/digest.h), "" for an undefined tensor
+  std::string digest;          // 32 hex digits (worker/digest/digest.h), "" for an undefined tensor
 };
 
 struct Record {

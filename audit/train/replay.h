@@ -14,7 +14,7 @@
 // reproducible (against a nondeterministic configuration a difference would prove nothing, so
 // without one the replay is inconclusive):
 //   - the checkpointing child trains K/2 steps (floor) and saves parameters, buffers, optimizer
-//     state and every default generator's state (audit/train/checkpoint.h), recording a digest of each;
+//     state and every default generator's state (worker/train/checkpoint.h), recording a digest of each;
 //   - the resumed child, a fresh process, loads the model, restores the checkpoint, records the
 //     digests of what it restored, and trains steps K/2+1 .. K, digesting as every trial does.
 // Every uninterrupted trial of the audit also records the digests of the same state after step

@@ -33,7 +33,7 @@ double default_learning_rate(const std::string& optimizer);
 enum class ChildTask {
   Preflight,  // load model and inputs, run one forward, report the environment fingerprint
   Trial,      // apply the configuration, run, digest, dump
-  Probes,     // apply the configuration, run each probe of `probes` in turn (audit/child/probe_child.h)
+  Probes,     // apply the configuration, run each probe of `probes` in turn (worker/child/probe_child.h)
 };
 
 // Restart-replay (audit/train/replay.h): the checkpointing child saves after its last step, the resumed
@@ -66,7 +66,7 @@ struct TrialSpec {
   int repeat = 0;
   std::vector<std::string> probes;   // Probes: the probes to run, in order
   bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
-  std::string trace_path;            // Trial: record an op trace (audit/trace/tracer.h) and write it here ("" = no trace)
+  std::string trace_path;            // Trial: record an op trace (worker/trace/tracer.h) and write it here ("" = no trace)
   uint64_t trace_capacity = 0;       // Trial: tensor digests the trace may hold
   int64_t capture_order = -1;        // Trial with trace: keep the outputs of the record at this order...
   std::string capture_path;          // ...and write them here (a dump: "output/0", "output/1", ...)

@@ -5,7 +5,7 @@
 //   * divergence statistics of tensors whose digests differ (`__stats REQUEST RESULT`): the
 //     dumps are torch.save files, so the numbers are computed where torch is;
 //   * the probe catalogue (`__catalogue RESULT [LIBRARY...]`): the built-in probes and those of
-//     --load-library plugins, described in JSON (probes/probe_info.h).
+//     --load-library plugins, described in JSON (audit/probes/probe_info.h).
 // A service that fails turns into the error the worker printed, with its exit code (2 usage,
 // 3 input), so that the user reads the same line as before the split.
 #pragma once
@@ -65,7 +65,7 @@ class BatchedDiff {
   std::vector<StatsAnswer> answers_;
 };
 
-// `__artifacts REQUEST RESULT` (audit/exec/exec_audit.h, audit/tensor_io/artifacts.h): what
+// `__artifacts REQUEST RESULT` (audit/exec/exec_audit.h, worker/tensor_io/artifact_read.h): what
 // `exec`'s artifact files hold, entry by entry, and how two versions of entries differ.
 // One artifact file to read: its entries' digests, named "NAME:ENTRY" ("ckpt.pt:model/fc.weight";
 // a file holding one bare tensor gives "NAME").

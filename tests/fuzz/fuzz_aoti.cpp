@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// An AOTInductor package's entry names and metadata (audit/targets/aoti_package.h): a file's bytes
+// An AOTInductor package's entry names and metadata (worker/targets/aoti_package.h): a file's bytes
 // through the zip checks (every entry name, the declared sizes, the budget), the package's layout
 // and its metadata JSON, everything the worker reads before it unpacks a package; nothing is loaded.
 // Also every entry name on its own through zip_name_problem. Only an InputError may come out.
 #include "audit/common/errors.h"
 #include "audit/common/zip_check.h"
-#include "audit/targets/aoti_package.h"
+#include "worker/targets/aoti_package.h"
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

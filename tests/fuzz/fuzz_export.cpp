@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The torch.export archive reader (audit/targets/export_archive.h): a file's bytes through the zip
+// The torch.export archive reader (worker/targets/export_archive.h): a file's bytes through the zip
 // checks (audit/common/zip_check.h), LibTorch's record reader, models/model.json (schema, inputs,
 // nodes, the canonical graph) and the weights read from their records, as `run` reads an archive
 // before NativeRT opens it. Only a TrialInputError (one line, exit 3) may come out.
-#include "audit/runtime/child_support.h"
-#include "audit/targets/export_archive.h"
+#include "worker/runtime/child_support.h"
+#include "worker/targets/export_archive.h"
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The torch.save reader (audit/tensor_io/python_pickle.h): a file's bytes through the checked
+// The torch.save reader (worker/tensor_io/python_pickle.h): a file's bytes through the checked
 // reader, the flattening into named tensors, and the digest (of tensors up to 64Ki elements: a
 // view may legitimately claim up to 2^30, which would only slow the fuzzer down).
 #include "audit/common/errors.h"
-#include "audit/digest/digest.h"
-#include "audit/tensor_io/python_pickle.h"
-#include "audit/tensor_io/tensor_file.h"
+#include "worker/digest/digest.h"
+#include "worker/tensor_io/python_pickle.h"
+#include "worker/tensor_io/tensor_file.h"
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The safetensors reader (audit/tensor_io/safetensors.h): a file's bytes, written to a scratch file
+// The safetensors reader (worker/tensor_io/safetensors.h): a file's bytes, written to a scratch file
 // (the reader reads files, as exec and diff give it), through the header checks and the reads.
 #include "audit/common/errors.h"
-#include "audit/tensor_io/safetensors.h"
+#include "worker/tensor_io/safetensors.h"
 #include "tests/fuzz/fuzz_common.h"
 
 #include <cstdio>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU tier: the digest of a CUDA tensor equals the digest of its CPU copy, for every dtype, for
 // non-contiguous and unaligned views, for empty and 0-d tensors, and past 4 Gi words; the fused
-// kernel (audit/digest/digest_cuda.cu) and ATen's arithmetic agree on the device; so does the
+// kernel (worker/digest/digest_cuda.cu) and ATen's arithmetic agree on the device; so does the
 // tracer's batched path (CudaLanesBatch: many tensors per launch), for the same tensors. Exits 77
 // (reported by ctest as skipped) where no CUDA device exists.
-#include "audit/digest/digest.h"
+#include "worker/digest/digest.h"
 #include "audit/digest/digest_kernel.h"
 
 #include <ATen/ATen.h>

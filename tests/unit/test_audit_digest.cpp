@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/digest/digest.h"
+#include "worker/digest/digest.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 

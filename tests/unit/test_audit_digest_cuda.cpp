@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fused CUDA digest module (audit/digest/digest_cuda.cu) against the libraries of the torch in
+// The fused CUDA digest module (worker/digest/digest_cuda.cu) against the libraries of the torch in
 // use: it must load once libtorch_cuda.so is loaded, and its entry point must resolve. Without a
 // GPU, a call must report the missing device rather than crash. Its arithmetic is tested in
 // test_audit_digest.cpp; its results on a device in tests/gpu.
 #include "audit/digest/digest_arith.h"
-#include "audit/runtime/cuda_loader.h"
+#include "worker/runtime/cuda_loader.h"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fingerprint's record of a CUDA device, from queries that may fail: what a GPU machine's
 // report holds, checked on the CPU (the CUDA calls themselves sit in fingerprint_cuda.cpp).
-#include "audit/runtime/fingerprint.h"
+#include "worker/runtime/fingerprint.h"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // The reader of Python torch.save pickles: hand-written pickles in real zip archives, for what
 // tests/data's Python-made files cannot show (every malformed case is one InputError).
 #include "audit/common/errors.h"
-#include "audit/tensor_io/python_pickle.h"
+#include "worker/tensor_io/python_pickle.h"
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Switches applied in process and read back (audit/runtime/switches.h). The TF32 flags live in
+// Switches applied in process and read back (worker/runtime/switches.h). The TF32 flags live in
 // torch's CPU library too, so their bookkeeping is checked here without a GPU.
-#include "audit/runtime/switches.h"
+#include "worker/runtime/switches.h"
 
 #include <ATen/Context.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/digest/tensor_stats.h"
-#include "audit/digest/digest.h"
-#include "audit/runtime/child_support.h"
+#include "worker/digest/tensor_stats.h"
+#include "worker/digest/digest.h"
+#include "worker/runtime/child_support.h"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>

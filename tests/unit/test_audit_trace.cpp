@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The op tracer (audit/trace/tracer.h), in process on the CPU.
-#include "audit/digest/digest.h"
-#include "audit/trace/tracer.h"
+// The op tracer (worker/trace/tracer.h), in process on the CPU.
+#include "worker/digest/digest.h"
+#include "worker/trace/tracer.h"
 
 // torch before doctest: c10 defines a CHECK macro that doctest must override.
 #include <ATen/ATen.h>

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// One trial, in its own process. The order of steps is the point of the file:
+//   1. apply the configuration's in-process switches (the environment ones were set before exec)
+//      and read back what is in effect: nothing about CUDA or the model has been touched yet;
+//   2. turn the TorchScript profiling executor and fusers off (they change results between the
+//      first and later calls of a method);
+//   3. load custom-op libraries, seed every generator (CPU and each CUDA device), load the target
+//      and build its inputs (worker/targets/target.h: whatever its kind);
+//   4. run it once, recording its tensors' digests, under the tracer with --trace; then, for the
+//      fix search's costs, run it again unrecorded as often as the spec asks;
+//   5. optionally write every digested tensor to a dump file, so that the parent can compute
+//      divergence statistics for the tensors whose digests differ.
+#include "worker/child/trial_child.h"
+
+#include "audit/common/errors.h"
+#include "worker/runtime/child_support.h"
+#include "worker/runtime/fingerprint.h"
+#include "worker/runtime/switches.h"
+#include "worker/targets/target.h"
+#include "audit/trace/trace_io.h"
+#include "worker/trace/tracer.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace ra {
+
+using report::TrialStatus;
+
+TrialResult run_child(const TrialSpec& spec) {
+  TrialResult result;
+  const double start = now_ms();
+  // 1. switches, before anything touches CUDA or the model.
+  try {
+    apply_switches(spec.config);
+  } catch (const std::exception& e) {
+    result.status = TrialStatus::ConfigError;
+    result.message = "cannot apply configuration: " + error_text(e);
+    return result;
+  }
+  result.switches = read_switches(spec.config);
+  if (const std::string mismatch = switch_mismatches(result.switches); !mismatch.empty()) {
+    result.status = TrialStatus::ConfigError;
+    result.message = mismatch;
+    return result;
+  }
+  disable_jit_optimisations();
+  try {
+    load_libraries(spec.load_libraries);
+    const c10::Device device = checked_device(spec.device);
+    if (spec.task == ChildTask::Preflight) result.environment = environment_fingerprint();
+    seed_generators(spec.seed);
+    const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
+    result.input_descriptions = target->load(spec, device);
+    if (spec.task == ChildTask::Preflight) {
+      result.input_names = target->input_names();
+      result.package = target->package();
+      const targets::Identity identity = target->identity();
+      result.weights_digest = identity.weights;
+      result.graph_digest = identity.graph;
+    }
+    result.startup_ms = ms_since_spawn();
+    const auto reference = spec.dump_only_differing.find("");
+    Recorder rec(!spec.dump_path.empty(),
+                 reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
+    // The preflight answers for the trials: the front drops --trace for a compiled target.
+    if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::Compiled) {
+      if (spec.task != ChildTask::Preflight) throw TrialInputError("a compiled target cannot be traced", "usage");
+      result.untraceable = fmt::format("{} cannot be traced op by op; auditing its outputs without --trace", target->kind());
+    }
+    if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::None)
+      throw TrialInputError(fmt::format("--trace cannot follow this model's ops one by one ({}); audit it without --trace",
+                                        target->kind()),
+                            "usage");
+    if (spec.task == ChildTask::Preflight) {
+      result.warnings = target->check();
+      // Traced: one traced run, so that what the trace cannot see is said before any trial.
+      if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::OpByOp) {
+        std::vector<report::TensorDigest> unused_state;
+        Recorder off = Recorder::off();
+        trace::Tracer tracer(device, spec.trace_capacity > 0 ? spec.trace_capacity : uint64_t{1} << 16);
+        target->run(off, unused_state);
+        trace::Trace t = tracer.finish();
+        for (auto& w : target->annotate(t)) result.warnings.push_back("--trace: " + w);
+      }
+    } else {
+      try {
+        std::optional<trace::Tracer> tracer;
+        if (!spec.trace_path.empty()) tracer.emplace(device, spec.trace_capacity);
+        if (tracer && spec.capture_order >= 0) tracer->capture(static_cast<uint64_t>(spec.capture_order));
+        target->run(rec, result.state);
+        if (tracer) {
+          trace::Trace t = tracer->finish();
+          (void)target->annotate(t);
+          trace::write_trace(spec.trace_path, t);
+          if (!spec.capture_path.empty()) {
+            Recorder captured(true);
+            for (size_t i = 0; i < tracer->captured().size(); ++i)
+              if (tracer->captured()[i].defined()) captured.add(fmt::format("output/{}", i), tracer->captured()[i]);
+            (void)captured.write_dump(spec.capture_path);
+          }
+        }
+        tracer.reset();
+        // Uninstrumented runs for the fix search's costs; the recorded run above was the warm-up.
+        for (int i = 0; i < spec.timed_runs; ++i) {
+          Recorder off = Recorder::off();
+          synchronize(device);
+          const double t0 = now_ms();
+          std::vector<report::TensorDigest> unused_state;
+          target->run(off, unused_state);
+          synchronize(device);
+          result.run_ms.push_back(now_ms() - t0);
+        }
+      } catch (const TrialInputError&) {
+        throw;
+      } catch (const std::exception& e) {
+        const std::string msg = error_text(e);
+        result.status = is_determinism_alert(msg) ? TrialStatus::Raised : TrialStatus::Error;
+        result.message = msg;
+      }
+      result.dump_error = rec.write_dump(spec.dump_path);  // costs its statistics only
+      result.tensors = std::move(rec.tensors());
+    }
+  } catch (const std::exception& e) {
+    record_error(result, e);
+  }
+  result.wall_ms = now_ms() - start;
+  return result;
+}
+
+}  // namespace ra

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// `lint`: a static scan of a TorchScript model's graphs against the knowledge base. Torch-free
+// header; the scan itself (worker/lint/lint_graph.cpp) explains its approach and its limits.
+#pragma once
+
+#include "audit/knowledge/knowledge.h"
+#include "reports/lint.h"
+
+#include <string>
+#include <vector>
+
+namespace ra {
+
+using LintFinding = report::LintFinding;
+using LintResult = report::LintReport;
+
+// Loads `model` on the CPU (CUDA is never initialised) and reports every op in the graphs of the
+// top module's methods, and of everything they call, that matches a knowledge-base entry for
+// `device_type` ("cpu" or "cuda"); with `mode` "infer", entries about the backward pass are left
+// out (their count is noted). `libraries` (custom ops the model needs) are loaded first. The exit
+// code is 1 for an error finding, or with `strict` for any finding.
+// Fills every field of the result but `device` and `knowledge_path`, which the caller knows.
+// Throws InputError when a library or the model is missing or unreadable, or the model is not a
+// TorchScript archive.
+LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
+                      const std::vector<std::string>& libraries = {}, const std::string& mode = "train",
+                      bool strict = false);
+
+}  // namespace ra

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// runtime/ (worker): what every worker process shares: devices, seeding, switches, the fingerprint, CUDA on demand.
+// What both kinds of trial child share (the model child, worker/child/trial_child.cpp, and the probe child,
+// worker/child/probe_child.cpp): error texts, the first steps of a trial, and the recorder that digests
+// tensors and dumps CPU copies for the parent's divergence statistics.
+#pragma once
+
+#include "audit/trial/trial_spec.h"
+#include "reports/model.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <stdexcept>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// An error the trial attributes to its inputs (model file, input file, shapes, device): reported as
+// status Error with this message, and by the parent as exit 3 ("input") or 2 ("usage") when it
+// happens in the preflight.
+struct TrialInputError : std::runtime_error {
+  explicit TrialInputError(const std::string& what, std::string kind = "input")
+      : std::runtime_error(what), kind(std::move(kind)) {}
+  std::string kind;
+};
+
+double now_ms();
+// Milliseconds since the parent spawned this process (REPRO_AUDIT_SPAWN_NS), 0 when unknown.
+double ms_since_spawn();
+
+// The line of an exception worth showing: c10 errors without backtrace; for TorchScript
+// interpreter errors, the final "RuntimeError: ..." line.
+std::string error_text(const std::exception& e);
+bool is_determinism_alert(const std::string& message);
+
+// Marks `result` as status Error with the exception's text; a TrialInputError also gives its kind
+// (so that the parent can tell a bad model or device from a failing trial).
+void record_error(TrialResult& result, const std::exception& e);
+
+// The TorchScript profiling executor and fusers change results between the first and later calls
+// of a method; a trial turns them off.
+void disable_jit_optimisations();
+// dlopen()s each library with RTLD_NOW | RTLD_GLOBAL; returns the handles. Throws TrialInputError.
+std::vector<void*> load_libraries(const std::vector<std::string>& paths);
+// Seeds the CPU generator and every CUDA device's default generator.
+void seed_generators(uint64_t seed);
+// Parses "cpu", "cuda", "cuda:N" and checks that the device exists (TrialInputError "usage");
+// makes cuda:N the current device.
+c10::Device checked_device(const std::string& text);
+// Waits for the device's queued work (a no-op on the CPU), for timing.
+void synchronize(const c10::Device& device);
+
+// Digests tensors in the order they are added, and optionally keeps CPU copies for a dump.
+class Recorder {
+ public:
+  // With `dump`, keeps a host copy of each tensor for write_dump; with `reference` digests too
+  // (TrialSpec::dump_only_differing), only of tensors whose digest differs from theirs.
+  explicit Recorder(bool dump, std::map<std::string, std::string> reference = {})
+      : dump_(dump), reference_(std::move(reference)) {}
+  // A recorder that keeps nothing: for timed runs.
+  static Recorder off() {
+    Recorder r(false);
+    r.enabled_ = false;
+    return r;
+  }
+  void add(const std::string& name, const at::Tensor& t);
+  std::vector<report::TensorDigest>& tensors() { return tensors_; }
+  // Writes the kept copies as a pickled Dict[str, Tensor]; a no-op without dump. A dump only feeds
+  // divergence statistics, so failing to write it (a full disk) fails nothing else: the partial
+  // file is removed, a warning goes to the child's log, and the reason ("No space left on device")
+  // is returned for TrialResult::dump_error ("" when written).
+  std::string write_dump(const std::string& path) const;
+
+ private:
+  bool dump_;
+  std::map<std::string, std::string> reference_;
+  bool enabled_ = true;
+  std::vector<report::TensorDigest> tensors_;
+  std::vector<std::string> names_;
+  std::vector<at::Tensor> values_;
+};
+
+}  // namespace ra

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "worker/runtime/fingerprint.h"
+
+#include "audit/trial/config.h"
+#include "audit/common/paths.h"
+#include "worker/runtime/switches.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <torch/version.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <dlfcn.h>
+#include <sys/utsname.h>
+
+namespace ra {
+namespace {
+
+// torch's git hash, from version.py of the torch package whose libtorch_cpu.so is loaded.
+std::string torch_git_version() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&at::get_num_threads), &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  const auto version_py = std::filesystem::path(info.dli_fname).parent_path().parent_path() / "version.py";
+  std::ifstream in(version_py);
+  std::string line;
+  const std::regex re(R"(git_version\s*=\s*'([0-9a-f]+)')");
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_search(line, m, re)) return m[1];
+  return "unknown";
+}
+
+std::string torch_library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&at::get_num_threads), &info) == 0 || info.dli_fname == nullptr) return "";
+  return std::filesystem::path(info.dli_fname).parent_path().string();
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+const char* kEnvVars[] = {"CUBLAS_WORKSPACE_CONFIG", "MKL_CBWR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                          "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "CUDNN_LOGINFO_DBG",
+                          "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "ATEN_CPU_CAPABILITY",
+                          "PYTORCH_CUDA_ALLOC_CONF", "KMP_DETERMINISTIC_REDUCTION"};
+
+}  // namespace
+
+nlohmann::ordered_json environment_fingerprint() {
+  using json = nlohmann::ordered_json;
+  json env;
+  env["tool"] = {{"version", tool_version()}, {"share_dir", share_dir()}};
+  env["torch"] = {{"version", TORCH_VERSION},
+                  {"git_version", torch_git_version()},
+                  {"library_dir", torch_library_dir()},
+                  {"cuda_compiled", at::detail::getCUDAHooks().versionCUDART() > 0}};
+  env["cuda"] = cuda_fingerprint();
+  struct utsname u {};
+  uname(&u);
+  env["cpu"] = {{"model", cpu_model()},
+                {"logical_cpus", logical_cpu_count()},
+                {"aten_capability", at::get_cpu_capability()},
+                {"machine", u.machine},
+                {"kernel", std::string(u.sysname) + " " + u.release}};
+  env["threads"] = {{"intra_op", at::get_num_threads()},
+                    {"inter_op", at::get_num_interop_threads()},
+                    {"openmp", at::hasOpenMP()},
+                    {"mkl", at::hasMKL()},
+                    {"mkldnn", at::hasMKLDNN()}};
+  json vars = json::object();
+  for (const char* name : kEnvVars) {
+    const char* v = std::getenv(name);
+    vars[name] = v ? json(v) : json(nullptr);
+  }
+  env["env_vars"] = vars;
+  json switches = json::object();
+  for (const auto& s : read_switches(Config{})) switches[s.key] = s.effective;
+  env["switches"] = switches;
+  return env;
+}
+
+nlohmann::ordered_json cuda_device_record(int index, const CudaDeviceQueries& q) {
+  nlohmann::ordered_json d;
+  d["index"] = index;
+  const auto name = q.name(index);
+  d["name"] = name ? *name : "unknown";
+  std::string uuid = "unknown";
+  if (const auto id = q.uuid(index)) {
+    uuid = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+      uuid += fmt::format("{:02x}", (*id)[static_cast<size_t>(i)]);
+      if (i == 3 || i == 5 || i == 7 || i == 9) uuid += '-';
+    }
+  }
+  d["uuid"] = uuid;
+  const auto sms = q.sm_count(index);
+  d["sm_count"] = sms ? nlohmann::ordered_json(*sms) : nlohmann::ordered_json(nullptr);
+  const auto cc = q.compute_capability(index);
+  d["compute_capability"] = cc ? fmt::format("{}.{}", cc->first, cc->second) : "unknown";
+  const auto memory = q.memory_bytes(index);
+  d["memory_bytes"] = memory ? nlohmann::ordered_json(*memory) : nlohmann::ordered_json(nullptr);
+  return d;
+}
+
+#if !defined(RA_WITH_CUDA)
+nlohmann::ordered_json cuda_fingerprint() {
+  return {{"available", false}, {"reason", "torch was built without CUDA"}, {"devices", nlohmann::ordered_json::array()}};
+}
+#endif
+
+}  // namespace ra

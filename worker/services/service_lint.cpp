@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// `lint` in the worker: the model's graphs are read with LibTorch (worker/lint/lint_graph.h).
+#include "audit/common/files.h"
+#include "audit/knowledge/knowledge.h"
+#include "worker/lint/lint_graph.h"
+#include "worker/tensor_io/model_file.h"
+#include "audit/trial/trials.h"
+#include "cli/common.h"
+#include "worker/services/service_table.h"
+#include "cli/worker_options.h"
+#include "reports/lint.h"
+
+#include <cstdio>
+#include <memory>
+
+namespace ra::cli::worker {
+namespace {
+
+int execute(const LintArgs& a) {
+  const std::string type = device_type(a.device);
+  if (!a.report.empty()) check_writable_target(a.report);
+  const AllowlistOption allow = load_allowlist_option(a.allowlist);
+  const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
+  const KnowledgeBase kb = load_knowledge(knowledge);
+  // A file that is not a TorchScript archive gets the sentence that says what it is instead.
+  // torch.export archives are linted from their graph JSON; lint_model answers AOTInductor packages.
+  check_readable(a.model, "model");
+  if (const ArchiveKind kind = archive_kind(a.model); kind != ArchiveKind::Export && kind != ArchiveKind::Aoti)
+    if (const std::string why = not_torchscript_because(a.model); !why.empty())
+      throw InputError(fmt::format("model '{}' {}", a.model, why));
+  LintResult result = lint_model(a.model, type, kb, a.libraries, a.mode, a.strict);
+  result.device = a.device;
+  result.knowledge_path = knowledge;
+  if (allow.list) apply_allowlist(result, *allow.list, allow.today);
+  // The report is complete before anything is written: no half report on any error above.
+  if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
+  const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result, a.verbose);
+  write_stdout(out);
+  return result.exit_code;
+}
+
+}  // namespace
+
+Action attach_lint(CLI::App& sub, const GlobalOptions&) {
+  auto a = std::make_shared<LintArgs>();
+  add_lint_options(sub, *a);
+  return [a] { return execute(*a); };
+}
+
+}  // namespace ra::cli::worker

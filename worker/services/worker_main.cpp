@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// repro-audit-worker: the half of the tool that links LibTorch (see CMakeLists.txt). It loads
+// LibTorch's CUDA half only for work that asks for a CUDA device, before anything could ask torch
+// whether CUDA exists (worker/runtime/cuda_loader.h).
+#include "worker/runtime/library_error.h"
+#include "worker/runtime/cuda_loader.h"
+#include "cli/app.h"
+#include "worker/services/service_table.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+// Whether this command needs LibTorch's CUDA half: `env` (it lists the GPUs), a `__selftest` on a
+// CUDA device, and a `__child` whose spec names a CUDA device or is a preflight (the preflight
+// records the fingerprint).
+// REPRO_AUDIT_LOAD_CUDA=1 loads it for any command (repro-audit-bench compares both).
+bool needs_cuda(int argc, char** argv) {
+  if (ra::cuda_forced_by_environment()) return true;
+  int i = 1;
+  while (i < argc && argv[i][0] == '-') ++i;  // global flags: -v, -q
+  if (i >= argc) return false;
+  const std::string command = argv[i];
+  if (command == "env") return true;
+  if (command == "__selftest") return i + 1 < argc && std::string(argv[i + 1]).rfind("cuda", 0) == 0;
+  if (command != "__child" || i + 1 >= argc) return false;
+  std::ifstream in(argv[i + 1]);
+  const auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return false;  // the command itself reports the malformed spec
+  const auto device = spec.value("device", std::string());
+  return device.rfind("cuda", 0) == 0 || spec.value("task", std::string()) == "preflight";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (needs_cuda(argc, argv)) ra::load_cuda();
+  const int code = ra::cli::run(argc, argv, ra::cli::Program{ra::cli::worker::commands(), ra::library_error_text});
+  // Every file the command wrote is closed (they are written and renamed in scope), so what is
+  // left is LibTorch's static teardown: deregistering thousands of operators, about a fifth of a
+  // trial child's CPU time for a small model. Flush the standard streams and skip it (run() has
+  // already flushed stdout and turned a failed write into exit 3 with its line on stderr).
+  std::fflush(nullptr);
+  std::_Exit(code);
+}

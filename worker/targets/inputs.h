@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// A target's inputs: read from a torch.save file (a tensor, a tuple or list of them, or a dict of
+// keyword arguments) or made from --shape specs with their own seeded generator, so that they do
+// not depend on what the model draws. Shared by every kind of model target.
+#pragma once
+
+#include "worker/runtime/child_support.h"
+#include "worker/tensor_io/tensor_file.h"
+#include "audit/trial/trial_spec.h"
+
+#include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ra::targets {
+
+struct Inputs {
+  std::vector<c10::IValue> args;
+  std::unordered_map<std::string, c10::IValue> kwargs;
+  std::vector<std::string> descriptions;
+};
+
+// Reads or makes the spec's inputs on `device`. Throws TrialInputError.
+Inputs load_inputs(const TrialSpec& spec, const c10::Device& device);
+
+// Flattens an IValue of tensors into (name, tensor) pairs (worker/tensor_io/tensor_file.h); throws
+// TrialInputError for anything else. `what` names the value in messages.
+void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const char* what);
+
+// Flattens a model's output into named tensors ("output", "output/0", ...) and records each.
+void record_value(Recorder& rec, const std::string& name, const c10::IValue& v);
+
+// The digest of a model's weights by name ("param/fc.weight" ...): its part of the model's
+// identity by content (audit/baseline/identity.h).
+std::string weights_identity(const NamedTensors& weights);
+
+}  // namespace ra::targets
