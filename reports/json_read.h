@@ -2,6 +2,14 @@
 // Reading a saved JSON report back into the report model: the inverse of `to_json` for everything
 // it writes, so that `repro-audit report` re-renders a report exactly as the run that wrote it.
 // Figures `to_json` derives (the cost medians of timing.configs) are recomputed, not read.
+//
+// The caller parses as nlohmann::ordered_json, so the environment keeps its key order. `schema` and
+// `schema_version` are checked first; every field is read through a Node (reports/json_node.h: a
+// value and its JSON path), so an error names the field. Trial times come back from timing.trials
+// and fix costs from timing.fixes, each matched to its target, configuration and repeat or
+// candidate. `repro-audit report` turns a ReportError into an InputError (exit 3) before writing
+// anything, then renders through the same emit_report as `run`, so every output is byte for byte
+// the audit's own.
 #pragma once
 
 #include "reports/model.h"

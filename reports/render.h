@@ -2,6 +2,14 @@
 // Renderers of the report model. Each returns the whole document as a string; callers write it
 // atomically. JSON keeps every time-dependent figure under the top-level "timing" key, so two
 // audits with the same results differ only there.
+//
+// The tool's own output is deterministic: everything that depends on a clock (the total, each
+// trial's wall_ms and startup_ms, the probes' medians, the fix search's medians and cost ratios, and
+// so which minimal fix is cheapest) lives only in the JSON's "timing" object and, in Markdown and
+// HTML, between the kTimingBegin and kTimingEnd lines at the end (each once; escaping keeps model
+// text from forging one). The text summary's only clock figures are the cost ratios (`xN`, `cost
+// 0.27x`); JUnit has none. Outside those places two audits with the same results give the same bytes
+// (tests/cli/test_cli_formats.cpp); minimal fixes are listed in candidate order.
 #pragma once
 
 #include "reports/model.h"

@@ -38,6 +38,10 @@
 //
 // Entry indices are 0-based positions in `entries`. A config is allowed by the first unexpired
 // entry that matches it (for root causes: the entry covering the first root cause).
+//
+// Flow. The file is read in cli/ before any work (load_allowlist_option, with today's date);
+// apply_allowlist sets ConfigResult::allowed_by (LintFinding::allowed_by) and
+// Report::allowlist_expired, then calls report::finalize. Renderers only print what the model holds.
 #pragma once
 
 #include "reports/lint.h"

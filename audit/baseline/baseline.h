@@ -54,6 +54,12 @@
 // incomparable do not fail (a crash is already exit 4 through the verdicts).
 //
 // The cost. Pure comparisons of strings; no torch, no processes. Nothing here reads a clock.
+//
+// When. The baseline file is read before any work (load_baseline_option, cli/), which sets
+// SessionOptions::check_targets: the runners call it after the preflight and before any trial, so an
+// identity mismatch costs nothing. After the audit, apply_baseline fills Report::baseline and calls
+// report::finalize; name_changed_ops (audit/run/changed_ops.h) then names the first changed op.
+// --save-baseline is written with the other outputs (reports/baseline.h).
 #pragma once
 
 #include "reports/model.h"

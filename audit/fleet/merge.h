@@ -13,6 +13,13 @@
 // reference digests, statistics from the reference tensors each shard kept beside its report),
 // its op-level cause when traced, and a probe's findings against the knowledge base (with its
 // census run). The census table, verdicts and exit code follow from the joined targets.
+//
+// Machine kinds. Shards whose fingerprints agree on every key that can change results
+// (diff_environments, audit/baseline/baseline.h) are one kind. Several kinds that each ran every K
+// are each merged; the first is the report, and `fleet.cells` compares every cell's reference
+// outcome across kinds. Kinds that together ran the plan once are joined, and a target split across
+// kinds is not judged configuration-dependent (a note says so). Everything outside `fleet` and
+// `timing` equals what one process running the whole plan writes (tests/cli/test_cli_shard.cpp).
 #pragma once
 
 #include "audit/knowledge/knowledge.h"

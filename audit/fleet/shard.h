@@ -8,6 +8,11 @@
 // give the same assignment, a target's configurations mostly stay together (which keeps the
 // configuration-dependence analysis in one shard), and cells beyond K's block never start. A plan
 // with fewer cells than shards leaves the last shards empty: they still write a valid result.
+//
+// The plan's identity is a digest over what changes results (session_plan, plus each runner's own
+// part) and the targets' identities, never output paths, --jobs or the shard: shards of another
+// plan, tool version or knowledge base are foreign to `merge`. A scheduler that says "sharded" with
+// variables that do not map onto K and N is a usage error, never a silent full run.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -4,6 +4,14 @@
 // nondeterministic ops, read from one data file in share/ (share/knowledge/ops.json). It drives
 // `lint`, the documented status that `probes --list` shows, and the comparison of measured
 // behaviour against the documentation in `probes` reports. Torch-free.
+//
+// The shipped file has one entry per row of torch's use_deterministic_algorithms docstring (the
+// interpolate row one per mode) and per known undocumented source (SDPA backward, cuBLAS
+// workspace, cuDNN benchmark, TF32, cuDNN RNN, CPU thread count, MKL CBWR, uninitialized memory);
+// the fields are described on KnowledgeEntry below. Severity `note` marks a configuration or
+// machine dependence, which lint does not fail on without --strict. The loader rejects unknown
+// keys and switches, and an entry whose `documented` and `behaviour.deterministic` disagree; the
+// unit tests load the shipped file and check that a probe covers every entry.
 #pragma once
 
 #include <map>

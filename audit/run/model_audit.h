@@ -1,6 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 // run/: the audits end to end as the front runs them: `run` and `probes`.
 // `repro-audit run`: the parent side of an audit of one model.
+//
+// The steps, in the parent (audit/run/model_audit.cpp; nothing here links LibTorch):
+//   1. Checks: the model, --input and every --load-library exist and are readable (else exit 3).
+//   2. Preflight: one child with no configuration loads the libraries and the target, checks the
+//      device and the inputs, runs once unrecorded and brings back the fingerprint. Anything wrong
+//      with the user's files or device is one error before any trial ("usage" exits 2, else 3).
+//   3. Trials: run_batch runs configuration x repeat children (repeat-major, --jobs at once; with
+//      --repeats auto in rounds, audit/trial/analysis.h), each spec made as its trial starts.
+//   4. Analysis: verdicts and configuration dependence (audit/trial/analysis.h), statistics from the
+//      dumps through one __stats worker (BatchedDiff).
+//   5. With --trace: summarise_traces aligns each repeat's trace with the reference
+//      (audit/trace/trace_align.h) and packs the reference's op stream (audit/trace/op_stream.h);
+//      explain_dependence compares the reference traces of configuration groups (no extra trial);
+//      capture_root_cause_stats runs three more traced children per root cause (the first three)
+//      that dump that op's outputs, for its statistics; search_fixes (audit/trace/fix_search.h) runs
+//      through two seams, EvaluateFn (run_batch of a candidate, traced) and TimeFn (time_configs:
+//      untraced timed children), so its unit tests need no processes.
+//   6. The restart-replay, when asked (audit/train/replay.h), then the report.
 #pragma once
 
 #include "audit/fleet/shard_run.h"

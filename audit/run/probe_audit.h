@@ -1,5 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit probes`: the parent side of the probe suite.
+//
+// The design is told at the top of audit/run/probe_audit.cpp; what its loop also handles:
+//   * a sticky device error (c10::AcceleratorError: an illegal address, a device-side assert)
+//     poisons the CUDA context, so the child files that probe, logs `restart` and exits; the probes
+//     left run in a new child and nobody is charged a crash;
+//   * a probe marked `isolated` (audit/probes/probe_info.h) runs in a child of its own in every
+//     configuration, repeat and the census;
+//   * a probe that does not run on the device gets `skipped` verdicts without a child; one that
+//     throws ProbeSkip gets `skipped` trials;
+//   * the preflight is a probe child with no probes: it checks the device and the plugins and
+//     brings back the fingerprint.
 #pragma once
 
 #include "audit/fleet/shard_run.h"

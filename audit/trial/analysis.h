@@ -8,6 +8,12 @@
 // repeat completed, and every one was skipped) > reproducible.
 // Across configurations, reproducible ones whose reference outcomes differ are grouped and reported
 // as configuration-dependent, not as nondeterminism.
+//
+// A full disk costs a trial, not the audit: a child that fails while its
+// scratch filesystem is full is `crashed` with "no space left in TMPDIR", and the rest of the report
+// is complete; a dump the child could not write (TrialResult::dump_error) costs only its statistics.
+// --repeats auto is decided here too, without torch (decide_repeats and its neighbours below): the
+// runners (run, probes, exec) only loop over rounds of children.
 #pragma once
 
 #include "audit/trial/config.h"

@@ -6,6 +6,9 @@
 //     dumps are torch.save files, so the numbers are computed where torch is;
 //   * the probe catalogue (`__catalogue RESULT [LIBRARY...]`): the built-in probes and those of
 //     --load-library plugins, described in JSON (audit/probes/probe_info.h).
+//   * what an `exec` artifact holds (`__artifacts REQUEST RESULT`): a torch.save, safetensors or
+//     TorchScript file's entries, read once per distinct version (worker/tensor_io/artifact_read.h);
+//   * the self-test's in-process checks and traced models (`__selftest`, worker/child/selftest_child.h).
 // A service that fails turns into the error the worker printed, with its exit code (2 usage,
 // 3 input), so that the user reads the same line as before the split.
 #pragma once

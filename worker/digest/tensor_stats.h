@@ -3,6 +3,15 @@
 // absolute and relative difference, max ULP distance (on one side of zero; elements across zero
 // are counted instead), and the elements beyond a tolerance. Computed only for tensors whose digests differ, on the
 // CPU copies that trials dump (the parent never touches CUDA).
+//
+// Details: relative difference and ULP distance are taken over elements finite in both; elements
+// across zero (or at zero in one) go to `sign_differs` instead of a ULP figure; float64 distances are
+// taken in int64; NaN mismatches are counted apart. Elements are compared in pieces, so temporaries
+// stay near 50 MiB whatever the tensor's size. Which dumps are compared: within a configuration, a
+// tensor's reference values against the first repeat it differed in (whose dump holds it,
+// audit/trial/analysis.h reference_digests); for configuration dependence, the reference repeats of
+// the first configuration of two groups. A dump the child could not write (a full TMPDIR) costs only
+// the statistics: the trial keeps its verdict and the notes say why.
 #pragma once
 
 #include "reports/model.h"

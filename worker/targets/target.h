@@ -2,8 +2,8 @@
 // targets/: what a trial runs. To add a kind of target, implement this interface.
 //
 // A target is anything whose tensors a trial can compute and digest: a TorchScript model
-// (torchscript.cpp), a probe of the built-in suite (probe.cpp), and next an exported program, an
-// AOTInductor package or a user's own command. The trial children (audit/child/) drive every
+// (torchscript.cpp), a torch.export archive run by NativeRT (export.cpp), an AOTInductor package
+// (aoti.cpp) and a probe of the built-in suite (probe.cpp). The trial children (worker/child/) drive every
 // kind alike: apply the configuration, load the target, run it once recording its tensors, maybe
 // under the tracer, maybe again for timing. Nothing above the worker knows the kind: the front
 // sees trial results, digests and verdicts (audit/trial/), whatever computed them.
@@ -17,6 +17,10 @@
 //   * Randomness comes from the generators the child seeded, never from the clock.
 //   * run() may be called again (timed runs, with a Recorder that keeps nothing) and must do
 //     the same work each time.
+//
+// To add a kind: implement Target in a new file here, recognise its files in open_model_target,
+// and add the source to ra_targets (worker/CMakeLists.txt). Kinds whose ops bypass the dispatcher
+// (compiled code) say Tracing::None, and the child refuses --trace for them with a usage error.
 #pragma once
 
 #include "worker/runtime/child_support.h"
