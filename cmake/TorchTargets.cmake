@@ -7,6 +7,11 @@
 #     and with it cuBLAS, cuDNN, NCCL ... into every process, about half a second of start-up for
 #     a CPU trial. Our torch targets link libtorch_cpu and libc10 only; the worker loads the CUDA
 #     half with dlopen when a CUDA device is asked for (worker/runtime/cuda_loader.h).
+#   * fmt. The wheel ships fmt 12 headers in its include folder, which comes before /usr/include
+#     for every torch target and shadows Debian's fmt 9; Debian's compiled libfmt does not link
+#     against fmt 12 declarations, so every target uses fmt::fmt-header-only. fmt's versioned
+#     inline namespaces keep the two versions apart, and the interfaces between torch and
+#     torch-free files use standard types only (log::write takes a std::string_view).
 # Torch-free targets never call these functions, so a torch include there fails to compile.
 
 # The compile-side usage requirements of torch (include folders, definitions, options), without
