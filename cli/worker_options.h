@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The subcommands the worker runs for the user (env, lint, diff): their options, registered by the
-// front for parsing and by the worker for running (cli/worker/), so both read a command line alike.
+// front for parsing and by the worker for running (worker/services/), so both read a command line alike.
 #pragma once
 
 #include "cli/command_table.h"

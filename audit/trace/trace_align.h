@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root cause from op traces: which op of a diverging run first computed something different.
 //
-// The problem. With `run --trace`, every repeat of a configuration leaves a trace (audit/
-// trace_record.h): the ATen ops it ran, forward and backward, with digests of their inputs and
+// The problem. With `run --trace`, every repeat of a configuration leaves a trace
+// (audit/trace/trace_record.h): the ATen ops it ran, forward and backward, with digests of their inputs and
 // outputs. Once one op produces different bits, every op downstream reads different inputs and
 // writes different outputs, so "the first op whose outputs differ" is the answer only when the
 // two runs executed the same op stream. They need not: a run may take another code path (a
