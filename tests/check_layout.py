@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The layout test: the torch side lives under worker/ and only there; every #include "folder/..."
-in the product code goes in an allowed direction (docs/ARCHITECTURE.md, "Folders"); every source
+in the product code goes in an allowed direction (docs/ARCHITECTURE.md, "Dependency rule"); every source
 file has a unique basename; and the front executable links no LibTorch.
 
 usage: check_layout.py SOURCE_DIR [FRONT_BINARY]
