@@ -4,8 +4,8 @@
 // A target is anything whose tensors a trial can compute and digest: a TorchScript model
 // (torchscript.cpp), a torch.export archive run by NativeRT (export.cpp), an AOTInductor package
 // (aoti.cpp) and a probe of the built-in suite (probe_target.cpp). The trial children
-// (worker/child/) drive every kind alike: apply the configuration, load the target, run it once recording its tensors, maybe
-// under the tracer, maybe again for timing. Nothing above the worker knows the kind: the front
+// (worker/child/) drive every kind alike: apply the configuration, load the target, run it once
+// recording its tensors, maybe under the tracer, maybe again for timing. Nothing above the worker knows the kind: the front
 // sees trial results, digests and verdicts (audit/trial/), whatever computed them.
 //
 // Rules for a target (they are what makes a digest comparison mean something):
