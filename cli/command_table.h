@@ -33,7 +33,7 @@ struct Command {
 
 // Front subcommands (cli/cmd_*.cpp). env, lint and diff register their options in the front too
 // (so that --help, "did you mean" and usage errors never start LibTorch), and then hand the whole
-// command line to the worker, which runs them (cli/worker/).
+// command line to the worker, which runs them (worker/services/).
 Action attach_run(CLI::App& sub, const GlobalOptions& global);
 Action attach_lint(CLI::App& sub, const GlobalOptions& global);
 Action attach_probes(CLI::App& sub, const GlobalOptions& global);
