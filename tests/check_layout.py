@@ -33,15 +33,19 @@ ALLOWED = {
     "audit/fleet": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline"],
     # Any command audited by what it writes (exec): the front's, beside fleet.
     "audit/exec": TRIAL + ["audit/trace", "audit/fleet"],
+    # Batch invariance: the front's driver and protocol; the worker's sweep beside the targets.
+    "audit/invariance": TRIAL,
+    "audit/invariance_worker": RUNTIME + CONCERNS + ["audit/targets", "audit/invariance"],
     # The front's audits: never the worker side.
     "audit/run": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "probes"],
     "cli": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "audit/exec", "audit/run",
-                    "probes"],
-    "cli/worker": ["cli"] + RUNTIME + CONCERNS + ["audit/targets", "audit/child", "audit/run", "probes"],
+                    "audit/invariance", "probes"],
+    "cli/worker": ["cli"] + RUNTIME + CONCERNS + ["audit/targets", "audit/child", "audit/run", "audit/invariance",
+                                                  "audit/invariance_worker", "probes"],
 }
 # Within probes/, the front may include only the torch-free descriptions.
 FRONT_PROBE_HEADERS = {"probes/probe_info.h"}
-FRONT = {"audit/run", "audit/fleet", "audit/exec", "cli", "audit/trial", "audit/common", "audit/digest", "audit/baseline"}
+FRONT = {"audit/run", "audit/fleet", "audit/exec", "audit/invariance", "cli", "audit/trial", "audit/common", "audit/digest", "audit/baseline"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -9,6 +9,7 @@
 //   __catalogue RESULT [LIB...]  the probes, built in and from plugins, as JSON.
 //   __selftest DEVICE RESULT FOLDER  the self-test's in-process checks, and its traced models
 //                              (audit/child/selftest_child.h).
+//   __invariance REQUEST RESULT  one configuration's batch-invariance sweep (cli/worker/invariance.cpp).
 #include "audit/child/child.h"
 #include "audit/child/selftest_child.h"
 #include "audit/child/probe_child.h"
