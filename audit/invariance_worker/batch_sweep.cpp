@@ -10,6 +10,7 @@
 #include "audit/runtime/child_support.h"
 #include "audit/runtime/fingerprint.h"
 #include "audit/runtime/switches.h"
+#include "audit/targets/export_archive.h"
 #include "audit/targets/target.h"
 
 #include <ATen/ATen.h>
@@ -294,6 +295,23 @@ void bisect(Sweep& sweep, std::set<int64_t> done) {
   }
 }
 
+// A torch.export archive traced with a static batch runs other batch sizes through kernels
+// specialised for its own: one line naming the size, and how to export with a dynamic batch.
+void check_dynamic_batch(const TrialSpec& spec, const targets::Target& target, const BatchRows& rows) {
+  if (target.kind().find("torch.export") == std::string::npos) return;
+  const targets::ExportArchive archive = targets::read_export_archive(spec.model);
+  for (size_t i = 0; i < rows.dims.size() && i < archive.input_sizes.size(); ++i) {
+    const auto& sizes = archive.input_sizes[i];
+    const int64_t d = rows.dims[i];
+    if (d < 0 || static_cast<size_t>(d) >= sizes.size() || sizes[static_cast<size_t>(d)] < 0) continue;
+    const std::string name = i < archive.input_names.size() ? archive.input_names[i] : fmt::format("input {}", i);
+    throw TrialInputError(fmt::format(
+        "the torch.export archive has a static batch: its input {} is fixed at {} rows along dim {}; export it with a dynamic "
+        "batch, torch.export.export(model, args, dynamic_shapes={{\"{}\": {{{}: torch.export.Dim(\"batch\")}}}}), and audit that archive",
+        name, sizes[static_cast<size_t>(d)], d, name, d));
+  }
+}
+
 // A trial child's first steps (audit/child/child.cpp): switches, then the model.
 std::vector<report::SwitchValue> apply_configuration(const TrialSpec& spec) {
   try {
@@ -329,6 +347,7 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   const std::vector<int64_t> sizes = request.sizes.empty() ? auto_sizes(request.budget) : request.sizes;
   const int64_t largest = std::max(request.budget, sizes.empty() ? 1 : sizes.back());
   BatchRows rows = split_rows(request, targets::load_inputs(spec, device), largest, device);
+  check_dynamic_batch(spec, *target, rows);
   m.inputs = named(rows.descriptions, target->input_names());
   m.notes = rows.notes;
   Sweep sweep(*target, std::move(rows), device);
