@@ -342,12 +342,13 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   seed_generators(spec.seed);
   const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
   (void)target->load(spec, device);
-  (void)target->check();
   m.kind = target->kind();
   const std::vector<int64_t> sizes = request.sizes.empty() ? auto_sizes(request.budget) : request.sizes;
   const int64_t largest = std::max(request.budget, sizes.empty() ? 1 : sizes.back());
+  // The rows first (their counts, --rows), then the archive's batch, then one call of the whole input.
   BatchRows rows = split_rows(request, targets::load_inputs(spec, device), largest, device);
   check_dynamic_batch(spec, *target, rows);
+  (void)target->check();
   m.inputs = named(rows.descriptions, target->input_names());
   m.notes = rows.notes;
   Sweep sweep(*target, std::move(rows), device);
