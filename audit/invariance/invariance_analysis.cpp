@@ -123,6 +123,14 @@ void compare_configs(std::vector<InvarianceConfig>& configs) {
   std::vector<std::string> invariant;
   for (const auto& c : configs)
     if (c.verdict == "invariant") invariant.push_back(c.config);
+  if (invariant.empty() && configs.size() > 1) {
+    std::vector<std::string> names;
+    for (const auto& c : configs) names.push_back(c.config);
+    for (auto& c : configs)
+      if (c.verdict == "variant")
+        c.advice.push_back(fmt::format("none of the configurations tried ({}) is invariant: padding or bucketing to one class is the fix",
+                                       fmt::join(names, ", ")));
+  }
   if (invariant.empty()) return;
   for (auto& c : configs)
     if (c.verdict == "variant")

@@ -20,7 +20,8 @@ namespace ra::invariance {
 void analyse(report::InvarianceConfig& c);
 
 // Across configurations: each variant configuration learns which other configurations were
-// invariant (an advice line naming them), since their switches are then a fix.
+// invariant (an advice line naming them), since their switches are then a fix; where several were
+// tried and none is, that padding or bucketing is the fix.
 void compare_configs(std::vector<report::InvarianceConfig>& configs);
 
 }  // namespace ra::invariance
