@@ -199,7 +199,7 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
     std::string body;
     if (c.verdict == "variant") {
       ++f;
-      body = fmt::format("      <failure type=\"variant\" message=\"{}\"/>\n", xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c))));
+      body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n", xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c))));
     } else if (c.verdict == "crashed") {
       ++e;
       body = fmt::format("      <error type=\"crashed\" message=\"{}\"/>\n", xml(c.message));

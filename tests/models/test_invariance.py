@@ -206,6 +206,9 @@ if out["json"].exists():
     again = subprocess.run([binary, "report", str(out["json"])], capture_output=True, text=True)
     check(again.stdout == p.stdout, "`report` re-renders the same summary")
     check("invariance" in out["xml"].read_text() and "<testsuite" in out["xml"].read_text(), "JUnit has an invariance suite")
+    x = subprocess.run(["xmllint", "--noout", "--schema", str(source / "share/schema/junit.xsd"), str(out["xml"])],
+                       capture_output=True, text=True)
+    check(x.returncode == 0, f"the JUnit file matches share/schema/junit.xsd: {x.stderr[-300:]}")
     check("classes of identical bits" in out["md"].read_text(), "Markdown names the classes")
     check('id="invariance"' in out["html"].read_text(), "HTML has the invariance section")
 
