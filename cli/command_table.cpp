@@ -30,6 +30,8 @@ const Command kFrontCommands[] = {
      false, attach_diff},
     {"report", "re-render a saved JSON report (from run, probes, exec or merge) as text, JSON, JUnit XML, Markdown or HTML", false,
      attach_report},
+    {"invariance", "does a row's result depend on the batch it shares? classes of batch sizes with identical bits, "
+                   "position and warm-up dependence, and what to pad or batch to", false, attach_invariance},
     {"merge", "join the shards of one plan (run, probes or exec with --shard K/N) into one report", false, attach_merge},
     {"selftest", "check that the tool works on this machine and device: digests, switches, detection, fingerprint, "
                  "tracing (run it first on a new machine or GPU)", false, attach_selftest},

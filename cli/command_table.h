@@ -44,6 +44,7 @@ Action attach_merge(CLI::App& sub, const GlobalOptions& global);
 Action attach_exec(CLI::App& sub, const GlobalOptions& global);
 Action attach_env(CLI::App& sub, const GlobalOptions& global);
 Action attach_selftest(CLI::App& sub, const GlobalOptions& global);
+Action attach_invariance(CLI::App& sub, const GlobalOptions& global);
 Action attach_completion(CLI::App& sub, const GlobalOptions& global);
 
 // The front's subcommands, in --help order (cli/command_table.cpp).

@@ -113,6 +113,7 @@ std::string exit_meaning(const Report& r) {
 }
 
 std::string title(const Report& r) {
+  if (r.invariance) return fmt::format("repro-audit invariance: {} (exit {})", r.invariance->model, r.exit_code);
   if (r.selftest)
     return fmt::format("repro-audit selftest on {}: {} (exit {})", r.selftest->device, selftest_summary(*r.selftest),
                        r.exit_code);
@@ -382,6 +383,8 @@ std::string render_html(const Report& r) {
          "<a href=\"#census\">Census</a><a href=\"#details\">Details</a><a href=\"#timing\">Timing</a></nav>\n<main>\n";
   if (r.selftest) {
     selftest_section(out, r);
+  } else if (r.invariance) {
+    out += invariance_html_section(r);
   } else {
     banner_section(out, r);
   }

@@ -387,6 +387,7 @@ json to_json(const Report& r) {
     j["selftest"] = {{"device", r.selftest->device}, {"checks", checks}};
   }
   if (r.fleet) j["fleet"] = fleet_json(*r.fleet);
+  if (r.invariance) j["invariance"] = invariance_to_json(*r.invariance);
   j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"fixes", timing_fixes}, {"trials", timing_trials}};
   if (!r.contention.empty()) j["timing"]["contention"] = r.contention;
   return j;

@@ -457,6 +457,7 @@ Report report_from_json(const json& j) {
     if (!r.targets.empty()) root.at("targets").fail("a self-test report has no targets");
     r.selftest = std::move(self);
   }
+  if (root.has("invariance")) r.invariance = invariance_from_json(root.at("invariance").v);
   r.allowlist_expired = root.at("allowlist_expired").strings();
   if (root.has("allowlist_notes")) r.allowlist_notes = root.at("allowlist_notes").strings();
   if (root.has("tolerance")) {

@@ -305,6 +305,7 @@ std::string render_junit(const Report& r) {
     suites += property("device", r.selftest->device);
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }
+  if (r.invariance) suites += invariance_junit_suites(r, all.tests, all.failures, all.errors);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"repro-audit\" {}>\n", all.attributes());
   out += suites;

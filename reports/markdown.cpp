@@ -171,6 +171,7 @@ std::string selftest_markdown(const Report& r) {
 
 std::string render_markdown_raw(const Report& r) {
   if (r.selftest) return selftest_markdown(r);
+  if (r.invariance) return invariance_markdown(r);
   std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", md(verdict_text(r)),
                                 std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
                                     ? ", configuration-dependent"

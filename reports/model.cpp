@@ -250,6 +250,7 @@ void finalize(Report& report) {
     case Verdict::Timeout: report.exit_code = 4; break;
     default: report.exit_code = 0;
   }
+  if (report.invariance) finalize_invariance(report);
   if (!report.allowlist_expired.empty()) report.exit_code = 1;
   if (report.selftest)
     for (const auto& check : report.selftest->checks)

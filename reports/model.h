@@ -8,6 +8,8 @@
 // everything that depends on wall-clock time lives in `Timing` sections that renderers keep apart.
 #pragma once
 
+#include "reports/invariance_model.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -616,6 +618,7 @@ struct Report {
   std::optional<AutoRepeats> auto_repeats;  // --repeats auto
   std::optional<ShardInfo> shard;           // --shard (absent from a merged report)
   std::optional<Fleet> fleet;               // merge only
+  std::optional<Invariance> invariance;     // `invariance` only (reports/invariance_model.h); no targets
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;  // timing

@@ -346,6 +346,7 @@ std::string selftest_text(const Report& r) {
 
 std::string render_text_raw(const Report& r) {
   if (r.selftest) return selftest_text(r);
+  if (r.invariance) return invariance_text(r);
   if (!r.targets.empty() && r.targets.front().probe) return render_probes_text(r);
   std::string out;
   for (const auto& t : r.targets) {

@@ -34,7 +34,9 @@ ALLOWED = {
     "audit/exec": TRIAL + ["audit/trace", "audit/fleet"],
     # The front's audits.
     "audit/run": TRIAL + CONCERNS + ["audit/fleet"],
-    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/exec", "audit/run"],
+    # Batch invariance, the front's side: the protocol, the analysis, the driver.
+    "audit/invariance": TRIAL,
+    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/exec", "audit/run", "audit/invariance"],
     # The torch side.
     "worker/digest": DIGEST,
     "worker/runtime": TRIAL + ["worker/digest"],
@@ -42,8 +44,9 @@ ALLOWED = {
     "worker/probes": ["audit/probes"] + WORKER_BASE,
     "worker/targets": WORKER_BASE + WORKER_CONCERNS + ["worker/probes"],
     "worker/child": WORKER_BASE + WORKER_CONCERNS + ["worker/probes", "worker/targets"],
-    "worker/services": ["cli", "audit/run"] + WORKER_BASE + WORKER_CONCERNS + ["worker/probes", "worker/targets",
-                                                                              "worker/child"],
+    "worker/invariance": WORKER_BASE + WORKER_CONCERNS + ["worker/targets", "audit/invariance"],
+    "worker/services": ["cli", "audit/run", "audit/invariance"] + WORKER_BASE + WORKER_CONCERNS +
+                       ["worker/probes", "worker/targets", "worker/child", "worker/invariance"],
 }
 TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)
 TOPS = ("audit", "cli", "reports", "worker")

@@ -9,6 +9,7 @@
 //   __catalogue RESULT [LIB...]  the probes, built in and from plugins, as JSON.
 //   __selftest DEVICE RESULT FOLDER  the self-test's in-process checks, and its traced models
 //                              (worker/child/selftest_child.h).
+//   __invariance REQUEST RESULT  one configuration's batch-invariance sweep (worker/services/service_invariance.cpp).
 #include "worker/child/trial_child.h"
 #include "worker/child/selftest_child.h"
 #include "worker/child/probe_child.h"

@@ -13,6 +13,7 @@ const Command kWorkerCommands[] = {
     {"__catalogue", "the probe catalogue", true, attach_catalogue},
     {"__artifacts", "what exec's artifacts hold and how they differ", true, attach_artifacts},
     {"__selftest", "the self-test's in-process checks", true, attach_selftest},
+    {"__invariance", "one configuration's batch-invariance sweep", true, attach_invariance},
 };
 
 }  // namespace

@@ -19,6 +19,7 @@ Action attach_stats(CLI::App& sub, const GlobalOptions& global);
 Action attach_catalogue(CLI::App& sub, const GlobalOptions& global);
 Action attach_artifacts(CLI::App& sub, const GlobalOptions& global);
 Action attach_selftest(CLI::App& sub, const GlobalOptions& global);
+Action attach_invariance(CLI::App& sub, const GlobalOptions& global);
 
 std::span<const Command> commands();
 

@@ -17,7 +17,8 @@
 namespace {
 
 // Whether this command needs LibTorch's CUDA half: `env` (it lists the GPUs), a `__selftest` on a
-// CUDA device, and a `__child` whose spec names a CUDA device or is a preflight (the preflight
+// CUDA device, an `__invariance` whose request names a CUDA device or asks for the fingerprint, and
+// a `__child` whose spec names a CUDA device or is a preflight (the preflight
 // records the fingerprint).
 // REPRO_AUDIT_LOAD_CUDA=1 loads it for any command (repro-audit-bench compares both).
 bool needs_cuda(int argc, char** argv) {
@@ -28,6 +29,12 @@ bool needs_cuda(int argc, char** argv) {
   const std::string command = argv[i];
   if (command == "env") return true;
   if (command == "__selftest") return i + 1 < argc && std::string(argv[i + 1]).rfind("cuda", 0) == 0;
+  if (command == "__invariance" && i + 1 < argc) {  // its request holds a trial spec
+    std::ifstream in(argv[i + 1]);
+    const auto request = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!request.is_object() || !request.contains("spec") || !request["spec"].is_object()) return false;
+    return request.value("fingerprint", false) || request["spec"].value("device", std::string()).rfind("cuda", 0) == 0;
+  }
   if (command != "__child" || i + 1 >= argc) return false;
   std::ifstream in(argv[i + 1]);
   const auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);

@@ -221,6 +221,12 @@ class AotiTarget final : public Target {
     return {weights_identity(weights), graph_digest_};
   }
 
+  c10::IValue call(const std::vector<c10::IValue>& args) override {
+    std::vector<at::Tensor> tensors;
+    for (const auto& a : args) tensors.push_back(a.toTensor());
+    return c10::IValue(runner_->run(tensors));
+  }
+
   void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
     for (const auto& [name, t] : constants()) rec.add("constant/" + name, t);
     const std::vector<at::Tensor> out = runner_->run(inputs_);

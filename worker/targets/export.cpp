@@ -88,6 +88,8 @@ class ExportTarget final : public Target {
 
   Identity identity() const override { return {weights_identity(weights_), graph_digest_}; }
 
+  c10::IValue call(const std::vector<c10::IValue>& args) override { return runner_->run(args, {}); }
+
   void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
     for (const auto& [name, t] : weights_) rec.add(name, t);
     record_value(rec, "output", runner_->run(inputs_.args, inputs_.kwargs));

@@ -138,6 +138,23 @@ std::vector<std::string> user_input_names(const nlohmann::json& j) {
   return names;
 }
 
+// Each user input's sizes as the graph declares them: a static size, or -1 where it is symbolic
+// (an input that is not a tensor: no sizes).
+std::vector<std::vector<int64_t>> user_input_sizes(const nlohmann::json& j) {
+  std::vector<std::vector<int64_t>> out;
+  const auto& values = j.at("graph_module").at("graph").value("tensor_values", nlohmann::json::object());
+  for (const auto& spec : j.at("graph_module").at("signature").at("input_specs")) {
+    if (!spec.contains("user_input")) continue;
+    const auto& arg = spec["user_input"].at("arg");
+    std::vector<int64_t> sizes;
+    if (arg.contains("as_tensor") && values.contains(arg["as_tensor"].value("name", std::string())))
+      for (const auto& d : values.at(arg["as_tensor"]["name"].get<std::string>()).value("sizes", nlohmann::json::array()))
+        sizes.push_back(d.contains("as_int") ? d["as_int"].get<int64_t>() : -1);
+    out.push_back(std::move(sizes));
+  }
+  return out;
+}
+
 bool torch_file(const std::string& file) {
   return file.find("/torch/") != std::string::npos || file.find("site-packages") != std::string::npos;
 }
@@ -184,6 +201,7 @@ ExportArchive read_export_archive(const std::string& path) {
     if (const std::string schema = export_schema_problem(graph); !schema.empty()) throw TrialInputError(fmt::format("{} {}", what, schema));
     ExportArchive a;
     a.input_names = user_input_names(graph);
+    a.input_sizes = user_input_sizes(graph);
     a.nodes = graph_nodes(graph);
     a.graph_digest = text_digest(canonical_export_graph(graph));
     a.weights = read_weights(reader, path, file_size);

@@ -28,6 +28,7 @@
 #include "audit/trial/trial_spec.h"
 #include "reports/model.h"
 
+#include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
 #include <map>
@@ -80,6 +81,12 @@ class Target {
   // graph nodes: module path, source line, node name), and says, one sentence each, what the
   // trace could not see. Nothing for targets whose ops the tracer names itself.
   virtual std::vector<std::string> annotate(trace::Trace&) const { return {}; }
+  // After check(): one call of the loaded model on other positional inputs, in infer mode, nothing
+  // recorded; what batch invariance calls for every batch it builds (worker/invariance/).
+  virtual c10::IValue call(const std::vector<c10::IValue>& args) {
+    (void)args;
+    throw TrialInputError(kind() + " cannot be called on batches of other sizes", "usage");
+  }
 };
 
 // The target a trial spec names: its model file, a TorchScript archive (torchscript.cpp) or a

@@ -255,6 +255,11 @@ class TorchScriptTarget final : public Target {
 
   Identity identity() const override { return torchscript_identity(module_); }
 
+  c10::IValue call(const std::vector<c10::IValue>& args) override {
+    c10::InferenceMode guard;
+    return module_.forward(args);
+  }
+
  private:
   TrialSpec spec_;
   c10::Device device_{c10::kCPU};

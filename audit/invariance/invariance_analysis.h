@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a sweep's cells mean (torch-free, unit-tested with hand-made cells):
+//   * classes: batch sizes whose anchor rows got identical bits at the start placement, for every
+//     anchor and output; size 1 (the reference) is in the first;
+//   * position dependence: a size at which the middle, end or permuted placement gave a row other
+//     bits than the start placement of the same size (apart from size dependence);
+//   * warm-up dependence: a size whose second call of the same batch differed from its first;
+//   * the verdict (invariant only with one class and neither dependence) and the advice that follows.
+#pragma once
+
+#include "reports/model.h"
+
+#include <string>
+#include <vector>
+
+namespace ra::invariance {
+
+// Fills classes, position_dependent, warmup_dependent, verdict and advice of `c` from its cells
+// (a crashed configuration is left as it is).
+void analyse(report::InvarianceConfig& c);
+
+// Across configurations: each variant configuration learns which other configurations were
+// invariant (an advice line naming them), since their switches are then a fix; where several were
+// tried and none is, that padding or bucketing is the fix.
+void compare_configs(std::vector<report::InvarianceConfig>& configs);
+
+}  // namespace ra::invariance

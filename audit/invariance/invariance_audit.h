@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit invariance MODEL --input rows.pt ...` as the front runs it. The driver has the parts
+// of every audit (plan -> run cells -> analyse -> finish), each a small function:
+//   plan      checks the files and writes one request per configuration (a cell: the whole sweep
+//             of one configuration, which must run in one process);
+//   run cells starts one `__invariance` worker per configuration with its environment, at most
+//             --jobs at once; a bad model or input (exit 2 or 3 of the worker) ends the audit with
+//             the worker's line and no report; a crash or timeout makes that configuration crashed;
+//   analyse   classes, position and warm-up dependence, advice (invariance_analysis.h);
+//   finish    the report (reports/invariance_model.h), its verdict and exit code.
+#pragma once
+
+#include "audit/invariance/invariance_protocol.h"
+#include "audit/trial/trials.h"
+#include "reports/model.h"
+
+#include <string>
+#include <vector>
+
+namespace ra::invariance {
+
+struct InvarianceOptions {
+  SessionOptions session;      // device, configurations, jobs, timeout, seed, libraries, argv, progress
+  std::string model;
+  std::string input;
+  int rows = 4;
+  Filler filler = Filler::Input;
+  std::vector<int64_t> sizes;  // empty: auto
+  std::string sizes_text = "auto";
+  int64_t budget = 1024;
+  std::vector<int64_t> batch_dims;  // per input; -1 for none
+};
+
+// Throws UsageError or InputError (one line) for what stops the audit before any report.
+report::Report run_invariance(const InvarianceOptions& o);
+
+}  // namespace ra::invariance

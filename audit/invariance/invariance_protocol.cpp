@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/invariance/invariance_protocol.h"
+
+#include <set>
+
+namespace ra {
+
+nlohmann::json to_json(const InvarianceRequest& r) {
+  return {{"spec", to_json(r.spec)},
+          {"rows", r.rows},
+          {"filler", r.filler == Filler::Random ? "random" : "input"},
+          {"sizes", r.sizes},
+          {"budget", r.budget},
+          {"batch_dims", r.batch_dims},
+          {"fingerprint", r.fingerprint}};
+}
+
+InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
+  InvarianceRequest r;
+  r.spec = trial_spec_from_json(j.at("spec"));
+  r.rows = j.at("rows").get<int>();
+  r.filler = j.at("filler").get<std::string>() == "random" ? Filler::Random : Filler::Input;
+  r.sizes = j.at("sizes").get<std::vector<int64_t>>();
+  r.budget = j.at("budget").get<int64_t>();
+  r.batch_dims = j.at("batch_dims").get<std::vector<int64_t>>();
+  r.fingerprint = j.at("fingerprint").get<bool>();
+  return r;
+}
+
+nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
+  nlohmann::ordered_json switches = nlohmann::ordered_json::array();
+  for (const auto& s : m.switches) switches.push_back({{"key", s.key}, {"requested", s.requested}, {"effective", s.effective}});
+  return {{"kind", m.kind},
+          {"inputs", m.inputs},
+          {"switches", switches},
+          {"outputs", m.outputs},
+          {"excluded", m.excluded},
+          {"notes", m.notes},
+          {"control", {{"detected", m.control.detected}, {"evidence", m.control.evidence}}},
+          {"cells", report::cells_to_json(m.cells)},
+          {"forward_ms", m.forward_ms},
+          {"calls", m.calls},
+          {"sweep_ms", m.sweep_ms},
+          {"environment", m.environment}};
+}
+
+InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_json& j) {
+  InvarianceMeasurement m;
+  m.kind = j.at("kind").get<std::string>();
+  m.inputs = j.at("inputs").get<std::vector<std::string>>();
+  for (const auto& s : j.at("switches"))
+    m.switches.push_back({s.at("key").get<std::string>(), s.at("requested").get<std::string>(), s.at("effective").get<std::string>()});
+  m.outputs = j.at("outputs").get<std::vector<std::string>>();
+  m.excluded = j.at("excluded").get<std::vector<std::string>>();
+  m.notes = j.at("notes").get<std::vector<std::string>>();
+  m.control = {j.at("control").at("detected").get<bool>(), j.at("control").at("evidence").get<std::string>()};
+  m.cells = report::cells_from_json(j.at("cells"));
+  m.forward_ms = j.at("forward_ms").get<double>();
+  m.calls = j.at("calls").get<int64_t>();
+  m.sweep_ms = j.at("sweep_ms").get<double>();
+  m.environment = j.at("environment");
+  return m;
+}
+
+std::vector<int64_t> auto_sizes(int64_t budget) {
+  std::set<int64_t> s;
+  for (int64_t m = 1; m <= 9 && m <= budget; ++m) s.insert(m);
+  for (int64_t p = 8; p <= budget; p *= 2)
+    for (const int64_t m : {p - 1, p, p + 1})
+      if (m <= budget) s.insert(m);
+  return {s.begin(), s.end()};
+}
+
+}  // namespace ra

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// `repro-audit invariance MODEL --input rows.pt ...`: does a row's result depend on the batch it
+// shares? The sweep and its analysis are audit/invariance/invariance_audit.h's; the report is a
+// normal one (reports/invariance_model.h).
+#include "audit/common/errors.h"
+#include "audit/invariance/invariance_audit.h"
+#include "cli/command_table.h"
+#include "cli/common.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <memory>
+
+namespace ra::cli {
+namespace {
+
+struct InvarianceArgs : AuditArgs {
+  std::string model;
+  std::string input;
+  int rows = 4;
+  std::string filler = "input";
+  std::string sizes = "auto";
+  int64_t budget = 1024;
+  std::vector<std::string> batch_dims;
+};
+
+std::optional<int64_t> whole_number(const std::string& text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// --sizes: "auto" (empty result), or a list of batch sizes from 1 to the budget.
+std::vector<int64_t> parse_sizes(const std::string& text, int64_t budget) {
+  if (text == "auto") return {};
+  std::vector<int64_t> sizes;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) continue;
+    const auto v = whole_number(item);
+    if (!v || *v < 1) throw UsageError(fmt::format("--sizes takes batch sizes of 1 or more, or auto; '{}' is not one", excerpt(item)));
+    if (*v > budget)
+      throw UsageError(fmt::format("--sizes {} exceeds the budget of {}: give sizes up to {}, or raise --budget", *v, budget, budget));
+    sizes.push_back(*v);
+  }
+  if (sizes.empty()) throw UsageError("--sizes is empty: give batch sizes (e.g. --sizes 1,2,8,64) or auto");
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+std::vector<int64_t> parse_batch_dims(const std::vector<std::string>& items) {
+  std::vector<int64_t> dims;
+  for (const auto& item : items) {
+    const auto v = whole_number(item);
+    if (item == "none") dims.push_back(-1);
+    else if (v && *v >= 0) dims.push_back(*v);
+    else throw UsageError(fmt::format("--batch-dim takes a dimension (0, 1, ...) or none per input; '{}' is neither", excerpt(item)));
+  }
+  return dims;
+}
+
+int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
+  invariance::InvarianceOptions o;
+  fill_session(o.session, a, global, {"default"});
+  (void)device_type(a.device);  // a usage error for anything but cpu, cuda, cuda:N
+  o.model = a.model;
+  o.input = a.input;
+  o.rows = a.rows;
+  o.filler = a.filler == "random" ? Filler::Random : Filler::Input;
+  o.budget = a.budget;
+  o.sizes = parse_sizes(a.sizes, a.budget);
+  o.sizes_text = a.sizes;
+  o.batch_dims = parse_batch_dims(a.batch_dims);
+  return emit_report(invariance::run_invariance(o), a, AllowlistOption{});
+}
+
+}  // namespace
+
+Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<InvarianceArgs>();
+  sub.add_option("model", a->model, "TorchScript archive, torch.export archive (with a dynamic batch) or AOTInductor package")->required();
+  sub.add_option("--input", a->input, "torch.save file of the rows: a tensor, or a tuple or list of tensors (one per input)")->required();
+  sub.add_option("--rows", a->rows, "anchor rows: the input's first R rows, each compared alone and inside batches")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  sub.add_option("--filler", a->filler, "rows that fill a batch: the input's other rows, or seeded random rows of the same shape")
+      ->check(CLI::IsMember({"input", "random"}))
+      ->capture_default_str();
+  sub.add_option("--sizes", a->sizes,
+                 "batch sizes (1,2,8,64), or auto: 1..9, powers of two and their +-1 up to --budget, then bisection "
+                 "between neighbouring sizes that disagree")
+      ->capture_default_str();
+  sub.add_option("--budget", a->budget, "the largest batch size tried")->check(integer_in(1, 1 << 20))->capture_default_str();
+  sub.add_option("--batch-dim", a->batch_dims, "per input: its batch dimension, or none for an input passed whole (default 0)")
+      ->delimiter(',');
+  sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
+  sub.add_option("--configs", a->configs,
+                 "configurations, one worker each: presets (default, det, strict, threads-1, threads-N, mkl-cbwr, ...) or "
+                 "key=value lists joined by '+'; default: default")
+      ->delimiter(',');
+  sub.add_option("--report", a->report, "write the JSON report here (atomically)");
+  sub.add_option("--junit", a->junit, "write a JUnit XML report here (atomically; one test case per configuration)");
+  sub.add_option("--markdown", a->markdown, "write a Markdown summary here (atomically)");
+  sub.add_option("--html", a->html, "write a self-contained HTML report here (atomically)");
+  sub.add_flag("--json", a->json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--jobs,-j", a->jobs, "configurations run at once (at most the number of CPUs)")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  sub.add_option("--timeout", a->timeout, "seconds before a configuration's worker is killed and recorded as crashed")
+      ->check(seconds_up_to(kMaxTimeoutSeconds))
+      ->capture_default_str();
+  sub.add_option("--seed", a->seed, "seed of every generator and of random filler rows")->check(integer_in(0, UINT64_MAX))->capture_default_str();
+  sub.add_option("--load-library", a->libraries, "shared library with custom ops the model needs (repeatable)");
+  return [a, &global] { return execute_invariance(*a, global); };
+}
+
+}  // namespace ra::cli

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// The invariance report's JSON (share/schema/report-v1.schema.json, InvarianceReport) and its reader,
+// side by side: every field the writer puts is read back, so `repro-audit report` re-renders it.
+#include "reports/invariance_model.h"
+#include "reports/json_node.h"
+
+#include <cmath>
+
+namespace ra::report {
+namespace {
+
+using detail::json;
+using detail::Node;
+
+json number_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+json switches_json(const std::vector<SwitchValue>& switches) {
+  json out = json::array();
+  for (const auto& s : switches)
+    out.push_back({{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
+                   {"effective", s.effective}});
+  return out;
+}
+
+std::vector<SwitchValue> switches_from(const Node& n) {
+  return n.list([](const Node& s) { return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()}; });
+}
+
+json config_json(const InvarianceConfig& c) {
+  json classes = json::array();
+  for (const auto& k : c.classes) classes.push_back({{"sizes", k.sizes}, {"reference", k.reference}});
+  return {{"config", c.config},
+          {"verdict", c.verdict},
+          {"message", c.message},
+          {"switches", switches_json(c.switches)},
+          {"classes", classes},
+          {"position_dependent", c.position_dependent},
+          {"warmup_dependent", c.warmup_dependent},
+          {"advice", c.advice},
+          {"cells", cells_to_json(c.cells)},
+          {"timing",
+           {{"forward_ms", c.timing.forward_ms}, {"calls", c.timing.calls}, {"sweep_ms", c.timing.sweep_ms},
+            {"worker_ms", c.timing.worker_ms}}}};
+}
+
+InvarianceConfig config_from(const Node& n) {
+  InvarianceConfig c;
+  c.config = n.at("config").str();
+  c.verdict = n.at("verdict").str();
+  if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed")
+    n.at("verdict").fail("expected invariant, variant or crashed");
+  c.message = n.at("message").str();
+  c.switches = switches_from(n.at("switches"));
+  c.classes = n.at("classes").list([](const Node& k) { return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()}; });
+  c.position_dependent = n.at("position_dependent").i64s();
+  c.warmup_dependent = n.at("warmup_dependent").i64s();
+  c.advice = n.at("advice").strings();
+  c.cells = cells_from_json(n.at("cells").v);
+  const Node t = n.at("timing");
+  c.timing = {t.at("forward_ms").num(), t.at("calls").i64(), t.at("sweep_ms").num(), t.at("worker_ms").num()};
+  return c;
+}
+
+}  // namespace
+
+json cells_to_json(const std::vector<InvarianceCell>& cells) {
+  json out = json::array();
+  for (const auto& cell : cells) {
+    json rows = json::array();
+    for (const auto& r : cell.rows) {
+      json row = {{"anchor", r.anchor}, {"output", r.output}, {"position", r.position}, {"digest", r.digest}, {"equal", r.equal}};
+      if (!r.equal) row["max_abs"] = number_or_null(r.max_abs), row["max_ulp"] = number_or_null(r.max_ulp);
+      rows.push_back(std::move(row));
+    }
+    out.push_back({{"size", cell.size}, {"placement", cell.placement}, {"rows", rows}});
+  }
+  return out;
+}
+
+std::vector<InvarianceCell> cells_from_json(const json& j) {
+  const Node root{j, "cells"};
+  return root.list([](const Node& n) {
+    InvarianceCell cell;
+    cell.size = n.at("size").i64();
+    cell.placement = n.at("placement").str();
+    bool known = false;
+    for (const char* p : kPlacements) known = known || cell.placement == p;
+    if (!known) n.at("placement").fail("expected start, middle, end, permuted or second-call");
+    cell.rows = n.at("rows").list([](const Node& r) {
+      RowComparison row;
+      row.anchor = r.at("anchor").i32();
+      row.output = r.at("output").str();
+      row.position = r.at("position").i64();
+      row.digest = r.at("digest").str();
+      row.equal = r.at("equal").boolean();
+      if (!row.equal) row.max_abs = r.at("max_abs").num_or_nan(), row.max_ulp = r.at("max_ulp").num_or_nan();
+      return row;
+    });
+    return cell;
+  });
+}
+
+json invariance_to_json(const Invariance& inv) {
+  json configs = json::array();
+  for (const auto& c : inv.configs) configs.push_back(config_json(c));
+  return {{"model", inv.model},
+          {"kind", inv.kind},
+          {"device", inv.device},
+          {"input", inv.input},
+          {"inputs", inv.inputs},
+          {"rows", inv.rows},
+          {"filler", inv.filler},
+          {"sizes", inv.sizes},
+          {"budget", inv.budget},
+          {"outputs", inv.outputs},
+          {"excluded", inv.excluded},
+          {"notes", inv.notes},
+          {"control", {{"detected", inv.control.detected}, {"evidence", inv.control.evidence}}},
+          {"configs", configs}};
+}
+
+Invariance invariance_from_json(const json& j) {
+  const Node n{j, "invariance"};
+  Invariance inv;
+  inv.model = n.at("model").str();
+  inv.kind = n.at("kind").str();
+  inv.device = n.at("device").str();
+  inv.input = n.at("input").str();
+  inv.inputs = n.at("inputs").strings();
+  inv.rows = n.at("rows").i32();
+  inv.filler = n.at("filler").str();
+  inv.sizes = n.at("sizes").str();
+  inv.budget = n.at("budget").i64();
+  inv.outputs = n.at("outputs").strings();
+  inv.excluded = n.at("excluded").strings();
+  inv.notes = n.at("notes").strings();
+  inv.control = {n.at("control").at("detected").boolean(), n.at("control").at("evidence").str()};
+  inv.configs = n.at("configs").list(config_from);
+  return inv;
+}
+
+}  // namespace ra::report

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report model of `repro-audit invariance` (batch invariance): does a row's result depend on the
+// batch it shares? Its structs, and the functions that write and read them (invariance_json.cpp)
+// and render them (invariance_render.cpp), sit together so that the concern touches one header.
+//
+// What is measured (worker/invariance/batch_sweep.h): per configuration, one worker calls the
+// model with each anchor row alone (batch size 1, the reference), then for each batch size M with
+// the anchors at the start, in the middle and at the end of the batch, in a permuted batch, and the
+// start batch a second time (warm-up). Each call's anchor-row slices of every output are digested on
+// the model's device and compared with the reference. What is derived (audit/invariance/): the
+// classes of sizes that give identical bits, position and warm-up dependence, advice.
+//
+// Ordering: cells by size, then placement in kPlacements order; rows by anchor, then output. Every
+// figure that depends on the clock sits in `InvarianceTiming`, which renderers keep apart.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ra::report {
+
+// reports/model.h includes this header for Report's member; both are complete wherever they are used.
+struct SwitchValue;
+struct Report;
+
+// Placements in their fixed order: "start" (the anchors first; at size 1 the reference itself),
+// "middle", "end", "permuted" (a seeded permutation of the start batch) and "second-call" (the
+// start batch called again in the same process, compared with its first call, not the reference).
+inline constexpr const char* kPlacements[] = {"start", "middle", "end", "permuted", "second-call"};
+
+// One output's anchor-row slice in one call, against the reference (or, for "second-call", against
+// the first call of the same batch).
+struct RowComparison {
+  int anchor = 0;          // index among the anchor rows (the input's first R rows)
+  std::string output;      // "output", "output/0", ...
+  int64_t position = 0;    // the anchor's row in the batch
+  std::string digest;      // of the anchor-row slice (worker/digest/digest.h)
+  bool equal = true;       // bitwise
+  double max_abs = 0;      // when not equal; NaN when no element was finite in both
+  double max_ulp = 0;      // when not equal; NaN when not measurable (elements across zero)
+};
+
+// One batch size in one placement.
+struct InvarianceCell {
+  int64_t size = 0;
+  std::string placement;  // one of kPlacements
+  std::vector<RowComparison> rows;
+};
+
+// Batch sizes that gave identical bits for every anchor row and output at the start placement.
+struct SizeClass {
+  std::vector<int64_t> sizes;  // ascending
+  bool reference = false;      // holds size 1
+};
+
+// The clock's figures of one configuration's sweep (kept apart from the results).
+struct InvarianceTiming {
+  double forward_ms = 0;  // the model's calls alone, device synchronised
+  int64_t calls = 0;      // how many calls
+  double sweep_ms = 0;    // the whole sweep in the worker (calls, batches, digests, comparisons)
+  double worker_ms = 0;   // the worker process from start to its result (load included)
+};
+
+struct InvarianceConfig {
+  std::string config;
+  std::vector<SwitchValue> switches;  // as read back in the worker
+  std::string verdict;                // "invariant", "variant", "crashed"
+  std::string message;                // why it crashed; "" otherwise
+  std::vector<InvarianceCell> cells;
+  // Derived by the analysis (audit/invariance/invariance_analysis.h), written out so that readers
+  // of the JSON need not redo it, and read back as written.
+  std::vector<SizeClass> classes;              // by their smallest size
+  std::vector<int64_t> position_dependent;     // sizes where a placement's bits differ from the start's
+  std::vector<int64_t> warmup_dependent;       // sizes whose second call differs from the first
+  std::vector<std::string> advice;             // one sentence each
+  InvarianceTiming timing;
+};
+
+// The negative control: the comparison, shown a copy of a reference slice with its last bit flipped
+// on the model's device, must call it different; and a measured op (torch.mm rows alone and in a
+// batch) says what this device's library does.
+struct NegativeControl {
+  bool detected = false;
+  std::string evidence;  // one sentence
+};
+
+struct Invariance {
+  std::string model;   // the path as given
+  std::string kind;    // "torchscript", "a torch.export archive", ...
+  std::string device;  // "cpu", "cuda:0"
+  std::string input;   // the rows file
+  std::vector<std::string> inputs;  // "x=float32[16x3x64x64] (batch dim 0)", "mask=... (passed whole)"
+  int rows = 4;                     // anchor rows
+  std::string filler = "input";     // "input" or "random"
+  std::string sizes = "auto";       // "auto" or the list as given
+  int64_t budget = 1024;            // largest batch size tried
+  std::vector<std::string> outputs;   // compared
+  std::vector<std::string> excluded;  // "output/1: float32[3] does not keep the batch at dim 0"
+  std::vector<std::string> notes;     // one sentence each
+  NegativeControl control;
+  std::vector<InvarianceConfig> configs;
+};
+
+// "{1,2,3} | {4…257}": the classes in one line; a run of three or more consecutive tried sizes is
+// written first…last.
+std::string classes_text(const std::vector<SizeClass>& classes, const std::vector<int64_t>& tried);
+std::string sizes_text(const std::vector<int64_t>& sizes, const std::vector<int64_t>& tried);
+// The sizes a configuration tried, ascending.
+std::vector<int64_t> tried_sizes(const InvarianceConfig& c);
+// "invariant over every size tried", "variant: 2 classes of sizes, position-dependent at 3 sizes".
+std::string invariance_summary(const InvarianceConfig& c);
+
+// The report's verdict and exit code from its invariance part: 1 when a configuration is variant, 4
+// when one crashed (a variant finding wins), else 0 (report::finalize calls it).
+void finalize_invariance(Report& report);
+
+// JSON (the report's "invariance" object; the schema's InvarianceReport) and back (throws ReportError).
+nlohmann::ordered_json invariance_to_json(const Invariance& inv);
+Invariance invariance_from_json(const nlohmann::ordered_json& j);
+nlohmann::ordered_json cells_to_json(const std::vector<InvarianceCell>& cells);
+std::vector<InvarianceCell> cells_from_json(const nlohmann::ordered_json& j);
+
+// The renderers' parts (invariance_render.cpp): the text summary, the Markdown summary, the HTML
+// section (inside <main>) and the JUnit test suites.
+std::string invariance_text(const Report& report);
+std::string invariance_markdown(const Report& report);
+std::string invariance_html_section(const Report& report);
+// The JUnit suite adds its counts to the totals of <testsuites>.
+std::string invariance_junit_suites(const Report& report, int& tests, int& failures, int& errors);
+
+}  // namespace ra::report

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+// The invariance report in words: the text summary, Markdown, the HTML section and JUnit suites.
+// Every renderer says the same things from the same helpers: the classes of sizes, position and
+// warm-up dependence apart from size dependence, the largest difference from batch 1, the advice,
+// and the negative control. Clock figures come last (text) or inside the timing block.
+#include "reports/escape.h"
+#include "reports/invariance_model.h"
+#include "reports/render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace ra::report {
+namespace {
+
+std::string ln(std::string_view s) { return escape::text_line(s); }
+std::string md(std::string_view s) { return escape::markdown(s); }
+std::string esc(std::string_view s) { return escape::html(s); }
+std::string xml(std::string_view s) { return escape::xml(s); }
+
+// The largest difference from the reference over every cell but the warm-up's, in words.
+std::string worst_text(const InvarianceConfig& c) {
+  const RowComparison* worst = nullptr;
+  int64_t at = 0;
+  std::string placement;
+  for (const auto& cell : c.cells) {
+    if (cell.placement == std::string("second-call")) continue;
+    for (const auto& r : cell.rows)
+      if (!r.equal && (worst == nullptr || (std::isfinite(r.max_abs) && !(r.max_abs <= worst->max_abs))))
+        worst = &r, at = cell.size, placement = cell.placement;
+  }
+  if (worst == nullptr) return "";
+  const std::string ulp = std::isfinite(worst->max_ulp) ? fmt::format("{:.0f} ULP", worst->max_ulp) : "ULP not measurable";
+  return fmt::format("max abs {:.3g}, {} (size {}, {}, anchor {}, {})", worst->max_abs, ulp, at, placement, worst->anchor,
+                     worst->output);
+}
+
+std::string position_text(const InvarianceConfig& c, const std::vector<int64_t>& tried) {
+  if (c.position_dependent.empty()) return "a row's bits do not depend on its place in the batch at any size tried";
+  return fmt::format("a row's bits depend on its place in the batch at size{} {}", c.position_dependent.size() == 1 ? "" : "s",
+                     sizes_text(c.position_dependent, tried));
+}
+
+std::string warmup_text(const InvarianceConfig& c, const std::vector<int64_t>& tried) {
+  if (c.warmup_dependent.empty()) return "a second call of the same batch gives the same bits at every size tried";
+  return fmt::format("the second call of a batch differs from its first at size{} {}", c.warmup_dependent.size() == 1 ? "" : "s",
+                     sizes_text(c.warmup_dependent, tried));
+}
+
+std::string head_line(const Invariance& inv) {
+  return fmt::format("{} anchor row{}, filler {}, sizes {}{}", inv.rows, inv.rows == 1 ? "" : "s", inv.filler,
+                     inv.sizes, inv.sizes == "auto" ? fmt::format(" up to {}", inv.budget) : "");
+}
+
+std::string exit_words(const Report& r) {
+  return r.exit_code == 0 ? "invariant" : r.exit_code == 1 ? "variant" : "incomplete: a worker crashed";
+}
+
+void config_text(std::string& out, const InvarianceConfig& c) {
+  out += fmt::format("{}: {}\n", ln(c.config), ln(invariance_summary(c)));
+  if (c.verdict == "crashed") {
+    out += fmt::format("  {}\n", ln(c.message));
+    return;
+  }
+  const std::vector<int64_t> tried = tried_sizes(c);
+  out += fmt::format("  sizes tried: {}\n", fmt::join(tried, ","));
+  out += fmt::format("  classes of identical bits: {}\n", classes_text(c.classes, tried));
+  out += fmt::format("  position: {}\n", position_text(c, tried));
+  out += fmt::format("  warm-up: {}\n", warmup_text(c, tried));
+  if (const std::string w = worst_text(c); !w.empty()) out += fmt::format("  largest difference from batch 1: {}\n", ln(w));
+  for (const auto& a : c.advice) out += fmt::format("  advice: {}\n", ln(a));
+}
+
+}  // namespace
+
+std::string sizes_text(const std::vector<int64_t>& sizes, const std::vector<int64_t>& tried) {
+  // Runs of sizes that are consecutive among those tried (every tried size between them is in).
+  const std::vector<int64_t>& order = tried.empty() ? sizes : tried;
+  const std::set<int64_t> in(sizes.begin(), sizes.end());
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < order.size()) {
+    if (!in.count(order[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j + 1 < order.size() && in.count(order[j + 1])) ++j;
+    if (j - i >= 2) parts.push_back(fmt::format("{}…{}", order[i], order[j]));
+    else
+      for (size_t k = i; k <= j; ++k) parts.push_back(fmt::format("{}", order[k]));
+    i = j + 1;
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+std::string classes_text(const std::vector<SizeClass>& classes, const std::vector<int64_t>& tried) {
+  std::vector<std::string> parts;
+  for (const auto& k : classes) parts.push_back("{" + sizes_text(k.sizes, tried) + "}");
+  return fmt::format("{}", fmt::join(parts, " | "));
+}
+
+std::vector<int64_t> tried_sizes(const InvarianceConfig& c) {
+  std::set<int64_t> s;
+  for (const auto& cell : c.cells) s.insert(cell.size);
+  return {s.begin(), s.end()};
+}
+
+std::string invariance_summary(const InvarianceConfig& c) {
+  if (c.verdict == "crashed") return "crashed";
+  if (c.verdict == "invariant") return "invariant over every size and placement tried";
+  std::vector<std::string> why;
+  if (c.classes.size() > 1) why.push_back(fmt::format("{} classes of sizes", c.classes.size()));
+  if (!c.position_dependent.empty())
+    why.push_back(fmt::format("position-dependent at {} size{}", c.position_dependent.size(), c.position_dependent.size() == 1 ? "" : "s"));
+  if (!c.warmup_dependent.empty())
+    why.push_back(fmt::format("warm-up-dependent at {} size{}", c.warmup_dependent.size(), c.warmup_dependent.size() == 1 ? "" : "s"));
+  return fmt::format("variant: {}", fmt::join(why, ", "));
+}
+
+void finalize_invariance(Report& report) {
+  bool variant = false, crashed = false;
+  for (const auto& c : report.invariance->configs) variant |= c.verdict == "variant", crashed |= c.verdict == "crashed";
+  report.verdict = variant ? Verdict::Diverged : crashed ? Verdict::Crashed : Verdict::Reproducible;
+  report.exit_code = variant ? 1 : crashed ? 4 : 0;
+}
+
+std::string invariance_text(const Report& r) {
+  const Invariance& inv = *r.invariance;
+  std::string out = fmt::format("repro-audit invariance: {} ({}, {})\n", ln(inv.model), ln(inv.kind), ln(inv.device));
+  out += fmt::format("  {}\n", ln(head_line(inv)));
+  for (const auto& i : inv.inputs) out += fmt::format("  input: {}\n", ln(i));
+  out += fmt::format("  outputs compared: {}\n", ln(fmt::format("{}", fmt::join(inv.outputs, ", "))));
+  for (const auto& e : inv.excluded) out += fmt::format("  left out: {}\n", ln(e));
+  for (const auto& n : inv.notes) out += fmt::format("  note: {}\n", ln(n));
+  out += fmt::format("  negative control: {}\n", ln(inv.control.evidence));
+  for (const auto& c : inv.configs) config_text(out, c);
+  for (const auto& c : inv.configs)
+    if (c.timing.calls > 0)
+      out += fmt::format("timing ({}): {} calls, forward {:.0f} ms, sweep {:.0f} ms, worker {:.0f} ms\n", ln(c.config),
+                         c.timing.calls, c.timing.forward_ms, c.timing.sweep_ms, c.timing.worker_ms);
+  out += fmt::format("invariance: {} (exit {})\n", exit_words(r), r.exit_code);
+  return out;
+}
+
+std::string invariance_markdown(const Report& r) {
+  const Invariance& inv = *r.invariance;
+  std::string out = fmt::format("## repro-audit invariance: {} (exit {})\n\n", exit_words(r), r.exit_code);
+  out += fmt::format("{} ({}, {}): {}\n\n", md(inv.model), md(inv.kind), md(inv.device), md(head_line(inv)));
+  out += fmt::format("Negative control: {}\n\n", md(inv.control.evidence));
+  for (const auto& e : inv.excluded) out += fmt::format("- left out: {}\n", md(e));
+  for (const auto& n : inv.notes) out += fmt::format("- note: {}\n", md(n));
+  out += "| configuration | verdict | classes of identical bits | position | warm-up |\n|---|---|---|---|---|\n";
+  for (const auto& c : inv.configs) {
+    const auto tried = tried_sizes(c);
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", md(c.config), md(invariance_summary(c)), md(classes_text(c.classes, tried)),
+                       c.position_dependent.empty() ? "-" : md(sizes_text(c.position_dependent, tried)),
+                       c.warmup_dependent.empty() ? "-" : md(sizes_text(c.warmup_dependent, tried)));
+  }
+  for (const auto& c : inv.configs)
+    for (const auto& a : c.advice) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
+  out += fmt::format("\n\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
+  for (const auto& c : inv.configs)
+    out += fmt::format("\n- {}: {} calls, forward {:.0f} ms, sweep {:.0f} ms", md(c.config), c.timing.calls, c.timing.forward_ms,
+                       c.timing.sweep_ms);
+  out += fmt::format("\n{}\n", kTimingEnd);
+  return out;
+}
+
+std::string invariance_html_section(const Report& r) {
+  const Invariance& inv = *r.invariance;
+  std::string out = fmt::format("<section id=\"invariance\" class=\"banner v-{}\" data-verdict=\"{}\" data-exit-code=\"{}\">\n",
+                                r.exit_code == 0 ? "reproducible" : "diverged", to_string(r.verdict), r.exit_code);
+  out += fmt::format("<h1>invariance of {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(inv.model), r.exit_code, esc(exit_words(r)));
+  out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(inv.kind), esc(inv.device),
+                     esc(head_line(inv)), esc(inv.control.evidence));
+  for (const auto& e : inv.excluded) out += fmt::format("<p>left out: {}</p>\n", esc(e));
+  out += "<table class=\"invariance\"><thead><tr><th>configuration</th><th>verdict</th><th>classes of identical bits</th>"
+         "<th>position</th><th>warm-up</th><th>advice</th></tr></thead><tbody>\n";
+  for (const auto& c : inv.configs) {
+    const auto tried = tried_sizes(c);
+    out += fmt::format("<tr data-config=\"{}\" data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                       esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
+                       esc(position_text(c, tried)), esc(warmup_text(c, tried)), esc(fmt::format("{}", fmt::join(c.advice, " "))));
+  }
+  return out + "</tbody></table>\n</section>\n";
+}
+
+std::string invariance_junit_suites(const Report& r, int& tests, int& failures, int& errors) {
+  const Invariance& inv = *r.invariance;
+  std::string cases;
+  int t = 0, f = 0, e = 0;
+  for (const auto& c : inv.configs) {
+    ++t;
+    std::string body;
+    if (c.verdict == "variant") {
+      ++f;
+      body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n", xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c))));
+    } else if (c.verdict == "crashed") {
+      ++e;
+      body = fmt::format("      <error type=\"crashed\" message=\"{}\"/>\n", xml(c.message));
+    }
+    cases += fmt::format("    <testcase classname=\"invariance.{}\" name=\"{}\"{}", xml(inv.model), xml(c.config),
+                         body.empty() ? "/>\n" : ">\n" + body + "    </testcase>\n");
+  }
+  tests += t, failures += f, errors += e;
+  return fmt::format("  <testsuite name=\"invariance\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n    <properties>\n"
+                     "      <property name=\"device\" value=\"{}\"/>\n      <property name=\"negative_control\" value=\"{}\"/>\n"
+                     "    </properties>\n{}  </testsuite>\n",
+                     t, f, e, xml(inv.device), xml(inv.control.evidence), cases);
+}
+
+}  // namespace ra::report

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// The invariance analysis on hand-made cells (audit/invariance/invariance_analysis.h), and the
+// report's JSON round trip (reports/invariance_json.cpp).
+#include "audit/invariance/invariance_analysis.h"
+#include "audit/invariance/invariance_protocol.h"
+#include "reports/json_read.h"
+#include "reports/render.h"
+
+#include <doctest/doctest.h>
+
+namespace {
+
+using ra::report::InvarianceCell;
+using ra::report::InvarianceConfig;
+
+// A cell whose two anchors got digests `d0` and `d1`; equal when they are the reference's ("a", "b").
+InvarianceCell cell(int64_t size, const char* placement, const std::string& d0, const std::string& d1) {
+  InvarianceCell c{size, placement, {}};
+  c.rows.push_back({0, "output", 0, d0, d0 == "a", d0 == "a" ? 0.0 : 1e-6, d0 == "a" ? 0.0 : 2.0});
+  c.rows.push_back({1, "output", 1, d1, d1 == "b", 0, 0});
+  return c;
+}
+
+InvarianceConfig sweep(const std::vector<std::pair<int64_t, std::string>>& start) {
+  InvarianceConfig c;
+  c.config = "default";
+  for (const auto& [size, d] : start) {
+    c.cells.push_back(cell(size, "start", d, size == 1 ? "b" : d + "'"));
+    c.cells.push_back(cell(size, "second-call", d, size == 1 ? "b" : d + "'"));
+    for (auto& r : c.cells.back().rows) r.equal = true;  // the second call is compared with the first
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("analyse: one class is invariant") {
+  InvarianceConfig c;
+  c.config = "default";
+  for (int64_t m : {1, 2, 3}) c.cells.push_back(cell(m, "start", "a", "b")), c.cells.push_back(cell(m, "middle", "a", "b"));
+  ra::invariance::analyse(c);
+  CHECK(c.verdict == "invariant");
+  REQUIRE(c.classes.size() == 1);
+  CHECK(c.classes[0].reference);
+  CHECK(c.classes[0].sizes == std::vector<int64_t>{1, 2, 3});
+  CHECK(c.advice.front().find("batch freely") != std::string::npos);
+}
+
+TEST_CASE("analyse: classes by their smallest size, and the advice that follows") {
+  InvarianceConfig c = sweep({{1, "a"}, {2, "x"}, {3, "x"}, {4, "x"}, {8, "x"}});
+  ra::invariance::analyse(c);
+  CHECK(c.verdict == "variant");
+  REQUIRE(c.classes.size() == 2);
+  CHECK(c.classes[0].sizes == std::vector<int64_t>{1});
+  CHECK(c.classes[1].sizes == std::vector<int64_t>{2, 3, 4, 8});
+  CHECK(ra::report::classes_text(c.classes, ra::report::tried_sizes(c)) == "{1} | {2…8}");
+  CHECK(c.advice.front().find("batch 1 is the odd one") != std::string::npos);
+  CHECK(c.position_dependent.empty());
+  CHECK(c.warmup_dependent.empty());
+}
+
+TEST_CASE("analyse: position and warm-up dependence apart from size dependence") {
+  InvarianceConfig c = sweep({{1, "a"}, {2, "a"}, {3, "a"}});
+  c.cells.push_back(cell(3, "end", "z", "b"));
+  c.cells[3].rows[0].equal = false;  // size 2's second call differs from its first
+  ra::invariance::analyse(c);
+  CHECK(c.classes.size() == 2);  // size 1's anchor 1 is "b", the others "a'"
+  CHECK(c.position_dependent == std::vector<int64_t>{3});
+  CHECK(c.warmup_dependent == std::vector<int64_t>{2});
+  CHECK(ra::report::invariance_summary(c).find("position-dependent at 1 size") != std::string::npos);
+}
+
+TEST_CASE("compare_configs: an invariant configuration is named as a fix") {
+  std::vector<InvarianceConfig> configs{sweep({{1, "a"}, {4, "x"}}), sweep({{1, "a"}})};
+  configs[1].config = "threads-1";
+  for (auto& c : configs) ra::invariance::analyse(c);
+  ra::invariance::compare_configs(configs);
+  CHECK(configs[0].advice.back().find("threads-1 is invariant") != std::string::npos);
+}
+
+TEST_CASE("auto_sizes: 1..9, powers of two and their neighbours up to the budget") {
+  CHECK(ra::auto_sizes(64) == std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64});
+  CHECK(ra::auto_sizes(3) == std::vector<int64_t>{1, 2, 3});
+}
+
+TEST_CASE("invariance_to_json: read back as written, and finalize's exit code") {
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.command = {"repro-audit", "invariance", "m.pt"};
+  ra::report::Invariance inv;
+  inv.model = "m.pt", inv.kind = "torchscript", inv.device = "cpu", inv.input = "rows.pt";
+  inv.outputs = {"output"};
+  inv.control = {true, "passed"};
+  InvarianceConfig c = sweep({{1, "a"}, {4, "x"}});
+  ra::invariance::analyse(c);
+  inv.configs = {c};
+  r.invariance = inv;
+  ra::report::finalize(r);
+  CHECK(r.exit_code == 1);
+  const auto back = ra::report::report_from_json(ra::report::to_json(r));
+  REQUIRE(back.invariance);
+  CHECK(ra::report::render_text(back) == ra::report::render_text(r));
+  CHECK(back.invariance->configs[0].classes.size() == 2);
+  CHECK(back.invariance->configs[0].cells[2].rows[0].max_ulp == 2.0);
+}

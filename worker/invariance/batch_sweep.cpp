@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sweep (see batch_sweep.h for the essay). `Sweep` holds the reference slices and the cells;
+// each of its steps is one size, one placement or one comparison.
+#include "worker/invariance/batch_sweep.h"
+
+#include "audit/common/errors.h"
+#include "worker/digest/digest.h"
+#include "worker/digest/tensor_stats.h"
+#include "worker/invariance/batch_rows.h"
+#include "worker/runtime/child_support.h"
+#include "worker/runtime/fingerprint.h"
+#include "worker/runtime/switches.h"
+#include "worker/targets/export_archive.h"
+#include "worker/targets/target.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+namespace ra::invariance {
+namespace {
+
+using report::InvarianceCell;
+using report::RowComparison;
+
+struct Slice {
+  at::Tensor t;
+  std::string digest;
+};
+using Slices = std::vector<std::vector<Slice>>;  // [anchor][output]
+
+// Where a batch's anchors sit: anchor index -> row of the batch.
+using Placement = std::vector<std::pair<int, int64_t>>;
+
+int placement_index(const std::string& p) {
+  for (int i = 0; i < 5; ++i)
+    if (p == report::kPlacements[i]) return i;
+  return 5;
+}
+
+class Sweep {
+ public:
+  Sweep(targets::Target& target, BatchRows rows, const c10::Device& device)
+      : target_(target), rows_(std::move(rows)), device_(device), export_(target.kind().find("torch.export") != std::string::npos) {}
+
+  void reference();
+  void measure(int64_t m);
+  std::string signature(int64_t m) const;
+  report::NegativeControl control() const;
+  void fill(InvarianceMeasurement& out) const;
+  double forward_ms = 0;
+  int64_t calls = 0;
+
+ private:
+  std::vector<at::Tensor> call(const std::vector<int64_t>& batch);
+  void check_outputs(const std::vector<at::Tensor>& out, int64_t m);
+  void record(int64_t m, const char* placement, const std::vector<at::Tensor>& out, const Placement& where, const Slices* against,
+              Slices* keep);
+  void chunk(int64_t m, const std::vector<int>& anchors);
+  std::vector<int64_t> filled(int64_t m) const;
+
+  targets::Target& target_;
+  BatchRows rows_;
+  c10::Device device_;
+  bool export_;
+  std::vector<std::string> names_;       // every output, in order
+  std::vector<std::string> excluded_;    // "" where compared, else why not
+  bool decided_ = false;                 // outputs checked against a batch of 2 or more
+  Slices reference_;
+  std::map<std::pair<int64_t, int>, InvarianceCell> cells_;
+};
+
+std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
+  const int64_t m = static_cast<int64_t>(batch.size());
+  const std::vector<c10::IValue> args = make_batch(rows_, batch, device_);
+  c10::IValue out;
+  synchronize(device_);
+  const double t0 = now_ms();
+  try {
+    out = target_.call(args);
+  } catch (const std::exception& e) {
+    if (export_ && m != rows_.count)
+      throw TrialInputError(fmt::format(
+          "the torch.export archive takes a static batch of {} (a batch of {} failed): export it with a dynamic batch, "
+          "torch.export.export(model, args, dynamic_shapes=({{0: torch.export.Dim(\"batch\")}},)), and audit that archive",
+          rows_.count, m));
+    throw;
+  }
+  synchronize(device_);
+  forward_ms += now_ms() - t0;
+  ++calls;
+  NamedTensors flat;
+  targets::collect_tensors(out, "output", flat, "the model's output");
+  if (names_.empty())
+    for (const auto& [name, t] : flat) names_.push_back(name), excluded_.emplace_back();
+  if (flat.size() != names_.size())
+    throw TrialInputError(fmt::format("the model returns {} tensors for a batch of {} but {} for a batch of 1", flat.size(), m, names_.size()));
+  std::vector<at::Tensor> tensors;
+  for (auto& [name, t] : flat) tensors.push_back(std::move(t));
+  check_outputs(tensors, m);
+  return tensors;
+}
+
+// An output compared must keep the batch at dim 0; one that does not is left out, named, when first
+// seen (size 1 or the first batch of 2 or more); a later change is an error of the model.
+void Sweep::check_outputs(const std::vector<at::Tensor>& out, int64_t m) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!excluded_[i].empty()) continue;
+    const at::Tensor& t = out[i];
+    if (t.dim() > 0 && t.size(0) == m) continue;
+    const std::string shape = fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x"));
+    if (decided_)
+      throw TrialInputError(fmt::format("the model's {} is {} for a batch of {}: its shape does not follow the batch", names_[i], shape, m));
+    excluded_[i] = fmt::format("{}: {} for a batch of {}; it does not keep the batch at dim 0", names_[i], shape, m);
+  }
+  if (m >= 2) decided_ = true;
+  if (std::all_of(excluded_.begin(), excluded_.end(), [](const std::string& e) { return !e.empty(); }))
+    throw TrialInputError(fmt::format("no output of the model follows the batch ({}): invariance compares the rows of outputs "
+                                      "that keep the batch at dim 0",
+                                      excluded_.front()));
+}
+
+// The anchors' slices of `out` at `where`, compared with `against` (the reference, or the first call
+// of the same batch); each slice is kept in `keep` when asked.
+void Sweep::record(int64_t m, const char* placement, const std::vector<at::Tensor>& out, const Placement& where,
+                   const Slices* against, Slices* keep) {
+  InvarianceCell& cell = cells_[{m, placement_index(placement)}];
+  cell.size = m;
+  cell.placement = placement;
+  for (const auto& [anchor, pos] : where) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!excluded_[i].empty()) continue;
+      const at::Tensor slice = out[i].select(0, pos);
+      RowComparison row{anchor, names_[i], pos, digest(slice), true, 0, 0};
+      if (against != nullptr) {
+        const Slice& ref = (*against)[static_cast<size_t>(anchor)][i];
+        row.equal = row.digest == ref.digest;
+        if (!row.equal) {
+          const report::DivergenceStats s = tensor_difference(ref.t, slice);
+          row.max_abs = s.max_abs_diff, row.max_ulp = s.max_ulp;
+        }
+      }
+      if (keep != nullptr) (*keep)[static_cast<size_t>(anchor)][i] = {slice, row.digest};
+      cell.rows.push_back(std::move(row));
+    }
+  }
+}
+
+void Sweep::reference() {
+  reference_.assign(static_cast<size_t>(rows_.anchors), {});
+  for (int a = 0; a < rows_.anchors; ++a) {
+    const std::vector<at::Tensor> out = call({a});
+    for (auto& r : reference_) r.resize(out.size());
+    record(1, "start", out, {{a, 0}}, nullptr, &reference_);
+  }
+  for (int a = 0; a < rows_.anchors; ++a) record(1, "second-call", call({a}), {{a, 0}}, &reference_, nullptr);
+}
+
+// Filler rows for a batch of m, the same rows at the same places whatever the anchors.
+std::vector<int64_t> Sweep::filled(int64_t m) const {
+  std::vector<int64_t> rows(static_cast<size_t>(m));
+  for (int64_t j = 0; j < m; ++j) rows[static_cast<size_t>(j)] = rows_.fillers[static_cast<size_t>(j) % rows_.fillers.size()];
+  return rows;
+}
+
+// One group of anchors (all of them when they fit) in every placement of a batch of m.
+void Sweep::chunk(int64_t m, const std::vector<int>& anchors) {
+  const int64_t k = static_cast<int64_t>(anchors.size());
+  const auto batch_at = [&](int64_t offset, Placement& where) {
+    std::vector<int64_t> rows = filled(m);
+    for (int64_t j = 0; j < k; ++j) rows[static_cast<size_t>(offset + j)] = anchors[static_cast<size_t>(j)], where.push_back({anchors[static_cast<size_t>(j)], offset + j});
+    return rows;
+  };
+  Placement start;
+  const std::vector<int64_t> first = batch_at(0, start);
+  Slices first_call(reference_.size(), std::vector<Slice>(names_.size()));
+  record(m, "start", call(first), start, &reference_, &first_call);
+  record(m, "second-call", call(first), start, &first_call, nullptr);
+  const int64_t middle = (m - k) / 2, end = m - k;
+  if (middle != 0 && middle != end) {
+    Placement where;
+    const auto rows = batch_at(middle, where);
+    record(m, "middle", call(rows), where, &reference_, nullptr);
+  }
+  if (end != 0) {
+    Placement where;
+    const auto rows = batch_at(end, where);
+    record(m, "end", call(rows), where, &reference_, nullptr);
+  }
+  std::vector<int64_t> perm(static_cast<size_t>(m));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937_64(static_cast<uint64_t>(m) * 0x9e3779b97f4a7c15ull));
+  if (std::is_sorted(perm.begin(), perm.end())) std::reverse(perm.begin(), perm.end());
+  std::vector<int64_t> rows(static_cast<size_t>(m));
+  Placement where;
+  for (int64_t j = 0; j < m; ++j) rows[static_cast<size_t>(j)] = first[static_cast<size_t>(perm[static_cast<size_t>(j)])];
+  for (const auto& [anchor, pos] : start)
+    where.push_back({anchor, std::find(perm.begin(), perm.end(), pos) - perm.begin()});
+  record(m, "permuted", call(rows), where, &reference_, nullptr);
+}
+
+void Sweep::measure(int64_t m) {
+  if (m <= 1 || cells_.count({m, 0})) return;
+  const int per = static_cast<int>(std::min<int64_t>(m, rows_.anchors));
+  for (int a = 0; a < rows_.anchors; a += per) {
+    std::vector<int> anchors;
+    for (int b = a; b < std::min(a + per, rows_.anchors); ++b) anchors.push_back(b);
+    chunk(m, anchors);
+  }
+}
+
+std::string Sweep::signature(int64_t m) const {
+  const auto it = cells_.find({m, 0});
+  std::string s;
+  if (it == cells_.end()) return s;
+  for (const auto& r : it->second.rows)
+    if (std::find(names_.begin(), names_.end(), r.output) != names_.end() &&
+        excluded_[static_cast<size_t>(std::find(names_.begin(), names_.end(), r.output) - names_.begin())].empty())
+      s += fmt::format("{}:{}:{};", r.anchor, r.output, r.digest);
+  return s;
+}
+
+at::ScalarType bits_type(const at::Tensor& t) {
+  switch (t.element_size()) {
+    case 1: return at::kByte;
+    case 2: return at::kShort;
+    case 4: return at::kInt;
+    default: return at::kLong;
+  }
+}
+
+// torch.mm's row 0 alone and inside a batch of 64 on this device: what its library does here.
+std::string mm_evidence(const c10::Device& device) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0x30);
+  const at::Tensor a = at::randn({64, 256}, gen).to(device), b = at::randn({256, 256}, gen).to(device);
+  const at::Tensor batched = at::mm(a, b).select(0, 0), alone = at::mm(a.narrow(0, 0, 1), b).select(0, 0);
+  if (digest(batched) == digest(alone)) return fmt::format("torch.mm gives row 0 the same bits alone and in a batch of 64 on {}", device.str());
+  const report::DivergenceStats s = tensor_difference(alone, batched);
+  return fmt::format("torch.mm gives row 0 other bits in a batch of 64 than alone on {} (max abs {:.3g})", device.str(), s.max_abs_diff);
+}
+
+// The comparison must see a one-bit change: a copy of the first reference slice with the lowest bit
+// of its first element flipped, on the model's device.
+report::NegativeControl Sweep::control() const {
+  size_t out = 0;
+  while (out < excluded_.size() && !excluded_[out].empty()) ++out;
+  const Slice& ref = reference_.front()[out];
+  at::Tensor copy = ref.t.clone().contiguous();
+  copy.view(bits_type(copy)).flatten().narrow(0, 0, 1).bitwise_xor_(1);
+  const std::string d = digest(copy);
+  const report::DivergenceStats s = tensor_difference(ref.t, copy);
+  report::NegativeControl c;
+  c.detected = d != ref.digest && s.differing == 1;
+  c.evidence = fmt::format("{}: a copy of anchor 0's {} slice with its lowest bit flipped on {} {} ({} element differs); {}",
+                           c.detected ? "passed" : "FAILED", names_[out], device_.str(),
+                           d != ref.digest ? "gets another digest" : "gets the same digest", s.differing, mm_evidence(device_));
+  return c;
+}
+
+void Sweep::fill(InvarianceMeasurement& m) const {
+  for (size_t i = 0; i < names_.size(); ++i) (excluded_[i].empty() ? m.outputs : m.excluded).push_back(excluded_[i].empty() ? names_[i] : excluded_[i]);
+  for (const auto& [key, cell] : cells_) {
+    InvarianceCell c{cell.size, cell.placement, {}};
+    for (const auto& r : cell.rows)
+      if (std::find(m.outputs.begin(), m.outputs.end(), r.output) != m.outputs.end()) c.rows.push_back(r);
+    m.cells.push_back(std::move(c));
+  }
+  m.control = control();
+  m.forward_ms = forward_ms;
+  m.calls = calls;
+}
+
+// --sizes auto: between neighbouring sizes whose start bits differ, the size halfway, until every
+// such pair is adjacent.
+void bisect(Sweep& sweep, std::set<int64_t> done) {
+  for (bool more = true; more;) {
+    more = false;
+    const std::vector<int64_t> sizes(done.begin(), done.end());
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      const int64_t a = sizes[i], b = sizes[i + 1];
+      if (b - a < 2 || sweep.signature(a) == sweep.signature(b)) continue;
+      const int64_t mid = a + (b - a) / 2;
+      sweep.measure(mid);
+      done.insert(mid);
+      more = true;
+    }
+  }
+}
+
+// A torch.export archive traced with a static batch runs other batch sizes through kernels
+// specialised for its own: one line naming the size, and how to export with a dynamic batch.
+void check_dynamic_batch(const TrialSpec& spec, const targets::Target& target, const BatchRows& rows) {
+  if (target.kind().find("torch.export") == std::string::npos) return;
+  const targets::ExportArchive archive = targets::read_export_archive(spec.model);
+  for (size_t i = 0; i < rows.dims.size() && i < archive.input_sizes.size(); ++i) {
+    const auto& sizes = archive.input_sizes[i];
+    const int64_t d = rows.dims[i];
+    if (d < 0 || static_cast<size_t>(d) >= sizes.size() || sizes[static_cast<size_t>(d)] < 0) continue;
+    const std::string name = i < archive.input_names.size() ? archive.input_names[i] : fmt::format("input {}", i);
+    throw TrialInputError(fmt::format(
+        "the torch.export archive has a static batch: its input {} is fixed at {} rows along dim {}; export it with a dynamic "
+        "batch, torch.export.export(model, args, dynamic_shapes={{\"{}\": {{{}: torch.export.Dim(\"batch\")}}}}), and audit that archive",
+        name, sizes[static_cast<size_t>(d)], d, name, d));
+  }
+}
+
+// A trial child's first steps (worker/child/trial_child.cpp): switches, then the model.
+std::vector<report::SwitchValue> apply_configuration(const TrialSpec& spec) {
+  try {
+    apply_switches(spec.config);
+  } catch (const std::exception& e) {
+    throw TrialInputError("cannot apply configuration: " + error_text(e), "usage");
+  }
+  std::vector<report::SwitchValue> switches = read_switches(spec.config);
+  if (const std::string mismatch = switch_mismatches(switches); !mismatch.empty()) throw TrialInputError(mismatch, "usage");
+  disable_jit_optimisations();
+  load_libraries(spec.load_libraries);
+  return switches;
+}
+
+std::vector<std::string> named(std::vector<std::string> descriptions, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < descriptions.size() && i < names.size(); ++i)
+    descriptions[i].replace(0, descriptions[i].find('='), names[i]);
+  return descriptions;
+}
+
+InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const std::string& scratch) {
+  InvarianceMeasurement m;
+  TrialSpec spec = request.spec;
+  spec.scratch = scratch;
+  m.switches = apply_configuration(spec);
+  const c10::Device device = checked_device(spec.device);
+  if (request.fingerprint) m.environment = environment_fingerprint();
+  seed_generators(spec.seed);
+  const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
+  (void)target->load(spec, device);
+  m.kind = target->kind();
+  const std::vector<int64_t> sizes = request.sizes.empty() ? auto_sizes(request.budget) : request.sizes;
+  const int64_t largest = std::max(request.budget, sizes.empty() ? 1 : sizes.back());
+  // The rows first (their counts, --rows), then the archive's batch, then one call of the whole input.
+  BatchRows rows = split_rows(request, targets::load_inputs(spec, device), largest, device);
+  check_dynamic_batch(spec, *target, rows);
+  (void)target->check();
+  m.inputs = named(rows.descriptions, target->input_names());
+  m.notes = rows.notes;
+  Sweep sweep(*target, std::move(rows), device);
+  const double t0 = now_ms();
+  {
+    c10::InferenceMode guard;
+    sweep.reference();
+    for (const int64_t s : sizes) sweep.measure(s);
+    if (request.sizes.empty()) bisect(sweep, {sizes.begin(), sizes.end()});
+  }
+  sweep.fill(m);
+  m.sweep_ms = now_ms() - t0;
+  return m;
+}
+
+}  // namespace
+
+InvarianceMeasurement run_sweep(const InvarianceRequest& request, const std::string& scratch) {
+  try {
+    return sweep_measurement(request, scratch);
+  } catch (const TrialInputError& e) {
+    if (e.kind == "usage") throw UsageError(e.what());
+    throw InputError(e.what());
+  }
+}
+
+}  // namespace ra::invariance
