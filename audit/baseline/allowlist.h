@@ -40,7 +40,7 @@
 // entry that matches it (for root causes: the entry covering the first root cause).
 #pragma once
 
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 #include "reports/model.h"
 
 #include <optional>

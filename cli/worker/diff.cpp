@@ -5,7 +5,7 @@
 #include "cli/common.h"
 #include "cli/worker/commands.h"
 #include "cli/worker_commands.h"
-#include "reports/diff.h"
+#include "reports/diff_model.h"
 
 #include <cstdio>
 #include <memory>

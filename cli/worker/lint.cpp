@@ -8,7 +8,7 @@
 #include "cli/common.h"
 #include "cli/worker/commands.h"
 #include "cli/worker_commands.h"
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 
 #include <cstdio>
 #include <memory>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "reports/baseline.h"
+#include "reports/baseline_file.h"
 #include "reports/utf8.h"
 
 #include "reports/json_node.h"
