@@ -15,7 +15,7 @@
 #include "audit/runtime/child_support.h"
 #include "audit/runtime/cuda_loader.h"
 #include "audit/trace/tracer.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -5,7 +5,7 @@
 // CPU copies that trials dump (the parent never touches CUDA).
 #pragma once
 
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <map>
 #include <optional>

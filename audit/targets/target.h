@@ -22,7 +22,7 @@
 #include "audit/runtime/child_support.h"
 #include "audit/trace/trace_record.h"
 #include "audit/trial/trial_spec.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <c10/core/Device.h>
 
