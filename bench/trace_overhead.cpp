@@ -15,7 +15,7 @@
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/cuda_loader.h"
 #include "worker/trace/tracer.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

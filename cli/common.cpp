@@ -9,7 +9,7 @@
 #include "audit/common/log.h"
 #include "audit/common/stop.h"
 #include "audit/common/json_document.h"
-#include "reports/baseline.h"
+#include "reports/baseline_file.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 

@@ -1,114 +1,109 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "reports/baseline.h"
-#include "reports/utf8.h"
-
-#include "reports/json_node.h"
+// The JSON writer and reader of the comparison with a baseline that a report carries
+// (reports/baseline_model.h), side by side: the reader is the inverse of the writer above it, and
+// names the JSON path of whatever it refuses. The baseline file itself is baseline_file.cpp.
 #include "reports/json_parts.h"
-#include "reports/json_read.h"
 
 #include <fmt/format.h>
 
-#include <filesystem>
-
-namespace ra::report {
+namespace ra::report::detail {
 namespace {
 
-using json = nlohmann::ordered_json;
-using detail::Node;
-using detail::verdict;
-
-json config_json(const ConfigResult& c) {
-  ConfigResult kept = c;
-  if (kept.op_stream) kept.op_stream = kept.op_stream->without_names();  // 32 characters per record, no names
-  json j = detail::config_head_json(kept);
-  j["reference_digests"] = detail::digests_json(c.reference);
-  return j;
+json tensor_digest_json(const std::optional<TensorDigest>& t) {
+  if (!t) return nullptr;
+  return {{"dtype", t->dtype}, {"shape", t->shape}, {"digest", t->digest}};
 }
 
-json target_json(const Target& t) {
-  json configs = json::array();
-  for (const auto& c : t.configs) configs.push_back(config_json(c));
-  json j = detail::target_head_json(t, detail::TargetDoc::Baseline);
-  j["configs"] = configs;
-  return j;
+std::optional<TensorDigest> tensor_digest(const Node& n, const std::string& name) {
+  if (n.null()) return std::nullopt;
+  return TensorDigest{name, n.at("dtype").str(), n.at("shape").i64s(), n.at("digest").str()};
 }
 
-ConfigResult config(const Node& n) {
-  ConfigResult c;
-  detail::read_config_head(n, c);
-  c.reference = detail::read_digests(n.at("reference_digests"));
-  c.tensor_count = c.reference.size();
-  return c;
+json verdict_or_null(const std::optional<Verdict>& v) { return v ? json(to_string(*v)) : json(nullptr); }
+
+std::optional<Verdict> opt_verdict(const Node& n) { return n.null() ? std::nullopt : std::optional<Verdict>(verdict(n)); }
+
+json result_json(const BaselineResult& r) {
+  json switches = json::array(), tensors = json::array();
+  for (const auto& c : r.switch_changes) switches.push_back(change_json(c));
+  for (const auto& t : r.differing_tensors)
+    tensors.push_back({{"name", t.name}, {"baseline", tensor_digest_json(t.baseline)}, {"current", tensor_digest_json(t.current)}});
+  return {{"target", r.target},
+          {"config", r.config},
+          {"status", to_string(r.status)},
+          {"baseline_verdict", verdict_or_null(r.baseline_verdict)},
+          {"verdict", verdict_or_null(r.current_verdict)},
+          {"reason", r.reason},
+          {"switch_changes", switches},
+          {"explained_by", r.explained_by},
+          {"tensors", r.tensors},
+          {"differing", r.differing},
+          {"differing_tensors", tensors},
+          {"first_changed_op", r.first_changed_op ? root_cause_json(*r.first_changed_op) : json(nullptr)},
+          {"op_note", r.op_note}};
 }
 
-Target target(const Node& n) {
-  Target t;
-  detail::read_target_head(n, t, detail::TargetDoc::Baseline);
-  t.configs = n.at("configs").list(config);
-  return t;
-}
-
-// The schema's name, or "" when the document has none.
-std::string schema_of(const json& j) {
-  return j.is_object() && j.contains("schema") && j["schema"].is_string() ? j["schema"].get<std::string>() : "";
+BaselineResult read_result(const Node& n) {
+  BaselineResult r;
+  r.target = n.at("target").str();
+  r.config = n.at("config").str();
+  const Node status = n.at("status");
+  const auto s = baseline_status_from_string(status.str());
+  if (!s) status.fail(fmt::format("unknown baseline status '{}'", status.str()));
+  r.status = *s;
+  r.baseline_verdict = opt_verdict(n.at("baseline_verdict"));
+  r.current_verdict = opt_verdict(n.at("verdict"));
+  r.reason = n.at("reason").str();
+  r.switch_changes = n.at("switch_changes").list([](const Node& c) { return read_change(c); });
+  r.explained_by = n.at("explained_by").strings();
+  r.tensors = size_t(n.at("tensors").u64());
+  r.differing = size_t(n.at("differing").u64());
+  r.differing_tensors = n.at("differing_tensors").list([](const Node& t) {
+    const std::string name = t.at("name").str();
+    return BaselineTensor{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name)};
+  });
+  // Reports written before op streams have neither.
+  if (n.has("first_changed_op") && !n.at("first_changed_op").null()) r.first_changed_op = read_root_cause(n.at("first_changed_op"));
+  if (n.has("op_note")) r.op_note = n.at("op_note").str();
+  return r;
 }
 
 }  // namespace
 
-json baseline_to_json(const Report& r) {
-  json targets = json::array();
-  for (const auto& t : r.targets) targets.push_back(target_json(t));
-  // A baseline is path-free, so that the same audit gives the same file wherever it was written
-  // from and to: the command keeps its program and subcommand (not the files it named), and the
-  // fingerprint drops the folders of this installation (they explain no difference).
-  std::vector<std::string> command(r.command.begin(), r.command.begin() + std::min<size_t>(r.command.size(), 2));
-  if (!command.empty()) command.front() = std::filesystem::path(command.front()).filename().string();
-  json environment = r.environment;
-  for (const auto& [section, key] : {std::pair{"tool", "share_dir"}, std::pair{"torch", "library_dir"}})
-    if (environment.is_object() && environment.contains(section) && environment[section].is_object())
-      environment[section].erase(key);
-  return {{"schema", kBaselineSchema},
-          {"schema_version", kBaselineSchemaVersion},
-          {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
-          {"command", command},
-          {"verdict", to_string(r.verdict)},
-          {"environment", environment},
-          {"targets", targets}};
+json baseline_json(const BaselineComparison& b) {
+  json changes = json::array(), ignored = json::array(), results = json::array();
+  for (const auto& c : b.changes) changes.push_back(change_json(c));
+  for (const auto& c : b.ignored) ignored.push_back(change_json(c, false));
+  json models = json::array();
+  for (const auto& m : b.models) models.push_back({{"target", m.target}, {"relation", m.relation}, {"reason", m.reason}});
+  for (const auto& r : b.results) results.push_back(result_json(r));
+  return {{"source", b.source},
+          {"schema", b.schema},
+          {"tool_version", b.tool_version},
+          {"environment_changes", changes},
+          {"ignored_changes", ignored},
+          {"models", models},
+          {"fail_on_explained", b.fail_on_explained},
+          {"results", results}};
 }
 
-std::string render_baseline(const Report& r) {
-  auto j = baseline_to_json(r);
-  make_printable(j);  // paths are bytes: shown as \xNN where they are not UTF-8
-  return j.dump(2) + "\n";
+BaselineComparison read_baseline(const Node& n) {
+  BaselineComparison b;
+  b.source = n.at("source").str();
+  b.schema = n.at("schema").str();
+  b.tool_version = n.at("tool_version").str();
+  b.changes = n.at("environment_changes").list([](const Node& c) { return read_change(c); });
+  b.ignored = n.at("ignored_changes").list([](const Node& c) { return read_change(c, false); });
+  // Reports written before identities by content have none.
+  if (n.has("models"))
+    b.models = n.at("models").list([](const Node& m) {
+      const std::string relation = m.at("relation").str();
+      if (relation != "resaved" && relation != "other_weights") m.at("relation").fail("expected resaved or other_weights");
+      return ModelChange{m.at("target").str(), relation, m.at("reason").str()};
+    });
+  b.results = n.at("results").list(read_result);
+  if (n.has("fail_on_explained")) b.fail_on_explained = n.at("fail_on_explained").boolean();
+  return b;
 }
 
-Report baseline_from_json(const json& j) {
-  const Node root{j, ""};
-  if (schema_of(j) != kBaselineSchema)
-    throw ReportError(schema_of(j).empty() ? fmt::format("not a repro-audit baseline (no \"schema\": \"{}\")", kBaselineSchema)
-                                           : fmt::format("not a repro-audit baseline (its schema is '{}')", schema_of(j)));
-  const Node version = root.at("schema_version");
-  if (!version.v.is_number_integer()) version.fail("expected an integer");
-  if (version.v.get<int64_t>() != kBaselineSchemaVersion)
-    throw ReportError(fmt::format("baseline schema version {} is not supported by this repro-audit (it reads version {})",
-                                  version.v.dump(), kBaselineSchemaVersion));
-  Report r;
-  r.tool_version = root.at("tool").at("version").str();
-  r.command = root.at("command").strings();
-  r.verdict = verdict(root.at("verdict"));
-  const Node env = root.at("environment");
-  if (!env.v.is_object()) env.fail("expected an object");
-  r.environment = env.v;
-  r.targets = root.at("targets").list(target);
-  return r;
-}
-
-Report results_from_json(const json& j, std::string& schema) {
-  schema = schema_of(j);
-  if (schema == kBaselineSchema) return baseline_from_json(j);
-  if (schema == kReportSchema) return report_from_json(j);
-  throw ReportError(schema.empty() ? std::string("not a repro-audit baseline or report (no \"schema\")")
-                                   : fmt::format("not a repro-audit baseline or report (its schema is '{}')", schema));
-}
-
-}  // namespace ra::report
+}  // namespace ra::report::detail

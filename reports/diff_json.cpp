@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "reports/diff.h"
+#include "reports/diff_model.h"
 #include "reports/utf8.h"
 #include "reports/render.h"
 

@@ -3,7 +3,7 @@
 // their type, differing ones their divergence statistics; then one summary line.
 #include "reports/escape.h"
 #include "reports/utf8.h"
-#include "reports/diff.h"
+#include "reports/diff_model.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal to reports/: reading a JSON document field by field with the JSON path of every value,
 // so that an error names the field ("targets[0].configs[1].trials[2].status: expected a string").
-// Shared by the report reader (json_read.cpp) and the baseline reader (baseline_json.cpp).
+// Shared by every reader in reports/: the concerns' (*_json.cpp), the report's (json.cpp) and the baseline
+// file's (baseline_file.cpp).
 #pragma once
 
 #include "reports/json_read.h"

@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal to reports/: the parts of a target and of a configuration that the JSON report
-// (json.cpp, json_read.cpp) and the baseline file (baseline_json.cpp) both carry, written and read
-// by one function each so that the two documents cannot drift apart.
+// Internal to reports/: the JSON writer and reader of each concern of the report model. A concern's
+// pair sits side by side in the file beside its header (core_model.h: core_json.cpp; likewise
+// trace, probe, replay, exec, target, baseline, fleet and selftest), so a new field touches one
+// header and that file. json.cpp joins them into the report, and baseline_file.cpp into the baseline
+// file; a part that both documents carry (a target's and a configuration's head) is written and
+// read by one pair, so that the two cannot drift apart.
+//
+// `x_json` writes one value; `read_x` is its inverse, and names the JSON path of anything it
+// refuses (json_node.h). What depends on the clock goes to the report's "timing" section, through
+// the add_/read_ pairs of times, never into the value's own object.
 #pragma once
 
 #include "reports/json_node.h"
@@ -9,26 +16,92 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace ra::report::detail {
 
-// Which document a target sits in: a report has the target's path, and may predate the model and
-// input digests; a baseline has no path and always has the digests.
-enum class TargetDoc { Report, Baseline };
+// A string that is written as null when empty (read back by Node::str_or_null).
+inline json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+// core_json.cpp (stats_to_json and stats_from_json, the public pair, are there too).
+DivergenceStats read_stats(const Node& n);
+std::optional<DivergenceStats> read_opt_stats(const Node& n);  // null: nullopt
+json finding_json(const TensorFinding& f);
+TensorFinding read_finding(const Node& n);
+json findings_json(const std::vector<TensorFinding>& findings);
+std::vector<TensorFinding> read_findings(const Node& n);
+// A configuration's reference digests: [{"name", "dtype", "shape", "digest"}].
+json digests_json(const std::vector<TensorDigest>& digests);
+std::vector<TensorDigest> read_digests(const Node& n);
+json switch_json(const SwitchValue& s);
+SwitchValue read_switch(const Node& n);
+json trial_json(const Trial& t);  // without its times
+Trial read_trial(const Node& n);
+void add_trial_times(json& entry, const Trial& t);  // "wall_ms", "startup_ms" of a timing.trials entry
+void read_trial_times(const Node& entry, Trial& t);
+json allowed_by_json(const AllowedBy& a);
+AllowedBy read_allowed_by(const Node& n);
+json change_json(const EnvironmentChange& c, bool with_affects = true);
+EnvironmentChange read_change(const Node& n, bool with_affects = true);
+
+// trace_json.cpp
+json root_cause_json(const RootCause& r);
+RootCause read_root_cause(const Node& n);
+json trace_json(const TraceSummary& t);
+TraceSummary read_trace(const Node& n);
+json fix_search_json(const FixSearch& f);  // without its times
+FixSearch read_fix_search(const Node& n);
+void add_fix_times(json& entry, const FixSearch& f);  // "baseline_median_ms", "candidates" of a timing.fixes entry
+void read_fix_times(const Node& entry, FixSearch& f);
+json op_stream_json(const OpStream& s);
+OpStream read_op_stream(const Node& n);
+
+// probe_json.cpp
+json probe_json(const ProbeFacts& p);
+ProbeFacts read_probe(const Node& n);
+json census_json(const Census& c);
+Census read_census(const Node& n);
+
+// replay_json.cpp
+json replay_json(const Replay& r);
+Replay read_replay(const Node& n);
+
+// exec_json.cpp
+json exec_json(const ExecFacts& e);
+ExecFacts read_exec(const Node& n);
+
+// target_json.cpp. Which document a target sits in: a report has the target's path, and may
+// predate the model and input digests; a baseline has no path and always has the digests.
+enum class TargetDoc { Report, Baseline };
 // {"config", "verdict", "message", "repeats", "completed", "divergence", "switches"}; callers append
 // the rest of their configuration object after these keys.
-nlohmann::ordered_json config_head_json(const ConfigResult& c);
+json config_head_json(const ConfigResult& c);
 void read_config_head(const Node& n, ConfigResult& c);
-
-// A configuration's reference digests: [{"name", "dtype", "shape", "digest"}].
-nlohmann::ordered_json digests_json(const std::vector<TensorDigest>& digests);
-std::vector<TensorDigest> read_digests(const Node& n);
-
 // {"name", "kind", ("path",) "model_digest", "input_digest", "device", "mode", "steps", "optimizer",
 // "seed", "inputs", "verdict"}; callers append the rest of their target object.
-nlohmann::ordered_json target_head_json(const Target& t, TargetDoc doc);
+json target_head_json(const Target& t, TargetDoc doc);
 void read_target_head(const Node& n, Target& t, TargetDoc doc);
+json config_json(const ConfigResult& c);  // a report's configuration, without its times
+ConfigResult read_config(const Node& n);
+json target_json(const Target& t);  // a report's target, without its times
+Target read_target(const Node& n);
+json auto_repeats_json(const AutoRepeats& a);
+AutoRepeats read_auto_repeats(const Node& n);
+
+// baseline_json.cpp
+json baseline_json(const BaselineComparison& b);
+BaselineComparison read_baseline(const Node& n);
+
+// fleet_json.cpp
+json shard_json(const ShardInfo& s);
+ShardInfo read_shard(const Node& n);
+json fleet_json(const Fleet& f);
+Fleet read_fleet(const Node& n);
+
+// selftest_json.cpp
+json selftest_json(const SelfTest& s);
+SelfTest read_selftest(const Node& n);
 
 }  // namespace ra::report::detail

@@ -2,7 +2,7 @@
 // The `lint` report as JSON (`lint --json`, `lint --report`). Keys are written in a fixed order and
 // nothing depends on time, so equal scans give byte-identical files.
 #include "reports/utf8.h"
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 
 namespace ra::report {
 namespace {

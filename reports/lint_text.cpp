@@ -3,7 +3,7 @@
 // already sorted by it), then notes and a one-line summary.
 #include "reports/escape.h"
 #include "reports/utf8.h"
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -44,7 +44,7 @@
 // Report::allowlist_expired, then calls report::finalize. Renderers only print what the model holds.
 #pragma once
 
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 #include "reports/model.h"
 
 #include <optional>

@@ -6,7 +6,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/json_document.h"
 #include "audit/common/files.h"
-#include "reports/baseline.h"
+#include "reports/baseline_file.h"
 #include "reports/json_read.h"
 
 #include <fmt/format.h>

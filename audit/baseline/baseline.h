@@ -12,7 +12,7 @@
 // The approach. Both sides carry everything needed: per target x configuration the reference
 // repeat's tensor digests, the verdict (did it diverge within that run?) and the effective
 // switches, and per report the environment fingerprint (worker/runtime/fingerprint.h). A baseline file is
-// the deterministic subset of a report (reports/baseline.h); either can be given on either side.
+// the deterministic subset of a report (reports/baseline_file.h); either can be given on either side.
 //
 // 1. Identity first. Targets pair up by kind and name (and a lone model with a lone model, so a
 //    renamed archive still compares). A model is the same model when its file's bytes match or,
@@ -59,7 +59,7 @@
 // SessionOptions::check_targets: the runners call it after the preflight and before any trial, so an
 // identity mismatch costs nothing. After the audit, apply_baseline fills Report::baseline and calls
 // report::finalize; name_changed_ops (audit/run/changed_ops.h) then names the first changed op.
-// --save-baseline is written with the other outputs (reports/baseline.h).
+// --save-baseline is written with the other outputs (reports/baseline_file.h).
 #pragma once
 
 #include "reports/model.h"

@@ -25,7 +25,7 @@
 // the rest is string work on the model's text. Nothing here needs torch.
 #pragma once
 
-#include "reports/model.h"
+#include "reports/target_model.h"
 
 #include <nlohmann/json.hpp>
 

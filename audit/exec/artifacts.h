@@ -27,7 +27,7 @@
 // component, and a readdir per wildcard component, where glob(3) did the same through paths.
 #pragma once
 
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <optional>
 #include <string>

@@ -10,7 +10,8 @@
 #pragma once
 
 #include "audit/trial/config.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
+#include "reports/exec_model.h"
 
 #include <nlohmann/json.hpp>
 

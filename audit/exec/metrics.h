@@ -15,7 +15,7 @@
 // is skipped, counted, and reported once per run by the caller.
 #pragma once
 
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <cstddef>
 #include <istream>

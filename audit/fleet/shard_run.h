@@ -6,7 +6,7 @@
 
 #include "audit/fleet/shard.h"
 #include "audit/trial/trials.h"
-#include "reports/model.h"
+#include "reports/fleet_model.h"
 
 #include <nlohmann/json.hpp>
 

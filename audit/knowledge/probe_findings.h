@@ -18,7 +18,8 @@
 #pragma once
 
 #include "audit/knowledge/knowledge.h"
-#include "reports/model.h"
+#include "reports/probe_model.h"
+#include "reports/target_model.h"
 
 #include <optional>
 #include <string>

@@ -28,7 +28,8 @@
 #pragma once
 
 #include "audit/trial/config.h"
-#include "reports/model.h"
+#include "reports/target_model.h"
+#include "reports/trace_model.h"
 
 #include <functional>
 #include <optional>

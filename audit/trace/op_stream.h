@@ -30,7 +30,7 @@
 #pragma once
 
 #include "audit/trace/trace_record.h"
-#include "reports/model.h"
+#include "reports/trace_model.h"
 
 #include <cstdint>
 #include <optional>

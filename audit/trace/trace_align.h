@@ -49,7 +49,7 @@
 #pragma once
 
 #include "audit/trace/trace_record.h"
-#include "reports/model.h"
+#include "reports/target_model.h"
 
 #include <cstddef>
 #include <cstdint>

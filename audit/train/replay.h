@@ -33,7 +33,8 @@
 #include "audit/trial/config.h"
 #include "audit/common/files.h"
 #include "audit/trial/trial_spec.h"
-#include "reports/model.h"
+#include "reports/replay_model.h"
+#include "reports/target_model.h"
 
 #include <string>
 #include <vector>

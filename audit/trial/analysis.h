@@ -19,7 +19,7 @@
 #include "audit/trial/config.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/trial_spec.h"
-#include "reports/model.h"
+#include "reports/target_model.h"
 
 #include <functional>
 #include <map>

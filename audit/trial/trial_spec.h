@@ -6,7 +6,7 @@
 #pragma once
 
 #include "audit/trial/config.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <nlohmann/json.hpp>
 

@@ -9,7 +9,7 @@
 #include "audit/common/files.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/trial_spec.h"
-#include "reports/model.h"
+#include "reports/target_model.h"
 
 #include <functional>
 #include <optional>

@@ -15,7 +15,7 @@
 
 #include "audit/common/files.h"
 #include "audit/trial/analysis.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <map>
 #include <optional>

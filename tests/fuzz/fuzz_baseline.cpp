@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Baseline JSON (--baseline, compare): a baseline document, or a report read as one.
-#include "reports/baseline.h"
+#include "reports/baseline_file.h"
 #include "reports/json_read.h"
 #include "tests/fuzz/fuzz_common.h"
 

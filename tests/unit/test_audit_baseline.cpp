@@ -3,7 +3,7 @@
 #include "audit/baseline/identity.h"
 
 #include "audit/common/errors.h"
-#include "reports/baseline.h"
+#include "reports/baseline_file.h"
 #include "reports/render.h"
 
 #include <doctest/doctest.h>

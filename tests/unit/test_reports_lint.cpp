@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 
 #include <doctest/doctest.h>
 

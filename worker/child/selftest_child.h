@@ -4,7 +4,7 @@
 // which runs trials and judges them, is audit/run/selftest.h.
 #pragma once
 
-#include "reports/model.h"
+#include "reports/selftest_model.h"
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 // implementation loads the files with torch (worker/tensor_io/tensor_file.h).
 #pragma once
 
-#include "reports/diff.h"
+#include "reports/diff_model.h"
 
 #include <optional>
 #include <string>

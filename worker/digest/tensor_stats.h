@@ -14,7 +14,7 @@
 // the statistics: the trial keeps its verdict and the notes say why.
 #pragma once
 
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <map>
 #include <optional>

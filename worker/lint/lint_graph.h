@@ -4,7 +4,7 @@
 #pragma once
 
 #include "audit/knowledge/knowledge.h"
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 
 #include <string>
 #include <vector>

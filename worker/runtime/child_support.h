@@ -6,7 +6,7 @@
 #pragma once
 
 #include "audit/trial/trial_spec.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>

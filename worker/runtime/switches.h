@@ -10,7 +10,7 @@
 #pragma once
 
 #include "audit/trial/config.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <vector>
 

@@ -5,7 +5,7 @@
 #include "cli/common.h"
 #include "worker/services/service_table.h"
 #include "cli/worker_options.h"
-#include "reports/diff.h"
+#include "reports/diff_model.h"
 
 #include <cstdio>
 #include <memory>

@@ -8,7 +8,7 @@
 #include "cli/common.h"
 #include "worker/services/service_table.h"
 #include "cli/worker_options.h"
-#include "reports/lint.h"
+#include "reports/lint_model.h"
 
 #include <cstdio>
 #include <memory>

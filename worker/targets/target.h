@@ -26,7 +26,7 @@
 #include "worker/runtime/child_support.h"
 #include "audit/trace/trace_record.h"
 #include "audit/trial/trial_spec.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "worker/tensor_io/model_file.h"
-#include "reports/diff.h"
+#include "reports/diff_model.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>

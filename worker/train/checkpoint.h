@@ -11,7 +11,7 @@
 #pragma once
 
 #include "worker/train/optimizer.h"
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <c10/core/Device.h>
 

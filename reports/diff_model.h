@@ -6,7 +6,7 @@
 // two files always render byte-identical documents.
 #pragma once
 
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <nlohmann/json.hpp>
 

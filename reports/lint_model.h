@@ -7,7 +7,7 @@
 // knowledge base render byte-identical documents. Nothing here depends on time.
 #pragma once
 
-#include "reports/model.h"
+#include "reports/core_model.h"
 
 #include <nlohmann/json.hpp>
 

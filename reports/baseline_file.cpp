@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "reports/baseline_file.h"
+#include "reports/utf8.h"
+
+#include "reports/json_node.h"
+#include "reports/json_parts.h"
+#include "reports/json_read.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace ra::report {
+namespace {
+
+using json = nlohmann::ordered_json;
+using detail::Node;
+using detail::verdict;
+
+json config_json(const ConfigResult& c) {
+  ConfigResult kept = c;
+  if (kept.op_stream) kept.op_stream = kept.op_stream->without_names();  // 32 characters per record, no names
+  json j = detail::config_head_json(kept);
+  j["reference_digests"] = detail::digests_json(c.reference);
+  return j;
+}
+
+json target_json(const Target& t) {
+  json configs = json::array();
+  for (const auto& c : t.configs) configs.push_back(config_json(c));
+  json j = detail::target_head_json(t, detail::TargetDoc::Baseline);
+  j["configs"] = configs;
+  return j;
+}
+
+ConfigResult config(const Node& n) {
+  ConfigResult c;
+  detail::read_config_head(n, c);
+  c.reference = detail::read_digests(n.at("reference_digests"));
+  c.tensor_count = c.reference.size();
+  return c;
+}
+
+Target target(const Node& n) {
+  Target t;
+  detail::read_target_head(n, t, detail::TargetDoc::Baseline);
+  t.configs = n.at("configs").list(config);
+  return t;
+}
+
+// The schema's name, or "" when the document has none.
+std::string schema_of(const json& j) {
+  return j.is_object() && j.contains("schema") && j["schema"].is_string() ? j["schema"].get<std::string>() : "";
+}
+
+}  // namespace
+
+json baseline_to_json(const Report& r) {
+  json targets = json::array();
+  for (const auto& t : r.targets) targets.push_back(target_json(t));
+  // A baseline is path-free, so that the same audit gives the same file wherever it was written
+  // from and to: the command keeps its program and subcommand (not the files it named), and the
+  // fingerprint drops the folders of this installation (they explain no difference).
+  std::vector<std::string> command(r.command.begin(), r.command.begin() + std::min<size_t>(r.command.size(), 2));
+  if (!command.empty()) command.front() = std::filesystem::path(command.front()).filename().string();
+  json environment = r.environment;
+  for (const auto& [section, key] : {std::pair{"tool", "share_dir"}, std::pair{"torch", "library_dir"}})
+    if (environment.is_object() && environment.contains(section) && environment[section].is_object())
+      environment[section].erase(key);
+  return {{"schema", kBaselineSchema},
+          {"schema_version", kBaselineSchemaVersion},
+          {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
+          {"command", command},
+          {"verdict", to_string(r.verdict)},
+          {"environment", environment},
+          {"targets", targets}};
+}
+
+std::string render_baseline(const Report& r) {
+  auto j = baseline_to_json(r);
+  make_printable(j);  // paths are bytes: shown as \xNN where they are not UTF-8
+  return j.dump(2) + "\n";
+}
+
+Report baseline_from_json(const json& j) {
+  const Node root{j, ""};
+  if (schema_of(j) != kBaselineSchema)
+    throw ReportError(schema_of(j).empty() ? fmt::format("not a repro-audit baseline (no \"schema\": \"{}\")", kBaselineSchema)
+                                           : fmt::format("not a repro-audit baseline (its schema is '{}')", schema_of(j)));
+  const Node version = root.at("schema_version");
+  if (!version.v.is_number_integer()) version.fail("expected an integer");
+  if (version.v.get<int64_t>() != kBaselineSchemaVersion)
+    throw ReportError(fmt::format("baseline schema version {} is not supported by this repro-audit (it reads version {})",
+                                  version.v.dump(), kBaselineSchemaVersion));
+  Report r;
+  r.tool_version = root.at("tool").at("version").str();
+  r.command = root.at("command").strings();
+  r.verdict = verdict(root.at("verdict"));
+  const Node env = root.at("environment");
+  if (!env.v.is_object()) env.fail("expected an object");
+  r.environment = env.v;
+  r.targets = root.at("targets").list(target);
+  return r;
+}
+
+Report results_from_json(const json& j, std::string& schema) {
+  schema = schema_of(j);
+  if (schema == kBaselineSchema) return baseline_from_json(j);
+  if (schema == kReportSchema) return report_from_json(j);
+  throw ReportError(schema.empty() ? std::string("not a repro-audit baseline or report (no \"schema\")")
+                                   : fmt::format("not a repro-audit baseline or report (its schema is '{}')", schema));
+}
+
+}  // namespace ra::report

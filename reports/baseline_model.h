@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// The comparison with a baseline that a report carries (`--baseline`, `compare`). The JSON writer
+// and reader of these structs sit beside them in reports/baseline_json.cpp; the baseline file
+// itself is reports/baseline_file.h.
+#pragma once
+
+#include "reports/core_model.h"
+#include "reports/trace_model.h"
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra::report {
+
+// The comparison with a baseline (`--baseline FILE` on run and probes, `repro-audit compare A B`;
+// audit/baseline/baseline.h opens with the essay): what changed in the environment, and for each target x
+// configuration whether the results still match the baseline's.
+enum class BaselineStatus {
+  Match,             // the same reference digests
+  Explained,         // digests differ, and something that can affect this device changed
+  Regression,        // digests differ, nothing that affects this device changed, neither side diverged
+  Nondeterministic,  // digests differ, and the configuration diverged in the baseline or here
+  Incomparable,      // a side has no reference (raised, crashed, timed out or skipped on every repeat)
+  Missing,           // in the baseline only
+  Added,             // in the current results only
+};
+const char* to_string(BaselineStatus s);
+std::optional<BaselineStatus> baseline_status_from_string(const std::string& s);
+
+// A tensor whose bits differ from the baseline's; a side is nullopt where the tensor is absent.
+struct BaselineTensor {
+  std::string name;
+  std::optional<TensorDigest> baseline;
+  std::optional<TensorDigest> current;
+};
+
+// The differing tensors a result lists (then a count).
+inline constexpr size_t kBaselineTensorsListed = 20;
+
+struct BaselineResult {
+  std::string target;
+  std::string config;
+  BaselineStatus status = BaselineStatus::Match;
+  std::optional<Verdict> baseline_verdict;  // nullopt when added
+  std::optional<Verdict> current_verdict;   // nullopt when missing
+  std::string reason;                       // one sentence
+  std::vector<EnvironmentChange> switch_changes;  // this configuration's effective switches that differ
+  std::vector<std::string> explained_by;    // explained: keys of the changes that can affect the target's device
+  size_t tensors = 0;                       // tensors compared: the union of both reference lists
+  size_t differing = 0;                     // of those, differing in digest, dtype or shape, or on one side only
+  std::vector<BaselineTensor> differing_tensors;  // the first kBaselineTensorsListed, in execution order
+  // Digests differ and both sides hold an op stream (--trace): the first op whose inputs matched
+  // the baseline's and whose outputs did not (runs_compared 1); op_note says why none is named.
+  std::optional<RootCause> first_changed_op;
+  std::string op_note;
+};
+
+// A paired model whose file's bytes differ from the baseline's while it can still be compared
+// (audit/baseline/identity.h): saved again, or the same graph with other weights.
+struct ModelChange {
+  std::string target;
+  std::string relation;  // "resaved" | "other_weights"
+  std::string reason;    // one sentence, with the digests
+};
+
+struct BaselineComparison {
+  std::string source;        // the baseline file as given
+  std::string schema;        // what it was: repro-audit/baseline or repro-audit/report
+  std::string tool_version;  // the repro-audit that wrote it
+  std::vector<EnvironmentChange> changes;  // fingerprint keys that differ and can change results
+  std::vector<EnvironmentChange> ignored;  // fingerprint keys that differ but cannot (paths, identifiers)
+  std::vector<ModelChange> models;         // models matched by content, not bytes
+  std::vector<BaselineResult> results;     // current targets x configurations in order, the baseline's own after each target
+  bool fail_on_explained = false;          // --fail-on-explained: an explained result fails the exit code too
+};
+
+}  // namespace ra::report

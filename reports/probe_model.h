@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a probe target adds (`repro-audit probes`, probes/): its facts and the alert census over the
+// suite. The JSON writer and reader of these structs sit beside them in reports/probe_json.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ra::report {
+
+// What a probe target adds: its description, the documentation's word on it, the alert census
+// (the probe run once under use_deterministic_algorithms(True, warn_only=True)), and where the
+// measurement disagrees with the documentation.
+struct ProbeFacts {
+  std::string family;
+  std::string op;
+  std::string direction;       // forward | backward
+  std::string role;            // probe | control
+  std::string form;            // what is run
+  std::string knowledge_id;    // knowledge-base entry, "" when none
+  std::string documented;      // made-deterministic | raises | undocumented | not-listed
+  std::string documented_device;  // cpu | cuda | any, "" when not listed
+  std::string doc_row;
+  std::string advice;
+  std::string census;          // alerted-diverged | alerted-stable | silent-diverged | stable | "" (no census)
+  std::vector<std::string> alerts;  // alert messages seen in the census run
+  std::vector<std::string> disagreements;  // measurement vs documentation, one sentence each
+};
+
+// The alert census cross-tabulated over probes (names in suite order).
+struct Census {
+  std::string config;  // the configuration the census ran under
+  std::vector<std::string> alerted_diverged, alerted_stable, silent_diverged, stable, not_run;
+};
+
+}  // namespace ra::report

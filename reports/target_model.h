@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// One audited target and its configurations: the results every audit kind fills in, with the
+// facts of its kind (probe, replay, exec) and, traced, what trace_model.h holds. The JSON writer and
+// reader of these structs sit beside them in reports/target_json.cpp.
+#pragma once
+
+#include "reports/core_model.h"
+#include "reports/exec_model.h"
+#include "reports/probe_model.h"
+#include "reports/replay_model.h"
+#include "reports/trace_model.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra::report {
+
+struct ConfigResult {
+  std::string name;
+  std::vector<SwitchValue> switches;
+  Verdict verdict = Verdict::Reproducible;
+  std::string message;  // the reason for raised/crashed/timeout/skipped
+  int repeats = 0;
+  int completed = 0;
+  int diverging_repeats = 0;   // completed repeats whose outcome differs from the reference repeat
+  double divergence_rate = 0;  // diverging_repeats / (completed - 1)
+  double rate_ci_low = 0, rate_ci_high = 0;  // Wilson 95% interval
+  int distinct_outcomes = 0;
+  size_t tensor_count = 0;
+  std::vector<TensorDigest> reference;         // digests of the reference repeat
+  std::vector<TensorFinding> diverged_tensors;  // in execution order
+  std::vector<Trial> trials;
+  std::optional<TraceSummary> trace;           // `run --trace` only
+  std::optional<FixSearch> fix_search;         // `run --trace`, diverged configurations
+  std::optional<OpStream> op_stream;           // `run --trace`: the reference repeat's, for baselines
+  std::optional<AllowedBy> allowed_by;         // --allowlist: a diverged or raised verdict that was accepted
+  // Set by finalize: diverged, and every differing tensor within tolerance (all_within_tolerance);
+  // tolerated when --tolerant accepted it for the exit code.
+  bool within_tolerance = false;
+  bool tolerated = false;
+  // --repeats auto: what ended this configuration's repeats ("divergence", "failure", "skipped",
+  // "confidence", "max-repeats"; see AutoRepeats); "" for a fixed number of repeats.
+  std::string stopped_by;
+};
+
+// A switch whose effective value differs between two configurations.
+struct SwitchChange {
+  std::string key;
+  std::string reference;  // the value in the reference configuration
+  std::string other;
+};
+
+// Where two configurations' results part (`run --trace`, configuration-dependent): the op trace
+// of the reference repeat of `config` aligned against that of `reference_config` (no extra
+// trials). trace.root_causes holds the first op whose inputs matched in both and whose outputs did
+// not (at most one), with the ops that differ after it as propagated; trace.splits where the op
+// streams themselves differ.
+struct ConfigCause {
+  std::string reference_config;          // the first configuration of the first group
+  std::string config;                    // the first configuration of another group
+  std::vector<SwitchChange> switches;    // what separates the two
+  std::optional<TraceSummary> trace;     // nullopt when a trace could not be read (note says why)
+  std::string note;
+};
+
+// Configurations that are each reproducible but give different results from one another.
+struct ConfigDependence {
+  std::vector<std::vector<std::string>> groups;  // configurations with identical results, in order
+  std::vector<TensorFinding> differing;          // first group vs second group
+  std::vector<ConfigCause> causes;               // `run --trace`: one per group after the first
+};
+
+struct Target {
+  std::string name;    // model file name, or probe name
+  std::string kind;    // "model" or "probe"
+  std::string path;
+  // Content identities, which `--baseline` and `compare` check (audit/baseline/baseline.h): a model's is the
+  // digest of its TorchScript archive's bytes, a probe's that of its name and form; input_digest is
+  // the digest of the --input file's bytes ("" for synthetic inputs and probes). "" when unknown
+  // (reports written before these were recorded).
+  std::string model_digest;
+  std::string input_digest;
+  // A model's identity by content, which survives a re-save (audit/baseline/identity.h): the
+  // digest of its parameters, buffers and constants by name, and of its graph in canonical form.
+  // "" where the kind has none (a probe, a command) and in older reports.
+  std::string weights_digest;
+  std::string graph_digest;
+  std::string device;
+  std::string mode;    // infer | train
+  int steps = 0;
+  std::string optimizer;  // train mode: sgd | adam ("" in infer mode)
+  double lr = 0;          // train mode: learning rate
+  uint64_t seed = 0;
+  std::vector<std::string> inputs;  // description of the inputs (part of a baseline's identity)
+  // The forward argument each input binds to, one per input, or none (a dict input, whose
+  // descriptions carry their keys). Shown beside the descriptions; not part of any identity.
+  std::vector<std::string> input_names;
+  // An AOTInductor package's build metadata (AOTI_DEVICE_KEY, AOTI_CPU_ISA, AOTI_PLATFORM, ...), as
+  // the package records it; empty for other targets. Not part of any identity.
+  std::map<std::string, std::string> package;
+  // What the user should know about this target, one sentence each: the preflight's warnings (a
+  // traced export archive's nodes the trace cannot see, a model traced in eval mode run in train).
+  std::vector<std::string> notes;
+  std::vector<ConfigResult> configs;
+  std::optional<ConfigDependence> dependence;
+  std::optional<ProbeFacts> probe;  // kind "probe" only
+  std::optional<Replay> replay;     // `run --replay` only
+  std::optional<ExecFacts> exec;    // kind "command" (`exec`) only
+  Verdict verdict = Verdict::Reproducible;
+};
+
+// --repeats auto: repeats are added to each configuration, in rounds, until it is decided. A
+// divergence decides it at once (two runs with different bits prove it), and so does a failed
+// trial (its verdict can no longer be "reproducible"); a configuration without either is decided
+// once its comparisons bound the divergence rate below `rate` (Wilson 95% upper bound, the figure
+// the detection-power line prints), and otherwise stops at `max` runs, undecided.
+struct AutoRepeats {
+  int min = 3;        // the first round
+  int max = 20;       // --max-repeats
+  double rate = 0.2;  // --detect-rate
+};
+
+// Median wall time of a configuration's completed trials (a timing figure), nullopt when none.
+std::optional<double> median_wall_ms(const ConfigResult& config);
+// Probes faster than this are too fast for their times to be compared across processes.
+inline constexpr double kMinComparableMs = 0.5;
+// Cost of configuration `i` of a target relative to its first configuration (median over median),
+// nullopt when either has no completed trial or a median below kMinComparableMs.
+std::optional<double> cost_ratio(const Target& target, size_t i);
+
+// True when a diverged configuration's every differing tensor has statistics within tolerance
+// (within_tolerance, core_model.h). Only the statistics the report holds count: those of the first
+// repeat that differed from the reference.
+bool all_within_tolerance(const ConfigResult& config);
+// The informative verdict every renderer prints for a configuration within tolerance: "every
+// differing element is within tolerance", and "; accepted by --tolerant" when tolerated.
+std::string tolerance_verdict(const ConfigResult& config);
+
+}  // namespace ra::report
