@@ -80,9 +80,8 @@ int execute(const ExecArgs& a, const GlobalOptions& global) {
                                      "{{out}}/ (the run's own $REPRO_AUDIT_OUT), so that runs do not overwrite each other",
                                      o.jobs, p.text));
   o.shard = shard_option(a);
-  const AllowlistOption allow = load_allowlist_option(a.allowlist);
-  const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
-  return emit_report(exec::run_exec(o), a, allow, baseline);
+  const ReportJudges judges = load_judges(a, o);
+  return finish_report(exec::run_exec(o), a.out, judges);
 }
 
 }  // namespace

@@ -31,17 +31,20 @@ ALLOWED = {
     "audit/child": RUNTIME + CONCERNS + ["audit/targets", "probes"],
     # Scale-out (shards, merge): the front's, above the concerns it joins.
     "audit/fleet": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline"],
+    # What every audit kind shares (plan, shard, run cells, analyse, finish): the front's, above fleet.
+    "audit/skeleton": TRIAL + ["audit/trace", "audit/baseline", "audit/fleet"],
     # Any command audited by what it writes (exec): the front's, beside fleet.
-    "audit/exec": TRIAL + ["audit/trace", "audit/fleet"],
+    "audit/exec": TRIAL + ["audit/trace", "audit/fleet", "audit/skeleton"],
     # The front's audits: never the worker side.
-    "audit/run": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "probes"],
-    "cli": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "audit/exec", "audit/run",
-                    "probes"],
+    "audit/run": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "audit/skeleton",
+                  "probes"],
+    "cli": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/train", "audit/fleet", "audit/skeleton", "audit/exec",
+                    "audit/run", "probes"],
     "cli/worker": ["cli"] + RUNTIME + CONCERNS + ["audit/targets", "audit/child", "audit/run", "probes"],
 }
 # Within probes/, the front may include only the torch-free descriptions.
 FRONT_PROBE_HEADERS = {"probes/probe_info.h"}
-FRONT = {"audit/run", "audit/fleet", "audit/exec", "cli", "audit/trial", "audit/common", "audit/digest", "audit/baseline"}
+FRONT = {"audit/run", "audit/skeleton", "audit/fleet", "audit/exec", "cli", "audit/trial", "audit/common", "audit/digest", "audit/baseline"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
