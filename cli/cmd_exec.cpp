@@ -72,6 +72,7 @@ int execute(const ExecArgs& a, const GlobalOptions& global) {
     throw UsageError("--ranks-equal compares each rank's artifacts: name them with {rank} in an --artifact (out/model-{rank}.pt)");
   o.fix_search = !a.no_fix_search;
   o.timed_runs = a.timed_runs;
+  o.device = Device::parse(a.device);
   fill_session(o, a, global, {"default"});
   if (o.jobs > 1)
     for (const auto& p : o.artifacts)

@@ -72,11 +72,11 @@ int list(const ProbesArgs& a, const KnowledgeBase& kb) {
 int execute(const ProbesArgs& a, const GlobalOptions& global) {
   const KnowledgeBase kb = load_knowledge(a.knowledge.empty() ? knowledge_path() : a.knowledge);
   ProbeRunOptions o;
-  o.device_type = device_type(a.device);
+  o.device = Device::parse(a.device);
   if (a.list) return list(a, kb);
   o.only = a.only;
   o.census = !a.no_census;
-  fill_session(o, a, global, default_probe_config_names(o.device_type));
+  fill_session(o, a, global, default_probe_config_names(o.device));
   o.shard = shard_option(a);
   o.knowledge_digest = file_digest(a.knowledge.empty() ? knowledge_path() : a.knowledge, "knowledge base");
   const ReportJudges judges = load_judges(a, o);

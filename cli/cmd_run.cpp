@@ -56,7 +56,8 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.timed_runs = a.timed_runs;
   o.no_native = a.no_native;
   fill_training(o, a);
-  fill_session(o, a, global, default_config_names(device_type(a.device)));
+  o.device = Device::parse(a.device);
+  fill_session(o, a, global, default_config_names(o.device));
   o.shard = shard_option(a);
   // The restart-replay picks its configuration from all of them: it cannot be split.
   if (o.shard && o.replay && o.shard->request.count > 1)

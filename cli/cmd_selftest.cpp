@@ -28,8 +28,7 @@ Action attach_selftest(CLI::App& sub, const GlobalOptions& global) {
     SessionOptions session;
     fill_session(session, *a, global, {"default"});
     SelfTestOptions o;
-    o.device = a->device;
-    (void)device_type(a->device);  // a usage error for anything but cpu, cuda, cuda:N
+    o.device = Device::parse(a->device);  // a usage error for anything but cpu, cuda, cuda:N
     o.jobs = session.jobs;
     o.timeout_s = session.timeout_s;
     o.command = session.command;

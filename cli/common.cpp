@@ -30,16 +30,6 @@
 
 namespace ra::cli {
 
-std::string device_type(const std::string& device) {
-  if (device == "cpu") return "cpu";
-  if (device == "cuda") return "cuda";
-  if (device.rfind("cuda:", 0) == 0) {
-    const std::string index = device.substr(5);
-    if (!index.empty() && index.size() <= 4 && index.find_first_not_of("0123456789") == std::string::npos) return "cuda";
-  }
-  throw UsageError(fmt::format("unknown device '{}' (use cpu, cuda or cuda:N)", device));
-}
-
 void check_writable_target(const std::string& path) {
   // What the report will really be written to (audit/common/files.h): a device, FIFO or our own
   // stdout is written through, so its folder need not be writable; a symlink's target's folder must.
@@ -283,7 +273,6 @@ void check_outputs(const ReportOutputs& out) {
 
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults) {
-  o.device = a.device;
   if (a.repeats == "auto") {
     report::AutoRepeats rule;
     if (a.max_repeats) rule.max = *a.max_repeats;
@@ -304,7 +293,7 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.seed = a.seed;
   if (!a.devices.empty()) {
     o.devices = parse_devices(a.devices);
-    if (a.device != "cuda")
+    if (o.device != Device{Device::Kind::Cuda, -1})
       throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not --device {}", a.device));
   }
   o.load_libraries = a.libraries;

@@ -62,9 +62,10 @@ struct AuditHelp {
 // --load-library, --allowlist, --baseline, --save-baseline, --atol, --rtol and --tolerant on `sub`, storing into `a`.
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 
-// Fills the shared options from the arguments: the device, repeats, configurations (`defaults`
-// when --configs is not given), jobs, timeout, seed, libraries, argv and progress; checks the
-// --report, --junit, --markdown, --html and --save-baseline folders. Throws UsageError.
+// Fills the shared options from the arguments: repeats, configurations (`defaults` when --configs
+// is not given), jobs, timeout, seed, libraries, argv and progress; checks --devices against the
+// device (parsed by the caller with Device::parse, at the edge, into `o.device`) and the --report,
+// --junit, --markdown, --html and --save-baseline folders. Throws UsageError.
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults);
 
@@ -95,9 +96,6 @@ ReportJudges load_judges(const AuditArgs& a, SessionOptions& session);
 // Throws UsageError unless the folder of each output file asked for is writable
 // (check_writable_target).
 void check_outputs(const ReportOutputs& out);
-
-// "cpu" or "cuda" for a --device value (cpu, cuda, cuda:N); throws UsageError otherwise.
-std::string device_type(const std::string& device);
 
 // Throws UsageError unless the folder of `path` exists and is writable (checked before any work,
 // so that a report is never lost after a long audit).

@@ -707,7 +707,7 @@ class CommandAudit : public AuditKind {
     target.kind = "command";
     target.path = executable_;
     target.model_digest = command_digest(o_.argv, executable_);
-    target.device = o_.device;
+    target.device = o_.device.to_string();
     target.seed = o_.seed;
     return target;
   }
@@ -785,7 +785,7 @@ class CommandAudit : public AuditKind {
         return CandidateOutcome{r.verdict, r.message, {}};
       };
       const TimeFn time = [&](const std::vector<Config>& timed) { return session_->time(timed, std::max(o_.timed_runs, 1)); };
-      const std::string device = o_.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+      const std::string device = o_.device.type();
       failing.fix_search = search_fixes(failing, configs_[c], device, evaluate, time);
       failing.fix_search->repeats = o_.auto_repeats ? most_runs : o_.repeats;
       failing.fix_search->repeats_auto = o_.auto_repeats.has_value();

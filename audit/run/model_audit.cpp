@@ -47,7 +47,7 @@ TrialSpec base_spec(const RunOptions& o) {
   s.model = std::filesystem::absolute(o.model).string();
   s.input_file = o.input_file.empty() ? "" : std::filesystem::absolute(o.input_file).string();
   s.shapes = o.shapes;
-  s.device = o.device;
+  s.device = o.device.to_string();
   s.mode = o.mode;
   s.steps = o.steps;
   s.optimizer = o.optimizer;
@@ -390,7 +390,7 @@ report::Target model_target(const RunOptions& o, const TrialResult& pre, bool na
   target.path = o.model;
   target.model_digest = file_digest(o.model, "model");
   if (!o.input_file.empty()) target.input_digest = file_digest(o.input_file, "input file");
-  target.device = o.device;
+  target.device = o.device.to_string();
   target.mode = o.mode;
   target.steps = o.mode == "train" ? o.steps : 0;
   target.optimizer = o.mode == "train" ? o.optimizer : "";
@@ -523,7 +523,7 @@ class ModelAudit : public AuditKind {
 
   // The fix search of each diverged configuration: candidates run on the failing configuration's GPU.
   void fix_search(report::Target& target) {
-    const std::string device = o_.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+    const std::string device = o_.device.type();
     int searches = 0;
     for (size_t c = 0; c < configs_.size(); ++c) {
       report::ConfigResult& failing = target.configs[c];

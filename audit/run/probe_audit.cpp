@@ -163,7 +163,7 @@ class SuiteRunner {
     for (const auto& b : batches) {
       TrialSpec spec;
       spec.task = ChildTask::Probes;
-      spec.device = o_.device;
+      spec.device = o_.device.to_string();
       spec.seed = o_.seed;
       spec.load_libraries = o_.load_libraries;
       spec.config = b.config < 0 ? census_config() : o_.configs[static_cast<size_t>(b.config)];
@@ -288,7 +288,7 @@ class SuiteRunner {
 TrialResult preflight(const ProbeRunOptions& o, const ScratchDir& scratch) {
   TrialSpec spec;
   spec.task = ChildTask::Preflight;
-  spec.device = o.device;
+  spec.device = o.device.to_string();
   spec.load_libraries = o.load_libraries;
   spec.config = Config{"preflight", {}};
   const PreparedChild p = prepare_child(scratch, "preflight", spec, o.timeout_s);
@@ -317,7 +317,7 @@ report::Target probe_target(const probes::ProbeInfo& info, const ProbeRunOptions
   t.kind = "probe";
   const std::string identity = info.name + "\n" + info.form;
   t.model_digest = digest_kernel::bytes_digest(identity.data(), identity.size());
-  t.device = o.device;
+  t.device = o.device.to_string();
   t.mode = info.direction == probes::Direction::Backward ? "train" : "infer";
   t.seed = o.seed;
   return t;
@@ -415,13 +415,13 @@ class ProbeSuite : public AuditKind {
       report::Target& t = rep.targets[n];
       t.probe = probe_facts(info, kb_);
       if (!runs_here(info)) {
-        t = skipped_target(std::move(t), o_, mine, probe_off_device_message(o_.device_type));
+        t = skipped_target(std::move(t), o_, mine, probe_off_device_message(o_.device.type()));
         continue;
       }
       const size_t i = index++;
       std::tie(t.configs, t.dependence) = analyse_probe(i, cells, stats.answer());
       for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner_->stopped_by(i, mine[k]);
-      judge_probe(t, entry, o_.device_type, runner_->census(i));
+      judge_probe(t, entry, o_.device.type(), runner_->census(i));
       if (const auto& c = runner_->census(i); c) census_.push_back({t.name, c->completed, c->alerts});
     }
   }
@@ -433,7 +433,7 @@ class ProbeSuite : public AuditKind {
   std::vector<report::CensusRecord> shard_census() override { return std::move(census_); }
 
  private:
-  bool runs_here(const probes::ProbeInfo& info) const { return o_.device_type == "cuda" ? info.cuda : info.cpu; }
+  bool runs_here(const probes::ProbeInfo& info) const { return o_.device.is_cuda() ? info.cuda : info.cpu; }
 
   // The runnable probes' runs per configuration, and the reference dumps a shard keeps for merge.
   void collect_runs(const Cells& cells) {
@@ -478,8 +478,8 @@ class ProbeSuite : public AuditKind {
 
 }  // namespace
 
-std::vector<std::string> default_probe_config_names(const std::string& device_type) {
-  if (device_type == "cuda") return {"default", "det", "benchmark", "cudnn-det"};
+std::vector<std::string> default_probe_config_names(const Device& device) {
+  if (device.is_cuda()) return {"default", "det", "benchmark", "cudnn-det"};
   return {"default", "det", "threads-1", "mkl-cbwr"};
 }
 

@@ -173,7 +173,7 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
   const bool switches = env.contains("switches") && env["switches"].is_object() && !env["switches"].empty();
   if (!switches) missing.push_back("switches");
   std::vector<std::string> gpus;
-  if (device_type == "cuda") {
+  if (Device::of(device_type).is_cuda()) {
     text({"cuda", "driver"});
     text({"cuda", "runtime"});
     const auto* devices = env.contains("cuda") && env["cuda"].is_object() && env["cuda"].contains("devices")
@@ -218,7 +218,7 @@ SelfCheck tracing_check(const Report& forward, const Report& backward, const std
     wrong.push_back(fmt::format("no backward root cause in backward.pt (verdict {})", to_string(backward.verdict)));
   // CUDA's autograd engine runs a device's backward on a thread of its own; the CPU's runs it on
   // the caller's. A backward root cause on thread 0 under CUDA means the tracer missed that thread.
-  if (b != nullptr && device_type == "cuda" && b->thread == 0)
+  if (b != nullptr && Device::of(device_type).is_cuda() && b->thread == 0)
     wrong.push_back("the backward root cause was found on the model's thread, not the device's autograd thread");
   check.passed = wrong.empty();
   check.evidence = check.passed ? fmt::format("forward: {}; backward: {}", cause_text(*f), cause_text(*b))
@@ -247,11 +247,11 @@ std::vector<SelfCheck> read_worker_checks(const std::string& path) {
 class SelfTest : public AuditKind {
  public:
   explicit SelfTest(const SelfTestOptions& o)
-      : o_(o), device_type_(o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu"), cpus_(logical_cpu_count()) {}
+      : o_(o), device_type_(o.device.type()), cpus_(logical_cpu_count()) {}
 
   AuditPlan plan() override {
     const std::string worker_result = scratch_.path() + "/selftest-checks.json";
-    run_worker_service(scratch_, "selftest", {"__selftest", o_.device, worker_result, scratch_.path()}, o_.timeout_s);
+    run_worker_service(scratch_, "selftest", {"__selftest", o_.device.to_string(), worker_result, scratch_.path()}, o_.timeout_s);
     checks_ = read_worker_checks(worker_result);
     return {};
   }
@@ -288,21 +288,20 @@ class SelfTest : public AuditKind {
     checks_.push_back(fingerprint_check(probes_.environment, device_type_));
     checks_.push_back(tracing_check(forward_, backward_, device_type_));
     r.environment = probes_.environment;
-    r.selftest = report::SelfTest{device_type_ == "cuda" && o_.device == "cuda" ? "cuda:0" : o_.device, checks_};
+    r.selftest = report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
   }
 
  private:
   static constexpr int kRepeats = 4;
   static constexpr int kSecondRound = 16;
 
-  std::string positive() const { return device_type_ == "cuda" ? "index_add" : "index_put.accumulate"; }
+  std::string positive() const { return o_.device.is_cuda() ? "index_add" : "index_put.accumulate"; }
 
   // Probe trials: the controls under default and det, and under two configurations that set every
   // switch both ways.
   void run_controls() {
     ProbeRunOptions p;
     p.device = o_.device;
-    p.device_type = device_type_;
     p.repeats = kRepeats;
     std::vector<std::string> configs = {"default", "det"};
     for (const auto& c : switch_configs(cpus_)) configs.push_back(c);
@@ -323,7 +322,7 @@ class SelfTest : public AuditKind {
     for (auto& pos : probes_.targets)
       for (auto& c : pos.configs)
         if (pos.name == positive() && c.name == "default" && c.verdict == Verdict::Reproducible &&
-            (device_type_ == "cuda" || cpus_ >= 2)) {
+            (o_.device.is_cuda() || cpus_ >= 2)) {
           ProbeRunOptions again = p;
           again.repeats = kSecondRound;
           again.configs = parse_configs({"default"}, cpus_);
@@ -338,7 +337,7 @@ class SelfTest : public AuditKind {
   }
 
   const SelfTestOptions& o_;
-  const std::string device_type_;
+  const std::string device_type_;  // "cpu" or "cuda": what the checks judge by
   const unsigned cpus_;
   ScratchDir scratch_;
   std::vector<SelfCheck> checks_;

@@ -17,7 +17,7 @@ namespace ra::cli::worker {
 namespace {
 
 int execute(const LintArgs& a) {
-  const std::string type = device_type(a.device);
+  const Device device = Device::parse(a.device);
   if (!a.report.empty()) check_writable_target(a.report);
   ReportJudges allow;
   load_allowlist_option(a.allowlist, allow);
@@ -29,7 +29,7 @@ int execute(const LintArgs& a) {
   if (const ArchiveKind kind = archive_kind(a.model); kind != ArchiveKind::Export && kind != ArchiveKind::Aoti)
     if (const std::string why = not_torchscript_because(a.model); !why.empty())
       throw InputError(fmt::format("model '{}' {}", a.model, why));
-  LintResult result = lint_model(a.model, type, kb, a.libraries, a.mode, a.strict);
+  LintResult result = lint_model(a.model, device.type(), kb, a.libraries, a.mode, a.strict);
   result.device = a.device;
   result.knowledge_path = knowledge;
   if (allow.allowlist) apply_allowlist(result, *allow.allowlist, allow.today);
