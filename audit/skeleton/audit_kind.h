@@ -34,8 +34,9 @@
 //      parts hand each other (the preflight's result, the trials' runs). Keep each part short: a
 //      part that grows past a screen has a named step inside it.
 //   3. Its entry point is one line: `Kind kind(options); return run_kind(kind, options, options.shard);`.
-//   4. In cli/, one cmd_<name>.cpp fills the options (fill_session, shard_option, load_judges) and
-//      ends with finish_report(report, args.out, judges).
+//   4. In cli/, one cmd_<name>.cpp parses the device (Device::parse, audit/common/device.h), fills
+//      the options (fill_session, shard_option, load_judges) and ends with
+//      finish_report(report, args.out, judges).
 //   5. Results go in report::Target::configs, one per configuration that ran; a result of a new
 //      shape gets its own section of the report model and its renderers (reports/).
 // A kind never sets tool_version, command, tolerance, shard or wall time, never calls finalize, and
