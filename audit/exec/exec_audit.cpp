@@ -609,29 +609,6 @@ nlohmann::ordered_json exec_plan(const ExecOptions& o, const std::string& identi
   return plan;
 }
 
-// What the hook saw in `seen` (the reference run of the first configuration that has one), into
-// the command's facts: the hook's state, the seeding checklist, torchrun facts, metric counts.
-void hook_facts(report::ExecFacts& facts, const RunRecord& seen) {
-  facts.hook = hook_state(seen.hook);
-  if (facts.hook == "none")
-    facts.hook_note = "no Python process that imports the hook reported: in-process switches were not applied and "
-                      "there is no seeding checklist (the command is not a Python program, or runs Python with -S or -I)";
-  else if (facts.hook == "python-without-torch")
-    facts.hook_note = "the program is Python but never imported torch: in-process switches did not apply";
-  facts.checklist = seeding_checklist(seen.hook);
-  // A path below the run's own folder reads as $REPRO_AUDIT_OUT: the same in every run.
-  const std::string out_dir = seen.dir + "/out";
-  for (auto& item : facts.checklist)
-    for (std::string* field : {&item.text, &item.artifact})
-      for (size_t at = field->find(out_dir); at != std::string::npos; at = field->find(out_dir))
-        field->replace(at, out_dir.size(), "$REPRO_AUDIT_OUT");
-  distributed_facts(seen.hook, seen.env, facts);
-  for (auto& m : facts.metrics) {
-    const auto it = seen.metrics.find(m.name);
-    m.occurrences = it == seen.metrics.end() ? 0 : static_cast<int>(it->second.size());
-  }
-}
-
 // `exec` as an audit kind (audit/skeleton/audit_kind.h): one target, the command; a cell is a
 // configuration with all its runs of the command.
 class CommandAudit : public AuditKind {
@@ -744,7 +721,7 @@ class CommandAudit : public AuditKind {
       if (ref >= 0) seen = batch_.records[c][static_cast<size_t>(ref)];
     }
     if (seen != nullptr) {
-      hook_facts(facts_, *seen);
+      hook_facts(facts_, seen->hook, seen->env, seen->dir, seen->metrics);
       for (const auto& t : seen->taken) {
         auto& a = session_->artifacts()[t.name];
         a.name = t.name;
