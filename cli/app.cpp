@@ -34,7 +34,7 @@ int fail(ExitCode code, const std::string& message) {
 
 // What a command printed on stdout reached it: a failed write (a full disk behind `> file`, a
 // descriptor not open for writing) is an input error of its own, whatever verdict the command
-// reached, since the caller never read it. cli/common.h's write_stdout reports it where it happens;
+// reached, since the caller never read it. audit/common/files.h's write_stdout reports it where it happens;
 // this catches what any other write (CLI11's help, std::cout) left behind.
 int checked_stdout(int code) {
   errno = 0;

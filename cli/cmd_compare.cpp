@@ -8,7 +8,7 @@
 // B is itself incomplete, 3 when either file is unreadable or invalid or B was not made from the
 // same targets as A (nothing is written then).
 #include "audit/baseline/baseline.h"
-#include "audit/run/changed_ops.h"
+#include "audit/skeleton/changed_ops.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
 
@@ -20,20 +20,22 @@ namespace {
 struct CompareArgs {
   std::string baseline;
   std::string current;
-  std::string allowlist;  // --allowlist FILE
-  AuditArgs out;  // only report, junit, markdown, html and json are used
+  std::string allowlist;           // --allowlist FILE
+  bool fail_on_explained = false;  // --fail-on-explained
+  ReportOutputs out;
 };
 
 int execute(const CompareArgs& a) {
-  for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown, &a.out.html})
-    if (!path->empty()) check_writable_target(*path);
+  check_outputs(a.out);
   // Both files are read and checked against each other before anything is written.
-  const AllowlistOption allow = load_allowlist_option(a.allowlist);
-  const Baseline baseline = load_baseline(a.baseline, "baseline");
+  ReportJudges judges;
+  load_allowlist_option(a.allowlist, judges);
+  judges.baseline = load_baseline(a.baseline, "baseline");
+  judges.fail_on_explained = a.fail_on_explained;
   report::Report current = load_baseline(a.current, "report").results;
-  // B's own allowlist decisions are in B already; --allowlist adds this list's (emit_report applies
+  // B's own allowlist decisions are in B already; --allowlist adds this list's (finish_report applies
   // it before the comparison, whose nondeterministic results it may allow).
-  return emit_report(std::move(current), a.out, allow, baseline);
+  return finish_report(std::move(current), a.out, judges);
 }
 
 }  // namespace
@@ -48,7 +50,7 @@ Action attach_compare(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically; a 'baseline' suite holds the comparison)");
   sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
   add_allowlist_option(sub, a->allowlist);
-  add_fail_on_explained_option(sub, a->out.fail_on_explained);
+  add_fail_on_explained_option(sub, a->fail_on_explained);
   return [a] { return execute(*a); };
 }
 

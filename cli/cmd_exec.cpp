@@ -72,6 +72,7 @@ int execute(const ExecArgs& a, const GlobalOptions& global) {
     throw UsageError("--ranks-equal compares each rank's artifacts: name them with {rank} in an --artifact (out/model-{rank}.pt)");
   o.fix_search = !a.no_fix_search;
   o.timed_runs = a.timed_runs;
+  o.device = Device::parse(a.device);
   fill_session(o, a, global, {"default"});
   if (o.jobs > 1)
     for (const auto& p : o.artifacts)
@@ -80,9 +81,8 @@ int execute(const ExecArgs& a, const GlobalOptions& global) {
                                      "{{out}}/ (the run's own $REPRO_AUDIT_OUT), so that runs do not overwrite each other",
                                      o.jobs, p.text));
   o.shard = shard_option(a);
-  const AllowlistOption allow = load_allowlist_option(a.allowlist);
-  const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
-  return emit_report(exec::run_exec(o), a, allow, baseline);
+  const ReportJudges judges = load_judges(a, o);
+  return finish_report(exec::run_exec(o), a.out, judges);
 }
 
 }  // namespace

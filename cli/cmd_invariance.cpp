@@ -68,8 +68,8 @@ std::vector<int64_t> parse_batch_dims(const std::vector<std::string>& items) {
 
 int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   invariance::InvarianceOptions o;
+  o.session.device = Device::parse(a.device);  // a usage error for anything but cpu, cuda, cuda:N
   fill_session(o.session, a, global, {"default"});
-  (void)device_type(a.device);  // a usage error for anything but cpu, cuda, cuda:N
   o.model = a.model;
   o.input = a.input;
   o.rows = a.rows;
@@ -78,7 +78,7 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   o.sizes = parse_sizes(a.sizes, a.budget);
   o.sizes_text = a.sizes;
   o.batch_dims = parse_batch_dims(a.batch_dims);
-  return emit_report(invariance::run_invariance(o), a, AllowlistOption{});
+  return finish_report(invariance::run_invariance(o), a.out, {});
 }
 
 }  // namespace
@@ -105,11 +105,11 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
                  "configurations, one worker each: presets (default, det, strict, threads-1, threads-N, mkl-cbwr, ...) or "
                  "key=value lists joined by '+'; default: default")
       ->delimiter(',');
-  sub.add_option("--report", a->report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a->junit, "write a JUnit XML report here (atomically; one test case per configuration)");
-  sub.add_option("--markdown", a->markdown, "write a Markdown summary here (atomically)");
-  sub.add_option("--html", a->html, "write a self-contained HTML report here (atomically)");
-  sub.add_flag("--json", a->json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
+  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically; one test case per configuration)");
+  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
+  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
+  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--jobs,-j", a->jobs, "configurations run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))
       ->capture_default_str();

@@ -18,16 +18,21 @@ namespace {
 
 struct MergeArgs {
   std::vector<std::string> shards;
-  AuditArgs out;  // report, junit, markdown, html, json, save_baseline, allowlist, baseline, fail_on_explained, timeout
+  ReportOutputs out;
+  std::string allowlist;           // --allowlist FILE
+  std::string baseline;            // --baseline FILE
+  bool fail_on_explained = false;  // --fail-on-explained
+  double timeout = 600;            // --timeout: of the worker computing statistics
   std::string knowledge;
 };
 
 int execute(const MergeArgs& a) {
-  for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown, &a.out.html, &a.out.save_baseline})
-    if (!path->empty()) check_writable_target(*path);
-  if (a.out.fail_on_explained && a.out.baseline.empty())
+  check_outputs(a.out);
+  if (a.fail_on_explained && a.baseline.empty())
     throw UsageError("--fail-on-explained applies to a comparison: add --baseline FILE");
-  const AllowlistOption allow = load_allowlist_option(a.out.allowlist);
+  ReportJudges judges;
+  load_allowlist_option(a.allowlist, judges);
+  judges.fail_on_explained = a.fail_on_explained;
   // Every shard is read and checked before anything is written.
   std::vector<fleet::ShardFile> shards;
   for (const auto& path : a.shards) shards.push_back({path, read_report(path)});
@@ -41,12 +46,11 @@ int execute(const MergeArgs& a) {
   if (needs_knowledge()) kb = load_knowledge(a.knowledge.empty() ? knowledge_path() : a.knowledge);
   fleet::MergeOptions options;
   options.knowledge = kb ? &*kb : nullptr;
-  options.timeout_s = a.out.timeout;
+  options.timeout_s = a.timeout;
   report::Report merged = fleet::merge_shards(shards, options);
-  // apply_baseline (in emit_report) checks that the baseline was made from the same targets.
-  std::optional<Baseline> baseline;
-  if (!a.out.baseline.empty()) baseline = load_baseline(a.out.baseline);
-  return emit_report(std::move(merged), a.out, allow, baseline);
+  // apply_baseline (in finish_report) checks that the baseline was made from the same targets.
+  if (!a.baseline.empty()) judges.baseline = load_baseline(a.baseline);
+  return finish_report(std::move(merged), a.out, judges);
 }
 
 }  // namespace
@@ -61,12 +65,12 @@ Action attach_merge(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
   sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--save-baseline", a->out.save_baseline, "write a baseline of the joined results here (atomically)");
-  add_allowlist_option(sub, a->out.allowlist);
-  sub.add_option("--baseline", a->out.baseline, "compare the joined results with a baseline or report of the same plan");
-  add_fail_on_explained_option(sub, a->out.fail_on_explained);
+  add_allowlist_option(sub, a->allowlist);
+  sub.add_option("--baseline", a->baseline, "compare the joined results with a baseline or report of the same plan");
+  add_fail_on_explained_option(sub, a->fail_on_explained);
   sub.add_option("--knowledge", a->knowledge,
                  "knowledge-base file for probes split across shards (default: share/repro-audit/knowledge/ops.json)");
-  sub.add_option("--timeout", a->out.timeout, "seconds the worker computing statistics may take")
+  sub.add_option("--timeout", a->timeout, "seconds the worker computing statistics may take")
       ->check(seconds_up_to(kMaxTimeoutSeconds))
       ->capture_default_str();
   return [a] { return execute(*a); };

@@ -35,7 +35,7 @@ std::string documented_text(const probes::ProbeInfo& info, const KnowledgeBase& 
 
 int list(const ProbesArgs& a, const KnowledgeBase& kb) {
   const auto selected = select_probes(probe_catalogue(a.libraries), a.only);
-  if (a.json) {
+  if (a.out.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto& i : selected) {
       std::vector<std::string> devices;
@@ -72,16 +72,15 @@ int list(const ProbesArgs& a, const KnowledgeBase& kb) {
 int execute(const ProbesArgs& a, const GlobalOptions& global) {
   const KnowledgeBase kb = load_knowledge(a.knowledge.empty() ? knowledge_path() : a.knowledge);
   ProbeRunOptions o;
-  o.device_type = device_type(a.device);
+  o.device = Device::parse(a.device);
   if (a.list) return list(a, kb);
   o.only = a.only;
   o.census = !a.no_census;
-  fill_session(o, a, global, default_probe_config_names(o.device_type));
+  fill_session(o, a, global, default_probe_config_names(o.device));
   o.shard = shard_option(a);
   o.knowledge_digest = file_digest(a.knowledge.empty() ? knowledge_path() : a.knowledge, "knowledge base");
-  const AllowlistOption allow = load_allowlist_option(a.allowlist);
-  const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
-  return emit_report(run_probe_suite(o, kb), a, allow, baseline);
+  const ReportJudges judges = load_judges(a, o);
+  return finish_report(run_probe_suite(o, kb), a.out, judges);
 }
 
 }  // namespace

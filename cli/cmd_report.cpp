@@ -20,15 +20,14 @@ namespace {
 
 struct ReportArgs {
   std::string input;
-  AuditArgs out;  // only report, junit, markdown, html and json are used
+  ReportOutputs out;
 };
 
 int execute(const ReportArgs& a) {
-  for (const std::string* path : {&a.out.report, &a.out.junit, &a.out.markdown, &a.out.html})
-    if (!path->empty()) check_writable_target(*path);
+  check_outputs(a.out);
   // The whole report is read before anything is written: no output on any error.
   // The saved report already carries its allowlist decisions: none is applied again.
-  return emit_report(read_report(a.input), a.out, AllowlistOption{});
+  return finish_report(read_report(a.input), a.out, {});
 }
 
 }  // namespace

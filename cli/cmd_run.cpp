@@ -56,14 +56,14 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.timed_runs = a.timed_runs;
   o.no_native = a.no_native;
   fill_training(o, a);
-  fill_session(o, a, global, default_config_names(device_type(a.device)));
+  o.device = Device::parse(a.device);
+  fill_session(o, a, global, default_config_names(o.device));
   o.shard = shard_option(a);
   // The restart-replay picks its configuration from all of them: it cannot be split.
   if (o.shard && o.replay && o.shard->request.count > 1)
     throw UsageError("--replay needs every configuration's results in one process: it cannot run in a shard (drop --replay, or run it unsharded)");
-  const AllowlistOption allow = load_allowlist_option(a.allowlist);
-  const std::optional<Baseline> baseline = load_baseline_option(a.baseline, o);
-  return emit_report(run_audit(o), a, allow, baseline);
+  const ReportJudges judges = load_judges(a, o);
+  return finish_report(run_audit(o), a.out, judges);
 }
 
 }  // namespace

@@ -13,11 +13,11 @@ Action attach_selftest(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<AuditArgs>();
   a->timeout = 300;
   sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
-  sub.add_option("--report", a->report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a->junit, "write a JUnit XML report here (atomically; one test case per check)");
-  sub.add_option("--markdown", a->markdown, "write a Markdown summary here (atomically)");
-  sub.add_option("--html", a->html, "write a self-contained HTML report here (atomically)");
-  sub.add_flag("--json", a->json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
+  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically; one test case per check)");
+  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
+  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
+  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--jobs,-j", a->jobs, "child processes run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))
       ->capture_default_str();
@@ -28,13 +28,12 @@ Action attach_selftest(CLI::App& sub, const GlobalOptions& global) {
     SessionOptions session;
     fill_session(session, *a, global, {"default"});
     SelfTestOptions o;
-    o.device = a->device;
-    (void)device_type(a->device);  // a usage error for anything but cpu, cuda, cuda:N
+    o.device = Device::parse(a->device);  // a usage error for anything but cpu, cuda, cuda:N
     o.jobs = session.jobs;
     o.timeout_s = session.timeout_s;
     o.command = session.command;
     o.progress = session.progress;
-    return emit_report(run_selftest(o), *a, AllowlistOption{});
+    return finish_report(run_selftest(o), a->out, {});
   };
 }
 

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/common.h"
 
-#include "audit/run/changed_ops.h"
-
 #include "audit/trial/config.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -31,24 +29,6 @@
 #include <unistd.h>
 
 namespace ra::cli {
-
-std::string device_type(const std::string& device) {
-  if (device == "cpu") return "cpu";
-  if (device == "cuda") return "cuda";
-  if (device.rfind("cuda:", 0) == 0) {
-    const std::string index = device.substr(5);
-    if (!index.empty() && index.size() <= 4 && index.find_first_not_of("0123456789") == std::string::npos) return "cuda";
-  }
-  throw UsageError(fmt::format("unknown device '{}' (use cpu, cuda or cuda:N)", device));
-}
-
-void write_stdout(std::string_view text) {
-  errno = 0;
-  const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
-  const int err = errno;
-  check_stop();  // a closed pipe on stdout (SIGPIPE) ends the tool as interrupted
-  if (!ok) throw InputError(fmt::format("cannot write to stdout: {}", err != 0 ? std::strerror(err) : "write error"));
-}
 
 void check_writable_target(const std::string& path) {
   // What the report will really be written to (audit/common/files.h): a device, FIFO or our own
@@ -182,11 +162,11 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
                  "configurations: presets (default, benchmark, cudnn-det, det-warn, det, strict, threads-1, threads-N, "
                  "mkl-cbwr) or key=value lists joined by '+' (e.g. det+threads=1); default: " + help.default_configs)
       ->delimiter(',');
-  sub.add_option("--report", a.report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a.junit, "write a JUnit XML report here (atomically; one test case per target x configuration)");
-  sub.add_option("--markdown", a.markdown, "write a Markdown summary here (atomically; e.g. $GITHUB_STEP_SUMMARY)");
-  sub.add_option("--html", a.html, "write a self-contained HTML report here (atomically; opens from disk, fetches nothing)");
-  sub.add_flag("--json", a.json, "print the JSON report on stdout instead of the summary");
+  sub.add_option("--report", a.out.report, "write the JSON report here (atomically)");
+  sub.add_option("--junit", a.out.junit, "write a JUnit XML report here (atomically; one test case per target x configuration)");
+  sub.add_option("--markdown", a.out.markdown, "write a Markdown summary here (atomically; e.g. $GITHUB_STEP_SUMMARY)");
+  sub.add_option("--html", a.out.html, "write a self-contained HTML report here (atomically; opens from disk, fetches nothing)");
+  sub.add_flag("--json", a.out.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--jobs,-j", a.jobs, "child processes run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))
       ->capture_default_str();
@@ -219,7 +199,7 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--shards", a.shards, "the number of shards of a Kubernetes Indexed Job (its completions), which "
                                        "gives only JOB_COMPLETION_INDEX")
       ->check(integer_in(1, fleet::kMaxShards));
-  sub.add_option("--save-baseline", a.save_baseline,
+  sub.add_option("--save-baseline", a.out.save_baseline,
                  "write a baseline here (atomically): every configuration's digests with the environment fingerprint, "
                  "for a later --baseline or compare");
 }
@@ -247,8 +227,8 @@ std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a) {
   if (!request) return std::nullopt;
   // One shard of one is the whole plan: it needs no merge, so no --report either (and --shard 1/1
   // runs every cell inside a scheduler's array whose tasks run different audits).
-  if (a.report.empty() && request->count == 1) return std::nullopt;
-  if (a.report.empty()) {
+  if (a.out.report.empty() && request->count == 1) return std::nullopt;
+  if (a.out.report.empty()) {
     std::string read;
     for (const auto& [k, v] : request->variables) read += fmt::format("{}{}={}", read.empty() ? "" : " ", k, v);
     throw UsageError(request->source == "--shard"
@@ -259,7 +239,7 @@ std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a) {
                                        request->count));
   }
   fleet::acknowledge(*request);
-  return fleet::ShardOptions{*request, a.report};
+  return fleet::ShardOptions{*request, a.out.report};
 }
 
 report::Report read_report(const std::string& path) {
@@ -280,17 +260,19 @@ report::Report read_report(const std::string& path) {
   }
 }
 
-AllowlistOption load_allowlist_option(const std::string& path) {
-  AllowlistOption o;
-  if (path.empty()) return o;
-  o.list = load_allowlist(path);
-  o.today = today_date();
-  return o;
+void load_allowlist_option(const std::string& path, ReportJudges& judges) {
+  if (path.empty()) return;
+  judges.allowlist = load_allowlist(path);
+  judges.today = today_date();
+}
+
+void check_outputs(const ReportOutputs& out) {
+  for (const std::string* path : {&out.report, &out.junit, &out.markdown, &out.html, &out.save_baseline})
+    if (!path->empty()) check_writable_target(*path);
 }
 
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults) {
-  o.device = a.device;
   if (a.repeats == "auto") {
     report::AutoRepeats rule;
     if (a.max_repeats) rule.max = *a.max_repeats;
@@ -311,7 +293,7 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   o.seed = a.seed;
   if (!a.devices.empty()) {
     o.devices = parse_devices(a.devices);
-    if (a.device != "cuda")
+    if (o.device != Device{Device::Kind::Cuda, -1})
       throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not --device {}", a.device));
   }
   o.load_libraries = a.libraries;
@@ -323,53 +305,20 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   if (const char* today = std::getenv("REPRO_AUDIT_TODAY"); today != nullptr && *today != '\0') (void)today_date();
   o.command = global.argv;
   o.progress = !global.quiet && isatty(STDERR_FILENO);
-  for (const std::string* path : {&a.report, &a.junit, &a.markdown, &a.html, &a.save_baseline})
-    if (!path->empty()) check_writable_target(*path);
+  check_outputs(a.out);
 }
 
-std::optional<Baseline> load_baseline_option(const std::string& path, SessionOptions& session) {
-  if (path.empty()) return std::nullopt;
-  auto base = std::make_shared<const Baseline>(load_baseline(path));
+ReportJudges load_judges(const AuditArgs& a, SessionOptions& session) {
+  ReportJudges judges;
+  load_allowlist_option(a.allowlist, judges);
+  judges.fail_on_explained = a.fail_on_explained;
+  if (a.baseline.empty()) return judges;
+  auto base = std::make_shared<const Baseline>(load_baseline(a.baseline));
   session.check_targets = [base](const std::vector<report::Target>& targets, const std::vector<std::string>& configs) {
     check_baseline_targets(*base, targets, configs);
   };
-  return *base;
-}
-
-int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow,
-                const std::optional<Baseline>& baseline) {
-  if (allow.list) apply_allowlist(rep, *allow.list, allow.today);
-  if (baseline) {
-    apply_baseline(rep, *baseline);
-    name_changed_ops(rep, *baseline);
-    rep.baseline->fail_on_explained = a.fail_on_explained;
-    report::finalize(rep);
-  }
-  // Each file is written whole (temporary file, rename) or not at all; a stop signal is honoured
-  // between them.
-  const auto write = [](const std::string& path, const auto& render) {
-    if (path.empty()) return;
-    check_stop();
-    write_file_atomic(path, render());
-  };
-  write(a.report, [&] { return report::render_json(rep); });
-  write(a.junit, [&] { return report::render_junit(rep); });
-  write(a.markdown, [&] { return report::render_markdown(rep); });
-  write(a.html, [&] { return report::render_html(rep); });
-  write(a.save_baseline, [&] { return report::render_baseline(rep); });
-  if (!a.save_baseline.empty()) {
-    uint64_t records = 0, bytes = 0;
-    for (const auto& t : rep.targets)
-      for (const auto& c : t.configs)
-        if (c.op_stream) records += c.op_stream->records(), bytes += c.op_stream->packed_bytes();
-    if (records > 0)
-      log::info("baseline {}: op streams of {} records stored in {} bytes ({:.0f} per record)",
-                a.save_baseline, records, bytes, static_cast<double>(bytes) / static_cast<double>(records));
-  }
-  check_stop();
-  const std::string out = a.json ? report::render_json(rep) : report::render_text(rep);
-  write_stdout(out);
-  return rep.exit_code;
+  judges.baseline = *base;
+  return judges;
 }
 
 }  // namespace ra::cli

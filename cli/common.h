@@ -5,6 +5,7 @@
 #include "audit/baseline/allowlist.h"
 #include "audit/baseline/baseline.h"
 #include "audit/fleet/shard_run.h"
+#include "audit/skeleton/report_finish.h"
 #include "audit/trial/trials.h"
 #include "cli/command_table.h"
 #include "reports/model.h"
@@ -36,18 +37,13 @@ struct AuditArgs {
   std::optional<int> max_repeats;        // --max-repeats (with --repeats auto)
   std::optional<std::string> detect_rate;  // --detect-rate (with --repeats auto): "0.2" or "20%"
   std::vector<std::string> configs;
-  std::string report;
-  std::string junit;     // --junit FILE
-  std::string markdown;  // --markdown FILE
-  std::string html;      // --html FILE
-  bool json = false;
+  ReportOutputs out;  // --report, --junit, --markdown, --html, --save-baseline, --json
   int jobs = 1;
   double timeout = 600;
   uint64_t seed = 0;
   std::vector<std::string> libraries;
   std::string allowlist;  // --allowlist FILE
   std::string baseline;       // --baseline FILE
-  std::string save_baseline;  // --save-baseline FILE
   bool fail_on_explained = false;  // --fail-on-explained (with --baseline)
   ToleranceArgs tolerance;
   std::string shard;            // --shard K/N
@@ -66,9 +62,10 @@ struct AuditHelp {
 // --load-library, --allowlist, --baseline, --save-baseline, --atol, --rtol and --tolerant on `sub`, storing into `a`.
 void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help);
 
-// Fills the shared options from the arguments: the device, repeats, configurations (`defaults`
-// when --configs is not given), jobs, timeout, seed, libraries, argv and progress; checks the
-// --report, --junit, --markdown, --html and --save-baseline folders. Throws UsageError.
+// Fills the shared options from the arguments: repeats, configurations (`defaults` when --configs
+// is not given), jobs, timeout, seed, libraries, argv and progress; checks --devices against the
+// device (parsed by the caller with Device::parse, at the edge, into `o.device`) and the --report,
+// --junit, --markdown, --html and --save-baseline folders. Throws UsageError.
 void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& global,
                   const std::vector<std::string>& defaults);
 
@@ -81,37 +78,24 @@ std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a);
 // report this version reads.
 report::Report read_report(const std::string& path);
 
-// --allowlist, read before any work: the list (none without the option) and today's date.
-struct AllowlistOption {
-  std::optional<Allowlist> list;
-  std::string today;
-};
-// Throws InputError for a bad file, UsageError for a bad REPRO_AUDIT_TODAY.
-AllowlistOption load_allowlist_option(const std::string& path);
+// --allowlist, read before any work into `judges`: the list (none without the option) and today's
+// date. Throws InputError for a bad file, UsageError for a bad REPRO_AUDIT_TODAY.
+void load_allowlist_option(const std::string& path, ReportJudges& judges);
 // Registers --fail-on-explained on `sub`, storing into `flag`.
 void add_fail_on_explained_option(CLI::App& sub, bool& flag);
 // Registers --allowlist FILE on `sub`, storing into `path`.
 void add_allowlist_option(CLI::App& sub, std::string& path);
 
-// --baseline, read and checked before any work (nullopt without the option); InputError for a
-// file that is missing, not JSON, or not a baseline or report this version reads. The session's
+// What judges an audit's report (audit/skeleton/report_finish.h), read and checked before any
+// work: --allowlist, --fail-on-explained and --baseline (InputError for a file that is missing, not
+// JSON, or not a baseline or report this version reads). With a baseline, the session's
 // check_targets is set to check, after the preflight and before any trial, that the baseline was
 // made from the same targets (audit/baseline/baseline.h).
-std::optional<Baseline> load_baseline_option(const std::string& path, SessionOptions& session);
+ReportJudges load_judges(const AuditArgs& a, SessionOptions& session);
 
-// Applies the allowlist and the baseline (if any), writes the JSON, JUnit, Markdown and HTML reports
-// and the --save-baseline file (each atomically) where asked, prints the summary (or the JSON with
-// --json) on stdout, and returns the report's exit code.
-int emit_report(report::Report rep, const AuditArgs& a, const AllowlistOption& allow,
-                const std::optional<Baseline>& baseline = std::nullopt);
-
-// "cpu" or "cuda" for a --device value (cpu, cuda, cuda:N); throws UsageError otherwise.
-std::string device_type(const std::string& device);
-
-// Prints `text` on stdout and flushes it. A failed write (a full disk behind `> file`, a descriptor
-// not open for writing) throws InputError "cannot write to stdout: <reason>": the caller did not get
-// the summary, so no verdict's exit code may stand. A closed pipe (`| head`) stays an interruption.
-void write_stdout(std::string_view text);
+// Throws UsageError unless the folder of each output file asked for is writable
+// (check_writable_target).
+void check_outputs(const ReportOutputs& out);
 
 // Throws UsageError unless the folder of `path` exists and is writable (checked before any work,
 // so that a report is never lost after a long audit).

@@ -127,6 +127,8 @@ void finalize_invariance(Report& report) {
   for (const auto& c : report.invariance->configs) variant |= c.verdict == "variant", crashed |= c.verdict == "crashed";
   report.verdict = variant ? Verdict::Diverged : crashed ? Verdict::Crashed : Verdict::Reproducible;
   report.exit_code = variant ? 1 : crashed ? 4 : 0;
+  // An audit whose comparison could not see a one-bit change proves nothing: incomplete.
+  if (report.exit_code == 0 && !report.invariance->control.detected) report.exit_code = 4;
 }
 
 std::string invariance_text(const Report& r) {

@@ -31,12 +31,14 @@ ALLOWED = {
     # Scale-out (shards, merge): above the concerns it joins.
     "audit/fleet": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline"],
     # Any command audited by what it writes (exec): beside fleet.
-    "audit/exec": TRIAL + ["audit/trace", "audit/fleet"],
+    # What every audit kind shares (plan, shard, run cells, analyse, finish): above fleet.
+    "audit/skeleton": TRIAL + ["audit/trace", "audit/baseline", "audit/fleet"],
+    "audit/exec": TRIAL + ["audit/trace", "audit/fleet", "audit/skeleton"],
     # The front's audits.
-    "audit/run": TRIAL + CONCERNS + ["audit/fleet"],
+    "audit/run": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton"],
     # Batch invariance, the front's side: the protocol, the analysis, the driver.
-    "audit/invariance": TRIAL,
-    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/exec", "audit/run", "audit/invariance"],
+    "audit/invariance": TRIAL + ["audit/fleet", "audit/skeleton"],
+    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/invariance"],
     # The torch side.
     "worker/digest": DIGEST,
     "worker/runtime": TRIAL + ["worker/digest"],

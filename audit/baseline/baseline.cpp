@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/baseline/baseline.h"
 
+#include "audit/common/device.h"
+
 #include "audit/baseline/identity.h"
 
 #include "audit/common/errors.h"
@@ -53,7 +55,10 @@ void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // "cpu" or "cuda:N" (plain "cuda" is device 0), so that device strings compare by meaning.
-std::string normal_device(const std::string& device) { return device == "cuda" ? "cuda:0" : device; }
+std::string normal_device(const std::string& device) {
+  const std::optional<Device> d = Device::from_string(device);
+  return d && d->is_cuda() && d->index < 0 ? "cuda:0" : device;
+}
 
 std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) + "..." : d; }
 

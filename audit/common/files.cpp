@@ -200,4 +200,12 @@ ScratchDir::~ScratchDir() {
       FTW_DEPTH | FTW_PHYS);
 }
 
+void write_stdout(std::string_view text) {
+  errno = 0;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+  const int err = errno;
+  check_stop();  // a closed pipe on stdout (SIGPIPE) ends the tool as interrupted
+  if (!ok) throw InputError(fmt::format("cannot write to stdout: {}", err != 0 ? std::strerror(err) : "write error"));
+}
+
 }  // namespace ra

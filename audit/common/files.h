@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace ra {
 
@@ -31,6 +32,11 @@ OutputTarget output_target(const std::string& path);
 // /dev/stdout, /dev/fd/N or /proc/self/fd/N name) is written through: opened without creating,
 // never renamed over. Throws ra::Error(Input) when the bytes cannot all be written.
 void write_file_atomic(const std::string& path, const std::string& contents);
+
+// Prints `text` on stdout and flushes it. A failed write (a full disk behind `> file`, a descriptor
+// not open for writing) throws InputError "cannot write to stdout: <reason>": the caller did not get
+// the summary, so no verdict's exit code may stand. A closed pipe (`| head`) stays an interruption.
+void write_stdout(std::string_view text);
 
 // A fresh private folder under $TMPDIR, removed with its contents by the destructor.
 class ScratchDir {

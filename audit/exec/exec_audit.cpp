@@ -8,6 +8,7 @@
 #include "audit/common/progress.h"
 #include "audit/common/stop.h"
 #include "audit/exec/hook_report.h"
+#include "audit/skeleton/audit_kind.h"
 #include "audit/trace/fix_search.h"
 #include "audit/trial/analysis.h"
 #include "audit/trial/runner.h"
@@ -608,6 +609,178 @@ nlohmann::ordered_json exec_plan(const ExecOptions& o, const std::string& identi
   return plan;
 }
 
+// `exec` as an audit kind (audit/skeleton/audit_kind.h): one target, the command; a cell is a
+// configuration with all its runs of the command.
+class CommandAudit : public AuditKind {
+ public:
+  explicit CommandAudit(const ExecOptions& o) : o_(o) {}
+
+  AuditPlan plan() override {
+    if (o_.argv.empty()) throw UsageError("exec needs a command after --");
+    executable_ = resolve_command(o_.argv[0]);
+    log::debug("scratch folder {}", scratch_.path());
+    // The folders artifacts are taken from, opened before the first run (audit/exec/artifacts.h).
+    roots_.emplace(scratch_.path(), o_.artifact_roots);
+    check_no_artifact_yet();
+    session_.emplace(o_, scratch_, *roots_, executable_);
+    AuditPlan plan{fingerprint(scratch_, o_.timeout_s), {command_target()}, {}};
+    plan.identity = exec_plan(o_, plan.targets.front().model_digest);
+    facts_.command = o_.argv;
+    facts_.executable = executable_;
+    std::error_code ec;
+    facts_.working_directory = fs::current_path(ec).string();
+    for (const auto& m : o_.metrics) facts_.metrics.push_back({m.name, m.regex, 0});
+    return plan;
+  }
+
+  void run(const Cells& cells) override {
+    for (const size_t c : cells.configs[0]) configs_.push_back(o_.configs[c]);
+    batch_ = session_->run(configs_, o_.repeats, "", &stopped_by_);
+    check_runs();
+  }
+
+  void analyse(const Cells&, report::Report& rep) override {
+    report::Target& target = rep.targets.front();
+    target.configs = session_->analyse(batch_, configs_);
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      reword_failures(target.configs[c]);
+      target.configs[c].stopped_by = stopped_by_[c];
+    }
+    std::vector<std::string> reference_dirs;
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      const int ref = reference_index(batch_.runs[c]);
+      reference_dirs.push_back(ref >= 0 ? batch_.runs[c][static_cast<size_t>(ref)].dump_path : "");
+    }
+    session_->reset_stats();
+    configuration_dependence(target.configs, reference_dirs, session_->collect());
+    session_->resolve();
+    target.dependence = configuration_dependence(target.configs, reference_dirs, session_->answer());
+    artifact_facts();
+    link_checklist(facts_, target, [&](const std::string& n) { return session_->artifact_of(n); });
+    if (o_.ranks_equal) facts_.ranks_equal = check_ranks(*session_, batch_, configs_, o_);
+    if (o_.fix_search) fix_search(target);
+    target.exec = std::move(facts_);
+  }
+
+ private:
+  // A file a pattern matches before the first run would be taken as the first run's (and moved
+  // away from the user); a symlinked folder the pattern names is never followed.
+  void check_no_artifact_yet() const {
+    for (const auto& p : o_.artifacts) {
+      std::vector<Skipped> skipped;
+      if (const auto found = existing_matches(p, *roots_, &skipped); !found.empty())
+        throw InputError(fmt::format("--artifact '{}' already matches '{}' before the first run: move it away (exec takes the "
+                                     "files the command writes, and would take this one as the first run's)",
+                                     p.text, found.front()));
+      for (const auto& k : skipped)
+        throw InputError(fmt::format("--artifact '{}': '{}' is {}; name the folder it points to with --artifact-root DIR",
+                                     p.text, k.name, k.reason));
+    }
+  }
+
+  report::Target command_target() const {
+    report::Target target;
+    target.name = joined(o_.argv);
+    target.kind = "command";
+    target.path = executable_;
+    target.model_digest = command_digest(o_.argv, executable_);
+    target.device = o_.device.to_string();
+    target.seed = o_.seed;
+    return target;
+  }
+
+  // InputError for a command that failed in every run, an --artifact or --metric that matched
+  // nothing in any run, or no artifact at all.
+  void check_runs() const {
+    bool any_ok = false;
+    for (const auto& config : batch_.runs)
+      for (const auto& r : config) any_ok = any_ok || r.result.has_value();
+    if (!any_ok) fail_everywhere(batch_.runs, o_.timeout_s);
+    for (size_t i = 0; i < o_.artifacts.size(); ++i)
+      if (!session_->matched().count(i))
+        throw InputError(fmt::format("--artifact '{}' matched no file in any run{}", o_.artifacts[i].text,
+                                     session_->skip_reason(o_.artifacts[i].text)));
+    for (const auto& m : o_.metrics)
+      if (!session_->metrics_seen().count(m.name))
+        throw InputError(fmt::format("--metric {} matched no line of the command's stdout in any run", m.name));
+    bool any_artifact = false;
+    for (const auto& config : batch_.records)
+      for (const RunRecord* rec : config) any_artifact = any_artifact || (rec && rec->ok && !rec->taken.empty());
+    if (!any_artifact && o_.metrics.empty())
+      throw InputError(fmt::format("the command wrote no artifact in any run{}: name its files with --artifact, write them "
+                                   "into $REPRO_AUDIT_OUT, or compare printed values with --metric",
+                                   session_->skip_reason("")));
+  }
+
+  // What the hook saw, from the first configuration's reference run (any completed run else), and
+  // the artifacts: those taken, and those matched but not taken, with the reason.
+  void artifact_facts() {
+    const RunRecord* seen = nullptr;
+    for (size_t c = 0; c < configs_.size() && seen == nullptr; ++c) {
+      const int ref = reference_index(batch_.runs[c]);
+      if (ref >= 0) seen = batch_.records[c][static_cast<size_t>(ref)];
+    }
+    if (seen != nullptr) {
+      hook_facts(facts_, seen->hook, seen->env, seen->dir, seen->metrics);
+      for (const auto& t : seen->taken) {
+        auto& a = session_->artifacts()[t.name];
+        a.name = t.name;
+        a.pattern = t.pattern;
+        a.bytes = t.bytes;
+        if (t.symlink) {
+          a.kind = "symlink";
+          a.note = fmt::format("a symlink to '{}': its link text is compared, its target never opened", t.link);
+        }
+      }
+    }
+    for (const auto& [name, k] : session_->skipped()) {
+      auto& a = session_->artifacts()[name];
+      if (a.name.empty()) {
+        a = {name, k.pattern, "skipped", "", 0};
+        a.note = "not taken: " + k.reason;
+      } else {
+        a.note += (a.note.empty() ? "" : "; ") + fmt::format("not taken in some runs: {}", k.reason);
+      }
+    }
+    for (auto& [name, a] : session_->artifacts()) {
+      if (a.name.empty()) a.name = name;
+      facts_.artifacts.push_back(a);
+    }
+  }
+
+  // The fix search of each diverged configuration, timed by the command's wall time.
+  void fix_search(report::Target& target) {
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      report::ConfigResult& failing = target.configs[c];
+      if (failing.verdict != report::Verdict::Diverged) continue;
+      int most_runs = 0;
+      const EvaluateFn evaluate = [&](const Config& config) {
+        log::info("fix search for {}: trying {}", failing.name, config.name);
+        Batch b = session_->run({config}, o_.repeats, "fix");
+        most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
+        const report::ConfigResult r = session_->analyse(b, {config}).front();
+        return CandidateOutcome{r.verdict, r.message, {}};
+      };
+      const TimeFn time = [&](const std::vector<Config>& timed) { return session_->time(timed, std::max(o_.timed_runs, 1)); };
+      const std::string device = o_.device.type();
+      failing.fix_search = search_fixes(failing, configs_[c], device, evaluate, time);
+      failing.fix_search->repeats = o_.auto_repeats ? most_runs : o_.repeats;
+      failing.fix_search->repeats_auto = o_.auto_repeats.has_value();
+      failing.fix_search->timed_runs = o_.timed_runs;
+    }
+  }
+
+  const ExecOptions& o_;
+  ScratchDir scratch_;
+  std::string executable_;
+  std::optional<ArtifactRoots> roots_;
+  std::optional<Session> session_;
+  report::ExecFacts facts_;
+  std::vector<Config> configs_;  // this process's configurations
+  Batch batch_;
+  std::vector<std::string> stopped_by_;
+};
+
 }  // namespace
 
 std::string resolve_command(const std::string& argv0) {
@@ -638,181 +811,9 @@ std::string resolve_command(const std::string& argv0) {
   throw InputError(fmt::format("command '{}' not found on PATH", argv0));
 }
 
-report::Report run_exec(const ExecOptions& given) {
-  ExecOptions o = given;
-  const auto started = std::chrono::steady_clock::now();
-  if (o.argv.empty()) throw UsageError("exec needs a command after --");
-  const std::string executable = resolve_command(o.argv[0]);
-
-  ScratchDir scratch;
-  log::debug("scratch folder {}", scratch.path());
-  // The folders artifacts are taken from, opened before the first run (audit/exec/artifacts.h).
-  const ArtifactRoots roots(scratch.path(), o.artifact_roots);
-  // A file a pattern matches before the first run would be taken as the first run's (and moved
-  // away from the user); a symlinked folder the pattern names is never followed.
-  for (const auto& p : o.artifacts) {
-    std::vector<Skipped> skipped;
-    if (const auto found = existing_matches(p, roots, &skipped); !found.empty())
-      throw InputError(fmt::format("--artifact '{}' already matches '{}' before the first run: move it away (exec takes the "
-                                   "files the command writes, and would take this one as the first run's)",
-                                   p.text, found.front()));
-    for (const auto& k : skipped)
-      throw InputError(fmt::format("--artifact '{}': '{}' is {}; name the folder it points to with --artifact-root DIR", p.text,
-                                   k.name, k.reason));
-  }
-  Session session(o, scratch, roots, executable);
-
-  report::Report rep;
-  rep.tool_version = tool_version();
-  rep.command = o.command;
-  rep.environment = fingerprint(scratch, o.timeout_s);
-  report::Target target;
-  target.name = joined(o.argv);
-  target.kind = "command";
-  target.path = executable;
-  target.model_digest = command_digest(o.argv, executable);
-  target.device = o.device;
-  target.seed = o.seed;
-  report::ExecFacts facts;
-  facts.command = o.argv;
-  facts.executable = executable;
-  std::error_code ec;
-  facts.working_directory = fs::current_path(ec).string();
-  for (const auto& m : o.metrics) facts.metrics.push_back({m.name, m.regex, 0});
-  if (o.check_targets) o.check_targets({target}, config_names(o.configs));
-
-  std::optional<fleet::ShardPlan> shard;
-  std::vector<Config> configs = o.configs;
-  if (o.shard) {
-    shard.emplace(*o.shard, exec_plan(o, target.model_digest), 1, config_names(o.configs));
-    configs.clear();
-    for (const size_t c : shard->configs_of(0)) configs.push_back(o.configs[c]);
-  }
-  if (shard && configs.empty()) {
-    rep.shard = shard->finish({});
-    report::finalize(rep);
-    rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    return rep;
-  }
-
-  std::vector<std::string> stopped_by;
-  Batch batch = session.run(configs, o.repeats, "", &stopped_by);
-  bool any_ok = false;
-  for (const auto& config : batch.runs)
-    for (const auto& r : config) any_ok = any_ok || r.result.has_value();
-  if (!any_ok) fail_everywhere(batch.runs, o.timeout_s);
-  for (size_t i = 0; i < o.artifacts.size(); ++i)
-    if (!session.matched().count(i))
-      throw InputError(fmt::format("--artifact '{}' matched no file in any run{}", o.artifacts[i].text,
-                                   session.skip_reason(o.artifacts[i].text)));
-  for (const auto& m : o.metrics)
-    if (!session.metrics_seen().count(m.name))
-      throw InputError(fmt::format("--metric {} matched no line of the command's stdout in any run", m.name));
-  bool any_artifact = false;
-  for (const auto& config : batch.records)
-    for (const RunRecord* rec : config) any_artifact = any_artifact || (rec && rec->ok && !rec->taken.empty());
-  if (!any_artifact && o.metrics.empty())
-    throw InputError(fmt::format("the command wrote no artifact in any run{}: name its files with --artifact, write them into "
-                                 "$REPRO_AUDIT_OUT, or compare printed values with --metric",
-                                 session.skip_reason("")));
-
-  target.configs = session.analyse(batch, configs);
-  for (size_t c = 0; c < configs.size(); ++c) {
-    reword_failures(target.configs[c]);
-    target.configs[c].stopped_by = stopped_by[c];
-  }
-  std::vector<std::string> reference_dirs;
-  for (size_t c = 0; c < configs.size(); ++c) {
-    const int ref = reference_index(batch.runs[c]);
-    reference_dirs.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
-  }
-  session.reset_stats();
-  configuration_dependence(target.configs, reference_dirs, session.collect());
-  session.resolve();
-  target.dependence = configuration_dependence(target.configs, reference_dirs, session.answer());
-
-  // What the hook saw, from the first configuration's reference run (any completed run else).
-  const RunRecord* seen = nullptr;
-  for (size_t c = 0; c < configs.size() && seen == nullptr; ++c) {
-    const int ref = reference_index(batch.runs[c]);
-    if (ref >= 0) seen = batch.records[c][static_cast<size_t>(ref)];
-  }
-  if (seen != nullptr) {
-    facts.hook = hook_state(seen->hook);
-    if (facts.hook == "none")
-      facts.hook_note = "no Python process that imports the hook reported: in-process switches were not applied and "
-                        "there is no seeding checklist (the command is not a Python program, or runs Python with -S or -I)";
-    else if (facts.hook == "python-without-torch")
-      facts.hook_note = "the program is Python but never imported torch: in-process switches did not apply";
-    facts.checklist = seeding_checklist(seen->hook);
-    // A path below the run's own folder reads as $REPRO_AUDIT_OUT: the same in every run.
-    const std::string out_dir = seen->dir + "/out";
-    for (auto& item : facts.checklist)
-      for (std::string* field : {&item.text, &item.artifact})
-        for (size_t at = field->find(out_dir); at != std::string::npos; at = field->find(out_dir))
-          field->replace(at, out_dir.size(), "$REPRO_AUDIT_OUT");
-    distributed_facts(seen->hook, seen->env, facts);
-    for (auto& m : facts.metrics) {
-      const auto it = seen->metrics.find(m.name);
-      m.occurrences = it == seen->metrics.end() ? 0 : static_cast<int>(it->second.size());
-    }
-    for (const auto& t : seen->taken) {
-      auto& a = session.artifacts()[t.name];
-      a.name = t.name;
-      a.pattern = t.pattern;
-      a.bytes = t.bytes;
-      if (t.symlink) {
-        a.kind = "symlink";
-        a.note = fmt::format("a symlink to '{}': its link text is compared, its target never opened", t.link);
-      }
-    }
-  }
-  // What was matched but not taken: in the report with its reason.
-  for (const auto& [name, k] : session.skipped()) {
-    auto& a = session.artifacts()[name];
-    if (a.name.empty()) {
-      a = {name, k.pattern, "skipped", "", 0};
-      a.note = "not taken: " + k.reason;
-    } else {
-      a.note += (a.note.empty() ? "" : "; ") + fmt::format("not taken in some runs: {}", k.reason);
-    }
-  }
-  for (auto& [name, a] : session.artifacts()) {
-    if (a.name.empty()) a.name = name;
-    facts.artifacts.push_back(a);
-  }
-  link_checklist(facts, target, [&](const std::string& n) { return session.artifact_of(n); });
-  if (o.ranks_equal) facts.ranks_equal = check_ranks(session, batch, configs, o);
-
-  if (o.fix_search)
-    for (size_t c = 0; c < configs.size(); ++c) {
-      report::ConfigResult& failing = target.configs[c];
-      if (failing.verdict != report::Verdict::Diverged) continue;
-      int most_runs = 0;
-      const EvaluateFn evaluate = [&](const Config& config) {
-        log::info("fix search for {}: trying {}", failing.name, config.name);
-        Batch b = session.run({config}, o.repeats, "fix");
-        most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
-        const report::ConfigResult r = session.analyse(b, {config}).front();
-        return CandidateOutcome{r.verdict, r.message, {}};
-      };
-      const TimeFn time = [&](const std::vector<Config>& timed) { return session.time(timed, std::max(o.timed_runs, 1)); };
-      const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
-      failing.fix_search = search_fixes(failing, configs[c], device, evaluate, time);
-      failing.fix_search->repeats = o.auto_repeats ? most_runs : o.repeats;
-      failing.fix_search->repeats_auto = o.auto_repeats.has_value();
-      failing.fix_search->timed_runs = o.timed_runs;
-    }
-
-  target.exec = std::move(facts);
-  rep.targets.push_back(std::move(target));
-  rep.tolerance = o.tolerance;
-  rep.tolerant = o.tolerant;
-  rep.auto_repeats = o.auto_repeats;
-  if (shard) rep.shard = shard->finish({});
-  report::finalize(rep);
-  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  return rep;
+report::Report run_exec(const ExecOptions& options) {
+  CommandAudit kind(options);
+  return run_kind(kind, options, options.shard);
 }
 
 }  // namespace ra::exec

@@ -340,4 +340,26 @@ void distributed_facts(const HookRun& run, const std::map<std::string, std::opti
   }
 }
 
+void hook_facts(report::ExecFacts& facts, const HookRun& run,
+                const std::map<std::string, std::optional<std::string>>& environment, const std::string& run_dir, const std::map<std::string, std::vector<std::string>>& metrics) {
+  facts.hook = hook_state(run);
+  if (facts.hook == "none")
+    facts.hook_note = "no Python process that imports the hook reported: in-process switches were not applied and "
+                      "there is no seeding checklist (the command is not a Python program, or runs Python with -S or -I)";
+  else if (facts.hook == "python-without-torch")
+    facts.hook_note = "the program is Python but never imported torch: in-process switches did not apply";
+  facts.checklist = seeding_checklist(run);
+  // A path below the run's own folder reads as $REPRO_AUDIT_OUT: the same in every run.
+  const std::string out_dir = run_dir + "/out";
+  for (auto& item : facts.checklist)
+    for (std::string* field : {&item.text, &item.artifact})
+      for (size_t at = field->find(out_dir); at != std::string::npos; at = field->find(out_dir))
+        field->replace(at, out_dir.size(), "$REPRO_AUDIT_OUT");
+  distributed_facts(run, environment, facts);
+  for (auto& m : facts.metrics) {
+    const auto it = metrics.find(m.name);
+    m.occurrences = it == metrics.end() ? 0 : static_cast<int>(it->second.size());
+  }
+}
+
 }  // namespace ra::exec

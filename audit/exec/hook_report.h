@@ -58,4 +58,11 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run);
 void distributed_facts(const HookRun& run, const std::map<std::string, std::optional<std::string>>& environment,
                        report::ExecFacts& facts);
 
+// What the hook saw in one run (the reference run of the first configuration that has one), into
+// the command's facts: the hook's state and note, the seeding checklist (paths below `run_dir`
+// read as $REPRO_AUDIT_OUT), torchrun facts, and how often each --metric was printed.
+void hook_facts(report::ExecFacts& facts, const HookRun& run,
+                const std::map<std::string, std::optional<std::string>>& environment, const std::string& run_dir,
+                const std::map<std::string, std::vector<std::string>>& metrics);
+
 }  // namespace ra::exec

@@ -40,8 +40,6 @@ int reference_repeat(const report::ConfigResult& c) {
   return 0;
 }
 
-std::string device_type_of(const std::string& device) { return device.rfind("cuda", 0) == 0 ? "cuda" : "cpu"; }
-
 // A target whose cells ran in several shards: its configurations joined, and what spans them analysed again.
 struct Joined {
   report::Target target;
@@ -69,7 +67,7 @@ Joined join(const std::vector<Piece>& parts, size_t target_index, const std::map
     }
   }
   if (j.target.probe) {
-    const std::string off_device = probe_off_device_message(device_type_of(j.target.device));
+    const std::string off_device = probe_off_device_message(Device::of(j.target.device).type());
     j.judge = !std::all_of(j.target.configs.begin(), j.target.configs.end(), [&](const report::ConfigResult& c) {
       return c.verdict == report::Verdict::Skipped && c.message == off_device;
     });
@@ -130,7 +128,7 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
       facts.alerts.clear();
       facts.disagreements.clear();
       const KnowledgeEntry* entry = facts.knowledge_id.empty() ? nullptr : options.knowledge->find(facts.knowledge_id);
-      judge_probe(j.target, entry, device_type_of(j.target.device), j.census);
+      judge_probe(j.target, entry, Device::of(j.target.device).type(), j.census);
     }
     rep.targets.push_back(std::move(j.target));
   }

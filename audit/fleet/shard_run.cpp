@@ -24,7 +24,7 @@ nlohmann::ordered_json session_plan(const SessionOptions& o, const std::string& 
   nlohmann::ordered_json plan;
   plan["command"] = command;
   plan["tool"] = tool_version();
-  plan["device"] = o.device;
+  plan["device"] = o.device.to_string();
   for (const auto& c : o.configs) plan["configs"].push_back({{"name", c.name}, {"values", c.values}});
   if (o.auto_repeats)
     plan["repeats"] = {{"auto", true}, {"min", o.auto_repeats->min}, {"max", o.auto_repeats->max}, {"rate", o.auto_repeats->rate}};

@@ -6,6 +6,7 @@
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/invariance/invariance_analysis.h"
+#include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
 
 #include <fmt/format.h>
@@ -30,7 +31,7 @@ struct CellResult {
 };
 
 // One cell per configuration: its request written, its worker described.
-std::vector<Cell> plan(const InvarianceOptions& o, const ScratchDir& scratch) {
+std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch) {
   check_readable(o.model, "model");
   check_readable(o.input, "input");
   std::vector<Cell> cells;
@@ -40,7 +41,7 @@ std::vector<Cell> plan(const InvarianceOptions& o, const ScratchDir& scratch) {
     InvarianceRequest rq{{}, o.rows, o.filler, o.sizes, o.budget, o.batch_dims, i == 0};
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
-    rq.spec.device = o.session.device;
+    rq.spec.device = o.session.device.to_string();
     rq.spec.seed = o.session.seed;
     rq.spec.config = c.config;
     rq.spec.load_libraries = o.session.load_libraries;
@@ -116,7 +117,7 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r) {
 report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<Cell>& cells, const std::vector<CellResult>& results,
                                  nlohmann::ordered_json& environment) {
   report::Invariance inv;
-  inv.model = o.model, inv.input = o.input, inv.device = o.session.device, inv.rows = o.rows;
+  inv.model = o.model, inv.input = o.input, inv.device = o.session.device.to_string(), inv.rows = o.rows;
   inv.filler = o.filler == Filler::Random ? "random" : "input";
   inv.sizes = o.sizes_text, inv.budget = o.budget;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -132,32 +133,43 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   return inv;
 }
 
-report::Report finish(const InvarianceOptions& o, report::Invariance inv, nlohmann::ordered_json environment,
-                      std::chrono::steady_clock::time_point started) {
-  report::Report r;
-  r.tool_version = tool_version();
-  r.command = o.session.command;
-  r.environment = std::move(environment);
-  r.invariance = std::move(inv);
-  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  report::finalize(r);
-  if (!r.invariance->control.detected && r.exit_code == 0) {
-    // An audit whose comparison could not see a one-bit change proves nothing: incomplete.
-    r.exit_code = static_cast<int>(ExitCode::Incomplete);
+// Batch invariance as an audit kind (audit/skeleton/audit_kind.h): the plan is one target (the
+// model) whose cells are the configurations, each one worker; analyse puts the sweep's answer in
+// the report's invariance section, which takes the place of per-target results.
+class InvarianceKind : public AuditKind {
+ public:
+  explicit InvarianceKind(const InvarianceOptions& o) : o_(o) {}
+
+  AuditPlan plan() override {
+    cells_ = plan_cells(o_, scratch_);
+    AuditPlan p;
+    report::Target model;
+    model.name = o_.model;
+    p.targets.push_back(std::move(model));
+    return p;
   }
-  return r;
-}
+
+  void run(const Cells&) override { results_ = run_cells(cells_, o_); }
+
+  void analyse(const Cells&, report::Report& report) override {
+    nlohmann::ordered_json environment;
+    report.invariance = analyse_cells(o_, cells_, results_, environment);
+    report.environment = std::move(environment);
+    report.targets.clear();  // the invariance section is the result
+  }
+
+ private:
+  const InvarianceOptions& o_;
+  const ScratchDir scratch_;
+  std::vector<Cell> cells_;
+  std::vector<CellResult> results_;
+};
 
 }  // namespace
 
 report::Report run_invariance(const InvarianceOptions& o) {
-  const auto started = std::chrono::steady_clock::now();
-  const ScratchDir scratch;
-  const std::vector<Cell> cells = plan(o, scratch);
-  const std::vector<CellResult> results = run_cells(cells, o);
-  nlohmann::ordered_json environment;
-  report::Invariance inv = analyse_cells(o, cells, results, environment);
-  return finish(o, std::move(inv), std::move(environment), started);
+  InvarianceKind kind(o);
+  return run_kind(kind, o.session, std::nullopt);
 }
 
 }  // namespace ra::invariance

@@ -5,6 +5,8 @@
 // and brings back the environment fingerprint.
 #include "audit/run/model_audit.h"
 
+#include "audit/skeleton/audit_kind.h"
+
 #include "audit/trial/analysis.h"
 #include "audit/common/errors.h"
 #include "audit/common/stop.h"
@@ -45,7 +47,7 @@ TrialSpec base_spec(const RunOptions& o) {
   s.model = std::filesystem::absolute(o.model).string();
   s.input_file = o.input_file.empty() ? "" : std::filesystem::absolute(o.input_file).string();
   s.shapes = o.shapes;
-  s.device = o.device;
+  s.device = o.device.to_string();
   s.mode = o.mode;
   s.steps = o.steps;
   s.optimizer = o.optimizer;
@@ -245,8 +247,8 @@ std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>
 }
 
 
-report::ConfigResult analyse(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
-                             bool trace, const DiffFn& diff) {
+report::ConfigResult analyse_runs(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
+                                  bool trace, const DiffFn& diff) {
   report::ConfigResult result = analyse_config(config, runs, diff);
   if (trace) result.trace = summarise_traces(runs, traces, result.op_stream);
   return result;
@@ -380,48 +382,15 @@ nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& targe
   return plan;
 }
 
-}  // namespace
-
-report::Report run_audit(const RunOptions& given) {
-  RunOptions o = given;  // --trace may be dropped after the preflight (a compiled target)
-  const auto started = std::chrono::steady_clock::now();
-  check_readable(o.model, "model");
-  if (!o.input_file.empty()) check_readable(o.input_file, "input file");
-  for (const auto& lib : o.load_libraries) check_readable(lib, "library");
-  // An archive is checked here, before any worker opens it (entry names, sizes, the budget:
-  // audit/common/zip_check.h). An AOTInductor package's compiled library is native code that the
-  // worker loads and runs: the report says so, and --no-native refuses it before it is unpacked.
-  const bool native =
-      looks_like_zip(o.model) && is_aoti_package(checked_zip_entries(o.model, fmt::format("model '{}'", o.model)));
-  if (native && o.no_native)
-    throw InputError(fmt::format("model '{}' is an AOTInductor package, whose compiled library is native code that would run "
-                                 "in the audit's processes, and --no-native refuses native code",
-                                 o.model));
-
-  ScratchDir scratch;
-  log::debug("scratch folder {}", scratch.path());
-  const TrialResult pre = preflight(o, scratch);
-  // A note on what --trace cannot see is the report's (target.notes, printed with the summary):
-  // said once there, not again on stderr.
-  for (const auto& w : pre.warnings)
-    if (w.rfind("--trace: ", 0) == 0) log::debug("{}", w);
-    else log::warn("{}", w);
-  if (!pre.untraceable.empty()) {
-    log::warn("--trace: {}", pre.untraceable);
-    o.trace = false;
-  }
-
-  report::Report rep;
-  rep.tool_version = tool_version();
-  rep.command = o.command;
-  rep.environment = pre.environment;
+// The model's target as the report names it, before any result, from the options and the preflight.
+report::Target model_target(const RunOptions& o, const TrialResult& pre, bool native) {
   report::Target target;
   target.name = std::filesystem::path(o.model).filename().string();
   target.kind = "model";
   target.path = o.model;
   target.model_digest = file_digest(o.model, "model");
   if (!o.input_file.empty()) target.input_digest = file_digest(o.input_file, "input file");
-  target.device = o.device;
+  target.device = o.device.to_string();
   target.mode = o.mode;
   target.steps = o.mode == "train" ? o.steps : 0;
   target.optimizer = o.mode == "train" ? o.optimizer : "";
@@ -437,104 +406,163 @@ report::Report run_audit(const RunOptions& given) {
     target.notes.insert(target.notes.begin(),
                         "this AOTInductor package's compiled library (.so) was loaded and ran as native code in the audit's "
                         "worker processes, with your rights: auditing a package trusts it (run --no-native refuses packages)");
-  if (o.check_targets) o.check_targets({target}, config_names(o.configs));
-  // A shard (--shard) runs only its cells: here, some of the configurations.
-  std::optional<fleet::ShardPlan> shard;
-  std::vector<Config> configs = o.configs;
-  if (o.shard) {
-    shard.emplace(*o.shard, run_plan(o, target), 1, config_names(o.configs));
-    configs.clear();
-    for (const size_t c : shard->configs_of(0)) configs.push_back(o.configs[c]);
-  }
-  if (shard && configs.empty()) {  // an empty shard: a valid result with no target
-    rep.shard = shard->finish({});
-    report::finalize(rep);
-    rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    return rep;
+  return target;
+}
+
+// `run` as an audit kind (audit/skeleton/audit_kind.h): one target, the model; a cell is a
+// configuration with all its repeats.
+class ModelAudit : public AuditKind {
+ public:
+  explicit ModelAudit(const RunOptions& o) : o_(o) {}  // a copy: --trace may be dropped after the preflight
+
+  AuditPlan plan() override {
+    const bool native = check_model();
+    log::debug("scratch folder {}", scratch_.path());
+    const TrialResult pre = preflight(o_, scratch_);
+    // A note on what --trace cannot see is the report's (target.notes, printed with the summary):
+    // said once there, not again on stderr.
+    for (const auto& w : pre.warnings)
+      if (w.rfind("--trace: ", 0) == 0) log::debug("{}", w);
+      else log::warn("{}", w);
+    if (!pre.untraceable.empty()) {
+      log::warn("--trace: {}", pre.untraceable);
+      o_.trace = false;
+    }
+    AuditPlan plan{pre.environment, {model_target(o_, pre, native)}, {}};
+    plan.identity = run_plan(o_, plan.targets.front());
+    environment_ = pre.environment;
+    return plan;
   }
 
-  const std::optional<DevicePlacement> placement = session_placement(o, pre.environment);
-  const DevicePlacement* place = placement ? &*placement : nullptr;
-  if (placement) rep.contention = contention_note(*placement, o.jobs);
-  const Batch batch = run_batch(o, scratch, configs, o.repeats, "", o.trace, place);
-  std::vector<std::string> reference_dumps;
-  for (size_t c = 0; c < configs.size(); ++c) {
-    const int ref = reference_index(batch.runs[c]);
-    reference_dumps.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].dump_path : "");
-    if (shard && shard->shared(0))
-      shard->keep(0, shard->configs_of(0)[c], reference_dumps.back(),
-                  ref >= 0 && o.trace ? batch.traces[c][static_cast<size_t>(ref)] : "");
+  void run(const Cells& cells) override {
+    for (const size_t c : cells.configs[0]) configs_.push_back(o_.configs[c]);
+    placement_ = session_placement(o_, environment_);
+    batch_ = run_batch(o_, scratch_, configs_, o_.repeats, "", o_.trace, place());
   }
-  // Every statistic the analysis needs, from one worker: a first pass collects the requests.
-  BatchedDiff stats(scratch, o.timeout_s, o.tolerance);
-  {
-    std::vector<report::ConfigResult> first;
-    for (size_t c = 0; c < configs.size(); ++c) first.push_back(analyse_config(configs[c], batch.runs[c], stats.collect()));
-    configuration_dependence(first, reference_dumps, stats.collect());
+
+  void analyse(const Cells& cells, report::Report& rep) override {
+    if (placement_) rep.contention = contention_note(*placement_, o_.jobs);
+    report::Target& target = rep.targets.front();
+    analyse_configs(cells, target);
+    if (o_.trace) capture_stats(target);
+    if (o_.trace && o_.fix_search) fix_search(target);
+    if (o_.replay)
+      target.replay = run_replay({base_spec(o_), o_.replay_omit, &scratch_, o_.timeout_s,
+                                  worker_diff(scratch_, o_.timeout_s, o_.tolerance), o_.progress},
+                                 configs_, target.configs, batch_.runs);
   }
-  stats.resolve();
-  for (size_t c = 0; c < configs.size(); ++c) {
-    target.configs.push_back(analyse(configs[c], batch.runs[c], batch.traces[c], o.trace, stats.answer()));
-    target.configs.back().stopped_by = batch.stopped_by[c];
+
+ private:
+  // The model's checks before any worker opens it; true for native code (an AOTInductor package).
+  bool check_model() const {
+    check_readable(o_.model, "model");
+    if (!o_.input_file.empty()) check_readable(o_.input_file, "input file");
+    for (const auto& lib : o_.load_libraries) check_readable(lib, "library");
+    // An archive is checked here, before any worker opens it (entry names, sizes, the budget:
+    // audit/common/zip_check.h). An AOTInductor package's compiled library is native code that the
+    // worker loads and runs: the report says so, and --no-native refuses it before it is unpacked.
+    const bool native =
+        looks_like_zip(o_.model) && is_aoti_package(checked_zip_entries(o_.model, fmt::format("model '{}'", o_.model)));
+    if (native && o_.no_native)
+      throw InputError(fmt::format("model '{}' is an AOTInductor package, whose compiled library is native code that would run "
+                                   "in the audit's processes, and --no-native refuses native code",
+                                   o_.model));
+    return native;
   }
-  target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
-  if (o.trace && target.dependence) {
+
+  const DevicePlacement* place() const { return placement_ ? &*placement_ : nullptr; }
+
+  // The reference run's trace of configuration c ("" without one).
+  std::string reference_trace(size_t c) const {
+    const int ref = reference_index(batch_.runs[c]);
+    return ref >= 0 && o_.trace ? batch_.traces[c][static_cast<size_t>(ref)] : "";
+  }
+
+  // Each configuration's verdict and statistics, from one worker (a first pass collects the
+  // requests), and the dependence between configurations, explained op by op when traced.
+  void analyse_configs(const Cells& cells, report::Target& target) {
+    std::vector<std::string> reference_dumps;
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      const int ref = reference_index(batch_.runs[c]);
+      reference_dumps.push_back(ref >= 0 ? batch_.runs[c][static_cast<size_t>(ref)].dump_path : "");
+      if (cells.shard && cells.shard->shared(0)) cells.shard->keep(0, cells.configs[0][c], reference_dumps.back(), reference_trace(c));
+    }
+    BatchedDiff stats(scratch_, o_.timeout_s, o_.tolerance);
+    {
+      std::vector<report::ConfigResult> first;
+      for (size_t c = 0; c < configs_.size(); ++c) first.push_back(analyse_config(configs_[c], batch_.runs[c], stats.collect()));
+      configuration_dependence(first, reference_dumps, stats.collect());
+    }
+    stats.resolve();
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      target.configs.push_back(analyse_runs(configs_[c], batch_.runs[c], batch_.traces[c], o_.trace, stats.answer()));
+      target.configs.back().stopped_by = batch_.stopped_by[c];
+    }
+    target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
+    if (!o_.trace || !target.dependence) return;
     std::vector<std::string> traces;
     std::vector<int> repeats;
-    for (size_t c = 0; c < configs.size(); ++c) {
-      const int ref = reference_index(batch.runs[c]);
-      traces.push_back(ref >= 0 ? batch.traces[c][static_cast<size_t>(ref)] : "");
-      repeats.push_back(ref >= 0 ? batch.runs[c][static_cast<size_t>(ref)].repeat : 0);
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      const int ref = reference_index(batch_.runs[c]);
+      traces.push_back(ref >= 0 ? batch_.traces[c][static_cast<size_t>(ref)] : "");
+      repeats.push_back(ref >= 0 ? batch_.runs[c][static_cast<size_t>(ref)].repeat : 0);
     }
     trace::explain_dependence(*target.dependence, target.configs, traces, repeats);
   }
-  if (o.trace)
-    for (size_t c = 0; c < configs.size(); ++c)
+
+  // Divergence statistics of the first few root causes of each diverged configuration.
+  void capture_stats(report::Target& target) {
+    for (size_t c = 0; c < configs_.size(); ++c)
       if (target.configs[c].trace && target.configs[c].verdict == report::Verdict::Diverged) {
         auto& causes = target.configs[c].trace->root_causes;
         constexpr size_t kCapturedCauses = 3;  // statistics for the first few; the rest keep digests only
         for (size_t i = 0; i < causes.size() && i < kCapturedCauses; ++i)
-          capture_root_cause_stats(o, scratch, configs[c], causes[i], fmt::format("c{}-", c));
+          capture_root_cause_stats(o_, scratch_, configs_[c], causes[i], fmt::format("c{}-", c));
       }
+  }
 
-  if (o.trace && o.fix_search) {
-    const std::string device = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+  // The fix search of each diverged configuration: candidates run on the failing configuration's GPU.
+  void fix_search(report::Target& target) {
+    const std::string device = o_.device.type();
     int searches = 0;
-    for (size_t c = 0; c < configs.size(); ++c) {
+    for (size_t c = 0; c < configs_.size(); ++c) {
       report::ConfigResult& failing = target.configs[c];
       if (failing.verdict != report::Verdict::Diverged) continue;
       const std::string tag = fmt::format("fix{}-", searches++);
       int candidates = 0, most_runs = 0;
       const EvaluateFn evaluate = [&](const Config& config) {
         log::info("fix search for {}: trying {}", failing.name, config.name);
-        // A candidate runs on the failing configuration's GPU.
-        const Batch b = run_batch(o, scratch, {config}, o.repeats, fmt::format("{}{}", tag, candidates++), true, place,
-                                  place ? static_cast<int>(place->slot_of(c)) : -1);
+        const Batch b = run_batch(o_, scratch_, {config}, o_.repeats, fmt::format("{}{}", tag, candidates++), true, place(),
+                                  place() ? static_cast<int>(place()->slot_of(c)) : -1);
         most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
-        const report::ConfigResult r = analyse(config, b.runs[0], b.traces[0], true, worker_diff(scratch, o.timeout_s, o.tolerance));
+        const report::ConfigResult r =
+            analyse_runs(config, b.runs[0], b.traces[0], true, worker_diff(scratch_, o_.timeout_s, o_.tolerance));
         CandidateOutcome out{r.verdict, r.message, {}};
         if (r.trace) out.root_causes = r.trace->root_causes;
         return out;
       };
-      const TimeFn time = [&](const std::vector<Config>& configs) { return time_configs(o, scratch, configs, tag); };
-      failing.fix_search = search_fixes(failing, configs[c], device, evaluate, time);
-      failing.fix_search->repeats = o.auto_repeats ? most_runs : o.repeats;
-      failing.fix_search->repeats_auto = o.auto_repeats.has_value();
-      failing.fix_search->timed_runs = o.timed_runs;
+      const TimeFn time = [&](const std::vector<Config>& configs) { return time_configs(o_, scratch_, configs, tag); };
+      failing.fix_search = search_fixes(failing, configs_[c], device, evaluate, time);
+      failing.fix_search->repeats = o_.auto_repeats ? most_runs : o_.repeats;
+      failing.fix_search->repeats_auto = o_.auto_repeats.has_value();
+      failing.fix_search->timed_runs = o_.timed_runs;
       annotate_fixes(failing, device);
     }
   }
-  if (o.replay)
-    target.replay = run_replay({base_spec(o), o.replay_omit, &scratch, o.timeout_s, worker_diff(scratch, o.timeout_s, o.tolerance), o.progress},
-                               configs, target.configs, batch.runs);
-  rep.targets.push_back(std::move(target));
-  rep.tolerance = o.tolerance;
-  rep.tolerant = o.tolerant;
-  rep.auto_repeats = o.auto_repeats;
-  if (shard) rep.shard = shard->finish({});
-  report::finalize(rep);
-  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  return rep;
+
+  RunOptions o_;
+  ScratchDir scratch_;
+  nlohmann::ordered_json environment_;
+  std::vector<Config> configs_;  // this process's configurations
+  std::optional<DevicePlacement> placement_;
+  Batch batch_;
+};
+
+}  // namespace
+
+report::Report run_audit(const RunOptions& options) {
+  ModelAudit kind(options);
+  return run_kind(kind, options, options.shard);
 }
 
 }  // namespace ra

@@ -12,6 +12,8 @@
 // (audit/knowledge/probe_findings.h).
 #include "audit/run/probe_audit.h"
 
+#include "audit/skeleton/audit_kind.h"
+
 #include "audit/trial/analysis.h"
 #include "audit/digest/digest_kernel.h"
 #include "audit/common/errors.h"
@@ -161,7 +163,7 @@ class SuiteRunner {
     for (const auto& b : batches) {
       TrialSpec spec;
       spec.task = ChildTask::Probes;
-      spec.device = o_.device;
+      spec.device = o_.device.to_string();
       spec.seed = o_.seed;
       spec.load_libraries = o_.load_libraries;
       spec.config = b.config < 0 ? census_config() : o_.configs[static_cast<size_t>(b.config)];
@@ -286,7 +288,7 @@ class SuiteRunner {
 TrialResult preflight(const ProbeRunOptions& o, const ScratchDir& scratch) {
   TrialSpec spec;
   spec.task = ChildTask::Preflight;
-  spec.device = o.device;
+  spec.device = o.device.to_string();
   spec.load_libraries = o.load_libraries;
   spec.config = Config{"preflight", {}};
   const PreparedChild p = prepare_child(scratch, "preflight", spec, o.timeout_s);
@@ -315,7 +317,7 @@ report::Target probe_target(const probes::ProbeInfo& info, const ProbeRunOptions
   t.kind = "probe";
   const std::string identity = info.name + "\n" + info.form;
   t.model_digest = digest_kernel::bytes_digest(identity.data(), identity.size());
-  t.device = o.device;
+  t.device = o.device.to_string();
   t.mode = info.direction == probes::Direction::Backward ? "train" : "infer";
   t.seed = o.seed;
   return t;
@@ -344,10 +346,140 @@ nlohmann::ordered_json probe_plan(const ProbeRunOptions& o, const std::vector<re
   return plan;
 }
 
+// The facts of a probe that the report shows beside its results, from its description and its
+// knowledge-base entry (or none).
+report::ProbeFacts probe_facts(const probes::ProbeInfo& info, const KnowledgeBase& kb) {
+  const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb.find(info.kb);
+  report::ProbeFacts facts;
+  facts.family = info.family;
+  facts.op = info.op;
+  facts.direction = probes::to_string(info.direction);
+  facts.role = probes::to_string(info.role);
+  facts.form = info.form;
+  facts.knowledge_id = info.kb;
+  facts.documented = documented_status(info, kb);
+  if (entry) {
+    facts.documented_device = entry->device;
+    facts.doc_row = entry->doc_row;
+    facts.advice = entry->advice;
+  }
+  return facts;
+}
+
+// `probes` as an audit kind (audit/skeleton/audit_kind.h): one target per selected probe; the
+// children of a configuration x repeat run every probe of this process's cells (SuiteRunner).
+class ProbeSuite : public AuditKind {
+ public:
+  ProbeSuite(const ProbeRunOptions& o, const KnowledgeBase& kb) : o_(o), kb_(kb) {}
+
+  AuditPlan plan() override {
+    selected_ = select_probes(probe_catalogue(o_.load_libraries), o_.only);
+    log::debug("scratch folder {}", scratch_.path());
+    const TrialResult pre = preflight(o_, scratch_);
+    environment_ = pre.environment;
+    AuditPlan plan{pre.environment, {}, {}};
+    for (const auto& info : selected_) plan.targets.push_back(probe_target(info, o_));
+    plan.identity = probe_plan(o_, plan.targets);
+    return plan;
+  }
+
+  // The probes that run on this device and have a cell here, in one SuiteRunner.
+  void run(const Cells& cells) override {
+    std::set<std::string> isolated;
+    for (size_t t = 0; t < selected_.size(); ++t) {
+      const auto& info = selected_[t];
+      if (!runs_here(info) || cells.configs[t].empty()) continue;
+      runnable_.push_back(info.name);
+      target_of_.push_back(t);
+      if (info.isolated) isolated.insert(info.name);
+    }
+    fleet::ShardPlan* shard = cells.shard;
+    const auto wanted = [this, shard](size_t i, size_t c) { return !shard || shard->runs(target_of_[i], c); };
+    placement_ = session_placement(o_, environment_);
+    runner_.emplace(o_, scratch_, runnable_, std::move(isolated), wanted, placement_ ? &*placement_ : nullptr);
+    runner_->run();
+  }
+
+  void analyse(const Cells& cells, report::Report& rep) override {
+    if (placement_) rep.contention = contention_note(*placement_, o_.jobs);
+    collect_runs(cells);
+    BatchedDiff stats(scratch_, o_.timeout_s, o_.tolerance);
+    for (size_t i = 0; i < runnable_.size(); ++i) analyse_probe(i, cells, stats.collect());
+    stats.resolve();
+    size_t index = 0;
+    for (size_t n = 0; n < selected_.size(); ++n) {
+      const std::vector<size_t>& mine = cells.configs[n];
+      if (mine.empty()) continue;
+      const auto& info = selected_[n];
+      const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb_.find(info.kb);
+      report::Target& t = rep.targets[n];
+      t.probe = probe_facts(info, kb_);
+      if (!runs_here(info)) {
+        t = skipped_target(std::move(t), o_, mine, probe_off_device_message(o_.device.type()));
+        continue;
+      }
+      const size_t i = index++;
+      std::tie(t.configs, t.dependence) = analyse_probe(i, cells, stats.answer());
+      for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner_->stopped_by(i, mine[k]);
+      judge_probe(t, entry, o_.device.type(), runner_->census(i));
+      if (const auto& c = runner_->census(i); c) census_.push_back({t.name, c->completed, c->alerts});
+    }
+  }
+
+  void summarise(report::Report& rep) override {
+    if (o_.census) rep.census = cross_tabulate(rep.targets, "det-warn");
+  }
+
+  std::vector<report::CensusRecord> shard_census() override { return std::move(census_); }
+
+ private:
+  bool runs_here(const probes::ProbeInfo& info) const { return o_.device.is_cuda() ? info.cuda : info.cpu; }
+
+  // The runnable probes' runs per configuration, and the reference dumps a shard keeps for merge.
+  void collect_runs(const Cells& cells) {
+    runs_.assign(runnable_.size(), std::vector<std::vector<TrialRun>>(o_.configs.size()));
+    reference_dumps_.assign(runnable_.size(), std::vector<std::string>(o_.configs.size()));
+    for (size_t i = 0; i < runnable_.size(); ++i)
+      for (const size_t c : cells.configs[target_of_[i]]) {
+        runs_[i][c] = runner_->runs(i, c);
+        const int ref = reference_index(runs_[i][c]);
+        reference_dumps_[i][c] = ref >= 0 ? runs_[i][c][static_cast<size_t>(ref)].dump_path : "";
+        if (cells.shard && cells.shard->shared(target_of_[i])) cells.shard->keep(target_of_[i], c, reference_dumps_[i][c], "");
+      }
+  }
+
+  // A runnable probe's results per configuration and their dependence, analysed twice: once to
+  // collect what statistics are needed, then with the answers of one worker (audit/trial/worker.h).
+  std::pair<std::vector<report::ConfigResult>, std::optional<report::ConfigDependence>> analyse_probe(size_t i, const Cells& cells,
+                                                                                                const DiffFn& diff) {
+    std::vector<report::ConfigResult> configs;
+    std::vector<std::string> dumps;
+    for (const size_t c : cells.configs[target_of_[i]]) {
+      configs.push_back(analyse_config(o_.configs[c], runs_[i][c], diff));
+      dumps.push_back(reference_dumps_[i][c]);
+    }
+    auto dependence = configuration_dependence(configs, dumps, diff);
+    return std::make_pair(std::move(configs), std::move(dependence));
+  }
+
+  const ProbeRunOptions& o_;
+  const KnowledgeBase& kb_;
+  ScratchDir scratch_;
+  std::vector<probes::ProbeInfo> selected_;
+  nlohmann::ordered_json environment_;  // the preflight's, which the placement reads
+  std::vector<std::string> runnable_;
+  std::vector<size_t> target_of_;  // runnable probe -> its index in `selected_`
+  std::optional<DevicePlacement> placement_;
+  std::optional<SuiteRunner> runner_;
+  std::vector<std::vector<std::vector<TrialRun>>> runs_;        // per runnable probe, per configuration
+  std::vector<std::vector<std::string>> reference_dumps_;       // per runnable probe, per configuration
+  std::vector<report::CensusRecord> census_;
+};
+
 }  // namespace
 
-std::vector<std::string> default_probe_config_names(const std::string& device_type) {
-  if (device_type == "cuda") return {"default", "det", "benchmark", "cudnn-det"};
+std::vector<std::string> default_probe_config_names(const Device& device) {
+  if (device.is_cuda()) return {"default", "det", "benchmark", "cudnn-det"};
   return {"default", "det", "threads-1", "mkl-cbwr"};
 }
 
@@ -387,113 +519,8 @@ std::vector<probes::ProbeInfo> select_probes(const std::vector<probes::ProbeInfo
 }
 
 report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb) {
-  const auto started = std::chrono::steady_clock::now();
-  const std::vector<probes::ProbeInfo> selected = select_probes(probe_catalogue(o.load_libraries), o.only);
-
-  ScratchDir scratch;
-  log::debug("scratch folder {}", scratch.path());
-  const TrialResult pre = preflight(o, scratch);
-
-  std::vector<report::Target> heads;
-  for (const auto& info : selected) heads.push_back(probe_target(info, o));
-  if (o.check_targets) o.check_targets(heads, config_names(o.configs));
-  // Without --shard, every cell is this process's.
-  std::optional<fleet::ShardPlan> shard;
-  if (o.shard) shard.emplace(*o.shard, probe_plan(o, heads), selected.size(), config_names(o.configs));
-  const auto configs_of = [&](size_t t) {
-    if (shard) return shard->configs_of(t);
-    std::vector<size_t> all(o.configs.size());
-    for (size_t c = 0; c < all.size(); ++c) all[c] = c;
-    return all;
-  };
-
-  std::vector<std::string> runnable;
-  std::vector<size_t> target_of;  // runnable probe -> its index in `selected`
-  std::set<std::string> isolated;
-  for (size_t t = 0; t < selected.size(); ++t) {
-    const auto& info = selected[t];
-    if (!(o.device_type == "cuda" ? info.cuda : info.cpu) || configs_of(t).empty()) continue;
-    runnable.push_back(info.name);
-    target_of.push_back(t);
-    if (info.isolated) isolated.insert(info.name);
-  }
-  const auto wanted = [&](size_t i, size_t c) { return !shard || shard->runs(target_of[i], c); };
-  const std::optional<DevicePlacement> placement = session_placement(o, pre.environment);
-  SuiteRunner runner(o, scratch, runnable, std::move(isolated), wanted, placement ? &*placement : nullptr);
-  runner.run();
-
-  report::Report rep;
-  rep.tool_version = tool_version();
-  rep.command = o.command;
-  rep.environment = pre.environment;
-  if (placement) rep.contention = contention_note(*placement, o.jobs);
-  // The runnable probes' results per configuration, analysed twice: once to collect what
-  // statistics are needed, then with the answers of one worker (audit/trial/worker.h).
-  std::vector<std::vector<std::vector<TrialRun>>> runs(runnable.size(), std::vector<std::vector<TrialRun>>(o.configs.size()));
-  std::vector<std::vector<std::string>> reference_dumps(runnable.size(), std::vector<std::string>(o.configs.size()));
-  for (size_t i = 0; i < runnable.size(); ++i)
-    for (const size_t c : configs_of(target_of[i])) {
-      runs[i][c] = runner.runs(i, c);
-      const int ref = reference_index(runs[i][c]);
-      reference_dumps[i][c] = ref >= 0 ? runs[i][c][static_cast<size_t>(ref)].dump_path : "";
-      if (shard && shard->shared(target_of[i])) shard->keep(target_of[i], c, reference_dumps[i][c], "");
-    }
-  const auto analyse = [&](size_t i, const DiffFn& diff) {
-    std::vector<report::ConfigResult> configs;
-    std::vector<std::string> dumps;
-    for (const size_t c : configs_of(target_of[i])) {
-      configs.push_back(analyse_config(o.configs[c], runs[i][c], diff));
-      dumps.push_back(reference_dumps[i][c]);
-    }
-    auto dependence = configuration_dependence(configs, dumps, diff);
-    return std::make_pair(std::move(configs), std::move(dependence));
-  };
-  BatchedDiff stats(scratch, o.timeout_s, o.tolerance);
-  for (size_t i = 0; i < runnable.size(); ++i) analyse(i, stats.collect());
-  stats.resolve();
-
-  size_t index = 0;
-  std::vector<report::CensusRecord> census;
-  for (size_t n = 0; n < selected.size(); ++n) {
-    const auto& info = selected[n];
-    const std::vector<size_t> mine = configs_of(n);
-    if (mine.empty()) continue;
-    const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb.find(info.kb);
-    report::Target t = std::move(heads[n]);
-    report::ProbeFacts facts;
-    facts.family = info.family;
-    facts.op = info.op;
-    facts.direction = probes::to_string(info.direction);
-    facts.role = probes::to_string(info.role);
-    facts.form = info.form;
-    facts.knowledge_id = info.kb;
-    facts.documented = documented_status(info, kb);
-    if (entry) {
-      facts.documented_device = entry->device;
-      facts.doc_row = entry->doc_row;
-      facts.advice = entry->advice;
-    }
-    t.probe = facts;
-    const bool runs_here = o.device_type == "cuda" ? info.cuda : info.cpu;
-    if (!runs_here) {
-      rep.targets.push_back(skipped_target(std::move(t), o, mine, probe_off_device_message(o.device_type)));
-      continue;
-    }
-    const size_t i = index++;
-    std::tie(t.configs, t.dependence) = analyse(i, stats.answer());
-    for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner.stopped_by(i, mine[k]);
-    judge_probe(t, entry, o.device_type, runner.census(i));
-    if (const auto& c = runner.census(i); c) census.push_back({t.name, c->completed, c->alerts});
-    rep.targets.push_back(std::move(t));
-  }
-  if (o.census) rep.census = cross_tabulate(rep.targets, "det-warn");
-  rep.tolerance = o.tolerance;
-  rep.tolerant = o.tolerant;
-  rep.auto_repeats = o.auto_repeats;
-  if (shard) rep.shard = shard->finish(std::move(census));
-  report::finalize(rep);
-  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  return rep;
+  ProbeSuite kind(o, kb);
+  return run_kind(kind, o, o.shard);
 }
 
 }  // namespace ra

@@ -29,7 +29,6 @@ namespace ra {
 
 struct ProbeRunOptions : SessionOptions {
   std::vector<std::string> only;    // shell globs on probe or family names; empty = every probe
-  std::string device_type = "cpu";  // "cpu" or "cuda"
   bool census = true;               // run each probe once more under det-warn and collect alerts
   bool time_probes = true;          // time unrecorded runs of each probe: the cost of each configuration
   std::string knowledge_digest;     // of the knowledge base the findings are judged against (part of a shard's plan)
@@ -51,6 +50,6 @@ std::vector<probes::ProbeInfo> select_probes(const std::vector<probes::ProbeInfo
 report::Report run_probe_suite(const ProbeRunOptions& options, const KnowledgeBase& kb);
 
 // The configurations `probes` uses when --configs is not given.
-std::vector<std::string> default_probe_config_names(const std::string& device_type);
+std::vector<std::string> default_probe_config_names(const Device& device);
 
 }  // namespace ra

@@ -7,6 +7,7 @@
 #include "audit/knowledge/knowledge.h"
 #include "audit/run/model_audit.h"
 #include "audit/run/probe_audit.h"
+#include "audit/skeleton/audit_kind.h"
 #include "audit/trial/config.h"
 #include "audit/trial/worker.h"
 
@@ -172,7 +173,7 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
   const bool switches = env.contains("switches") && env["switches"].is_object() && !env["switches"].empty();
   if (!switches) missing.push_back("switches");
   std::vector<std::string> gpus;
-  if (device_type == "cuda") {
+  if (Device::of(device_type).is_cuda()) {
     text({"cuda", "driver"});
     text({"cuda", "runtime"});
     const auto* devices = env.contains("cuda") && env["cuda"].is_object() && env["cuda"].contains("devices")
@@ -217,7 +218,7 @@ SelfCheck tracing_check(const Report& forward, const Report& backward, const std
     wrong.push_back(fmt::format("no backward root cause in backward.pt (verdict {})", to_string(backward.verdict)));
   // CUDA's autograd engine runs a device's backward on a thread of its own; the CPU's runs it on
   // the caller's. A backward root cause on thread 0 under CUDA means the tracer missed that thread.
-  if (b != nullptr && device_type == "cuda" && b->thread == 0)
+  if (b != nullptr && Device::of(device_type).is_cuda() && b->thread == 0)
     wrong.push_back("the backward root cause was found on the model's thread, not the device's autograd thread");
   check.passed = wrong.empty();
   check.evidence = check.passed ? fmt::format("forward: {}; backward: {}", cause_text(*f), cause_text(*b))
@@ -225,95 +226,133 @@ SelfCheck tracing_check(const Report& forward, const Report& backward, const std
   return check;
 }
 
-Report run_selftest(const SelfTestOptions& o) {
-  const auto started = std::chrono::steady_clock::now();
-  const std::string device_type = o.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
-  const unsigned cpus = logical_cpu_count();
-  ScratchDir scratch;
-  const std::string worker_result = scratch.path() + "/selftest-checks.json";
-  run_worker_service(scratch, "selftest", {"__selftest", o.device, worker_result, scratch.path()}, o.timeout_s);
+namespace {
+
+// The worker's own checks (digests), from its result file.
+std::vector<SelfCheck> read_worker_checks(const std::string& path) {
   std::vector<SelfCheck> checks;
   try {
-    for (const auto& c : nlohmann::json::parse(read_file(worker_result, "self-test result")))
+    for (const auto& c : nlohmann::json::parse(read_file(path, "self-test result")))
       checks.push_back({c.at("name").get<std::string>(), c.at("passed").get<bool>(), c.at("evidence").get<std::string>()});
   } catch (const nlohmann::json::exception& e) {
     throw Error(ExitCode::Incomplete, std::string("the worker's self-test result is malformed: ") + e.what());
   }
+  return checks;
+}
+
+// `selftest` as an audit kind (audit/skeleton/audit_kind.h): no target of its own. The plan is the
+// worker's checks (which also check the device and write the two traced models); the run is probe
+// trials of the controls and two traced `run` audits, each itself an audit on the skeleton; the
+// analysis judges each check.
+class SelfTest : public AuditKind {
+ public:
+  explicit SelfTest(const SelfTestOptions& o)
+      : o_(o), device_type_(o.device.type()), cpus_(logical_cpu_count()) {}
+
+  AuditPlan plan() override {
+    const std::string worker_result = scratch_.path() + "/selftest-checks.json";
+    run_worker_service(scratch_, "selftest", {"__selftest", o_.device.to_string(), worker_result, scratch_.path()}, o_.timeout_s);
+    checks_ = read_worker_checks(worker_result);
+    return {};
+  }
+
+  void run(const Cells&) override {
+    run_controls();
+    // Tracing: each model has one nondeterministic pass, so each run names one root cause.
+    RunOptions f;
+    f.device = o_.device;
+    f.model = scratch_.path() + "/forward.pt";
+    f.shapes = {ShapeSpec{{int64_t{1} << 20}, "float32"}};
+    f.trace = true;
+    f.fix_search = false;
+    f.configs = parse_configs({"default"}, cpus_);
+    f.repeats = 5;
+    f.jobs = o_.jobs;
+    f.timeout_s = o_.timeout_s;
+    f.command = o_.command;
+    f.progress = o_.progress;
+    RunOptions b = f;
+    b.model = scratch_.path() + "/backward.pt";
+    b.mode = "train";
+    b.steps = 1;
+    forward_ = run_audit(f);
+    backward_ = run_audit(b);
+  }
+
+  void analyse(const Cells&, Report& r) override {
+    checks_.push_back(switches_);
+    checks_.push_back(detection_check(probes_, positive(), positive() + ".unique-control", cpus_, device_type_));
+    if (second_round_)
+      checks_.back().evidence += fmt::format(" (under default in a second round of {} repeats: the first {} did not race)",
+                                             kSecondRound, kRepeats);
+    checks_.push_back(fingerprint_check(probes_.environment, device_type_));
+    checks_.push_back(tracing_check(forward_, backward_, device_type_));
+    r.environment = probes_.environment;
+    r.selftest = report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
+  }
+
+ private:
+  static constexpr int kRepeats = 4;
+  static constexpr int kSecondRound = 16;
+
+  std::string positive() const { return o_.device.is_cuda() ? "index_add" : "index_put.accumulate"; }
 
   // Probe trials: the controls under default and det, and under two configurations that set every
   // switch both ways.
-  const std::string positive = device_type == "cuda" ? "index_add" : "index_put.accumulate";
-  const std::string negative = positive + ".unique-control";
-  ProbeRunOptions p;
-  p.device = o.device;
-  p.device_type = device_type;
-  p.repeats = 4;
-  std::vector<std::string> configs = {"default", "det"};
-  for (const auto& c : switch_configs(cpus)) configs.push_back(c);
-  p.configs = parse_configs(configs, cpus);
-  p.only = {positive, negative};
-  p.census = false;
-  p.time_probes = false;
-  p.jobs = o.jobs;
-  p.timeout_s = o.timeout_s;
-  p.command = o.command;
-  p.progress = o.progress;
-  const auto knowledge = load_knowledge(knowledge_path());
-  Report probes = run_probe_suite(p, knowledge);
-  checks.push_back(switches_check(probes));
-  // A race is likely, never certain: where other work keeps the cores busy, the positive
-  // control's threads may not overlap in a few repeats. One more, longer round under default
-  // before detection is called broken; the evidence says so.
-  constexpr int kSecondRound = 16;
-  bool second_round = false;
-  for (auto& pos : probes.targets)
-    for (auto& c : pos.configs)
-      if (pos.name == positive && c.name == "default" && c.verdict == Verdict::Reproducible &&
-          (device_type == "cuda" || cpus >= 2)) {
-        ProbeRunOptions again = p;
-        again.repeats = kSecondRound;
-        again.configs = parse_configs({"default"}, cpus);
-        again.only = {positive};
-        const Report more = run_probe_suite(again, knowledge);
-        if (const Target* t = find_target(more, positive))
-          if (const ConfigResult* d = find_config(*t, "default")) {
-            c = *d;
-            second_round = true;
-          }
-      }
-  checks.push_back(detection_check(probes, positive, negative, cpus, device_type));
-  if (second_round)
-    checks.back().evidence += fmt::format(" (under default in a second round of {} repeats: the first {} did not race)",
-                                          kSecondRound, p.repeats);
-  checks.push_back(fingerprint_check(probes.environment, device_type));
+  void run_controls() {
+    ProbeRunOptions p;
+    p.device = o_.device;
+    p.repeats = kRepeats;
+    std::vector<std::string> configs = {"default", "det"};
+    for (const auto& c : switch_configs(cpus_)) configs.push_back(c);
+    p.configs = parse_configs(configs, cpus_);
+    p.only = {positive(), positive() + ".unique-control"};
+    p.census = false;
+    p.time_probes = false;
+    p.jobs = o_.jobs;
+    p.timeout_s = o_.timeout_s;
+    p.command = o_.command;
+    p.progress = o_.progress;
+    const auto knowledge = load_knowledge(knowledge_path());
+    probes_ = run_probe_suite(p, knowledge);
+    switches_ = switches_check(probes_);
+    // A race is likely, never certain: where other work keeps the cores busy, the positive
+    // control's threads may not overlap in a few repeats. One more, longer round under default
+    // before detection is called broken; the evidence says so.
+    for (auto& pos : probes_.targets)
+      for (auto& c : pos.configs)
+        if (pos.name == positive() && c.name == "default" && c.verdict == Verdict::Reproducible &&
+            (o_.device.is_cuda() || cpus_ >= 2)) {
+          ProbeRunOptions again = p;
+          again.repeats = kSecondRound;
+          again.configs = parse_configs({"default"}, cpus_);
+          again.only = {positive()};
+          const Report more = run_probe_suite(again, knowledge);
+          if (const Target* t = find_target(more, positive()))
+            if (const ConfigResult* d = find_config(*t, "default")) {
+              c = *d;
+              second_round_ = true;
+            }
+        }
+  }
 
-  // Tracing: each model has one nondeterministic pass, so each run names one root cause.
-  RunOptions f;
-  f.device = o.device;
-  f.model = scratch.path() + "/forward.pt";
-  f.shapes = {ShapeSpec{{int64_t{1} << 20}, "float32"}};
-  f.trace = true;
-  f.fix_search = false;
-  f.configs = parse_configs({"default"}, cpus);
-  f.repeats = 5;
-  f.jobs = o.jobs;
-  f.timeout_s = o.timeout_s;
-  f.command = o.command;
-  f.progress = o.progress;
-  RunOptions b = f;
-  b.model = scratch.path() + "/backward.pt";
-  b.mode = "train";
-  b.steps = 1;
-  checks.push_back(tracing_check(run_audit(f), run_audit(b), device_type));
+  const SelfTestOptions& o_;
+  const std::string device_type_;  // "cpu" or "cuda": what the checks judge by
+  const unsigned cpus_;
+  ScratchDir scratch_;
+  std::vector<SelfCheck> checks_;
+  Report probes_, forward_, backward_;
+  SelfCheck switches_;
+  bool second_round_ = false;
+};
 
-  Report r;
-  r.tool_version = tool_version();
-  r.command = o.command;
-  r.environment = probes.environment;
-  r.selftest = report::SelfTest{device_type == "cuda" && o.device == "cuda" ? "cuda:0" : o.device, checks};
-  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  report::finalize(r);
-  return r;
+}  // namespace
+
+Report run_selftest(const SelfTestOptions& o) {
+  SelfTest kind(o);
+  SessionOptions session;
+  session.command = o.command;
+  return run_kind(kind, session, std::nullopt);
 }
 
 }  // namespace ra

@@ -15,6 +15,7 @@
 // and a failed check makes the exit code 1.
 #pragma once
 
+#include "audit/common/device.h"
 #include "reports/model.h"
 
 #include <string>
@@ -23,7 +24,7 @@
 namespace ra {
 
 struct SelfTestOptions {
-  std::string device = "cpu";        // cpu, cuda, cuda:N
+  Device device;                     // cpu, cuda, cuda:N
   int jobs = 1;                      // children at once
   double timeout_s = 300;            // per child
   std::vector<std::string> command;  // argv, recorded in the report

@@ -2,6 +2,8 @@
 // See audit/trace/fix_search.h for the design.
 #include "audit/trace/fix_search.h"
 
+#include "audit/common/device.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -126,7 +128,7 @@ std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const
     const auto it = targets().find(s.key);
     if (it == targets().end()) continue;
     const Target& t = it->second;
-    if (!(device_type == "cuda" ? t.cuda : t.cpu)) continue;
+    if (!(Device::of(device_type).is_cuda() ? t.cuda : t.cpu)) continue;
     std::string effective;
     bool listed = false;
     for (const auto& sw : failing.switches)

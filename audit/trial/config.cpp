@@ -158,8 +158,8 @@ std::vector<Config> parse_configs(const std::vector<std::string>& args, unsigned
   return out;
 }
 
-std::vector<std::string> default_config_names(const std::string& device_type) {
-  if (device_type == "cuda") return {"default", "det"};
+std::vector<std::string> default_config_names(const Device& device) {
+  if (device.is_cuda()) return {"default", "det"};
   return {"default", "threads-1"};
 }
 

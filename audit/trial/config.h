@@ -12,6 +12,8 @@
 // `+`-joined list of `key=value` pairs, optionally starting from a preset: `det+threads=1`.
 #pragma once
 
+#include "audit/common/device.h"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -52,8 +54,8 @@ Config parse_config(const std::string& item, unsigned logical_cpus);
 // Splits a --configs value on commas and parses each item; duplicates are a usage error.
 std::vector<Config> parse_configs(const std::vector<std::string>& args, unsigned logical_cpus);
 
-// The default configuration list for a device type ("cpu" or "cuda").
-std::vector<std::string> default_config_names(const std::string& device_type);
+// The default configuration list for a device.
+std::vector<std::string> default_config_names(const Device& device);
 
 // Environment the parent sets for a child running `config`: name -> value, or nullopt to unset.
 std::map<std::string, std::optional<std::string>> config_environment(const Config& config);

@@ -27,10 +27,10 @@ std::vector<std::string> split_devices(const std::string& text, char sep) {
 std::vector<int> parse_devices(const std::string& text) {
   std::vector<int> out;
   for (const auto& item : split_devices(text, ',')) {
-    const std::string index = item.rfind("cuda:", 0) == 0 ? item.substr(5) : "";
-    if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos)
+    const std::optional<Device> gpu = Device::from_string(item);
+    if (!gpu || !gpu->is_cuda() || gpu->index < 0)
       throw UsageError(fmt::format("--devices '{}': '{}' is not a GPU (expected cuda:N, comma-separated)", text, item));
-    const int n = std::atoi(index.c_str());
+    const int n = gpu->index;
     if (std::find(out.begin(), out.end(), n) != out.end())
       throw UsageError(fmt::format("--devices '{}': cuda:{} is named twice", text, n));
     out.push_back(n);
@@ -40,23 +40,28 @@ std::vector<int> parse_devices(const std::string& text) {
 
 std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const std::string& device, int jobs,
                                              int available, const std::optional<std::string>& parent_visible) {
+  return place_devices(requested, Device::of(device), jobs, available, parent_visible);
+}
+
+std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const Device& device, int jobs,
+                                             int available, const std::optional<std::string>& parent_visible) {
   std::vector<int> gpus = requested;
   if (!requested.empty()) {
-    if (device.rfind("cuda", 0) != 0)
-      throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not {}", device));
-    if (device != "cuda")
-      throw UsageError(fmt::format("--devices names the GPUs itself: use --device cuda, not {}", device));
+    if (!device.is_cuda())
+      throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not {}", device.to_string()));
+    if (device.index >= 0)
+      throw UsageError(fmt::format("--devices names the GPUs itself: use --device cuda, not {}", device.to_string()));
     for (int g : requested)
       if (g >= available)
         throw UsageError(fmt::format("--devices names cuda:{}, but this machine shows {} GPU{}", g, available,
                                      available == 1 ? "" : "s"));
   } else {
-    if (device.rfind("cuda", 0) != 0 || jobs < 2) return std::nullopt;
-    if (device != "cuda" || available < 2) {
+    if (!device.is_cuda() || jobs < 2) return std::nullopt;
+    if (device.index >= 0 || available < 2) {
       // One GPU for every child: the children see what the parent sees.
       DevicePlacement p;
       p.visible = {""};
-      p.names = {device == "cuda" ? std::string("cuda:0") : device};
+      p.names = {device.index < 0 ? std::string("cuda:0") : device.to_string()};
       p.per_slot = jobs;
       return p;
     }

@@ -14,6 +14,8 @@
 // (J <= G) is unchanged.
 #pragma once
 
+#include "audit/common/device.h"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -43,6 +45,9 @@ std::vector<int> parse_devices(const std::string& text);
 // per_slot is ceil(jobs / GPUs). `parent_visible` is the parent's CUDA_VISIBLE_DEVICES (nullopt when
 // unset): the children's lists are its entries. Throws UsageError for a GPU that does not exist,
 // or --devices with a CPU device.
+std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const Device& device, int jobs,
+                                             int available, const std::optional<std::string>& parent_visible);
+// The same for a device's text ("cuda", "cuda:1").
 std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const std::string& device, int jobs,
                                              int available, const std::optional<std::string>& parent_visible);
 

@@ -4,6 +4,7 @@
 // input paths made before any child starts.
 #pragma once
 
+#include "audit/common/device.h"
 #include "audit/trial/config.h"
 #include "audit/trial/placement.h"
 #include "audit/common/files.h"
@@ -19,7 +20,7 @@ namespace ra {
 
 // What `run` and `probes` share: where the trials run, how many, under what, and how.
 struct SessionOptions {
-  std::string device = "cpu";  // "cpu", "cuda", "cuda:N"
+  Device device;  // --device, parsed at the command line's edge
   int repeats = 3;
   std::optional<report::AutoRepeats> auto_repeats;  // --repeats auto: repeats until decided (repeats unused)
   std::vector<Config> configs;

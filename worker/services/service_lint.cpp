@@ -17,9 +17,10 @@ namespace ra::cli::worker {
 namespace {
 
 int execute(const LintArgs& a) {
-  const std::string type = device_type(a.device);
+  const Device device = Device::parse(a.device);
   if (!a.report.empty()) check_writable_target(a.report);
-  const AllowlistOption allow = load_allowlist_option(a.allowlist);
+  ReportJudges allow;
+  load_allowlist_option(a.allowlist, allow);
   const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
   const KnowledgeBase kb = load_knowledge(knowledge);
   // A file that is not a TorchScript archive gets the sentence that says what it is instead.
@@ -28,10 +29,10 @@ int execute(const LintArgs& a) {
   if (const ArchiveKind kind = archive_kind(a.model); kind != ArchiveKind::Export && kind != ArchiveKind::Aoti)
     if (const std::string why = not_torchscript_because(a.model); !why.empty())
       throw InputError(fmt::format("model '{}' {}", a.model, why));
-  LintResult result = lint_model(a.model, type, kb, a.libraries, a.mode, a.strict);
+  LintResult result = lint_model(a.model, device.type(), kb, a.libraries, a.mode, a.strict);
   result.device = a.device;
   result.knowledge_path = knowledge;
-  if (allow.list) apply_allowlist(result, *allow.list, allow.today);
+  if (allow.allowlist) apply_allowlist(result, *allow.allowlist, allow.today);
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
   const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result, a.verbose);

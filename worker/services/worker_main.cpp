@@ -2,6 +2,7 @@
 // repro-audit-worker: the half of the tool that links LibTorch (see CMakeLists.txt). It loads
 // LibTorch's CUDA half only for work that asks for a CUDA device, before anything could ask torch
 // whether CUDA exists (worker/runtime/cuda_loader.h).
+#include "audit/common/device.h"
 #include "worker/runtime/library_error.h"
 #include "worker/runtime/cuda_loader.h"
 #include "cli/app.h"
@@ -28,19 +29,18 @@ bool needs_cuda(int argc, char** argv) {
   if (i >= argc) return false;
   const std::string command = argv[i];
   if (command == "env") return true;
-  if (command == "__selftest") return i + 1 < argc && std::string(argv[i + 1]).rfind("cuda", 0) == 0;
+  if (command == "__selftest") return i + 1 < argc && ra::Device::of(argv[i + 1]).is_cuda();
   if (command == "__invariance" && i + 1 < argc) {  // its request holds a trial spec
     std::ifstream in(argv[i + 1]);
     const auto request = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!request.is_object() || !request.contains("spec") || !request["spec"].is_object()) return false;
-    return request.value("fingerprint", false) || request["spec"].value("device", std::string()).rfind("cuda", 0) == 0;
+    return request.value("fingerprint", false) || ra::Device::of(request["spec"].value("device", std::string())).is_cuda();
   }
   if (command != "__child" || i + 1 >= argc) return false;
   std::ifstream in(argv[i + 1]);
   const auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!spec.is_object()) return false;  // the command itself reports the malformed spec
-  const auto device = spec.value("device", std::string());
-  return device.rfind("cuda", 0) == 0 || spec.value("task", std::string()) == "preflight";
+  return ra::Device::of(spec.value("device", std::string())).is_cuda() || spec.value("task", std::string()) == "preflight";
 }
 
 }  // namespace

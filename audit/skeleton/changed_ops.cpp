@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/run/changed_ops.h"
+#include "audit/skeleton/changed_ops.h"
 
 #include "audit/trace/op_stream.h"
 

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device an audit runs on, as the user names it: `cpu`, `cuda` (the GPU CUDA makes current) or
+// `cuda:N`. Parsed once, at the command line's edge (--device), and passed down as this type; the
+// trial spec and the report carry its text (to_string), and the worker turns that text into a
+// c10::Device in one place (worker/runtime/child_support.cpp). Torch-free: the front uses it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace ra {
+
+struct Device {
+  enum class Kind { Cpu, Cuda };
+  Kind kind = Kind::Cpu;
+  int index = -1;  // N of cuda:N; -1 for cpu and for plain cuda
+
+  bool is_cuda() const { return kind == Kind::Cuda; }
+  // "cpu" or "cuda": the device type the knowledge base, the probes and the default configurations
+  // are chosen by.
+  std::string type() const { return is_cuda() ? "cuda" : "cpu"; }
+  // "cpu", "cuda" or "cuda:N", as given.
+  std::string to_string() const;
+  bool operator==(const Device& other) const { return kind == other.kind && index == other.index; }
+  bool operator!=(const Device& other) const { return !(*this == other); }
+
+  // The device `text` names (cpu, cuda, cuda:N with N of at most four digits), or nullopt.
+  static std::optional<Device> from_string(const std::string& text);
+  // The same, for a --device value: throws UsageError "unknown device '...' (use cpu, cuda or cuda:N)".
+  static Device parse(const std::string& text);
+  // The device a spec, a report or the worker's argv names, where anything not CUDA is the CPU
+  // (that text was parsed at the edge already).
+  static Device of(const std::string& text);
+};
+
+}  // namespace ra

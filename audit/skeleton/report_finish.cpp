@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "audit/skeleton/report_finish.h"
+
+#include "audit/common/files.h"
+#include "audit/common/log.h"
+#include "audit/common/stop.h"
+#include "audit/skeleton/changed_ops.h"
+#include "reports/baseline_file.h"
+#include "reports/render.h"
+
+#include <cstdint>
+
+namespace ra {
+namespace {
+
+// The size of the op streams a baseline file holds, logged once it is written.
+void log_baseline_size(const report::Report& rep, const std::string& path) {
+  uint64_t records = 0, bytes = 0;
+  for (const auto& t : rep.targets)
+    for (const auto& c : t.configs)
+      if (c.op_stream) records += c.op_stream->records(), bytes += c.op_stream->packed_bytes();
+  if (records > 0)
+    log::info("baseline {}: op streams of {} records stored in {} bytes ({:.0f} per record)", path, records, bytes,
+              static_cast<double>(bytes) / static_cast<double>(records));
+}
+
+}  // namespace
+
+int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudges& judges) {
+  if (judges.allowlist) apply_allowlist(rep, *judges.allowlist, judges.today);
+  if (judges.baseline) {
+    apply_baseline(rep, *judges.baseline);
+    name_changed_ops(rep, *judges.baseline);
+    rep.baseline->fail_on_explained = judges.fail_on_explained;
+    report::finalize(rep);
+  }
+  // Each file is written whole (temporary file, rename) or not at all; a stop signal is honoured
+  // between them.
+  const auto write = [](const std::string& path, const auto& render) {
+    if (path.empty()) return;
+    check_stop();
+    write_file_atomic(path, render());
+  };
+  write(out.report, [&] { return report::render_json(rep); });
+  write(out.junit, [&] { return report::render_junit(rep); });
+  write(out.markdown, [&] { return report::render_markdown(rep); });
+  write(out.html, [&] { return report::render_html(rep); });
+  write(out.save_baseline, [&] { return report::render_baseline(rep); });
+  if (!out.save_baseline.empty()) log_baseline_size(rep, out.save_baseline);
+  check_stop();
+  write_stdout(out.json ? report::render_json(rep) : report::render_text(rep));
+  return rep.exit_code;
+}
+
+}  // namespace ra
