@@ -247,7 +247,7 @@ ExecFacts exec_facts(const Node& n) {
     ChecklistItem item;
     item.id = c.at("id").str();
     item.status = c.at("status").str();
-    if (item.status != "ok" && item.status != "missing" && item.status != "not-applicable")
+    if (item.status != "ok" && item.status != "missing" && item.status != "not-applicable" && item.status != "note")
       c.at("status").fail(fmt::format("unknown checklist status '{}'", item.status));
     item.text = c.at("text").str();
     item.where = c.at("where").str();
