@@ -254,16 +254,24 @@ class _Hook:
             v = env.get("NCCL_NVLS_ENABLE")
             return "unset" if v is None else "off" if v == "0" else "NCCL_NVLS_ENABLE=" + v
         if key == "inductor.cache":
+            # Inductor writes its default folder into the variable when it first needs it: what
+            # counts is the variable the program started with, and whether the program changed it.
             v, start = env.get("TORCHINDUCTOR_CACHE_DIR"), self.env.get("TORCHINDUCTOR_CACHE_DIR")
             asked = self.requested.get("inductor.cache", "unset")
-            if v is None:
-                return "unset"
-            return asked if asked in ("cold", "warm") and v == start else "the program's own (TORCHINDUCTOR_CACHE_DIR)"
+            if start is not None and v is not None and v != start:
+                return "changed by the program (TORCHINDUCTOR_CACHE_DIR)"
+            if asked in ("cold", "warm"):
+                return asked if start is not None else "unset"
+            return "unset" if start is None else "set (TORCHINDUCTOR_CACHE_DIR)"
+        # Inductor's settings matter only to what torch.compile compiles (torch.optim loads the
+        # config module in every program).
+        if not self.compiles:
+            return "no effect (the program never called torch.compile)"
+        if self.read_compile_switch("compile") == "off":
+            return "no effect (compile is off)"
         config = self.inductor_config()
         if config is None:
-            if not self.compiles:
-                return "no effect (the program never called torch.compile)"
-            return "no effect (Inductor was never loaded: compile is off, or another backend)"
+            return "no effect (Inductor was never loaded: another backend)"
         if key == "inductor.deterministic":
             return onoff(config.deterministic)
         if key == "inductor.fallback_random":
