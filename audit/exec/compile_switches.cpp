@@ -155,6 +155,20 @@ std::optional<double> compile_seconds(const HookRun& run) {
   return s.get<double>();
 }
 
+std::string compile_time_line(const Config& config, const std::vector<const HookRun*>& runs) {
+  std::vector<double> seconds;
+  for (const HookRun* r : runs)
+    if (r != nullptr)
+      if (const auto s = compile_seconds(*r)) seconds.push_back(*s);
+  if (seconds.empty()) return "";
+  std::sort(seconds.begin(), seconds.end());
+  const CacheMode mode = cache_mode(config);
+  return fmt::format("{}: its runs spent a median {:.1f} s compiling{}", config.name, seconds[seconds.size() / 2],
+                     mode == CacheMode::Cold   ? " (a cold Inductor cache: every run compiles)"
+                     : mode == CacheMode::Warm ? " (a warm Inductor cache: loading what the warm-up compiled)"
+                                               : "");
+}
+
 bool called_compile(const HookRun& run) {
   for (const auto& p : run.processes)
     if (const json& c = member(p.report, "compiles"); c.is_array() && !c.empty()) return true;
@@ -184,7 +198,8 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
     if (r.hook == nullptr) continue;
     for (const auto& p : r.hook->processes) {
       for (const auto& c : member(p.report, "compiles")) {
-        if (!flag(c, "autotune") || text(c, "deterministic") == "on") continue;
+        // Under compile=off torch.compile returns the eager function: nothing is autotuned.
+        if (!flag(c, "autotune") || text(c, "deterministic") == "on" || switch_value(r.switches, "compile") == "off") continue;
         add(out, "compile.autotune", "missing",
             fmt::format("{} autotunes without Inductor's deterministic mode: it picks kernels by timing them, so two runs may "
                         "compile different kernels (inductor.deterministic=on, or inductor.autotune=off)",

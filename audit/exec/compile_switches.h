@@ -57,6 +57,10 @@ std::string compile_switch_effective(const std::string& key, const HookRun& run,
 // loads included), from the hook; nullopt when it compiled nothing or did not report.
 std::optional<double> compile_seconds(const HookRun& run);
 
+// One line for stderr on the time a configuration's runs spent compiling (median over `runs`),
+// naming a cold or warm cache; "" when none compiled.
+std::string compile_time_line(const Config& config, const std::vector<const HookRun*>& runs);
+
 // Whether any process of the run called torch.compile.
 bool called_compile(const HookRun& run);
 

@@ -814,6 +814,12 @@ report::Report run_exec(const ExecOptions& given) {
       if (ref < 0) continue;
       config_runs.push_back({&configs[c], &batch.records[c][static_cast<size_t>(ref)]->hook, target.configs[c].switches});
     }
+    for (size_t c = 0; c < configs.size(); ++c) {
+      std::vector<const HookRun*> hooks;
+      for (const RunRecord* rec : batch.records[c])
+        if (rec != nullptr && rec->ok) hooks.push_back(&rec->hook);
+      if (const std::string line = compile_time_line(configs[c], hooks); !line.empty()) log::info("{}", line);
+    }
     for (auto& item : compile_checklist(config_runs, o.jobs)) {
       if (item.text.find("never called torch.compile") != std::string::npos) log::warn("{}", item.text);
       facts.checklist.push_back(std::move(item));
