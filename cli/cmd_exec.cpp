@@ -25,6 +25,7 @@ struct ExecArgs : AuditArgs {
   std::vector<std::string> metrics;
   bool ranks_equal = false;
   bool no_fix_search = false;
+  std::string fix_search = "auto";  // --fix-search: auto | always | off
   int timed_runs = 5;
 };
 
@@ -70,7 +71,8 @@ int execute(const ExecArgs& a, const GlobalOptions& global) {
   o.ranks_equal = a.ranks_equal;
   if (a.ranks_equal && std::none_of(o.artifacts.begin(), o.artifacts.end(), [](const auto& p) { return p.rank; }))
     throw UsageError("--ranks-equal compares each rank's artifacts: name them with {rank} in an --artifact (out/model-{rank}.pt)");
-  o.fix_search = !a.no_fix_search;
+  o.fix_search = !a.no_fix_search && a.fix_search != "off";
+  o.fix_search_always = a.fix_search == "always";
   o.timed_runs = a.timed_runs;
   o.device = Device::parse(a.device);
   fill_session(o, a, global, {"default"});
@@ -105,7 +107,13 @@ Action attach_exec(CLI::App& sub, const GlobalOptions& global) {
                  "match; repeatable)");
   sub.add_flag("--ranks-equal", a->ranks_equal,
                "also require each run's {rank} artifacts to be bitwise equal across ranks (data-parallel replicas)");
-  sub.add_flag("--no-fix-search", a->no_fix_search, "do not search the switches that fix a diverged configuration");
+  sub.add_flag("--no-fix-search", a->no_fix_search, "do not search the switches that fix a diverged configuration (--fix-search off)");
+  CLI::Option* fix_mode =
+      sub.add_option("--fix-search", a->fix_search,
+                     "search the switches that fix a diverged configuration: auto (unless a missing seeding line explains it, "
+                     "which is said first), always, or off")
+          ->check(CLI::IsMember({"auto", "always", "off"}))
+          ->capture_default_str();
   // At least 5, as in run: the fix search times in rounds (report::kTimingRounds), and the spread of
   // the per-round ratios is a 94% interval of the median cost only with 5 of them.
   CLI::Option* timed = sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs of the command per candidate, "
@@ -115,8 +123,10 @@ Action attach_exec(CLI::App& sub, const GlobalOptions& global) {
   add_audit_options(sub, *a,
                     {"default", "seconds before a run of the command is killed (with its process tree) and recorded as timeout", ""});
   CLI::Option* seed = sub.get_option("--seed");
-  return [a, &global, timed, seed] {
-    if (a->no_fix_search && timed->count() > 0) throw UsageError("--timed-runs times the fix search, which --no-fix-search turns off");
+  return [a, &global, timed, seed, fix_mode] {
+    if (a->no_fix_search && fix_mode->count() > 0) throw UsageError("give --fix-search or --no-fix-search, not both");
+    if ((a->no_fix_search || a->fix_search == "off") && timed->count() > 0)
+      throw UsageError("--timed-runs times the fix search, which --no-fix-search turns off");
     if (!a->libraries.empty()) throw UsageError("--load-library applies to run and probes: exec runs your command as it is");
     if (seed->count() > 0)
       throw UsageError("--seed applies to run and probes: exec runs your command as it is; seed inside your script (the "

@@ -160,7 +160,7 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
       ->check(rate_fraction());
   sub.add_option("--configs", a.configs,
                  "configurations: presets (default, benchmark, cudnn-det, det-warn, det, strict, threads-1, threads-N, "
-                 "mkl-cbwr) or key=value lists joined by '+' (e.g. det+threads=1); default: " + help.default_configs)
+                 "mkl-cbwr; exec also eager, compiled-det) or key=value lists joined by '+' (e.g. det+threads=1); default: " + help.default_configs)
       ->delimiter(',');
   sub.add_option("--report", a.out.report, "write the JSON report here (atomically)");
   sub.add_option("--junit", a.out.junit, "write a JUnit XML report here (atomically; one test case per target x configuration)");

@@ -27,8 +27,9 @@ struct ExecMetric {
 };
 // One line of the seeding checklist, about this program: what was found, where.
 struct ChecklistItem {
-  std::string id;        // seed.torch | seed.python | seed.numpy | dataloader | switches | checkpoint | generator
-  std::string status;    // ok | missing | not-applicable
+  std::string id;        // seed.torch | seed.python | seed.numpy | dataloader | switches | checkpoint | generator |
+                         // compile | compile.autotune | compile.random | compile.cache | collectives
+  std::string status;    // ok | missing | not-applicable | note (checkpoint: about resuming; compile: a call)
   std::string text;      // one sentence
   std::string where;     // "train.py:20", "" when none
   std::vector<int> ranks;  // torchrun: the ranks that saw it (empty for a single process)

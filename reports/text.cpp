@@ -259,7 +259,9 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
                bool command = false) {
   const std::string repeats = fmt::format("{}{} {}repeats per candidate{}", f.repeats_auto ? "up to " : "", f.repeats,
                                           command ? "" : "traced ", f.repeats_auto ? ", each until decided" : "");
-  if (!fix_costs_measured(f) && !f.candidates.empty())  // nothing fixed it, so nothing was timed
+  if (f.candidates.empty() && f.repeats == 0)  // exec: not searched (a missing seeding line explains it)
+    out += fmt::format("    fix search from {}: not run\n", ln(f.from));
+  else if (!fix_costs_measured(f) && !f.candidates.empty())  // nothing fixed it, so nothing was timed
     out += fmt::format("    fix search from {} ({}):\n", ln(f.from), repeats);
   else if (command)  // exec: each timed run is one run of the command
     out += fmt::format("    fix search from {} ({}; costs: the command's wall time over {} runs interleaved with {}, median "

@@ -7,6 +7,7 @@
 #include "audit/common/paths.h"
 #include "audit/common/progress.h"
 #include "audit/common/stop.h"
+#include "audit/exec/compile_switches.h"
 #include "audit/exec/hook_report.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trace/fix_search.h"
@@ -71,13 +72,49 @@ class Session {
       if (s != nullptr && (s->env_var.empty() || key == "threads")) requested[key] = value;
     }
     env["REPRO_AUDIT_SWITCHES"] = requested.dump();
+    for (auto& [var, value] : compile_environment(config, cache_folder(config, dir))) env[var] = value;
     return env;
+  }
+
+  // The Inductor cache folder of a run of `config` in `dir`: its own (cold), the configuration's
+  // warm one, or "" (the user's).
+  std::string cache_folder(const Config& config, const std::string& dir) const {
+    switch (cache_mode(config)) {
+      case CacheMode::Cold: return dir + "/inductor-cache";
+      case CacheMode::Warm: {
+        const auto it = warm_.find(config.name);
+        return it == warm_.end() ? "" : it->second;
+      }
+      case CacheMode::Unset: break;
+    }
+    return "";
+  }
+
+  // inductor.cache=warm: one folder per configuration, filled by one untimed run of the command
+  // before its first audited or timed run (audit/exec/compile_switches.h).
+  void warm_up(const std::vector<Config>& configs) {
+    for (const auto& config : configs) {
+      if (cache_mode(config) != CacheMode::Warm || warm_.count(config.name)) continue;
+      const std::string folder = fmt::format("{}/inductor-warm{}", scratch_.path(), warm_.size() + 1);
+      make_cache_folder(folder);
+      warm_[config.name] = folder;
+      const int trial = next_trial_++;
+      const std::string dir = fmt::format("{}/warmup{}", scratch_.path(), trial);
+      log::info("{}: a warm-up run fills its Inductor cache (untimed, not compared)", config.name);
+      const ChildOutcome outcome = run_children({job(config, dir, trial)}, 1).front();
+      take_artifacts(o_.artifacts, trial, roots_, fmt::format("warmup{}", trial));  // clears the way for the next run
+      if (outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0)
+        log::warn("{}: the warm-up run failed ({}): its cache may be partly filled", config.name, last_line(outcome.log_tail));
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
   }
 
   ChildJob job(const Config& config, const std::string& dir, int trial) const {
     std::error_code ec;
     fs::create_directories(dir + "/hook", ec);
     fs::create_directories(dir + "/out", ec);
+    if (cache_mode(config) == CacheMode::Cold) make_cache_folder(cache_folder(config, dir));
     ChildJob j;
     j.argv = o_.argv;
     j.argv[0] = executable_;
@@ -127,6 +164,7 @@ class Session {
     Batch b;
     b.runs.resize(configs.size());
     b.records.resize(configs.size());
+    warm_up(configs);
     std::vector<int> target(configs.size(), o_.auto_repeats ? o_.auto_repeats->min : repeats);
     std::vector<std::string> decided(configs.size());
     for (bool more = true; more;) {
@@ -362,6 +400,7 @@ class Session {
   // Timing for the fix search: `rounds` rounds, each one run of every configuration in turn.
   std::vector<std::vector<std::optional<double>>> time(const std::vector<Config>& configs, int rounds) {
     std::vector<std::vector<std::optional<double>>> out(configs.size());
+    warm_up(configs);
     if (o_.progress) std::fprintf(stderr, "timing %zu configurations, %d rounds\n", configs.size(), rounds);
     for (int round = 0; round < rounds; ++round)
       for (size_t c = 0; c < configs.size(); ++c) {
@@ -369,10 +408,16 @@ class Session {
         const std::string dir = fmt::format("{}/time{}", scratch_.path(), trial);
         const ChildOutcome outcome = run_children({job(configs[c], dir, trial)}, 1).front();
         take_artifacts(o_.artifacts, trial, roots_, fmt::format("time{}", trial));  // clears the way for the next run
+        // A cold cache compiles in every run: that time is the cache's, not the fix's, so it is
+        // left out of the cost and said on its own (cold_compile_ms).
+        double compile_ms = 0;
+        if (cache_mode(configs[c]) == CacheMode::Cold)
+          if (const auto s = compile_seconds(read_hook_run(dir + "/hook"))) compile_ms = *s * 1000;
+        if (compile_ms > 0) cold_compile_ms_[configs[c].name].push_back(compile_ms);
         std::error_code ec;
         fs::remove_all(dir, ec);
         const bool ok = outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0;
-        out[c].push_back(ok ? std::optional<double>(outcome.wall_ms) : std::nullopt);
+        out[c].push_back(ok ? std::optional<double>(std::max(outcome.wall_ms - compile_ms, 1.0)) : std::nullopt);
       }
     return out;
   }
@@ -392,6 +437,8 @@ class Session {
   }
 
   std::map<std::string, report::ExecArtifact>& artifacts() { return artifacts_; }
+  // Timed runs of cold-cache configurations: the compile time left out of each, by configuration.
+  const std::map<std::string, std::vector<double>>& cold_compile_ms() const { return cold_compile_ms_; }
   const std::set<size_t>& matched() const { return matched_; }
   const std::set<std::string>& metrics_seen() const { return metrics_seen_; }
   const ArtifactContents* contents(const std::string& name, const std::string& digest) const {
@@ -423,6 +470,8 @@ class Session {
   std::map<std::string, ArtifactContents> contents_;  // "name\ndigest" -> what the worker read
   std::map<std::string, std::string> kept_;           // "name\ndigest" -> the one copy of that version
   std::map<std::string, Skipped> skipped_;            // by name, the first reason
+  std::map<std::string, std::string> warm_;           // configuration -> its warm Inductor cache folder
+  std::map<std::string, std::vector<double>> cold_compile_ms_;
   std::vector<Wanted> wanted_;
   std::vector<Pending> pending_;
   std::map<std::string, report::DivergenceStats> answers_;
@@ -555,8 +604,8 @@ report::RanksEqual check_ranks(Session& s, const Batch& b, const std::vector<Con
   return result;
 }
 
-// Links each missing checklist line to what diverged: a checkpoint to its own artifact, the others
-// to the first artifact or metric that diverged.
+// Links each missing checklist line to the first artifact or metric that diverged. A checkpoint's
+// line is a note about resuming from it, never linked: it does not explain this run's results.
 void link_checklist(report::ExecFacts& facts, const report::Target& target, const std::function<std::string(const std::string&)>& artifact_of) {
   std::set<std::string> diverged;
   std::string first;
@@ -567,16 +616,7 @@ void link_checklist(report::ExecFacts& facts, const report::Target& target, cons
       if (first.empty()) first = a;
       diverged.insert(a);
     }
-  for (auto& item : facts.checklist) {
-    if (item.id == "checkpoint") {
-      const std::string path = item.artifact;
-      item.artifact.clear();
-      for (const auto& a : diverged)
-        if (!path.empty() && fs::path(a).filename() == fs::path(path).filename()) item.artifact = a;
-      continue;
-    }
-    item.artifact = item.status == "missing" ? first : "";
-  }
+  for (auto& item : facts.checklist) item.artifact = item.status == "missing" ? first : "";
 }
 
 // The machine's fingerprint, from the worker's `env --json` (the tool's LibTorch: the command's own
@@ -594,6 +634,21 @@ nlohmann::ordered_json fingerprint(const ScratchDir& scratch, double timeout_s) 
   } catch (const std::exception&) {
   }
   throw Error(ExitCode::Incomplete, fmt::format("the worker could not read this machine's environment: {}", last_line(out.log_tail)));
+}
+
+// The fix search's costs leave out a cold cache's compile time (Session::time): said in its conclusion.
+void cold_cache_note(report::FixSearch& f, const std::map<std::string, std::vector<double>>& compile_ms) {
+  std::vector<std::string> parts;
+  for (const auto& [name, ms] : compile_ms) {
+    if (ms.empty() || name.rfind(f.from, 0) != 0) continue;
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    parts.push_back(fmt::format("{} {:.1f} s", name, sorted[sorted.size() / 2] / 1000));
+    log::info("fix search: {} compiled for a median {:.1f} s per timed run (cold Inductor cache), left out of its cost", name,
+              sorted[sorted.size() / 2] / 1000);
+  }
+  if (!parts.empty())
+    f.conclusion += "; costs leave out the cold Inductor cache's compile time of each run, which is the cache's, not the fix's";
 }
 
 nlohmann::ordered_json exec_plan(const ExecOptions& o, const std::string& identity) {
@@ -656,6 +711,7 @@ class CommandAudit : public AuditKind {
     session_->resolve();
     target.dependence = configuration_dependence(target.configs, reference_dirs, session_->answer());
     artifact_facts();
+    compile_facts(target);
     link_checklist(facts_, target, [&](const std::string& n) { return session_->artifact_of(n); });
     if (o_.ranks_equal) facts_.ranks_equal = check_ranks(*session_, batch_, configs_, o_);
     if (o_.fix_search) fix_search(target);
@@ -749,10 +805,52 @@ class CommandAudit : public AuditKind {
   }
 
   // The fix search of each diverged configuration, timed by the command's wall time.
+  // Compiled code and collectives, from every configuration's reference run (audit/exec/compile_switches.h).
+  void compile_facts(const report::Target& target) {
+    std::vector<ConfigRun> config_runs;
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      const int ref = reference_index(batch_.runs[c]);
+      if (ref < 0) continue;
+      config_runs.push_back({&configs_[c], &batch_.records[c][static_cast<size_t>(ref)]->hook, target.configs[c].switches});
+    }
+    for (size_t c = 0; c < configs_.size(); ++c) {
+      std::vector<const HookRun*> hooks;
+      for (const RunRecord* rec : batch_.records[c])
+        if (rec != nullptr && rec->ok) hooks.push_back(&rec->hook);
+      if (const std::string line = compile_time_line(configs_[c], hooks); !line.empty()) log::info("{}", line);
+    }
+    for (auto& item : compile_checklist(config_runs, o_.jobs)) {
+      if (item.text.find("never called torch.compile") != std::string::npos) log::warn("{}", item.text);
+      facts_.checklist.push_back(std::move(item));
+    }
+  }
+
+  // A seeding line that is missing and tied to what diverged is the answer: no switch seeds an RNG,
+  // so the search is skipped (unless --fix-search always) and the line is said first.
+  const report::ChecklistItem* seeding_answer() const {
+    const report::ChecklistItem* seeding = nullptr;
+    for (const auto& item : facts_.checklist)
+      if (seeding == nullptr && is_seeding_item(item) && item.status == "missing" && !item.artifact.empty()) seeding = &item;
+    if (seeding != nullptr)
+      log::warn("diverged: {}: the seeding checklist says why: {}{}", seeding->artifact, seeding->text,
+                seeding->where.empty() ? "" : " (" + seeding->where + ")");
+    return seeding;
+  }
+
   void fix_search(report::Target& target) {
+    const report::ChecklistItem* seeding = seeding_answer();
     for (size_t c = 0; c < configs_.size(); ++c) {
       report::ConfigResult& failing = target.configs[c];
       if (failing.verdict != report::Verdict::Diverged) continue;
+      if (seeding != nullptr && !o_.fix_search_always) {
+        report::FixSearch skipped;
+        skipped.from = failing.name;
+        skipped.conclusion = fmt::format("not searched: the seeding checklist's missing line explains {} ({}), and no switch "
+                                         "seeds an RNG; seed it, or give --fix-search always to search anyway",
+                                         seeding->artifact, seeding->id);
+        failing.fix_search = std::move(skipped);
+        continue;
+      }
       int most_runs = 0;
       const EvaluateFn evaluate = [&](const Config& config) {
         log::info("fix search for {}: trying {}", failing.name, config.name);
@@ -767,6 +865,7 @@ class CommandAudit : public AuditKind {
       failing.fix_search->repeats = o_.auto_repeats ? most_runs : o_.repeats;
       failing.fix_search->repeats_auto = o_.auto_repeats.has_value();
       failing.fix_search->timed_runs = o_.timed_runs;
+      cold_cache_note(*failing.fix_search, session_->cold_compile_ms());
     }
   }
 

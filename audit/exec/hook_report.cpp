@@ -2,6 +2,7 @@
 #include "audit/exec/hook_report.h"
 
 #include "audit/exec/artifacts.h"
+#include "audit/exec/compile_switches.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -182,7 +183,12 @@ std::vector<report::SwitchValue> run_switches(const HookRun& run, const Config& 
     v.key = s.key;
     const auto it = config.values.find(s.key);
     v.requested = it == config.values.end() ? "" : it->second;
-    if (in_process(s.key) && state == "python") {
+    if (is_compile_switch(s.key)) {  // the hook reads these back (audit/exec/compile_switches.h)
+      v.effective = compile_switch_effective(s.key, run, environment);
+      if (p != nullptr)
+        for (const auto& set : member(p->report, "sets"))
+          if (text(set, "key") == s.key) v.set_at = text(set, "where");
+    } else if (in_process(s.key) && state == "python") {
       v.effective = text(member(p->report, "effective"), s.key.c_str());
       for (const auto& set : member(p->report, "sets"))
         if (text(set, "key") == s.key) v.set_at = text(set, "where");
@@ -303,7 +309,8 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
         if (lacking.empty())
           add(items, "checkpoint", "ok", fmt::format("{} holds every RNG state this program uses", file), text(s, "where"), path);
         else
-          add(items, "checkpoint", "missing",
+          // A note about resuming from it: it says nothing about why this run's results differ.
+          add(items, "checkpoint", "note",
               fmt::format("{} lacks the RNG state a resumed run needs: {}", file, fmt::join(lacking, ", ")), text(s, "where"), path);
       }
     }

@@ -35,6 +35,12 @@ const std::map<std::string, Target>& targets() {
       // Attention backends: tried only where a root cause is an attention op (attention_root_cause).
       {"sdpa.cudnn", {"off", false, true}},          {"sdpa.flash", {"off", true, true}},
       {"sdpa.mem_efficient", {"off", false, true}},
+      // exec's compiled programs and collectives: a switch the run reads back as "no effect (...)"
+      // (a program that never called torch.compile, a process group that is not NCCL's) is not tried.
+      {"inductor.deterministic", {"on", true, true}}, {"inductor.fallback_random", {"on", true, true}},
+      {"inductor.autotune", {"off", true, true}},     {"inductor.cache", {"warm", true, true}},
+      {"nccl.algo", {"Ring", false, true}},            {"nccl.proto", {"Simple", false, true}},
+      {"nccl.nvls", {"off", false, true}},
   };
   return t;
 }

@@ -13,8 +13,9 @@
 namespace ra {
 namespace {
 
-const std::vector<std::string> kPresets = {"default", "benchmark", "cudnn-det", "det-warn", "det",
-                                           "strict",  "threads-1", "threads-N", "mkl-cbwr"};
+// eager and compiled-det are exec's (a Python program's torch.compile); a LibTorch trial ignores their switches.
+const std::vector<std::string> kPresets = {"default", "benchmark", "cudnn-det", "det-warn", "det",     "strict",
+                                           "threads-1", "threads-N", "mkl-cbwr", "eager", "compiled-det"};
 
 std::string canonical_bool(const std::string& key, const std::string& v) {
   if (v == "on" || v == "true" || v == "1") return "on";
@@ -55,6 +56,10 @@ std::map<std::string, std::string> preset_values(const std::string& name, unsign
   if (name == "threads-1") return {{"threads", "1"}};
   if (name == "threads-N") return {{"threads", std::to_string(std::max(2u, cpus))}};
   if (name == "mkl-cbwr") return {{"mkl_cbwr", "COMPATIBLE"}};
+  if (name == "eager") return {{"compile", "off"}};
+  // Compiled, with every Inductor switch that changes bits run to run or against eager held still.
+  if (name == "compiled-det")
+    return {{"compile", "on"}, {"inductor.deterministic", "on"}, {"inductor.fallback_random", "on"}, {"inductor.autotune", "off"}};
   throw UsageError(fmt::format("unknown configuration '{}' (presets: {}; or key=value, keys: {})", name,
                                fmt::join(kPresets, ", "), [] {
                                  std::vector<std::string> keys;
@@ -110,6 +115,20 @@ const std::vector<SwitchInfo>& switch_table() {
        "NVIDIA_TF32_OVERRIDE (0: no TF32 in cuBLAS or cuDNN, whatever the program sets)", true},
       {"pythonhashseed", SwitchKind::Choice, {"unset", "0", "random"}, "PYTHONHASHSEED",
        "Python's hash seed for str and bytes (set and dict iteration order)", true},
+      // torch.compile and Inductor (audit/exec/compile_switches.h applies them: environment variables,
+      // and the start-up hook where Inductor has none), then NCCL's collectives, in every rank's environment.
+      {"compile", SwitchKind::Bool, {}, "", "torch.compile (off: TORCH_COMPILE_DISABLE=1, torch.compile returns the eager function)", true},
+      {"inductor.deterministic", SwitchKind::Bool, {}, "",
+       "Inductor's deterministic mode, no benchmarking that changes numerics (torch._inductor.config.deterministic)", true},
+      {"inductor.fallback_random", SwitchKind::Bool, {}, "",
+       "compiled random ops draw what eager draws (torch._inductor.config.fallback_random)", true},
+      {"inductor.autotune", SwitchKind::Choice, {"unset", "off"}, "",
+       "off: max-autotune and coordinate-descent tuning off, whatever torch.compile's mode asks", true},
+      {"inductor.cache", SwitchKind::Choice, {"unset", "cold", "warm"}, "",
+       "Inductor's and Triton's caches: cold = a fresh folder per run, warm = one folder filled by an untimed warm-up run", true},
+      {"nccl.algo", SwitchKind::Choice, {"unset", "Ring", "Tree"}, "NCCL_ALGO", "NCCL's collective algorithm (NCCL_ALGO)", true},
+      {"nccl.proto", SwitchKind::Choice, {"unset", "Simple", "LL", "LL128"}, "NCCL_PROTO", "NCCL's protocol (NCCL_PROTO)", true},
+      {"nccl.nvls", SwitchKind::Choice, {"unset", "off"}, "", "NVLink SHARP in NCCL (off: NCCL_NVLS_ENABLE=0)", true},
   };
   return table;
 }
@@ -225,10 +244,31 @@ Snippet switch_snippet(const std::string& key, const std::string& value) {
   if (key == "cublas.bf16_reduction")
     return {fmt::format("at::globalContext().setAllowBF16ReductionCuBLAS({});", cpp_bool),
             fmt::format("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = {}", py_bool)};
+  if (key == "compile")
+    return {on ? "unsetenv(\"TORCH_COMPILE_DISABLE\");  // before torch is loaded" : "setenv(\"TORCH_COMPILE_DISABLE\", \"1\", 1);  // before torch is loaded",
+            on ? "os.environ.pop(\"TORCH_COMPILE_DISABLE\", None)  # before torch is imported"
+               : "os.environ[\"TORCH_COMPILE_DISABLE\"] = \"1\"  # before torch is imported (or torch._dynamo.config.disable = True)"};
+  if (key == "inductor.deterministic")
+    return {fmt::format("setenv(\"TORCHINDUCTOR_DETERMINISTIC\", \"{}\", 1);  // before torch is loaded", on ? 1 : 0),
+            fmt::format("torch._inductor.config.deterministic = {}", py_bool)};
+  if (key == "inductor.fallback_random") return {"", fmt::format("torch._inductor.config.fallback_random = {}", py_bool)};
+  if (key == "inductor.autotune")
+    return {"", "torch._inductor.config.max_autotune = False; torch._inductor.config.coordinate_descent_tuning = False  "
+                "# and no mode=\"max-autotune\" in torch.compile"};
+  if (key == "inductor.cache") {
+    if (value == "unset") return {"", ""};
+    return {"", value == "cold" ? "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = tempfile.mkdtemp()  # a fresh cache: every run compiles"
+                                : "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = \"/path/to/one/cache\"  # shared, filled once"};
+  }
+  if (key == "nccl.nvls")
+    return value == "off" ? Snippet{"setenv(\"NCCL_NVLS_ENABLE\", \"0\", 1);  // before the process group is made",
+                                    "os.environ[\"NCCL_NVLS_ENABLE\"] = \"0\"  # before init_process_group, in every rank"}
+                          : Snippet{"unsetenv(\"NCCL_NVLS_ENABLE\");", "os.environ.pop(\"NCCL_NVLS_ENABLE\", None)"};
   const SwitchInfo* s = find_switch(key);
   if (s != nullptr && !s->env_var.empty()) {
     const char* when = key == "cublas_workspace"   ? "before the first CUDA call"
                        : key == "pythonhashseed" ? "in the environment Python starts with (too late inside it)"
+                       : key.rfind("nccl.", 0) == 0 ? "before init_process_group, in every rank"
                                                  : "before torch is loaded";
     if (value == "unset")
       return {fmt::format("unsetenv(\"{}\");  // {}", s->env_var, when),

@@ -8,6 +8,9 @@
 #   - records, while the program runs, what a seeding checklist needs: which RNGs were seeded
 #     before their first draw, every DataLoader iterated, the switches at the first convolution or
 #     matmul, and the RNG states each torch.save checkpoint holds;
+#   - records each torch.compile call, and applies and reads back Inductor's switches when the
+#     program itself imports torch._inductor.config (audit/exec/compile_switches.h): it imports
+#     nothing of torch's that the program did not;
 #   - writes what it saw, at exit, to REPRO_AUDIT_HOOK_DIR/hook-PID.json (written whole, then
 #     renamed). The front (audit/exec/hook_report.cpp) reads it; the format is that file's.
 # Without REPRO_AUDIT_HOOK_DIR it only chains. Nothing here may break the user's program: every
@@ -52,7 +55,13 @@ class _Hook:
             self.errors.append("REPRO_AUDIT_SWITCHES: %s" % e)
         self.env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUBLAS_WORKSPACE_CONFIG",
                                                    "MKL_CBWR", "NVIDIA_TF32_OVERRIDE", "PYTHONHASHSEED", "RANK",
-                                                   "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID")}
+                                                   "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID",
+                                                   "TORCH_COMPILE_DISABLE", "TORCHINDUCTOR_DETERMINISTIC",
+                                                   "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "NCCL_ALGO", "NCCL_PROTO",
+                                                   "NCCL_NVLS_ENABLE")}
+        self.compiles = []      # each torch.compile call: mode, backend, dynamic, where ...
+        self.random_ops = 0     # random ops Inductor compiled into its own generator (fallback_random off)
+        self.random_at = None
         self.sets = []          # the program setting a switch: key, value, where, seq
         self.applied = {}       # key -> value the hook applied
         self.seeds = {}         # rng -> first seeding: where, seeded value or None, drawn_before
@@ -62,6 +71,7 @@ class _Hook:
         self.model_built = None
         self.saves = []
         self.backend = None
+        self.compile_where = ""
         self.random = random
         self.random_state0 = random.getstate()
         self.random_state = self.random_state0
@@ -147,7 +157,7 @@ class _Hook:
 
         class Finder(importlib.abc.MetaPathFinder):
             def find_spec(self, name, path, target=None):
-                if name not in ("torch", "numpy"):
+                if name not in hook.WATCHED:
                     return None
                 for finder in sys.meta_path:
                     if finder is self or not hasattr(finder, "find_spec"):
@@ -164,15 +174,180 @@ class _Hook:
 
                 def exec_module(module):
                     original(module)
-                    if name == "torch":
-                        hook.guard("torch import", hook.on_torch, module)
-                    else:
-                        hook.guard("numpy import", hook.on_numpy, module)
+                    hook.guard(name + " import", hook.WATCHED[name], hook, module)
 
                 loader.exec_module = exec_module
                 return spec
 
         sys.meta_path.insert(0, Finder())
+
+    # ---- torch.compile and Inductor (audit/exec/compile_switches.h) ------------------------
+    # Inductor's settings by the switch they belong to.
+    INDUCTOR = {"deterministic": "inductor.deterministic", "fallback_random": "inductor.fallback_random",
+                "max_autotune": "inductor.autotune", "max_autotune_pointwise": "inductor.autotune",
+                "max_autotune_gemm": "inductor.autotune", "coordinate_descent_tuning": "inductor.autotune"}
+
+    def on_inductor_config(self, config):
+        """The program imported torch._inductor.config: apply what Inductor reads from no variable,
+        then watch the program setting it (torch's own config.patch calls are not the program's)."""
+        want = self.requested
+        if want.get("inductor.fallback_random") in ("on", "off"):
+            config.fallback_random = want["inductor.fallback_random"] == "on"
+            self.applied["inductor.fallback_random"] = want["inductor.fallback_random"]
+        if want.get("inductor.deterministic") in ("on", "off"):
+            config.deterministic = want["inductor.deterministic"] == "on"
+            self.applied["inductor.deterministic"] = want["inductor.deterministic"]
+        if want.get("inductor.autotune") == "off":
+            for name in ("max_autotune", "max_autotune_pointwise", "max_autotune_gemm", "coordinate_descent_tuning"):
+                setattr(config, name, False)
+            self.applied["inductor.autotune"] = "off"
+        self.watch_config(config, self.INDUCTOR)
+
+    def on_dynamo_config(self, config):
+        self.watch_config(config, {"disable": "compile"})
+
+    def watch_config(self, config, keys):
+        hook = self
+        cls = type(config)  # a class of this module's own (torch.utils._config_module)
+        original = cls.__setattr__
+        torch_dir = os.path.dirname(os.path.abspath(self.torch.__file__)) if self.torch is not None else None
+
+        def setattr_(self_, name, value):
+            original(self_, name, value)
+            if name in keys:
+                caller = sys._getframe(1).f_code.co_filename
+                if torch_dir is None or not os.path.abspath(caller).startswith(torch_dir + os.sep):
+                    hook.guard("setter", hook.note_set, keys[name], hook.read_compile_switch(keys[name]))
+
+        cls.__setattr__ = setattr_
+
+    def on_replace_random(self, module):
+        """Counts the random ops Inductor turns into its own (it does only with fallback_random off)."""
+        hook = self
+        original = module.replace_random_passes
+
+        def replace_random_passes(gm, *args, **kwargs):
+            n = original(gm, *args, **kwargs)
+            try:
+                if n:
+                    hook.random_ops += int(n)
+                    if hook.random_at is None:  # the program's call that compiled them
+                        hook.random_at = {"where": hook.where() or hook.compile_where}
+            except Exception:
+                pass
+            return n
+
+        module.replace_random_passes = replace_random_passes
+
+    def inductor_config(self):
+        return sys.modules.get("torch._inductor.config")
+
+    def read_compile_switch(self, key):
+        onoff = lambda b: "on" if b else "off"
+        env = os.environ
+        if key == "compile":
+            dc = sys.modules.get("torch._dynamo.config")
+            if dc is not None:
+                return onoff(not dc.disable)
+            return "off" if env.get("TORCH_COMPILE_DISABLE") == "1" else "on"
+        if key == "nccl.nvls":
+            v = env.get("NCCL_NVLS_ENABLE")
+            return "unset" if v is None else "off" if v == "0" else "NCCL_NVLS_ENABLE=" + v
+        if key == "inductor.cache":
+            # Inductor writes its default folder into the variable when it first needs it: what
+            # counts is the variable the program started with, and whether the program changed it.
+            v, start = env.get("TORCHINDUCTOR_CACHE_DIR"), self.env.get("TORCHINDUCTOR_CACHE_DIR")
+            asked = self.requested.get("inductor.cache", "unset")
+            if start is not None and v is not None and v != start:
+                return "changed by the program (TORCHINDUCTOR_CACHE_DIR)"
+            if asked in ("cold", "warm"):
+                return asked if start is not None else "unset"
+            return "unset" if start is None else "set (TORCHINDUCTOR_CACHE_DIR)"
+        # Inductor's settings matter only to what torch.compile compiles (torch.optim loads the
+        # config module in every program).
+        if not self.compiles:
+            return "no effect (the program never called torch.compile)"
+        if self.read_compile_switch("compile") == "off":
+            return "no effect (compile is off)"
+        config = self.inductor_config()
+        if config is None:
+            return "no effect (Inductor was never loaded: another backend)"
+        if key == "inductor.deterministic":
+            return onoff(config.deterministic)
+        if key == "inductor.fallback_random":
+            return onoff(config.fallback_random)
+        if key == "inductor.autotune":
+            for c in self.compiles:
+                if c["autotune"]:
+                    return "on (mode=%s at %s)" % (c["mode"], c["where"])
+            return onoff(config.max_autotune or config.max_autotune_pointwise or config.max_autotune_gemm
+                         or config.coordinate_descent_tuning)
+        return "?"
+
+    COMPILE_SWITCHES = ("compile", "inductor.deterministic", "inductor.fallback_random", "inductor.autotune",
+                        "inductor.cache", "nccl.nvls")
+
+    AUTOTUNE_MODES = {"max-autotune": {"triton.cudagraphs": True}, "max-autotune-no-cudagraphs": {}}
+
+    def watch_compile(self):
+        t = self.torch
+        hook = self
+        original = t.compile
+
+        def compile(*args, **kwargs):
+            kwargs = hook.guard("torch.compile", hook.note_compile, kwargs) or kwargs
+            return original(*args, **kwargs)
+
+        compile.__wrapped__ = original
+        compile.__doc__ = original.__doc__
+        t.compile = compile
+
+    def note_compile(self, kwargs):
+        """Records a torch.compile call; with inductor.autotune=off, turns max-autotune down."""
+        mode = kwargs.get("mode")
+        backend = kwargs.get("backend", "inductor")
+        options = kwargs.get("options") or {}
+        name = backend if isinstance(backend, str) else getattr(backend, "__name__", type(backend).__name__)
+        autotune = (isinstance(mode, str) and mode.startswith("max-autotune")) or any(
+            bool(options.get(k)) for k in ("max_autotune", "max_autotune_pointwise", "max_autotune_gemm",
+                                           "coordinate_descent_tuning"))
+        turned_down = False
+        if autotune and self.requested.get("inductor.autotune") == "off" and name == "inductor":
+            kwargs = dict(kwargs)
+            new = dict(options)
+            if mode in self.AUTOTUNE_MODES:
+                new.update(self.AUTOTUNE_MODES[mode])
+                kwargs["mode"] = None
+            for k in ("max_autotune", "max_autotune_pointwise", "max_autotune_gemm", "coordinate_descent_tuning"):
+                new[k] = False
+            kwargs["options"] = new
+            turned_down = True
+        config = self.inductor_config()
+        det = (config is not None and config.deterministic) or os.environ.get("TORCHINDUCTOR_DETERMINISTIC") == "1" \
+            or self.torch.are_deterministic_algorithms_enabled()
+        where = self.where()
+        self.compile_where = where
+        if self.first_op is None:
+            # Compiled code runs its convolutions and matmuls without torch's Python API: the
+            # switches that matter are those in effect where the program compiles.
+            self.first_op = {"op": "torch.compile", "where": where, "seq": self.tick(), "switches": self.switch_snapshot()}
+        restore = getattr(self, "restore_ops", None)
+        if restore is not None:
+            restore()
+        dynamic = kwargs.get("dynamic")
+        self.compiles.append({"mode": mode if isinstance(mode, str) else "", "backend": name,
+                              "dynamic": "" if dynamic is None else str(dynamic), "fullgraph": bool(kwargs.get("fullgraph")),
+                              "options": sorted(str(k) for k in options), "where": where,
+                              "autotune": autotune and not turned_down, "autotuned_off": turned_down,
+                              "deterministic": "on" if det else "off", "seq": self.tick()})
+        return kwargs
+
+    def compile_seconds(self):
+        utils = sys.modules.get("torch._dynamo.utils")
+        metrics = getattr(utils, "compilation_time_metrics", None) if utils is not None else None
+        if not metrics:
+            return None
+        return sum(sum(metrics.get(k, [])) for k in ("_compile.compile_inner", "backward._backward_impl"))
 
     def on_numpy(self, np):
         self.numpy = np
@@ -206,6 +381,7 @@ class _Hook:
 
     def on_torch(self, torch):
         self.torch = torch
+        os.environ["REPRO_AUDIT_HOOKED"] = "%d:%s:torch" % (os.getpid(), os.environ.get("RANK", ""))
         self.torch_state0 = torch.get_rng_state()
         self.torch_state = self.torch_state0
         self.apply_switches()
@@ -215,6 +391,7 @@ class _Hook:
         self.watch_loaders()
         self.watch_saves()
         self.watch_distributed()
+        self.watch_compile()
 
     # ---- switches -----------------------------------------------------------------------
     def read_switch(self, key):
@@ -277,6 +454,11 @@ class _Hook:
             self.applied[key] = value
 
     def note_set(self, key, value):
+        # Called as setter wrapper -> guard -> note_set: torch setting its own switches (Dynamo
+        # saves and restores global state around tracing) is not the program setting them.
+        caller = os.path.abspath(sys._getframe(3).f_code.co_filename)
+        if self.torch is not None and caller.startswith(os.path.dirname(os.path.abspath(self.torch.__file__)) + os.sep):
+            return
         self.sets.append({"key": key, "value": str(value), "where": self.where(), "seq": self.tick()})
 
     def watch_setters(self):
@@ -403,6 +585,8 @@ class _Hook:
             for owner, name, fn in originals:
                 setattr(owner, name, fn)
 
+        self.restore_ops = restore  # torch.compile must never trace (or register) these wrappers
+
         for owner, name, fn in originals:
             def make(fn=fn, name=name, owner=owner):
                 def first(*args, **kwargs):
@@ -413,6 +597,8 @@ class _Hook:
                                          "switches": hook.switch_snapshot()}
                         restore()
                     return fn(*args, **kwargs)
+                first.__name__ = getattr(fn, "__name__", name)
+                first.__qualname__ = getattr(fn, "__qualname__", name)
                 return first
 
             setattr(owner, name, make())
@@ -606,6 +792,12 @@ class _Hook:
             out["requested"] = self.requested
             out["applied"] = self.applied
             out["effective"] = {k: self.guard("read " + k, self.read_switch, k) for k in self.IN_PROCESS}
+            for k in self.COMPILE_SWITCHES:
+                out["effective"][k] = self.guard("read " + k, self.read_compile_switch, k)
+            out["compiles"] = self.compiles
+            out["random_ops"] = self.random_ops
+            out["random_at"] = self.random_at
+            out["compile_s"] = self.guard("compile time", self.compile_seconds)
             out["sets"] = self.sets
             out["backend"] = self.backend
             out["world_size"] = getattr(self, "world_size", None)
@@ -625,6 +817,12 @@ class _Hook:
         with open(tmp, "w") as f:
             json.dump(out, f)
         os.replace(tmp, path)
+
+
+# The modules the hook acts on when the program imports them, by their handler.
+_Hook.WATCHED = {"torch": _Hook.on_torch, "numpy": _Hook.on_numpy, "torch._inductor.config": _Hook.on_inductor_config,
+                 "torch._dynamo.config": _Hook.on_dynamo_config,
+                 "torch._inductor.fx_passes.replace_random": _Hook.on_replace_random}
 
 
 def hook_where_fallback(hook):
@@ -653,6 +851,13 @@ def _start():
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         except Exception:
             pass
+    # A helper that a hooked process importing torch starts with its own environment (Inductor's
+    # compile workers and ISA checks, a subprocess of the program's) is not the program: the hook
+    # only chains there. A torchrun rank (RANK differs from its launcher's) is.
+    owner = os.environ.get("REPRO_AUDIT_HOOKED", "")
+    if owner.endswith(":torch") and owner.split(":")[1] == os.environ.get("RANK", ""):
+        return
+    os.environ["REPRO_AUDIT_HOOKED"] = "%d:%s:" % (os.getpid(), os.environ.get("RANK", ""))
     import atexit
 
     hook = _Hook(out_dir)
