@@ -136,7 +136,7 @@ json config_json(const ConfigResult& c) {
 }
 
 json probe_json(const ProbeFacts& p) {
-  return {{"family", p.family},
+  json j = {{"family", p.family},
           {"op", p.op},
           {"direction", p.direction},
           {"role", p.role},
@@ -149,6 +149,9 @@ json probe_json(const ProbeFacts& p) {
           {"census", p.census.empty() ? json(nullptr) : json(p.census)},
           {"alerts", p.alerts},
           {"disagreements", p.disagreements}};
+  // Only the batch-invariance family has classes: other probes' documents stay as they were.
+  for (const auto& b : p.batch_classes) j["batch_classes"].push_back({{"config", b.config}, {"classes", b.classes}});
+  return j;
 }
 
 json exec_json(const ExecFacts& e) {

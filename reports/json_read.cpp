@@ -205,6 +205,10 @@ ProbeFacts probe(const Node& n) {
   p.census = n.at("census").str_or_null();
   p.alerts = n.at("alerts").strings();
   p.disagreements = n.at("disagreements").strings();
+  if (n.has("batch_classes"))
+    p.batch_classes = n.at("batch_classes").list([](const Node& b) {
+      return BatchClasses{b.at("config").str(), b.at("classes").list([](const Node& c) { return c.i64s(); })};
+    });
   return p;
 }
 

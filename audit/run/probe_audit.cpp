@@ -22,6 +22,7 @@
 #include "audit/trial/probe_protocol.h"
 #include "audit/trial/trials.h"
 #include "audit/trial/worker.h"
+#include "audit/probes/batch_classes.h"
 #include "audit/probes/probe_info.h"
 
 #include <fmt/format.h>
@@ -481,6 +482,11 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     }
     const size_t i = index++;
     std::tie(t.configs, t.dependence) = analyse(i, stats.answer());
+    // The batch-invariance probes' classes, from each configuration's reference repeat.
+    if (info.family == "batch-invariance")
+      for (const auto& c : t.configs)
+        if (auto classes = probes::batch_classes(c.reference); !classes.empty())
+          t.probe->batch_classes.push_back({c.name, std::move(classes)});
     for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner.stopped_by(i, mine[k]);
     judge_probe(t, entry, o.device_type, runner.census(i));
     if (const auto& c = runner.census(i); c) census.push_back({t.name, c->completed, c->alerts});
