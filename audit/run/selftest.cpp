@@ -7,6 +7,7 @@
 #include "audit/knowledge/knowledge.h"
 #include "audit/run/model_audit.h"
 #include "audit/run/probe_audit.h"
+#include "audit/run/selftest_invariance.h"
 #include "audit/trial/config.h"
 #include "audit/trial/worker.h"
 
@@ -286,6 +287,12 @@ Report run_selftest(const SelfTestOptions& o) {
     checks.back().evidence += fmt::format(" (under default in a second round of {} repeats: the first {} did not race)",
                                           kSecondRound, p.repeats);
   checks.push_back(fingerprint_check(probes.environment, device_type));
+  // Batch invariance: three probes under default, judged against the worker's in-process measurement.
+  ProbeRunOptions batch = p;
+  batch.repeats = 2;
+  batch.configs = parse_configs({"default"}, cpus);
+  batch.only = invariance_check_probes();
+  checks.push_back(invariance_check(run_probe_suite(batch, knowledge), read_linear_rows(scratch.path() + "/invariance.json")));
 
   // Tracing: each model has one nondeterministic pass, so each run names one root cause.
   RunOptions f;
