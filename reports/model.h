@@ -299,7 +299,7 @@ struct ConfigDependence {
 // (the probe run once under use_deterministic_algorithms(True, warn_only=True)), and where the
 // measurement disagrees with the documentation.
 // A batch-invariance probe's batch sizes grouped into classes whose anchor rows had identical bits
-// in one configuration's reference repeat (audit/probes/batch_classes.h): one class is invariant.
+// in one configuration's reference repeat (audit/run/batch_classes.h): one class is invariant.
 struct BatchClasses {
   std::string config;
   std::vector<std::vector<int64_t>> classes;  // sizes increasing; classes by their smallest size

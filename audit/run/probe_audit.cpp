@@ -22,7 +22,7 @@
 #include "audit/trial/probe_protocol.h"
 #include "audit/trial/trials.h"
 #include "audit/trial/worker.h"
-#include "audit/probes/batch_classes.h"
+#include "audit/run/batch_classes.h"
 #include "audit/probes/probe_info.h"
 
 #include <fmt/format.h>
@@ -485,7 +485,7 @@ report::Report run_probe_suite(const ProbeRunOptions& o, const KnowledgeBase& kb
     // The batch-invariance probes' classes, from each configuration's reference repeat.
     if (info.family == "batch-invariance")
       for (const auto& c : t.configs)
-        if (auto classes = probes::batch_classes(c.reference); !classes.empty())
+        if (auto classes = batch_classes(c.reference); !classes.empty())
           t.probe->batch_classes.push_back({c.name, std::move(classes)});
     for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner.stopped_by(i, mine[k]);
     judge_probe(t, entry, o.device_type, runner.census(i));

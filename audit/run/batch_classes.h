@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <vector>
 
-namespace ra::probes {
+namespace ra {
 
 // Groups the tensors named "row@M=<M>" by digest (and dtype and shape): each class lists its sizes
 // in increasing order, the classes in order of their smallest size. Other tensors are ignored;
 // empty when there is no such tensor. One class: invariant over every size tried.
 std::vector<std::vector<int64_t>> batch_classes(const std::vector<report::TensorDigest>& tensors);
 
-}  // namespace ra::probes
+}  // namespace ra

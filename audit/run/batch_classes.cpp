@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/probes/batch_classes.h"
+#include "audit/run/batch_classes.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 #include <string_view>
 #include <tuple>
 
-namespace ra::probes {
+namespace ra {
 
 std::vector<std::vector<int64_t>> batch_classes(const std::vector<report::TensorDigest>& tensors) {
   constexpr std::string_view kPrefix = "row@M=";
@@ -32,4 +32,4 @@ std::vector<std::vector<int64_t>> batch_classes(const std::vector<report::Tensor
   return out;
 }
 
-}  // namespace ra::probes
+}  // namespace ra
