@@ -544,14 +544,17 @@ TEST_CASE("lint: a finding inside torch's own files points at the user's line th
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   const json j = json::parse(r.out);
-  REQUIRE(j["findings"].size() == 1);
-  const json& f = j["findings"][0];
-  CHECK(f["source"]["file"].get<std::string>().find("/torch/nn/modules/linear.py") != std::string::npos);
-  REQUIRE(f["user_frame"].is_object());
-  const std::string file = f["user_frame"]["file"];
-  CHECK(file.substr(file.rfind('/') + 1) == "make_traced.py");
-  CHECK(f["user_frame"]["function"] == "forward");
-  CHECK(f["user_frame"]["line"] == 26);  // return self.fc(torch.relu(x))
+  // aten::linear matches two entries on the CPU, MKL's code path and batch variance: both point there.
+  REQUIRE(j["findings"].size() == 2);
+  std::string file;
+  for (const json& f : j["findings"]) {
+    CHECK(f["source"]["file"].get<std::string>().find("/torch/nn/modules/linear.py") != std::string::npos);
+    REQUIRE(f["user_frame"].is_object());
+    file = f["user_frame"]["file"];
+    CHECK(file.substr(file.rfind('/') + 1) == "make_traced.py");
+    CHECK(f["user_frame"]["function"] == "forward");
+    CHECK(f["user_frame"]["line"] == 26);  // return self.fc(torch.relu(x))
+  }
   const auto text = run_cli({"lint", model});
   CHECK(text.out.find("make_traced.py:26 in forward") != std::string::npos);
   CHECK(run_cli({"lint", model, "--verbose"}).out.find("    your code:     " + file + ":26 in forward\n") != std::string::npos);
