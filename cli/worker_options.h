@@ -26,6 +26,7 @@ struct LintArgs {
   std::string allowlist;
   std::string mode = "infer";  // infer | train: whether backward entries apply
   bool strict = false;         // notes fail too
+  bool batch_invariance = false;  // batch-variant ops are errors, not notes
   bool verbose = false;        // every finding in full
 };
 void add_lint_options(CLI::App& sub, LintArgs& a);

@@ -174,9 +174,11 @@ void probe_facts(std::string& out, const Report& r) {
     const ProbeFacts& p = *r.targets[i].probe;
     std::string census = p.census.empty() ? "-" : esc(p.census);
     if (!p.alerts.empty()) census += fmt::format("<div class=\"sub\">{}</div>", esc(p.alerts.front().substr(0, p.alerts.front().find('\n'))));
+    std::string form = esc(p.form);
+    for (const auto& line : batch_classes_lines(p)) form += fmt::format("<div class=\"batch-classes\">{}</div>", esc(line));
     out += fmt::format("<tr class=\"probe-fact\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}<div class=\"sub\">{}</div></td>"
                        "<td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td></tr>\n",
-                       target_id(i), esc(r.targets[i].name), esc(p.family), code(p.op), esc(p.form), esc(p.direction), esc(p.role),
+                       target_id(i), esc(r.targets[i].name), esc(p.family), code(p.op), form, esc(p.direction), esc(p.role),
                        esc(p.doc_row), esc(documented_text(p)), census, esc(p.advice));
   }
   out += "</tbody></table>\n</details>\n";

@@ -6,7 +6,7 @@
 namespace ra::report::detail {
 
 json probe_json(const ProbeFacts& p) {
-  return {{"family", p.family},
+  json j = {{"family", p.family},
           {"op", p.op},
           {"direction", p.direction},
           {"role", p.role},
@@ -19,6 +19,9 @@ json probe_json(const ProbeFacts& p) {
           {"census", p.census.empty() ? json(nullptr) : json(p.census)},
           {"alerts", p.alerts},
           {"disagreements", p.disagreements}};
+  // Only the batch-invariance family has classes: other probes' documents stay as they were.
+  for (const auto& b : p.batch_classes) j["batch_classes"].push_back({{"config", b.config}, {"classes", b.classes}});
+  return j;
 }
 
 ProbeFacts read_probe(const Node& n) {
@@ -36,6 +39,10 @@ ProbeFacts read_probe(const Node& n) {
   p.census = n.at("census").str_or_null();
   p.alerts = n.at("alerts").strings();
   p.disagreements = n.at("disagreements").strings();
+  if (n.has("batch_classes"))
+    p.batch_classes = n.at("batch_classes").list([](const Node& b) {
+      return BatchClasses{b.at("config").str(), b.at("classes").list([](const Node& c) { return c.i64s(); })};
+    });
   return p;
 }
 

@@ -3,10 +3,18 @@
 // suite. The JSON writer and reader of these structs sit beside them in reports/probe_json.cpp.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ra::report {
+
+// A batch-invariance probe's batch sizes grouped into classes whose anchor rows had identical bits
+// in one configuration's reference repeat (audit/run/batch_classes.h): one class is invariant.
+struct BatchClasses {
+  std::string config;
+  std::vector<std::vector<int64_t>> classes;  // sizes increasing; classes by their smallest size
+};
 
 // What a probe target adds: its description, the documentation's word on it, the alert census
 // (the probe run once under use_deterministic_algorithms(True, warn_only=True)), and where the
@@ -25,6 +33,7 @@ struct ProbeFacts {
   std::string census;          // alerted-diverged | alerted-stable | silent-diverged | stable | "" (no census)
   std::vector<std::string> alerts;  // alert messages seen in the census run
   std::vector<std::string> disagreements;  // measurement vs documentation, one sentence each
+  std::vector<BatchClasses> batch_classes;  // family batch-invariance only, one per configuration run
 };
 
 // The alert census cross-tabulated over probes (names in suite order).

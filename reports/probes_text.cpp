@@ -59,6 +59,35 @@ void census_block(std::string& out, const Census& c) {
 
 }  // namespace
 
+std::string batch_classes_text(const std::vector<std::vector<int64_t>>& classes) {
+  std::vector<int64_t> all;
+  for (const auto& c : classes) all.insert(all.end(), c.begin(), c.end());
+  std::sort(all.begin(), all.end());
+  const auto rank = [&](int64_t m) { return std::lower_bound(all.begin(), all.end(), m) - all.begin(); };
+  std::vector<std::string> parts;
+  for (const auto& c : classes) {
+    std::vector<std::string> items;
+    for (size_t i = 0; i < c.size();) {
+      size_t j = i;
+      while (j + 1 < c.size() && rank(c[j + 1]) == rank(c[j]) + 1) ++j;
+      if (j >= i + 3) items.push_back(fmt::format("{}…{}", c[i], c[j]));
+      else
+        for (size_t k = i; k <= j; ++k) items.push_back(std::to_string(c[k]));
+      i = j + 1;
+    }
+    parts.push_back(fmt::format("{{{}}}", fmt::join(items, ",")));
+  }
+  return fmt::format("{}", fmt::join(parts, " | "));
+}
+
+std::vector<std::string> batch_classes_lines(const ProbeFacts& p) {
+  std::vector<std::string> out;
+  for (const auto& b : p.batch_classes)
+    out.push_back(fmt::format("batch classes under {}: {}: {}", ln(b.config), batch_classes_text(b.classes),
+                              b.classes.size() == 1 ? "invariant" : "variant"));
+  return out;
+}
+
 std::string render_probes_text(const Report& r) {
   std::string out;
   std::vector<std::string> families;
@@ -93,6 +122,7 @@ std::string render_probes_text(const Report& r) {
       for (const auto& c : t.configs)
         if (c.allowed_by)
           out += fmt::format("      {}: allowed: {} (allowlist entry {})\n", ln(c.name), ln(c.allowed_by->reason), c.allowed_by->entry);
+      for (const auto& line : batch_classes_lines(p)) out += fmt::format("      {}\n", line);
       if (!p.alerts.empty()) out += fmt::format("      alert in warn_only mode: {}\n", short_message(p.alerts.front()));
       for (const auto& d : p.disagreements) out += fmt::format("      ! {}\n", ln(d));
       disagreeing += !p.disagreements.empty();

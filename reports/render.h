@@ -26,6 +26,11 @@ std::string render_json(const Report& report);
 // Human summary for stdout (the probe-suite layout when the targets are probes).
 std::string render_text(const Report& report);
 std::string render_probes_text(const Report& report);
+// A batch-invariance probe's classes, "{1,2,3} | {4…257}": a run of four or more sizes that
+// follow each other among all the sizes tried is written first…last.
+std::string batch_classes_text(const std::vector<std::vector<int64_t>>& classes);
+// "batch classes under default: {1,2,3} | {4…257}: variant" (or "…: invariant"), one per configuration.
+std::vector<std::string> batch_classes_lines(const ProbeFacts& probe);
 
 // JUnit XML: one <testsuite> per target, one <testcase> per target x configuration (plus the
 // configuration dependence and restart-replay); no time attributes (share/schema/junit.xsd).

@@ -93,7 +93,7 @@ Measurement parse_measurement(const Reader& r, const json& m, const std::string&
 KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
   std::string where = fmt::format("entry {}", index);
   r.only_keys(e, {"id", "title", "doc_row", "documented", "severity", "ops", "args", "unless", "device", "direction",
-                  "condition", "behaviour", "alert", "advice", "measured"},
+                  "condition", "behaviour", "alert", "advice", "measured", "concern"},
               where);
   KnowledgeEntry k;
   k.id = r.string(e, "id", where);
@@ -117,6 +117,11 @@ KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
   if (severity != "error" && severity != "note")
     r.fail(where, fmt::format("'severity' is '{}', expected error or note", severity));
   k.severity = severity;
+  if (e.contains("concern")) {
+    k.concern = r.string(e, "concern", where);
+    if (k.concern != "run-to-run" && k.concern != "batch-invariance")
+      r.fail(where, fmt::format("'concern' is '{}', expected run-to-run or batch-invariance", k.concern));
+  }
   for (const char* field : {"args", "unless"}) {
     if (!e.contains(field)) continue;
     if (!e[field].is_object()) r.fail(where, fmt::format("'{}' must be an object", field));

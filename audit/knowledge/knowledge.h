@@ -79,6 +79,10 @@ struct KnowledgeEntry {
   // "error": run-to-run nondeterminism (lint exits 1); "note": a configuration or machine
   // dependence, or nondeterminism only under a non-default switch (exit 0 unless --strict).
   std::string severity;
+  // "run-to-run" (the default): the op's bits change between runs or configurations;
+  // "batch-invariance": a row's result depends on the batch it shares (the batch-invariance probes
+  // measured it). lint reports the latter as notes, as errors with --batch-invariance.
+  std::string concern = "run-to-run";
   std::string device;      // "cuda", "cpu" or "any"
   std::string direction;   // "forward" or "backward"
   std::string condition;   // when it is nondeterministic, in words

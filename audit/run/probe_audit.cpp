@@ -24,6 +24,7 @@
 #include "audit/trial/probe_protocol.h"
 #include "audit/trial/trials.h"
 #include "audit/trial/worker.h"
+#include "audit/run/batch_classes.h"
 #include "audit/probes/probe_info.h"
 
 #include <fmt/format.h>
@@ -421,6 +422,11 @@ class ProbeSuite : public AuditKind {
       const size_t i = index++;
       std::tie(t.configs, t.dependence) = analyse_probe(i, cells, stats.answer());
       for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner_->stopped_by(i, mine[k]);
+      // The batch-invariance probes' classes, from each configuration's reference repeat.
+      if (info.family == "batch-invariance")
+        for (const auto& c : t.configs)
+          if (auto classes = batch_classes(c.reference); !classes.empty())
+            t.probe->batch_classes.push_back({c.name, std::move(classes)});
       judge_probe(t, entry, o_.device.type(), runner_->census(i));
       if (const auto& c = runner_->census(i); c) census_.push_back({t.name, c->completed, c->alerts});
     }

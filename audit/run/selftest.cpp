@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/run/selftest.h"
+#include "audit/run/selftest_invariance.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -286,6 +287,7 @@ class SelfTest : public AuditKind {
       checks_.back().evidence += fmt::format(" (under default in a second round of {} repeats: the first {} did not race)",
                                              kSecondRound, kRepeats);
     checks_.push_back(fingerprint_check(probes_.environment, device_type_));
+    checks_.push_back(invariance_check(batch_, read_linear_rows(scratch_.path() + "/invariance.json")));
     checks_.push_back(tracing_check(forward_, backward_, device_type_));
     r.environment = probes_.environment;
     r.selftest = report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
@@ -334,6 +336,12 @@ class SelfTest : public AuditKind {
               second_round_ = true;
             }
         }
+    // Batch invariance: three probes under default, judged against the worker's in-process measurement.
+    ProbeRunOptions batch = p;
+    batch.repeats = 2;
+    batch.configs = parse_configs({"default"}, cpus_);
+    batch.only = invariance_check_probes();
+    batch_ = run_probe_suite(batch, knowledge);
   }
 
   const SelfTestOptions& o_;
@@ -341,7 +349,7 @@ class SelfTest : public AuditKind {
   const unsigned cpus_;
   ScratchDir scratch_;
   std::vector<SelfCheck> checks_;
-  Report probes_, forward_, backward_;
+  Report probes_, batch_, forward_, backward_;
   SelfCheck switches_;
   bool second_round_ = false;
 };

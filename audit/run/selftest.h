@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `repro-audit selftest`: does the tool work on this machine and device? Five checks, each passed
+// `repro-audit selftest`: does the tool work on this machine and device? Six checks, each passed
 // or failed with its evidence in one sentence:
 //   digests      the same bits give the same digest however and wherever computed, and a swap of
 //                two elements or -0.0 for +0.0 changes it (in the worker: worker/child/selftest_child.h);
@@ -11,6 +11,9 @@
 //                count, compute capability and UUID;
 //   tracing      `run --trace` names a forward root cause and a backward one (on CUDA, on the
 //                device's autograd thread) in two small models the worker writes.
+//   invariance   the batch-invariance probes find a Linear layer variant where the worker measured
+//                it so in-process, layer_norm invariant, and a one-ulp difference visible
+//                (audit/run/selftest_invariance.h).
 // The report is a normal report with no targets: `report`, `compare` and every format read it,
 // and a failed check makes the exit code 1.
 #pragma once

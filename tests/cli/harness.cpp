@@ -132,4 +132,17 @@ void expect_error(const TempDir& dir, std::vector<std::string> args, int code, c
   CHECK(!file_exists(dir.file("report.json")));
 }
 
+nlohmann::json python_batch_classes(const std::vector<std::string>& ops) {
+  std::string command = std::string(RA_TORCH_PYTHON) + " " + RA_BATCH_CLASSES;
+  for (const auto& op : ops) command += " " + op;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE_MESSAGE(pipe != nullptr, "cannot run " << command);
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int status = pclose(pipe);
+  REQUIRE_MESSAGE(status == 0, command << " failed: " << out);
+  return nlohmann::json::parse(out);
+}
+
 }  // namespace ra::test

@@ -83,6 +83,11 @@ int count_lines(const std::string& text);
 
 const char* test_ops_library();
 
+// What the batch-invariance probes should find here for each op ("mm", "layer_norm", "linear", ...),
+// measured by the venv's torch in Python (tests/batch/batch_classes.py): {"mm": [[1, 2, 3], [4, ...]]}.
+// Fails the test when Python cannot measure.
+nlohmann::json python_batch_classes(const std::vector<std::string>& ops);
+
 // Runs `args` plus `--report <dir>/report.json` (unless args name --report), and checks what every
 // bad input must give: exit `code`, one stderr line "repro-audit: ..." containing `message`,
 // nothing on stdout, and no report file.

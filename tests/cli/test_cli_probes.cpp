@@ -230,3 +230,34 @@ TEST_CASE("completion: probes --only <TAB> offers probe names and families, not 
   CHECK(zsh.out.find(":value:(") != std::string::npos);
   CHECK(zsh.out.find("index_put.accumulate") != std::string::npos);
 }
+
+TEST_CASE("probes batch-invariance: the classes of mm (variant) and layer_norm (invariant) are those Python measures here") {
+  ra::test::TempDir dir;
+  const auto r = run_cli({"probes", "--only", "batch.mm,batch.layer_norm,batch.linear,batch.detect-control", "--configs",
+                          "default", "--repeats", "2", "--report", dir.file("r.json"), "--quiet"});
+  INFO(r.out, r.err);
+  REQUIRE(r.code == 0);
+  const auto j = ra::test::read_json(dir.file("r.json"));
+  const nlohmann::json expected = ra::test::python_batch_classes({"mm", "layer_norm", "linear", "detect-control"});
+  for (const char* op : {"mm", "layer_norm", "linear", "detect-control"}) {
+    const auto& t = target(j, std::string("batch.") + op);
+    CAPTURE(op);
+    CHECK(t["probe"]["family"] == "batch-invariance");
+    REQUIRE(t["probe"]["batch_classes"].size() == 1);
+    CHECK(t["probe"]["batch_classes"][0]["config"] == "default");
+    CHECK(t["probe"]["batch_classes"][0]["classes"] == expected[op]);
+    // Run to run, each recorded row is as reproducible as any probe's output.
+    CHECK(t["configs"][0]["verdict"] == "reproducible");
+  }
+  // The negative control for the comparison: one ulp is seen.
+  CHECK(expected["detect-control"].size() == 2);
+  // The text names the classes per configuration, variant or invariant.
+  const bool mm_variant = expected["mm"].size() > 1;
+  CHECK(r.out.find(mm_variant ? "batch classes under default: {1" : "batch classes under default: {1…257}: invariant") !=
+        std::string::npos);
+  CHECK(r.out.find("batch classes under default: {1…257}: invariant") != std::string::npos);  // layer_norm
+  CHECK(r.out.find("batch classes under default: {1} | {2…257}: variant") != std::string::npos);  // detect-control
+  // `report` re-renders it from the JSON as it was printed.
+  const auto again = run_cli({"report", dir.file("r.json")});
+  CHECK(again.out == r.out);
+}

@@ -13,7 +13,7 @@ using ra::test::run_cli;
 
 using ra::test::fresh;
 
-TEST_CASE("selftest --device cpu: five checks pass, one line each, in a report every subcommand reads") {
+TEST_CASE("selftest --device cpu: six checks pass, one line each, in a report every subcommand reads") {
   ra::test::TempDir dir;
   const std::string json = fresh(RA_REPORT_DIR, "selftest.json"), html = fresh(RA_REPORT_DIR, "selftest.html");
   const std::string junit = fresh(RA_JUNIT_DIR, "selftest.xml");
@@ -22,21 +22,26 @@ TEST_CASE("selftest --device cpu: five checks pass, one line each, in a report e
   INFO(r.out, r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.rfind("repro-audit selftest on cpu\n", 0) == 0);
-  for (const char* check : {"digests", "switches", "detection", "fingerprint", "tracing"})
+  for (const char* check : {"digests", "switches", "detection", "fingerprint", "invariance", "tracing"})
     CHECK(r.out.find(std::string("  pass  ") + check) != std::string::npos);
-  CHECK(r.out.find("selftest: all 5 checks passed (exit 0)\n") != std::string::npos);
-  CHECK(ra::test::count_lines(r.out) == 7);
+  CHECK(r.out.find("selftest: all 6 checks passed (exit 0)\n") != std::string::npos);
+  CHECK(ra::test::count_lines(r.out) == 8);
 
   const nlohmann::json rep = ra::test::read_json(json);
   CHECK(rep["schema"] == "repro-audit/report");
   CHECK(rep["targets"].empty());
   CHECK(rep["exit_code"] == 0);
   CHECK(rep["selftest"]["device"] == "cpu");
-  REQUIRE(rep["selftest"]["checks"].size() == 5);
+  REQUIRE(rep["selftest"]["checks"].size() == 6);
   for (const auto& c : rep["selftest"]["checks"]) CHECK(c["passed"] == true);
   // The evidence says what was measured, not only that it passed.
   CHECK(rep["selftest"]["checks"][2]["evidence"].get<std::string>().find("index_put.accumulate diverged under default") == 0);
-  CHECK(rep["selftest"]["checks"][4]["evidence"].get<std::string>().find("backward: aten::") != std::string::npos);
+  CHECK(rep["selftest"]["checks"][5]["evidence"].get<std::string>().find("backward: aten::") != std::string::npos);
+  // Batch invariance: a real positive where Python finds a Linear row variant on this machine.
+  const std::string invariance = rep["selftest"]["checks"][4]["evidence"].get<std::string>();
+  const bool linear_variant = ra::test::python_batch_classes({"linear"})["linear"].size() > 1;
+  CHECK(invariance.find(linear_variant ? "a Linear row differed in-process" : "a Linear row kept its bits") == 0);
+  CHECK(invariance.find("batch.layer_norm invariant") != std::string::npos);
   CHECK(rep["environment"]["torch"]["version"] == "2.11.0");
 
   // `report` re-renders it as the run printed it; `compare` of two self-tests lists what differs.
@@ -46,8 +51,8 @@ TEST_CASE("selftest --device cpu: five checks pass, one line each, in a report e
   const auto compared = run_cli({"compare", json, json});
   CHECK(compared.code == 0);
   CHECK(compared.out.find("environment: unchanged") != std::string::npos);
-  CHECK(ra::test::read_file(dir.file("selftest.md")).find("## repro-audit selftest on cpu: all 5 checks passed (exit 0)") == 0);
-  CHECK(ra::test::read_file(junit).find("<testsuite name=\"selftest\" tests=\"5\" failures=\"0\"") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("selftest.md")).find("## repro-audit selftest on cpu: all 6 checks passed (exit 0)") == 0);
+  CHECK(ra::test::read_file(junit).find("<testsuite name=\"selftest\" tests=\"6\" failures=\"0\"") != std::string::npos);
 }
 
 TEST_CASE("selftest: a device that is not there, or not a device, is a usage error before any work") {

@@ -56,6 +56,26 @@ TEST_CASE("parse_knowledge: an argument condition may be a list of accepted valu
         std::string::npos);
 }
 
+TEST_CASE("parse_knowledge: an entry's concern is run-to-run unless it says batch-invariance") {
+  CHECK(ra::parse_knowledge(with_entry(kGood), "kb.json").entries.at(0).concern == "run-to-run");
+  const std::string batch = replaced(kGood, "\"severity\": \"error\"", "\"severity\": \"note\", \"concern\": \"batch-invariance\"");
+  CHECK(ra::parse_knowledge(with_entry(batch), "kb.json").entries.at(0).concern == "batch-invariance");
+  CHECK(error_of(with_entry(replaced(batch, "\"batch-invariance\"", "\"batches\"")))
+            .find("'concern' is 'batches', expected run-to-run or batch-invariance") != std::string::npos);
+  // The shipped batch-variant entries are notes, each measured on the CPU by its probe.
+  const ra::KnowledgeBase shipped = ra::load_knowledge(RA_SOURCE_KNOWLEDGE);
+  int batch_entries = 0;
+  for (const auto& e : shipped.entries) {
+    if (e.concern != "batch-invariance") continue;
+    ++batch_entries;
+    CAPTURE(e.id);
+    CHECK(e.severity == "note");
+    REQUIRE(!e.measured.empty());
+    CHECK(e.measured.front().probe.rfind("batch.", 0) == 0);
+  }
+  CHECK(batch_entries >= 3);
+}
+
 TEST_CASE("parse_knowledge: malformed files name the file, the entry and the field") {
   CHECK(error_of("{") .find("kb.json") != std::string::npos);
   CHECK(error_of(with_entry(replaced(kGood, "\"title\"", "\"titel\""))).find("unknown key 'titel'") != std::string::npos);

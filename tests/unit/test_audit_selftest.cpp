@@ -3,6 +3,7 @@
 // report in every format and back from JSON. The checks themselves run through the binary in
 // tests/cli/test_cli_selftest.cpp.
 #include "audit/run/selftest.h"
+#include "audit/run/selftest_invariance.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 
@@ -197,4 +198,49 @@ TEST_CASE("selftest report: a failed check makes exit 1 in every format, and JSO
   ra::report::finalize(r);
   CHECK(r.exit_code == 0);
   CHECK(contains(ra::report::render_text(r), "selftest: all 2 checks passed (exit 0)"));
+}
+
+namespace {
+
+// A probes report with the three batch-invariance probes' classes under default.
+Report batch_probes(std::vector<std::vector<int64_t>> linear, std::vector<std::vector<int64_t>> norm,
+                    std::vector<std::vector<int64_t>> detect) {
+  Report r;
+  for (auto [name, classes] : {std::pair{"batch.linear", linear}, {"batch.layer_norm", norm}, {"batch.detect-control", detect}}) {
+    Target t;
+    t.name = name;
+    t.probe = ra::report::ProbeFacts{};
+    t.probe->family = "batch-invariance";
+    t.probe->batch_classes = {{"default", classes}};
+    r.targets.push_back(t);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("selftest invariance: Linear variant where measured so in-process, layer_norm invariant, one ulp seen") {
+  const std::vector<std::vector<int64_t>> one = {{1, 2, 4}}, split = {{1, 2}, {4}}, ulp = {{1}, {2, 4}};
+  const ra::LinearRows variant{{1, 2, 4}, {4}}, invariant{{1, 2, 4}, {}};
+  const auto found = ra::invariance_check(batch_probes(split, one, ulp), variant);
+  CHECK(found.name == "invariance");
+  CHECK(found.passed);
+  CHECK(found.evidence.rfind("a Linear row differed in-process from batch 1 at 1 of 3 sizes (first at M = 4); batch.linear found it variant (2 classes)", 0) == 0);
+  // The real positive missed.
+  const auto missed = ra::invariance_check(batch_probes(one, one, ulp), variant);
+  CHECK_FALSE(missed.passed);
+  CHECK(contains(missed.evidence, "batch.linear found one class, but a Linear row differed in-process at 1 of 3 sizes (first at M = 4)"));
+  // An invariant library passes on the controls, and says so.
+  const auto no_positive = ra::invariance_check(batch_probes(one, one, ulp), invariant);
+  CHECK(no_positive.passed);
+  CHECK(contains(no_positive.evidence, "gives no real positive here; passed on the controls"));
+  // The control variant, or one ulp not seen: failed.
+  CHECK_FALSE(ra::invariance_check(batch_probes(split, split, ulp), variant).passed);
+  const auto blind = ra::invariance_check(batch_probes(split, one, one), variant);
+  CHECK_FALSE(blind.passed);
+  CHECK(contains(blind.evidence, "the comparison cannot see one ulp"));
+  // A probe that did not run.
+  Report partial = batch_probes(split, one, ulp);
+  partial.targets.pop_back();
+  CHECK_FALSE(ra::invariance_check(partial, variant).passed);
 }

@@ -147,3 +147,16 @@ TEST_CASE("render_text: an AOTInductor package's metadata, and whether it says h
   CHECK(text.find("Deterministic_Algorithms True") != std::string::npos);
   CHECK(text.find("does not record whether") == std::string::npos);
 }
+
+TEST_CASE("batch_classes_text: runs of four or more neighbouring sizes are written first…last") {
+  using Classes = std::vector<std::vector<int64_t>>;
+  CHECK(ra::report::batch_classes_text(Classes{{1, 2, 3}, {4, 5, 6, 7, 8, 9, 16, 17, 257}}) == "{1,2,3} | {4…257}");
+  CHECK(ra::report::batch_classes_text(Classes{{1}, {2, 3}, {4, 5, 6, 7}}) == "{1} | {2,3} | {4…7}");
+  // Neighbours among the sizes tried, not among the integers: 9, 16, 17 and 31 follow each other here.
+  CHECK(ra::report::batch_classes_text(Classes{{1, 9, 16, 17, 31}, {2}}) == "{1,9…31} | {2}");
+  CHECK(ra::report::batch_classes_text(Classes{{1, 3, 4, 5}, {2}}) == "{1,3,4,5} | {2}");
+  ra::report::ProbeFacts p;
+  p.batch_classes = {{"default", Classes{{1, 2, 3, 4}}}, {"threads-1", Classes{{1}, {2, 3, 4}}}};
+  CHECK(ra::report::batch_classes_lines(p) == std::vector<std::string>{"batch classes under default: {1…4}: invariant",
+                                                                      "batch classes under threads-1: {1} | {2,3,4}: variant"});
+}

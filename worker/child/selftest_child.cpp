@@ -3,11 +3,15 @@
 
 #include "audit/common/errors.h"
 #include "worker/digest/digest.h"
+#include "audit/common/files.h"
+#include "worker/probes/batch_invariance.h"
 #include "worker/runtime/child_support.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/modules/linear.h>
 #include <torch/script.h>
 
 namespace ra {
@@ -73,6 +77,31 @@ def forward(self, x):
   backward.save(folder + "/backward.pt");
 }
 
+// The self-test's real positive for batch invariance, measured here before the probes are trusted
+// with it: a Linear layer (64 -> 48 features, seeded) applied to the first M rows of one batch, for
+// every size the batch-invariance probes try; row 0 of each result is compared with row 0 computed
+// alone. Written to FOLDER/invariance.json as {"linear_differs_at": [sizes], "sizes": [sizes]}; the
+// front (audit/run/selftest_invariance.h) then expects the probe batch.linear to be variant
+// exactly when this list is not empty.
+void measure_linear_rows(const c10::Device& device, const std::string& folder) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(20261126);
+  torch::nn::Linear linear(64, 48);
+  {
+    torch::NoGradGuard no_grad;
+    linear->weight.copy_(at::randn({48, 64}, gen));
+    linear->bias.copy_(at::randn({48}, gen));
+  }
+  linear->to(device);
+  const std::vector<int64_t> sizes = probes::batch_invariance_sizes(device.is_cuda());
+  const at::Tensor x = at::randn({sizes.back(), 64}, gen).to(device);
+  torch::NoGradGuard no_grad;
+  const at::Tensor alone = linear->forward(x.narrow(0, 0, 1));
+  nlohmann::json out = {{"sizes", sizes}, {"linear_differs_at", nlohmann::json::array()}};
+  for (const int64_t m : sizes)
+    if (!at::equal(linear->forward(x.narrow(0, 0, m)).narrow(0, 0, 1), alone)) out["linear_differs_at"].push_back(m);
+  write_file_atomic(folder + "/invariance.json", out.dump());
+}
+
 }  // namespace
 
 std::vector<report::SelfCheck> worker_selftest(const std::string& device_text, const std::string& model_folder) {
@@ -95,6 +124,7 @@ std::vector<report::SelfCheck> worker_selftest(const std::string& device_text, c
   if (!implementation.empty()) evidence += fmt::format(" (CUDA digests: {})", implementation);
   checks.push_back({"digests", failure.empty(), evidence});
   write_traced_models(device, model_folder);
+  measure_linear_rows(device, model_folder);
   return checks;
 }
 

@@ -15,6 +15,8 @@ namespace ra {
 // it, and writes the self-test's traced models into `model_folder`: forward.pt, whose forward pass
 // (a scatter with many duplicate indices), and backward.pt, whose backward pass (the gradient of a
 // gather with them), are nondeterministic on that device under the default configuration.
+// It also measures whether a Linear layer's row differs between batch 1 and the larger batches the
+// batch-invariance probes try, on that device, and writes it to `model_folder`/invariance.json.
 std::vector<report::SelfCheck> worker_selftest(const std::string& device, const std::string& model_folder);
 
 }  // namespace ra

@@ -713,7 +713,8 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
 }  // namespace
 
 LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
-                      const std::vector<std::string>& libraries, const std::string& mode, bool strict) {
+                      const std::vector<std::string>& libraries, const std::string& mode, bool strict,
+                      BatchVariant batch) {
   LintResult r;
   r.mode = mode;
   r.strict = strict;
@@ -747,6 +748,10 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
     r.findings = scanner.findings();
     r.notes = scanner.notes();
   }
+  // Batch variance is a concern of its own: a note unless the user asks for it.
+  for (auto& f : r.findings)
+    if (const KnowledgeEntry* e = kb.find(f.entry); e && e->concern == "batch-invariance")
+      f.severity = batch == BatchVariant::Error ? "error" : "note";
   if (mode != "train") {
     int backward = 0;
     for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device_type) && e.direction == "backward";

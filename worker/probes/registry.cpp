@@ -25,6 +25,7 @@ ProbeList& registry() {
     register_linear_algebra(all);
     register_attention(all);
     register_memory(all);
+    register_batch_invariance(all);
     std::set<std::string> seen;
     for (const auto& p : all) {
       const std::string& name = p->info().name;

@@ -27,6 +27,7 @@ void register_reductions(ProbeList& out);
 void register_linear_algebra(ProbeList& out);
 void register_attention(ProbeList& out);
 void register_memory(ProbeList& out);
+void register_batch_invariance(ProbeList& out);
 
 // Every registered probe. The first call builds the list; plugins append to it.
 const ProbeList& all_probes();
