@@ -19,9 +19,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 #include <torch/script.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -161,8 +161,10 @@ void startup_and_trial_cost(const std::string& front, const std::string& worker)
   m.define("def forward(self, x):\n    return torch.matmul(x, self.w)\n");
   m.save((dir / "tiny.pt").string());
   const std::string report = (dir / "r.json").string();
-  const std::vector<std::string> audit = {front, "run", (dir / "tiny.pt").string(), "--shape", "2x8", "--configs",
-                                          "default", "--repeats", "5", "--quiet", "--report", report};
+  const std::vector<std::string> audit = {front,     "run",       (dir / "tiny.pt").string(),
+                                          "--shape", "2x8",       "--configs",
+                                          "default", "--repeats", "5",
+                                          "--quiet", "--report",  report};
   const std::vector<std::string> with_cuda = {"REPRO_AUDIT_LOAD_CUDA=1"};
   run_quiet(audit);  // the report that `report` re-renders below
 

@@ -47,7 +47,8 @@ def forward(self, x):
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: repro-audit-examples OUT_DIR\n  writes reduce_mlp.pt and conv_net.pt into OUT_DIR\n";
+  const std::string usage =
+      "usage: repro-audit-examples OUT_DIR\n  writes reduce_mlp.pt and conv_net.pt into OUT_DIR\n";
   if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::cout << usage;
     return 0;

@@ -11,11 +11,11 @@
 // held: records, tensor digests and memory.
 // On cuda it loads libtorch_cuda.so first, as the worker does (worker/runtime/cuda_loader.h): this
 // binary links LibTorch's CPU half only, and torch keeps the first answer to "is there CUDA?".
+#include "reports/core_model.h"
 #include "worker/digest/digest.h"
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/cuda_loader.h"
 #include "worker/trace/tracer.h"
-#include "reports/core_model.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -57,7 +57,8 @@ torch::jit::Module resnet_like(const c10::Device& device, int64_t width) {
   torch::jit::Module m("ResNetLike");
   m.register_attribute("training", c10::BoolType::get(), true);
   const auto conv = [&](const std::string& name, int64_t out, int64_t in) {
-    m.register_parameter(name, (at::randn({out, in, 3, 3}) / std::sqrt(9.0 * static_cast<double>(in))).to(device), false);
+    m.register_parameter(name, (at::randn({out, in, 3, 3}) / std::sqrt(9.0 * static_cast<double>(in))).to(device),
+                         false);
     m.register_parameter(name + "g", at::ones({out}).to(device), false);
     m.register_parameter(name + "b", at::zeros({out}).to(device), false);
     m.register_buffer(name + "m", at::zeros({out}).to(device));
@@ -143,15 +144,19 @@ int run(const std::string& device_name, int argc, char** argv) {
   size_t digests = 0;
   for (const auto& r : last.records) digests += r.inputs.size() + r.outputs.size();
   const double a = *ra::report::median(plain), b = *ra::report::median(with_trace);
-  std::printf("Trace overhead, ResNet-like training step on %s (batch %lld, 3x32x32, %lld/%lld channels; %d intra-op threads)\n",
-              device.str().c_str(), static_cast<long long>(batch), static_cast<long long>(width),
-              static_cast<long long>(2 * width), at::get_num_threads());
+  std::printf(
+      "Trace overhead, ResNet-like training step on %s (batch %lld, 3x32x32, %lld/%lld channels; %d intra-op "
+      "threads)\n",
+      device.str().c_str(), static_cast<long long>(batch), static_cast<long long>(width),
+      static_cast<long long>(2 * width), at::get_num_threads());
   std::printf("  untraced step: %8.1f ms (median of %d)\n", a * 1e3, reps);
   if (both) {
     const double c = *ra::report::median(per_tensor);
     std::printf("  CUDA digests:  %s\n", ra::cuda_digest_implementation().c_str());
-    std::printf("  traced step, one launch per tensor (REPRO_AUDIT_TRACE_BATCH=0): %8.1f ms, ratio %.2f\n", c * 1e3, c / a);
-    std::printf("  traced step, batched per op (default):                          %8.1f ms, ratio %.2f\n", b * 1e3, b / a);
+    std::printf("  traced step, one launch per tensor (REPRO_AUDIT_TRACE_BATCH=0): %8.1f ms, ratio %.2f\n", c * 1e3,
+                c / a);
+    std::printf("  traced step, batched per op (default):                          %8.1f ms, ratio %.2f\n", b * 1e3,
+                b / a);
   }
   std::printf("  traced step:   %8.1f ms (median of %d, interleaved)\n", b * 1e3, reps);
   std::printf("  ratio:         %8.2f   (target: at most %.2f)\n", b / a, device.is_cpu() ? 1.2 : 1.25);

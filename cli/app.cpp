@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <string_view>
@@ -43,7 +43,8 @@ int checked_stdout(int code) {
   std::cout.flush();
   if (flushed && !std::ferror(stdout) && std::cout.good()) return code;
   if (stop_signal() != 0) return static_cast<int>(ExitCode::Interrupted);  // a closed pipe: `| head`
-  return fail(ExitCode::Input, fmt::format("cannot write to stdout: {}", err != 0 ? std::strerror(err) : "write error"));
+  return fail(ExitCode::Input,
+              fmt::format("cannot write to stdout: {}", err != 0 ? std::strerror(err) : "write error"));
 }
 
 std::string one_line(std::string s) {
@@ -98,10 +99,11 @@ std::string suggestion(const CLI::App& app, std::span<const Command> table, int 
 }  // namespace
 
 int run(int argc, char** argv, const Program& program) {
-  CLI::App app{"repro-audit: a determinism auditor for PyTorch models (LibTorch).\n"
-               "Exit codes: 0 reproducible, 1 nondeterminism or a regression found, 2 usage error, 3 input error,\n"
-               "4 a trial crashed or timed out (verdict incomplete), 130 interrupted.",
-               "repro-audit"};
+  CLI::App app{
+      "repro-audit: a determinism auditor for PyTorch models (LibTorch).\n"
+      "Exit codes: 0 reproducible, 1 nondeterminism or a regression found, 2 usage error, 3 input error,\n"
+      "4 a trial crashed or timed out (verdict incomplete), 130 interrupted.",
+      "repro-audit"};
   app.set_version_flag("--version", tool_version());
   app.require_subcommand(1);
   GlobalOptions global;
@@ -150,11 +152,11 @@ int run(int argc, char** argv, const Program& program) {
   } catch (const CLI::ExtrasError& e) {
     const CLI::App* sub = parsed_subcommand(app, program.commands);
     if (const auto unknown = unknown_option(sub, argc, argv))
-      return fail(ExitCode::Usage,
-                  unknown->second.empty()
-                      ? fmt::format("unknown option '{}' for {} (see repro-audit {} --help)", unknown->first, sub->get_name(),
-                                    sub->get_name())
-                      : fmt::format("unknown option '{}' for {} (did you mean {}?)", unknown->first, sub->get_name(), unknown->second));
+      return fail(ExitCode::Usage, unknown->second.empty()
+                                       ? fmt::format("unknown option '{}' for {} (see repro-audit {} --help)",
+                                                     unknown->first, sub->get_name(), sub->get_name())
+                                       : fmt::format("unknown option '{}' for {} (did you mean {}?)", unknown->first,
+                                                     sub->get_name(), unknown->second));
     return fail(ExitCode::Usage, one_line(e.what()) + suggestion(app, program.commands, argc, argv));
   } catch (const CLI::ParseError& e) {
     return fail(ExitCode::Usage, one_line(e.what()) + suggestion(app, program.commands, argc, argv));

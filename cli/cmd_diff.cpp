@@ -12,7 +12,8 @@ namespace ra::cli {
 void add_diff_options(CLI::App& sub, DiffArgs& a) {
   sub.add_option("a", a.a, "first torch.save file or TorchScript archive (A)")->required();
   sub.add_option("b", a.b, "second torch.save file or TorchScript archive (B)")->required();
-  sub.add_option("--key", a.key, "compare only this entry of both files and what is below it: \"model\", \"optimizer/state\"");
+  sub.add_option("--key", a.key,
+                 "compare only this entry of both files and what is below it: \"model\", \"optimizer/state\"");
   sub.add_flag("--json", a.json, "print the JSON document on stdout instead of the table");
   sub.add_option("--report", a.report, "write the JSON document here (atomically)");
   add_tolerance_options(sub, a.tolerance);

@@ -44,9 +44,11 @@ std::vector<int64_t> parse_sizes(const std::string& text, int64_t budget) {
     start = comma + 1;
     if (item.empty()) continue;
     const auto v = whole_number(item);
-    if (!v || *v < 1) throw UsageError(fmt::format("--sizes takes batch sizes of 1 or more, or auto; '{}' is not one", excerpt(item)));
+    if (!v || *v < 1)
+      throw UsageError(fmt::format("--sizes takes batch sizes of 1 or more, or auto; '{}' is not one", excerpt(item)));
     if (*v > budget)
-      throw UsageError(fmt::format("--sizes {} exceeds the budget of {}: give sizes up to {}, or raise --budget", *v, budget, budget));
+      throw UsageError(fmt::format("--sizes {} exceeds the budget of {}: give sizes up to {}, or raise --budget", *v,
+                                   budget, budget));
     sizes.push_back(*v);
   }
   if (sizes.empty()) throw UsageError("--sizes is empty: give batch sizes (e.g. --sizes 1,2,8,64) or auto");
@@ -59,9 +61,13 @@ std::vector<int64_t> parse_batch_dims(const std::vector<std::string>& items) {
   std::vector<int64_t> dims;
   for (const auto& item : items) {
     const auto v = whole_number(item);
-    if (item == "none") dims.push_back(-1);
-    else if (v && *v >= 0) dims.push_back(*v);
-    else throw UsageError(fmt::format("--batch-dim takes a dimension (0, 1, ...) or none per input; '{}' is neither", excerpt(item)));
+    if (item == "none")
+      dims.push_back(-1);
+    else if (v && *v >= 0)
+      dims.push_back(*v);
+    else
+      throw UsageError(
+          fmt::format("--batch-dim takes a dimension (0, 1, ...) or none per input; '{}' is neither", excerpt(item)));
   }
   return dims;
 }
@@ -85,28 +91,38 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
 
 Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<InvarianceArgs>();
-  sub.add_option("model", a->model, "TorchScript archive, torch.export archive (with a dynamic batch) or AOTInductor package")->required();
-  sub.add_option("--input", a->input, "torch.save file of the rows: a tensor, or a tuple or list of tensors (one per input)")->required();
+  sub.add_option("model", a->model,
+                 "TorchScript archive, torch.export archive (with a dynamic batch) or AOTInductor package")
+      ->required();
+  sub.add_option("--input", a->input,
+                 "torch.save file of the rows: a tensor, or a tuple or list of tensors (one per input)")
+      ->required();
   sub.add_option("--rows", a->rows, "anchor rows: the input's first R rows, each compared alone and inside batches")
       ->check(integer_in(1, 4096))
       ->capture_default_str();
-  sub.add_option("--filler", a->filler, "rows that fill a batch: the input's other rows, or seeded random rows of the same shape")
+  sub.add_option("--filler", a->filler,
+                 "rows that fill a batch: the input's other rows, or seeded random rows of the same shape")
       ->check(CLI::IsMember({"input", "random"}))
       ->capture_default_str();
   sub.add_option("--sizes", a->sizes,
                  "batch sizes (1,2,8,64), or auto: 1..9, powers of two and their +-1 up to --budget, then bisection "
                  "between neighbouring sizes that disagree")
       ->capture_default_str();
-  sub.add_option("--budget", a->budget, "the largest batch size tried")->check(integer_in(1, 1 << 20))->capture_default_str();
-  sub.add_option("--batch-dim", a->batch_dims, "per input: its batch dimension, or none for an input passed whole (default 0)")
+  sub.add_option("--budget", a->budget, "the largest batch size tried")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  sub.add_option("--batch-dim", a->batch_dims,
+                 "per input: its batch dimension, or none for an input passed whole (default 0)")
       ->delimiter(',');
   sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
-  sub.add_option("--configs", a->configs,
-                 "configurations, one worker each: presets (default, det, strict, threads-1, threads-N, mkl-cbwr, ...) or "
-                 "key=value lists joined by '+'; default: default")
+  sub.add_option(
+         "--configs", a->configs,
+         "configurations, one worker each: presets (default, det, strict, threads-1, threads-N, mkl-cbwr, ...) or "
+         "key=value lists joined by '+'; default: default")
       ->delimiter(',');
   sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically; one test case per configuration)");
+  sub.add_option("--junit", a->out.junit,
+                 "write a JUnit XML report here (atomically; one test case per configuration)");
   sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
   sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
   sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
@@ -116,7 +132,9 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--timeout", a->timeout, "seconds before a configuration's worker is killed and recorded as crashed")
       ->check(seconds_up_to(kMaxTimeoutSeconds))
       ->capture_default_str();
-  sub.add_option("--seed", a->seed, "seed of every generator and of random filler rows")->check(integer_in(0, UINT64_MAX))->capture_default_str();
+  sub.add_option("--seed", a->seed, "seed of every generator and of random filler rows")
+      ->check(integer_in(0, UINT64_MAX))
+      ->capture_default_str();
   sub.add_option("--load-library", a->libraries, "shared library with custom ops the model needs (repeatable)");
   return [a, &global] { return execute_invariance(*a, global); };
 }

@@ -11,9 +11,11 @@
 namespace ra::cli {
 
 void add_lint_options(CLI::App& sub, LintArgs& a) {
-  sub.add_option("model", a.model, "TorchScript archive (torch.jit.save) or torch.export archive (torch.export.save)")->required();
-  sub.add_option("--device", a.device, "cpu, cuda or cuda:N: selects the knowledge-base entries that apply (no GPU "
-                                       "is needed)")
+  sub.add_option("model", a.model, "TorchScript archive (torch.jit.save) or torch.export archive (torch.export.save)")
+      ->required();
+  sub.add_option("--device", a.device,
+                 "cpu, cuda or cuda:N: selects the knowledge-base entries that apply (no GPU "
+                 "is needed)")
       ->capture_default_str();
   sub.add_flag("--json", a.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--report", a.report, "write the JSON report here (atomically)");
@@ -24,8 +26,9 @@ void add_lint_options(CLI::App& sub, LintArgs& a) {
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
   sub.add_flag("--strict", a.strict, "notes (configuration or machine dependence) exit 1 too, not only errors");
-  sub.add_flag("--batch-invariance", a.batch_invariance,
-               "ops whose rows depend on the batch size (measured by the batch-invariance probes) are errors, not notes");
+  sub.add_flag(
+      "--batch-invariance", a.batch_invariance,
+      "ops whose rows depend on the batch size (measured by the batch-invariance probes) are errors, not notes");
   sub.add_flag("--verbose", a.verbose, "every finding in full, instead of one block per knowledge-base entry");
 }
 

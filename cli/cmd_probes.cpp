@@ -4,18 +4,17 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/knowledge/knowledge.h"
+#include "audit/probes/probe_info.h"
 #include "audit/run/probe_audit.h"
 #include "audit/trial/trials.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
-#include "audit/probes/probe_info.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-
 
 namespace ra::cli {
 namespace {
@@ -56,8 +55,8 @@ int list(const ProbesArgs& a, const KnowledgeBase& kb) {
     write_stdout(out.dump(2) + "\n");
     return 0;
   }
-  std::string text = fmt::format("{:<34} {:<15} {:<34} {:<9} {:<9} {}\n", "probe", "family", "op", "device", "direction",
-                                 "documented");
+  std::string text = fmt::format("{:<34} {:<15} {:<34} {:<9} {:<9} {}\n", "probe", "family", "op", "device",
+                                 "direction", "documented");
   for (const auto& i : selected) {
     const std::string devices = i.cpu && i.cuda ? "cpu,cuda" : i.cpu ? "cpu" : "cuda";
     text += fmt::format("{:<34} {:<15} {:<34} {:<9} {:<9} {}{}\n", i.name, i.family, i.op, devices,
@@ -88,7 +87,8 @@ int execute(const ProbesArgs& a, const GlobalOptions& global) {
 Action attach_probes(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<ProbesArgs>();
   sub.add_flag("--list", a->list, "list the probes (name, family, op, device, direction, documented status) and exit");
-  sub.add_option("--only", a->only, "run only probes whose name or family matches a shell glob (repeatable, or comma-separated)")
+  sub.add_option("--only", a->only,
+                 "run only probes whose name or family matches a shell glob (repeatable, or comma-separated)")
       ->delimiter(',');
   sub.add_flag("--no-census", a->no_census, "skip the alert census (one more run of every probe under det-warn)");
   add_audit_options(sub, *a,

@@ -4,8 +4,8 @@
 // with the report's own exit code; 3 when IN.json is unreadable, not JSON, not a report, or of a
 // schema version this build does not read (nothing is written then).
 #include "audit/common/errors.h"
-#include "audit/common/json_document.h"
 #include "audit/common/files.h"
+#include "audit/common/json_document.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
 #include "reports/json_read.h"

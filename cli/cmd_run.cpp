@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit run MODEL ...`: audit one TorchScript model.
-#include "audit/run/model_audit.h"
 #include "audit/common/errors.h"
+#include "audit/run/model_audit.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
 
 #include <fmt/format.h>
-
 
 namespace ra::cli {
 namespace {
@@ -61,7 +60,9 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.shard = shard_option(a);
   // The restart-replay picks its configuration from all of them: it cannot be split.
   if (o.shard && o.replay && o.shard->request.count > 1)
-    throw UsageError("--replay needs every configuration's results in one process: it cannot run in a shard (drop --replay, or run it unsharded)");
+    throw UsageError(
+        "--replay needs every configuration's results in one process: it cannot run in a shard (drop --replay, or run "
+        "it unsharded)");
   const ReportJudges judges = load_judges(a, o);
   return finish_report(run_audit(o), a.out, judges);
 }
@@ -70,31 +71,37 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
 
 Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<RunArgs>();
-  sub.add_option("model", a->model, "TorchScript archive (torch.jit.save), torch.export archive (torch.export.save) or AOTInductor package")->required();
+  sub.add_option(
+         "model", a->model,
+         "TorchScript archive (torch.jit.save), torch.export archive (torch.export.save) or AOTInductor package")
+      ->required();
   sub.add_option("--input", a->input, "torch.save file holding a tensor, tuple, list or dict of tensors");
   sub.add_option("--shape", a->shapes, "synthetic seeded input, e.g. 8x3x224x224[:float32]; repeat for several inputs");
   sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; optimizer steps)")
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
-  CLI::Option* steps =
-      sub.add_option("--steps", a->steps, "optimizer steps in train mode")->check(integer_in(1, 1000000))->capture_default_str();
+  CLI::Option* steps = sub.add_option("--steps", a->steps, "optimizer steps in train mode")
+                           ->check(integer_in(1, 1000000))
+                           ->capture_default_str();
   sub.add_flag("--trace", a->trace,
                "record every op (forward, backward, optimizer) with digests of its inputs and outputs; name the "
                "first op that diverged and search for the cheapest switches that fix it");
-  CLI::Option* capacity =
-      sub.add_option("--trace-capacity", a->trace_capacity, "tensor digests a trace may hold (16 bytes each); later ops are dropped")
-          ->check(integer_in(1024, uint64_t{1} << 32))
-          ->capture_default_str();
+  CLI::Option* capacity = sub.add_option("--trace-capacity", a->trace_capacity,
+                                         "tensor digests a trace may hold (16 bytes each); later ops are dropped")
+                              ->check(integer_in(1024, uint64_t{1} << 32))
+                              ->capture_default_str();
   sub.add_flag("--no-fix-search", a->no_fix_search, "with --trace: name root causes only, do not search for fixes");
-  CLI::Option* timed = sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")
-                            ->check(integer_in(5, 1000))
-                            ->capture_default_str();
+  CLI::Option* timed =
+      sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")
+          ->check(integer_in(5, 1000))
+          ->capture_default_str();
   sub.add_option("--optimizer", a->optimizer, "train mode: sgd or adam (LibTorch's torch::optim) [sgd]")
       ->check(CLI::IsMember({"sgd", "adam"}));
   sub.add_option("--lr", a->lr, "train mode: learning rate [0.01 for sgd, 0.001 for adam]")->check(positive_real());
-  sub.add_flag("--replay", a->replay,
-               "train mode, --steps >= 2: also train K/2 steps, checkpoint (parameters, buffers, optimizer, generators), "
-               "resume in a fresh process, and compare with the uninterrupted run");
+  sub.add_flag(
+      "--replay", a->replay,
+      "train mode, --steps >= 2: also train K/2 steps, checkpoint (parameters, buffers, optimizer, generators), "
+      "resume in a fresh process, and compare with the uninterrupted run");
   sub.add_option("--replay-omit", a->replay_omit,
                  "rng or optimizer: simulate a checkpoint that does not save this state, to see whether your training "
                  "depends on it (repeatable)")
@@ -103,17 +110,19 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--no-native", a->no_native,
                "refuse a model that is native code (an AOTInductor package, whose compiled library would run in the "
                "audit's processes) with exit 3");
-  add_audit_options(sub, *a,
-                    {"default,threads-1 on CPU, default,det on CUDA",
-                     "seconds before a trial is killed and recorded as timeout",
-                     "shared library with custom ops the model needs (repeatable)"});
+  add_audit_options(
+      sub, *a,
+      {"default,threads-1 on CPU, default,det on CUDA", "seconds before a trial is killed and recorded as timeout",
+       "shared library with custom ops the model needs (repeatable)"});
   return [a, &global, steps, capacity, timed] {
     // An option that does not apply would be silently ignored: a usage error instead.
     if (steps->count() > 0 && a->mode != "train") throw UsageError("--steps applies to --mode train only");
     if (!a->trace && (a->no_fix_search || capacity->count() > 0 || timed->count() > 0))
-      throw UsageError(fmt::format("{} applies with --trace only",
-                                   a->no_fix_search ? "--no-fix-search" : capacity->count() > 0 ? "--trace-capacity" : "--timed-runs"));
-    if (a->no_fix_search && timed->count() > 0) throw UsageError("--timed-runs times the fix search, which --no-fix-search turns off");
+      throw UsageError(fmt::format("{} applies with --trace only", a->no_fix_search        ? "--no-fix-search"
+                                                                   : capacity->count() > 0 ? "--trace-capacity"
+                                                                                           : "--timed-runs"));
+    if (a->no_fix_search && timed->count() > 0)
+      throw UsageError("--timed-runs times the fix search, which --no-fix-search turns off");
     return execute(*a, global);
   };
 }

@@ -17,24 +17,38 @@ namespace ra::cli {
 namespace {
 
 const Command kFrontCommands[] = {
-    {"run", "audit a model (TorchScript, torch.export or AOTInductor): repeated runs in fresh processes under flag configurations", false, attach_run},
-    {"exec", "audit any command (a training script, torchrun): its artifacts and printed metrics compared bit for bit "
-             "across runs and flag configurations, with a seeding checklist", false, attach_exec},
-    {"lint", "static scan of a model's graph (TorchScript or torch.export) against the knowledge base of nondeterministic ops", false,
-     attach_lint},
-    {"probes", "measure, op by op, which documented nondeterministic ops diverge here and what the flags fix",
-     false, attach_probes},
-    {"compare", "compare two reports or baselines: which environment changes explain a changed result, which changes "
-                "are regressions", false, attach_compare},
+    {"run",
+     "audit a model (TorchScript, torch.export or AOTInductor): repeated runs in fresh processes under flag "
+     "configurations",
+     false, attach_run},
+    {"exec",
+     "audit any command (a training script, torchrun): its artifacts and printed metrics compared bit for bit "
+     "across runs and flag configurations, with a seeding checklist",
+     false, attach_exec},
+    {"lint",
+     "static scan of a model's graph (TorchScript or torch.export) against the knowledge base of nondeterministic ops",
+     false, attach_lint},
+    {"probes", "measure, op by op, which documented nondeterministic ops diverge here and what the flags fix", false,
+     attach_probes},
+    {"compare",
+     "compare two reports or baselines: which environment changes explain a changed result, which changes "
+     "are regressions",
+     false, attach_compare},
     {"diff", "bitwise diff of two torch.save files (a tensor or a state_dict): digests, dtype, shape, divergence",
      false, attach_diff},
-    {"report", "re-render a saved JSON report (from run, probes, exec or merge) as text, JSON, JUnit XML, Markdown or HTML", false,
-     attach_report},
-    {"invariance", "does a row's result depend on the batch it shares? classes of batch sizes with identical bits, "
-                   "position and warm-up dependence, and what to pad or batch to", false, attach_invariance},
-    {"merge", "join the shards of one plan (run, probes or exec with --shard K/N) into one report", false, attach_merge},
-    {"selftest", "check that the tool works on this machine and device: digests, switches, detection, fingerprint, "
-                 "tracing (run it first on a new machine or GPU)", false, attach_selftest},
+    {"report",
+     "re-render a saved JSON report (from run, probes, exec or merge) as text, JSON, JUnit XML, Markdown or HTML",
+     false, attach_report},
+    {"invariance",
+     "does a row's result depend on the batch it shares? classes of batch sizes with identical bits, "
+     "position and warm-up dependence, and what to pad or batch to",
+     false, attach_invariance},
+    {"merge", "join the shards of one plan (run, probes or exec with --shard K/N) into one report", false,
+     attach_merge},
+    {"selftest",
+     "check that the tool works on this machine and device: digests, switches, detection, fingerprint, "
+     "tracing (run it first on a new machine or GPU)",
+     false, attach_selftest},
     {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,
      attach_env},
     {"__completion", "internal: print the bash or zsh completion script (used by the build)", true, attach_completion},

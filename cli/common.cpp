@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/common.h"
 
-#include "audit/trial/config.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/json_document.h"
 #include "audit/common/log.h"
 #include "audit/common/stop.h"
-#include "audit/common/json_document.h"
+#include "audit/trial/config.h"
 #include "reports/baseline_file.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
@@ -18,10 +18,10 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -53,7 +53,8 @@ void check_writable_target(const std::string& path) {
       if (::mkdir(prefix.c_str(), 0777) == 0) continue;
       const int err = errno;
       if (err == EEXIST && std::filesystem::is_directory(prefix, ec)) continue;  // made meanwhile
-      throw UsageError(fmt::format("cannot write report '{}': cannot create folder '{}' ({})", path, prefix, std::strerror(err)));
+      throw UsageError(
+          fmt::format("cannot write report '{}': cannot create folder '{}' ({})", path, prefix, std::strerror(err)));
     }
   }
   if (::access(dir.c_str(), W_OK) != 0)
@@ -158,14 +159,18 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
                  "with --repeats auto: a configuration without divergence is decided once a divergence rate above this "
                  "would have shown with 95% confidence (a fraction or a percentage; default 20%)")
       ->check(rate_fraction());
-  sub.add_option("--configs", a.configs,
-                 "configurations: presets (default, benchmark, cudnn-det, det-warn, det, strict, threads-1, threads-N, "
-                 "mkl-cbwr; exec also eager, compiled-det) or key=value lists joined by '+' (e.g. det+threads=1); default: " + help.default_configs)
+  sub.add_option(
+         "--configs", a.configs,
+         "configurations: presets (default, benchmark, cudnn-det, det-warn, det, strict, threads-1, threads-N, "
+         "mkl-cbwr; exec also eager, compiled-det) or key=value lists joined by '+' (e.g. det+threads=1); default: " +
+             help.default_configs)
       ->delimiter(',');
   sub.add_option("--report", a.out.report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a.out.junit, "write a JUnit XML report here (atomically; one test case per target x configuration)");
+  sub.add_option("--junit", a.out.junit,
+                 "write a JUnit XML report here (atomically; one test case per target x configuration)");
   sub.add_option("--markdown", a.out.markdown, "write a Markdown summary here (atomically; e.g. $GITHUB_STEP_SUMMARY)");
-  sub.add_option("--html", a.out.html, "write a self-contained HTML report here (atomically; opens from disk, fetches nothing)");
+  sub.add_option("--html", a.out.html,
+                 "write a self-contained HTML report here (atomically; opens from disk, fetches nothing)");
   sub.add_flag("--json", a.out.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--jobs,-j", a.jobs, "child processes run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))
@@ -196,8 +201,9 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
   sub.add_option("--shard", a.shard,
                  "run only shard K of N of the plan (K from 1), for `repro-audit merge`; without it, Slurm array, "
                  "Kubernetes Indexed Job, Bazel, GitLab and Buildkite variables name the shard. Needs --report");
-  sub.add_option("--shards", a.shards, "the number of shards of a Kubernetes Indexed Job (its completions), which "
-                                       "gives only JOB_COMPLETION_INDEX")
+  sub.add_option("--shards", a.shards,
+                 "the number of shards of a Kubernetes Indexed Job (its completions), which "
+                 "gives only JOB_COMPLETION_INDEX")
       ->check(integer_in(1, fleet::kMaxShards));
   sub.add_option("--save-baseline", a.out.save_baseline,
                  "write a baseline here (atomically): every configuration's digests with the environment fingerprint, "
@@ -231,12 +237,13 @@ std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a) {
   if (a.out.report.empty()) {
     std::string read;
     for (const auto& [k, v] : request->variables) read += fmt::format("{}{}={}", read.empty() ? "" : " ", k, v);
-    throw UsageError(request->source == "--shard"
-                         ? fmt::format("--shard {}/{} needs --report FILE: merge joins the shards' reports", request->index,
-                                       request->count)
-                         : fmt::format("{} ({}) makes this shard {}/{}, which needs --report FILE for merge; to run every "
-                                       "cell here instead, pass --shard 1/1", request->source, read, request->index,
-                                       request->count));
+    throw UsageError(
+        request->source == "--shard"
+            ? fmt::format("--shard {}/{} needs --report FILE: merge joins the shards' reports", request->index,
+                          request->count)
+            : fmt::format("{} ({}) makes this shard {}/{}, which needs --report FILE for merge; to run every "
+                          "cell here instead, pass --shard 1/1",
+                          request->source, read, request->index, request->count));
   }
   fleet::acknowledge(*request);
   return fleet::ShardOptions{*request, a.out.report};
@@ -248,7 +255,7 @@ report::Report read_report(const std::string& path) {
   try {
     j = parse_json_document<nlohmann::ordered_json>(text, path);
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
-    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
+    std::string what = e.what();                  // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const auto end = what.find("] "); what.rfind("[json.exception", 0) == 0 && end != std::string::npos)
       what = what.substr(end + 2);
     throw InputError(fmt::format("{} is not valid JSON: {}", path, what));
@@ -294,7 +301,8 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   if (!a.devices.empty()) {
     o.devices = parse_devices(a.devices);
     if (o.device != Device{Device::Kind::Cuda, -1})
-      throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not --device {}", a.device));
+      throw UsageError(
+          fmt::format("--devices places trials on GPUs: it goes with --device cuda, not --device {}", a.device));
   }
   o.load_libraries = a.libraries;
   if (a.fail_on_explained && a.baseline.empty())

@@ -33,8 +33,8 @@ std::optional<report::Tolerance> tolerance_option(const ToleranceArgs& a);
 // The options `run` and `probes` share.
 struct AuditArgs {
   std::string device = "cpu";
-  std::string repeats = "3";             // a count, or "auto"
-  std::optional<int> max_repeats;        // --max-repeats (with --repeats auto)
+  std::string repeats = "3";               // a count, or "auto"
+  std::optional<int> max_repeats;          // --max-repeats (with --repeats auto)
   std::optional<std::string> detect_rate;  // --detect-rate (with --repeats auto): "0.2" or "20%"
   std::vector<std::string> configs;
   ReportOutputs out;  // --report, --junit, --markdown, --html, --save-baseline, --json
@@ -42,13 +42,13 @@ struct AuditArgs {
   double timeout = 600;
   uint64_t seed = 0;
   std::vector<std::string> libraries;
-  std::string allowlist;  // --allowlist FILE
-  std::string baseline;       // --baseline FILE
+  std::string allowlist;           // --allowlist FILE
+  std::string baseline;            // --baseline FILE
   bool fail_on_explained = false;  // --fail-on-explained (with --baseline)
   ToleranceArgs tolerance;
-  std::string shard;            // --shard K/N
-  std::optional<int> shards;    // --shards N (a Kubernetes Indexed Job's completions)
-  std::string devices;          // --devices cuda:0,cuda:2
+  std::string shard;          // --shard K/N
+  std::optional<int> shards;  // --shards N (a Kubernetes Indexed Job's completions)
+  std::string devices;        // --devices cuda:0,cuda:2
 };
 
 struct AuditHelp {

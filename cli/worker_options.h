@@ -24,10 +24,10 @@ struct LintArgs {
   bool json = false;
   std::vector<std::string> libraries;
   std::string allowlist;
-  std::string mode = "infer";  // infer | train: whether backward entries apply
-  bool strict = false;         // notes fail too
+  std::string mode = "infer";     // infer | train: whether backward entries apply
+  bool strict = false;            // notes fail too
   bool batch_invariance = false;  // batch-variant ops are errors, not notes
-  bool verbose = false;        // every finding in full
+  bool verbose = false;           // every finding in full
 };
 void add_lint_options(CLI::App& sub, LintArgs& a);
 

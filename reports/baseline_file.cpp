@@ -85,13 +85,15 @@ std::string render_baseline(const Report& r) {
 Report baseline_from_json(const json& j) {
   const Node root{j, ""};
   if (schema_of(j) != kBaselineSchema)
-    throw ReportError(schema_of(j).empty() ? fmt::format("not a repro-audit baseline (no \"schema\": \"{}\")", kBaselineSchema)
-                                           : fmt::format("not a repro-audit baseline (its schema is '{}')", schema_of(j)));
+    throw ReportError(schema_of(j).empty()
+                          ? fmt::format("not a repro-audit baseline (no \"schema\": \"{}\")", kBaselineSchema)
+                          : fmt::format("not a repro-audit baseline (its schema is '{}')", schema_of(j)));
   const Node version = root.at("schema_version");
   if (!version.v.is_number_integer()) version.fail("expected an integer");
   if (version.v.get<int64_t>() != kBaselineSchemaVersion)
-    throw ReportError(fmt::format("baseline schema version {} is not supported by this repro-audit (it reads version {})",
-                                  version.v.dump(), kBaselineSchemaVersion));
+    throw ReportError(
+        fmt::format("baseline schema version {} is not supported by this repro-audit (it reads version {})",
+                    version.v.dump(), kBaselineSchemaVersion));
   Report r;
   r.tool_version = root.at("tool").at("version").str();
   r.command = root.at("command").strings();

@@ -21,13 +21,16 @@ std::optional<TensorDigest> tensor_digest(const Node& n, const std::string& name
 
 json verdict_or_null(const std::optional<Verdict>& v) { return v ? json(to_string(*v)) : json(nullptr); }
 
-std::optional<Verdict> opt_verdict(const Node& n) { return n.null() ? std::nullopt : std::optional<Verdict>(verdict(n)); }
+std::optional<Verdict> opt_verdict(const Node& n) {
+  return n.null() ? std::nullopt : std::optional<Verdict>(verdict(n));
+}
 
 json result_json(const BaselineResult& r) {
   json switches = json::array(), tensors = json::array();
   for (const auto& c : r.switch_changes) switches.push_back(change_json(c));
   for (const auto& t : r.differing_tensors)
-    tensors.push_back({{"name", t.name}, {"baseline", tensor_digest_json(t.baseline)}, {"current", tensor_digest_json(t.current)}});
+    tensors.push_back(
+        {{"name", t.name}, {"baseline", tensor_digest_json(t.baseline)}, {"current", tensor_digest_json(t.current)}});
   return {{"target", r.target},
           {"config", r.config},
           {"status", to_string(r.status)},
@@ -63,7 +66,8 @@ BaselineResult read_result(const Node& n) {
     return BaselineTensor{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name)};
   });
   // Reports written before op streams have neither.
-  if (n.has("first_changed_op") && !n.at("first_changed_op").null()) r.first_changed_op = read_root_cause(n.at("first_changed_op"));
+  if (n.has("first_changed_op") && !n.at("first_changed_op").null())
+    r.first_changed_op = read_root_cause(n.at("first_changed_op"));
   if (n.has("op_note")) r.op_note = n.at("op_note").str();
   return r;
 }
@@ -75,7 +79,8 @@ json baseline_json(const BaselineComparison& b) {
   for (const auto& c : b.changes) changes.push_back(change_json(c));
   for (const auto& c : b.ignored) ignored.push_back(change_json(c, false));
   json models = json::array();
-  for (const auto& m : b.models) models.push_back({{"target", m.target}, {"relation", m.relation}, {"reason", m.reason}});
+  for (const auto& m : b.models)
+    models.push_back({{"target", m.target}, {"relation", m.relation}, {"reason", m.reason}});
   for (const auto& r : b.results) results.push_back(result_json(r));
   return {{"source", b.source},
           {"schema", b.schema},
@@ -98,7 +103,8 @@ BaselineComparison read_baseline(const Node& n) {
   if (n.has("models"))
     b.models = n.at("models").list([](const Node& m) {
       const std::string relation = m.at("relation").str();
-      if (relation != "resaved" && relation != "other_weights") m.at("relation").fail("expected resaved or other_weights");
+      if (relation != "resaved" && relation != "other_weights")
+        m.at("relation").fail("expected resaved or other_weights");
       return ModelChange{m.at("target").str(), relation, m.at("reason").str()};
     });
   b.results = n.at("results").list(read_result);

@@ -43,13 +43,13 @@ struct BaselineResult {
   std::string target;
   std::string config;
   BaselineStatus status = BaselineStatus::Match;
-  std::optional<Verdict> baseline_verdict;  // nullopt when added
-  std::optional<Verdict> current_verdict;   // nullopt when missing
-  std::string reason;                       // one sentence
+  std::optional<Verdict> baseline_verdict;        // nullopt when added
+  std::optional<Verdict> current_verdict;         // nullopt when missing
+  std::string reason;                             // one sentence
   std::vector<EnvironmentChange> switch_changes;  // this configuration's effective switches that differ
-  std::vector<std::string> explained_by;    // explained: keys of the changes that can affect the target's device
-  size_t tensors = 0;                       // tensors compared: the union of both reference lists
-  size_t differing = 0;                     // of those, differing in digest, dtype or shape, or on one side only
+  std::vector<std::string> explained_by;          // explained: keys of the changes that can affect the target's device
+  size_t tensors = 0;                             // tensors compared: the union of both reference lists
+  size_t differing = 0;                           // of those, differing in digest, dtype or shape, or on one side only
   std::vector<BaselineTensor> differing_tensors;  // the first kBaselineTensorsListed, in execution order
   // Digests differ and both sides hold an op stream (--trace): the first op whose inputs matched
   // the baseline's and whose outputs did not (runs_compared 1); op_note says why none is named.
@@ -66,14 +66,15 @@ struct ModelChange {
 };
 
 struct BaselineComparison {
-  std::string source;        // the baseline file as given
-  std::string schema;        // what it was: repro-audit/baseline or repro-audit/report
-  std::string tool_version;  // the repro-audit that wrote it
+  std::string source;                      // the baseline file as given
+  std::string schema;                      // what it was: repro-audit/baseline or repro-audit/report
+  std::string tool_version;                // the repro-audit that wrote it
   std::vector<EnvironmentChange> changes;  // fingerprint keys that differ and can change results
   std::vector<EnvironmentChange> ignored;  // fingerprint keys that differ but cannot (paths, identifiers)
   std::vector<ModelChange> models;         // models matched by content, not bytes
-  std::vector<BaselineResult> results;     // current targets x configurations in order, the baseline's own after each target
-  bool fail_on_explained = false;          // --fail-on-explained: an explained result fails the exit code too
+  std::vector<BaselineResult>
+      results;                     // current targets x configurations in order, the baseline's own after each target
+  bool fail_on_explained = false;  // --fail-on-explained: an explained result fails the exit code too
 };
 
 }  // namespace ra::report

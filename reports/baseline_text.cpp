@@ -53,8 +53,9 @@ bool baseline_listed(const BaselineComparison& b, const BaselineResult& r) {
 
 std::string baseline_counts(const BaselineComparison& b) {
   constexpr std::array<BaselineStatus, 7> kOrder = {BaselineStatus::Regression, BaselineStatus::Nondeterministic,
-                                                    BaselineStatus::Explained, BaselineStatus::Incomparable,
-                                                    BaselineStatus::Missing, BaselineStatus::Added, BaselineStatus::Match};
+                                                    BaselineStatus::Explained,  BaselineStatus::Incomparable,
+                                                    BaselineStatus::Missing,    BaselineStatus::Added,
+                                                    BaselineStatus::Match};
   std::vector<std::string> parts;
   for (const auto s : kOrder) {
     size_t n = 0;
@@ -74,7 +75,8 @@ std::string render_baseline_text(const Report& r) {
   } else {
     out += fmt::format("  environment: {} change{}\n", b.changes.size(), b.changes.size() == 1 ? "" : "s");
     for (const auto& c : b.changes)
-      out += fmt::format("    {}: {} -> {} (can affect {})\n", ln(c.key), ln(c.baseline), ln(c.current), affects_text(c.affects));
+      out += fmt::format("    {}: {} -> {} (can affect {})\n", ln(c.key), ln(c.baseline), ln(c.current),
+                         affects_text(c.affects));
   }
   if (!b.ignored.empty()) {
     std::vector<std::string> keys;
@@ -87,9 +89,11 @@ std::string render_baseline_text(const Report& r) {
     explained = explained || res.status == BaselineStatus::Explained;
     if (!baseline_listed(b, res)) continue;
     out += fmt::format("  {} / {}: {}", ln(res.target), ln(res.config), to_string(res.status));
-    out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors) : fmt::format(": {}\n", ln(res.reason));
+    out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors)
+                                               : fmt::format(": {}\n", ln(res.reason));
     for (const auto& c : res.switch_changes)
-      out += fmt::format("    switch {}: {} -> {}\n", ln(c.key.substr(c.key.find('.') + 1)), ln(c.baseline), ln(c.current));
+      out += fmt::format("    switch {}: {} -> {}\n", ln(c.key.substr(c.key.find('.') + 1)), ln(c.baseline),
+                         ln(c.current));
     if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("    {}\n", op);
     const size_t shown = std::min(res.differing_tensors.size(), kTensorsShown);
     for (size_t i = 0; i < shown; ++i) out += fmt::format("    {}\n", baseline_tensor_text(res.differing_tensors[i]));

@@ -98,16 +98,21 @@ std::vector<TensorFinding> read_findings(const Node& n) { return n.list(read_fin
 
 json digests_json(const std::vector<TensorDigest>& digests) {
   json out = json::array();
-  for (const auto& t : digests) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  for (const auto& t : digests)
+    out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
   return out;
 }
 
 std::vector<TensorDigest> read_digests(const Node& n) {
-  return n.list([](const Node& t) { return TensorDigest{t.at("name").str(), t.at("dtype").str(), t.at("shape").i64s(), t.at("digest").str()}; });
+  return n.list([](const Node& t) {
+    return TensorDigest{t.at("name").str(), t.at("dtype").str(), t.at("shape").i64s(), t.at("digest").str()};
+  });
 }
 
 json switch_json(const SwitchValue& s) {
-  json j = {{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)}, {"effective", s.effective}};
+  json j = {{"key", s.key},
+            {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
+            {"effective", s.effective}};
   if (!s.set_at.empty()) j["set_at"] = s.set_at;
   return j;
 }
@@ -118,13 +123,8 @@ SwitchValue read_switch(const Node& s) {
 }
 
 json trial_json(const Trial& t) {
-  json j = {{"repeat", t.repeat},
-            {"status", to_string(t.status)},
-            {"exit_code", t.exit_code},
-            {"signal", t.signal},
-            {"message", t.message},
-            {"stderr_tail", t.stderr_tail},
-            {"outcome", t.outcome}};
+  json j = {{"repeat", t.repeat},   {"status", to_string(t.status)}, {"exit_code", t.exit_code}, {"signal", t.signal},
+            {"message", t.message}, {"stderr_tail", t.stderr_tail},  {"outcome", t.outcome}};
   if (!t.device.empty()) j["device"] = t.device;
   return j;
 }
@@ -156,7 +156,9 @@ json allowed_by_json(const AllowedBy& a) {
   return {{"entry", a.entry}, {"reason", a.reason}, {"expires", a.expires.empty() ? json(nullptr) : json(a.expires)}};
 }
 
-AllowedBy read_allowed_by(const Node& a) { return AllowedBy{a.at("entry").i32(), a.at("reason").str(), a.at("expires").str_or_null()}; }
+AllowedBy read_allowed_by(const Node& a) {
+  return AllowedBy{a.at("entry").i32(), a.at("reason").str(), a.at("expires").str_or_null()};
+}
 
 json change_json(const EnvironmentChange& c, bool with_affects) {
   json j = {{"key", c.key}, {"baseline", c.baseline}, {"current", c.current}};

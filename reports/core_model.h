@@ -50,22 +50,22 @@ Tolerance default_tolerance(const std::string& dtype);
 // How two versions of one tensor differ; computed only for tensors whose digests differ.
 struct DivergenceStats {
   int64_t numel = 0;
-  int64_t differing = 0;             // elements whose bits differ
-  int64_t first_index = -1;          // flat, row-major
+  int64_t differing = 0;     // elements whose bits differ
+  int64_t first_index = -1;  // flat, row-major
   std::vector<int64_t> first_index_nd;
-  double max_abs_diff = 0;           // over elements finite in both; NaN when none is
-  double max_rel_diff = 0;           // |a-b| / max(|a|,|b|) over those elements (0..2); NaN when none is
+  double max_abs_diff = 0;  // over elements finite in both; NaN when none is
+  double max_rel_diff = 0;  // |a-b| / max(|a|,|b|) over those elements (0..2); NaN when none is
   // Distance in units in the last place: representable values between a and b, over differing
   // elements finite in both and on one side of zero (integers: the plain distance). Elements on
   // opposite sides of zero or at zero are left out and counted in sign_differs: the floats between
   // them are mostly denormals, and counting those gives billions for a last-bit difference. NaN
   // when every differing element is left out.
   double max_ulp = 0;
-  int64_t sign_differs = 0;          // differing elements on opposite sides of zero, or zero in exactly one (+0 vs -0 too)
-  int64_t nan_mismatches = 0;        // elements NaN in exactly one, or NaN with other payload
-  Tolerance tolerance;               // what beyond_tolerance counts against (the user's, else default_tolerance)
-  int64_t beyond_tolerance = 0;      // differing elements not within `tolerance`, or not finite in both
-  std::string note;                  // e.g. "shape differs: 2x3 vs 3x2"
+  int64_t sign_differs = 0;      // differing elements on opposite sides of zero, or zero in exactly one (+0 vs -0 too)
+  int64_t nan_mismatches = 0;    // elements NaN in exactly one, or NaN with other payload
+  Tolerance tolerance;           // what beyond_tolerance counts against (the user's, else default_tolerance)
+  int64_t beyond_tolerance = 0;  // differing elements not within `tolerance`, or not finite in both
+  std::string note;              // e.g. "shape differs: 2x3 vs 3x2"
 };
 
 // True when the statistics show every differing element within their tolerance (false when
@@ -78,7 +78,7 @@ struct TensorFinding {
   std::vector<int64_t> shape;
   std::string reference_digest;
   std::string other_digest;
-  int diverging_trials = 0;          // trials (of this configuration) whose digest differs
+  int diverging_trials = 0;  // trials (of this configuration) whose digest differs
   std::optional<DivergenceStats> stats;
 };
 
@@ -119,7 +119,7 @@ struct EnvironmentChange {
   std::string key;
   std::string baseline;  // the value as text; "(absent)" when that side does not have the key
   std::string current;
-  std::string affects;   // cpu | cuda | cuda:N | any; "" for an ignored key (cannot change results)
+  std::string affects;  // cpu | cuda | cuda:N | any; "" for an ignored key (cannot change results)
 };
 
 // The median of `values` (the mean of the middle two for an even count), nullopt when empty.

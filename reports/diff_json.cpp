@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/diff_model.h"
-#include "reports/utf8.h"
 #include "reports/render.h"
+#include "reports/utf8.h"
 
 namespace ra::report {
 namespace {
@@ -49,9 +49,10 @@ nlohmann::ordered_json diff_to_json(const DiffReport& r) {
             {"only_b", s.only_b},
             {"within_tolerance", s.within_tolerance},
             {"bitwise_identical", s.differs == 0 && s.only_a == 0 && s.only_b == 0}}},
-          {"tolerance", {{"atol", r.tolerance ? json(r.tolerance->atol) : json(nullptr)},
-                         {"rtol", r.tolerance ? json(r.tolerance->rtol) : json(nullptr)},
-                         {"tolerant", r.tolerant}}},
+          {"tolerance",
+           {{"atol", r.tolerance ? json(r.tolerance->atol) : json(nullptr)},
+            {"rtol", r.tolerance ? json(r.tolerance->rtol) : json(nullptr)},
+            {"tolerant", r.tolerant}}},
           {"exit_code", r.exit_code}};
 }
 

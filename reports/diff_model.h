@@ -26,13 +26,13 @@ const char* diff_status_name(DiffStatus status);
 struct DiffEntry {
   std::string name;  // path in the file ("layer1/0/weight", "epoch"); "<tensor>" for a file holding one tensor
   DiffStatus status = DiffStatus::Identical;
-  std::string dtype;           // A's (B's for only-b): a dtype, or int, float, bool, str, None
-  std::vector<int64_t> shape;  // A's (B's for only-b)
+  std::string dtype;             // A's (B's for only-b): a dtype, or int, float, bool, str, None
+  std::vector<int64_t> shape;    // A's (B's for only-b)
   std::string dtype_b;           // B's, set for dtype-differs and shape-differs only
   std::vector<int64_t> shape_b;  // B's, set for dtype-differs and shape-differs only
-  std::string digest_a;  // "" when only in B, or a plain value
-  std::string digest_b;  // "" when only in A, or a plain value
-  std::string value_a;   // a plain value's exact text ("3", "0.001", "True", "'adam'", "None"), else ""
+  std::string digest_a;          // "" when only in B, or a plain value
+  std::string digest_b;          // "" when only in A, or a plain value
+  std::string value_a;           // a plain value's exact text ("3", "0.001", "True", "'adam'", "None"), else ""
   std::string value_b;
   std::optional<DivergenceStats> stats;  // for differs only
 };
@@ -50,11 +50,11 @@ struct DiffReport {
   std::string tool_version;
   std::string a;  // paths as given
   std::string b;
-  std::string key;  // --key: the subtree compared ("" for the whole files)
+  std::string key;                     // --key: the subtree compared ("" for the whole files)
   std::optional<Tolerance> tolerance;  // --atol/--rtol as given (else each dtype's default)
   bool tolerant = false;               // --tolerant: differences within tolerance exit 0
-  std::vector<DiffEntry> entries;  // sorted by name
-  int exit_code = 0;               // 0 when every entry is identical (or, tolerant, within tolerance), else 1
+  std::vector<DiffEntry> entries;      // sorted by name
+  int exit_code = 0;                   // 0 when every entry is identical (or, tolerant, within tolerance), else 1
 };
 
 DiffSummary diff_summary(const DiffReport& report);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `diff` table: one line per entry, status first, names aligned; identical entries show only
 // their type, differing ones their divergence statistics; then one summary line.
-#include "reports/escape.h"
-#include "reports/utf8.h"
 #include "reports/diff_model.h"
+#include "reports/escape.h"
 #include "reports/render.h"
+#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -28,19 +28,25 @@ std::string detail(const DiffEntry& e) {
     const std::string b = e.value_b.empty() ? type_text(type_b, e.shape_b) : shown(type_b, e.value_b);
     switch (e.status) {
       case DiffStatus::Identical:
-      case DiffStatus::OnlyA: return a;
-      case DiffStatus::OnlyB: return shown(e.dtype, e.value_b);
-      default: return fmt::format("{} vs {}", a, b);
+      case DiffStatus::OnlyA:
+        return a;
+      case DiffStatus::OnlyB:
+        return shown(e.dtype, e.value_b);
+      default:
+        return fmt::format("{} vs {}", a, b);
     }
   }
   const std::string a = type_text(e.dtype, e.shape);
   switch (e.status) {
     case DiffStatus::Identical:
     case DiffStatus::OnlyA:
-    case DiffStatus::OnlyB: return a;
+    case DiffStatus::OnlyB:
+      return a;
     case DiffStatus::DtypeDiffers:
-    case DiffStatus::ShapeDiffers: return fmt::format("{} vs {}", a, type_text(e.dtype_b, e.shape_b));
-    case DiffStatus::Differs: return fmt::format("{}  {}", a, e.stats ? stats_text(*e.stats) : "digests differ");
+    case DiffStatus::ShapeDiffers:
+      return fmt::format("{} vs {}", a, type_text(e.dtype_b, e.shape_b));
+    case DiffStatus::Differs:
+      return fmt::format("{}  {}", a, e.stats ? stats_text(*e.stats) : "digests differ");
   }
   return a;
 }
@@ -49,12 +55,18 @@ std::string detail(const DiffEntry& e) {
 
 const char* diff_status_name(DiffStatus status) {
   switch (status) {
-    case DiffStatus::Identical: return "identical";
-    case DiffStatus::Differs: return "differs";
-    case DiffStatus::DtypeDiffers: return "dtype-differs";
-    case DiffStatus::ShapeDiffers: return "shape-differs";
-    case DiffStatus::OnlyA: return "only-a";
-    case DiffStatus::OnlyB: return "only-b";
+    case DiffStatus::Identical:
+      return "identical";
+    case DiffStatus::Differs:
+      return "differs";
+    case DiffStatus::DtypeDiffers:
+      return "dtype-differs";
+    case DiffStatus::ShapeDiffers:
+      return "shape-differs";
+    case DiffStatus::OnlyA:
+      return "only-a";
+    case DiffStatus::OnlyB:
+      return "only-b";
   }
   return "unknown";
 }
@@ -64,10 +76,18 @@ DiffSummary diff_summary(const DiffReport& r) {
   s.entries = static_cast<int>(r.entries.size());
   for (const auto& e : r.entries) {
     switch (e.status) {
-      case DiffStatus::Identical: ++s.identical; break;
-      case DiffStatus::OnlyA: ++s.only_a; break;
-      case DiffStatus::OnlyB: ++s.only_b; break;
-      default: ++s.differs; break;
+      case DiffStatus::Identical:
+        ++s.identical;
+        break;
+      case DiffStatus::OnlyA:
+        ++s.only_a;
+        break;
+      case DiffStatus::OnlyB:
+        ++s.only_b;
+        break;
+      default:
+        ++s.differs;
+        break;
     }
     if (e.status == DiffStatus::Differs && e.stats && within_tolerance(*e.stats)) ++s.within_tolerance;
   }
@@ -79,10 +99,14 @@ std::string diff_summary_line(const DiffReport& r) {
   std::string line = fmt::format("{} of {} {} differ", s.differs, s.entries, s.entries == 1 ? "entry" : "entries");
   if (s.only_a > 0) line += fmt::format(", {} only in A", s.only_a);
   if (s.only_b > 0) line += fmt::format(", {} only in B", s.only_b);
-  if (s.within_tolerance > 0 && s.within_tolerance == s.differs) line += ", all within tolerance";
-  else if (s.within_tolerance > 0) line += fmt::format(", {} of them within tolerance", s.within_tolerance);
-  if (s.differs == 0 && s.only_a == 0 && s.only_b == 0) line += ": the files are bitwise identical";
-  else if (r.exit_code == 0) line += ": accepted (--tolerant)";
+  if (s.within_tolerance > 0 && s.within_tolerance == s.differs)
+    line += ", all within tolerance";
+  else if (s.within_tolerance > 0)
+    line += fmt::format(", {} of them within tolerance", s.within_tolerance);
+  if (s.differs == 0 && s.only_a == 0 && s.only_b == 0)
+    line += ": the files are bitwise identical";
+  else if (r.exit_code == 0)
+    line += ": accepted (--tolerant)";
   return line;
 }
 

@@ -41,10 +41,14 @@ std::string text_line(std::string_view s) {
   std::string named;
   named.reserve(s.size());
   for (const char c : s) {
-    if (c == '\n') named += "\\n";
-    else if (c == '\r') named += "\\r";
-    else if (c == '\t') named += "\\t";
-    else named += c;
+    if (c == '\n')
+      named += "\\n";
+    else if (c == '\r')
+      named += "\\r";
+    else if (c == '\t')
+      named += "\\t";
+    else
+      named += c;
   }
   return printable(named, true);  // the other control characters, C1 included, and stray bytes
 }
@@ -66,10 +70,14 @@ std::string markdown(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (const char c : s) {
-    if (c == '\n' || c == '\r') out += ' ';
-    else if (c == '&') out += "&amp;";
-    else if (std::string_view("\\`*_[]<>|#~!").find(c) != std::string_view::npos) (out += '\\') += c;
-    else out += c;
+    if (c == '\n' || c == '\r')
+      out += ' ';
+    else if (c == '&')
+      out += "&amp;";
+    else if (std::string_view("\\`*_[]<>|#~!").find(c) != std::string_view::npos)
+      (out += '\\') += c;
+    else
+      out += c;
   }
   return out;
 }
@@ -78,9 +86,12 @@ std::string markdown_code(std::string_view s) {
   std::string body;
   body.reserve(s.size());
   for (const char c : s) {
-    if (c == '\n' || c == '\r') body += ' ';
-    else if (c == '|') body += "\\|";
-    else body += c;
+    if (c == '\n' || c == '\r')
+      body += ' ';
+    else if (c == '|')
+      body += "\\|";
+    else
+      body += c;
   }
   const std::string fence(longest_backticks(s) + 1, '`');
   const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
@@ -112,26 +123,34 @@ std::string markup(std::string_view raw, Entity entity, Allowed allowed) {
   for (size_t i = 0; i < s.size();) {
     uint32_t cp = 0;
     i += decode_utf8(s, i, cp);
-    if (const char* e = entity(cp)) out += e;
-    else append_utf8(out, allowed(cp) ? cp : 0xFFFD);
+    if (const char* e = entity(cp))
+      out += e;
+    else
+      append_utf8(out, allowed(cp) ? cp : 0xFFFD);
   }
   return out;
 }
 
 const char* common_entity(uint32_t cp) {
   switch (cp) {
-    case '&': return "&amp;";
-    case '<': return "&lt;";
-    case '>': return "&gt;";
-    case '"': return "&quot;";
-    default: return nullptr;
+    case '&':
+      return "&amp;";
+    case '<':
+      return "&lt;";
+    case '>':
+      return "&gt;";
+    case '"':
+      return "&quot;";
+    default:
+      return nullptr;
   }
 }
 
 }  // namespace
 
 std::string html(std::string_view raw) {
-  return markup(raw, [](uint32_t cp) { return cp == '\'' ? "&#39;" : common_entity(cp); }, html_allowed);
+  return markup(
+      raw, [](uint32_t cp) { return cp == '\'' ? "&#39;" : common_entity(cp); }, html_allowed);
 }
 
 std::string xml(std::string_view raw, XmlContext where) {
@@ -140,11 +159,16 @@ std::string xml(std::string_view raw, XmlContext where) {
       raw,
       [attribute](uint32_t cp) -> const char* {
         switch (cp) {
-          case '\'': return "&apos;";
-          case '\r': return "&#13;";
-          case '\t': return attribute ? "&#9;" : nullptr;
-          case '\n': return attribute ? "&#10;" : nullptr;
-          default: return common_entity(cp);
+          case '\'':
+            return "&apos;";
+          case '\r':
+            return "&#13;";
+          case '\t':
+            return attribute ? "&#9;" : nullptr;
+          case '\n':
+            return attribute ? "&#10;" : nullptr;
+          default:
+            return common_entity(cp);
         }
       },
       xml_allowed);

@@ -10,20 +10,35 @@ namespace ra::report::detail {
 json exec_json(const ExecFacts& e) {
   json artifacts = json::array(), metrics = json::array(), checklist = json::array();
   for (const auto& a : e.artifacts)
-    artifacts.push_back({{"name", a.name}, {"pattern", a.pattern}, {"kind", a.kind}, {"note", a.note}, {"bytes", a.bytes}});
-  for (const auto& m : e.metrics) metrics.push_back({{"name", m.name}, {"regex", m.regex}, {"occurrences", m.occurrences}});
+    artifacts.push_back(
+        {{"name", a.name}, {"pattern", a.pattern}, {"kind", a.kind}, {"note", a.note}, {"bytes", a.bytes}});
+  for (const auto& m : e.metrics)
+    metrics.push_back({{"name", m.name}, {"regex", m.regex}, {"occurrences", m.occurrences}});
   for (const auto& c : e.checklist)
-    checklist.push_back({{"id", c.id}, {"status", c.status}, {"text", c.text}, {"where", c.where}, {"ranks", c.ranks},
+    checklist.push_back({{"id", c.id},
+                         {"status", c.status},
+                         {"text", c.text},
+                         {"where", c.where},
+                         {"ranks", c.ranks},
                          {"artifact", c.artifact}});
   json ranks = nullptr;
   if (e.ranks_equal)
-    ranks = {{"equal", e.ranks_equal->equal}, {"compared", e.ranks_equal->compared}, {"config", e.ranks_equal->config},
-             {"repeat", e.ranks_equal->repeat}, {"artifact", e.ranks_equal->artifact}, {"rank", e.ranks_equal->rank},
+    ranks = {{"equal", e.ranks_equal->equal},       {"compared", e.ranks_equal->compared},
+             {"config", e.ranks_equal->config},     {"repeat", e.ranks_equal->repeat},
+             {"artifact", e.ranks_equal->artifact}, {"rank", e.ranks_equal->rank},
              {"tensor", e.ranks_equal->tensor}};
-  return {{"command", e.command},        {"executable", e.executable}, {"working_directory", e.working_directory},
-          {"artifacts", artifacts},      {"metrics", metrics},         {"hook", e.hook},
-          {"hook_note", e.hook_note},    {"checklist", checklist},     {"world_size", e.world_size},
-          {"backend", e.backend},        {"launcher_set", e.launcher_set}, {"ranks_equal", ranks}};
+  return {{"command", e.command},
+          {"executable", e.executable},
+          {"working_directory", e.working_directory},
+          {"artifacts", artifacts},
+          {"metrics", metrics},
+          {"hook", e.hook},
+          {"hook_note", e.hook_note},
+          {"checklist", checklist},
+          {"world_size", e.world_size},
+          {"backend", e.backend},
+          {"launcher_set", e.launcher_set},
+          {"ranks_equal", ranks}};
 }
 
 ExecFacts read_exec(const Node& n) {
@@ -32,9 +47,12 @@ ExecFacts read_exec(const Node& n) {
   e.executable = n.at("executable").str();
   e.working_directory = n.at("working_directory").str();
   e.artifacts = n.at("artifacts").list([](const Node& a) {
-    return ExecArtifact{a.at("name").str(), a.at("pattern").str(), a.at("kind").str(), a.at("note").str(), a.at("bytes").i64()};
+    return ExecArtifact{a.at("name").str(), a.at("pattern").str(), a.at("kind").str(), a.at("note").str(),
+                        a.at("bytes").i64()};
   });
-  e.metrics = n.at("metrics").list([](const Node& m) { return ExecMetric{m.at("name").str(), m.at("regex").str(), m.at("occurrences").i32()}; });
+  e.metrics = n.at("metrics").list([](const Node& m) {
+    return ExecMetric{m.at("name").str(), m.at("regex").str(), m.at("occurrences").i32()};
+  });
   e.hook = n.at("hook").str();
   e.hook_note = n.at("hook_note").str();
   e.checklist = n.at("checklist").list([](const Node& c) {
@@ -55,8 +73,9 @@ ExecFacts read_exec(const Node& n) {
   if (!launcher.v.is_object()) launcher.fail("expected an object of strings");
   for (const auto& item : launcher.v.items()) e.launcher_set[item.key()] = launcher.at(item.key()).str();
   if (const Node r = n.at("ranks_equal"); !r.null())
-    e.ranks_equal = RanksEqual{r.at("equal").boolean(), r.at("config").str(), r.at("repeat").i32(), r.at("artifact").str(),
-                               r.at("rank").i32(), r.at("tensor").str(), r.at("compared").i32()};
+    e.ranks_equal =
+        RanksEqual{r.at("equal").boolean(), r.at("config").str(), r.at("repeat").i32(),  r.at("artifact").str(),
+                   r.at("rank").i32(),      r.at("tensor").str(), r.at("compared").i32()};
   return e;
 }
 

@@ -16,9 +16,10 @@ namespace ra::report {
 struct ExecArtifact {
   std::string name;     // as the report names its entries: the path below the working directory or $REPRO_AUDIT_OUT
   std::string pattern;  // the --artifact that matched it ("" for a file found in $REPRO_AUDIT_OUT)
-  std::string kind;     // torch.save | safetensors | bytes | symlink (its link text compared) | skipped (not a regular file)
-  std::string note;     // why a torch.save or safetensors file was compared by bytes, why it was skipped, "" for none
-  int64_t bytes = 0;    // size in the reference run of the first configuration
+  std::string
+      kind;  // torch.save | safetensors | bytes | symlink (its link text compared) | skipped (not a regular file)
+  std::string note;   // why a torch.save or safetensors file was compared by bytes, why it was skipped, "" for none
+  int64_t bytes = 0;  // size in the reference run of the first configuration
 };
 struct ExecMetric {
   std::string name;
@@ -27,18 +28,18 @@ struct ExecMetric {
 };
 // One line of the seeding checklist, about this program: what was found, where.
 struct ChecklistItem {
-  std::string id;        // seed.torch | seed.python | seed.numpy | dataloader | switches | checkpoint | generator |
-                         // compile | compile.autotune | compile.random | compile.cache | collectives
-  std::string status;    // ok | missing | not-applicable | note (checkpoint: about resuming; compile: a call)
-  std::string text;      // one sentence
-  std::string where;     // "train.py:20", "" when none
+  std::string id;          // seed.torch | seed.python | seed.numpy | dataloader | switches | checkpoint | generator |
+                           // compile | compile.autotune | compile.random | compile.cache | collectives
+  std::string status;      // ok | missing | not-applicable | note (checkpoint: about resuming; compile: a call)
+  std::string text;        // one sentence
+  std::string where;       // "train.py:20", "" when none
   std::vector<int> ranks;  // torchrun: the ranks that saw it (empty for a single process)
-  std::string artifact;  // the diverged artifact or metric it may explain, "" when none
+  std::string artifact;    // the diverged artifact or metric it may explain, "" when none
 };
 // --ranks-equal: data-parallel replicas compared within each run.
 struct RanksEqual {
   bool equal = true;
-  std::string config;    // where the first difference was found, "" when equal
+  std::string config;  // where the first difference was found, "" when equal
   int repeat = 0;
   std::string artifact;  // the pattern with {rank}
   int rank = 0;          // the first rank that differs from rank 0
@@ -57,8 +58,8 @@ struct ExecFacts {
   std::string hook = "none";
   std::string hook_note;
   std::vector<ChecklistItem> checklist;
-  int world_size = 0;                    // torchrun: WORLD_SIZE as the ranks saw it, 0 for a single process
-  std::string backend;                   // torch.distributed's backend, "" when none was initialised
+  int world_size = 0;                               // torchrun: WORLD_SIZE as the ranks saw it, 0 for a single process
+  std::string backend;                              // torch.distributed's backend, "" when none was initialised
   std::map<std::string, std::string> launcher_set;  // variables a launcher set in the ranks ("OMP_NUM_THREADS": "1")
   std::optional<RanksEqual> ranks_equal;
 };

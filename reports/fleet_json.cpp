@@ -12,18 +12,12 @@ json shard_json(const ShardInfo& s) {
   json census = json::array();
   for (const auto& c : s.census)
     census.push_back({{"target", c.target}, {"completed", c.completed}, {"alerts", c.alerts}});
-  return {{"plan", s.plan},
-          {"index", s.index},
-          {"count", s.count},
-          {"plan_cells", s.plan_cells},
-          {"configs", s.configs},
-          {"first_cell", s.first_cell},
-          {"last_cell", s.last_cell},
-          {"source", s.source},
-          {"variables", variables},
-          {"host", s.host},
-          {"tensors", s.tensors},
-          {"census", census}};
+  return {{"plan", s.plan},           {"index", s.index},
+          {"count", s.count},         {"plan_cells", s.plan_cells},
+          {"configs", s.configs},     {"first_cell", s.first_cell},
+          {"last_cell", s.last_cell}, {"source", s.source},
+          {"variables", variables},   {"host", s.host},
+          {"tensors", s.tensors},     {"census", census}};
 }
 
 ShardInfo read_shard(const Node& n) {
@@ -38,7 +32,8 @@ ShardInfo read_shard(const Node& n) {
     n.at("plan_cells").fail("not a whole number of targets x configurations");
   sh.first_cell = n.at("first_cell").u64();
   sh.last_cell = n.at("last_cell").u64();
-  if (sh.first_cell > sh.last_cell || sh.last_cell > sh.plan_cells) n.at("last_cell").fail("not a range of the plan's cells");
+  if (sh.first_cell > sh.last_cell || sh.last_cell > sh.plan_cells)
+    n.at("last_cell").fail("not a range of the plan's cells");
   sh.source = n.at("source").str();
   const Node variables = n.at("variables");
   if (!variables.v.is_object()) variables.fail("expected an object");
@@ -54,20 +49,30 @@ ShardInfo read_shard(const Node& n) {
 json fleet_json(const Fleet& f) {
   json shards = json::array(), machines = json::array(), failures = json::array(), cells = json::array();
   for (const auto& s : f.shards)
-    shards.push_back({{"index", s.index}, {"host", s.host}, {"source", s.source}, {"first_cell", s.first_cell},
-                      {"last_cell", s.last_cell}, {"machine", s.machine}, {"wall_ms", s.wall_ms}});
+    shards.push_back({{"index", s.index},
+                      {"host", s.host},
+                      {"source", s.source},
+                      {"first_cell", s.first_cell},
+                      {"last_cell", s.last_cell},
+                      {"machine", s.machine},
+                      {"wall_ms", s.wall_ms}});
   for (const auto& m : f.machines) {
     json changes = json::array();
     for (const auto& c : m.changes) changes.push_back(change_json(c));
     machines.push_back({{"shards", m.shards}, {"changes", changes}, {"environment", m.environment}});
   }
   for (const auto& x : f.failures)
-    failures.push_back({{"target", x.target}, {"config", x.config}, {"status", x.status}, {"host", x.host},
-                        {"shard", x.shard}, {"machine", x.machine}});
+    failures.push_back({{"target", x.target},
+                        {"config", x.config},
+                        {"status", x.status},
+                        {"host", x.host},
+                        {"shard", x.shard},
+                        {"machine", x.machine}});
   for (const auto& c : f.cells)
     cells.push_back({{"target", c.target}, {"config", c.config}, {"outcomes", c.outcomes}, {"same", c.same}});
-  return {{"count", f.count}, {"plan", f.plan}, {"replicated", f.replicated}, {"shards", shards},
-          {"machines", machines}, {"failures", failures}, {"cells", cells}, {"notes", f.notes}};
+  return {{"count", f.count}, {"plan", f.plan},       {"replicated", f.replicated},
+          {"shards", shards}, {"machines", machines}, {"failures", failures},
+          {"cells", cells},   {"notes", f.notes}};
 }
 
 Fleet read_fleet(const Node& n) {
@@ -76,7 +81,7 @@ Fleet read_fleet(const Node& n) {
   f.plan = n.at("plan").str();
   f.replicated = n.at("replicated").boolean();
   f.shards = n.at("shards").list([](const Node& s) {
-    return FleetShard{s.at("index").i32(), s.at("host").str(), s.at("source").str(), s.at("first_cell").u64(),
+    return FleetShard{s.at("index").i32(),     s.at("host").str(),    s.at("source").str(), s.at("first_cell").u64(),
                       s.at("last_cell").u64(), s.at("machine").i32(), s.at("wall_ms").num()};
   });
   f.machines = n.at("machines").list([](const Node& m) {
@@ -89,8 +94,8 @@ Fleet read_fleet(const Node& n) {
     return out;
   });
   f.failures = n.at("failures").list([](const Node& x) {
-    return FleetFailure{x.at("target").str(), x.at("config").str(), x.at("status").str(), x.at("host").str(),
-                        x.at("shard").i32(), x.at("machine").i32()};
+    return FleetFailure{x.at("target").str(), x.at("config").str(), x.at("status").str(),
+                        x.at("host").str(),   x.at("shard").i32(),  x.at("machine").i32()};
   });
   f.cells = n.at("cells").list([](const Node& c) {
     return FleetCell{c.at("target").str(), c.at("config").str(), c.at("outcomes").strings(), c.at("same").boolean()};

@@ -59,12 +59,18 @@ constexpr std::array<Verdict, 6> kVerdictOrder = {Verdict::Diverged, Verdict::Ra
 // Verdict colours of the heat map (SVG fills) and the legend.
 const char* fill(Verdict v) {
   switch (v) {
-    case Verdict::Reproducible: return "#2e7d4f";
-    case Verdict::Diverged: return "#c0392b";
-    case Verdict::Raised: return "#d9822b";
-    case Verdict::Crashed: return "#6c3483";
-    case Verdict::Timeout: return "#7d5a44";
-    case Verdict::Skipped: return "#b8bcc2";
+    case Verdict::Reproducible:
+      return "#2e7d4f";
+    case Verdict::Diverged:
+      return "#c0392b";
+    case Verdict::Raised:
+      return "#d9822b";
+    case Verdict::Crashed:
+      return "#6c3483";
+    case Verdict::Timeout:
+      return "#7d5a44";
+    case Verdict::Skipped:
+      return "#b8bcc2";
   }
   return "#000";
 }
@@ -74,10 +80,14 @@ double opacity(const ConfigResult& c) { return c.verdict == Verdict::Diverged ? 
 
 std::string cell_label(const ConfigResult& c) {
   switch (c.verdict) {
-    case Verdict::Reproducible: return "ok";
-    case Verdict::Diverged: return fmt::format("{}/{}", c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0);
-    case Verdict::Crashed: return "crash";
-    default: return to_string(c.verdict);
+    case Verdict::Reproducible:
+      return "ok";
+    case Verdict::Diverged:
+      return fmt::format("{}/{}", c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0);
+    case Verdict::Crashed:
+      return "crash";
+    default:
+      return to_string(c.verdict);
   }
 }
 
@@ -94,21 +104,26 @@ std::string cell_title(const Target& t, const ConfigResult& c) {
 // A heat-map cell (or a legend key): a rounded rectangle in the verdict's colour with a short label;
 // with a title, an image with that tooltip, else decoration.
 std::string swatch(Verdict v, double alpha, const std::string& label, const std::string& title = "") {
-  return fmt::format("<svg class=\"hm\" viewBox=\"0 0 64 18\" width=\"64\" height=\"18\" {}><rect x=\"0.5\" "
-                     "y=\"0.5\" width=\"63\" height=\"17\" rx=\"3\" fill=\"{}\" fill-opacity=\"{:.2f}\"/><text x=\"32\" y=\"13\" "
-                     "text-anchor=\"middle\" fill=\"{}\">{}</text></svg>",
-                     title.empty() ? "aria-hidden=\"true\">" : "role=\"img\"><title>" + esc(title) + "</title>", fill(v), alpha,
-                     v == Verdict::Skipped || alpha < 0.6 ? "#1d1d1f" : "#ffffff", esc(label));
+  return fmt::format(
+      "<svg class=\"hm\" viewBox=\"0 0 64 18\" width=\"64\" height=\"18\" {}><rect x=\"0.5\" "
+      "y=\"0.5\" width=\"63\" height=\"17\" rx=\"3\" fill=\"{}\" fill-opacity=\"{:.2f}\"/><text x=\"32\" y=\"13\" "
+      "text-anchor=\"middle\" fill=\"{}\">{}</text></svg>",
+      title.empty() ? "aria-hidden=\"true\">" : "role=\"img\"><title>" + esc(title) + "</title>", fill(v), alpha,
+      v == Verdict::Skipped || alpha < 0.6 ? "#1d1d1f" : "#ffffff", esc(label));
 }
 
 std::string exit_meaning(const Report& r) {
   switch (r.exit_code) {
-    case 0: return "reproducible (or every divergence allowed)";
+    case 0:
+      return "reproducible (or every divergence allowed)";
     case 1:
-      return r.verdict == Verdict::Diverged || r.verdict == Verdict::Raised ? "nondeterminism found"
-                                                                             : "an allowlist entry that matched has expired";
-    case 4: return "a trial crashed or timed out; the verdict is incomplete";
-    default: return "see the exit codes in the manual";
+      return r.verdict == Verdict::Diverged || r.verdict == Verdict::Raised
+                 ? "nondeterminism found"
+                 : "an allowlist entry that matched has expired";
+    case 4:
+      return "a trial crashed or timed out; the verdict is incomplete";
+    default:
+      return "see the exit codes in the manual";
   }
 }
 
@@ -128,15 +143,17 @@ std::string title(const Report& r) {
 void selftest_section(std::string& out, const Report& r) {
   const SelfTest& self = *r.selftest;
   const bool passed = r.exit_code == 0;
-  out += fmt::format("<section id=\"verdict\" class=\"banner v-{}\" data-verdict=\"{}\" data-selftest=\"{}\" "
-                     "data-exit-code=\"{}\" data-targets=\"0\" data-cells=\"0\">\n",
-                     passed ? "reproducible" : "diverged", to_string(r.verdict), passed ? "passed" : "failed", r.exit_code);
+  out += fmt::format(
+      "<section id=\"verdict\" class=\"banner v-{}\" data-verdict=\"{}\" data-selftest=\"{}\" "
+      "data-exit-code=\"{}\" data-targets=\"0\" data-cells=\"0\">\n",
+      passed ? "reproducible" : "diverged", to_string(r.verdict), passed ? "passed" : "failed", r.exit_code);
   out += fmt::format("<h1>selftest on {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(self.device), r.exit_code,
                      esc(selftest_summary(self)));
   out += "<table class=\"selftest\"><thead><tr><th>check</th><th>result</th><th>evidence</th></tr></thead><tbody>\n";
   for (const auto& c : self.checks)
-    out += fmt::format("<tr data-check=\"{0}\" data-passed=\"{1}\"><td>{0}</td><td>{2}</td><td>{3}</td></tr>\n", esc(c.name),
-                       c.passed ? "true" : "false", c.passed ? "pass" : "<strong>FAIL</strong>", esc(c.evidence));
+    out += fmt::format("<tr data-check=\"{0}\" data-passed=\"{1}\"><td>{0}</td><td>{2}</td><td>{3}</td></tr>\n",
+                       esc(c.name), c.passed ? "true" : "false", c.passed ? "pass" : "<strong>FAIL</strong>",
+                       esc(c.evidence));
   out += "</tbody></table>\n</section>\n";
 }
 
@@ -149,9 +166,10 @@ void banner_section(std::string& out, const Report& r) {
     for (const auto& c : t.configs) ++cells[c.verdict], ++total_cells, allowed += c.allowed_by.has_value();
   }
   const char* v = to_string(r.verdict);
-  out += fmt::format("<section id=\"verdict\" class=\"banner v-{0}\" data-verdict=\"{0}\" data-exit-code=\"{1}\" "
-                     "data-targets=\"{2}\" data-cells=\"{3}\">\n",
-                     v, r.exit_code, r.targets.size(), total_cells);
+  out += fmt::format(
+      "<section id=\"verdict\" class=\"banner v-{0}\" data-verdict=\"{0}\" data-exit-code=\"{1}\" "
+      "data-targets=\"{2}\" data-cells=\"{3}\">\n",
+      v, r.exit_code, r.targets.size(), total_cells);
   // Findings the exit code accepted stay visible: "diverged (allowed: REASON)" beside the badge.
   const std::string shown = verdict_text(r);
   const std::string accepted = shown == v ? "" : fmt::format(" <span class=\"accepted\">{}</span>", esc(shown));
@@ -161,19 +179,24 @@ void banner_section(std::string& out, const Report& r) {
     std::string s = fmt::format("<ul class=\"counts\">");
     for (const Verdict k : kVerdictOrder)
       if (const auto it = m.find(k); it != m.end())
-        s += fmt::format("<li class=\"{0}\" data-verdict=\"{1}\" data-count=\"{2}\"><span class=\"dot v-{1}\"></span>{2} {1}</li>", cls,
-                         to_string(k), it->second);
+        s += fmt::format(
+            "<li class=\"{0}\" data-verdict=\"{1}\" data-count=\"{2}\"><span class=\"dot v-{1}\"></span>{2} {1}</li>",
+            cls, to_string(k), it->second);
     return s + "</ul>";
   };
-  out += fmt::format("<div class=\"tally\"><div><h2>{} target{}</h2>{}</div><div><h2>{} target × configuration result{}</h2>{}</div></div>\n",
-                     r.targets.size(), r.targets.size() == 1 ? "" : "s", counts("target-count", targets), total_cells,
-                     total_cells == 1 ? "" : "s", counts("cell-count", cells));
+  out += fmt::format(
+      "<div class=\"tally\"><div><h2>{} target{}</h2>{}</div><div><h2>{} target × configuration "
+      "result{}</h2>{}</div></div>\n",
+      r.targets.size(), r.targets.size() == 1 ? "" : "s", counts("target-count", targets), total_cells,
+      total_cells == 1 ? "" : "s", counts("cell-count", cells));
   std::vector<std::string> notes;
   if (dependent > 0)
-    notes.push_back(fmt::format("{} target{} configuration-dependent: each configuration reproducible, results differing "
-                                "between configurations (not nondeterminism)",
-                                dependent, dependent == 1 ? " is" : "s are"));
-  if (allowed > 0) notes.push_back(fmt::format("{} result{} allowed by the allowlist", allowed, allowed == 1 ? "" : "s"));
+    notes.push_back(
+        fmt::format("{} target{} configuration-dependent: each configuration reproducible, results differing "
+                    "between configurations (not nondeterminism)",
+                    dependent, dependent == 1 ? " is" : "s are"));
+  if (allowed > 0)
+    notes.push_back(fmt::format("{} result{} allowed by the allowlist", allowed, allowed == 1 ? "" : "s"));
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) notes.push_back(rule);
   if (!notes.empty()) {
     out += "<ul class=\"notes\">";
@@ -190,7 +213,8 @@ void banner_section(std::string& out, const Report& r) {
     for (const auto& e : r.allowlist_notes) out += fmt::format("<li>{}</li>", esc(e));
     out += "</ul>\n";
   }
-  if (!r.command.empty()) out += fmt::format("<pre class=\"command\"><code>$ {}</code></pre>\n", esc(html::shell_line(r.command)));
+  if (!r.command.empty())
+    out += fmt::format("<pre class=\"command\"><code>$ {}</code></pre>\n", esc(html::shell_line(r.command)));
   out += "</section>\n";
 }
 
@@ -209,7 +233,8 @@ void legend(std::string& out) {
     }
     ConfigResult c;
     c.verdict = v;
-    out += fmt::format("<span class=\"key\">{}</span><span class=\"key-label\">{}</span>", swatch(v, 1.0, cell_label(c)), to_string(v));
+    out += fmt::format("<span class=\"key\">{}</span><span class=\"key-label\">{}</span>",
+                       swatch(v, 1.0, cell_label(c)), to_string(v));
   }
   out += "</div>\n";
 }
@@ -220,7 +245,8 @@ void switch_table(std::string& out, const Report& r, const std::vector<std::stri
   std::vector<std::string> keys;
   for (const auto& name : columns)
     for (const auto& t : r.targets) {
-      const auto it = std::find_if(t.configs.begin(), t.configs.end(), [&](const ConfigResult& c) { return c.name == name; });
+      const auto it =
+          std::find_if(t.configs.begin(), t.configs.end(), [&](const ConfigResult& c) { return c.name == name; });
       if (it == t.configs.end()) continue;
       first.push_back(&*it);
       for (const auto& s : it->switches)
@@ -228,18 +254,25 @@ void switch_table(std::string& out, const Report& r, const std::vector<std::stri
       break;
     }
   if (keys.empty()) return;
-  out += "<details class=\"switches\"><summary>Switches of each configuration (bold: set by the configuration)</summary>\n";
+  out +=
+      "<details class=\"switches\"><summary>Switches of each configuration (bold: set by the "
+      "configuration)</summary>\n";
   out += "<table class=\"switches\"><thead><tr><th>switch</th>";
   for (const auto* c : first) out += fmt::format("<th>{}</th>", esc(c->name));
   out += "</tr></thead><tbody>\n";
   for (const auto& key : keys) {
     out += fmt::format("<tr><th scope=\"row\"><code>{}</code></th>", esc(key));
     for (const auto* c : first) {
-      const auto it = std::find_if(c->switches.begin(), c->switches.end(), [&](const SwitchValue& s) { return s.key == key; });
-      if (it == c->switches.end()) out += "<td></td>";
-      else if (it->requested.empty()) out += fmt::format("<td>{}</td>", esc(it->effective));
-      else if (it->requested == it->effective) out += fmt::format("<td><strong>{}</strong></td>", esc(it->effective));
-      else out += fmt::format("<td><strong>{}</strong> (reads back {})</td>", esc(it->requested), esc(it->effective));
+      const auto it =
+          std::find_if(c->switches.begin(), c->switches.end(), [&](const SwitchValue& s) { return s.key == key; });
+      if (it == c->switches.end())
+        out += "<td></td>";
+      else if (it->requested.empty())
+        out += fmt::format("<td>{}</td>", esc(it->effective));
+      else if (it->requested == it->effective)
+        out += fmt::format("<td><strong>{}</strong></td>", esc(it->effective));
+      else
+        out += fmt::format("<td><strong>{}</strong> (reads back {})</td>", esc(it->requested), esc(it->effective));
     }
     out += "</tr>\n";
   }
@@ -251,11 +284,15 @@ void matrix_section(std::string& out, const Report& r) {
   for (const auto& t : r.targets)
     for (const auto& c : t.configs)
       if (std::find(columns.begin(), columns.end(), c.name) == columns.end()) columns.push_back(c.name);
-  const bool probes = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.probe.has_value(); });
-  out += fmt::format("<section id=\"matrix\" data-targets=\"{}\" data-configs=\"{}\">\n<h2>Targets × configurations</h2>\n",
-                     r.targets.size(), columns.size());
-  out += "<p class=\"hint\">One row per target, one column per configuration; each cell links to its details. Every "
-         "configuration ran in fresh processes, repeated; a cell is reproducible when every repeat gave the same bits.</p>\n";
+  const bool probes =
+      std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.probe.has_value(); });
+  out += fmt::format(
+      "<section id=\"matrix\" data-targets=\"{}\" data-configs=\"{}\">\n<h2>Targets × configurations</h2>\n",
+      r.targets.size(), columns.size());
+  out +=
+      "<p class=\"hint\">One row per target, one column per configuration; each cell links to its details. Every "
+      "configuration ran in fresh processes, repeated; a cell is reproducible when every repeat gave the same "
+      "bits.</p>\n";
   legend(out);
   out += "<div id=\"matrix-controls\" class=\"controls\"></div>\n";
   out += "<table class=\"heatmap\"><thead><tr><th scope=\"col\">target</th>";
@@ -264,12 +301,14 @@ void matrix_section(std::string& out, const Report& r) {
   out += "<th scope=\"col\">verdict</th><th scope=\"col\">notes</th></tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < r.targets.size(); ++i) {
     const Target& t = r.targets[i];
-    out += fmt::format("<tr class=\"hm-row\" data-index=\"{}\" data-target=\"{}\" data-verdict=\"{}\">"
-                       "<th scope=\"row\"><a href=\"#{}\">{}</a></th>",
-                       i, esc(t.name), to_string(t.verdict), html::target_id(i), esc(t.name));
+    out += fmt::format(
+        "<tr class=\"hm-row\" data-index=\"{}\" data-target=\"{}\" data-verdict=\"{}\">"
+        "<th scope=\"row\"><a href=\"#{}\">{}</a></th>",
+        i, esc(t.name), to_string(t.verdict), html::target_id(i), esc(t.name));
     if (probes) out += fmt::format("<td class=\"family\">{}</td>", t.probe ? esc(t.probe->family) : "");
     for (const auto& name : columns) {
-      const auto it = std::find_if(t.configs.begin(), t.configs.end(), [&](const ConfigResult& c) { return c.name == name; });
+      const auto it =
+          std::find_if(t.configs.begin(), t.configs.end(), [&](const ConfigResult& c) { return c.name == name; });
       if (it == t.configs.end()) {
         out += "<td class=\"hm-none\"></td>";
         continue;
@@ -286,7 +325,8 @@ void matrix_section(std::string& out, const Report& r) {
     if (t.probe && !t.probe->disagreements.empty())
       notes.push_back(fmt::format("{} disagreement{} with the documentation", t.probe->disagreements.size(),
                                   t.probe->disagreements.size() == 1 ? "" : "s"));
-    out += fmt::format("<td>{}</td><td class=\"notes\">{}</td></tr>\n", badge(t.verdict), esc(fmt::format("{}", fmt::join(notes, "; "))));
+    out += fmt::format("<td>{}</td><td class=\"notes\">{}</td></tr>\n", badge(t.verdict),
+                       esc(fmt::format("{}", fmt::join(notes, "; "))));
   }
   out += "</tbody></table>\n";
   switch_table(out, r, columns);
@@ -297,16 +337,19 @@ std::string ms(double v) { return v >= 1000 ? fmt::format("{:.2f} s", v / 1000) 
 
 void timing_section(std::string& out, const Report& r) {
   out += "<section id=\"timing\">\n<h2>Timing</h2>\n";
-  out += "<p class=\"hint\">Measured with a clock, so these figures differ from run to run; everything above this "
-         "section is identical for two audits with the same results.</p>\n";
-  out += fmt::format("<p class=\"wall\" data-ms=\"{:.1f}\">Audit wall time: <strong>{}</strong></p>\n", r.wall_ms, ms(r.wall_ms));
+  out +=
+      "<p class=\"hint\">Measured with a clock, so these figures differ from run to run; everything above this "
+      "section is identical for two audits with the same results.</p>\n";
+  out += fmt::format("<p class=\"wall\" data-ms=\"{:.1f}\">Audit wall time: <strong>{}</strong></p>\n", r.wall_ms,
+                     ms(r.wall_ms));
   if (!r.contention.empty()) out += fmt::format("<p class=\"hint\">{}.</p>\n", esc(r.contention));
   for (size_t i = 0; i < r.targets.size(); ++i) {
     const Target& t = r.targets[i];
     for (size_t j = 0; j < t.configs.size(); ++j) {
       if (!t.configs[j].fix_search) continue;
       const FixSearch& f = *t.configs[j].fix_search;
-      out += fmt::format("<h3>Fix costs: <a href=\"#fixes-{}\">{} · {}</a></h3>\n", html::config_id(i, j), esc(t.name), esc(t.configs[j].name));
+      out += fmt::format("<h3>Fix costs: <a href=\"#fixes-{}\">{} · {}</a></h3>\n", html::config_id(i, j), esc(t.name),
+                         esc(t.configs[j].name));
       if (!fix_costs_measured(f)) {
         out += fmt::format("<p class=\"fix-untimed\">Nothing was timed: {}.</p>\n",
                            f.best.empty() ? "no candidate fixed it" : "every timing run failed");
@@ -314,15 +357,20 @@ void timing_section(std::string& out, const Report& r) {
       }
       out += fmt::format("<p>Median of {} timed runs after a warm-up, against {}{}.</p>\n", f.timed_runs, esc(f.from),
                          f.baseline_median_ms ? fmt::format(" at {}", ms(*f.baseline_median_ms)) : "");
-      out += "<table class=\"fix-costs\"><thead><tr><th>candidate</th><th>median</th><th>cost</th></tr></thead><tbody>\n";
+      out +=
+          "<table class=\"fix-costs\"><thead><tr><th>candidate</th><th>median</th><th>cost</th></tr></thead><tbody>\n";
       for (size_t k = 0; k < f.candidates.size(); ++k) {
         const FixCandidate& c = f.candidates[k];
-        out += fmt::format("<tr class=\"fix-cost\" data-fix=\"{}\"{}><td><a href=\"#{}\"><code>{}</code></a></td><td>{}</td><td>{}</td></tr>\n",
-                           html::fix_id(i, j, k), c.cost_ratio ? fmt::format(" data-cost=\"{:.2f}\"", *c.cost_ratio) : "",
-                           html::fix_id(i, j, k), esc(c.config), c.median_ms ? ms(*c.median_ms) : "not timed",
-                           c.cost_ratio ? fmt::format("{:.2f}×{}", *c.cost_ratio,
-                                                      c.cost_low && c.cost_high ? fmt::format(" ({:.2f}–{:.2f})", *c.cost_low, *c.cost_high) : "")
-                                        : "-");
+        out += fmt::format(
+            "<tr class=\"fix-cost\" data-fix=\"{}\"{}><td><a "
+            "href=\"#{}\"><code>{}</code></a></td><td>{}</td><td>{}</td></tr>\n",
+            html::fix_id(i, j, k), c.cost_ratio ? fmt::format(" data-cost=\"{:.2f}\"", *c.cost_ratio) : "",
+            html::fix_id(i, j, k), esc(c.config), c.median_ms ? ms(*c.median_ms) : "not timed",
+            c.cost_ratio
+                ? fmt::format(
+                      "{:.2f}×{}", *c.cost_ratio,
+                      c.cost_low && c.cost_high ? fmt::format(" ({:.2f}–{:.2f})", *c.cost_low, *c.cost_high) : "")
+                : "-");
       }
       out += "</tbody></table>\n";
       // Which fix is cheapest is a timing fact: it stays inside this block.
@@ -332,8 +380,8 @@ void timing_section(std::string& out, const Report& r) {
                            esc(fix_change_text(c, t.configs[j].switches)), esc(c.config),
                            c.cost_ratio ? fmt::format(", {:.2f}× the run time of {}", *c.cost_ratio, esc(f.from)) : "");
         for (const FixCandidate* other : fixes_costing_the_same(f))
-          out += fmt::format("<p class=\"same-cost\">The same cost within noise: <code>{}</code> at {}.</p>\n", esc(other->config),
-                             esc(cost_text(*other)));
+          out += fmt::format("<p class=\"same-cost\">The same cost within noise: <code>{}</code> at {}.</p>\n",
+                             esc(other->config), esc(cost_text(*other)));
       }
     }
   }
@@ -344,43 +392,57 @@ void timing_section(std::string& out, const Report& r) {
       if (const auto median = median_wall_ms(r.targets[i].configs[j])) {
         const auto ratio = cost_ratio(r.targets[i], j);
         ++n;
-        rows += fmt::format("<tr class=\"config-time\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                            html::config_id(i, j), esc(r.targets[i].name), esc(r.targets[i].configs[j].name), ms(*median),
-                            ratio ? fmt::format("{:.2f}×", *ratio) : "-");
+        rows += fmt::format(
+            "<tr class=\"config-time\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            html::config_id(i, j), esc(r.targets[i].name), esc(r.targets[i].configs[j].name), ms(*median),
+            ratio ? fmt::format("{:.2f}×", *ratio) : "-");
       }
-  out += fmt::format("<details class=\"config-times\"{}><summary>Median trial time per target × configuration ({})</summary>\n", n <= 12 ? " open" : "", n);
-  out += fmt::format("<p class=\"hint\">Ratio: against the target's first configuration; left out below {:g} ms, where process-to-process noise dominates.</p>\n", kMinComparableMs);
-  out += "<table><thead><tr><th>target</th><th>configuration</th><th>median</th><th>ratio</th></tr></thead><tbody>\n" + rows +
-         "</tbody></table>\n</details>\n";
+  out += fmt::format(
+      "<details class=\"config-times\"{}><summary>Median trial time per target × configuration ({})</summary>\n",
+      n <= 12 ? " open" : "", n);
+  out += fmt::format(
+      "<p class=\"hint\">Ratio: against the target's first configuration; left out below {:g} ms, where "
+      "process-to-process noise dominates.</p>\n",
+      kMinComparableMs);
+  out += "<table><thead><tr><th>target</th><th>configuration</th><th>median</th><th>ratio</th></tr></thead><tbody>\n" +
+         rows + "</tbody></table>\n</details>\n";
   rows.clear();
   n = 0;
   for (const auto& t : r.targets)
     for (const auto& c : t.configs)
       for (const auto& trial : c.trials) {
         ++n;
-        rows += fmt::format("<tr class=\"trial-time\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                            esc(t.name), esc(c.name), trial.repeat, to_string(trial.status), ms(trial.wall_ms), ms(trial.startup_ms));
+        rows += fmt::format(
+            "<tr class=\"trial-time\"><td>{}</td><td>{}</td><td "
+            "class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(t.name), esc(c.name), trial.repeat, to_string(trial.status), ms(trial.wall_ms), ms(trial.startup_ms));
       }
   out += fmt::format("<details class=\"trial-times\"><summary>Trial times ({})</summary>\n", n);
-  out += "<table><thead><tr><th>target</th><th>configuration</th><th>repeat</th><th>status</th><th>wall</th><th>start-up</th></tr></thead><tbody>\n" +
-         rows + "</tbody></table>\n</details>\n</section>\n";
+  out +=
+      "<table><thead><tr><th>target</th><th>configuration</th><th>repeat</th><th>status</th><th>wall</th><th>start-up</"
+      "th></tr></thead><tbody>\n" +
+      rows + "</tbody></table>\n</details>\n</section>\n";
 }
 
 }  // namespace
 
 std::string render_html(const Report& r) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  out += "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-         "script-src 'unsafe-inline'; img-src data:\">\n";
+  out +=
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+      "script-src 'unsafe-inline'; img-src data:\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += fmt::format("<meta name=\"generator\" content=\"repro-audit {}\">\n", esc(r.tool_version));
   out += fmt::format("<title>{}</title>\n<style>\n{}</style>\n</head>\n", esc(title(r)), html::assets::kCss);
   out += fmt::format("<body data-verdict=\"{}\" data-exit-code=\"{}\">\n", to_string(r.verdict), r.exit_code);
-  out += "<nav><span class=\"brand\">repro-audit</span><a href=\"#verdict\">Verdict</a><a href=\"#environment\">Environment</a>"
-         "<a href=\"#matrix\">Matrix</a>";
+  out +=
+      "<nav><span class=\"brand\">repro-audit</span><a href=\"#verdict\">Verdict</a><a "
+      "href=\"#environment\">Environment</a>"
+      "<a href=\"#matrix\">Matrix</a>";
   if (r.baseline) out += "<a href=\"#baseline\">Baseline</a>";
-  out += "<a href=\"#root-causes\">Root causes</a><a href=\"#fixes\">Fixes</a>"
-         "<a href=\"#census\">Census</a><a href=\"#details\">Details</a><a href=\"#timing\">Timing</a></nav>\n<main>\n";
+  out +=
+      "<a href=\"#root-causes\">Root causes</a><a href=\"#fixes\">Fixes</a>"
+      "<a href=\"#census\">Census</a><a href=\"#details\">Details</a><a href=\"#timing\">Timing</a></nav>\n<main>\n";
   if (r.selftest) {
     selftest_section(out, r);
   } else if (r.invariance) {

@@ -11,13 +11,17 @@
 namespace ra::report::html {
 namespace {
 
-std::string status_badge(BaselineStatus s) { return fmt::format("<span class=\"badge b-{0}\">{0}</span>", to_string(s)); }
+std::string status_badge(BaselineStatus s) {
+  return fmt::format("<span class=\"badge b-{0}\">{0}</span>", to_string(s));
+}
 
 void changes_table(std::string& out, const std::vector<EnvironmentChange>& changes, const char* cls, bool affects) {
-  out += fmt::format("<table class=\"{}\"><thead><tr><th>key</th><th>baseline</th><th>current</th>{}</tr></thead><tbody>\n", cls,
-                     affects ? "<th>can affect</th>" : "");
+  out += fmt::format(
+      "<table class=\"{}\"><thead><tr><th>key</th><th>baseline</th><th>current</th>{}</tr></thead><tbody>\n", cls,
+      affects ? "<th>can affect</th>" : "");
   for (const auto& c : changes) {
-    out += fmt::format("<tr class=\"env-change\"><td>{}</td><td>{}</td><td>{}</td>", code(c.key), esc(c.baseline), esc(c.current));
+    out += fmt::format("<tr class=\"env-change\"><td>{}</td><td>{}</td><td>{}</td>", code(c.key), esc(c.baseline),
+                       esc(c.current));
     if (affects) out += fmt::format("<td>{}</td>", esc(affects_text(c.affects)));
     out += "</tr>\n";
   }
@@ -25,7 +29,9 @@ void changes_table(std::string& out, const std::vector<EnvironmentChange>& chang
 }
 
 std::string tensors_cell(const BaselineResult& b) {
-  if (b.status == BaselineStatus::Missing || b.status == BaselineStatus::Added || b.status == BaselineStatus::Incomparable) return "-";
+  if (b.status == BaselineStatus::Missing || b.status == BaselineStatus::Added ||
+      b.status == BaselineStatus::Incomparable)
+    return "-";
   return b.differing == 0 ? fmt::format("{} match", b.tensors) : fmt::format("{}/{} differ", b.differing, b.tensors);
 }
 
@@ -35,8 +41,8 @@ void baseline_section(std::string& out, const Report& r) {
   if (!r.baseline) return;
   const BaselineComparison& b = *r.baseline;
   out += "<section id=\"baseline\">\n<h2>Baseline</h2>\n";
-  out += fmt::format("<p>Compared with {} ({}, written by repro-audit {}): <strong>{}</strong>.</p>\n", code(b.source), esc(b.schema),
-                     esc(b.tool_version), esc(baseline_counts(b)));
+  out += fmt::format("<p>Compared with {} ({}, written by repro-audit {}): <strong>{}</strong>.</p>\n", code(b.source),
+                     esc(b.schema), esc(b.tool_version), esc(baseline_counts(b)));
   if (b.changes.empty()) {
     out += "<p>The environment is unchanged since the baseline.</p>\n";
   } else {
@@ -44,11 +50,13 @@ void baseline_section(std::string& out, const Report& r) {
     changes_table(out, b.changes, "env-changes", true);
   }
   if (!b.ignored.empty()) {
-    out += fmt::format("<details><summary>Also differ, ignored because they cannot change results ({})</summary>\n", b.ignored.size());
+    out += fmt::format("<details><summary>Also differ, ignored because they cannot change results ({})</summary>\n",
+                       b.ignored.size());
     changes_table(out, b.ignored, "env-ignored", false);
     out += "</details>\n";
   }
-  for (const auto& m : b.models) out += fmt::format("<p class=\"model-change\"><strong>Model:</strong> {}.</p>\n", esc(m.reason));
+  for (const auto& m : b.models)
+    out += fmt::format("<p class=\"model-change\"><strong>Model:</strong> {}.</p>\n", esc(m.reason));
   std::string rows;
   size_t unlisted = 0;
   for (const auto& res : b.results) {
@@ -56,31 +64,42 @@ void baseline_section(std::string& out, const Report& r) {
       ++unlisted;
       continue;
     }
-    rows += fmt::format("<tr class=\"baseline-result\" data-status=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                        to_string(res.status), baseline_failure(r, res) ? " data-fails=\"true\"" : "", esc(res.target), esc(res.config),
-                        status_badge(res.status), tensors_cell(res),
-                        esc(res.reason) + (changed_op_text(res).empty() ? "" : "<div class=\"changed-op\">" + esc(changed_op_text(res)) + "</div>"));
+    rows += fmt::format(
+        "<tr class=\"baseline-result\" "
+        "data-status=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        to_string(res.status), baseline_failure(r, res) ? " data-fails=\"true\"" : "", esc(res.target), esc(res.config),
+        status_badge(res.status), tensors_cell(res),
+        esc(res.reason) +
+            (changed_op_text(res).empty() ? "" : "<div class=\"changed-op\">" + esc(changed_op_text(res)) + "</div>"));
   }
-  out += "<table class=\"baseline-results\"><thead><tr><th>target</th><th>configuration</th><th>against the baseline</th>"
-         "<th>tensors</th><th>why</th></tr></thead><tbody>\n" + rows + "</tbody></table>\n";
+  out +=
+      "<table class=\"baseline-results\"><thead><tr><th>target</th><th>configuration</th><th>against the baseline</th>"
+      "<th>tensors</th><th>why</th></tr></thead><tbody>\n" +
+      rows + "</tbody></table>\n";
   if (unlisted > 0)
-    out += fmt::format("<p class=\"hint\">{} more (matches, and configurations skipped or raised alike on both sides) are counted above, "
-                       "not listed.</p>\n", unlisted);
+    out += fmt::format(
+        "<p class=\"hint\">{} more (matches, and configurations skipped or raised alike on both sides) are counted "
+        "above, "
+        "not listed.</p>\n",
+        unlisted);
   bool explained = false;
   for (const auto& res : b.results) {
     if (!baseline_noteworthy(res) || res.differing_tensors.empty()) continue;
     explained = explained || res.status == BaselineStatus::Explained;
-    out += fmt::format("<details class=\"baseline-detail\"><summary>{} · {}: {}</summary>\n<ul>\n", esc(res.target), esc(res.config),
-                       status_badge(res.status));
-    for (const auto& t : res.differing_tensors) out += fmt::format("<li class=\"baseline-tensor\">{}</li>\n", esc(baseline_tensor_text(t)));
+    out += fmt::format("<details class=\"baseline-detail\"><summary>{} · {}: {}</summary>\n<ul>\n", esc(res.target),
+                       esc(res.config), status_badge(res.status));
+    for (const auto& t : res.differing_tensors)
+      out += fmt::format("<li class=\"baseline-tensor\">{}</li>\n", esc(baseline_tensor_text(t)));
     if (res.differing > res.differing_tensors.size())
       out += fmt::format("<li>and {} more</li>\n", res.differing - res.differing_tensors.size());
     out += "</ul>\n</details>\n";
   }
   if (explained)
-    out += fmt::format("<p class=\"hint\"><strong>Explained differences</strong> do not fail the run: the results changed together with "
-                       "the environment. If the new results are the right ones, {}{}{}.</p>\n",
-                       esc(resave_advice(b).before), code(resave_advice(b).code), esc(resave_advice(b).after));
+    out += fmt::format(
+        "<p class=\"hint\"><strong>Explained differences</strong> do not fail the run: the results changed together "
+        "with "
+        "the environment. If the new results are the right ones, {}{}{}.</p>\n",
+        esc(resave_advice(b).before), code(resave_advice(b).code), esc(resave_advice(b).after));
   out += "</section>\n";
 }
 

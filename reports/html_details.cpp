@@ -17,8 +17,9 @@ namespace {
 // One row of a tensor table; `cls` tells the kind of finding (diverged-tensor, dependence-tensor,
 // replay-tensor) so that a reader, or a test, can count them.
 std::string tensor_row(const TensorFinding& f, const char* cls, bool trials) {
-  std::string row = fmt::format("<tr class=\"tensor {}\"><td><code title=\"reference {} / other {}\">{}</code></td><td>{}</td>", cls,
-                                esc(f.reference_digest), esc(f.other_digest), esc(f.name), esc(tensor_type(f.dtype, f.shape)));
+  std::string row =
+      fmt::format("<tr class=\"tensor {}\"><td><code title=\"reference {} / other {}\">{}</code></td><td>{}</td>", cls,
+                  esc(f.reference_digest), esc(f.other_digest), esc(f.name), esc(tensor_type(f.dtype, f.shape)));
   if (!f.stats) {
     row += "<td colspan=\"7\" class=\"none\">digests differ; no element statistics (no dump to compare)</td>";
   } else if (!f.stats->note.empty()) {
@@ -26,23 +27,29 @@ std::string tensor_row(const TensorFinding& f, const char* cls, bool trials) {
   } else {
     const DivergenceStats& s = *f.stats;
     const std::string ulp = std::isnan(s.max_ulp) ? std::string("&mdash;") : fmt::format("{:g}", s.max_ulp);
-    const std::string across = s.sign_differs > 0 ? fmt::format(" <span class=\"none\">({} across zero)</span>", s.sign_differs) : "";
-    const std::string tol = s.tolerance == Tolerance{} ? std::string("&mdash;")
-                            : fmt::format("<span title=\"rtol {:g}, atol {:g}\">{}</span>", s.tolerance.rtol, s.tolerance.atol,
-                                          s.beyond_tolerance == 0 ? std::string("all within") : std::to_string(s.beyond_tolerance));
-    row += fmt::format("<td class=\"num\">{}/{}</td><td>[{}]</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td>"
-                       "<td class=\"num\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-                       s.differing, s.numel, fmt::join(s.first_index_nd, ","), s.max_abs_diff, s.max_rel_diff, ulp, across,
-                       s.nan_mismatches, tol);
+    const std::string across =
+        s.sign_differs > 0 ? fmt::format(" <span class=\"none\">({} across zero)</span>", s.sign_differs) : "";
+    const std::string tol =
+        s.tolerance == Tolerance{}
+            ? std::string("&mdash;")
+            : fmt::format("<span title=\"rtol {:g}, atol {:g}\">{}</span>", s.tolerance.rtol, s.tolerance.atol,
+                          s.beyond_tolerance == 0 ? std::string("all within") : std::to_string(s.beyond_tolerance));
+    row += fmt::format(
+        "<td class=\"num\">{}/{}</td><td>[{}]</td><td class=\"num\">{:.3g}</td><td class=\"num\">{:.3g}</td>"
+        "<td class=\"num\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+        s.differing, s.numel, fmt::join(s.first_index_nd, ","), s.max_abs_diff, s.max_rel_diff, ulp, across,
+        s.nan_mismatches, tol);
   }
   if (trials) row += fmt::format("<td class=\"num\">{}</td>", f.diverging_trials);
   return row + "</tr>\n";
 }
 
 void tensor_table(std::string& out, const std::vector<TensorFinding>& fs, const char* cls, bool trials) {
-  out += "<table class=\"tensors\"><thead><tr><th>tensor</th><th>type</th><th class=\"num\">elements differing</th><th>first at</th>"
-         "<th class=\"num\">max abs diff</th><th class=\"num\">max rel diff</th><th class=\"num\">max ULP</th>"
-         "<th class=\"num\">NaN mismatches</th><th class=\"num\">beyond tolerance</th>";
+  out +=
+      "<table class=\"tensors\"><thead><tr><th>tensor</th><th>type</th><th class=\"num\">elements "
+      "differing</th><th>first at</th>"
+      "<th class=\"num\">max abs diff</th><th class=\"num\">max rel diff</th><th class=\"num\">max ULP</th>"
+      "<th class=\"num\">NaN mismatches</th><th class=\"num\">beyond tolerance</th>";
   if (trials) out += "<th class=\"num\">trials differing</th>";
   out += "</tr></thead><tbody>\n";
   for (const auto& f : fs) out += tensor_row(f, cls, trials);
@@ -51,35 +58,44 @@ void tensor_table(std::string& out, const std::vector<TensorFinding>& fs, const 
 
 void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   const ConfigResult& c = t.configs[j];
-  out += fmt::format("<div class=\"config\" id=\"{}\" data-verdict=\"{}\">\n<h4>{} {}</h4>\n", config_id(i, j), to_string(c.verdict),
-                     badge(c.verdict), esc(c.name));
+  out += fmt::format("<div class=\"config\" id=\"{}\" data-verdict=\"{}\">\n<h4>{} {}</h4>\n", config_id(i, j),
+                     to_string(c.verdict), badge(c.verdict), esc(c.name));
   std::string facts = fmt::format("{} of {} repeats completed; {} digested per run", c.completed, c.repeats,
                                   plural(c.tensor_count, "tensor", "tensors"));
   if (c.completed >= 2)
-    facts = fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}): {} of {} repeats differ from the reference, {}; ",
-                        c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats, c.completed - 1,
-                        plural(static_cast<size_t>(c.distinct_outcomes), "distinct outcome", "distinct outcomes")) + facts;
+    facts =
+        fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}): {} of {} repeats differ from the reference, {}; ",
+                    c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats, c.completed - 1,
+                    plural(static_cast<size_t>(c.distinct_outcomes), "distinct outcome", "distinct outcomes")) +
+        facts;
   out += fmt::format("<p class=\"facts\">{}.</p>\n", esc(facts));
   if (c.allowed_by)
-    out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry, esc(c.allowed_by->reason),
+    out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry,
+                       esc(c.allowed_by->reason),
                        c.allowed_by->expires.empty() ? "" : fmt::format(" (expires {})", esc(c.allowed_by->expires)));
   if (c.within_tolerance) out += fmt::format("<p class=\"allowed\">{}</p>\n", esc(tolerance_verdict(c)));
-  if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("<p class=\"undecided\">{}</p>\n", esc(u));
+  if (const std::string u = undecided_text(c); !u.empty())
+    out += fmt::format("<p class=\"undecided\">{}</p>\n", esc(u));
   // A diverged configuration's message only counts the repeats, as the line above does.
   if (!c.message.empty() && c.verdict != Verdict::Diverged) out += message(c.message) + "\n";
   if (!c.diverged_tensors.empty()) {
-    out += fmt::format("<p>{} from the reference repeat:</p>\n", plural(c.diverged_tensors.size(), "tensor differs", "tensors differ"));
+    out += fmt::format("<p>{} from the reference repeat:</p>\n",
+                       plural(c.diverged_tensors.size(), "tensor differs", "tensors differ"));
     tensor_table(out, c.diverged_tensors, "diverged-tensor", true);
   }
   for (const auto& trial : c.trials) {
     if (trial.status == TrialStatus::Ok) continue;
     std::string how = to_string(trial.status);
-    if (trial.signal != 0) how += fmt::format(", signal {}", trial.signal);
-    else if (trial.exit_code != 0) how += fmt::format(", exit code {}", trial.exit_code);
-    out += fmt::format("<div class=\"trial-failure\" data-status=\"{}\"><p>Repeat {}: {}</p>", to_string(trial.status), trial.repeat, esc(how));
+    if (trial.signal != 0)
+      how += fmt::format(", signal {}", trial.signal);
+    else if (trial.exit_code != 0)
+      how += fmt::format(", exit code {}", trial.exit_code);
+    out += fmt::format("<div class=\"trial-failure\" data-status=\"{}\"><p>Repeat {}: {}</p>", to_string(trial.status),
+                       trial.repeat, esc(how));
     if (!trial.message.empty() && trial.message != c.message) out += message(trial.message);
     if (!trial.stderr_tail.empty())
-      out += fmt::format("<details class=\"stderr\" open><summary>stderr, last lines</summary><pre>{}</pre></details>", esc(trial.stderr_tail));
+      out += fmt::format("<details class=\"stderr\" open><summary>stderr, last lines</summary><pre>{}</pre></details>",
+                         esc(trial.stderr_tail));
     out += "</div>\n";
   }
   out += "</div>\n";
@@ -93,42 +109,55 @@ void exec_block(std::string& out, const Target& t) {
   for (const auto& c : t.configs)
     for (const auto& sw : c.switches)
       if (!sw.set_at.empty())
-        out += fmt::format("<p class=\"switch-set\">{}: the program set <code>{}={}</code> at <code>{}</code>{}</p>\n", esc(c.name),
-                           esc(sw.key), esc(sw.effective), esc(sw.set_at),
-                           !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + esc(sw.requested) + ")" : "");
+        out += fmt::format(
+            "<p class=\"switch-set\">{}: the program set <code>{}={}</code> at <code>{}</code>{}</p>\n", esc(c.name),
+            esc(sw.key), esc(sw.effective), esc(sw.set_at),
+            !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + esc(sw.requested) + ")" : "");
   if (!e.checklist.empty()) {
-    out += "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding checklist</th><th>where</th><th>diverged</th></tr>"
-           "</thead><tbody>\n";
+    out +=
+        "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding "
+        "checklist</th><th>where</th><th>diverged</th></tr>"
+        "</thead><tbody>\n";
     for (const auto& item : e.checklist)
-      out += fmt::format("<tr class=\"checklist-item\" data-status=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>\n",
-                         esc(item.status), esc(item.status), esc(item.text), esc(item.where), esc(item.artifact));
+      out += fmt::format(
+          "<tr class=\"checklist-item\" "
+          "data-status=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>\n",
+          esc(item.status), esc(item.status), esc(item.text), esc(item.where), esc(item.artifact));
     out += "</tbody></table>\n";
   }
   if (e.ranks_equal)
-    out += e.ranks_equal->equal
-               ? fmt::format("<p>Ranks equal: every rank's artifacts equal rank 0's ({} comparisons).</p>\n", e.ranks_equal->compared)
-               : fmt::format("<p class=\"ranks-differ\">Rank {} differs from rank 0 in <code>{}</code> of <code>{}</code>.</p>\n",
-                             e.ranks_equal->rank, esc(e.ranks_equal->tensor), esc(e.ranks_equal->artifact));
+    out +=
+        e.ranks_equal->equal
+            ? fmt::format("<p>Ranks equal: every rank's artifacts equal rank 0's ({} comparisons).</p>\n",
+                          e.ranks_equal->compared)
+            : fmt::format(
+                  "<p class=\"ranks-differ\">Rank {} differs from rank 0 in <code>{}</code> of <code>{}</code>.</p>\n",
+                  e.ranks_equal->rank, esc(e.ranks_equal->tensor), esc(e.ranks_equal->artifact));
   out += "</div>\n";
 }
 
 void replay_block(std::string& out, const Replay& rp) {
-  out += fmt::format("<div class=\"replay\" data-verdict=\"{}\">\n<h4>{} Restart-replay{}</h4>\n", to_string(rp.verdict),
-                     badge(to_string(rp.verdict)), rp.config.empty() ? "" : " under " + esc(rp.config));
+  out +=
+      fmt::format("<div class=\"replay\" data-verdict=\"{}\">\n<h4>{} Restart-replay{}</h4>\n", to_string(rp.verdict),
+                  badge(to_string(rp.verdict)), rp.config.empty() ? "" : " under " + esc(rp.config));
   if (!rp.config.empty())
-    out += fmt::format("<p>{}, a checkpoint, then {} more in a fresh process{}; {} compared with the uninterrupted run.</p>\n",
-                       plural(static_cast<size_t>(rp.steps_before), "step", "steps"), rp.steps_after,
-                       rp.omit.empty() ? "" : esc(fmt::format(" (left out of the checkpoint: {})", fmt::join(rp.omit, ", "))),
-                       plural(rp.tensors_compared, "tensor", "tensors"));
+    out += fmt::format(
+        "<p>{}, a checkpoint, then {} more in a fresh process{}; {} compared with the uninterrupted run.</p>\n",
+        plural(static_cast<size_t>(rp.steps_before), "step", "steps"), rp.steps_after,
+        rp.omit.empty() ? "" : esc(fmt::format(" (left out of the checkpoint: {})", fmt::join(rp.omit, ", "))),
+        plural(rp.tensors_compared, "tensor", "tensors"));
   if (!rp.reason.empty()) out += message(rp.reason) + "\n";
   if (!rp.components.empty()) {
-    out += "<table class=\"replay-state\"><thead><tr><th>state at the restart</th><th>tensors</th><th>in checkpoint</th>"
-           "<th>saved</th><th>restored</th><th>differing after restore</th></tr></thead><tbody>\n";
+    out +=
+        "<table class=\"replay-state\"><thead><tr><th>state at the restart</th><th>tensors</th><th>in checkpoint</th>"
+        "<th>saved</th><th>restored</th><th>differing after restore</th></tr></thead><tbody>\n";
     for (const auto& c : rp.components)
-      out += fmt::format("<tr class=\"replay-component\"><td>{}<div class=\"sub\">{}</div></td><td class=\"num\">{}</td><td>{}</td>"
-                         "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                         code(c.name), esc(c.description), c.tensors, c.in_checkpoint ? "yes" : "no", c.saved_match ? "matches" : "differs",
-                         c.restored_match ? "matches" : "<strong>differs</strong>", esc(fmt::format("{}", fmt::join(c.differing, ", "))));
+      out += fmt::format(
+          "<tr class=\"replay-component\"><td>{}<div class=\"sub\">{}</div></td><td class=\"num\">{}</td><td>{}</td>"
+          "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          code(c.name), esc(c.description), c.tensors, c.in_checkpoint ? "yes" : "no",
+          c.saved_match ? "matches" : "differs", c.restored_match ? "matches" : "<strong>differs</strong>",
+          esc(fmt::format("{}", fmt::join(c.differing, ", "))));
     out += "</tbody></table>\n";
   }
   if (!rp.differing.empty()) tensor_table(out, rp.differing, "replay-tensor", false);
@@ -139,9 +168,11 @@ void replay_block(std::string& out, const Replay& rp) {
 
 void details_section(std::string& out, const Report& r) {
   out += "<section id=\"details\">\n<h2>Per-target details</h2>\n";
-  out += "<p class=\"hint\">Per configuration: the divergence rate, each tensor that differs (elements differing, first "
-         "index, largest absolute and ULP difference), failed trials with their messages; then configuration dependence and "
-         "the restart-replay.</p>\n<div id=\"details-controls\" class=\"controls\"></div>\n";
+  out +=
+      "<p class=\"hint\">Per configuration: the divergence rate, each tensor that differs (elements differing, first "
+      "index, largest absolute and ULP difference), failed trials with their messages; then configuration dependence "
+      "and "
+      "the restart-replay.</p>\n<div id=\"details-controls\" class=\"controls\"></div>\n";
   for (size_t i = 0; i < r.targets.size(); ++i) {
     const Target& t = r.targets[i];
     const bool open = r.targets.size() <= 5 && t.verdict != Verdict::Reproducible && t.verdict != Verdict::Skipped;
@@ -150,9 +181,10 @@ void details_section(std::string& out, const Report& r) {
     if (t.steps > 0 && t.mode == "train") facts += ", " + plural(static_cast<size_t>(t.steps), "step", "steps");
     if (!t.optimizer.empty()) facts += fmt::format(" ({}, lr {:g})", t.optimizer, t.lr);
     facts += fmt::format(" · seed {}", t.seed);
-    out += fmt::format("<details class=\"target\" id=\"{}\" data-verdict=\"{}\"{}>\n<summary>{} <strong>{}</strong> "
-                       "<span class=\"sub\">{}</span></summary>\n<div class=\"target-body\">\n",
-                       target_id(i), to_string(t.verdict), open ? " open" : "", badge(t.verdict), esc(t.name), esc(facts));
+    out += fmt::format(
+        "<details class=\"target\" id=\"{}\" data-verdict=\"{}\"{}>\n<summary>{} <strong>{}</strong> "
+        "<span class=\"sub\">{}</span></summary>\n<div class=\"target-body\">\n",
+        target_id(i), to_string(t.verdict), open ? " open" : "", badge(t.verdict), esc(t.name), esc(facts));
     if (!t.path.empty() || !t.inputs.empty()) {
       out += "<p class=\"facts\">";
       if (!t.path.empty()) out += "path " + code(t.path);
@@ -171,9 +203,10 @@ void details_section(std::string& out, const Report& r) {
         for (const auto& n : g) names.push_back(code(n));
         groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
       }
-      out += fmt::format("<div class=\"dependence\"><h4>Configuration-dependent</h4><p>Each configuration is reproducible, "
-                         "but the results differ between {} (a difference of configurations, not nondeterminism).</p>\n",
-                         fmt::join(groups, " and "));
+      out += fmt::format(
+          "<div class=\"dependence\"><h4>Configuration-dependent</h4><p>Each configuration is reproducible, "
+          "but the results differ between {} (a difference of configurations, not nondeterminism).</p>\n",
+          fmt::join(groups, " and "));
       tensor_table(out, t.dependence->differing, "dependence-tensor", false);
       out += "</div>\n";
     }

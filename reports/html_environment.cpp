@@ -68,7 +68,8 @@ void environment_summary(std::string& out, const nlohmann::ordered_json& env) {
     if (!found.empty()) rows.emplace_back(label, fmt::format("{}", fmt::join(found, ", ")));
   };
   add("torch", {{"", "/torch/version"}});
-  add("CUDA", {{"runtime", "/cuda/runtime"}, {"cuDNN", "/cuda/cudnn"}, {"cuBLAS", "/cuda/cublas"}, {"driver", "/cuda/driver"}});
+  add("CUDA",
+      {{"runtime", "/cuda/runtime"}, {"cuDNN", "/cuda/cudnn"}, {"cuBLAS", "/cuda/cublas"}, {"driver", "/cuda/driver"}});
   const nlohmann::ordered_json::json_pointer devices("/cuda/devices");
   if (env.contains(devices) && env.at(devices).is_array()) {
     std::vector<std::string> gpus;
@@ -79,13 +80,15 @@ void environment_summary(std::string& out, const nlohmann::ordered_json& env) {
       gpus.push_back(g);
     }
     const std::string reason = text("/cuda/reason");
-    rows.emplace_back("GPUs", gpus.empty() ? (reason.empty() ? "none" : "none: " + reason) : fmt::format("{}", fmt::join(gpus, "; ")));
+    rows.emplace_back("GPUs", gpus.empty() ? (reason.empty() ? "none" : "none: " + reason)
+                                           : fmt::format("{}", fmt::join(gpus, "; ")));
   }
   add("CPU", {{"", "/cpu/model"}, {"logical CPUs", "/cpu/logical_cpus"}, {"ATen capability", "/cpu/aten_capability"}});
   add("threads", {{"intra-op", "/threads/intra_op"}, {"inter-op", "/threads/inter_op"}});
   if (rows.empty()) return;
   out += "<dl class=\"env-summary\">";
-  for (const auto& [label, value] : rows) out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(label), esc(value));
+  for (const auto& [label, value] : rows)
+    out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", esc(label), esc(value));
   out += "</dl>\n";
 }
 
@@ -106,7 +109,8 @@ void environment_section(std::string& out, const Report& r) {
   if (!scalars.empty()) out += fmt::format("<div class=\"env-group\"><h3>general</h3>{}</div>\n", env_table(scalars));
   for (auto it = r.environment.begin(); it != r.environment.end(); ++it)
     if (it->is_object())
-      out += fmt::format("<div class=\"env-group\" data-key=\"{0}\"><h3>{0}</h3>{1}</div>\n", esc(it.key()), env_value(*it));
+      out += fmt::format("<div class=\"env-group\" data-key=\"{0}\"><h3>{0}</h3>{1}</div>\n", esc(it.key()),
+                         env_value(*it));
   out += "</div>\n</details>\n</section>\n";
 }
 

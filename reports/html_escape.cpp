@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Escaping, ids and small markup helpers for the HTML renderer (reports/html.h).
-#include "reports/html.h"
 #include "reports/escape.h"
+#include "reports/html.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,8 +19,9 @@ std::string fix_id(size_t target, size_t config, size_t candidate) {
 std::string shell_line(const std::vector<std::string>& argv) {
   std::vector<std::string> words;
   for (const auto& a : argv) {
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789-_./:=,+@%") == std::string::npos;
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789-_./:=,+@%") == std::string::npos;
     if (plain) {
       words.push_back(a);
       continue;

@@ -17,13 +17,16 @@ json number_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr
 json switches_json(const std::vector<SwitchValue>& switches) {
   json out = json::array();
   for (const auto& s : switches)
-    out.push_back({{"key", s.key}, {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
+    out.push_back({{"key", s.key},
+                   {"requested", s.requested.empty() ? json(nullptr) : json(s.requested)},
                    {"effective", s.effective}});
   return out;
 }
 
 std::vector<SwitchValue> switches_from(const Node& n) {
-  return n.list([](const Node& s) { return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()}; });
+  return n.list([](const Node& s) {
+    return SwitchValue{s.at("key").str(), s.at("requested").str_or_null(), s.at("effective").str()};
+  });
 }
 
 json config_json(const InvarianceConfig& c) {
@@ -39,7 +42,9 @@ json config_json(const InvarianceConfig& c) {
           {"advice", c.advice},
           {"cells", cells_to_json(c.cells)},
           {"timing",
-           {{"forward_ms", c.timing.forward_ms}, {"calls", c.timing.calls}, {"sweep_ms", c.timing.sweep_ms},
+           {{"forward_ms", c.timing.forward_ms},
+            {"calls", c.timing.calls},
+            {"sweep_ms", c.timing.sweep_ms},
             {"worker_ms", c.timing.worker_ms}}}};
 }
 
@@ -51,7 +56,9 @@ InvarianceConfig config_from(const Node& n) {
     n.at("verdict").fail("expected invariant, variant or crashed");
   c.message = n.at("message").str();
   c.switches = switches_from(n.at("switches"));
-  c.classes = n.at("classes").list([](const Node& k) { return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()}; });
+  c.classes = n.at("classes").list([](const Node& k) {
+    return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()};
+  });
   c.position_dependent = n.at("position_dependent").i64s();
   c.warmup_dependent = n.at("warmup_dependent").i64s();
   c.advice = n.at("advice").strings();
@@ -68,7 +75,11 @@ json cells_to_json(const std::vector<InvarianceCell>& cells) {
   for (const auto& cell : cells) {
     json rows = json::array();
     for (const auto& r : cell.rows) {
-      json row = {{"anchor", r.anchor}, {"output", r.output}, {"position", r.position}, {"digest", r.digest}, {"equal", r.equal}};
+      json row = {{"anchor", r.anchor},
+                  {"output", r.output},
+                  {"position", r.position},
+                  {"digest", r.digest},
+                  {"equal", r.equal}};
       if (!r.equal) row["max_abs"] = number_or_null(r.max_abs), row["max_ulp"] = number_or_null(r.max_ulp);
       rows.push_back(std::move(row));
     }

@@ -34,13 +34,13 @@ inline constexpr const char* kPlacements[] = {"start", "middle", "end", "permute
 // One output's anchor-row slice in one call, against the reference (or, for "second-call", against
 // the first call of the same batch).
 struct RowComparison {
-  int anchor = 0;          // index among the anchor rows (the input's first R rows)
-  std::string output;      // "output", "output/0", ...
-  int64_t position = 0;    // the anchor's row in the batch
-  std::string digest;      // of the anchor-row slice (worker/digest/digest.h)
-  bool equal = true;       // bitwise
-  double max_abs = 0;      // when not equal; NaN when no element was finite in both
-  double max_ulp = 0;      // when not equal; NaN when not measurable (elements across zero)
+  int anchor = 0;        // index among the anchor rows (the input's first R rows)
+  std::string output;    // "output", "output/0", ...
+  int64_t position = 0;  // the anchor's row in the batch
+  std::string digest;    // of the anchor-row slice (worker/digest/digest.h)
+  bool equal = true;     // bitwise
+  double max_abs = 0;    // when not equal; NaN when no element was finite in both
+  double max_ulp = 0;    // when not equal; NaN when not measurable (elements across zero)
 };
 
 // One batch size in one placement.
@@ -72,10 +72,10 @@ struct InvarianceConfig {
   std::vector<InvarianceCell> cells;
   // Derived by the analysis (audit/invariance/invariance_analysis.h), written out so that readers
   // of the JSON need not redo it, and read back as written.
-  std::vector<SizeClass> classes;              // by their smallest size
-  std::vector<int64_t> position_dependent;     // sizes where a placement's bits differ from the start's
-  std::vector<int64_t> warmup_dependent;       // sizes whose second call differs from the first
-  std::vector<std::string> advice;             // one sentence each
+  std::vector<SizeClass> classes;           // by their smallest size
+  std::vector<int64_t> position_dependent;  // sizes where a placement's bits differ from the start's
+  std::vector<int64_t> warmup_dependent;    // sizes whose second call differs from the first
+  std::vector<std::string> advice;          // one sentence each
   InvarianceTiming timing;
 };
 
@@ -88,15 +88,15 @@ struct NegativeControl {
 };
 
 struct Invariance {
-  std::string model;   // the path as given
-  std::string kind;    // "torchscript", "a torch.export archive", ...
-  std::string device;  // "cpu", "cuda:0"
-  std::string input;   // the rows file
-  std::vector<std::string> inputs;  // "x=float32[16x3x64x64] (batch dim 0)", "mask=... (passed whole)"
-  int rows = 4;                     // anchor rows
-  std::string filler = "input";     // "input" or "random"
-  std::string sizes = "auto";       // "auto" or the list as given
-  int64_t budget = 1024;            // largest batch size tried
+  std::string model;                  // the path as given
+  std::string kind;                   // "torchscript", "a torch.export archive", ...
+  std::string device;                 // "cpu", "cuda:0"
+  std::string input;                  // the rows file
+  std::vector<std::string> inputs;    // "x=float32[16x3x64x64] (batch dim 0)", "mask=... (passed whole)"
+  int rows = 4;                       // anchor rows
+  std::string filler = "input";       // "input" or "random"
+  std::string sizes = "auto";         // "auto" or the list as given
+  int64_t budget = 1024;              // largest batch size tried
   std::vector<std::string> outputs;   // compared
   std::vector<std::string> excluded;  // "output/1: float32[3] does not keep the batch at dim 0"
   std::vector<std::string> notes;     // one sentence each

@@ -34,21 +34,22 @@ std::string worst_text(const InvarianceConfig& c) {
         worst = &r, at = cell.size, placement = cell.placement;
   }
   if (worst == nullptr) return "";
-  const std::string ulp = std::isfinite(worst->max_ulp) ? fmt::format("{:.0f} ULP", worst->max_ulp) : "ULP not measurable";
-  return fmt::format("max abs {:.3g}, {} (size {}, {}, anchor {}, {})", worst->max_abs, ulp, at, placement, worst->anchor,
-                     worst->output);
+  const std::string ulp =
+      std::isfinite(worst->max_ulp) ? fmt::format("{:.0f} ULP", worst->max_ulp) : "ULP not measurable";
+  return fmt::format("max abs {:.3g}, {} (size {}, {}, anchor {}, {})", worst->max_abs, ulp, at, placement,
+                     worst->anchor, worst->output);
 }
 
 std::string position_text(const InvarianceConfig& c, const std::vector<int64_t>& tried) {
   if (c.position_dependent.empty()) return "a row's bits do not depend on its place in the batch at any size tried";
-  return fmt::format("a row's bits depend on its place in the batch at size{} {}", c.position_dependent.size() == 1 ? "" : "s",
-                     sizes_text(c.position_dependent, tried));
+  return fmt::format("a row's bits depend on its place in the batch at size{} {}",
+                     c.position_dependent.size() == 1 ? "" : "s", sizes_text(c.position_dependent, tried));
 }
 
 std::string warmup_text(const InvarianceConfig& c, const std::vector<int64_t>& tried) {
   if (c.warmup_dependent.empty()) return "a second call of the same batch gives the same bits at every size tried";
-  return fmt::format("the second call of a batch differs from its first at size{} {}", c.warmup_dependent.size() == 1 ? "" : "s",
-                     sizes_text(c.warmup_dependent, tried));
+  return fmt::format("the second call of a batch differs from its first at size{} {}",
+                     c.warmup_dependent.size() == 1 ? "" : "s", sizes_text(c.warmup_dependent, tried));
 }
 
 std::string head_line(const Invariance& inv) {
@@ -71,7 +72,8 @@ void config_text(std::string& out, const InvarianceConfig& c) {
   out += fmt::format("  classes of identical bits: {}\n", classes_text(c.classes, tried));
   out += fmt::format("  position: {}\n", position_text(c, tried));
   out += fmt::format("  warm-up: {}\n", warmup_text(c, tried));
-  if (const std::string w = worst_text(c); !w.empty()) out += fmt::format("  largest difference from batch 1: {}\n", ln(w));
+  if (const std::string w = worst_text(c); !w.empty())
+    out += fmt::format("  largest difference from batch 1: {}\n", ln(w));
   for (const auto& a : c.advice) out += fmt::format("  advice: {}\n", ln(a));
 }
 
@@ -90,7 +92,8 @@ std::string sizes_text(const std::vector<int64_t>& sizes, const std::vector<int6
     }
     size_t j = i;
     while (j + 1 < order.size() && in.count(order[j + 1])) ++j;
-    if (j - i >= 2) parts.push_back(fmt::format("{}…{}", order[i], order[j]));
+    if (j - i >= 2)
+      parts.push_back(fmt::format("{}…{}", order[i], order[j]));
     else
       for (size_t k = i; k <= j; ++k) parts.push_back(fmt::format("{}", order[k]));
     i = j + 1;
@@ -116,9 +119,11 @@ std::string invariance_summary(const InvarianceConfig& c) {
   std::vector<std::string> why;
   if (c.classes.size() > 1) why.push_back(fmt::format("{} classes of sizes", c.classes.size()));
   if (!c.position_dependent.empty())
-    why.push_back(fmt::format("position-dependent at {} size{}", c.position_dependent.size(), c.position_dependent.size() == 1 ? "" : "s"));
+    why.push_back(fmt::format("position-dependent at {} size{}", c.position_dependent.size(),
+                              c.position_dependent.size() == 1 ? "" : "s"));
   if (!c.warmup_dependent.empty())
-    why.push_back(fmt::format("warm-up-dependent at {} size{}", c.warmup_dependent.size(), c.warmup_dependent.size() == 1 ? "" : "s"));
+    why.push_back(fmt::format("warm-up-dependent at {} size{}", c.warmup_dependent.size(),
+                              c.warmup_dependent.size() == 1 ? "" : "s"));
   return fmt::format("variant: {}", fmt::join(why, ", "));
 }
 
@@ -159,7 +164,8 @@ std::string invariance_markdown(const Report& r) {
   out += "| configuration | verdict | classes of identical bits | position | warm-up |\n|---|---|---|---|---|\n";
   for (const auto& c : inv.configs) {
     const auto tried = tried_sizes(c);
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", md(c.config), md(invariance_summary(c)), md(classes_text(c.classes, tried)),
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", md(c.config), md(invariance_summary(c)),
+                       md(classes_text(c.classes, tried)),
                        c.position_dependent.empty() ? "-" : md(sizes_text(c.position_dependent, tried)),
                        c.warmup_dependent.empty() ? "-" : md(sizes_text(c.warmup_dependent, tried)));
   }
@@ -167,27 +173,32 @@ std::string invariance_markdown(const Report& r) {
     for (const auto& a : c.advice) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
   out += fmt::format("\n\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   for (const auto& c : inv.configs)
-    out += fmt::format("\n- {}: {} calls, forward {:.0f} ms, sweep {:.0f} ms", md(c.config), c.timing.calls, c.timing.forward_ms,
-                       c.timing.sweep_ms);
+    out += fmt::format("\n- {}: {} calls, forward {:.0f} ms, sweep {:.0f} ms", md(c.config), c.timing.calls,
+                       c.timing.forward_ms, c.timing.sweep_ms);
   out += fmt::format("\n{}\n", kTimingEnd);
   return out;
 }
 
 std::string invariance_html_section(const Report& r) {
   const Invariance& inv = *r.invariance;
-  std::string out = fmt::format("<section id=\"invariance\" class=\"banner v-{}\" data-verdict=\"{}\" data-exit-code=\"{}\">\n",
-                                r.exit_code == 0 ? "reproducible" : "diverged", to_string(r.verdict), r.exit_code);
-  out += fmt::format("<h1>invariance of {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(inv.model), r.exit_code, esc(exit_words(r)));
-  out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(inv.kind), esc(inv.device),
-                     esc(head_line(inv)), esc(inv.control.evidence));
+  std::string out =
+      fmt::format("<section id=\"invariance\" class=\"banner v-{}\" data-verdict=\"{}\" data-exit-code=\"{}\">\n",
+                  r.exit_code == 0 ? "reproducible" : "diverged", to_string(r.verdict), r.exit_code);
+  out += fmt::format("<h1>invariance of {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(inv.model), r.exit_code,
+                     esc(exit_words(r)));
+  out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(inv.kind),
+                     esc(inv.device), esc(head_line(inv)), esc(inv.control.evidence));
   for (const auto& e : inv.excluded) out += fmt::format("<p>left out: {}</p>\n", esc(e));
-  out += "<table class=\"invariance\"><thead><tr><th>configuration</th><th>verdict</th><th>classes of identical bits</th>"
-         "<th>position</th><th>warm-up</th><th>advice</th></tr></thead><tbody>\n";
+  out +=
+      "<table class=\"invariance\"><thead><tr><th>configuration</th><th>verdict</th><th>classes of identical bits</th>"
+      "<th>position</th><th>warm-up</th><th>advice</th></tr></thead><tbody>\n";
   for (const auto& c : inv.configs) {
     const auto tried = tried_sizes(c);
-    out += fmt::format("<tr data-config=\"{}\" data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                       esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
-                       esc(position_text(c, tried)), esc(warmup_text(c, tried)), esc(fmt::format("{}", fmt::join(c.advice, " "))));
+    out += fmt::format(
+        "<tr data-config=\"{}\" "
+        "data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
+        esc(position_text(c, tried)), esc(warmup_text(c, tried)), esc(fmt::format("{}", fmt::join(c.advice, " "))));
   }
   return out + "</tbody></table>\n</section>\n";
 }
@@ -201,7 +212,8 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
     std::string body;
     if (c.verdict == "variant") {
       ++f;
-      body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n", xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c))));
+      body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n",
+                         xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c))));
     } else if (c.verdict == "crashed") {
       ++e;
       body = fmt::format("      <error type=\"crashed\" message=\"{}\"/>\n", xml(c.message));
@@ -210,10 +222,11 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
                          body.empty() ? "/>\n" : ">\n" + body + "    </testcase>\n");
   }
   tests += t, failures += f, errors += e;
-  return fmt::format("  <testsuite name=\"invariance\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n    <properties>\n"
-                     "      <property name=\"device\" value=\"{}\"/>\n      <property name=\"negative_control\" value=\"{}\"/>\n"
-                     "    </properties>\n{}  </testsuite>\n",
-                     t, f, e, xml(inv.device), xml(inv.control.evidence), cases);
+  return fmt::format(
+      "  <testsuite name=\"invariance\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n    <properties>\n"
+      "      <property name=\"device\" value=\"{}\"/>\n      <property name=\"negative_control\" value=\"{}\"/>\n"
+      "    </properties>\n{}  </testsuite>\n",
+      t, f, e, xml(inv.device), xml(inv.control.evidence), cases);
 }
 
 }  // namespace ra::report

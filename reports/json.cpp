@@ -65,7 +65,9 @@ json to_json(const Report& r) {
       const ConfigResult& c = t.configs[i];
       if (const auto median = median_wall_ms(c)) {
         const auto ratio = cost_ratio(t, i);
-        timing_costs.push_back({{"target", t.name}, {"config", c.name}, {"median_ms", *median},
+        timing_costs.push_back({{"target", t.name},
+                                {"config", c.name},
+                                {"median_ms", *median},
                                 {"ratio_to_first", ratio ? json(*ratio) : json(nullptr)}});
       }
       if (c.fix_search) {
@@ -165,11 +167,12 @@ Report report_from_json(const json& j) {
   Report check = r;
   finalize(check);
   if (check.exit_code != r.exit_code)
-    root.at("exit_code").fail(fmt::format("{} disagrees with the report's verdicts, which give exit code {}", r.exit_code,
-                                          check.exit_code));
+    root.at("exit_code")
+        .fail(fmt::format("{} disagrees with the report's verdicts, which give exit code {}", r.exit_code,
+                          check.exit_code));
   if (check.verdict != r.verdict)
-    root.at("verdict").fail(fmt::format("'{}' disagrees with the targets' verdicts, which give '{}'", to_string(r.verdict),
-                                        to_string(check.verdict)));
+    root.at("verdict").fail(fmt::format("'{}' disagrees with the targets' verdicts, which give '{}'",
+                                        to_string(r.verdict), to_string(check.verdict)));
   return r;
 }
 

@@ -87,11 +87,21 @@ struct Node {
     for (size_t i = 0; i < n; ++i) out.push_back(read((*this)[i]));
     return out;
   }
-  std::vector<std::string> strings() const { return list([](const Node& n) { return n.str(); }); }
-  std::vector<int64_t> i64s() const { return list([](const Node& n) { return n.i64(); }); }
-  std::vector<int> i32s() const { return list([](const Node& n) { return n.i32(); }); }
-  std::vector<uint64_t> u64s() const { return list([](const Node& n) { return n.u64(); }); }
-  std::vector<size_t> sizes() const { return list([](const Node& n) { return size_t(n.u64()); }); }
+  std::vector<std::string> strings() const {
+    return list([](const Node& n) { return n.str(); });
+  }
+  std::vector<int64_t> i64s() const {
+    return list([](const Node& n) { return n.i64(); });
+  }
+  std::vector<int> i32s() const {
+    return list([](const Node& n) { return n.i32(); });
+  }
+  std::vector<uint64_t> u64s() const {
+    return list([](const Node& n) { return n.u64(); });
+  }
+  std::vector<size_t> sizes() const {
+    return list([](const Node& n) { return size_t(n.u64()); });
+  }
 };
 
 inline Verdict verdict(const Node& n) {

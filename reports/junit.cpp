@@ -17,8 +17,8 @@
 // Determinism: no time or timestamp attributes and no cost figures; two audits with the same
 // results give the same bytes. Text is escaped for XML 1.0: markup characters become entities,
 // control characters XML cannot carry become U+FFFD, as do bytes that are not UTF-8.
-#include "reports/render.h"
 #include "reports/escape.h"
+#include "reports/render.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -71,13 +71,13 @@ struct Outcome {
 
 Outcome diverged_outcome(const ConfigResult& c) {
   Outcome o{"failure", "diverged", "", ""};
-  o.message = fmt::format("divergence rate {:.2f}: {}/{} repeats differ from the reference; {} tensor{}", c.divergence_rate,
-                          c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0, c.diverged_tensors.size(),
-                          c.diverged_tensors.size() == 1 ? " differs" : "s differ");
+  o.message = fmt::format("divergence rate {:.2f}: {}/{} repeats differ from the reference; {} tensor{}",
+                          c.divergence_rate, c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0,
+                          c.diverged_tensors.size(), c.diverged_tensors.size() == 1 ? " differs" : "s differ");
   if (!c.diverged_tensors.empty()) o.message += fmt::format(" (first: {})", c.diverged_tensors.front().name);
   o.body = fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {}/{} repeats diverged, {} distinct outcomes\n",
-                       c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0,
-                       c.distinct_outcomes);
+                       c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats,
+                       c.completed > 0 ? c.completed - 1 : 0, c.distinct_outcomes);
   if (!c.diverged_tensors.empty()) {
     o.body += fmt::format("diverged tensors ({}):\n", c.diverged_tensors.size());
     tensor_lines(o.body, c.diverged_tensors);
@@ -86,7 +86,8 @@ Outcome diverged_outcome(const ConfigResult& c) {
     if (!c.trace->root_causes.empty()) o.message += "; root cause: " + root_cause_text(c.trace->root_causes.front());
     for (const auto& r : c.trace->root_causes)
       o.body += fmt::format("root cause: {}; inputs matched, outputs differed; {}/{} runs; {} propagated\n",
-                            root_cause_text(r), r.runs_diverged, r.runs_compared, plural(r.propagated, "later op", "later ops"));
+                            root_cause_text(r), r.runs_diverged, r.runs_compared,
+                            plural(r.propagated, "later op", "later ops"));
     if (c.trace->root_causes.empty()) o.body += "root cause: none in the trace\n";
   }
   if (c.fix_search) {
@@ -113,15 +114,20 @@ Outcome diverged_outcome(const ConfigResult& c) {
 Outcome config_outcome(const ConfigResult& c) {
   // Accepted by --allowlist: not a failure of this run, but still visible in CI test views.
   if (c.allowed_by && (c.verdict == Verdict::Diverged || c.verdict == Verdict::Raised))
-    return {"skipped", "", fmt::format("{}, allowed: {} (allowlist entry {})", to_string(c.verdict), c.allowed_by->reason,
-                                       c.allowed_by->entry),
+    return {"skipped", "",
+            fmt::format("{}, allowed: {} (allowlist entry {})", to_string(c.verdict), c.allowed_by->reason,
+                        c.allowed_by->entry),
             ""};
   if (c.tolerated) return {"skipped", "", fmt::format("diverged, {}", tolerance_verdict(c)), ""};
   switch (c.verdict) {
-    case Verdict::Reproducible: return {};
-    case Verdict::Diverged: return diverged_outcome(c);
-    case Verdict::Raised: return {"failure", "raised", first_line(c.message), c.message};
-    case Verdict::Skipped: return {"skipped", "", c.message, ""};
+    case Verdict::Reproducible:
+      return {};
+    case Verdict::Diverged:
+      return diverged_outcome(c);
+    case Verdict::Raised:
+      return {"failure", "raised", first_line(c.message), c.message};
+    case Verdict::Skipped:
+      return {"skipped", "", c.message, ""};
     case Verdict::Crashed:
     case Verdict::Timeout: {
       Outcome o{"error", to_string(c.verdict), first_line(c.message), c.message};
@@ -147,14 +153,17 @@ Outcome replay_outcome(const Replay& r) {
     tensor_lines(body, r.differing);
   }
   switch (r.verdict) {
-    case ReplayVerdict::Reproducible: return {};
+    case ReplayVerdict::Reproducible:
+      return {};
     case ReplayVerdict::Diverged:
       return {"failure", "replay-diverged",
               fmt::format("resuming from the step-{} checkpoint gives different results ({} tensor{})", r.steps_before,
                           r.differing.size(), r.differing.size() == 1 ? " differs" : "s differ"),
               body};
-    case ReplayVerdict::Crashed: return {"error", "crashed", first_line(r.reason), body};
-    case ReplayVerdict::Inconclusive: return {"skipped", "", first_line(r.reason), ""};
+    case ReplayVerdict::Crashed:
+      return {"error", "crashed", first_line(r.reason), body};
+    case ReplayVerdict::Inconclusive:
+      return {"skipped", "", first_line(r.reason), ""};
   }
   return {};
 }
@@ -164,22 +173,27 @@ Outcome replay_outcome(const Replay& r) {
 Outcome baseline_outcome(const Report& r, const BaselineResult& b, std::string& system_out) {
   std::string body;
   for (const auto& t : b.differing_tensors) body += "  " + baseline_tensor_text(t) + "\n";
-  if (b.differing > b.differing_tensors.size()) body += fmt::format("  ... and {} more tensors\n", b.differing - b.differing_tensors.size());
+  if (b.differing > b.differing_tensors.size())
+    body += fmt::format("  ... and {} more tensors\n", b.differing - b.differing_tensors.size());
   if (!body.empty()) body = fmt::format("differing tensors ({}):\n{}", b.differing, body);
   if (const std::string op = changed_op_text(b); !op.empty()) body = op + "\n" + body;
   switch (b.status) {
-    case BaselineStatus::Match: return {};
+    case BaselineStatus::Match:
+      return {};
     case BaselineStatus::Explained:
       system_out = fmt::format("explained: {}\n{}If the new results are the right ones, {}.\n", b.reason, body,
                                resave_advice(*r.baseline).text());
       return {};
-    case BaselineStatus::Regression: return {"failure", "regression", b.reason, body};
+    case BaselineStatus::Regression:
+      return {"failure", "regression", b.reason, body};
     case BaselineStatus::Nondeterministic:
-      if (!baseline_failure(r, b)) return {"skipped", "", "nondeterministic, allowed by the allowlist: " + b.reason, ""};
+      if (!baseline_failure(r, b))
+        return {"skipped", "", "nondeterministic, allowed by the allowlist: " + b.reason, ""};
       return {"failure", "nondeterministic", b.reason, body};
     case BaselineStatus::Incomparable:
     case BaselineStatus::Missing:
-    case BaselineStatus::Added: return {"skipped", "", fmt::format("{}: {}", to_string(b.status), b.reason), ""};
+    case BaselineStatus::Added:
+      return {"skipped", "", fmt::format("{}: {}", to_string(b.status), b.reason), ""};
   }
   return {};
 }
@@ -192,15 +206,14 @@ struct Counts {
     errors += o.element == "error";
     skipped += o.element == "skipped";
   }
-  void add(const Counts& c) {
-    tests += c.tests, failures += c.failures, errors += c.errors, skipped += c.skipped;
-  }
+  void add(const Counts& c) { tests += c.tests, failures += c.failures, errors += c.errors, skipped += c.skipped; }
   std::string attributes() const {
     return fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"", tests, failures, errors, skipped);
   }
 };
 
-std::string testcase(const std::string& classname, const std::string& name, const Outcome& o, const std::string& system_out = "") {
+std::string testcase(const std::string& classname, const std::string& name, const Outcome& o,
+                     const std::string& system_out = "") {
   std::string out = fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml(classname), xml(name));
   if (o.element.empty() && system_out.empty()) return out + "/>\n";
   out += ">\n";
@@ -243,9 +256,10 @@ std::string render_junit(const Report& r) {
     }
     if (t.exec && t.exec->ranks_equal) {
       const RanksEqual& q = *t.exec->ranks_equal;
-      const Outcome o = q.equal ? Outcome{}
-                                : Outcome{"failure", "ranks-differ",
-                                          fmt::format("rank {} differs from rank 0 in {} of {}", q.rank, q.tensor, q.artifact), ""};
+      const Outcome o =
+          q.equal ? Outcome{}
+                  : Outcome{"failure", "ranks-differ",
+                            fmt::format("rank {} differs from rank 0 in {} of {}", q.rank, q.tensor, q.artifact), ""};
       counts.add(o);
       cases += testcase(t.name, "ranks-equal", o);
     }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `lint` report as JSON (`lint --json`, `lint --report`). Keys are written in a fixed order and
 // nothing depends on time, so equal scans give byte-identical files.
-#include "reports/utf8.h"
 #include "reports/lint_model.h"
+#include "reports/utf8.h"
 
 namespace ra::report {
 namespace {
@@ -33,15 +33,16 @@ json finding_json(const LintFinding& f) {
           {"depends_on", f.depends_on},
           {"documented", f.documented},
           {"deterministic", f.deterministic},
-          {"deterministic_documented", f.deterministic_documented.empty() ? json(nullptr) : json(f.deterministic_documented)},
+          {"deterministic_documented",
+           f.deterministic_documented.empty() ? json(nullptr) : json(f.deterministic_documented)},
           {"measured", f.measured},
           {"alert", f.alert.empty() ? json(nullptr) : json(f.alert)},
           {"advice", f.advice},
-          {"allowed_by", f.allowed_by ? json{{"entry", f.allowed_by->entry},
-                                             {"reason", f.allowed_by->reason},
-                                             {"expires", f.allowed_by->expires.empty() ? json(nullptr)
-                                                                                       : json(f.allowed_by->expires)}}
-                                      : json(nullptr)}};
+          {"allowed_by",
+           f.allowed_by ? json{{"entry", f.allowed_by->entry},
+                               {"reason", f.allowed_by->reason},
+                               {"expires", f.allowed_by->expires.empty() ? json(nullptr) : json(f.allowed_by->expires)}}
+                        : json(nullptr)}};
 }
 
 }  // namespace
@@ -67,7 +68,11 @@ nlohmann::ordered_json lint_to_json(const LintReport& r) {
             {"entries", r.knowledge_entries},
             {"applicable", r.applicable_entries}}},
           {"methods", r.methods},
-          {"summary", {{"findings", r.findings.size()}, {"errors", errors}, {"notes", r.findings.size() - errors}, {"raise", raising_findings(r)}}},
+          {"summary",
+           {{"findings", r.findings.size()},
+            {"errors", errors},
+            {"notes", r.findings.size() - errors},
+            {"raise", raising_findings(r)}}},
           {"findings", findings},
           {"notes", r.notes},
           {"allowlist_expired", r.allowlist_expired},

@@ -27,12 +27,12 @@ struct SourceLocation {
 };
 
 struct LintFinding {
-  std::string entry;      // knowledge-base id, "index_add.cuda"
-  std::string title;      // the entry's title
-  std::string op;         // the graph op that matched, "aten::index_add"
-  std::string direction;  // forward | backward (the entry's)
-  std::string device;     // cpu | cuda | any (the entry's)
-  std::string severity;   // error | note (the entry's)
+  std::string entry;        // knowledge-base id, "index_add.cuda"
+  std::string title;        // the entry's title
+  std::string op;           // the graph op that matched, "aten::index_add"
+  std::string direction;    // forward | backward (the entry's)
+  std::string device;       // cpu | cuda | any (the entry's)
+  std::string severity;     // error | note (the entry's)
   std::string module_path;  // "encoder.layers.0.conv"; "" is the top module
   SourceLocation source;    // the op's own line (innermost frame)
   // Calls to free functions (or TorchScript class methods) that lead from the module's method to
@@ -42,34 +42,34 @@ struct LintFinding {
   // the user's line that led there ("resnet.py:268 in _forward_impl").
   std::optional<SourceLocation> user_frame;
   std::vector<std::string> entry_methods;  // methods of the top module from which it is reached, sorted
-  std::string condition;                // the entry's condition, plus "depends on <arg>" where undecided
-  std::vector<std::string> depends_on;  // entry arguments that are not constants in the graph
-  std::string documented;               // made-deterministic | raises | undocumented
-  std::string deterministic;            // behaviour under use_deterministic_algorithms(True); measured wins
+  std::string condition;                   // the entry's condition, plus "depends on <arg>" where undecided
+  std::vector<std::string> depends_on;     // entry arguments that are not constants in the graph
+  std::string documented;                  // made-deterministic | raises | undocumented
+  std::string deterministic;               // behaviour under use_deterministic_algorithms(True); measured wins
   // The documented behaviour when a measurement on this device type says otherwise, else "".
   std::string deterministic_documented;
-  std::vector<std::string> measured;    // what the probes measured on this device type, one sentence each
-  std::string alert;                    // the alert's name, "" when none
+  std::vector<std::string> measured;  // what the probes measured on this device type, one sentence each
+  std::string alert;                  // the alert's name, "" when none
   std::string advice;
   std::optional<AllowedBy> allowed_by;  // --allowlist: the entry that accepted it
 };
 
 struct LintReport {
   std::string tool_version;
-  std::string model;           // as given on the command line
-  std::string device;          // as given: "cpu", "cuda", "cuda:1"
-  std::string device_type;     // "cpu" or "cuda": selects the entries that apply
-  std::string knowledge_path;  // the knowledge-base file read
-  std::string knowledge_torch;      // the torch version the knowledge base describes
-  int knowledge_entries = 0;        // entries in the file
-  int applicable_entries = 0;       // of which apply to device_type
-  std::string mode = "train";   // infer: backward entries left out; train: all
-  bool strict = false;          // notes fail the exit code too
+  std::string model;                 // as given on the command line
+  std::string device;                // as given: "cpu", "cuda", "cuda:1"
+  std::string device_type;           // "cpu" or "cuda": selects the entries that apply
+  std::string knowledge_path;        // the knowledge-base file read
+  std::string knowledge_torch;       // the torch version the knowledge base describes
+  int knowledge_entries = 0;         // entries in the file
+  int applicable_entries = 0;        // of which apply to device_type
+  std::string mode = "train";        // infer: backward entries left out; train: all
+  bool strict = false;               // notes fail the exit code too
   std::vector<std::string> methods;  // methods of the top module scanned, in the module's order
   std::vector<LintFinding> findings;
-  std::vector<std::string> notes;  // calls the scan could not follow, in scan order
+  std::vector<std::string> notes;              // calls the scan could not follow, in scan order
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched
-  int exit_code = 0;               // lint_exit_code
+  int exit_code = 0;                           // lint_exit_code
 };
 
 // 1 when an error finding (with `strict`, any finding) is not allowed, or an allowlist entry

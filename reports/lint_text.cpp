@@ -2,8 +2,8 @@
 // The `lint` report for stdout: one block per finding, grouped by module path (the findings are
 // already sorted by it), then notes and a one-line summary.
 #include "reports/escape.h"
-#include "reports/utf8.h"
 #include "reports/lint_model.h"
+#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -43,10 +43,12 @@ namespace {
 // What deterministic mode does, and what was measured: where a probe on a real machine saw
 // otherwise than the documentation, the measurement is stated and the documentation shown beside it.
 std::string deterministic_lines(const LintFinding& f) {
-  std::string out = fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}{}\n", ln(f.deterministic),
-                                f.deterministic_documented.empty() ? ""
-                                    : fmt::format(", as measured (documented: {})", ln(f.deterministic_documented)),
-                                f.alert.empty() ? "" : fmt::format(" (alert: {})", ln(f.alert)));
+  std::string out =
+      fmt::format("    deterministic: {} under use_deterministic_algorithms(True){}{}\n", ln(f.deterministic),
+                  f.deterministic_documented.empty()
+                      ? ""
+                      : fmt::format(", as measured (documented: {})", ln(f.deterministic_documented)),
+                  f.alert.empty() ? "" : fmt::format(" (alert: {})", ln(f.alert)));
   for (const auto& m : f.measured) out += fmt::format("    measured:      {}\n", ln(m));
   return out;
 }
@@ -100,10 +102,13 @@ void grouped_findings(std::string& out, const LintReport& r) {
       allowed += f->allowed_by.has_value();
     }
     constexpr size_t kPlacesShown = 8;
-    std::string where = fmt::format("{}", fmt::join(places.begin(), places.begin() + static_cast<long>(std::min(places.size(), kPlacesShown)), ", "));
+    std::string where = fmt::format(
+        "{}",
+        fmt::join(places.begin(), places.begin() + static_cast<long>(std::min(places.size(), kPlacesShown)), ", "));
     if (places.size() > kPlacesShown) where += fmt::format(", ... and {} more", places.size() - kPlacesShown);
-    out += fmt::format("\n{} {}  {} ({}): {} finding{}\n", first.severity == "note" ? "note " : "error", ln(first.entry),
-                       fmt::join(ops, ", "), ln(first.direction), fs.size(), fs.size() == 1 ? "" : "s");
+    out +=
+        fmt::format("\n{} {}  {} ({}): {} finding{}\n", first.severity == "note" ? "note " : "error", ln(first.entry),
+                    fmt::join(ops, ", "), ln(first.direction), fs.size(), fs.size() == 1 ? "" : "s");
     out += fmt::format("    {}\n", ln(first.title));
     out += fmt::format("    in:            {}\n", where);
     if (fs.size() == 1) {
@@ -123,12 +128,15 @@ void grouped_findings(std::string& out, const LintReport& r) {
 }
 
 std::string render_lint_text_raw(const LintReport& r, bool verbose) {
-  std::string out = fmt::format("lint {} for {} ({}): {} of {} knowledge-base entries apply (torch {})\n", ln(r.model),
-                                ln(r.device), ln(r.mode), r.applicable_entries, r.knowledge_entries, ln(r.knowledge_torch));
+  std::string out =
+      fmt::format("lint {} for {} ({}): {} of {} knowledge-base entries apply (torch {})\n", ln(r.model), ln(r.device),
+                  ln(r.mode), r.applicable_entries, r.knowledge_entries, ln(r.knowledge_torch));
   out += fmt::format("methods scanned: {}\n",
                      r.methods.empty() ? std::string("none") : ln(fmt::format("{}", fmt::join(r.methods, ", "))));
-  if (verbose) verbose_findings(out, r);
-  else grouped_findings(out, r);
+  if (verbose)
+    verbose_findings(out, r);
+  else
+    grouped_findings(out, r);
   if (!r.notes.empty()) out += "\n";
   for (const auto& n : r.notes) out += fmt::format("note: {}\n", ln(n));
   size_t errors = 0, notes = 0, allowed = 0;
@@ -136,8 +144,8 @@ std::string render_lint_text_raw(const LintReport& r, bool verbose) {
     (f.severity == "note" ? notes : errors) += 1;
     allowed += f.allowed_by.has_value();
   }
-  out += fmt::format("\n{} error{}, {} note{} ({} raise under use_deterministic_algorithms){}\n", errors, errors == 1 ? "" : "s",
-                     notes, notes == 1 ? "" : "s", raising_findings(r),
+  out += fmt::format("\n{} error{}, {} note{} ({} raise under use_deterministic_algorithms){}\n", errors,
+                     errors == 1 ? "" : "s", notes, notes == 1 ? "" : "s", raising_findings(r),
                      notes > 0 && errors == 0 && !r.strict ? "; notes do not fail (--strict makes them)" : "");
   if (allowed > 0) out += fmt::format("{} allowed by the allowlist\n", allowed);
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
@@ -147,6 +155,8 @@ std::string render_lint_text_raw(const LintReport& r, bool verbose) {
 }  // namespace
 
 // Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
-std::string render_lint_text(const LintReport& r, bool verbose) { return printable(render_lint_text_raw(r, verbose), true); }
+std::string render_lint_text(const LintReport& r, bool verbose) {
+  return printable(render_lint_text_raw(r, verbose), true);
+}
 
 }  // namespace ra::report

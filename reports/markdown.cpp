@@ -10,8 +10,8 @@
 // comment lines at the end, invisible when rendered, so two audits with the same results differ
 // only there.
 #include "reports/escape.h"
-#include "reports/utf8.h"
 #include "reports/render.h"
+#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -42,14 +42,18 @@ std::string root_cause_text(const RootCause& r) {
 
 std::string cost_cell(const std::optional<double>& ratio) { return ratio ? fmt::format("{:.2f}x", *ratio) : "-"; }
 
-void fence(std::string& out, const char* lang, const std::string& text) { out += escape::markdown_block(text, lang, "  "); }
+void fence(std::string& out, const char* lang, const std::string& text) {
+  out += escape::markdown_block(text, lang, "  ");
+}
 
 void details(std::string& out, const Target& t, const ConfigResult& c) {
   out += fmt::format("\n**{} · {}: {}**", md(t.name), md(c.name), to_string(c.verdict));
   if (c.verdict == Verdict::Diverged)
-    out += fmt::format(" - divergence rate {:.2f} (95% CI {:.2f}-{:.2f})", c.divergence_rate, c.rate_ci_low, c.rate_ci_high);
+    out += fmt::format(" - divergence rate {:.2f} (95% CI {:.2f}-{:.2f})", c.divergence_rate, c.rate_ci_low,
+                       c.rate_ci_high);
   out += "\n\n";
-  if (c.allowed_by) out += fmt::format("- allowed: {} (allowlist entry {})\n", md(c.allowed_by->reason), c.allowed_by->entry);
+  if (c.allowed_by)
+    out += fmt::format("- allowed: {} (allowlist entry {})\n", md(c.allowed_by->reason), c.allowed_by->entry);
   if (c.within_tolerance) out += fmt::format("- {}\n", md(tolerance_verdict(c)));
   if (c.verdict != Verdict::Diverged) {
     if (!c.message.empty()) out += fmt::format("- {}\n", md(c.message.substr(0, c.message.find('\n'))));
@@ -57,8 +61,10 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   }
   constexpr size_t kLimit = 5;
   std::vector<std::string> names;
-  for (size_t i = 0; i < c.diverged_tensors.size() && i < kLimit; ++i) names.push_back(code(c.diverged_tensors[i].name));
-  if (c.diverged_tensors.size() > kLimit) names.push_back(fmt::format("and {} more", c.diverged_tensors.size() - kLimit));
+  for (size_t i = 0; i < c.diverged_tensors.size() && i < kLimit; ++i)
+    names.push_back(code(c.diverged_tensors[i].name));
+  if (c.diverged_tensors.size() > kLimit)
+    names.push_back(fmt::format("and {} more", c.diverged_tensors.size() - kLimit));
   if (!names.empty()) out += fmt::format("- diverged tensors: {}\n", fmt::join(names, ", "));
   if (c.trace) {
     for (const auto& r : c.trace->root_causes)
@@ -75,7 +81,8 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   }
   out += fmt::format("- {}\n", md(f.conclusion));
   for (const auto& n : f.no_deterministic)
-    out += fmt::format("- {} has no deterministic implementation here{}\n", code(n.op), n.advice.empty() ? "" : ": " + md(n.advice));
+    out += fmt::format("- {} has no deterministic implementation here{}\n", code(n.op),
+                       n.advice.empty() ? "" : ": " + md(n.advice));
 }
 
 // The measured part: the audit's wall time, then per diverged configuration with a fix search the
@@ -90,19 +97,22 @@ void timing(std::string& out, const Report& r) {
       out += fmt::format("\n**{} · {}**", md(t.name), md(c.name));
       if (const FixCandidate* fix = cheapest_fix(f))
         out += fmt::format(": cheapest fix {} ({}){}", md(fix_change_text(*fix, c.switches)), code(fix->config),
-                           fix->cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(*fix), md(f.from)) : " (not measured)");
+                           fix->cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(*fix), md(f.from))
+                                           : " (not measured)");
       for (const FixCandidate* other : fixes_costing_the_same(f))
         out += fmt::format("; the same cost within noise: {} ({})", code(other->config), cost_text(*other));
       out += "\n\n| candidate | verdict | median | cost |\n|---|---|---|---|\n";
       for (const auto& cand : f.candidates)
-        out += fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
-                           cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand.cost_ratio));
+        out +=
+            fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
+                        cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand.cost_ratio));
     }
   out += fmt::format("{}\n", kTimingEnd);
 }
 
 std::string tensors_cell(const BaselineResult& b) {
-  if (b.status == BaselineStatus::Missing || b.status == BaselineStatus::Added || b.status == BaselineStatus::Incomparable)
+  if (b.status == BaselineStatus::Missing || b.status == BaselineStatus::Added ||
+      b.status == BaselineStatus::Incomparable)
     return "-";
   return b.differing == 0 ? fmt::format("{} match", b.tensors) : fmt::format("{}/{} differ", b.differing, b.tensors);
 }
@@ -116,13 +126,16 @@ void baseline_section(std::string& out, const Report& r) {
   for (const auto& c : b.ignored) ignored.push_back(code(c.key));
   if (b.changes.empty()) {
     out += "Environment unchanged since the baseline";
-    if (!ignored.empty()) out += fmt::format(" (ignored differences, which cannot change results: {})", fmt::join(ignored, ", "));
+    if (!ignored.empty())
+      out += fmt::format(" (ignored differences, which cannot change results: {})", fmt::join(ignored, ", "));
     out += ".\n\n";
   } else {
     out += "| environment change | baseline | current | can affect |\n|---|---|---|---|\n";
     for (const auto& c : b.changes)
-      out += fmt::format("| {} | {} | {} | {} |\n", code(c.key), md(c.baseline), md(c.current), md(affects_text(c.affects)));
-    if (!ignored.empty()) out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
+      out += fmt::format("| {} | {} | {} | {} |\n", code(c.key), md(c.baseline), md(c.current),
+                         md(affects_text(c.affects)));
+    if (!ignored.empty())
+      out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
     out += "\n";
   }
   for (const auto& m : b.models) out += fmt::format("**Model:** {}.\n\n", md(m.reason));
@@ -137,22 +150,29 @@ void baseline_section(std::string& out, const Report& r) {
     out += fmt::format("| {} | {} | {} | {} |\n", md(res.target), md(res.config),
                        bad ? fmt::format("**{}**", to_string(res.status)) : to_string(res.status), tensors_cell(res));
   }
-  if (unlisted > 0) out += fmt::format("\n{} more (matches, and configurations skipped or raised alike on both sides) are counted above, not listed.\n", unlisted);
+  if (unlisted > 0)
+    out += fmt::format(
+        "\n{} more (matches, and configurations skipped or raised alike on both sides) are counted above, not "
+        "listed.\n",
+        unlisted);
   bool explained = false;
   for (const auto& res : b.results) {
     if (!baseline_noteworthy(res)) continue;
     explained = explained || res.status == BaselineStatus::Explained;
-    out += fmt::format("\n- **{} · {}: {}** - {}\n", md(res.target), md(res.config), to_string(res.status), md(res.reason));
+    out += fmt::format("\n- **{} · {}: {}** - {}\n", md(res.target), md(res.config), to_string(res.status),
+                       md(res.reason));
     std::vector<std::string> names;
     for (const auto& t : res.differing_tensors) names.push_back(code(t.name));
-    if (res.differing > res.differing_tensors.size()) names.push_back(fmt::format("and {} more", res.differing - res.differing_tensors.size()));
+    if (res.differing > res.differing_tensors.size())
+      names.push_back(fmt::format("and {} more", res.differing - res.differing_tensors.size()));
     if (!names.empty()) out += fmt::format("  - differing tensors: {}\n", fmt::join(names, ", "));
     if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("  - {}\n", md(op));
   }
   if (explained)
-    out += fmt::format("\n> **Explained differences** do not fail the run: the results changed together with {}. "
-                       "If the new results are the right ones, {}{}{}.\n",
-                       explained_cause(b), md(resave_advice(b).before), code(resave_advice(b).code), md(resave_advice(b).after));
+    out += fmt::format(
+        "\n> **Explained differences** do not fail the run: the results changed together with {}. "
+        "If the new results are the right ones, {}{}{}.\n",
+        explained_cause(b), md(resave_advice(b).before), code(resave_advice(b).code), md(resave_advice(b).after));
 }
 
 }  // namespace
@@ -161,8 +181,8 @@ namespace {
 
 std::string selftest_markdown(const Report& r) {
   const SelfTest& self = *r.selftest;
-  std::string out = fmt::format("## repro-audit selftest on {}: {} (exit {})\n\n", md(self.device), md(selftest_summary(self)),
-                                r.exit_code);
+  std::string out = fmt::format("## repro-audit selftest on {}: {} (exit {})\n\n", md(self.device),
+                                md(selftest_summary(self)), r.exit_code);
   out += "| check | result | evidence |\n|---|---|---|\n";
   for (const auto& c : self.checks)
     out += fmt::format("| {} | {} | {} |\n", md(c.name), c.passed ? "pass" : "**FAIL**", md(c.evidence));
@@ -172,11 +192,12 @@ std::string selftest_markdown(const Report& r) {
 std::string render_markdown_raw(const Report& r) {
   if (r.selftest) return selftest_markdown(r);
   if (r.invariance) return invariance_markdown(r);
-  std::string out = fmt::format("## repro-audit: {}{}{} (exit {})\n\n", md(verdict_text(r)),
-                                std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
-                                    ? ", configuration-dependent"
-                                    : "",
-                                md(baseline_verdict_text(r)), r.exit_code);
+  std::string out = fmt::format(
+      "## repro-audit: {}{}{} (exit {})\n\n", md(verdict_text(r)),
+      std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
+          ? ", configuration-dependent"
+          : "",
+      md(baseline_verdict_text(r)), r.exit_code);
   out += "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
   for (const auto& t : r.targets)
     for (const auto& c : t.configs) {
@@ -191,7 +212,8 @@ std::string render_markdown_raw(const Report& r) {
     out += fmt::format("\n{}\n", md(rule));
     for (const auto& t : r.targets)
       for (const auto& c : t.configs)
-        if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
+        if (const std::string u = undecided_text(c); !u.empty())
+          out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
   }
   for (const auto& t : r.targets) {
     for (const auto& c : t.configs)
@@ -203,8 +225,9 @@ std::string render_markdown_raw(const Report& r) {
         for (const auto& n : g) names.push_back(md(n));
         groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
       }
-      out += fmt::format("\n**{}: configuration-dependent** - each configuration is reproducible, but results differ between {}\n",
-                         md(t.name), fmt::join(groups, " and "));
+      out += fmt::format(
+          "\n**{}: configuration-dependent** - each configuration is reproducible, but results differ between {}\n",
+          md(t.name), fmt::join(groups, " and "));
       if (!t.dependence->causes.empty()) out += "\n";
       for (const auto& cause : t.dependence->causes) out += fmt::format("- {}\n", md(config_cause_text(cause)));
     }
@@ -214,27 +237,33 @@ std::string render_markdown_raw(const Report& r) {
       for (const auto& c : t.configs)
         for (const auto& sw : c.switches)
           if (!sw.set_at.empty())
-            set.push_back(fmt::format("- {}: the program set {} at {}{}", md(c.name), code(sw.key + "=" + sw.effective), code(sw.set_at),
-                                      !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + md(sw.requested) + ")" : ""));
-      if (!set.empty()) out += fmt::format("\n**{}: switches the program set itself**\n\n{}\n", md(t.name), fmt::join(set, "\n"));
+            set.push_back(fmt::format(
+                "- {}: the program set {} at {}{}", md(c.name), code(sw.key + "=" + sw.effective), code(sw.set_at),
+                !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + md(sw.requested) + ")" : ""));
+      if (!set.empty())
+        out += fmt::format("\n**{}: switches the program set itself**\n\n{}\n", md(t.name), fmt::join(set, "\n"));
       if (!e.checklist.empty()) {
-        out += fmt::format("\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | diverged |\n|---|---|---|---|\n",
-                           md(t.name));
+        out += fmt::format(
+            "\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | diverged "
+            "|\n|---|---|---|---|\n",
+            md(t.name));
         for (const auto& item : e.checklist)
-          out += fmt::format("| {} | {} | {} | {} |\n", md(item.status), md(item.text), item.where.empty() ? "" : code(item.where),
-                             item.artifact.empty() ? "" : code(item.artifact));
+          out +=
+              fmt::format("| {} | {} | {} | {} |\n", md(item.status), md(item.text),
+                          item.where.empty() ? "" : code(item.where), item.artifact.empty() ? "" : code(item.artifact));
       }
       if (!e.hook_note.empty()) out += fmt::format("\nNote: {}\n", md(e.hook_note));
       if (e.ranks_equal)
         out += e.ranks_equal->equal
-                   ? fmt::format("\nRanks equal: every rank's artifacts equal rank 0's ({} comparisons)\n", e.ranks_equal->compared)
+                   ? fmt::format("\nRanks equal: every rank's artifacts equal rank 0's ({} comparisons)\n",
+                                 e.ranks_equal->compared)
                    : fmt::format("\n**Ranks differ**: rank {} differs from rank 0 in {} of {}\n", e.ranks_equal->rank,
                                  code(e.ranks_equal->tensor), code(e.ranks_equal->artifact));
     }
     if (t.replay) {
       const Replay& rp = *t.replay;
-      out += fmt::format("\n**{}: restart-replay{}: {}**", md(t.name), rp.config.empty() ? "" : " under " + md(rp.config),
-                         to_string(rp.verdict));
+      out += fmt::format("\n**{}: restart-replay{}: {}**", md(t.name),
+                         rp.config.empty() ? "" : " under " + md(rp.config), to_string(rp.verdict));
       if (!rp.reason.empty()) out += " - " + md(rp.reason.substr(0, rp.reason.find('\n')));
       out += "\n";
     }
@@ -243,8 +272,8 @@ std::string render_markdown_raw(const Report& r) {
     const Census& c = *r.census;
     out += fmt::format("\n**Alert census under {}**\n\n", md(c.config));
     out += "| alerted & diverged | alerted & stable | silent & diverged | stable | not run |\n|---|---|---|---|---|\n";
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", c.alerted_diverged.size(), c.alerted_stable.size(), c.silent_diverged.size(),
-                       c.stable.size(), c.not_run.size());
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", c.alerted_diverged.size(), c.alerted_stable.size(),
+                       c.silent_diverged.size(), c.stable.size(), c.not_run.size());
     if (!c.silent_diverged.empty()) {
       std::vector<std::string> names;
       for (const auto& n : c.silent_diverged) names.push_back(code(n));
@@ -254,7 +283,8 @@ std::string render_markdown_raw(const Report& r) {
   if (r.baseline) baseline_section(out, r);
   // Where a shard or a merged report's shards ran: as the text summary says it.
   // The fence is longer than any backtick run in it: a host named "```" cannot close it.
-  if (const std::string where = shard_text(r) + fleet_text(r); !where.empty()) out += "\n" + escape::markdown_block(where);
+  if (const std::string where = shard_text(r) + fleet_text(r); !where.empty())
+    out += "\n" + escape::markdown_block(where);
   timing(out, r);
   return out;
 }

@@ -11,23 +11,35 @@
 namespace ra::report {
 namespace {
 
-constexpr std::array<std::pair<Verdict, const char*>, 6> kVerdicts = {{
-    {Verdict::Reproducible, "reproducible"}, {Verdict::Diverged, "diverged"}, {Verdict::Raised, "raised"},
-    {Verdict::Crashed, "crashed"}, {Verdict::Timeout, "timeout"}, {Verdict::Skipped, "skipped"}}};
+constexpr std::array<std::pair<Verdict, const char*>, 6> kVerdicts = {{{Verdict::Reproducible, "reproducible"},
+                                                                       {Verdict::Diverged, "diverged"},
+                                                                       {Verdict::Raised, "raised"},
+                                                                       {Verdict::Crashed, "crashed"},
+                                                                       {Verdict::Timeout, "timeout"},
+                                                                       {Verdict::Skipped, "skipped"}}};
 
-constexpr std::array<std::pair<TrialStatus, const char*>, 7> kStatuses = {{
-    {TrialStatus::Ok, "ok"}, {TrialStatus::Raised, "raised"}, {TrialStatus::Error, "error"},
-    {TrialStatus::ConfigError, "config_error"}, {TrialStatus::Crashed, "crashed"}, {TrialStatus::Timeout, "timeout"},
-    {TrialStatus::Skipped, "skipped"}}};
+constexpr std::array<std::pair<TrialStatus, const char*>, 7> kStatuses = {{{TrialStatus::Ok, "ok"},
+                                                                           {TrialStatus::Raised, "raised"},
+                                                                           {TrialStatus::Error, "error"},
+                                                                           {TrialStatus::ConfigError, "config_error"},
+                                                                           {TrialStatus::Crashed, "crashed"},
+                                                                           {TrialStatus::Timeout, "timeout"},
+                                                                           {TrialStatus::Skipped, "skipped"}}};
 
 int severity(Verdict v) {
   switch (v) {
-    case Verdict::Reproducible: return 0;
-    case Verdict::Skipped: return 0;
-    case Verdict::Crashed: return 1;
-    case Verdict::Timeout: return 1;
-    case Verdict::Raised: return 2;
-    case Verdict::Diverged: return 3;
+    case Verdict::Reproducible:
+      return 0;
+    case Verdict::Skipped:
+      return 0;
+    case Verdict::Crashed:
+      return 1;
+    case Verdict::Timeout:
+      return 1;
+    case Verdict::Raised:
+      return 2;
+    case Verdict::Diverged:
+      return 3;
   }
   return 0;
 }
@@ -35,45 +47,59 @@ int severity(Verdict v) {
 }  // namespace
 
 const char* to_string(Verdict v) {
-  for (const auto& [k, s] : kVerdicts) if (k == v) return s;
+  for (const auto& [k, s] : kVerdicts)
+    if (k == v) return s;
   return "?";
 }
 std::optional<Verdict> verdict_from_string(const std::string& s) {
-  for (const auto& [k, name] : kVerdicts) if (s == name) return k;
+  for (const auto& [k, name] : kVerdicts)
+    if (s == name) return k;
   return std::nullopt;
 }
 const char* to_string(TrialStatus v) {
-  for (const auto& [k, s] : kStatuses) if (k == v) return s;
+  for (const auto& [k, s] : kStatuses)
+    if (k == v) return s;
   return "?";
 }
 std::optional<TrialStatus> trial_status_from_string(const std::string& s) {
-  for (const auto& [k, name] : kStatuses) if (s == name) return k;
+  for (const auto& [k, name] : kStatuses)
+    if (s == name) return k;
   return std::nullopt;
 }
 
 const char* to_string(ReplayVerdict v) {
   switch (v) {
-    case ReplayVerdict::Reproducible: return "reproducible";
-    case ReplayVerdict::Diverged: return "diverged";
-    case ReplayVerdict::Inconclusive: return "inconclusive";
-    case ReplayVerdict::Crashed: return "crashed";
+    case ReplayVerdict::Reproducible:
+      return "reproducible";
+    case ReplayVerdict::Diverged:
+      return "diverged";
+    case ReplayVerdict::Inconclusive:
+      return "inconclusive";
+    case ReplayVerdict::Crashed:
+      return "crashed";
   }
   return "?";
 }
 
 namespace {
-constexpr std::array<std::pair<BaselineStatus, const char*>, 7> kBaselineStatuses = {{
-    {BaselineStatus::Match, "match"}, {BaselineStatus::Explained, "explained"},
-    {BaselineStatus::Regression, "regression"}, {BaselineStatus::Nondeterministic, "nondeterministic"},
-    {BaselineStatus::Incomparable, "incomparable"}, {BaselineStatus::Missing, "missing"}, {BaselineStatus::Added, "added"}}};
+constexpr std::array<std::pair<BaselineStatus, const char*>, 7> kBaselineStatuses = {
+    {{BaselineStatus::Match, "match"},
+     {BaselineStatus::Explained, "explained"},
+     {BaselineStatus::Regression, "regression"},
+     {BaselineStatus::Nondeterministic, "nondeterministic"},
+     {BaselineStatus::Incomparable, "incomparable"},
+     {BaselineStatus::Missing, "missing"},
+     {BaselineStatus::Added, "added"}}};
 }  // namespace
 
 const char* to_string(BaselineStatus v) {
-  for (const auto& [k, s] : kBaselineStatuses) if (k == v) return s;
+  for (const auto& [k, s] : kBaselineStatuses)
+    if (k == v) return s;
   return "?";
 }
 std::optional<BaselineStatus> baseline_status_from_string(const std::string& s) {
-  for (const auto& [k, name] : kBaselineStatuses) if (s == name) return k;
+  for (const auto& [k, name] : kBaselineStatuses)
+    if (s == name) return k;
   return std::nullopt;
 }
 
@@ -111,8 +137,8 @@ std::optional<double> cost_ratio(const Target& target, size_t i) {
 }
 
 bool fix_costs_measured(const FixSearch& f) {
-  return f.baseline_median_ms.has_value() ||
-         std::any_of(f.candidates.begin(), f.candidates.end(), [](const FixCandidate& c) { return c.median_ms.has_value(); });
+  return f.baseline_median_ms.has_value() || std::any_of(f.candidates.begin(), f.candidates.end(),
+                                                         [](const FixCandidate& c) { return c.median_ms.has_value(); });
 }
 
 const FixCandidate* cheapest_fix(const FixSearch& f) {
@@ -176,7 +202,8 @@ bool all_within_tolerance(const ConfigResult& config) {
 }
 
 std::string tolerance_verdict(const ConfigResult& config) {
-  return std::string("every differing element is within tolerance") + (config.tolerated ? "; accepted by --tolerant" : "");
+  return std::string("every differing element is within tolerance") +
+         (config.tolerated ? "; accepted by --tolerant" : "");
 }
 
 namespace {
@@ -237,7 +264,8 @@ void finalize(Report& report) {
     if (target.replay && target.replay->verdict == ReplayVerdict::Crashed && severity(Verdict::Crashed) > severity(t))
       t = Verdict::Crashed;
     // exec --ranks-equal: data-parallel replicas that hold different parameters diverged.
-    if (target.exec && target.exec->ranks_equal && !target.exec->ranks_equal->equal && severity(Verdict::Diverged) > severity(t))
+    if (target.exec && target.exec->ranks_equal && !target.exec->ranks_equal->equal &&
+        severity(Verdict::Diverged) > severity(t))
       t = Verdict::Diverged;
     target.verdict = all_skipped && t == Verdict::Reproducible ? Verdict::Skipped : t;
     if (severity(target.verdict) > severity(worst)) worst = target.verdict;
@@ -245,10 +273,15 @@ void finalize(Report& report) {
   report.verdict = worst;
   switch (worst) {
     case Verdict::Diverged:
-    case Verdict::Raised: report.exit_code = 1; break;
+    case Verdict::Raised:
+      report.exit_code = 1;
+      break;
     case Verdict::Crashed:
-    case Verdict::Timeout: report.exit_code = 4; break;
-    default: report.exit_code = 0;
+    case Verdict::Timeout:
+      report.exit_code = 4;
+      break;
+    default:
+      report.exit_code = 0;
   }
   if (report.invariance) finalize_invariance(report);
   if (!report.allowlist_expired.empty()) report.exit_code = 1;

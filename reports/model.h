@@ -16,10 +16,10 @@
 // everything that depends on wall-clock time lives in `Timing` sections that renderers keep apart.
 #pragma once
 
-#include "reports/invariance_model.h"
 #include "reports/baseline_model.h"
 #include "reports/core_model.h"
 #include "reports/fleet_model.h"
+#include "reports/invariance_model.h"
 #include "reports/probe_model.h"
 #include "reports/selftest_model.h"
 #include "reports/target_model.h"
@@ -39,20 +39,20 @@ struct Report {
   std::vector<std::string> command;  // argv, for replay
   nlohmann::ordered_json environment;
   std::vector<Target> targets;
-  std::optional<Census> census;  // `probes` only
+  std::optional<Census> census;                // `probes` only
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched, one sentence each
-  std::vector<std::string> allowlist_notes;    // --allowlist: entries that did nothing, one sentence each (no exit code)
+  std::vector<std::string> allowlist_notes;  // --allowlist: entries that did nothing, one sentence each (no exit code)
   std::optional<BaselineComparison> baseline;  // --baseline, compare
-  std::optional<SelfTest> selftest;  // `selftest` only; such a report has no targets
-  std::optional<Tolerance> tolerance;  // --atol/--rtol as given (statistics count against it)
-  bool tolerant = false;               // --tolerant: a divergence within tolerance does not fail
-  std::optional<AutoRepeats> auto_repeats;  // --repeats auto
-  std::optional<ShardInfo> shard;           // --shard (absent from a merged report)
-  std::optional<Fleet> fleet;               // merge only
-  std::optional<Invariance> invariance;     // `invariance` only (reports/invariance_model.h); no targets
+  std::optional<SelfTest> selftest;            // `selftest` only; such a report has no targets
+  std::optional<Tolerance> tolerance;          // --atol/--rtol as given (statistics count against it)
+  bool tolerant = false;                       // --tolerant: a divergence within tolerance does not fail
+  std::optional<AutoRepeats> auto_repeats;     // --repeats auto
+  std::optional<ShardInfo> shard;              // --shard (absent from a merged report)
+  std::optional<Fleet> fleet;                  // merge only
+  std::optional<Invariance> invariance;        // `invariance` only (reports/invariance_model.h); no targets
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
-  double wall_ms = 0;  // timing
+  double wall_ms = 0;      // timing
   std::string contention;  // timing: children that shared a GPU (audit/trial/placement.h), "" when none
 };
 

@@ -7,18 +7,18 @@ namespace ra::report::detail {
 
 json probe_json(const ProbeFacts& p) {
   json j = {{"family", p.family},
-          {"op", p.op},
-          {"direction", p.direction},
-          {"role", p.role},
-          {"form", p.form},
-          {"knowledge_id", p.knowledge_id.empty() ? json(nullptr) : json(p.knowledge_id)},
-          {"documented", p.documented},
-          {"documented_device", p.documented_device.empty() ? json(nullptr) : json(p.documented_device)},
-          {"doc_row", p.doc_row},
-          {"advice", p.advice},
-          {"census", p.census.empty() ? json(nullptr) : json(p.census)},
-          {"alerts", p.alerts},
-          {"disagreements", p.disagreements}};
+            {"op", p.op},
+            {"direction", p.direction},
+            {"role", p.role},
+            {"form", p.form},
+            {"knowledge_id", p.knowledge_id.empty() ? json(nullptr) : json(p.knowledge_id)},
+            {"documented", p.documented},
+            {"documented_device", p.documented_device.empty() ? json(nullptr) : json(p.documented_device)},
+            {"doc_row", p.doc_row},
+            {"advice", p.advice},
+            {"census", p.census.empty() ? json(nullptr) : json(p.census)},
+            {"alerts", p.alerts},
+            {"disagreements", p.disagreements}};
   // Only the batch-invariance family has classes: other probes' documents stay as they were.
   for (const auto& b : p.batch_classes) j["batch_classes"].push_back({{"config", b.config}, {"classes", b.classes}});
   return j;

@@ -22,17 +22,17 @@ struct BatchClasses {
 struct ProbeFacts {
   std::string family;
   std::string op;
-  std::string direction;       // forward | backward
-  std::string role;            // probe | control
-  std::string form;            // what is run
-  std::string knowledge_id;    // knowledge-base entry, "" when none
-  std::string documented;      // made-deterministic | raises | undocumented | not-listed
+  std::string direction;          // forward | backward
+  std::string role;               // probe | control
+  std::string form;               // what is run
+  std::string knowledge_id;       // knowledge-base entry, "" when none
+  std::string documented;         // made-deterministic | raises | undocumented | not-listed
   std::string documented_device;  // cpu | cuda | any, "" when not listed
   std::string doc_row;
   std::string advice;
-  std::string census;          // alerted-diverged | alerted-stable | silent-diverged | stable | "" (no census)
+  std::string census;               // alerted-diverged | alerted-stable | silent-diverged | stable | "" (no census)
   std::vector<std::string> alerts;  // alert messages seen in the census run
-  std::vector<std::string> disagreements;  // measurement vs documentation, one sentence each
+  std::vector<std::string> disagreements;   // measurement vs documentation, one sentence each
   std::vector<BatchClasses> batch_classes;  // family batch-invariance only, one per configuration run
 };
 

@@ -70,7 +70,8 @@ std::string batch_classes_text(const std::vector<std::vector<int64_t>>& classes)
     for (size_t i = 0; i < c.size();) {
       size_t j = i;
       while (j + 1 < c.size() && rank(c[j + 1]) == rank(c[j]) + 1) ++j;
-      if (j >= i + 3) items.push_back(fmt::format("{}…{}", c[i], c[j]));
+      if (j >= i + 3)
+        items.push_back(fmt::format("{}…{}", c[i], c[j]));
       else
         for (size_t k = i; k <= j; ++k) items.push_back(std::to_string(c[k]));
       i = j + 1;
@@ -109,19 +110,21 @@ std::string render_probes_text(const Report& r) {
       const ProbeFacts& p = *t.probe;
       if (t.verdict == Verdict::Skipped) {
         ++skipped;
-        out += fmt::format("  {:<{}} skipped: {}\n", ln(t.name), width, t.configs.empty() ? "" : ln(t.configs.front().message));
+        out += fmt::format("  {:<{}} skipped: {}\n", ln(t.name), width,
+                           t.configs.empty() ? "" : ln(t.configs.front().message));
         continue;
       }
       std::vector<std::string> cells;
       for (size_t i = 0; i < t.configs.size(); ++i) cells.push_back(config_cell(t, i));
-      out += fmt::format("  {:<{}} {:<8} {:<28} {}{}\n", ln(t.name), width, ln(p.direction), documented_cell(p), fmt::join(cells, " | "),
-                         t.dependence ? " | configuration-dependent" : "");
+      out += fmt::format("  {:<{}} {:<8} {:<28} {}{}\n", ln(t.name), width, ln(p.direction), documented_cell(p),
+                         fmt::join(cells, " | "), t.dependence ? " | configuration-dependent" : "");
       for (const auto& c : t.configs)
         if (c.verdict == Verdict::Raised || c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout)
           out += fmt::format("      {}: {}\n", ln(c.name), short_message(c.message));
       for (const auto& c : t.configs)
         if (c.allowed_by)
-          out += fmt::format("      {}: allowed: {} (allowlist entry {})\n", ln(c.name), ln(c.allowed_by->reason), c.allowed_by->entry);
+          out += fmt::format("      {}: allowed: {} (allowlist entry {})\n", ln(c.name), ln(c.allowed_by->reason),
+                             c.allowed_by->entry);
       for (const auto& line : batch_classes_lines(p)) out += fmt::format("      {}\n", line);
       if (!p.alerts.empty()) out += fmt::format("      alert in warn_only mode: {}\n", short_message(p.alerts.front()));
       for (const auto& d : p.disagreements) out += fmt::format("      ! {}\n", ln(d));

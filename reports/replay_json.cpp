@@ -10,8 +10,8 @@ namespace {
 
 ReplayVerdict replay_verdict(const Node& n) {
   const std::string s = n.str();
-  for (const auto v : {ReplayVerdict::Reproducible, ReplayVerdict::Diverged, ReplayVerdict::Inconclusive,
-                       ReplayVerdict::Crashed})
+  for (const auto v :
+       {ReplayVerdict::Reproducible, ReplayVerdict::Diverged, ReplayVerdict::Inconclusive, ReplayVerdict::Crashed})
     if (s == to_string(v)) return v;
   n.fail(fmt::format("unknown replay verdict '{}'", s));
 }

@@ -11,7 +11,7 @@ namespace ra::report {
 // `repro-audit selftest`: checks that the tool works on this machine and device (audit/run/selftest.h),
 // each passed or failed with its evidence in one sentence.
 struct SelfCheck {
-  std::string name;      // digests | switches | detection | fingerprint | tracing
+  std::string name;  // digests | switches | detection | fingerprint | tracing
   bool passed = false;
   std::string evidence;  // what was measured, or why it failed
 };

@@ -12,7 +12,8 @@ json dependence_json(const ConfigDependence& d) {
   json causes = json::array();
   for (const auto& c : d.causes) {
     json switches = json::array();
-    for (const auto& sw : c.switches) switches.push_back({{"key", sw.key}, {"reference", sw.reference}, {"other", sw.other}});
+    for (const auto& sw : c.switches)
+      switches.push_back({{"key", sw.key}, {"reference", sw.reference}, {"other", sw.other}});
     causes.push_back({{"reference_config", c.reference_config},
                       {"config", c.config},
                       {"switches", switches},
@@ -48,15 +49,16 @@ json config_head_json(const ConfigResult& c) {
   json switches = json::array();
   for (const auto& s : c.switches) switches.push_back(switch_json(s));
   json head = {{"config", c.name},
-          {"verdict", to_string(c.verdict)},
-          {"message", c.message},
-          {"repeats", c.repeats},
-          {"completed", c.completed},
-          {"divergence", {{"diverging_repeats", c.diverging_repeats},
-                          {"rate", c.divergence_rate},
-                          {"ci95", {c.rate_ci_low, c.rate_ci_high}},
-                          {"distinct_outcomes", c.distinct_outcomes}}},
-          {"switches", switches}};
+               {"verdict", to_string(c.verdict)},
+               {"message", c.message},
+               {"repeats", c.repeats},
+               {"completed", c.completed},
+               {"divergence",
+                {{"diverging_repeats", c.diverging_repeats},
+                 {"rate", c.divergence_rate},
+                 {"ci95", {c.rate_ci_low, c.rate_ci_high}},
+                 {"distinct_outcomes", c.distinct_outcomes}}},
+               {"switches", switches}};
   if (c.op_stream) head["op_stream"] = op_stream_json(*c.op_stream);
   return head;
 }
@@ -193,6 +195,8 @@ Target read_target(const Node& n) {
 
 json auto_repeats_json(const AutoRepeats& a) { return {{"min", a.min}, {"max", a.max}, {"detect_rate", a.rate}}; }
 
-AutoRepeats read_auto_repeats(const Node& a) { return AutoRepeats{a.at("min").i32(), a.at("max").i32(), a.at("detect_rate").num()}; }
+AutoRepeats read_auto_repeats(const Node& a) {
+  return AutoRepeats{a.at("min").i32(), a.at("max").i32(), a.at("detect_rate").num()};
+}
 
 }  // namespace ra::report::detail

@@ -26,18 +26,18 @@ struct ConfigResult {
   std::string message;  // the reason for raised/crashed/timeout/skipped
   int repeats = 0;
   int completed = 0;
-  int diverging_repeats = 0;   // completed repeats whose outcome differs from the reference repeat
-  double divergence_rate = 0;  // diverging_repeats / (completed - 1)
+  int diverging_repeats = 0;                 // completed repeats whose outcome differs from the reference repeat
+  double divergence_rate = 0;                // diverging_repeats / (completed - 1)
   double rate_ci_low = 0, rate_ci_high = 0;  // Wilson 95% interval
   int distinct_outcomes = 0;
   size_t tensor_count = 0;
-  std::vector<TensorDigest> reference;         // digests of the reference repeat
+  std::vector<TensorDigest> reference;          // digests of the reference repeat
   std::vector<TensorFinding> diverged_tensors;  // in execution order
   std::vector<Trial> trials;
-  std::optional<TraceSummary> trace;           // `run --trace` only
-  std::optional<FixSearch> fix_search;         // `run --trace`, diverged configurations
-  std::optional<OpStream> op_stream;           // `run --trace`: the reference repeat's, for baselines
-  std::optional<AllowedBy> allowed_by;         // --allowlist: a diverged or raised verdict that was accepted
+  std::optional<TraceSummary> trace;    // `run --trace` only
+  std::optional<FixSearch> fix_search;  // `run --trace`, diverged configurations
+  std::optional<OpStream> op_stream;    // `run --trace`: the reference repeat's, for baselines
+  std::optional<AllowedBy> allowed_by;  // --allowlist: a diverged or raised verdict that was accepted
   // Set by finalize: diverged, and every differing tensor within tolerance (all_within_tolerance);
   // tolerated when --tolerant accepted it for the exit code.
   bool within_tolerance = false;
@@ -60,10 +60,10 @@ struct SwitchChange {
 // not (at most one), with the ops that differ after it as propagated; trace.splits where the op
 // streams themselves differ.
 struct ConfigCause {
-  std::string reference_config;          // the first configuration of the first group
-  std::string config;                    // the first configuration of another group
-  std::vector<SwitchChange> switches;    // what separates the two
-  std::optional<TraceSummary> trace;     // nullopt when a trace could not be read (note says why)
+  std::string reference_config;        // the first configuration of the first group
+  std::string config;                  // the first configuration of another group
+  std::vector<SwitchChange> switches;  // what separates the two
+  std::optional<TraceSummary> trace;   // nullopt when a trace could not be read (note says why)
   std::string note;
 };
 
@@ -75,8 +75,8 @@ struct ConfigDependence {
 };
 
 struct Target {
-  std::string name;    // model file name, or probe name
-  std::string kind;    // "model" or "probe"
+  std::string name;  // model file name, or probe name
+  std::string kind;  // "model" or "probe"
   std::string path;
   // Content identities, which `--baseline` and `compare` check (audit/baseline/baseline.h): a model's is the
   // digest of its TorchScript archive's bytes, a probe's that of its name and form; input_digest is
@@ -90,7 +90,7 @@ struct Target {
   std::string weights_digest;
   std::string graph_digest;
   std::string device;
-  std::string mode;    // infer | train
+  std::string mode;  // infer | train
   int steps = 0;
   std::string optimizer;  // train mode: sgd | adam ("" in infer mode)
   double lr = 0;          // train mode: learning rate

@@ -33,7 +33,8 @@ std::string stats_text(const DivergenceStats& s) {
   if (!s.note.empty()) return ln(s.note);
   std::string idx = s.first_index_nd.empty() ? "[]" : fmt::format("[{}]", fmt::join(s.first_index_nd, ","));
   std::string out = fmt::format("{}/{} elements differ, first at {}", s.differing, s.numel, idx);
-  if (!std::isnan(s.max_abs_diff)) out += fmt::format(", max abs {:.3g}, max rel {:.3g}", s.max_abs_diff, s.max_rel_diff);
+  if (!std::isnan(s.max_abs_diff))
+    out += fmt::format(", max abs {:.3g}, max rel {:.3g}", s.max_abs_diff, s.max_rel_diff);
   if (!std::isnan(s.max_ulp)) out += fmt::format(", max {:g} ULP", s.max_ulp);
   if (s.sign_differs > 0) out += fmt::format(", {} across zero", s.sign_differs);
   if (s.nan_mismatches > 0) out += fmt::format(", {} NaN mismatches", s.nan_mismatches);
@@ -71,7 +72,8 @@ std::string switch_changes_text(const std::vector<SwitchChange>& changes) {
 }
 
 std::string config_cause_text(const ConfigCause& c) {
-  const std::string head = fmt::format("{} against {} ({})", ln(c.config), ln(c.reference_config), switch_changes_text(c.switches));
+  const std::string head =
+      fmt::format("{} against {} ({})", ln(c.config), ln(c.reference_config), switch_changes_text(c.switches));
   if (!c.trace || c.trace->root_causes.empty()) return fmt::format("{}: {}", head, ln(c.note));
   const RootCause& r = c.trace->root_causes.front();
   return fmt::format("{}: first differing op {} - inputs matched, {}; {} propagated", head, root_cause_place(r),
@@ -88,13 +90,15 @@ std::string changed_op_text(const BaselineResult& r) {
 std::string detection_power_text(const Target& t) {
   const ConfigResult* weakest = nullptr;
   for (const auto& c : t.configs)
-    if (c.verdict == Verdict::Reproducible && c.completed >= 2 && (weakest == nullptr || c.completed < weakest->completed))
+    if (c.verdict == Verdict::Reproducible && c.completed >= 2 &&
+        (weakest == nullptr || c.completed < weakest->completed))
       weakest = &c;
   if (weakest == nullptr) return "";
   const int n = weakest->completed - 1;
-  return fmt::format("reproducible: no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
-                     "(95% confidence)",
-                     n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
+  return fmt::format(
+      "reproducible: no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
+      "(95% confidence)",
+      n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
 }
 
 std::vector<std::string> named_inputs(const Target& t) {
@@ -118,9 +122,10 @@ std::string auto_repeats_text(const Report& r) {
       cells += c.verdict != Verdict::Skipped;
       undecided += c.stopped_by == "max-repeats";
     }
-  std::string out = fmt::format("repeats: auto, {} to {} runs per configuration, each until a divergence, a failure, or no "
-                                "divergence in enough runs to rule out a rate above {:g}% (95% confidence)",
-                                a.min, a.max, 100 * a.rate);
+  std::string out = fmt::format(
+      "repeats: auto, {} to {} runs per configuration, each until a divergence, a failure, or no "
+      "divergence in enough runs to rule out a rate above {:g}% (95% confidence)",
+      a.min, a.max, 100 * a.rate);
   if (undecided > 0) out += fmt::format("; {} of {} undecided at --max-repeats", undecided, cells);
   return out;
 }
@@ -128,8 +133,9 @@ std::string auto_repeats_text(const Report& r) {
 std::string undecided_text(const ConfigResult& c) {
   if (c.stopped_by != "max-repeats" || c.completed < 2) return "";
   const int n = c.completed - 1;
-  return fmt::format("undecided at --max-repeats {}: no divergence in {} comparison{} rules out only a rate above {:.0f}%",
-                     c.repeats, n, n == 1 ? "" : "s", 100 * c.rate_ci_high);
+  return fmt::format(
+      "undecided at --max-repeats {}: no divergence in {} comparison{} rules out only a rate above {:.0f}%", c.repeats,
+      n, n == 1 ? "" : "s", 100 * c.rate_ci_high);
 }
 
 std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchValue>& failing) {
@@ -175,11 +181,10 @@ std::string bytes_text(uint64_t b) {
 }
 
 std::string root_cause_line(const RootCause& r) {
-  std::string line = fmt::format("    root cause: {} - inputs matched, {}; {}/{} runs; {} propagated", root_cause_place(r),
-                                 differing_outputs_text(r), r.runs_diverged, r.runs_compared,
+  std::string line = fmt::format("    root cause: {} - inputs matched, {}; {}/{} runs; {} propagated",
+                                 root_cause_place(r), differing_outputs_text(r), r.runs_diverged, r.runs_compared,
                                  plural(r.propagated, "later op", "later ops"));
-  if (r.independent_mismatches > 0)
-    line += fmt::format(" ({} of them with matching inputs)", r.independent_mismatches);
+  if (r.independent_mismatches > 0) line += fmt::format(" ({} of them with matching inputs)", r.independent_mismatches);
   line += "\n";
   if (r.stats) line += fmt::format("      {}\n", stats_text(*r.stats));
   return line;
@@ -187,20 +192,24 @@ std::string root_cause_line(const RootCause& r) {
 
 void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
   const TraceSummary& t = *c.trace;
-  out += fmt::format("    trace: {} records per run, {} in memory{}; {} runs compared, {} identical\n", t.records, bytes_text(t.memory_bytes),
+  out += fmt::format("    trace: {} records per run, {} in memory{}; {} runs compared, {} identical\n", t.records,
+                     bytes_text(t.memory_bytes),
                      t.dropped ? fmt::format(", {} records dropped (capacity {} digests)", t.dropped, t.capacity) : "",
                      t.runs_compared, t.runs_identical);
   for (size_t i = 0; i < t.root_causes.size() && i < limit; ++i) out += root_cause_line(t.root_causes[i]);
-  if (t.root_causes.size() > limit) out += fmt::format("    ... and {} more root causes\n", t.root_causes.size() - limit);
+  if (t.root_causes.size() > limit)
+    out += fmt::format("    ... and {} more root causes\n", t.root_causes.size() - limit);
   if (t.root_causes.empty() && c.verdict == Verdict::Diverged)
     out += "    root cause: none in the trace (no op turned matching inputs into different outputs)\n";
   for (size_t i = 0; i < t.splits.size() && i < limit; ++i) {
     const auto& s = t.splits[i];
-    out += fmt::format("    op streams split at #{} (thread {}): reference has {}, {} has {}; {} vs {} records unmatched{}; {}/{} runs\n",
-                       s.reference_position, s.thread, s.reference_op.empty() ? "nothing" : ln(s.reference_op),
-                       s.repeats.empty() ? std::string("the other run") : fmt::format("repeat {}", s.repeats.front()),
-                       s.other_op.empty() ? "nothing" : ln(s.other_op), s.unmatched_reference, s.unmatched_other,
-                       s.reordered ? fmt::format(" ({} reordered)", s.reordered) : "", s.runs, t.runs_compared);
+    out += fmt::format(
+        "    op streams split at #{} (thread {}): reference has {}, {} has {}; {} vs {} records unmatched{}; {}/{} "
+        "runs\n",
+        s.reference_position, s.thread, s.reference_op.empty() ? "nothing" : ln(s.reference_op),
+        s.repeats.empty() ? std::string("the other run") : fmt::format("repeat {}", s.repeats.front()),
+        s.other_op.empty() ? "nothing" : ln(s.other_op), s.unmatched_reference, s.unmatched_other,
+        s.reordered ? fmt::format(" ({} reordered)", s.reordered) : "", s.runs, t.runs_compared);
   }
   if (t.splits.size() > limit) out += fmt::format("    ... and {} more splits\n", t.splits.size() - limit);
 }
@@ -212,14 +221,16 @@ void exec_head_lines(std::string& out, const Target& t) {
   std::vector<std::string> what;
   for (const auto& a : e.artifacts) what.push_back(fmt::format("{} ({})", ln(a.name), ln(a.kind)));
   for (const auto& m : e.metrics) what.push_back(fmt::format("metric {} ({} per run)", ln(m.name), m.occurrences));
-  out += fmt::format("  compared: {}\n", what.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(what, ", ")));
+  out +=
+      fmt::format("  compared: {}\n", what.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(what, ", ")));
   for (const auto& a : e.artifacts)
     if (!a.note.empty()) out += fmt::format("  note: {}: {}\n", ln(a.name), ln(a.note));
   if (!e.hook_note.empty()) out += fmt::format("  note: {}\n", ln(e.hook_note));
   if (e.world_size > 0) {
     std::vector<std::string> set;
     for (const auto& [k, v] : e.launcher_set) set.push_back(ln(k) + "=" + ln(v));
-    out += fmt::format("  torchrun: world size {}{}{}\n", e.world_size, e.backend.empty() ? "" : ", backend " + ln(e.backend),
+    out += fmt::format("  torchrun: world size {}{}{}\n", e.world_size,
+                       e.backend.empty() ? "" : ", backend " + ln(e.backend),
                        set.empty() ? "" : fmt::format("; set by the launcher in every rank: {}", fmt::join(set, ", ")));
   }
 }
@@ -229,8 +240,9 @@ void switches_set_lines(std::string& out, const ConfigResult& c) {
   for (const auto& s : c.switches) {
     if (s.set_at.empty()) continue;
     const bool overridden = !s.requested.empty() && s.requested != s.effective;
-    out += fmt::format("    {} by the program at {}: {}={}{}\n", overridden ? "overridden" : "set", ln(s.set_at), ln(s.key),
-                       ln(s.effective), overridden ? fmt::format(" (this configuration asked for {})", ln(s.requested)) : "");
+    out += fmt::format("    {} by the program at {}: {}={}{}\n", overridden ? "overridden" : "set", ln(s.set_at),
+                       ln(s.key), ln(s.effective),
+                       overridden ? fmt::format(" (this configuration asked for {})", ln(s.requested)) : "");
   }
 }
 
@@ -240,7 +252,8 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
   for (const auto& item : e.checklist) {
     std::string line = fmt::format("    {:<14} {}", ln(item.status), ln(item.text));
     if (!item.where.empty()) line += fmt::format(" ({})", ln(item.where));
-    if (!item.ranks.empty()) line += fmt::format(" [rank{} {}]", item.ranks.size() == 1 ? "" : "s", fmt::join(item.ranks, ","));
+    if (!item.ranks.empty())
+      line += fmt::format(" [rank{} {}]", item.ranks.size() == 1 ? "" : "s", fmt::join(item.ranks, ","));
     if (!item.artifact.empty()) line += fmt::format(" -> diverged: {}", ln(item.artifact));
     out += line + "\n";
   }
@@ -249,8 +262,8 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
     if (r.equal)
       out += fmt::format("  ranks equal: every rank's artifacts equal rank 0's ({} comparisons)\n", r.compared);
     else
-      out += fmt::format("  ranks differ: rank {} differs from rank 0 in {} of {} ({} repeat {})\n", r.rank, ln(r.tensor),
-                         ln(r.artifact), ln(r.config), r.repeat);
+      out += fmt::format("  ranks differ: rank {} differs from rank 0 in {} of {} ({} repeat {})\n", r.rank,
+                         ln(r.tensor), ln(r.artifact), ln(r.config), r.repeat);
   }
 }
 
@@ -264,13 +277,15 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
   else if (!fix_costs_measured(f) && !f.candidates.empty())  // nothing fixed it, so nothing was timed
     out += fmt::format("    fix search from {} ({}):\n", ln(f.from), repeats);
   else if (command)  // exec: each timed run is one run of the command
-    out += fmt::format("    fix search from {} ({}; costs: the command's wall time over {} runs interleaved with {}, median "
-                       "ratio (lowest-highest)):\n",
-                       ln(f.from), repeats, f.timed_runs, ln(f.from));
+    out += fmt::format(
+        "    fix search from {} ({}; costs: the command's wall time over {} runs interleaved with {}, median "
+        "ratio (lowest-highest)):\n",
+        ln(f.from), repeats, f.timed_runs, ln(f.from));
   else
-    out += fmt::format("    fix search from {} ({}; costs: {} timed runs in {} rounds interleaved with {}, median ratio "
-                       "(lowest-highest)):\n",
-                       ln(f.from), repeats, std::max(f.timed_runs, kTimingRounds), kTimingRounds, ln(f.from));
+    out += fmt::format(
+        "    fix search from {} ({}; costs: {} timed runs in {} rounds interleaved with {}, median ratio "
+        "(lowest-highest)):\n",
+        ln(f.from), repeats, std::max(f.timed_runs, kTimingRounds), kTimingRounds, ln(f.from));
   for (const auto& c : f.candidates) {
     const std::string toggles = c.config.size() > f.from.size() ? c.config.substr(f.from.size() + 1) : c.config;
     std::string line = fmt::format("      {:<40} {:<12}", ln(toggles), to_string(c.verdict));
@@ -278,7 +293,8 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
       line += fmt::format(" fixes {}/{} root causes", c.fixes.size(), root_causes);
     if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
-    if (c.verdict == Verdict::Raised && !c.message.empty()) line += "  (" + ln(c.message.substr(0, c.message.find('\n'))) + ")";
+    if (c.verdict == Verdict::Raised && !c.message.empty())
+      line += "  (" + ln(c.message.substr(0, c.message.find('\n'))) + ")";
     while (!line.empty() && line.back() == ' ') line.pop_back();  // the verdict column's padding, at the end of a line
     out += line + "\n";
   }
@@ -288,12 +304,14 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
     out += fmt::format("       cheapest: {} ({}){}\n", fix_change_text(c, failing), ln(c.config),
                        c.cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(c), ln(f.from)) : "");
     for (const FixCandidate* other : fixes_costing_the_same(f))
-      out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing), ln(other->config),
-                         cost_text(*other));
-    out += fmt::format("       C++:    {}\n       Python: {}\n", block(c.cpp, "               "), block(c.python, "               "));
+      out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing),
+                         ln(other->config), cost_text(*other));
+    out += fmt::format("       C++:    {}\n       Python: {}\n", block(c.cpp, "               "),
+                       block(c.python, "               "));
   }
   for (const auto& n : f.no_deterministic) {
-    out += fmt::format("    {} has no deterministic implementation here{}\n", ln(n.op), n.advice.empty() ? "" : ": " + ln(n.advice));
+    out += fmt::format("    {} has no deterministic implementation here{}\n", ln(n.op),
+                       n.advice.empty() ? "" : ": " + ln(n.advice));
     for (const auto& a : n.alternatives) out += fmt::format("      - {}\n", ln(a));
   }
 }
@@ -304,8 +322,9 @@ void replay_lines(std::string& out, const Replay& r) {
     out += fmt::format("  restart-replay{}: {}\n    {}\n", omit, to_string(r.verdict), block(r.reason, "    "));
     return;
   }
-  out += fmt::format("  restart-replay under {} ({} step{}, checkpoint, {} more in a fresh process{}): {}\n", ln(r.config),
-                     r.steps_before, r.steps_before == 1 ? "" : "s", r.steps_after, omit, to_string(r.verdict));
+  out +=
+      fmt::format("  restart-replay under {} ({} step{}, checkpoint, {} more in a fresh process{}): {}\n", ln(r.config),
+                  r.steps_before, r.steps_before == 1 ? "" : "s", r.steps_after, omit, to_string(r.verdict));
   if (!r.reason.empty()) out += fmt::format("    {}\n", block(r.reason, "    "));
   std::vector<std::string> parts;
   for (const auto& c : r.components) {
@@ -325,7 +344,10 @@ std::string flatten_env(const nlohmann::ordered_json& j, const std::string& pref
     } else if (it->is_array() && !it->empty() && it->front().is_object()) {
       for (size_t i = 0; i < it->size(); ++i) flatten_env((*it)[i], fmt::format("{}[{}]", key, i), out, width);
     } else {
-      const std::string value = it->is_string() ? ln(it->get<std::string>()) : it->is_null() ? "(unset)" : ln(it->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+      const std::string value = it->is_string() ? ln(it->get<std::string>())
+                                : it->is_null()
+                                    ? "(unset)"
+                                    : ln(it->dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
       out += fmt::format("{:<{}} {}\n", key + ":", width, value);
     }
   }
@@ -356,7 +378,10 @@ std::string render_text_raw(const Report& r) {
       exec_head_lines(out, t);
     else
       out += fmt::format("{} ({}, {}{}, seed {})\n", ln(t.name), ln(t.device), ln(t.mode),
-                         t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s", ln(t.optimizer), t.lr) : "", t.seed);
+                         t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s",
+                                                         ln(t.optimizer), t.lr)
+                                           : "",
+                         t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
     for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
     if (!t.package.empty()) {
@@ -371,32 +396,38 @@ std::string render_text_raw(const Report& r) {
         return key.find("determin") != std::string::npos;
       });
       if (!determinism)
-        out += "  (the package does not record whether it was compiled with deterministic algorithms: add it as "
-               "aot_inductor.metadata when compiling)\n";
+        out +=
+            "  (the package does not record whether it was compiled with deterministic algorithms: add it as "
+            "aot_inductor.metadata when compiling)\n";
     }
     size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
     for (const auto& c : t.configs) width = std::max(width, ln(c.name).size());
-    out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged", "tensors");
+    out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged",
+                       "tensors");
     for (const auto& c : t.configs) {
       out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", ln(c.name), width, to_string(c.verdict),
                          fmt::format("{}/{}", c.completed, c.repeats),
-                         c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-", c.tensor_count);
+                         c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-",
+                         c.tensor_count);
       if (c.verdict == Verdict::Diverged)
-        out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensor{} differ{}\n",
-                           c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size(),
-                           c.diverged_tensors.size() == 1 ? "" : "s", c.diverged_tensors.size() == 1 ? "s" : "");
+        out += fmt::format(
+            "    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensor{} differ{}\n",
+            c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size(),
+            c.diverged_tensors.size() == 1 ? "" : "s", c.diverged_tensors.size() == 1 ? "s" : "");
       if (c.allowed_by)
         out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(c.allowed_by->reason), c.allowed_by->entry);
-      if (c.within_tolerance)
-        out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
+      if (c.within_tolerance) out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
       if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
       findings(out, c.diverged_tensors, 5);
       if (c.trace) trace_lines(out, c, 5);
       if (t.exec) switches_set_lines(out, c);
-      if (c.fix_search) fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, t.exec.has_value());
-      if (!c.message.empty() && c.verdict != Verdict::Diverged) out += fmt::format("    {}\n", block(c.message, "    "));
+      if (c.fix_search)
+        fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, t.exec.has_value());
+      if (!c.message.empty() && c.verdict != Verdict::Diverged)
+        out += fmt::format("    {}\n", block(c.message, "    "));
       for (const auto& trial : c.trials)
-        if (!trial.stderr_tail.empty() && (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {
+        if (!trial.stderr_tail.empty() &&
+            (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {
           const auto nl = trial.stderr_tail.rfind('\n');
           out += fmt::format("    repeat {} stderr: {}\n", trial.repeat,
                              ln(nl == std::string::npos ? trial.stderr_tail : trial.stderr_tail.substr(nl + 1)));
@@ -411,8 +442,9 @@ std::string render_text_raw(const Report& r) {
         for (const auto& n : g) names.push_back(ln(n));
         groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
       }
-      out += fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
-                         fmt::join(groups, " and "));
+      out +=
+          fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
+                      fmt::join(groups, " and "));
       findings(out, t.dependence->differing, 5);
       for (const auto& cause : t.dependence->causes) out += fmt::format("    {}\n", config_cause_text(cause));
     }
@@ -437,10 +469,11 @@ std::string shard_text(const Report& r) {
   if (!r.shard) return "";
   const auto& s = *r.shard;
   const std::string cells = s.first_cell == s.last_cell ? "no cell (the plan has fewer cells than shards)"
-                            : s.last_cell - s.first_cell == 1 ? fmt::format("cell {}", s.first_cell + 1)
-                                                              : fmt::format("cells {}-{}", s.first_cell + 1, s.last_cell);
-  return fmt::format("shard {}/{} ({}): {} of {} of plan {}; join the shards with repro-audit merge\n", s.index, s.count,
-                     ln(s.source), cells, s.plan_cells, ln(s.plan.substr(0, 12)));
+                            : s.last_cell - s.first_cell == 1
+                                ? fmt::format("cell {}", s.first_cell + 1)
+                                : fmt::format("cells {}-{}", s.first_cell + 1, s.last_cell);
+  return fmt::format("shard {}/{} ({}): {} of {} of plan {}; join the shards with repro-audit merge\n", s.index,
+                     s.count, ln(s.source), cells, s.plan_cells, ln(s.plan.substr(0, 12)));
 }
 
 std::string fleet_text(const Report& r) {
@@ -467,27 +500,33 @@ std::string fleet_text(const Report& r) {
       ranges.push_back(ks[i] == ks[j] ? std::to_string(ks[i]) : fmt::format("{}-{}", ks[i], ks[j]));
       i = j + 1;
     }
-    where.push_back(fmt::format("{} ({} {} of {})", ln(host), ks.size() == 1 ? "shard" : "shards", fmt::join(ranges, ", "), f.count));
+    where.push_back(fmt::format("{} ({} {} of {})", ln(host), ks.size() == 1 ? "shard" : "shards",
+                                fmt::join(ranges, ", "), f.count));
   }
   out += fmt::format("merged from {} of plan {} on {}: {}; longest shard {:.1f} s, all shards {:.1f} s\n",
-                     plural(f.shards.size(), "shard", "shards"), ln(f.plan.substr(0, 12)), plural(hosts.size(), "host", "hosts"),
-                     fmt::join(where, ", "), longest / 1000, total / 1000);
+                     plural(f.shards.size(), "shard", "shards"), ln(f.plan.substr(0, 12)),
+                     plural(hosts.size(), "host", "hosts"), fmt::join(where, ", "), longest / 1000, total / 1000);
   for (size_t m = 1; m < f.machines.size(); ++m) {
     std::vector<std::string> keys;
-    for (const auto& c : f.machines[m].changes) keys.push_back(fmt::format("{} {} -> {}", ln(c.key), ln(c.baseline), ln(c.current)));
-    out += fmt::format("  machine {} (shards {}) differs from machine 1 in {}\n", m + 1, fmt::join(f.machines[m].shards, ", "),
-                       fmt::join(keys, "; "));
+    for (const auto& c : f.machines[m].changes)
+      keys.push_back(fmt::format("{} {} -> {}", ln(c.key), ln(c.baseline), ln(c.current)));
+    out += fmt::format("  machine {} (shards {}) differs from machine 1 in {}\n", m + 1,
+                       fmt::join(f.machines[m].shards, ", "), fmt::join(keys, "; "));
   }
   for (const auto& x : f.failures)
-    out += fmt::format("  {}: {} / {} on {} (shard {}/{})\n", ln(x.status), ln(x.target), ln(x.config), ln(x.host), x.shard, f.count);
+    out += fmt::format("  {}: {} / {} on {} (shard {}/{})\n", ln(x.status), ln(x.target), ln(x.config), ln(x.host),
+                       x.shard, f.count);
   if (f.replicated) {
     std::vector<std::string> differ;
     for (const auto& c : f.cells)
       if (!c.same) differ.push_back(fmt::format("{} / {}", ln(c.target), ln(c.config)));
-    out += fmt::format("  across {} machine kinds: {} of {} cells gave the same bits on every one{}{}\n", f.machines.size(),
-                       f.cells.size() - differ.size(), f.cells.size(), differ.empty() ? "" : "; not: ",
-                       fmt::join(differ.begin(), differ.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(differ.size(), 10)), ", "));
-    if (differ.size() > 10) out += fmt::format("    and {} more (the JSON report lists every cell)\n", differ.size() - 10);
+    out +=
+        fmt::format("  across {} machine kinds: {} of {} cells gave the same bits on every one{}{}\n",
+                    f.machines.size(), f.cells.size() - differ.size(), f.cells.size(), differ.empty() ? "" : "; not: ",
+                    fmt::join(differ.begin(),
+                              differ.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(differ.size(), 10)), ", "));
+    if (differ.size() > 10)
+      out += fmt::format("    and {} more (the JSON report lists every cell)\n", differ.size() - 10);
   }
   for (const auto& n : f.notes) out += fmt::format("  note: {}\n", ln(n));
   return out;
@@ -497,7 +536,8 @@ std::string fleet_text(const Report& r) {
 std::string render_text(const Report& r) { return printable(render_text_raw(r), true); }
 
 std::string explained_cause(const BaselineComparison& b) {
-  const bool weights = std::any_of(b.models.begin(), b.models.end(), [](const auto& m) { return m.relation == "other_weights"; });
+  const bool weights =
+      std::any_of(b.models.begin(), b.models.end(), [](const auto& m) { return m.relation == "other_weights"; });
   bool environment = !b.changes.empty();
   for (const auto& res : b.results) environment = environment || !res.switch_changes.empty();
   if (weights && environment) return "the environment and the model's weights";
@@ -505,7 +545,8 @@ std::string explained_cause(const BaselineComparison& b) {
 }
 
 ResaveAdvice resave_advice(const BaselineComparison& b) {
-  if (b.schema == "repro-audit/report") return {"compare with the newer report from now on, in place of ", b.source, ""};
+  if (b.schema == "repro-audit/report")
+    return {"compare with the newer report from now on, in place of ", b.source, ""};
   return {"save the baseline again (rerun the audit with ", "--save-baseline " + b.source, ")"};
 }
 
@@ -519,9 +560,11 @@ std::string baseline_verdict_text(const Report& r) {
   if (nondeterministic) parts.push_back(fmt::format("{} nondeterministic against the baseline", nondeterministic));
   if (!parts.empty()) return fmt::format(", {}", fmt::join(parts, ", "));
   const auto any = [&](BaselineStatus s) {
-    return std::any_of(r.baseline->results.begin(), r.baseline->results.end(), [s](const auto& x) { return x.status == s; });
+    return std::any_of(r.baseline->results.begin(), r.baseline->results.end(),
+                       [s](const auto& x) { return x.status == s; });
   };
-  if (any(BaselineStatus::Explained)) return fmt::format(", changed with {} since the baseline", explained_cause(*r.baseline));
+  if (any(BaselineStatus::Explained))
+    return fmt::format(", changed with {} since the baseline", explained_cause(*r.baseline));
   return any(BaselineStatus::Match) ? ", matches the baseline" : "";
 }
 
@@ -536,6 +579,8 @@ std::string render_environment_text_raw(const nlohmann::ordered_json& env) {
 }  // namespace
 
 // Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
-std::string render_environment_text(const nlohmann::ordered_json& env) { return printable(render_environment_text_raw(env), true); }
+std::string render_environment_text(const nlohmann::ordered_json& env) {
+  return printable(render_environment_text_raw(env), true);
+}
 
 }  // namespace ra::report

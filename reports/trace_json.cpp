@@ -36,7 +36,8 @@ FixCandidate read_candidate(const Node& n) {
   c.stage = n.at("stage").str();
   const Node toggles = n.at("toggles");
   if (!toggles.v.is_object()) toggles.fail("expected an object");
-  for (const auto& [key, value] : toggles.v.items()) c.toggles.emplace_back(key, Node{value, toggles.path + "." + key}.str());
+  for (const auto& [key, value] : toggles.v.items())
+    c.toggles.emplace_back(key, Node{value, toggles.path + "." + key}.str());
   c.verdict = verdict(n.at("verdict"));
   c.message = n.at("message").str();
   c.fixes = n.at("fixes_root_causes").u64s();
@@ -186,7 +187,8 @@ void add_fix_times(json& entry, const FixSearch& f) {
   json fixes = json::array();
   for (const auto& cand : f.candidates)
     if (cand.median_ms)
-      fixes.push_back({{"config", cand.config}, {"median_ms", *cand.median_ms},
+      fixes.push_back({{"config", cand.config},
+                       {"median_ms", *cand.median_ms},
                        {"cost_ratio", cand.cost_ratio ? json(*cand.cost_ratio) : json(nullptr)},
                        {"cost_low", cand.cost_low ? json(*cand.cost_low) : json(nullptr)},
                        {"cost_high", cand.cost_high ? json(*cand.cost_high) : json(nullptr)}});
@@ -217,8 +219,13 @@ void read_fix_times(const Node& entry, FixSearch& f) {
 json op_stream_json(const OpStream& s) {
   json ops = json::array();
   for (const auto& o : s.ops)
-    ops.push_back({{"op", o.op}, {"phase", o.phase}, {"direction", o.direction}, {"node", o.node},
-                   {"forward_op", o.forward_op}, {"module", o.module}, {"source", o.source}});
+    ops.push_back({{"op", o.op},
+                   {"phase", o.phase},
+                   {"direction", o.direction},
+                   {"node", o.node},
+                   {"forward_op", o.forward_op},
+                   {"module", o.module},
+                   {"source", o.source}});
   json threads = json::array();
   for (const auto& t : s.threads) {
     threads.push_back({{"thread", t.thread}, {"records", t.records}, {"packed", t.packed}});
@@ -234,7 +241,7 @@ OpStream read_op_stream(const Node& o) {
   OpStream stream;
   if (o.has("ops"))
     stream.ops = o.at("ops").list([](const Node& op) {
-      return OpStreamOp{op.at("op").str(), op.at("phase").str(), op.at("direction").str(), op.at("node").str(),
+      return OpStreamOp{op.at("op").str(),         op.at("phase").str(),  op.at("direction").str(), op.at("node").str(),
                         op.at("forward_op").str(), op.at("module").str(), op.at("source").str()};
     });
   stream.threads = o.at("threads").list([](const Node& t) {

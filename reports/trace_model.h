@@ -19,64 +19,64 @@ namespace ra::report {
 // run whose inputs matched the reference run and whose outputs did not, and where the op streams
 // themselves differ. Positions are `order` values in the reference run's trace.
 struct RootCause {
-  std::string op;                 // "aten::index_add", or an autograd node
-  std::string direction;          // forward | backward | optimizer
-  std::string node;               // backward: the autograd node the op ran in ("IndexAddBackward0"); else ""
-  std::string forward_op;         // backward: the forward op that created the node, "" when not found
-  std::string module;             // module path of the op (forward) or of its forward op, "" when unknown
-  std::string source;             // source location, likewise ("model.py:12")
-  std::string phase;              // forward | backward | optimizer: what the trial was doing
-  int step = 0;                   // train step (1-based), 0 in infer mode
-  uint32_t thread = 0;            // 0 runs the model; an autograd device thread may be 1
-  uint64_t position = 0;          // `order` in the reference trace
+  std::string op;                            // "aten::index_add", or an autograd node
+  std::string direction;                     // forward | backward | optimizer
+  std::string node;                          // backward: the autograd node the op ran in ("IndexAddBackward0"); else ""
+  std::string forward_op;                    // backward: the forward op that created the node, "" when not found
+  std::string module;                        // module path of the op (forward) or of its forward op, "" when unknown
+  std::string source;                        // source location, likewise ("model.py:12")
+  std::string phase;                         // forward | backward | optimizer: what the trial was doing
+  int step = 0;                              // train step (1-based), 0 in infer mode
+  uint32_t thread = 0;                       // 0 runs the model; an autograd device thread may be 1
+  uint64_t position = 0;                     // `order` in the reference trace
   std::vector<std::string> inputs, outputs;  // "float32[8x64]", "None" for an undefined tensor
   std::vector<int> differing_outputs;        // output indices that differed (union over runs)
-  int runs_diverged = 0;          // runs whose root cause is here
-  int runs_compared = 0;          // runs compared with the reference
-  std::vector<int> repeats;       // repeat indices of the runs whose root cause is here
-  uint64_t propagated = 0;        // later ops whose outputs differed (most over those runs)
-  uint64_t independent_mismatches = 0;  // of those, ops whose inputs matched (further causes, not listed)
-  std::optional<DivergenceStats> stats;  // of the first differing output, where a dump allowed it
-  std::vector<size_t> fixed_by;   // indices into the configuration's fix_search->candidates that fix it
+  int runs_diverged = 0;                     // runs whose root cause is here
+  int runs_compared = 0;                     // runs compared with the reference
+  std::vector<int> repeats;                  // repeat indices of the runs whose root cause is here
+  uint64_t propagated = 0;                   // later ops whose outputs differed (most over those runs)
+  uint64_t independent_mismatches = 0;       // of those, ops whose inputs matched (further causes, not listed)
+  std::optional<DivergenceStats> stats;      // of the first differing output, where a dump allowed it
+  std::vector<size_t> fixed_by;              // indices into the configuration's fix_search->candidates that fix it
 };
 
 // A place where the op streams of two runs differ (an op inserted, deleted or reordered).
 struct StructuralSplit {
   uint32_t thread = 0;
-  uint64_t reference_position = 0;  // `order` in the reference where the gap starts (the next record's
-                                    // when the reference has none there; one past the end at the end)
-  uint64_t other_position = 0;      // likewise in the first run that split here
-  std::string reference_op;         // the reference's first record in the gap, "" when none
-  std::string other_op;             // the other run's first record in the gap, "" when none
-  uint64_t unmatched_reference = 0; // records in the gap on each side (most over runs)
+  uint64_t reference_position = 0;   // `order` in the reference where the gap starts (the next record's
+                                     // when the reference has none there; one past the end at the end)
+  uint64_t other_position = 0;       // likewise in the first run that split here
+  std::string reference_op;          // the reference's first record in the gap, "" when none
+  std::string other_op;              // the other run's first record in the gap, "" when none
+  uint64_t unmatched_reference = 0;  // records in the gap on each side (most over runs)
   uint64_t unmatched_other = 0;
-  uint64_t reordered = 0;           // of those, records found elsewhere in the other stream and compared
-  int runs = 0;                     // runs that split here
+  uint64_t reordered = 0;  // of those, records found elsewhere in the other stream and compared
+  int runs = 0;            // runs that split here
   std::vector<int> repeats;
 };
 
 struct TraceSummary {
-  uint64_t records = 0;       // records in the reference run's trace
-  uint64_t dropped = 0;       // records not kept because a trace was full (most over runs)
-  uint64_t capacity = 0;      // tensor digests a trace could hold
-  uint64_t memory_bytes = 0;  // memory a trace held in its child (most over runs)
-  int runs_compared = 0;      // runs compared with the reference run
-  int runs_identical = 0;     // of those, runs with the same op stream and no output that differed
-  std::vector<RootCause> root_causes;    // in reference order
-  std::vector<StructuralSplit> splits;   // in reference order
+  uint64_t records = 0;                 // records in the reference run's trace
+  uint64_t dropped = 0;                 // records not kept because a trace was full (most over runs)
+  uint64_t capacity = 0;                // tensor digests a trace could hold
+  uint64_t memory_bytes = 0;            // memory a trace held in its child (most over runs)
+  int runs_compared = 0;                // runs compared with the reference run
+  int runs_identical = 0;               // of those, runs with the same op stream and no output that differed
+  std::vector<RootCause> root_causes;   // in reference order
+  std::vector<StructuralSplit> splits;  // in reference order
 };
 
 // One configuration the fix search tried (audit/trace/fix_search.h).
 struct FixCandidate {
   std::vector<std::pair<std::string, std::string>> toggles;  // switch key -> value, applied to the failing config
-  std::string config;         // as --configs spells it: "default+threads=1"
-  std::string stage;          // single | combined | reduced
+  std::string config;                                        // as --configs spells it: "default+threads=1"
+  std::string stage;                                         // single | combined | reduced
   Verdict verdict = Verdict::Reproducible;
-  std::string message;        // why it raised, crashed or timed out
-  std::vector<uint64_t> fixes;  // positions of the failing config's root causes that no longer diverge
-  bool fixes_all = false;     // the model is reproducible under it
-  bool minimal = false;       // a fixing set none of whose toggles can be dropped
-  std::string cpp, python;    // ready-to-paste snippets that set the toggles
+  std::string message;               // why it raised, crashed or timed out
+  std::vector<uint64_t> fixes;       // positions of the failing config's root causes that no longer diverge
+  bool fixes_all = false;            // the model is reproducible under it
+  bool minimal = false;              // a fixing set none of whose toggles can be dropped
+  std::string cpp, python;           // ready-to-paste snippets that set the toggles
   std::optional<double> median_ms;   // timing: median of the timed runs
   std::optional<double> cost_ratio;  // timing: median over rounds of this fix's time over the failing configuration's
   // timing: the lowest and highest of those per-round ratios. Rounds interleave the fix with the
@@ -99,14 +99,14 @@ struct NoDeterministicImplementation {
 };
 
 struct FixSearch {
-  std::string from;                  // the failing configuration
-  int repeats = 0;                   // traced repeats per candidate (with repeats_auto, the most any used)
-  bool repeats_auto = false;         // --repeats auto: each candidate ran until decided
-  int timed_runs = 0;                // timed runs per timing child (after one warm-up run)
+  std::string from;                      // the failing configuration
+  int repeats = 0;                       // traced repeats per candidate (with repeats_auto, the most any used)
+  bool repeats_auto = false;             // --repeats auto: each candidate ran until decided
+  int timed_runs = 0;                    // timed runs per timing child (after one warm-up run)
   std::vector<FixCandidate> candidates;  // singles in switch-table order, then combined, then reductions
-  std::vector<size_t> best;          // minimal fixing candidates, in candidate order (cost order is a timing figure)
+  std::vector<size_t> best;  // minimal fixing candidates, in candidate order (cost order is a timing figure)
   std::vector<NoDeterministicImplementation> no_deterministic;
-  std::string conclusion;            // one sentence
+  std::string conclusion;                    // one sentence
   std::optional<double> baseline_median_ms;  // timing
 };
 
@@ -115,11 +115,11 @@ struct FixSearch {
 // op_stream.h has the format and the comparison). No tensor values: per record a hash of what the
 // op is and hashes of its inputs' and outputs' digests. What names the ops (`ops` and each
 // thread's `names`) is kept in reports only; a baseline keeps the 32 characters per record.
-struct OpStreamOp {      // one distinct op, what names it in a report
+struct OpStreamOp {  // one distinct op, what names it in a report
   std::string op;
-  std::string phase;     // forward | backward | optimizer
-  std::string direction; // forward | backward | optimizer
-  std::string node;      // backward: the autograd node
+  std::string phase;      // forward | backward | optimizer
+  std::string direction;  // forward | backward | optimizer
+  std::string node;       // backward: the autograd node
   std::string forward_op;
   std::string module;
   std::string source;
@@ -127,8 +127,9 @@ struct OpStreamOp {      // one distinct op, what names it in a report
 struct OpStreamThread {
   uint32_t thread = 0;
   uint64_t records = 0;
-  std::string packed;  // base64, 24 bytes per record: key hash (48 bits), step (16), inputs hash (64), outputs hash (64)
-  std::string names;   // base64, 3 bytes per record: its index in `ops` ("" in a baseline)
+  std::string
+      packed;         // base64, 24 bytes per record: key hash (48 bits), step (16), inputs hash (64), outputs hash (64)
+  std::string names;  // base64, 3 bytes per record: its index in `ops` ("" in a baseline)
 };
 struct OpStream {
   std::vector<OpStreamOp> ops;  // empty in a baseline

@@ -2,8 +2,8 @@
 #include "audit/baseline/allowlist.h"
 
 #include "audit/common/errors.h"
-#include "audit/common/json_document.h"
 #include "audit/common/files.h"
+#include "audit/common/json_document.h"
 #include "audit/common/log.h"
 
 #include <fmt/format.h>
@@ -56,8 +56,10 @@ Matches match(const Allowlist& list, const std::string& today, Pred pred) {
   Matches m;
   for (const auto& e : list.entries) {
     if (!pred(e)) continue;
-    if (expired(e, today)) m.expired.push_back(&e);
-    else if (!m.allowed) m.allowed = &e;
+    if (expired(e, today))
+      m.expired.push_back(&e);
+    else if (!m.allowed)
+      m.allowed = &e;
   }
   return m;
 }
@@ -143,9 +145,7 @@ Allowlist parse_allowlist(const std::string& text, const std::string& path) {
   return list;
 }
 
-Allowlist load_allowlist(const std::string& path) {
-  return parse_allowlist(read_file(path, "allowlist"), path);
-}
+Allowlist load_allowlist(const std::string& path) { return parse_allowlist(read_file(path, "allowlist"), path); }
 
 std::string today_date() {
   if (const char* env = std::getenv("REPRO_AUDIT_TODAY"); env && *env) {
@@ -171,7 +171,8 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
       c.allowed_by.reset();
       if (!finding(c.verdict)) continue;
       const Matches by_target = match(list, today, [&](const AllowEntry& e) {
-        return config_matches(e, c.name) && (e.target == t.name || (t.probe && !e.op.empty() && same_op(e.op, t.probe->op)));
+        return config_matches(e, c.name) &&
+               (e.target == t.name || (t.probe && !e.op.empty() && same_op(e.op, t.probe->op)));
       });
       note_expired(seen, by_target);
       note_used(used, by_target);
@@ -189,8 +190,10 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
         });
         note_expired(seen, m);
         note_used(used, m);
-        if (!m.allowed) all = false;
-        else if (!first) first = m.allowed;
+        if (!m.allowed)
+          all = false;
+        else if (!first)
+          first = m.allowed;
       }
       if (all && first) c.allowed_by = allowed_by(*first);
     }
@@ -201,7 +204,8 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
     if (used.count(e.index)) continue;
     std::string note;
     if (!e.op.empty() && untraced_models && !traced_models)
-      note = fmt::format("allowlist entry {} names op {}, which only a trace can match in a model: run with --trace", e.index, e.op);
+      note = fmt::format("allowlist entry {} names op {}, which only a trace can match in a model: run with --trace",
+                         e.index, e.op);
     else
       note = fmt::format("allowlist entry {} ({}) matched no finding", e.index, subject(e));
     log::warn("{}", note);

@@ -54,12 +54,12 @@
 namespace ra {
 
 struct AllowEntry {
-  int index = 0;           // position in `entries`
-  std::string op;          // exactly one of op and target is non-empty
+  int index = 0;   // position in `entries`
+  std::string op;  // exactly one of op and target is non-empty
   std::string target;
   std::string reason;
-  std::string expires;     // "" when it never expires
-  std::string config;      // "" for every configuration
+  std::string expires;  // "" when it never expires
+  std::string config;   // "" for every configuration
 };
 
 struct Allowlist {

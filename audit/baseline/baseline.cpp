@@ -6,8 +6,8 @@
 #include "audit/baseline/identity.h"
 
 #include "audit/common/errors.h"
-#include "audit/common/json_document.h"
 #include "audit/common/files.h"
+#include "audit/common/json_document.h"
 #include "reports/baseline_file.h"
 #include "reports/json_read.h"
 
@@ -88,21 +88,24 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
   const bool digests = !b.model_digest.empty() && !c.model_digest.empty();
   const ModelSameness same = model_sameness(b, c);
   if (same == ModelSameness::OtherGraph) {
-    const std::string graphs = fmt::format("graph {}; this one's is {}", short_digest(b.graph_digest), short_digest(c.graph_digest));
-    if (b.name == c.name) return fmt::format("from another version of {}, which computes another graph ({})", describe_target(b), graphs);
+    const std::string graphs =
+        fmt::format("graph {}; this one's is {}", short_digest(b.graph_digest), short_digest(c.graph_digest));
+    if (b.name == c.name)
+      return fmt::format("from another version of {}, which computes another graph ({})", describe_target(b), graphs);
     return fmt::format("from {}, which computes another graph than {} ({})", describe_target(b), c.name, graphs);
   }
   if (same == ModelSameness::OtherBytes) {
     // A side without identities by content (a file written before them) is matched by its bytes.
-    const std::string older = b.weights_digest.empty() && !c.weights_digest.empty()
-                                  ? ": this baseline predates identities by content, so it matches by the file's bytes; "
-                                    "save it again to match a re-saved model by its graph and weights"
-                                  : "";
+    const std::string older =
+        b.weights_digest.empty() && !c.weights_digest.empty()
+            ? ": this baseline predates identities by content, so it matches by the file's bytes; "
+              "save it again to match a re-saved model by its graph and weights"
+            : "";
     if (b.name == c.name)
       return fmt::format("from another version of {} (digest {}; this one's is {}){}", describe_target(b),
                          short_digest(b.model_digest), short_digest(c.model_digest), older);
-    return fmt::format("from {} (digest {}), not {} (digest {}){}", describe_target(b), short_digest(b.model_digest), c.name,
-                       short_digest(c.model_digest), older);
+    return fmt::format("from {} (digest {}), not {} (digest {}){}", describe_target(b), short_digest(b.model_digest),
+                       c.name, short_digest(c.model_digest), older);
   }
   const std::string of = fmt::format("for {}", c.name);
   if (normal_device(b.device) != normal_device(c.device))
@@ -112,7 +115,8 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
   if (b.optimizer != c.optimizer || b.lr != c.lr)
     return fmt::format("{} with optimizer {}, not {}", of, optimizer_text(b), optimizer_text(c));
   if (b.seed != c.seed) return fmt::format("{} with seed {}, not {}", of, b.seed, c.seed);
-  if (b.inputs != c.inputs) return fmt::format("{} with inputs {}, not {}", of, inputs_text(b.inputs), inputs_text(c.inputs));
+  if (b.inputs != c.inputs)
+    return fmt::format("{} with inputs {}, not {}", of, inputs_text(b.inputs), inputs_text(c.inputs));
   if (digests && b.input_digest != c.input_digest) {
     if (b.input_digest.empty()) return fmt::format("{} with synthetic inputs, not an input file", of);
     if (c.input_digest.empty())
@@ -127,15 +131,17 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
 std::optional<report::ModelChange> model_change(const report::Target& b, const report::Target& c) {
   switch (model_sameness(b, c)) {
     case ModelSameness::Resaved:
-      return report::ModelChange{c.name, "resaved",
-                                 fmt::format("{} was saved or exported again: its file's bytes differ (digest {}; the baseline's is {}), "
-                                             "its graph and weights do not",
-                                             describe_target(c), short_digest(c.model_digest), short_digest(b.model_digest))};
+      return report::ModelChange{
+          c.name, "resaved",
+          fmt::format("{} was saved or exported again: its file's bytes differ (digest {}; the baseline's is {}), "
+                      "its graph and weights do not",
+                      describe_target(c), short_digest(c.model_digest), short_digest(b.model_digest))};
     case ModelSameness::OtherWeights:
-      return report::ModelChange{c.name, "other_weights",
-                                 fmt::format("{}: same graph, other weights (weights {}; the baseline's are {}), so its "
-                                             "results are expected to differ and the weights explain it",
-                                             describe_target(c), short_digest(c.weights_digest), short_digest(b.weights_digest))};
+      return report::ModelChange{
+          c.name, "other_weights",
+          fmt::format("{}: same graph, other weights (weights {}; the baseline's are {}), so its "
+                      "results are expected to differ and the weights explain it",
+                      describe_target(c), short_digest(c.weights_digest), short_digest(b.weights_digest))};
     default:
       return std::nullopt;
   }
@@ -231,14 +237,15 @@ report::BaselineResult compare_config(const report::Target& target, const report
   if (!relevant.empty()) {
     r.status = BaselineStatus::Explained;
     for (const auto* ch : relevant) r.explained_by.push_back(ch->key);
-    r.reason =
-        fmt::format("{}; explained by changes that can affect {}: {}", what, normal_device(target.device), keys_text(relevant));
+    r.reason = fmt::format("{}; explained by changes that can affect {}: {}", what, normal_device(target.device),
+                           keys_text(relevant));
     return r;
   }
   r.status = BaselineStatus::Regression;
   r.reason = fmt::format("{} and nothing that can affect {} changed", what, normal_device(target.device));
   if (!irrelevant.empty())
-    r.reason += fmt::format(" (changed, but cannot affect {}: {})", normal_device(target.device), keys_text(irrelevant));
+    r.reason +=
+        fmt::format(" (changed, but cannot affect {}: {})", normal_device(target.device), keys_text(irrelevant));
   return r;
 }
 
@@ -259,7 +266,7 @@ Baseline parse_baseline(const std::string& text, const std::string& path, const 
   try {
     j = parse_json_document<json>(text, fmt::format("{} {}", what, path));
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
-    std::string why = e.what();  // "[json.exception.parse_error.101] parse error at line 1, ..."
+    std::string why = e.what();         // "[json.exception.parse_error.101] parse error at line 1, ..."
     if (const auto end = why.find("] "); starts_with(why, "[json.exception") && end != std::string::npos)
       why = why.substr(end + 2);
     throw InputError(fmt::format("{} {} is not valid JSON: {}", what, path, why));
@@ -326,18 +333,30 @@ void check_baseline_targets(const Baseline& base, const std::vector<report::Targ
 
 std::string key_affects(const std::string& key) {
   static const std::map<std::string, std::string> kKeys = {
-      {"tool.version", "any"},          {"tool.share_dir", ""},
-      {"torch.version", "any"},         {"torch.git_version", "any"},
-      {"torch.library_dir", ""},        {"torch.cuda_compiled", "any"},
-      {"cuda.available", "cuda"},       {"cuda.compiled_cuda", "cuda"},
-      {"cuda.compiled_cudnn", "cuda"},  {"cuda.runtime", "cuda"},
-      {"cuda.driver", "cuda"},          {"cuda.cudnn", "cuda"},
-      {"cuda.cublas", "cuda"},          {"cuda.reason", ""},
-      {"cpu.model", "cpu"},             {"cpu.logical_cpus", "cpu"},
-      {"cpu.aten_capability", "any"},   {"cpu.machine", "any"},
-      {"cpu.kernel", ""},               {"threads.intra_op", ""},
-      {"threads.inter_op", "cpu"},      {"threads.openmp", "cpu"},
-      {"threads.mkl", "cpu"},           {"threads.mkldnn", "cpu"},
+      {"tool.version", "any"},
+      {"tool.share_dir", ""},
+      {"torch.version", "any"},
+      {"torch.git_version", "any"},
+      {"torch.library_dir", ""},
+      {"torch.cuda_compiled", "any"},
+      {"cuda.available", "cuda"},
+      {"cuda.compiled_cuda", "cuda"},
+      {"cuda.compiled_cudnn", "cuda"},
+      {"cuda.runtime", "cuda"},
+      {"cuda.driver", "cuda"},
+      {"cuda.cudnn", "cuda"},
+      {"cuda.cublas", "cuda"},
+      {"cuda.reason", ""},
+      {"cpu.model", "cpu"},
+      {"cpu.logical_cpus", "cpu"},
+      {"cpu.aten_capability", "any"},
+      {"cpu.machine", "any"},
+      {"cpu.kernel", ""},
+      {"threads.intra_op", ""},
+      {"threads.inter_op", "cpu"},
+      {"threads.openmp", "cpu"},
+      {"threads.mkl", "cpu"},
+      {"threads.mkldnn", "cpu"},
       {"env_vars.CUBLAS_WORKSPACE_CONFIG", "cuda"},
       {"env_vars.MKL_CBWR", "cpu"},
       {"env_vars.OMP_NUM_THREADS", "cpu"},
@@ -367,8 +386,8 @@ std::string key_affects(const std::string& key) {
 }
 
 std::string switch_affects(const std::string& key) {
-  if (starts_with(key, "cudnn.") || starts_with(key, "tf32.") || key == "cublas_workspace" || starts_with(key, "cublas.") ||
-      starts_with(key, "sdpa.cudnn"))
+  if (starts_with(key, "cudnn.") || starts_with(key, "tf32.") || key == "cublas_workspace" ||
+      starts_with(key, "cublas.") || starts_with(key, "sdpa.cudnn"))
     return "cuda";
   if (key == "threads" || key == "mkl_cbwr") return "cpu";
   return "any";  // deterministic, fill_uninitialized_memory, unknown

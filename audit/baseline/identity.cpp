@@ -29,9 +29,11 @@ bool has_content_identity(const report::Target& t) { return !t.weights_digest.em
 std::string text_digest(const std::string& text) { return digest_kernel::bytes_digest(text.data(), text.size()); }
 
 std::string weights_digest(std::vector<WeightLine> lines) {
-  std::stable_sort(lines.begin(), lines.end(), [](const WeightLine& a, const WeightLine& b) { return a.name < b.name; });
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const WeightLine& a, const WeightLine& b) { return a.name < b.name; });
   std::string text;
-  for (const auto& l : lines) text += fmt::format("{} {} [{}] {}\n", l.name, l.dtype, fmt::join(l.shape, ","), l.digest);
+  for (const auto& l : lines)
+    text += fmt::format("{} {} [{}] {}\n", l.name, l.dtype, fmt::join(l.shape, ","), l.digest);
   return text_digest(text);
 }
 

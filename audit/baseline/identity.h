@@ -36,7 +36,7 @@ namespace ra {
 
 // One tensor of the weights, as the worker saw it.
 struct WeightLine {
-  std::string name;    // "param/fc.weight", "buffer/bn.running_mean", "constant/c0"
+  std::string name;  // "param/fc.weight", "buffer/bn.running_mean", "constant/c0"
   std::string dtype;
   std::vector<int64_t> shape;
   std::string digest;  // the tensor's bitwise digest

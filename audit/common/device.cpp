@@ -19,7 +19,8 @@ std::optional<Device> Device::from_string(const std::string& text) {
   if (text == "cuda") return Device{Kind::Cuda, -1};
   if (text.rfind("cuda:", 0) != 0) return std::nullopt;
   const std::string index = text.substr(5);
-  if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
   return Device{Kind::Cuda, std::atoi(index.c_str())};
 }
 

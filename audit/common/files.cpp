@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/common/files.h"
 
-#include "audit/digest/digest_kernel.h"
 #include "audit/common/errors.h"
 #include "audit/common/stop.h"
+#include "audit/digest/digest_kernel.h"
 
 #include <fmt/format.h>
 
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ra {
@@ -164,10 +164,13 @@ OutputTarget output_target(const std::string& path) {
   for (int hops = 0; hops < 40; ++hops) {
     if (own_descriptor(at) >= 0 || at.rfind("/proc/", 0) == 0) return {OutputTarget::Kind::Through, at};
     struct stat st {};
-    if (::lstat(at.c_str(), &st) != 0) return {OutputTarget::Kind::Replace, at};  // missing: made; other errors show at the write
+    if (::lstat(at.c_str(), &st) != 0)
+      return {OutputTarget::Kind::Replace, at};  // missing: made; other errors show at the write
     if (S_ISREG(st.st_mode)) return {OutputTarget::Kind::Replace, at};
     if (S_ISDIR(st.st_mode)) throw InputError(fmt::format("cannot write '{}': it is a folder", path));
-    if (S_ISBLK(st.st_mode)) throw InputError(fmt::format("cannot write '{}': it is a block device, and a report never replaces a disk", path));
+    if (S_ISBLK(st.st_mode))
+      throw InputError(
+          fmt::format("cannot write '{}': it is a block device, and a report never replaces a disk", path));
     if (!S_ISLNK(st.st_mode)) return {OutputTarget::Kind::Through, at};
     std::string link(4096, '\0');
     const ssize_t n = ::readlink(at.c_str(), link.data(), link.size());
@@ -180,8 +183,10 @@ OutputTarget output_target(const std::string& path) {
 
 void write_file_atomic(const std::string& path, const std::string& contents) {
   const OutputTarget target = output_target(path);
-  if (target.kind == OutputTarget::Kind::Through) write_through(path, target, contents);
-  else replace_atomically(path, target.path, contents);
+  if (target.kind == OutputTarget::Kind::Through)
+    write_through(path, target, contents);
+  else
+    replace_atomically(path, target.path, contents);
 }
 
 ScratchDir::ScratchDir() {

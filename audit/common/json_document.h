@@ -28,7 +28,8 @@ struct JsonValueCounter : nlohmann::json_sax<Json> {
   explicit JsonValueCounter(const std::string& w) : what(w) {}
   bool count() {
     if (++values > kMaxJsonValues)
-      throw InputError(fmt::format("{} holds more than {} JSON values, more than repro-audit reads", what, kMaxJsonValues));
+      throw InputError(
+          fmt::format("{} holds more than {} JSON values, more than repro-audit reads", what, kMaxJsonValues));
     return true;
   }
   bool null() override { return count(); }

@@ -6,9 +6,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdlib>
-#include <unistd.h>
 
 namespace ra::log {
 namespace {
@@ -39,11 +39,20 @@ Level level() { return g_level; }
 void write(Level l, std::string_view raw) {
   const std::string message = report::escape::text_line(raw);
   switch (l) {
-    case Level::Debug: logger().debug(message); break;
-    case Level::Info: logger().info(message); break;
-    case Level::Warn: logger().warn(message); break;
-    case Level::Error: logger().error(message); break;
-    case Level::Off: break;
+    case Level::Debug:
+      logger().debug(message);
+      break;
+    case Level::Info:
+      logger().info(message);
+      break;
+    case Level::Warn:
+      logger().warn(message);
+      break;
+    case Level::Error:
+      logger().error(message);
+      break;
+    case Level::Off:
+      break;
   }
 }
 

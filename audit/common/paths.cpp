@@ -30,9 +30,10 @@ std::string worker_executable() {
                                  dir.parent_path() / "libexec" / "repro-audit" / "repro-audit-worker"};
   for (const auto& c : candidates)
     if (::access(c.c_str(), X_OK) == 0) return c.string();
-  throw InputError(fmt::format("the worker executable repro-audit-worker is missing (looked in {} and {}); "
-                               "reinstall repro-audit or set REPRO_AUDIT_WORKER",
-                               candidates[0].parent_path().string(), candidates[1].parent_path().string()));
+  throw InputError(
+      fmt::format("the worker executable repro-audit-worker is missing (looked in {} and {}); "
+                  "reinstall repro-audit or set REPRO_AUDIT_WORKER",
+                  candidates[0].parent_path().string(), candidates[1].parent_path().string()));
 }
 
 std::string share_dir() {

@@ -24,7 +24,8 @@ void Progress::done(const std::string& what) {
   const double left = done_ < total_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
   const std::string eta = eta_text(left);
   // `what` names a target or a cell: one line, no control characters (reports/escape.h).
-  const std::string line = fmt::format("[{}/{}] {}{}{}", done_, total_, report::escape::text_line(what), eta.empty() ? "" : ", ", eta);
+  const std::string line =
+      fmt::format("[{}/{}] {}{}{}", done_, total_, report::escape::text_line(what), eta.empty() ? "" : ", ", eta);
   if (terminal_)
     std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), done_ >= total_ ? "\n" : "");
   else

@@ -11,7 +11,8 @@ namespace ra {
 
 class Progress {
  public:
-  Progress(size_t total, bool terminal) : total_(total), terminal_(terminal), start_(std::chrono::steady_clock::now()) {}
+  Progress(size_t total, bool terminal)
+      : total_(total), terminal_(terminal), start_(std::chrono::steady_clock::now()) {}
   // One more of `total` finished; `what` describes it. The ETA extrapolates the mean time per
   // finished item (children run side by side, so this is wall time, not CPU time).
   void done(const std::string& what);

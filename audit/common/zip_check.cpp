@@ -33,8 +33,9 @@ class File {
  public:
   File(const std::string& path, const std::string& what) : what_(what) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block the open
-    struct stat st{};
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0) throw InputError(fmt::format("{} cannot be read: {}", what, std::strerror(errno)));
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0)
+      throw InputError(fmt::format("{} cannot be read: {}", what, std::strerror(errno)));
     if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{} is not a regular file", what));
     size_ = static_cast<uint64_t>(st.st_size);
   }
@@ -50,7 +51,8 @@ class File {
     for (uint64_t done = 0; done < n;) {
       const ssize_t got = ::pread(fd_, out.data() + done, n - done, static_cast<off_t>(at + done));
       if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) throw InputError(fmt::format("{} cannot be read: {}", what_, got < 0 ? std::strerror(errno) : "it shrank"));
+      if (got <= 0)
+        throw InputError(fmt::format("{} cannot be read: {}", what_, got < 0 ? std::strerror(errno) : "it shrank"));
       done += static_cast<uint64_t>(got);
     }
     return out;
@@ -94,7 +96,8 @@ Directory find_directory(const File& f) {
       at = i;
       break;
     }
-  if (at == std::string::npos) f.fail("has no end of central directory record (damaged, truncated, or not written by PyTorch)");
+  if (at == std::string::npos)
+    f.fail("has no end of central directory record (damaged, truncated, or not written by PyTorch)");
   const unsigned char* e = bytes(tail) + at;
   Directory d;
   d.end = f.size() - span + at;
@@ -117,7 +120,8 @@ Directory find_directory(const File& f) {
     }
   }
   if (d.offset > d.end || d.size > d.end - d.offset) f.fail("has a central directory that lies outside the file");
-  if (d.entries > kMaxZipEntries) f.fail(fmt::format("declares {} entries, more than the {} repro-audit reads", d.entries, kMaxZipEntries));
+  if (d.entries > kMaxZipEntries)
+    f.fail(fmt::format("declares {} entries, more than the {} repro-audit reads", d.entries, kMaxZipEntries));
   if (d.entries * 46 > d.size) f.fail("has a central directory too small for the entries it declares");
   return d;
 }
@@ -135,7 +139,8 @@ std::string zip_name_problem(std::string_view name) {
     if (c == '\\') return "holds a backslash";
   }
   if (name.front() == '/') return "is an absolute path";
-  if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<unsigned char>(name[0]))) return "starts with a drive letter";
+  if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<unsigned char>(name[0])))
+    return "starts with a drive letter";
   const std::string_view body = name.back() == '/' ? name.substr(0, name.size() - 1) : name;  // a folder entry
   for (size_t begin = 0; begin <= body.size();) {
     const size_t end = std::min(body.find('/', begin), body.size());
@@ -162,7 +167,8 @@ std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::st
   for (uint64_t i = 0; i < d.entries; ++i) {
     if (dir.size() - at < 46 || le(bytes(dir) + at, 4) != kCentralSig) f.fail("has a damaged central directory");
     const unsigned char* c = bytes(dir) + at;
-    const uint64_t flags = le(c + 8, 2), name_len = le(c + 28, 2), extra_len = le(c + 30, 2), comment_len = le(c + 32, 2);
+    const uint64_t flags = le(c + 8, 2), name_len = le(c + 28, 2), extra_len = le(c + 30, 2),
+                   comment_len = le(c + 32, 2);
     if (dir.size() - at - 46 < name_len + extra_len + comment_len) f.fail("has a damaged central directory");
     ZipEntry e;
     e.name.assign(dir, at + 46, name_len);
@@ -192,53 +198,64 @@ std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::st
     at += 46 + name_len + extra_len + comment_len;
     const std::string shown_name = shown(e.name);
     if (const std::string why = zip_name_problem(e.name); !why.empty())
-      entry_fail(i, fmt::format("'{}': its name {}, which could write outside the folder it is unpacked into", shown_name, why));
+      entry_fail(i, fmt::format("'{}': its name {}, which could write outside the folder it is unpacked into",
+                                shown_name, why));
     if (disk != 0) f.fail("spans several disks");
     if (flags & 1) entry_fail(i, fmt::format("'{}' is encrypted", shown_name));
     if (e.method != 0 && e.method != 8)
-      entry_fail(i, fmt::format("'{}' uses compression method {} (only stored and deflated entries are read)", shown_name, e.method));
+      entry_fail(i, fmt::format("'{}' uses compression method {} (only stored and deflated entries are read)",
+                                shown_name, e.method));
     if (e.method == 0 && e.compressed != e.size)
-      entry_fail(i, fmt::format("'{}' is stored, but declares {} bytes for its {} stored bytes", shown_name, e.size, e.compressed));
+      entry_fail(i, fmt::format("'{}' is stored, but declares {} bytes for its {} stored bytes", shown_name, e.size,
+                                e.compressed));
     if (e.method == 8 && e.size > kZipRatioFloor && e.size / kMaxZipRatio > e.compressed)
-      entry_fail(i, fmt::format("'{}' would expand from {} to {} bytes, more than {} times (a zip bomb, or an archive "
-                                "compressed by another tool: save it again with PyTorch, which stores entries uncompressed)",
-                                shown_name, e.compressed, e.size, kMaxZipRatio));
+      entry_fail(
+          i, fmt::format("'{}' would expand from {} to {} bytes, more than {} times (a zip bomb, or an archive "
+                         "compressed by another tool: save it again with PyTorch, which stores entries uncompressed)",
+                         shown_name, e.compressed, e.size, kMaxZipRatio));
     out.push_back(std::move(e));
   }
   for (const auto& e : out)
-    if (!names.insert(e.name).second) throw InputError(fmt::format("{}: two archive entries are named '{}': repro-audit refuses the archive", what, shown(e.name)));
+    if (!names.insert(e.name).second)
+      throw InputError(
+          fmt::format("{}: two archive entries are named '{}': repro-audit refuses the archive", what, shown(e.name)));
   // Each entry's bytes: after its local header, before the central directory, apart from the others.
   std::vector<const ZipEntry*> by_offset;
   for (auto& e : out) {
     const std::string h = f.read(e.header, 30);
-    if (le(bytes(h), 4) != kLocalSig) f.fail(fmt::format("has no local header where entry '{}' says it begins", shown(e.name)));
+    if (le(bytes(h), 4) != kLocalSig)
+      f.fail(fmt::format("has no local header where entry '{}' says it begins", shown(e.name)));
     e.data = e.header + 30 + le(bytes(h) + 26, 2) + le(bytes(h) + 28, 2);
     if (e.data > d.offset || e.compressed > d.offset - e.data)
       f.fail(fmt::format("has an entry '{}' whose bytes reach past the end of its data", shown(e.name)));
     by_offset.push_back(&e);
   }
-  std::sort(by_offset.begin(), by_offset.end(), [](const ZipEntry* a, const ZipEntry* b) { return a->header < b->header; });
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const ZipEntry* a, const ZipEntry* b) { return a->header < b->header; });
   for (size_t i = 1; i < by_offset.size(); ++i)
     if (by_offset[i]->header < by_offset[i - 1]->data + by_offset[i - 1]->compressed)
-      throw InputError(fmt::format("{}: archive entries '{}' and '{}' share bytes (an overlapping zip bomb, or a damaged "
-                                   "archive): repro-audit refuses the archive",
-                                   what, shown(by_offset[i - 1]->name), shown(by_offset[i]->name)));
+      throw InputError(
+          fmt::format("{}: archive entries '{}' and '{}' share bytes (an overlapping zip bomb, or a damaged "
+                      "archive): repro-audit refuses the archive",
+                      what, shown(by_offset[i - 1]->name), shown(by_offset[i]->name)));
   // The budget: what the entries declare, all together, against the file's size.
   uint64_t total = 0;
-  const uint64_t budget = f.size() > (UINT64_MAX - kZipExpansionSlack) / kMaxZipRatio ? UINT64_MAX
-                                                                                         : f.size() * kMaxZipRatio + kZipExpansionSlack;
+  const uint64_t budget = f.size() > (UINT64_MAX - kZipExpansionSlack) / kMaxZipRatio
+                              ? UINT64_MAX
+                              : f.size() * kMaxZipRatio + kZipExpansionSlack;
   for (const auto& e : out)
     if (__builtin_add_overflow(total, e.size, &total) || total > budget)
-      throw InputError(fmt::format("{}: its entries declare more than {} bytes once extracted, over the budget of {} times "
-                                   "the archive's {} bytes plus {} MiB: repro-audit refuses the archive",
-                                   what, budget, kMaxZipRatio, f.size(), kZipExpansionSlack >> 20));
+      throw InputError(
+          fmt::format("{}: its entries declare more than {} bytes once extracted, over the budget of {} times "
+                      "the archive's {} bytes plus {} MiB: repro-audit refuses the archive",
+                      what, budget, kMaxZipRatio, f.size(), kZipExpansionSlack >> 20));
   return out;
 }
 
 bool looks_like_zip(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return false;

@@ -57,8 +57,7 @@ RA_HOST_DEVICE inline int word_bytes_for_element(int element_bytes) { return ele
 // The lanes of words [begin, end) of a buffer of `Word`s whose word 0 has global index `first`,
 // taking every `step`-th word from `begin` (step 1 on the CPU; a grid stride on the device).
 template <typename Word>
-RA_HOST_DEVICE inline Lanes lanes_of_words(const Word* w, uint64_t begin, uint64_t end, uint64_t step,
-                                           uint64_t first) {
+RA_HOST_DEVICE inline Lanes lanes_of_words(const Word* w, uint64_t begin, uint64_t end, uint64_t step, uint64_t first) {
   Lanes l;
   for (uint64_t i = begin; i < end; i += step) l += mix_word(first + i, static_cast<uint32_t>(w[i]));
   return l;
@@ -121,12 +120,12 @@ inline constexpr uint32_t kBatchMax = 32;
 inline constexpr uint32_t kBatchThreads = 256;  // threads per block, in both kernels
 
 struct BatchItem {
-  const void* data = nullptr;       // device address of word 0, aligned to the word size
-  uint64_t words = 0;               // at least 1: empty tensors are not packed (their lanes are 0)
+  const void* data = nullptr;         // device address of word 0, aligned to the word size
+  uint64_t words = 0;                 // at least 1: empty tensors are not packed (their lanes are 0)
   unsigned long long* out = nullptr;  // 2 words of device memory the lanes are added to
-  uint32_t word_bytes = 4;          // 1, 2 or 4
-  uint32_t first_block = 0;         // set by plan_batch
-  uint32_t blocks = 0;              // set by plan_batch, at least 1
+  uint32_t word_bytes = 4;            // 1, 2 or 4
+  uint32_t first_block = 0;           // set by plan_batch
+  uint32_t blocks = 0;                // set by plan_batch, at least 1
 };
 
 struct Batch {
@@ -149,7 +148,8 @@ inline void plan_batch(Batch& b, uint64_t max_blocks) {
   for (uint32_t i = 0; i < b.count; ++i) {
     uint64_t n = wanted[i];
     if (total > max_blocks) {
-      const double share = static_cast<double>(wanted[i]) * static_cast<double>(max_blocks) / static_cast<double>(total);
+      const double share =
+          static_cast<double>(wanted[i]) * static_cast<double>(max_blocks) / static_cast<double>(total);
       n = static_cast<uint64_t>(share);
       if (n > wanted[i]) n = wanted[i];
     }

@@ -39,9 +39,12 @@ inline Lanes words_scalar(const Word* w, size_t n, uint64_t first) {
 // Eight words as eight 32-bit lanes, zero-extended from 1 or 2 bytes.
 template <typename Word>
 __attribute__((target("avx2"))) inline __m256i load8(const Word* p) {
-  if constexpr (sizeof(Word) == 4) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  else if constexpr (sizeof(Word) == 2) return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  else return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  if constexpr (sizeof(Word) == 4)
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  else if constexpr (sizeof(Word) == 2)
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  else
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
 
 __attribute__((target("avx2"))) inline __m256i splat(uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
@@ -97,9 +100,12 @@ __attribute__((target("avx512f"))) inline __m512i splat16(uint32_t v) { return _
 // Sixteen words as sixteen 32-bit lanes, zero-extended from 1 or 2 bytes.
 template <typename Word>
 __attribute__((target("avx512f"))) inline __m512i load16(const Word* p) {
-  if constexpr (sizeof(Word) == 4) return _mm512_loadu_si512(p);
-  else if constexpr (sizeof(Word) == 2) return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  else return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  if constexpr (sizeof(Word) == 4)
+    return _mm512_loadu_si512(p);
+  else if constexpr (sizeof(Word) == 2)
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  else
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 // words_avx2 with sixteen words per step, and two instructions AVX-512 has for this mix: a

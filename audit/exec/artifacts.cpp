@@ -27,8 +27,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kNameMax = 255;   // NAME_MAX: no longer name can be in a folder
-constexpr int kMaxDepth = 64;      // folders below {out} walked without patterns
+constexpr size_t kNameMax = 255;  // NAME_MAX: no longer name can be in a folder
+constexpr int kMaxDepth = 64;     // folders below {out} walked without patterns
 constexpr size_t kChunk = size_t{1} << 20;
 
 // --- The matcher: one path component against one pattern component -----------------------------
@@ -100,7 +100,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // A component with no wildcard and no {rank}: matched by its name, without reading the folder.
 bool literal(const std::vector<Token>& toks) {
-  return std::all_of(toks.begin(), toks.end(), [](const Token& t) { return t.kind == Tok::Lit || t.kind == Tok::Trial; });
+  return std::all_of(toks.begin(), toks.end(),
+                     [](const Token& t) { return t.kind == Tok::Lit || t.kind == Tok::Trial; });
 }
 
 std::string literal_name(const std::vector<Token>& toks, const std::string& trial) {
@@ -117,12 +118,15 @@ struct ComponentMatch {
 // Whether `name` matches `toks` ("" for `trial`: any digits). A table of suffix matches (token t
 // onwards against name[j..]), then one pass that takes each wildcard as long as the rest allows:
 // O(tokens x length), no recursion, whatever the pattern.
-std::optional<ComponentMatch> match_component(const std::vector<Token>& toks, const std::string& name, const std::string& trial) {
+std::optional<ComponentMatch> match_component(const std::vector<Token>& toks, const std::string& name,
+                                              const std::string& trial) {
   const size_t n = name.size(), nt = toks.size();
   if (n == 0 || n > kNameMax || name == "." || name == "..") return std::nullopt;
-  if (name[0] == '.' && (toks.empty() || toks[0].kind != Tok::Lit)) return std::nullopt;  // as glob: '*' skips hidden names
+  if (name[0] == '.' && (toks.empty() || toks[0].kind != Tok::Lit))
+    return std::nullopt;  // as glob: '*' skips hidden names
   size_t least = 0;
-  for (const auto& t : toks) least += t.kind == Tok::Star ? 0 : t.kind == Tok::Trial && !trial.empty() ? trial.size() : 1;
+  for (const auto& t : toks)
+    least += t.kind == Tok::Star ? 0 : t.kind == Tok::Trial && !trial.empty() ? trial.size() : 1;
   if (least > n) return std::nullopt;
   std::vector<uint8_t> ok((nt + 1) * (n + 1), 0);
   const auto at = [&](size_t t, size_t j) -> uint8_t& { return ok[t * (n + 1) + j]; };
@@ -132,17 +136,28 @@ std::optional<ComponentMatch> match_component(const std::vector<Token>& toks, co
     for (size_t j = n + 1; j-- > 0;) {
       const bool more = j < n;
       switch (k.kind) {
-        case Tok::Lit: at(t, j) = more && name[j] == k.c && at(t + 1, j + 1); break;
-        case Tok::Any: at(t, j) = more && at(t + 1, j + 1); break;
-        case Tok::Class: at(t, j) = more && in_class(k, name[j]) && at(t + 1, j + 1); break;
-        case Tok::Star: at(t, j) = at(t + 1, j) || (more && at(t, j + 1)); break;
+        case Tok::Lit:
+          at(t, j) = more && name[j] == k.c && at(t + 1, j + 1);
+          break;
+        case Tok::Any:
+          at(t, j) = more && at(t + 1, j + 1);
+          break;
+        case Tok::Class:
+          at(t, j) = more && in_class(k, name[j]) && at(t + 1, j + 1);
+          break;
+        case Tok::Star:
+          at(t, j) = at(t + 1, j) || (more && at(t, j + 1));
+          break;
         case Tok::Trial:
           if (!trial.empty()) {
-            at(t, j) = name.compare(j, trial.size(), trial) == 0 && j + trial.size() <= n && at(t + 1, j + trial.size());
+            at(t, j) =
+                name.compare(j, trial.size(), trial) == 0 && j + trial.size() <= n && at(t + 1, j + trial.size());
             break;
           }
           [[fallthrough]];
-        case Tok::Digits: at(t, j) = more && is_digit(name[j]) && (at(t + 1, j + 1) || at(t, j + 1)); break;
+        case Tok::Digits:
+          at(t, j) = more && is_digit(name[j]) && (at(t + 1, j + 1) || at(t, j + 1));
+          break;
       }
     }
   }
@@ -164,8 +179,10 @@ std::optional<ComponentMatch> match_component(const std::vector<Token>& toks, co
       next = j + trial.size();
     }
     const std::string span = name.substr(j, next - j);
-    if (k.kind == Tok::Trial) m.shown += "{trial}";
-    else m.shown += span;
+    if (k.kind == Tok::Trial)
+      m.shown += "{trial}";
+    else
+      m.shown += span;
     if (k.kind == Tok::Digits) m.rank = span.size() > 6 ? -1 : std::stoi(span);
     j = next;
   }
@@ -236,8 +253,10 @@ Fd open_below(int root, const std::vector<std::string>& dirs, std::string* why) 
     if (next.fd < 0 && why != nullptr) {
       struct stat st {};
       const bool link = ::fstatat(cur.fd, dirs[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-      *why = link ? fmt::format("'{}' is a symlink: not followed", join({dirs.begin(), dirs.begin() + static_cast<long>(i) + 1}))
-                  : fmt::format("'{}': {}", join({dirs.begin(), dirs.begin() + static_cast<long>(i) + 1}), std::strerror(errno));
+      *why = link ? fmt::format("'{}' is a symlink: not followed",
+                                join({dirs.begin(), dirs.begin() + static_cast<long>(i) + 1}))
+                  : fmt::format("'{}': {}", join({dirs.begin(), dirs.begin() + static_cast<long>(i) + 1}),
+                                std::strerror(errno));
     }
     cur = std::move(next);
   }
@@ -245,7 +264,11 @@ Fd open_below(int root, const std::vector<std::string>& dirs, std::string* why) 
 }
 
 std::string kind_of(mode_t m) {
-  return S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a file";
+  return S_ISFIFO(m)   ? "a FIFO"
+         : S_ISSOCK(m) ? "a socket"
+         : S_ISCHR(m)  ? "a character device"
+         : S_ISBLK(m)  ? "a block device"
+                       : "not a file";
 }
 
 // Reads up to `size` bytes of an open regular file in chunks, a stop signal checked between them.
@@ -255,7 +278,8 @@ int64_t read_bounded(int fd, int64_t size, const std::string& what, Fn&& each) {
   int64_t total = 0;
   while (total < size) {
     check_stop();
-    const ssize_t n = ::read(fd, buf.data(), static_cast<size_t>(std::min<int64_t>(size - total, static_cast<int64_t>(kChunk))));
+    const ssize_t n =
+        ::read(fd, buf.data(), static_cast<size_t>(std::min<int64_t>(size - total, static_cast<int64_t>(kChunk))));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) throw InputError(fmt::format("cannot read artifact '{}': {}", what, std::strerror(errno)));
     if (n == 0) break;
@@ -332,8 +356,8 @@ void for_each_entry(int dirfd, const std::function<void(const std::string&)>& ea
 }
 
 // Walks a pattern's components from the folder `dirfd` (component i next).
-void walk_pattern(Walk& w, const ArtifactPattern& p, size_t index, const std::vector<std::vector<Token>>& comps, size_t i,
-                  int dirfd, std::vector<std::string>& dirs, std::vector<std::string>& shown, int rank) {
+void walk_pattern(Walk& w, const ArtifactPattern& p, size_t index, const std::vector<std::vector<Token>>& comps,
+                  size_t i, int dirfd, std::vector<std::string>& dirs, std::vector<std::string>& shown, int rank) {
   const bool last = i + 1 == comps.size();
   const auto visit = [&](const std::string& entry, const ComponentMatch& m, bool named) {
     struct stat st {};
@@ -349,7 +373,9 @@ void walk_pattern(Walk& w, const ArtifactPattern& p, size_t index, const std::ve
       }
     } else if (S_ISLNK(st.st_mode)) {
       if (!w.literal_links_only || named)
-        w.skipped.push_back({name, p.text, "a symlink, not followed (exec follows none below the working directory, {out} or an --artifact-root)"});
+        w.skipped.push_back(
+            {name, p.text,
+             "a symlink, not followed (exec follows none below the working directory, {out} or an --artifact-root)"});
     } else if (S_ISDIR(st.st_mode) && !w.roots->is_scratch(st.st_dev, st.st_ino)) {
       const Fd sub = open_dir_at(dirfd, entry);
       if (sub.fd >= 0) {
@@ -388,7 +414,8 @@ void walk_all(Walk& w, int dirfd, std::vector<std::string>& dirs, int depth) {
       w.found.push_back({dirs, e, name, SIZE_MAX, -1, -1, S_ISLNK(st.st_mode), st.st_dev, st.st_ino});
     } else if (S_ISDIR(st.st_mode)) {
       if (depth >= kMaxDepth) {
-        w.skipped.push_back({name, "", fmt::format("a folder deeper than {} levels below $REPRO_AUDIT_OUT: not walked", kMaxDepth)});
+        w.skipped.push_back(
+            {name, "", fmt::format("a folder deeper than {} levels below $REPRO_AUDIT_OUT: not walked", kMaxDepth)});
         return;
       }
       const Fd sub = open_dir_at(dirfd, e);
@@ -460,7 +487,8 @@ std::optional<Taken> take_one(const Candidate& c, const std::string& pattern, in
   }
   const Fd fd(::openat(into, to.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat s3 {};
-  if (fd.fd < 0 || ::fstat(fd.fd, &s3) != 0 || !S_ISREG(s3.st_mode)) return skip("it changed while it was taken: not a regular file");
+  if (fd.fd < 0 || ::fstat(fd.fd, &s3) != 0 || !S_ISREG(s3.st_mode))
+    return skip("it changed while it was taken: not a regular file");
   digest_kernel::Lanes lanes;
   uint64_t total = 0;
   read_bounded(fd.fd, s3.st_size, c.name, [&](const char* p, size_t n) {
@@ -485,30 +513,35 @@ Fd open_regular(const std::string& path, int64_t* size) {
 
 ArtifactPattern parse_artifact_pattern(const std::string& text) {
   if (text.empty()) throw UsageError("--artifact needs a path");
-  if (text.size() > PATH_MAX) throw UsageError(fmt::format("--artifact '{}...' is longer than a path can be", text.substr(0, 60)));
+  if (text.size() > PATH_MAX)
+    throw UsageError(fmt::format("--artifact '{}...' is longer than a path can be", text.substr(0, 60)));
   if (text.find('\0') != std::string::npos) throw UsageError("--artifact holds a NUL byte");
   ArtifactPattern p;
   p.text = text;
   for (size_t at = text.find('{'); at != std::string::npos; at = text.find('{', at + 1)) {
     const size_t close = text.find('}', at);
     const std::string name = close == std::string::npos ? text.substr(at) : text.substr(at, close - at + 1);
-    if (name == "{trial}") p.trial = true;
+    if (name == "{trial}")
+      p.trial = true;
     else if (name == "{rank}") {
       if (p.rank) throw UsageError(fmt::format("--artifact '{}' holds {{rank}} twice", text));
       p.rank = true;
     } else if (name == "{out}") {
       if (at != 0 || text.compare(5, 1, "/") != 0)
-        throw UsageError(fmt::format("--artifact '{}': {{out}} stands for $REPRO_AUDIT_OUT and may only start the path ({{out}}/FILE)", text));
+        throw UsageError(fmt::format(
+            "--artifact '{}': {{out}} stands for $REPRO_AUDIT_OUT and may only start the path ({{out}}/FILE)", text));
       p.out = true;
     } else {
-      throw UsageError(fmt::format("--artifact '{}': unknown placeholder {} (placeholders: {{out}}, {{trial}}, {{rank}})", text, name));
+      throw UsageError(fmt::format(
+          "--artifact '{}': unknown placeholder {} (placeholders: {{out}}, {{trial}}, {{rank}})", text, name));
     }
   }
   if (p.out) {
     p.root = -1;
     for (const auto& c : split(text.substr(6))) {
       if (c == "..")
-        throw UsageError(fmt::format("--artifact '{}': '..' leaves $REPRO_AUDIT_OUT; an {{out}} pattern names files inside it", text));
+        throw UsageError(fmt::format(
+            "--artifact '{}': '..' leaves $REPRO_AUDIT_OUT; an {{out}} pattern names files inside it", text));
       if (!c.empty() && c != ".") p.below.push_back(c);
     }
     if (p.below.empty()) throw UsageError(fmt::format("--artifact '{}' names no file below {{out}}", text));
@@ -517,7 +550,8 @@ ArtifactPattern parse_artifact_pattern(const std::string& text) {
 }
 
 void place_artifact_pattern(ArtifactPattern& p, const std::string& cwd, const std::vector<std::string>& roots,
-                            const std::vector<std::string>& cwd_aliases, const std::vector<std::vector<std::string>>& root_aliases) {
+                            const std::vector<std::string>& cwd_aliases,
+                            const std::vector<std::vector<std::string>>& root_aliases) {
   if (p.out) return;
   const std::vector<std::string> given = split(p.text);
   const bool absolute = p.text[0] == '/';
@@ -539,7 +573,9 @@ void place_artifact_pattern(ArtifactPattern& p, const std::string& cwd, const st
   std::string best_shown;
   const auto consider = [&](int root, const std::string& folder) {
     const std::vector<std::string> f = normal_components(folder);
-    if (f.size() >= path.size() || (best >= -1 && f.size() <= best_depth) || !std::equal(f.begin(), f.end(), path.begin())) return;
+    if (f.size() >= path.size() || (best >= -1 && f.size() <= best_depth) ||
+        !std::equal(f.begin(), f.end(), path.begin()))
+      return;
     best = root;
     best_depth = f.size();
     best_shown = "/" + join(f);
@@ -554,9 +590,10 @@ void place_artifact_pattern(ArtifactPattern& p, const std::string& cwd, const st
     for (const auto& a : cwd_aliases) consider(0, a);
   }
   if (best < -1)
-    throw UsageError(fmt::format("--artifact '{}' reaches outside the working directory: exec takes files only below it, or below "
-                                 "a folder named with --artifact-root DIR",
-                                 p.text));
+    throw UsageError(
+        fmt::format("--artifact '{}' reaches outside the working directory: exec takes files only below it, or below "
+                    "a folder named with --artifact-root DIR",
+                    p.text));
   p.root = best;
   p.shown = best_shown;
   p.below.assign(path.begin() + static_cast<long>(best_depth), path.end());
@@ -599,7 +636,8 @@ ArtifactRoots::~ArtifactRoots() {
   for (const int fd : fds_) ::close(fd);
 }
 
-TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int trial, const ArtifactRoots& roots, const std::string& run) {
+TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int trial, const ArtifactRoots& roots,
+                          const std::string& run) {
   TakeResult result;
   result.matched.assign(patterns.size(), false);
   Walk w;
@@ -607,14 +645,17 @@ TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int tria
   w.trial = std::to_string(trial);
   std::string why;
   const Fd run_dir = open_below(roots.scratch_fd(), {run}, &why);
-  if (run_dir.fd < 0) throw InputError(fmt::format("the command replaced exec's scratch folder {}/{} ({})", roots.scratch(), run, why));
+  if (run_dir.fd < 0)
+    throw InputError(fmt::format("the command replaced exec's scratch folder {}/{} ({})", roots.scratch(), run, why));
   const Fd out = open_below(run_dir.fd, {"out"}, &why);
-  const bool wants_out = patterns.empty() || std::any_of(patterns.begin(), patterns.end(), [](const auto& p) { return p.out; });
+  const bool wants_out =
+      patterns.empty() || std::any_of(patterns.begin(), patterns.end(), [](const auto& p) { return p.out; });
   if (out.fd < 0 && wants_out) {
     struct stat st {};
     const bool link = ::fstatat(run_dir.fd, "out", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
-    result.skipped.push_back({"$REPRO_AUDIT_OUT", "",
-                              link ? "replaced by a symlink, not followed: nothing in it was taken" : "removed by the command"});
+    result.skipped.push_back(
+        {"$REPRO_AUDIT_OUT", "",
+         link ? "replaced by a symlink, not followed: nothing in it was taken" : "removed by the command"});
   }
   if (patterns.empty() && out.fd >= 0) {
     std::vector<std::string> dirs;
@@ -636,22 +677,27 @@ TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int tria
     throw InputError(fmt::format("cannot take artifacts into {}/{}/artifacts: {}", roots.scratch(), run,
                                  errno == EEXIST ? "the command made it first" : std::strerror(errno)));
   const Fd into = open_dir_at(run_dir.fd, "artifacts");
-  if (into.fd < 0) throw InputError(fmt::format("cannot take artifacts into {}/{}/artifacts: {}", roots.scratch(), run, std::strerror(errno)));
+  if (into.fd < 0)
+    throw InputError(
+        fmt::format("cannot take artifacts into {}/{}/artifacts: {}", roots.scratch(), run, std::strerror(errno)));
   const std::string into_path = roots.scratch() + "/" + run + "/artifacts";
-  std::stable_sort(w.found.begin(), w.found.end(), [](const Candidate& a, const Candidate& b) { return a.name < b.name; });
+  std::stable_sort(w.found.begin(), w.found.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.name < b.name; });
   std::set<std::pair<dev_t, ino_t>> seen;  // two patterns matched one file
   for (const Candidate& c : w.found) {
     check_stop();
     if (!seen.insert({c.dev, c.ino}).second) continue;
     const int root = c.root < 0 ? out.fd : roots.fd(c.root);
     const std::string pattern = c.pattern == SIZE_MAX ? "" : patterns[c.pattern].text;
-    std::optional<Taken> k = take_one(c, pattern, root, into.fd, fmt::format("a{}", result.taken.size()), into_path, result.skipped);
+    std::optional<Taken> k =
+        take_one(c, pattern, root, into.fd, fmt::format("a{}", result.taken.size()), into_path, result.skipped);
     if (k) result.taken.push_back(std::move(*k));
   }
   return result;
 }
 
-std::vector<std::string> existing_matches(const ArtifactPattern& pattern, const ArtifactRoots& roots, std::vector<Skipped>* skipped) {
+std::vector<std::string> existing_matches(const ArtifactPattern& pattern, const ArtifactRoots& roots,
+                                          std::vector<Skipped>* skipped) {
   if (pattern.out) return {};
   Walk w;
   w.roots = &roots;
@@ -672,7 +718,8 @@ std::optional<std::string> read_regular(const std::string& path, int64_t cap, st
     return std::nullopt;
   };
   if (fd.fd < 0) return no(errno == ELOOP ? "a symlink, not followed" : std::strerror(errno));
-  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode)) return no(kind_of(st.st_mode) + ", not a regular file: not read");
+  if (::fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return no(kind_of(st.st_mode) + ", not a regular file: not read");
   if (st.st_size > cap) return no(fmt::format("{} bytes, more than the {} read", st.st_size, cap));
   std::string out;
   read_bounded(fd.fd, st.st_size, path, [&](const char* p, size_t n) { out.append(p, n); });
@@ -700,7 +747,8 @@ std::string sniff_kind(const std::string& path) {
   if (got >= 9) {
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
-    if (n >= 2 && n <= (uint64_t{100} << 20) && n <= static_cast<uint64_t>(size) - 8 && head[8] == '{') return "safetensors";
+    if (n >= 2 && n <= (uint64_t{100} << 20) && n <= static_cast<uint64_t>(size) - 8 && head[8] == '{')
+      return "safetensors";
   }
   return "bytes";
 }
@@ -719,7 +767,8 @@ report::DivergenceStats byte_difference(const std::string& a, const std::string&
     size_t got = 0;
     while (left > 0 && got < buf.size()) {
       check_stop();
-      const ssize_t n = ::read(fd, buf.data() + got, static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buf.size() - got))));
+      const ssize_t n = ::read(fd, buf.data() + got,
+                               static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(buf.size() - got))));
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n <= 0) {
         left = 0;
@@ -754,8 +803,8 @@ report::DivergenceStats byte_difference(const std::string& a, const std::string&
   s.max_ulp = std::numeric_limits<double>::quiet_NaN();
   s.beyond_tolerance = s.differing;
   s.note = size_a != size_b ? fmt::format("compared by bytes; sizes differ: {} vs {} bytes", size_a, size_b)
-                            : fmt::format("compared by bytes: {} of {} bytes differ, the first at offset {}", s.differing,
-                                          s.numel, s.first_index);
+                            : fmt::format("compared by bytes: {} of {} bytes differ, the first at offset {}",
+                                          s.differing, s.numel, s.first_index);
   return s;
 }
 

@@ -99,9 +99,9 @@ struct Taken {
   std::string path;     // where it now lies, in the run's scratch folder (a symlink's: a file holding its link text)
   int rank = -1;        // {rank}'s value, -1 without {rank}
   int64_t bytes = 0;
-  std::string digest;   // of the bytes (audit/common/files.h file_digest); of the link text for a symlink
-  bool symlink = false; // a symlink, taken as such: `path` holds its link text, its target was never opened
-  std::string link;     // the link text
+  std::string digest;    // of the bytes (audit/common/files.h file_digest); of the link text for a symlink
+  bool symlink = false;  // a symlink, taken as such: `path` holds its link text, its target was never opened
+  std::string link;      // the link text
 };
 
 // A match that was not taken, and why ("a FIFO, not a regular file", "'ck' is a symlink: not followed").
@@ -112,9 +112,9 @@ struct Skipped {
 };
 
 struct TakeResult {
-  std::vector<Taken> taken;      // by name
+  std::vector<Taken> taken;  // by name
   std::vector<Skipped> skipped;
-  std::vector<bool> matched;     // per pattern: it matched a file (or a symlink)
+  std::vector<bool> matched;  // per pattern: it matched a file (or a symlink)
 };
 
 // Finds what `patterns` match after run `trial` (with no patterns: every file below the run's

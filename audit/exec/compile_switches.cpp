@@ -22,7 +22,9 @@ std::string text(const json& j, const char* key) {
   return j.at(key).get<std::string>();
 }
 
-bool flag(const json& j, const char* key) { return j.is_object() && j.contains(key) && j.at(key).is_boolean() && j.at(key).get<bool>(); }
+bool flag(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j.at(key).is_boolean() && j.at(key).get<bool>();
+}
 
 const json& member(const json& j, const char* key) {
   static const json null;
@@ -35,7 +37,8 @@ std::string value_of(const Config& c, const std::string& key) {
 }
 
 // The variable as the run's main process saw it (the hook's record), else as it was given.
-std::optional<std::string> seen_variable(const HookRun& run, const std::map<std::string, std::optional<std::string>>& environment,
+std::optional<std::string> seen_variable(const HookRun& run,
+                                         const std::map<std::string, std::optional<std::string>>& environment,
                                          const char* var) {
   for (const auto& p : run.processes) {
     const json& env = member(p.report, "env");
@@ -73,8 +76,8 @@ std::string call_text(const json& c) {
   return fmt::format("torch.compile({})", fmt::join(parts, ", "));
 }
 
-void add(std::vector<report::ChecklistItem>& out, const char* id, const char* status, std::string sentence, std::string where,
-         int rank = -1) {
+void add(std::vector<report::ChecklistItem>& out, const char* id, const char* status, std::string sentence,
+         std::string where, int rank = -1) {
   for (auto& m : out)
     if (m.id == id && m.status == status && m.text == sentence && m.where == where) {
       if (rank >= 0 && std::find(m.ranks.begin(), m.ranks.end(), rank) == m.ranks.end()) m.ranks.push_back(rank);
@@ -100,7 +103,8 @@ bool is_compile_switch(const std::string& key) {
   return key == "compile" || key.rfind("inductor.", 0) == 0 || key == "nccl.nvls";
 }
 
-std::map<std::string, std::optional<std::string>> compile_environment(const Config& config, const std::string& cache_dir) {
+std::map<std::string, std::optional<std::string>> compile_environment(const Config& config,
+                                                                      const std::string& cache_dir) {
   std::map<std::string, std::optional<std::string>> env;
   const std::string compile = value_of(config, "compile");
   if (compile == "off") env["TORCH_COMPILE_DISABLE"] = "1";
@@ -108,8 +112,8 @@ std::map<std::string, std::optional<std::string>> compile_environment(const Conf
   const std::string det = value_of(config, "inductor.deterministic");
   if (!det.empty()) env["TORCHINDUCTOR_DETERMINISTIC"] = det == "on" ? "1" : "0";
   if (value_of(config, "inductor.autotune") == "off")
-    for (const char* var : {"TORCHINDUCTOR_MAX_AUTOTUNE", "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE", "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM",
-                            "TORCHINDUCTOR_COORDINATE_DESCENT_TUNING"})
+    for (const char* var : {"TORCHINDUCTOR_MAX_AUTOTUNE", "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE",
+                            "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM", "TORCHINDUCTOR_COORDINATE_DESCENT_TUNING"})
       env[var] = "0";
   if (cache_mode(config) != CacheMode::Unset && !cache_dir.empty()) {
     env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir;
@@ -199,11 +203,13 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
     for (const auto& p : r.hook->processes) {
       for (const auto& c : member(p.report, "compiles")) {
         // Under compile=off torch.compile returns the eager function: nothing is autotuned.
-        if (!flag(c, "autotune") || text(c, "deterministic") == "on" || switch_value(r.switches, "compile") == "off") continue;
+        if (!flag(c, "autotune") || text(c, "deterministic") == "on" || switch_value(r.switches, "compile") == "off")
+          continue;
         add(out, "compile.autotune", "missing",
-            fmt::format("{} autotunes without Inductor's deterministic mode: it picks kernels by timing them, so two runs may "
-                        "compile different kernels (inductor.deterministic=on, or inductor.autotune=off)",
-                        call_text(c)),
+            fmt::format(
+                "{} autotunes without Inductor's deterministic mode: it picks kernels by timing them, so two runs may "
+                "compile different kernels (inductor.deterministic=on, or inductor.autotune=off)",
+                call_text(c)),
             text(c, "where"), p.rank);
       }
       // Random ops that Inductor compiled into its own generator, where an eager run is compared.
@@ -211,10 +217,12 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
       if (eager && compiled && n.is_number_integer() && n.get<int64_t>() > 0 &&
           switch_value(r.switches, "inductor.fallback_random") != "on" && switch_value(r.switches, "compile") == "on")
         add(out, "compile.random", "missing",
-            fmt::format("random ops (dropout, rand_like ...) ran in a compiled region with fallback_random off, so compiled code "
-                        "draws other numbers than eager from the same seed (inductor.fallback_random=on makes them match; "
-                        "seen under {})",
-                        r.config->name),
+            fmt::format(
+                "random ops (dropout, rand_like ...) ran in a compiled region with fallback_random off, so compiled "
+                "code "
+                "draws other numbers than eager from the same seed (inductor.fallback_random=on makes them match; "
+                "seen under {})",
+                r.config->name),
             text(member(p.report, "random_at"), "where"), p.rank);
     }
   }
@@ -222,10 +230,12 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
     for (const auto& r : runs)
       if (r.hook != nullptr && called_compile(*r.hook) && cache_mode(*r.config) != CacheMode::Cold)
         add(out, "compile.cache", "missing",
-            fmt::format("--jobs {} runs {} side by side on one Inductor cache folder ({}): a run may load what another is still "
+            fmt::format("--jobs {} runs {} side by side on one Inductor cache folder ({}): a run may load what another "
+                        "is still "
                         "writing (inductor.cache=cold gives each run its own)",
                         jobs, r.config->name,
-                        cache_mode(*r.config) == CacheMode::Warm ? "the warm-up's" : "TORCHINDUCTOR_CACHE_DIR, or torch's default"),
+                        cache_mode(*r.config) == CacheMode::Warm ? "the warm-up's"
+                                                                 : "TORCHINDUCTOR_CACHE_DIR, or torch's default"),
             "");
   // Collectives: the NCCL variables each rank saw, per configuration.
   for (const auto& r : runs) {
@@ -240,7 +250,8 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
       bool differs = false;
       for (const auto& [key, var] : std::vector<std::pair<std::string, std::string>>{
                {"nccl.algo", "NCCL_ALGO"}, {"nccl.proto", "NCCL_PROTO"}, {"nccl.nvls", "NCCL_NVLS_ENABLE"}}) {
-        const std::string v = env.is_object() && env.contains(var) && env.at(var).is_string() ? env.at(var).get<std::string>() : "";
+        const std::string v =
+            env.is_object() && env.contains(var) && env.at(var).is_string() ? env.at(var).get<std::string>() : "";
         seen.push_back(var + "=" + (v.empty() ? "unset" : v));
         const std::string want = value_of(*r.config, key);
         const std::string want_var = want == "unset" ? "" : key == "nccl.nvls" && want == "off" ? "0" : want;
@@ -248,9 +259,12 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
       }
       const std::string backend = text(p.report, "backend");
       add(out, "collectives", differs ? "missing" : "ok",
-          fmt::format("under {}: {} in this rank's environment{}{}", r.config->name, fmt::join(seen, ", "),
-                      differs ? ", not what the configuration asked" : "",
-                      backend.empty() || backend == "nccl" ? "" : fmt::format(" (backend {}: NCCL's variables change nothing there; they matter on GPUs)", backend)),
+          fmt::format(
+              "under {}: {} in this rank's environment{}{}", r.config->name, fmt::join(seen, ", "),
+              differs ? ", not what the configuration asked" : "",
+              backend.empty() || backend == "nccl"
+                  ? ""
+                  : fmt::format(" (backend {}: NCCL's variables change nothing there; they matter on GPUs)", backend)),
           "", p.rank);
     }
   }
@@ -259,7 +273,8 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
 }
 
 bool is_seeding_item(const report::ChecklistItem& item) {
-  return item.id.rfind("seed.", 0) == 0 || item.id == "generator" || item.id == "dataloader" || item.id == "dataloader.rng";
+  return item.id.rfind("seed.", 0) == 0 || item.id == "generator" || item.id == "dataloader" ||
+         item.id == "dataloader.rng";
 }
 
 }  // namespace ra::exec

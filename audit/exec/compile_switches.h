@@ -43,7 +43,8 @@ bool is_compile_switch(const std::string& key);
 // The variables a run of `config` gets for these switches, beyond config_environment's.
 // `cache_dir` is the run's Inductor cache folder for a cold or warm cache ("" for unset); Triton's
 // is its `triton` subfolder.
-std::map<std::string, std::optional<std::string>> compile_environment(const Config& config, const std::string& cache_dir);
+std::map<std::string, std::optional<std::string>> compile_environment(const Config& config,
+                                                                      const std::string& cache_dir);
 
 // Makes `dir` and its `triton` subfolder; InputError (exit 3) naming the folder and the reason.
 void make_cache_folder(const std::string& dir);

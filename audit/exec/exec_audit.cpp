@@ -55,11 +55,13 @@ class Session {
       : o_(o), scratch_(scratch), roots_(roots), executable_(std::move(executable)) {
     hook_dir_ = share_dir() + "/exec";
     if (::access((hook_dir_ + "/sitecustomize.py").c_str(), R_OK) != 0)
-      throw InputError(fmt::format("exec's start-up hook is missing: {}/sitecustomize.py (a damaged install)", hook_dir_));
+      throw InputError(
+          fmt::format("exec's start-up hook is missing: {}/sitecustomize.py (a damaged install)", hook_dir_));
   }
 
   // The environment a run of `config` gets, beyond the parent's.
-  std::map<std::string, std::optional<std::string>> environment(const Config& config, const std::string& dir, int trial) const {
+  std::map<std::string, std::optional<std::string>> environment(const Config& config, const std::string& dir,
+                                                                int trial) const {
     auto env = config_environment(config);
     const char* pythonpath = std::getenv("PYTHONPATH");
     env["PYTHONPATH"] = hook_dir_ + (pythonpath && *pythonpath ? std::string(":") + pythonpath : "");
@@ -80,12 +82,14 @@ class Session {
   // warm one, or "" (the user's).
   std::string cache_folder(const Config& config, const std::string& dir) const {
     switch (cache_mode(config)) {
-      case CacheMode::Cold: return dir + "/inductor-cache";
+      case CacheMode::Cold:
+        return dir + "/inductor-cache";
       case CacheMode::Warm: {
         const auto it = warm_.find(config.name);
         return it == warm_.end() ? "" : it->second;
       }
-      case CacheMode::Unset: break;
+      case CacheMode::Unset:
+        break;
     }
     return "";
   }
@@ -104,7 +108,8 @@ class Session {
       const ChildOutcome outcome = run_children({job(config, dir, trial)}, 1).front();
       take_artifacts(o_.artifacts, trial, roots_, fmt::format("warmup{}", trial));  // clears the way for the next run
       if (outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0)
-        log::warn("{}: the warm-up run failed ({}): its cache may be partly filled", config.name, last_line(outcome.log_tail));
+        log::warn("{}: the warm-up run failed ({}): its cache may be partly filled", config.name,
+                  last_line(outcome.log_tail));
       std::error_code ec;
       fs::remove_all(dir, ec);
     }
@@ -305,7 +310,8 @@ class Session {
   std::string artifact_of(const std::string& entry) const {
     std::string best;
     for (const auto& [name, a] : artifacts_)
-      if ((entry == name || (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == ':')) &&
+      if ((entry == name ||
+           (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == ':')) &&
           name.size() > best.size())
         best = name;
     return best;
@@ -351,7 +357,8 @@ class Session {
     } catch (const Interrupted&) {
       throw;
     } catch (const std::exception& e) {
-      for (const auto& p : pending_) answers_[key(p.a, p.b, p.name)].note = std::string("statistics unavailable: ") + e.what();
+      for (const auto& p : pending_)
+        answers_[key(p.a, p.b, p.name)].note = std::string("statistics unavailable: ") + e.what();
       return;
     }
     for (const auto& p : pending_) {
@@ -431,8 +438,7 @@ class Session {
   // Why pattern `text` (or, for "", any) matched nothing, when a match was skipped: " (skipped: ...)".
   std::string skip_reason(const std::string& text) const {
     for (const auto& [name, k] : skipped_)
-      if (text.empty() || k.pattern == text || k.pattern.empty())
-        return fmt::format(" ('{}': {})", name, k.reason);
+      if (text.empty() || k.pattern == text || k.pattern.empty()) return fmt::format(" ('{}': {})", name, k.reason);
     return "";
   }
 
@@ -455,7 +461,9 @@ class Session {
     std::string a, b, name;
     size_t compare;
   };
-  static std::string key(const std::string& a, const std::string& b, const std::string& n) { return a + '\n' + b + '\n' + n; }
+  static std::string key(const std::string& a, const std::string& b, const std::string& n) {
+    return a + '\n' + b + '\n' + n;
+  }
 
   const ExecOptions& o_;
   const ScratchDir& scratch_;
@@ -488,14 +496,16 @@ class Session {
       if (r.process.kind != ChildOutcome::Kind::TimedOut) all_timed_out = false;
     }
   if (all_timed_out)
-    throw Error(ExitCode::Incomplete, fmt::format("the command did not finish within --timeout {:g} s in any run", timeout_s));
+    throw Error(ExitCode::Incomplete,
+                fmt::format("the command did not finish within --timeout {:g} s in any run", timeout_s));
   const ChildOutcome& p = last->process;
   if (p.disk_full) {  // $REPRO_AUDIT_OUT is in TMPDIR: a full disk there fails the command, not the command's own bug
     const std::string said = last_line(p.log_tail);
-    throw InputError(fmt::format("no space left in TMPDIR: the command failed in every run{}", said.empty() ? "" : " (" + said + ")"));
+    throw InputError(fmt::format("no space left in TMPDIR: the command failed in every run{}",
+                                 said.empty() ? "" : " (" + said + ")"));
   }
-  const std::string how = p.kind == ChildOutcome::Kind::Signaled  ? fmt::format("was killed by signal {}", p.signal)
-                          : p.kind == ChildOutcome::Kind::TimedOut ? "timed out"
+  const std::string how = p.kind == ChildOutcome::Kind::Signaled      ? fmt::format("was killed by signal {}", p.signal)
+                          : p.kind == ChildOutcome::Kind::TimedOut    ? "timed out"
                           : p.kind == ChildOutcome::Kind::SpawnFailed ? "could not be started"
                                                                       : fmt::format("exited with code {}", p.exit_code);
   const std::string line = last_line(p.log_tail);
@@ -522,7 +532,8 @@ std::string command_digest(const std::vector<std::string>& argv, const std::stri
   for (const auto& a : argv) {
     identity += a + '\n';
     struct stat st {};
-    if (::stat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a != executable) identity += file_digest(a, "argument") + '\n';
+    if (::stat(a.c_str(), &st) == 0 && S_ISREG(st.st_mode) && a != executable)
+      identity += file_digest(a, "argument") + '\n';
   }
   const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
                            fmt::format("/repro-audit-identity-{}", ::getpid());
@@ -589,7 +600,8 @@ report::RanksEqual check_ranks(Session& s, const Batch& b, const std::vector<Con
             break;
           }
         }
-        if (differing.empty() && a.reads[0].entries.size() != a.reads[1].entries.size()) differing = "(an entry only rank 0 holds)";
+        if (differing.empty() && a.reads[0].entries.size() != a.reads[1].entries.size())
+          differing = "(an entry only rank 0 holds)";
       }
     }
     if (differing.empty()) continue;
@@ -606,7 +618,8 @@ report::RanksEqual check_ranks(Session& s, const Batch& b, const std::vector<Con
 
 // Links each missing checklist line to the first artifact or metric that diverged. A checkpoint's
 // line is a note about resuming from it, never linked: it does not explain this run's results.
-void link_checklist(report::ExecFacts& facts, const report::Target& target, const std::function<std::string(const std::string&)>& artifact_of) {
+void link_checklist(report::ExecFacts& facts, const report::Target& target,
+                    const std::function<std::string(const std::string&)>& artifact_of) {
   std::set<std::string> diverged;
   std::string first;
   for (const auto& c : target.configs)
@@ -631,9 +644,9 @@ nlohmann::ordered_json fingerprint(const ScratchDir& scratch, double timeout_s) 
   try {
     if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == 0)
       return nlohmann::ordered_json::parse(read_file(job.stdout_path, "environment"));
-  } catch (const std::exception&) {
-  }
-  throw Error(ExitCode::Incomplete, fmt::format("the worker could not read this machine's environment: {}", last_line(out.log_tail)));
+  } catch (const std::exception&) {}
+  throw Error(ExitCode::Incomplete,
+              fmt::format("the worker could not read this machine's environment: {}", last_line(out.log_tail)));
 }
 
 // The fix search's costs leave out a cold cache's compile time (Session::time): said in its conclusion.
@@ -644,11 +657,12 @@ void cold_cache_note(report::FixSearch& f, const std::map<std::string, std::vect
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
     parts.push_back(fmt::format("{} {:.1f} s", name, sorted[sorted.size() / 2] / 1000));
-    log::info("fix search: {} compiled for a median {:.1f} s per timed run (cold Inductor cache), left out of its cost", name,
-              sorted[sorted.size() / 2] / 1000);
+    log::info("fix search: {} compiled for a median {:.1f} s per timed run (cold Inductor cache), left out of its cost",
+              name, sorted[sorted.size() / 2] / 1000);
   }
   if (!parts.empty())
-    f.conclusion += "; costs leave out the cold Inductor cache's compile time of each run, which is the cache's, not the fix's";
+    f.conclusion +=
+        "; costs leave out the cold Inductor cache's compile time of each run, which is the cache's, not the fix's";
 }
 
 nlohmann::ordered_json exec_plan(const ExecOptions& o, const std::string& identity) {
@@ -725,12 +739,14 @@ class CommandAudit : public AuditKind {
     for (const auto& p : o_.artifacts) {
       std::vector<Skipped> skipped;
       if (const auto found = existing_matches(p, *roots_, &skipped); !found.empty())
-        throw InputError(fmt::format("--artifact '{}' already matches '{}' before the first run: move it away (exec takes the "
-                                     "files the command writes, and would take this one as the first run's)",
-                                     p.text, found.front()));
+        throw InputError(
+            fmt::format("--artifact '{}' already matches '{}' before the first run: move it away (exec takes the "
+                        "files the command writes, and would take this one as the first run's)",
+                        p.text, found.front()));
       for (const auto& k : skipped)
-        throw InputError(fmt::format("--artifact '{}': '{}' is {}; name the folder it points to with --artifact-root DIR",
-                                     p.text, k.name, k.reason));
+        throw InputError(
+            fmt::format("--artifact '{}': '{}' is {}; name the folder it points to with --artifact-root DIR", p.text,
+                        k.name, k.reason));
     }
   }
 
@@ -763,9 +779,10 @@ class CommandAudit : public AuditKind {
     for (const auto& config : batch_.records)
       for (const RunRecord* rec : config) any_artifact = any_artifact || (rec && rec->ok && !rec->taken.empty());
     if (!any_artifact && o_.metrics.empty())
-      throw InputError(fmt::format("the command wrote no artifact in any run{}: name its files with --artifact, write them "
-                                   "into $REPRO_AUDIT_OUT, or compare printed values with --metric",
-                                   session_->skip_reason("")));
+      throw InputError(
+          fmt::format("the command wrote no artifact in any run{}: name its files with --artifact, write them "
+                      "into $REPRO_AUDIT_OUT, or compare printed values with --metric",
+                      session_->skip_reason("")));
   }
 
   // What the hook saw, from the first configuration's reference run (any completed run else), and
@@ -811,7 +828,8 @@ class CommandAudit : public AuditKind {
     for (size_t c = 0; c < configs_.size(); ++c) {
       const int ref = reference_index(batch_.runs[c]);
       if (ref < 0) continue;
-      config_runs.push_back({&configs_[c], &batch_.records[c][static_cast<size_t>(ref)]->hook, target.configs[c].switches});
+      config_runs.push_back(
+          {&configs_[c], &batch_.records[c][static_cast<size_t>(ref)]->hook, target.configs[c].switches});
     }
     for (size_t c = 0; c < configs_.size(); ++c) {
       std::vector<const HookRun*> hooks;
@@ -830,7 +848,8 @@ class CommandAudit : public AuditKind {
   const report::ChecklistItem* seeding_answer() const {
     const report::ChecklistItem* seeding = nullptr;
     for (const auto& item : facts_.checklist)
-      if (seeding == nullptr && is_seeding_item(item) && item.status == "missing" && !item.artifact.empty()) seeding = &item;
+      if (seeding == nullptr && is_seeding_item(item) && item.status == "missing" && !item.artifact.empty())
+        seeding = &item;
     if (seeding != nullptr)
       log::warn("diverged: {}: the seeding checklist says why: {}{}", seeding->artifact, seeding->text,
                 seeding->where.empty() ? "" : " (" + seeding->where + ")");
@@ -845,9 +864,10 @@ class CommandAudit : public AuditKind {
       if (seeding != nullptr && !o_.fix_search_always) {
         report::FixSearch skipped;
         skipped.from = failing.name;
-        skipped.conclusion = fmt::format("not searched: the seeding checklist's missing line explains {} ({}), and no switch "
-                                         "seeds an RNG; seed it, or give --fix-search always to search anyway",
-                                         seeding->artifact, seeding->id);
+        skipped.conclusion = fmt::format(
+            "not searched: the seeding checklist's missing line explains {} ({}), and no switch "
+            "seeds an RNG; seed it, or give --fix-search always to search anyway",
+            seeding->artifact, seeding->id);
         failing.fix_search = std::move(skipped);
         continue;
       }
@@ -859,7 +879,9 @@ class CommandAudit : public AuditKind {
         const report::ConfigResult r = session_->analyse(b, {config}).front();
         return CandidateOutcome{r.verdict, r.message, {}};
       };
-      const TimeFn time = [&](const std::vector<Config>& timed) { return session_->time(timed, std::max(o_.timed_runs, 1)); };
+      const TimeFn time = [&](const std::vector<Config>& timed) {
+        return session_->time(timed, std::max(o_.timed_runs, 1));
+      };
       const std::string device = o_.device.type();
       failing.fix_search = search_fixes(failing, configs_[c], device, evaluate, time);
       failing.fix_search->repeats = o_.auto_repeats ? most_runs : o_.repeats;

@@ -35,16 +35,16 @@
 namespace ra::exec {
 
 struct ExecOptions : SessionOptions {
-  std::vector<std::string> argv;  // the command, after --
-  std::vector<ArtifactPattern> artifacts;        // placed (place_artifact_pattern) against artifact_roots
-  std::vector<std::string> artifact_roots;       // --artifact-root: absolute, normalised
+  std::vector<std::string> argv;            // the command, after --
+  std::vector<ArtifactPattern> artifacts;   // placed (place_artifact_pattern) against artifact_roots
+  std::vector<std::string> artifact_roots;  // --artifact-root: absolute, normalised
   std::vector<MetricSpec> metrics;
   bool ranks_equal = false;  // --ranks-equal: each run's {rank} artifacts must be equal across ranks
   bool fix_search = true;    // search the switches that fix a diverged configuration
   // --fix-search always: search even where a missing seeding line explains the divergence (no
   // switch seeds an RNG, so by default the search is skipped and the line is said first).
   bool fix_search_always = false;
-  int timed_runs = 5;        // fix search: timed runs of the command per candidate (median)
+  int timed_runs = 5;  // fix search: timed runs of the command per candidate (median)
   std::optional<fleet::ShardOptions> shard;
 };
 

@@ -29,7 +29,9 @@ std::string text(const json& j, const char* key) {
   return j.at(key).get<std::string>();
 }
 
-bool flag(const json& j, const char* key) { return j.is_object() && j.contains(key) && j.at(key).is_boolean() && j.at(key).get<bool>(); }
+bool flag(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j.at(key).is_boolean() && j.at(key).get<bool>();
+}
 
 const json& member(const json& j, const char* key) {
   static const json null;
@@ -56,7 +58,8 @@ const HookProcess* main_process(const HookRun& run) {
 
 using Items = std::vector<report::ChecklistItem>;
 
-void add(Items& out, const char* id, const char* status, std::string sentence, std::string where, std::string path = "") {
+void add(Items& out, const char* id, const char* status, std::string sentence, std::string where,
+         std::string path = "") {
   report::ChecklistItem item;
   item.id = id;
   item.status = status;
@@ -77,15 +80,21 @@ std::string call_rng(const char* rng) {
 void seed_item(Items& out, const json& r, const char* id, const char* rng, const char* call, bool drawn) {
   const json& s = member(member(r, "seeds"), rng);
   if (s.is_null()) {
-    if (drawn) add(out, id, "missing", fmt::format("{} was drawn from but never seeded ({} was not called)", call_rng(rng), call), "");
-    else add(out, id, "not-applicable", fmt::format("{} was never drawn from in this process", call_rng(rng)), "");
+    if (drawn)
+      add(out, id, "missing",
+          fmt::format("{} was drawn from but never seeded ({} was not called)", call_rng(rng), call), "");
+    else
+      add(out, id, "not-applicable", fmt::format("{} was never drawn from in this process", call_rng(rng)), "");
     return;
   }
   const std::string where = text(s, "where");
   if (member(s, "value").is_null())
-    add(out, id, "missing", fmt::format("{} was seeded without a value, which takes a fresh seed from the system every run", call_rng(rng)), where);
+    add(out, id, "missing",
+        fmt::format("{} was seeded without a value, which takes a fresh seed from the system every run", call_rng(rng)),
+        where);
   else if (flag(s, "drawn_before"))
-    add(out, id, "missing", fmt::format("{}({}) came after the first draw from {}", call, text(s, "value"), call_rng(rng)), where);
+    add(out, id, "missing",
+        fmt::format("{}({}) came after the first draw from {}", call, text(s, "value"), call_rng(rng)), where);
   else
     add(out, id, "ok", fmt::format("{}({}) before the first draw", call, text(s, "value")), where);
 }
@@ -103,7 +112,8 @@ std::string read_report(const std::string& path) {
   try {
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error("not a regular file");
     if (st.st_size > kMaxHookReport)
-      throw std::runtime_error(fmt::format("{} bytes, more than the {} MiB a hook report may hold", st.st_size, kMaxHookReport >> 20));
+      throw std::runtime_error(
+          fmt::format("{} bytes, more than the {} MiB a hook report may hold", st.st_size, kMaxHookReport >> 20));
     text.resize(static_cast<size_t>(st.st_size));
     size_t have = 0;
     while (have < text.size()) {
@@ -146,7 +156,8 @@ HookRun read_hook_run(const std::string& dir) {
     try {
       HookProcess p;
       p.report = json::parse(read_report(e.path().string()));
-      if (!p.report.is_object() || text(p.report, "format") != "repro-audit/exec-hook-1") throw std::runtime_error("not a hook report");
+      if (!p.report.is_object() || text(p.report, "format") != "repro-audit/exec-hook-1")
+        throw std::runtime_error("not a hook report");
       const std::string rank = text(member(p.report, "env"), "RANK");
       p.rank = rank.empty() ? -1 : std::atoi(rank.c_str());
       all.push_back(std::move(p));
@@ -162,7 +173,8 @@ HookRun read_hook_run(const std::string& dir) {
     }
     run.processes.push_back(std::move(p));
   }
-  std::sort(run.processes.begin(), run.processes.end(), [](const HookProcess& a, const HookProcess& b) { return a.rank < b.rank; });
+  std::sort(run.processes.begin(), run.processes.end(),
+            [](const HookProcess& a, const HookProcess& b) { return a.rank < b.rank; });
   return run;
 }
 
@@ -193,8 +205,9 @@ std::vector<report::SwitchValue> run_switches(const HookRun& run, const Config& 
       for (const auto& set : member(p->report, "sets"))
         if (text(set, "key") == s.key) v.set_at = text(set, "where");
     } else if (in_process(s.key) && s.key != "threads") {
-      const char* why = state == "none" ? "no Python process importing torch reported: not a Python program, or started with -S or -I"
-                                        : "the program never imported torch";
+      const char* why =
+          state == "none" ? "no Python process importing torch reported: not a Python program, or started with -S or -I"
+                          : "the program never imported torch";
       v.effective = fmt::format("{} ({})", v.requested.empty() ? "unknown" : "not applied", why);
     } else if (const char* var = env_of(s.key)) {
       // What the program saw: the hook's record of its environment, else what it was given.
@@ -222,24 +235,28 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
     Items items;
     if (flag(r, "torch")) seed_item(items, r, "seed.torch", "torch", "torch.manual_seed", flag(r, "torch_drawn"));
     seed_item(items, r, "seed.python", "python", "random.seed", flag(r, "python_drawn"));
-    if (r.contains("numpy_drawn")) seed_item(items, r, "seed.numpy", "numpy", "numpy.random.seed", flag(r, "numpy_drawn"));
+    if (r.contains("numpy_drawn"))
+      seed_item(items, r, "seed.numpy", "numpy", "numpy.random.seed", flag(r, "numpy_drawn"));
     for (const auto& g : member(r, "unseeded_generators"))
-      add(items, "generator", "missing", fmt::format("{} built without a seed draws different numbers every run", text(g, "what")),
-          text(g, "where"));
+      add(items, "generator", "missing",
+          fmt::format("{} built without a seed draws different numbers every run", text(g, "what")), text(g, "where"));
     for (const auto& l : member(r, "loaders")) {
       const int workers = member(l, "num_workers").is_number_integer() ? member(l, "num_workers").get<int>() : 0;
       const std::string what = fmt::format("DataLoader over {} (num_workers={}{})", text(l, "dataset"), workers,
                                            flag(l, "shuffle") ? ", shuffle" : "");
-      const std::string uses = workers > 0 ? (flag(l, "shuffle") ? "its shuffle order and its workers' seeds come" : "its workers' seeds come")
+      const std::string uses = workers > 0 ? (flag(l, "shuffle") ? "its shuffle order and its workers' seeds come"
+                                                                 : "its workers' seeds come")
                                            : (flag(l, "shuffle") ? "its shuffle order comes" : "its base seed comes");
       if (flag(l, "generator"))
         add(items, "dataloader", "ok", fmt::format("{}: {} from its own generator", what, uses), text(l, "where"));
       else if (flag(l, "torch_seeded"))
-        add(items, "dataloader", "ok", fmt::format("{}: {} from torch's global RNG, seeded before it was first iterated", what, uses),
+        add(items, "dataloader", "ok",
+            fmt::format("{}: {} from torch's global RNG, seeded before it was first iterated", what, uses),
             text(l, "where"));
       else if (workers == 0 && !flag(l, "shuffle"))
         add(items, "dataloader", "not-applicable",
-            fmt::format("{}: draws nothing from torch's RNG that reaches the data (no workers, no shuffle)", what), text(l, "where"));
+            fmt::format("{}: draws nothing from torch's RNG that reaches the data (no workers, no shuffle)", what),
+            text(l, "where"));
       else
         add(items, "dataloader", "missing",
             fmt::format("{}: {} from torch's global RNG, which was not seeded before it was first iterated (at {}); "
@@ -248,11 +265,13 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
             text(l, "where"));
       for (const auto& g : member(l, "dataset_rngs")) {
         const json& seeded = member(g, "seeded");
-        const std::string attr = fmt::format("dataset {} holds {} ({})", text(l, "dataset"), text(g, "attribute"), text(g, "type"));
+        const std::string attr =
+            fmt::format("dataset {} holds {} ({})", text(l, "dataset"), text(g, "attribute"), text(g, "type"));
         if (workers > 0)
           add(items, "dataloader.rng", "missing",
               fmt::format("{}: each of the {} workers gets a copy that nothing reseeds, so every worker draws the same "
-                          "numbers{}", attr, workers,
+                          "numbers{}",
+                          attr, workers,
                           seeded.is_boolean() && !seeded.get<bool>() ? ", and it was built without a seed" : ""),
               text(l, "where"));
         else if (seeded.is_boolean() && !seeded.get<bool>())
@@ -282,13 +301,14 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
           }
         if (late.empty())
           add(items, "switches", "ok",
-              fmt::format("at the first convolution or matmul ({}): {}; none changed after the model was built", text(first, "op"),
-                          fmt::join(values, ", ")),
+              fmt::format("at the first convolution or matmul ({}): {}; none changed after the model was built",
+                          text(first, "op"), fmt::join(values, ", ")),
               text(first, "where"));
         else
           add(items, "switches", "missing",
               fmt::format("the program set {} after the model was built{}", fmt::join(late, ", "),
-                          after_first ? " and after the first convolution or matmul ran" : ", before its first convolution or matmul"),
+                          after_first ? " and after the first convolution or matmul ran"
+                                      : ", before its first convolution or matmul"),
               late_where);
       }
       for (const auto& s : member(r, "saves")) {
@@ -299,19 +319,23 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
         std::set<std::string> holds;
         for (const auto& h : member(s, "holds"))
           if (h.is_string()) holds.insert(h.get<std::string>());
-        static const std::map<std::string, std::string> names = {
-            {"cpu", "CPU (torch.get_rng_state())"}, {"cuda", "CUDA (torch.cuda.get_rng_state_all())"},
-            {"python", "Python (random.getstate())"}, {"numpy", "NumPy (numpy.random.get_state())"}};
+        static const std::map<std::string, std::string> names = {{"cpu", "CPU (torch.get_rng_state())"},
+                                                                 {"cuda", "CUDA (torch.cuda.get_rng_state_all())"},
+                                                                 {"python", "Python (random.getstate())"},
+                                                                 {"numpy", "NumPy (numpy.random.get_state())"}};
         for (const auto& n : member(s, "needed"))
           if (n.is_string() && !holds.count(n.get<std::string>()))
-            lacking.push_back(names.count(n.get<std::string>()) ? names.at(n.get<std::string>()) : n.get<std::string>());
+            lacking.push_back(names.count(n.get<std::string>()) ? names.at(n.get<std::string>())
+                                                                : n.get<std::string>());
         const std::string file = path.empty() ? "a checkpoint" : "checkpoint " + path;
         if (lacking.empty())
-          add(items, "checkpoint", "ok", fmt::format("{} holds every RNG state this program uses", file), text(s, "where"), path);
+          add(items, "checkpoint", "ok", fmt::format("{} holds every RNG state this program uses", file),
+              text(s, "where"), path);
         else
           // A note about resuming from it: it says nothing about why this run's results differ.
           add(items, "checkpoint", "note",
-              fmt::format("{} lacks the RNG state a resumed run needs: {}", file, fmt::join(lacking, ", ")), text(s, "where"), path);
+              fmt::format("{} lacks the RNG state a resumed run needs: {}", file, fmt::join(lacking, ", ")),
+              text(s, "where"), path);
       }
     }
     for (auto& item : items) {
@@ -340,19 +364,23 @@ void distributed_facts(const HookRun& run, const std::map<std::string, std::opti
       const std::string seen = text(env, var);
       if (seen.empty()) continue;
       std::string given;
-      if (const auto e = environment.find(var); e != environment.end()) given = e->second ? *e->second : "";
-      else if (const char* v = std::getenv(var)) given = v;
+      if (const auto e = environment.find(var); e != environment.end())
+        given = e->second ? *e->second : "";
+      else if (const char* v = std::getenv(var))
+        given = v;
       if (seen != given) facts.launcher_set[var] = seen;
     }
   }
 }
 
 void hook_facts(report::ExecFacts& facts, const HookRun& run,
-                const std::map<std::string, std::optional<std::string>>& environment, const std::string& run_dir, const std::map<std::string, std::vector<std::string>>& metrics) {
+                const std::map<std::string, std::optional<std::string>>& environment, const std::string& run_dir,
+                const std::map<std::string, std::vector<std::string>>& metrics) {
   facts.hook = hook_state(run);
   if (facts.hook == "none")
-    facts.hook_note = "no Python process that imports the hook reported: in-process switches were not applied and "
-                      "there is no seeding checklist (the command is not a Python program, or runs Python with -S or -I)";
+    facts.hook_note =
+        "no Python process that imports the hook reported: in-process switches were not applied and "
+        "there is no seeding checklist (the command is not a Python program, or runs Python with -S or -I)";
   else if (facts.hook == "python-without-torch")
     facts.hook_note = "the program is Python but never imported torch: in-process switches did not apply";
   facts.checklist = seeding_checklist(run);

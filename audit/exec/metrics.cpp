@@ -141,7 +141,8 @@ MetricSpec parse_metric(const std::string& arg) {
   m.regex = arg.substr(eq + 1);
   for (const char c : m.name)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
-      throw UsageError(fmt::format("--metric name '{}' may hold letters, digits, '_', '.' and '-' only", shown(m.name)));
+      throw UsageError(
+          fmt::format("--metric name '{}' may hold letters, digits, '_', '.' and '-' only", shown(m.name)));
   if (m.regex.empty()) throw UsageError(fmt::format("--metric {} has an empty regex", m.name));
   re2::RE2::Options options;
   options.set_encoding(re2::RE2::Options::EncodingLatin1);  // bytes, whatever the program prints
@@ -150,9 +151,11 @@ MetricSpec parse_metric(const std::string& arg) {
   if (!re->ok()) {
     const std::string feature = unsupported_feature(m.regex);
     if (!feature.empty())
-      throw UsageError(fmt::format("--metric {}: the regex '{}' uses {}, which --metric's regex engine (RE2) does not support",
-                                   m.name, shown(m.regex), feature));
-    throw UsageError(fmt::format("--metric {}: the regex '{}' does not compile ({})", m.name, shown(m.regex), re->error()));
+      throw UsageError(
+          fmt::format("--metric {}: the regex '{}' uses {}, which --metric's regex engine (RE2) does not support",
+                      m.name, shown(m.regex), feature));
+    throw UsageError(
+        fmt::format("--metric {}: the regex '{}' does not compile ({})", m.name, shown(m.regex), re->error()));
   }
   m.re = std::move(re);
   return m;
@@ -198,9 +201,10 @@ MetricScan extract_metrics_file(const std::vector<MetricSpec>& metrics, const st
 
 std::string cut_lines_note(const MetricScan& scan) {
   if (scan.lines_cut == 0) return "";
-  return fmt::format("{} stdout line{} longer than {} KiB (the first: line {}): --metric matched only the first {} bytes of each",
-                     scan.lines_cut, scan.lines_cut == 1 ? " was" : "s were", kMaxMetricLine >> 10, scan.first_cut_line,
-                     kMaxMetricLine);
+  return fmt::format(
+      "{} stdout line{} longer than {} KiB (the first: line {}): --metric matched only the first {} bytes of each",
+      scan.lines_cut, scan.lines_cut == 1 ? " was" : "s were", kMaxMetricLine >> 10, scan.first_cut_line,
+      kMaxMetricLine);
 }
 
 report::TensorDigest metric_entry(const std::string& name, const std::vector<std::string>& values) {
@@ -212,7 +216,10 @@ report::TensorDigest metric_entry(const std::string& name, const std::vector<std
   digest_kernel::Lanes lanes;
   lanes += digest_kernel::words8(reinterpret_cast<const uint8_t*>(joined.data()), joined.size(), 0);
   const auto n = static_cast<int64_t>(values.size());
-  return {kMetricPrefix + name, "metric", {n}, digest_kernel::finish(lanes, "uint8", {static_cast<int64_t>(joined.size())})};
+  return {kMetricPrefix + name,
+          "metric",
+          {n},
+          digest_kernel::finish(lanes, "uint8", {static_cast<int64_t>(joined.size())})};
 }
 
 report::DivergenceStats metric_difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
@@ -234,8 +241,10 @@ report::DivergenceStats metric_difference(const std::vector<std::string>& a, con
     s.max_abs_diff = std::max(s.max_abs_diff, d);
     const double m = std::max(std::fabs(*x), std::fabs(*y));
     if (m > 0) s.max_rel_diff = std::max(s.max_rel_diff, d / m);
-    if ((*x > 0) == (*y > 0) && *x != 0 && *y != 0) s.max_ulp = std::max(s.max_ulp, ulp_distance(*x, *y));
-    else ++s.sign_differs;
+    if ((*x > 0) == (*y > 0) && *x != 0 && *y != 0)
+      s.max_ulp = std::max(s.max_ulp, ulp_distance(*x, *y));
+    else
+      ++s.sign_differs;
   }
   if (!numeric) s.max_abs_diff = s.max_rel_diff = s.max_ulp = nan;
   s.first_index_nd = {s.first_index};

@@ -116,13 +116,17 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
       j.target.dependence = configuration_dependence(j.target.configs, j.dumps, stats->answer());
       const bool traced = std::any_of(j.target.configs.begin(), j.target.configs.end(),
                                       [](const report::ConfigResult& c) { return c.trace.has_value(); });
-      if (traced && j.target.dependence) trace::explain_dependence(*j.target.dependence, j.target.configs, j.traces, j.repeats);
+      if (traced && j.target.dependence)
+        trace::explain_dependence(*j.target.dependence, j.target.configs, j.traces, j.repeats);
     } else {
-      notes.push_back(fmt::format("{}: its configurations ran on different machine kinds, so whether its results depend "
-                                  "on the configuration is not judged", j.target.name));
+      notes.push_back(
+          fmt::format("{}: its configurations ran on different machine kinds, so whether its results depend "
+                      "on the configuration is not judged",
+                      j.target.name));
     }
     if (j.judge) {
-      if (options.knowledge == nullptr) throw InputError("merge needs the knowledge base to judge a probe split across shards");
+      if (options.knowledge == nullptr)
+        throw InputError("merge needs the knowledge base to judge a probe split across shards");
       auto& facts = *j.target.probe;
       facts.census.clear();
       facts.alerts.clear();
@@ -136,13 +140,15 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
   // The shards' own allowlist decisions are not carried over: merge applies its own.
   for (auto& t : rep.targets)
     for (auto& c : t.configs) c.allowed_by.reset();
-  for (const ShardFile* s : ordered) rep.wall_ms += s->report.wall_ms;  // the shards' time, as one process would spend it
+  for (const ShardFile* s : ordered)
+    rep.wall_ms += s->report.wall_ms;  // the shards' time, as one process would spend it
   report::finalize(rep);
   return rep;
 }
 
 // The cells of `set` that did not finish on every repeat, with where they ran.
-void add_failures(report::Fleet& fleet, const std::vector<const ShardFile*>& set, const std::map<const ShardFile*, int>& machine_of) {
+void add_failures(report::Fleet& fleet, const std::vector<const ShardFile*>& set,
+                  const std::map<const ShardFile*, int>& machine_of) {
   for (const ShardFile* s : set)
     for (const auto& t : s->report.targets)
       for (const auto& c : t.configs)

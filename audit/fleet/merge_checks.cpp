@@ -33,9 +33,10 @@ const ShardFile& check_plan(const std::vector<ShardFile>& shards) {
   std::string foreign;
   for (const auto& s : shards)
     if (plan_key(s) != plan_key(*first))
-      foreign += fmt::format("{}{} (plan {}, {} shards{})", foreign.empty() ? "" : "; ", s.path, short_plan(s.report.shard->plan),
-                             s.report.shard->count,
-                             s.report.tool_version == first->report.tool_version ? "" : ", repro-audit " + s.report.tool_version);
+      foreign += fmt::format(
+          "{}{} (plan {}, {} shards{})", foreign.empty() ? "" : "; ", s.path, short_plan(s.report.shard->plan),
+          s.report.shard->count,
+          s.report.tool_version == first->report.tool_version ? "" : ", repro-audit " + s.report.tool_version);
   if (!foreign.empty())
     throw InputError(fmt::format("not shards of plan {} ({} shards): {}", short_plan(first->report.shard->plan),
                                  first->report.shard->count, foreign));
@@ -43,12 +44,15 @@ const ShardFile& check_plan(const std::vector<ShardFile>& shards) {
     const auto& sh = *s.report.shard;
     // A plan is targets x configurations: anything else has no cells to check against.
     if (sh.configs.empty() ? sh.plan_cells != 0 : sh.plan_cells % sh.configs.size() != 0)
-      throw InputError(fmt::format("{}: shard {}/{} names a plan of {} cells, which is no whole number of targets of {} "
-                                   "configurations", s.path, sh.index, sh.count, sh.plan_cells, sh.configs.size()));
+      throw InputError(
+          fmt::format("{}: shard {}/{} names a plan of {} cells, which is no whole number of targets of {} "
+                      "configurations",
+                      s.path, sh.index, sh.count, sh.plan_cells, sh.configs.size()));
     const auto [first_cell, last_cell] = shard_range(sh.plan_cells, sh.index, sh.count);
     if (sh.plan_cells != first->report.shard->plan_cells || sh.configs != first->report.shard->configs ||
         sh.first_cell != first_cell || sh.last_cell != last_cell)
-      throw InputError(fmt::format("{}: shard {}/{} does not hold the cells its plan assigns it", s.path, sh.index, sh.count));
+      throw InputError(
+          fmt::format("{}: shard {}/{} does not hold the cells its plan assigns it", s.path, sh.index, sh.count));
   }
   return *first;
 }
@@ -59,7 +63,9 @@ std::vector<std::vector<const ShardFile*>> machine_kinds(const std::vector<Shard
   std::vector<std::vector<const ShardFile*>> kinds;
   for (const auto& s : shards) {
     size_t k = 0;
-    while (k < kinds.size() && !diff_environments(kinds[k].front()->report.environment, s.report.environment).changes.empty()) ++k;
+    while (k < kinds.size() &&
+           !diff_environments(kinds[k].front()->report.environment, s.report.environment).changes.empty())
+      ++k;
     if (k == kinds.size()) kinds.emplace_back();
     kinds[k].push_back(&s);
   }
@@ -72,7 +78,8 @@ std::vector<const ShardFile*> by_index(const std::vector<const ShardFile*>& set,
   for (const ShardFile* s : set) {
     const ShardFile*& slot = out[static_cast<size_t>(s->report.shard->index - 1)];
     if (slot != nullptr)
-      throw InputError(fmt::format("shard {}/{} is given twice: {} and {}", s->report.shard->index, count, slot->path, s->path));
+      throw InputError(
+          fmt::format("shard {}/{} is given twice: {} and {}", s->report.shard->index, count, slot->path, s->path));
     slot = s;
   }
   return out;
@@ -115,8 +122,8 @@ std::vector<std::vector<Piece>> pieces(const std::vector<const ShardFile*>& shar
       if (!names_match)
         throw InputError(fmt::format("{}: target '{}' does not hold the configurations of its cells {}-{}", s->path,
                                      target.name, cell, end - 1));
-      if (!out[t].empty() && (out[t].front().target->name != target.name ||
-                              out[t].front().target->model_digest != target.model_digest))
+      if (!out[t].empty() &&
+          (out[t].front().target->name != target.name || out[t].front().target->model_digest != target.model_digest))
         throw InputError(fmt::format("{}: target {} is '{}' here but '{}' in {}", s->path, t + 1, target.name,
                                      out[t].front().target->name, out[t].front().shard->path));
       out[t].push_back({s, &target, cell % configs});
@@ -145,7 +152,8 @@ ShardSets check_shards(const std::vector<ShardFile>& shards) {
   // together they ran it once (a mixed fleet).
   std::vector<std::vector<const ShardFile*>>& sets = out.sets;
   bool& replicated = out.replicated;
-  const bool each_whole = std::all_of(indexed.begin(), indexed.end(), [](const auto& x) { return missing_of(x).empty(); });
+  const bool each_whole =
+      std::all_of(indexed.begin(), indexed.end(), [](const auto& x) { return missing_of(x).empty(); });
   if (kinds.size() > 1 && each_whole) {
     sets = indexed;
     replicated = true;
@@ -164,13 +172,16 @@ ShardSets check_shards(const std::vector<ShardFile>& shards) {
         std::sort(ks.begin(), ks.end());
         have += fmt::format("{}machine {} ran {}", have.empty() ? "" : "; ", k + 1, shard_list(ks, count));
       }
-      throw InputError(fmt::format("the shards come from {} machine kinds that neither each ran the whole plan nor "
-                                   "together ran it once: {}", kinds.size(), have));
+      throw InputError(
+          fmt::format("the shards come from {} machine kinds that neither each ran the whole plan nor "
+                      "together ran it once: {}",
+                      kinds.size(), have));
     }
     if (const auto missing = missing_of(once); !missing.empty())
-      throw InputError(fmt::format("{} {} of plan {} {} missing ({} of {} given)", missing.size() == 1 ? "shard" : "shards",
-                                   shard_list(missing, count), short_plan(head.report.shard->plan),
-                                   missing.size() == 1 ? "is" : "are", count - static_cast<int>(missing.size()), count));
+      throw InputError(fmt::format("{} {} of plan {} {} missing ({} of {} given)",
+                                   missing.size() == 1 ? "shard" : "shards", shard_list(missing, count),
+                                   short_plan(head.report.shard->plan), missing.size() == 1 ? "is" : "are",
+                                   count - static_cast<int>(missing.size()), count));
     sets.push_back(once);
   }
   out.kinds = kinds;

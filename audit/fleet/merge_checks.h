@@ -15,12 +15,12 @@ namespace ra::fleet {
 
 // The shards to join, grouped as merge joins them.
 struct ShardSets {
-  const ShardFile* head = nullptr;  // a shard of the plan (the one most files name)
-  int count = 0;                    // N
+  const ShardFile* head = nullptr;                   // a shard of the plan (the one most files name)
+  int count = 0;                                     // N
   std::vector<std::vector<const ShardFile*>> kinds;  // by machine kind, in the order first given
   std::map<const ShardFile*, int> machine_of;        // 1-based machine kind of each shard
   std::vector<std::vector<const ShardFile*>> sets;   // complete sets, each K once, ordered by K
-  bool replicated = false;  // several machine kinds, each of which ran the whole plan
+  bool replicated = false;                           // several machine kinds, each of which ran the whole plan
 };
 
 // One target's cells as one shard holds them.

@@ -19,7 +19,8 @@ namespace {
 
 // A decimal integer in [0, 2^31), or nullopt.
 std::optional<long> number(const std::string& text) {
-  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
   const long v = std::strtol(text.c_str(), nullptr, 10);
   if (v > 2147483647L) return std::nullopt;
   return v;
@@ -46,7 +47,8 @@ class Reader {
     return n;
   }
   [[noreturn]] void fail(const std::string& why) const {
-    throw UsageError(fmt::format("{} says this job is sharded, but {}: run with --shard K/N instead", request_.source, why));
+    throw UsageError(
+        fmt::format("{} says this job is sharded, but {}: run with --shard K/N instead", request_.source, why));
   }
   ShardRequest finish(long index, long count) {
     if (count < 1 || count > kMaxShards) fail(fmt::format("{} shards is not from 1 to {}", count, kMaxShards));
@@ -78,8 +80,9 @@ std::optional<ShardRequest> slurm(const Getenv& getenv) {
   if (*id < *min || (*id - *min) % s != 0)
     r.fail(fmt::format("task {} is not on the range from {} in steps of {}", *id, *min, s));
   if (max && (*max < *min || (*max - *min) / s + 1 != *count))
-    r.fail(fmt::format("its {} tasks are not the range {}-{}:{} (a list such as --array=1,3,7 cannot be mapped to shards)",
-                       *count, *min, *max, s));
+    r.fail(
+        fmt::format("its {} tasks are not the range {}-{}:{} (a list such as --array=1,3,7 cannot be mapped to shards)",
+                    *count, *min, *max, s));
   return r.finish((*id - *min) / s + 1, *count);
 }
 
@@ -87,8 +90,7 @@ std::optional<ShardRequest> kubernetes(const Getenv& getenv, std::optional<int> 
   Reader r(getenv, "the Kubernetes Indexed Job");
   const auto index = r.get_number("JOB_COMPLETION_INDEX");
   if (!index) return std::nullopt;
-  if (!shards)
-    r.fail("Kubernetes gives the index but not the count: add --shards N (the Job's completions)");
+  if (!shards) r.fail("Kubernetes gives the index but not the count: add --shards N (the Job's completions)");
   r.request().variables.emplace_back("--shards", std::to_string(*shards));
   return r.finish(*index + 1, *shards);
 }
@@ -100,7 +102,8 @@ std::optional<ShardRequest> pair(const Getenv& getenv, const char* scheduler, co
   const auto index = r.get_number(index_name);
   const auto total = r.get_number(total_name);
   if (!index && !total) return std::nullopt;
-  if (!index || !total) r.fail(fmt::format("{} is set without {}", index ? index_name : total_name, index ? total_name : index_name));
+  if (!index || !total)
+    r.fail(fmt::format("{} is set without {}", index ? index_name : total_name, index ? total_name : index_name));
   if (*index < base) r.fail(fmt::format("{} counts from {}", index_name, base));
   return r.finish(*index - base + 1, *total);
 }
@@ -142,7 +145,8 @@ std::optional<ShardRequest> shard_from_environment(const Getenv& getenv, std::op
   if (!r) r = pair(getenv, "GitLab", "CI_NODE_INDEX", "CI_NODE_TOTAL", 1);
   if (!r) r = pair(getenv, "Buildkite", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", 0);
   if (!r && shards)
-    throw UsageError("--shards N applies to a Kubernetes Indexed Job (JOB_COMPLETION_INDEX is not set); elsewhere use --shard K/N");
+    throw UsageError(
+        "--shards N applies to a Kubernetes Indexed Job (JOB_COMPLETION_INDEX is not set); elsewhere use --shard K/N");
   return r;
 }
 
@@ -150,7 +154,8 @@ void acknowledge(const ShardRequest& request) {
   if (request.status_file.empty()) return;
   const int fd = ::open(request.status_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw InputError(fmt::format("cannot touch Bazel's TEST_SHARD_STATUS_FILE '{}': {}", request.status_file, std::strerror(errno)));
+    throw InputError(
+        fmt::format("cannot touch Bazel's TEST_SHARD_STATUS_FILE '{}': {}", request.status_file, std::strerror(errno)));
   ::close(fd);
 }
 

@@ -28,8 +28,8 @@ namespace ra::fleet {
 
 // Which shard this process is, and what said so.
 struct ShardRequest {
-  int index = 1;  // K, from 1
-  int count = 1;  // N
+  int index = 1;       // K, from 1
+  int count = 1;       // N
   std::string source;  // "--shard", "Slurm array", "Kubernetes Indexed Job", "Bazel", "GitLab", "Buildkite"
   std::vector<std::pair<std::string, std::string>> variables;  // the environment variables read, in order
   std::string status_file;  // Bazel: TEST_SHARD_STATUS_FILE, touched to say sharding is supported

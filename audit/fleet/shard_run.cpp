@@ -3,8 +3,8 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
-#include "audit/common/paths.h"
 #include "audit/common/log.h"
+#include "audit/common/paths.h"
 
 #include <fmt/format.h>
 
@@ -27,7 +27,8 @@ nlohmann::ordered_json session_plan(const SessionOptions& o, const std::string& 
   plan["device"] = o.device.to_string();
   for (const auto& c : o.configs) plan["configs"].push_back({{"name", c.name}, {"values", c.values}});
   if (o.auto_repeats)
-    plan["repeats"] = {{"auto", true}, {"min", o.auto_repeats->min}, {"max", o.auto_repeats->max}, {"rate", o.auto_repeats->rate}};
+    plan["repeats"] = {
+        {"auto", true}, {"min", o.auto_repeats->min}, {"max", o.auto_repeats->max}, {"rate", o.auto_repeats->rate}};
   else
     plan["repeats"] = o.repeats;
   plan["seed"] = o.seed;
@@ -43,8 +44,9 @@ ShardPlan::ShardPlan(const ShardOptions& options, const nlohmann::ordered_json& 
     : options_(options), digest_(plan_digest(plan)), configs_(std::move(configs)), cells_(targets * configs_.size()) {
   std::tie(first_, last_) = shard_range(cells_, options_.request.index, options_.request.count);
   if (first_ == last_)
-    log::warn("shard {}/{} has no cell to run: the plan has {} cells (targets x configurations); it writes an empty result",
-              options_.request.index, options_.request.count, cells_);
+    log::warn(
+        "shard {}/{} has no cell to run: the plan has {} cells (targets x configurations); it writes an empty result",
+        options_.request.index, options_.request.count, cells_);
 }
 
 bool ShardPlan::runs(size_t target, size_t config) const {
@@ -98,7 +100,8 @@ report::ShardInfo ShardPlan::finish(std::vector<report::CensusRecord> census) {
     fs::rename(temporary, folder);
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(temporary, ec);
-    throw InputError(fmt::format("cannot keep the shard's reference tensors in {}: {}", folder.string(), e.code().message()));
+    throw InputError(
+        fmt::format("cannot keep the shard's reference tensors in {}: {}", folder.string(), e.code().message()));
   }
   info.tensors = folder.filename().string();
   return info;

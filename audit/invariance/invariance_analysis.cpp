@@ -78,23 +78,28 @@ const SizeClass& widest(const std::vector<SizeClass>& classes) {
 std::vector<std::string> size_advice(const InvarianceConfig& c) {
   const std::vector<int64_t> all = tried(c);
   if (c.classes.size() <= 1)
-    return {fmt::format("every batch size tried ({}) gives a row the same bits: batch freely within them", report::sizes_text(all, all))};
+    return {fmt::format("every batch size tried ({}) gives a row the same bits: batch freely within them",
+                        report::sizes_text(all, all))};
   std::vector<std::string> advice;
   const SizeClass& ref = c.classes.front();
   const bool alone = ref.sizes == std::vector<int64_t>{1};
   if (alone)
-    advice.push_back(c.classes.size() == 2 ? fmt::format("batch 1 is the odd one: never compare unbatched with batched results; every "
-                                                         "batch of {{{}}} gives a row the same bits",
-                                                         report::sizes_text(c.classes.back().sizes, all))
-                                           : "batch 1 is the odd one: never compare unbatched with batched results");
+    advice.push_back(c.classes.size() == 2
+                         ? fmt::format("batch 1 is the odd one: never compare unbatched with batched results; every "
+                                       "batch of {{{}}} gives a row the same bits",
+                                       report::sizes_text(c.classes.back().sizes, all))
+                         : "batch 1 is the odd one: never compare unbatched with batched results");
   if (!alone || c.classes.size() > 2) {
     std::vector<SizeClass> batched(c.classes.begin() + (alone ? 1 : 0), c.classes.end());
     advice.push_back(fmt::format("pad every batch to a size in {{{}}}: those sizes give a row the same bits",
                                  report::sizes_text(widest(batched).sizes, all)));
   }
   if (c.classes.size() > 2)
-    advice.push_back(fmt::format("or bucket batches so that results you compare come from one class: {}", report::classes_text(c.classes, all)));
-  if (!alone) advice.push_back(fmt::format("results compared with a row run alone must come from batches of {{{}}}", report::sizes_text(ref.sizes, all)));
+    advice.push_back(fmt::format("or bucket batches so that results you compare come from one class: {}",
+                                 report::classes_text(c.classes, all)));
+  if (!alone)
+    advice.push_back(fmt::format("results compared with a row run alone must come from batches of {{{}}}",
+                                 report::sizes_text(ref.sizes, all)));
   return advice;
 }
 
@@ -110,13 +115,15 @@ void analyse(InvarianceConfig& c) {
   c.advice = size_advice(c);
   const std::vector<int64_t> all = tried(c);
   if (!c.position_dependent.empty())
-    c.advice.push_back(fmt::format("a row's bits depend on its place in the batch at sizes {}: keep each row at the same place "
-                                   "(no shuffling, padding on the same side) in results you compare",
-                                   report::sizes_text(c.position_dependent, all)));
+    c.advice.push_back(
+        fmt::format("a row's bits depend on its place in the batch at sizes {}: keep each row at the same place "
+                    "(no shuffling, padding on the same side) in results you compare",
+                    report::sizes_text(c.position_dependent, all)));
   if (!c.warmup_dependent.empty())
-    c.advice.push_back(fmt::format("the first call of a batch differs from the second at sizes {}: call the model once per batch "
-                                   "size before the results you compare",
-                                   report::sizes_text(c.warmup_dependent, all)));
+    c.advice.push_back(
+        fmt::format("the first call of a batch differs from the second at sizes {}: call the model once per batch "
+                    "size before the results you compare",
+                    report::sizes_text(c.warmup_dependent, all)));
 }
 
 void compare_configs(std::vector<InvarianceConfig>& configs) {
@@ -128,15 +135,16 @@ void compare_configs(std::vector<InvarianceConfig>& configs) {
     for (const auto& c : configs) names.push_back(c.config);
     for (auto& c : configs)
       if (c.verdict == "variant")
-        c.advice.push_back(fmt::format("none of the configurations tried ({}) is invariant: padding or bucketing to one class is the fix",
-                                       fmt::join(names, ", ")));
+        c.advice.push_back(fmt::format(
+            "none of the configurations tried ({}) is invariant: padding or bucketing to one class is the fix",
+            fmt::join(names, ", ")));
   }
   if (invariant.empty()) return;
   for (auto& c : configs)
     if (c.verdict == "variant")
-      c.advice.push_back(fmt::format("configuration{} {} {} invariant: {} switches fix it here", invariant.size() == 1 ? "" : "s",
-                                     fmt::join(invariant, ", "), invariant.size() == 1 ? "is" : "are",
-                                     invariant.size() == 1 ? "its" : "their"));
+      c.advice.push_back(fmt::format("configuration{} {} {} invariant: {} switches fix it here",
+                                     invariant.size() == 1 ? "" : "s", fmt::join(invariant, ", "),
+                                     invariant.size() == 1 ? "is" : "are", invariant.size() == 1 ? "its" : "their"));
 }
 
 }  // namespace ra::invariance

@@ -61,13 +61,17 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
 std::string failure(const ChildOutcome& out) {
   std::string line = last_line(out.log_tail);
   if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage)) throw UsageError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input)) throw InputError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted)) throw Interrupted();
-  const std::string how = out.kind == ChildOutcome::Kind::TimedOut  ? "timed out"
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
+    throw UsageError(line);
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
+    throw InputError(line);
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
+    throw Interrupted();
+  const std::string how = out.kind == ChildOutcome::Kind::TimedOut   ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
-                          : out.kind == ChildOutcome::Kind::SpawnFailed ? "could not be started"
-                                                                        : fmt::format("exited with code {}", out.exit_code);
+                          : out.kind == ChildOutcome::Kind::SpawnFailed
+                              ? "could not be started"
+                              : fmt::format("exited with code {}", out.exit_code);
   return fmt::format("the invariance worker {}{}", how, line.empty() ? "" : ": " + line);
 }
 
@@ -75,7 +79,8 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
   std::vector<ChildJob> jobs;
   for (const auto& c : cells) jobs.push_back(c.job);
   const auto outcomes = run_children(jobs, o.session.jobs, [&](size_t i, const ChildOutcome& out) {
-    if (o.session.progress) log::info("[{}/{}] invariance under {}: {:.0f} ms", i + 1, cells.size(), cells[i].config.name, out.wall_ms);
+    if (o.session.progress)
+      log::info("[{}/{}] invariance under {}: {:.0f} ms", i + 1, cells.size(), cells[i].config.name, out.wall_ms);
   });
   std::vector<CellResult> results;
   for (size_t i = 0; i < cells.size(); ++i) {
@@ -114,8 +119,8 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r) {
   return c;
 }
 
-report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<Cell>& cells, const std::vector<CellResult>& results,
-                                 nlohmann::ordered_json& environment) {
+report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<Cell>& cells,
+                                 const std::vector<CellResult>& results, nlohmann::ordered_json& environment) {
   report::Invariance inv;
   inv.model = o.model, inv.input = o.input, inv.device = o.session.device.to_string(), inv.rows = o.rows;
   inv.filler = o.filler == Filler::Random ? "random" : "input";

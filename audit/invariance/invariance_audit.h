@@ -20,7 +20,7 @@
 namespace ra::invariance {
 
 struct InvarianceOptions {
-  SessionOptions session;      // device, configurations, jobs, timeout, seed, libraries, argv, progress
+  SessionOptions session;  // device, configurations, jobs, timeout, seed, libraries, argv, progress
   std::string model;
   std::string input;
   int rows = 4;

@@ -29,7 +29,8 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
 
 nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
   nlohmann::ordered_json switches = nlohmann::ordered_json::array();
-  for (const auto& s : m.switches) switches.push_back({{"key", s.key}, {"requested", s.requested}, {"effective", s.effective}});
+  for (const auto& s : m.switches)
+    switches.push_back({{"key", s.key}, {"requested", s.requested}, {"effective", s.effective}});
   return {{"kind", m.kind},
           {"inputs", m.inputs},
           {"switches", switches},
@@ -49,7 +50,8 @@ InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_j
   m.kind = j.at("kind").get<std::string>();
   m.inputs = j.at("inputs").get<std::vector<std::string>>();
   for (const auto& s : j.at("switches"))
-    m.switches.push_back({s.at("key").get<std::string>(), s.at("requested").get<std::string>(), s.at("effective").get<std::string>()});
+    m.switches.push_back(
+        {s.at("key").get<std::string>(), s.at("requested").get<std::string>(), s.at("effective").get<std::string>()});
   m.outputs = j.at("outputs").get<std::vector<std::string>>();
   m.excluded = j.at("excluded").get<std::vector<std::string>>();
   m.notes = j.at("notes").get<std::vector<std::string>>();

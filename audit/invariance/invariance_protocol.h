@@ -23,29 +23,29 @@ enum class Filler { Input, Random };
 // What to sweep. `sizes` empty means auto: 1…9, then powers of two and their ±1 up to `budget`,
 // then bisection between neighbouring sizes whose bits disagree.
 struct InvarianceRequest {
-  TrialSpec spec;                 // model, input file, device, seed, configuration, libraries
-  int rows = 4;                   // anchor rows: the input's first R rows
+  TrialSpec spec;  // model, input file, device, seed, configuration, libraries
+  int rows = 4;    // anchor rows: the input's first R rows
   Filler filler = Filler::Input;
-  std::vector<int64_t> sizes;     // ascending, without duplicates; empty: auto
-  int64_t budget = 1024;          // the largest batch size auto tries
+  std::vector<int64_t> sizes;       // ascending, without duplicates; empty: auto
+  int64_t budget = 1024;            // the largest batch size auto tries
   std::vector<int64_t> batch_dims;  // per input; -1: no batch dimension (passed whole); missing: 0
   bool fingerprint = false;         // read the environment fingerprint (the worker then loads CUDA's half)
 };
 
 // What a worker measured.
 struct InvarianceMeasurement {
-  std::string kind;                          // the target's kind
-  std::vector<std::string> inputs;           // "x=float32[16x3x64x64] (batch dim 0)"
+  std::string kind;                 // the target's kind
+  std::vector<std::string> inputs;  // "x=float32[16x3x64x64] (batch dim 0)"
   std::vector<report::SwitchValue> switches;
-  std::vector<std::string> outputs;          // compared
-  std::vector<std::string> excluded;         // left out, with the reason
+  std::vector<std::string> outputs;   // compared
+  std::vector<std::string> excluded;  // left out, with the reason
   std::vector<std::string> notes;
   report::NegativeControl control;
   std::vector<report::InvarianceCell> cells;
   double forward_ms = 0;
   int64_t calls = 0;
   double sweep_ms = 0;
-  nlohmann::ordered_json environment;        // the fingerprint, when asked; null otherwise
+  nlohmann::ordered_json environment;  // the fingerprint, when asked; null otherwise
 };
 
 nlohmann::json to_json(const InvarianceRequest& r);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/knowledge/knowledge.h"
 
-#include "audit/trial/config.h"
 #include "audit/common/errors.h"
 #include "audit/common/json_document.h"
 #include "audit/common/paths.h"
+#include "audit/trial/config.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,15 +19,15 @@ namespace {
 
 using nlohmann::json;
 
-const std::map<std::string, Documented> kDocumented = {
-    {"made-deterministic", Documented::MadeDeterministic},
-    {"raises", Documented::Raises},
-    {"undocumented", Documented::Undocumented}};
+const std::map<std::string, Documented> kDocumented = {{"made-deterministic", Documented::MadeDeterministic},
+                                                       {"raises", Documented::Raises},
+                                                       {"undocumented", Documented::Undocumented}};
 
-const std::map<std::string, Behaviour> kBehaviours = {
-    {"made-deterministic", Behaviour::MadeDeterministic}, {"raises", Behaviour::Raises},
-    {"unaffected", Behaviour::Unaffected},                {"introduces", Behaviour::Introduces},
-    {"changes-results", Behaviour::ChangesResults}};
+const std::map<std::string, Behaviour> kBehaviours = {{"made-deterministic", Behaviour::MadeDeterministic},
+                                                      {"raises", Behaviour::Raises},
+                                                      {"unaffected", Behaviour::Unaffected},
+                                                      {"introduces", Behaviour::Introduces},
+                                                      {"changes-results", Behaviour::ChangesResults}};
 
 template <typename Map>
 std::string keys_of(const Map& m) {
@@ -65,7 +65,8 @@ class Reader {
 
 Measurement parse_measurement(const Reader& r, const json& m, const std::string& entry, size_t index) {
   const std::string where = fmt::format("{}, measured[{}]", entry, index);
-  r.only_keys(m, {"device", "device_type", "torch", "cuda", "cudnn", "date", "probe", "observed", "evidence", "note"}, where);
+  r.only_keys(m, {"device", "device_type", "torch", "cuda", "cudnn", "date", "probe", "observed", "evidence", "note"},
+              where);
   Measurement out;
   out.device = r.string(m, "device", where);
   out.device_type = r.string(m, "device_type", where);
@@ -92,8 +93,9 @@ Measurement parse_measurement(const Reader& r, const json& m, const std::string&
 
 KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
   std::string where = fmt::format("entry {}", index);
-  r.only_keys(e, {"id", "title", "doc_row", "documented", "severity", "ops", "args", "unless", "device", "direction",
-                  "condition", "behaviour", "alert", "advice", "measured", "concern"},
+  r.only_keys(e,
+              {"id", "title", "doc_row", "documented", "severity", "ops", "args", "unless", "device", "direction",
+               "condition", "behaviour", "alert", "advice", "measured", "concern"},
               where);
   KnowledgeEntry k;
   k.id = r.string(e, "id", where);
@@ -128,13 +130,16 @@ KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
     for (const auto& [name, value] : e[field].items()) {
       const auto scalar = [](const json& v) { return v.is_boolean() || v.is_number_integer() || v.is_string(); };
       const auto ints = [](const json& v) {
-        return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); });
+        return v.is_array() && !v.empty() &&
+               std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number_integer(); });
       };
       const auto item = [&](const json& v) { return scalar(v) || ints(v); };
-      const bool ok = item(value) || (value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), item));
+      const bool ok =
+          item(value) || (value.is_array() && !value.empty() && std::all_of(value.begin(), value.end(), item));
       if (!ok)
-        r.fail(where, fmt::format("'{}.{}' must be a boolean, an integer, a string, a list of integers, or a list of them",
-                                  field, name));
+        r.fail(where,
+               fmt::format("'{}.{}' must be a boolean, an integer, a string, a list of integers, or a list of them",
+                           field, name));
       (std::string(field) == "args" ? k.args : k.unless)[name] = value.dump();
     }
   }
@@ -161,7 +166,8 @@ KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
   k.advice = r.string(e, "advice", where);
   if (e.contains("measured")) {
     if (!e["measured"].is_array()) r.fail(where, "'measured' must be a list");
-    for (size_t i = 0; i < e["measured"].size(); ++i) k.measured.push_back(parse_measurement(r, e["measured"][i], where, i));
+    for (size_t i = 0; i < e["measured"].size(); ++i)
+      k.measured.push_back(parse_measurement(r, e["measured"][i], where, i));
   }
   return k;
 }
@@ -170,20 +176,28 @@ KnowledgeEntry parse_entry(const Reader& r, const json& e, size_t index) {
 
 const char* to_string(Documented d) {
   switch (d) {
-    case Documented::MadeDeterministic: return "made-deterministic";
-    case Documented::Raises: return "raises";
-    case Documented::Undocumented: return "undocumented";
+    case Documented::MadeDeterministic:
+      return "made-deterministic";
+    case Documented::Raises:
+      return "raises";
+    case Documented::Undocumented:
+      return "undocumented";
   }
   return "?";
 }
 
 const char* to_string(Behaviour b) {
   switch (b) {
-    case Behaviour::MadeDeterministic: return "made-deterministic";
-    case Behaviour::Raises: return "raises";
-    case Behaviour::Unaffected: return "unaffected";
-    case Behaviour::Introduces: return "introduces";
-    case Behaviour::ChangesResults: return "changes-results";
+    case Behaviour::MadeDeterministic:
+      return "made-deterministic";
+    case Behaviour::Raises:
+      return "raises";
+    case Behaviour::Unaffected:
+      return "unaffected";
+    case Behaviour::Introduces:
+      return "introduces";
+    case Behaviour::ChangesResults:
+      return "changes-results";
   }
   return "?";
 }
@@ -207,7 +221,8 @@ std::string describe(const Measurement& m) {
     if (const auto it = m.observed.find(config); it != m.observed.end())
       seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", config, it->second);
   for (const auto& [config, verdict] : m.observed)
-    if (config != "default" && config != "det") seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", config, verdict);
+    if (config != "default" && config != "det")
+      seen += fmt::format("{}{} {}", seen.empty() ? "" : ", ", config, verdict);
   return fmt::format("{} ({}), {}, probe {}: {}{}", m.device, versions, m.date, m.probe, seen,
                      m.note.empty() ? "" : "; " + m.note);
 }

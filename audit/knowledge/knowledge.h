@@ -43,16 +43,16 @@ const char* to_string(Behaviour b);
 // `measured` list of an entry). Where the two disagree, the measurement wins: lint states the
 // measured behaviour under deterministic mode and shows the documented one beside it.
 struct Measurement {
-  std::string device;       // "NVIDIA H200"
-  std::string device_type;  // "cuda" or "cpu"
-  std::string torch;        // "2.11.0+cu130"
-  std::string cuda;         // "13.0", "" on the CPU
-  std::string cudnn;        // "91900", "" when none
-  std::string date;         // "2026-11-26"
-  std::string probe;        // the probe that measured it, "sdpa.cudnn.backward"
+  std::string device;                           // "NVIDIA H200"
+  std::string device_type;                      // "cuda" or "cpu"
+  std::string torch;                            // "2.11.0+cu130"
+  std::string cuda;                             // "13.0", "" on the CPU
+  std::string cudnn;                            // "91900", "" when none
+  std::string date;                             // "2026-11-26"
+  std::string probe;                            // the probe that measured it, "sdpa.cudnn.backward"
   std::map<std::string, std::string> observed;  // configuration -> reproducible | diverged | raised
-  std::string evidence;     // the report file, relative to the repository
-  std::string note;         // anything else seen, "" when nothing
+  std::string evidence;                         // the report file, relative to the repository
+  std::string note;                             // anything else seen, "" when nothing
 };
 
 // The behaviour under use_deterministic_algorithms that a measurement shows: made-deterministic
@@ -64,11 +64,11 @@ std::optional<Behaviour> measured_under_det(const Measurement& m);
 std::string describe(const Measurement& m);
 
 struct KnowledgeEntry {
-  std::string id;          // "index_add.cuda"
-  std::string title;       // "torch.index_add on CUDA tensors"
-  std::string doc_row;     // the documentation's row, "" for undocumented entries
+  std::string id;       // "index_add.cuda"
+  std::string title;    // "torch.index_add on CUDA tensors"
+  std::string doc_row;  // the documentation's row, "" for undocumented entries
   Documented documented = Documented::Undocumented;
-  std::vector<std::string> ops;                   // graph ops lint matches: "aten::index_add"
+  std::vector<std::string> ops;  // graph ops lint matches: "aten::index_add"
   // Constant-argument conditions, as JSON text: {"accumulate": "true"}, {"reduce": "[\"sum\",\"mean\"]"} (any
   // of a list). An op of the entry that has no such argument is not constrained by it.
   std::map<std::string, std::string> args;
@@ -83,12 +83,12 @@ struct KnowledgeEntry {
   // "batch-invariance": a row's result depends on the batch it shares (the batch-invariance probes
   // measured it). lint reports the latter as notes, as errors with --batch-invariance.
   std::string concern = "run-to-run";
-  std::string device;      // "cuda", "cpu" or "any"
-  std::string direction;   // "forward" or "backward"
-  std::string condition;   // when it is nondeterministic, in words
-  std::map<std::string, Behaviour> behaviour;     // switch key (config.h) -> behaviour; others: unaffected
-  std::string alert;       // the name in the alert "<alert> does not have a deterministic implementation", or ""
-  std::string advice;      // what to do about it
+  std::string device;                          // "cuda", "cpu" or "any"
+  std::string direction;                       // "forward" or "backward"
+  std::string condition;                       // when it is nondeterministic, in words
+  std::map<std::string, Behaviour> behaviour;  // switch key (config.h) -> behaviour; others: unaffected
+  std::string alert;   // the name in the alert "<alert> does not have a deterministic implementation", or ""
+  std::string advice;  // what to do about it
   std::vector<Measurement> measured;  // what probes measured on real machines, in the file's order
   // The first measurement on `device_type` that says what deterministic mode does, or nullptr.
   const Measurement* measured_on(const std::string& device_type) const;

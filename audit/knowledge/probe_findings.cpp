@@ -27,7 +27,8 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
   report::ProbeFacts& facts = *target.probe;
   const bool applies = entry && KnowledgeBase::applies_to(*entry, device_type);
   const bool documented = applies && entry->documented != Documented::Undocumented;
-  const bool documented_raises = applies && KnowledgeBase::behaviour_under(*entry, "deterministic") == Behaviour::Raises;
+  const bool documented_raises =
+      applies && KnowledgeBase::behaviour_under(*entry, "deterministic") == Behaviour::Raises;
   const bool control = facts.role == "control";
   auto note = [&](std::string text) { facts.disagreements.push_back(std::move(text)); };
 
@@ -37,14 +38,18 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
   for (const auto& c : target.configs) {
     diverged |= c.verdict == Verdict::Diverged;
     if (c.verdict == Verdict::Diverged && control)
-      note(fmt::format("control diverged under '{}': the op is nondeterministic even in the form that should be "
-                       "stable", c.name));
+      note(
+          fmt::format("control diverged under '{}': the op is nondeterministic even in the form that should be "
+                      "stable",
+                      c.name));
     else if (c.verdict == Verdict::Diverged && !applies)
       note(fmt::format("diverged under '{}', but nothing documents it as nondeterministic on {}", c.name, device_type));
     if (deterministic_on(c)) {
       if (documented_raises && c.verdict != Verdict::Raised && c.completed > 0)
-        note(fmt::format("documented to raise under use_deterministic_algorithms on {}, but ran without an error "
-                         "under '{}'", device_type, c.name));
+        note(
+            fmt::format("documented to raise under use_deterministic_algorithms on {}, but ran without an error "
+                        "under '{}'",
+                        device_type, c.name));
       if (!documented_raises && c.verdict == Verdict::Raised)
         note(fmt::format("raised under '{}', but the documentation does not list it as raising on {}", c.name,
                          device_type));
@@ -84,8 +89,8 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
                        device_type));
     if (!alerted && documented_raises)
       note(fmt::format("documented to raise on {}, but no alert fired in warn_only mode", device_type));
-    facts.census = alerted ? (diverged ? "alerted-diverged" : "alerted-stable")
-                           : (diverged ? "silent-diverged" : "stable");
+    facts.census =
+        alerted ? (diverged ? "alerted-diverged" : "alerted-stable") : (diverged ? "silent-diverged" : "stable");
   }
 }
 
@@ -99,8 +104,8 @@ report::Census cross_tabulate(const std::vector<report::Target>& targets, const 
   for (const auto& t : targets) {
     if (!t.probe) continue;
     const std::string& k = t.probe->census;
-    auto& list = k == "alerted-diverged" ? c.alerted_diverged
-                 : k == "alerted-stable" ? c.alerted_stable
+    auto& list = k == "alerted-diverged"  ? c.alerted_diverged
+                 : k == "alerted-stable"  ? c.alerted_stable
                  : k == "silent-diverged" ? c.silent_diverged
                  : k == "stable"          ? c.stable
                                           : c.not_run;

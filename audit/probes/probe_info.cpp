@@ -9,9 +9,11 @@ const char* to_string(Direction d) { return d == Direction::Forward ? "forward" 
 const char* to_string(Role r) { return r == Role::Probe ? "probe" : "control"; }
 
 nlohmann::json to_json(const ProbeInfo& i) {
-  return {{"name", i.name}, {"family", i.family}, {"op", i.op},   {"cpu", i.cpu},   {"cuda", i.cuda},
-          {"direction", to_string(i.direction)},  {"kb", i.kb},   {"role", to_string(i.role)}, {"form", i.form},
-          {"isolated", i.isolated}};
+  return {{"name", i.name}, {"family", i.family},
+          {"op", i.op},     {"cpu", i.cpu},
+          {"cuda", i.cuda}, {"direction", to_string(i.direction)},
+          {"kb", i.kb},     {"role", to_string(i.role)},
+          {"form", i.form}, {"isolated", i.isolated}};
 }
 
 ProbeInfo probe_info_from_json(const nlohmann::json& j) {

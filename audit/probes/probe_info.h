@@ -25,9 +25,9 @@ struct ProbeInfo {
   bool cpu = true;     // runs on CPU tensors
   bool cuda = true;    // runs on CUDA tensors
   Direction direction = Direction::Forward;
-  std::string kb;      // id of its knowledge-base entry (share/knowledge/ops.json), "" when none
+  std::string kb;  // id of its knowledge-base entry (share/knowledge/ops.json), "" when none
   Role role = Role::Probe;
-  std::string form;    // one line: what is run (sizes, duplicates, dtype)
+  std::string form;       // one line: what is run (sizes, duplicates, dtype)
   bool isolated = false;  // runs in a process of its own: what it reads depends on what earlier
                           // probes left behind (the CUDA caching allocator's blocks)
 };

@@ -7,21 +7,21 @@
 
 #include "audit/skeleton/audit_kind.h"
 
-#include "audit/trial/analysis.h"
 #include "audit/common/errors.h"
-#include "audit/common/stop.h"
 #include "audit/common/files.h"
-#include "audit/common/zip_check.h"
-#include "audit/trace/fix_search.h"
-#include "audit/knowledge/knowledge.h"
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/common/progress.h"
-#include "audit/train/replay.h"
-#include "audit/trial/runner.h"
+#include "audit/common/stop.h"
+#include "audit/common/zip_check.h"
+#include "audit/knowledge/knowledge.h"
+#include "audit/trace/fix_search.h"
+#include "audit/trace/op_stream.h"
 #include "audit/trace/trace_align.h"
 #include "audit/trace/trace_io.h"
-#include "audit/trace/op_stream.h"
+#include "audit/train/replay.h"
+#include "audit/trial/analysis.h"
+#include "audit/trial/runner.h"
 #include "audit/trial/trials.h"
 #include "audit/trial/worker.h"
 
@@ -30,8 +30,8 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -81,11 +81,13 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
     const bool signaled = outcome.kind == ChildOutcome::Kind::Signaled;
     const bool crashed = sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGILL || sig == SIGFPE ||
                          sig == SIGSYS || sig == SIGTRAP;
-    const std::string why = !signaled ? ""
-                            : crashed ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
-                                      : fmt::format("; the worker process was killed from outside (by {}: the out-of-memory "
-                                                    "killer, a job scheduler's limit, or a kill), not by the model",
-                                                    sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : fmt::format("signal {}", sig));
+    const std::string why =
+        !signaled ? ""
+        : crashed ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
+                  : fmt::format(
+                        "; the worker process was killed from outside (by {}: the out-of-memory "
+                        "killer, a job scheduler's limit, or a kill), not by the model",
+                        sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : fmt::format("signal {}", sig));
     throw InputError(fmt::format("model '{}' could not be loaded and run once: {}{}{}", o.model,
                                  summarise_trial(run).message, last.empty() ? "" : " (" + last + ")", why));
   }
@@ -125,9 +127,15 @@ class BatchRunner {
  public:
   // With `placement`, configuration c's children run on GPU slot `slot` (when not -1) or on the
   // configuration's own slot, at most placement->per_slot children per GPU at a time.
-  BatchRunner(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, std::string tag, bool trace,
-              const DevicePlacement* placement, int slot)
-      : o_(o), scratch_(scratch), configs_(configs), tag_(std::move(tag)), trace_(trace), placement_(placement), slot_(slot) {
+  BatchRunner(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, std::string tag,
+              bool trace, const DevicePlacement* placement, int slot)
+      : o_(o),
+        scratch_(scratch),
+        configs_(configs),
+        tag_(std::move(tag)),
+        trace_(trace),
+        placement_(placement),
+        slot_(slot) {
     b_.runs.resize(configs.size());
     b_.traces.resize(configs.size());
     b_.stopped_by.resize(configs.size());
@@ -166,11 +174,13 @@ class BatchRunner {
       std::vector<const TrialRun*> earlier;
       for (int k = 0; k < r; ++k)
         earlier.push_back(finished_[c][static_cast<size_t>(k)] ? &b_.runs[c][static_cast<size_t>(k)] : nullptr);
-      if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[""] = std::move(digests);
+      if (auto digests = reference_digests(earlier); !digests.empty())
+        spec.dump_only_differing[""] = std::move(digests);
       b_.traces[c][static_cast<size_t>(r)] = spec.trace_path;
       check_stop();
       const std::string gpu = placement_ ? placement_->visible[slot(c)] : "";
-      return started.insert_or_assign(i, prepare_child(scratch_, name, spec, o_.timeout_s, true, gpu)).first->second.job;
+      return started.insert_or_assign(i, prepare_child(scratch_, name, spec, o_.timeout_s, true, gpu))
+          .first->second.job;
     };
     progress_.add(jobs.size());
     const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
@@ -246,9 +256,8 @@ std::optional<report::TraceSummary> summarise_traces(const std::vector<TrialRun>
   return trace::analyse_traces(traces, repeats);
 }
 
-
-report::ConfigResult analyse_runs(const Config& config, const std::vector<TrialRun>& runs, const std::vector<std::string>& traces,
-                                  bool trace, const DiffFn& diff) {
+report::ConfigResult analyse_runs(const Config& config, const std::vector<TrialRun>& runs,
+                                  const std::vector<std::string>& traces, bool trace, const DiffFn& diff) {
   report::ConfigResult result = analyse_config(config, runs, diff);
   if (trace) result.trace = summarise_traces(runs, traces, result.op_stream);
   return result;
@@ -261,7 +270,8 @@ report::ConfigResult analyse_runs(const Config& config, const std::vector<TrialR
 // --timed-runs (at least one). A slow spell on a busy machine then hits neighbouring children of
 // every configuration alike, and the per-round ratios show how much the figures move.
 std::vector<std::vector<std::optional<double>>> time_configs(const RunOptions& o, const ScratchDir& scratch,
-                                                             const std::vector<Config>& configs, const std::string& tag) {
+                                                             const std::vector<Config>& configs,
+                                                             const std::string& tag) {
   const int per_child = std::max(1, o.timed_runs / report::kTimingRounds);
   std::vector<PreparedChild> prepared;
   for (int round = 0; round < report::kTimingRounds; ++round)
@@ -269,7 +279,8 @@ std::vector<std::vector<std::optional<double>>> time_configs(const RunOptions& o
       TrialSpec spec = base_spec(o);
       spec.config = configs[c];
       spec.timed_runs = per_child;
-      prepared.push_back(prepare_child(scratch, fmt::format("{}t{}r{}", tag, c, round), spec, o.timeout_s, /*dump=*/false));
+      prepared.push_back(
+          prepare_child(scratch, fmt::format("{}t{}r{}", tag, c, round), spec, o.timeout_s, /*dump=*/false));
     }
   std::vector<ChildJob> jobs;
   for (const auto& p : prepared) jobs.push_back(p.job);
@@ -326,7 +337,8 @@ void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, co
       }
     }
   report::DivergenceStats none;
-  none.note = fmt::format("output {} was bitwise identical in the {} runs repeated to capture it", output, usable.size());
+  none.note =
+      fmt::format("output {} was bitwise identical in the {} runs repeated to capture it", output, usable.size());
   rc.stats = none;
 }
 
@@ -356,7 +368,8 @@ void annotate_fixes(report::ConfigResult& result, const std::string& device_type
             std::find(e.ops.begin(), e.ops.end(), rc.forward_op) == e.ops.end())
           continue;
         const Measurement* m = e.measured_on(device_type);
-        const Behaviour det = m != nullptr ? *measured_under_det(*m) : KnowledgeBase::behaviour_under(e, "deterministic");
+        const Behaviour det =
+            m != nullptr ? *measured_under_det(*m) : KnowledgeBase::behaviour_under(e, "deterministic");
         if (det != Behaviour::Unaffected || e.severity != "error") continue;
         advised.insert(e.id);
         fs.conclusion += fmt::format("; {} ({}): {}", rc.forward_op.empty() ? rc.op : rc.forward_op, e.id, e.advice);
@@ -378,7 +391,8 @@ nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& targe
   plan["inputs"] = target.inputs;
   plan["mode"] = o.mode;
   if (o.mode == "train") plan["train"] = {o.steps, o.optimizer, o.lr};
-  plan["trace"] = o.trace ? nlohmann::ordered_json{o.trace_capacity, o.fix_search, o.timed_runs} : nlohmann::ordered_json(false);
+  plan["trace"] =
+      o.trace ? nlohmann::ordered_json{o.trace_capacity, o.fix_search, o.timed_runs} : nlohmann::ordered_json(false);
   return plan;
 }
 
@@ -403,9 +417,10 @@ report::Target model_target(const RunOptions& o, const TrialResult& pre, bool na
   target.graph_digest = pre.graph_digest;
   target.notes = pre.warnings;
   if (native)
-    target.notes.insert(target.notes.begin(),
-                        "this AOTInductor package's compiled library (.so) was loaded and ran as native code in the audit's "
-                        "worker processes, with your rights: auditing a package trusts it (run --no-native refuses packages)");
+    target.notes.insert(
+        target.notes.begin(),
+        "this AOTInductor package's compiled library (.so) was loaded and ran as native code in the audit's "
+        "worker processes, with your rights: auditing a package trusts it (run --no-native refuses packages)");
   return target;
 }
 
@@ -422,8 +437,10 @@ class ModelAudit : public AuditKind {
     // A note on what --trace cannot see is the report's (target.notes, printed with the summary):
     // said once there, not again on stderr.
     for (const auto& w : pre.warnings)
-      if (w.rfind("--trace: ", 0) == 0) log::debug("{}", w);
-      else log::warn("{}", w);
+      if (w.rfind("--trace: ", 0) == 0)
+        log::debug("{}", w);
+      else
+        log::warn("{}", w);
     if (!pre.untraceable.empty()) {
       log::warn("--trace: {}", pre.untraceable);
       o_.trace = false;
@@ -464,9 +481,10 @@ class ModelAudit : public AuditKind {
     const bool native =
         looks_like_zip(o_.model) && is_aoti_package(checked_zip_entries(o_.model, fmt::format("model '{}'", o_.model)));
     if (native && o_.no_native)
-      throw InputError(fmt::format("model '{}' is an AOTInductor package, whose compiled library is native code that would run "
-                                   "in the audit's processes, and --no-native refuses native code",
-                                   o_.model));
+      throw InputError(
+          fmt::format("model '{}' is an AOTInductor package, whose compiled library is native code that would run "
+                      "in the audit's processes, and --no-native refuses native code",
+                      o_.model));
     return native;
   }
 
@@ -485,12 +503,14 @@ class ModelAudit : public AuditKind {
     for (size_t c = 0; c < configs_.size(); ++c) {
       const int ref = reference_index(batch_.runs[c]);
       reference_dumps.push_back(ref >= 0 ? batch_.runs[c][static_cast<size_t>(ref)].dump_path : "");
-      if (cells.shard && cells.shard->shared(0)) cells.shard->keep(0, cells.configs[0][c], reference_dumps.back(), reference_trace(c));
+      if (cells.shard && cells.shard->shared(0))
+        cells.shard->keep(0, cells.configs[0][c], reference_dumps.back(), reference_trace(c));
     }
     BatchedDiff stats(scratch_, o_.timeout_s, o_.tolerance);
     {
       std::vector<report::ConfigResult> first;
-      for (size_t c = 0; c < configs_.size(); ++c) first.push_back(analyse_config(configs_[c], batch_.runs[c], stats.collect()));
+      for (size_t c = 0; c < configs_.size(); ++c)
+        first.push_back(analyse_config(configs_[c], batch_.runs[c], stats.collect()));
       configuration_dependence(first, reference_dumps, stats.collect());
     }
     stats.resolve();
@@ -532,8 +552,8 @@ class ModelAudit : public AuditKind {
       int candidates = 0, most_runs = 0;
       const EvaluateFn evaluate = [&](const Config& config) {
         log::info("fix search for {}: trying {}", failing.name, config.name);
-        const Batch b = run_batch(o_, scratch_, {config}, o_.repeats, fmt::format("{}{}", tag, candidates++), true, place(),
-                                  place() ? static_cast<int>(place()->slot_of(c)) : -1);
+        const Batch b = run_batch(o_, scratch_, {config}, o_.repeats, fmt::format("{}{}", tag, candidates++), true,
+                                  place(), place() ? static_cast<int>(place()->slot_of(c)) : -1);
         most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
         const report::ConfigResult r =
             analyse_runs(config, b.runs[0], b.traces[0], true, worker_diff(scratch_, o_.timeout_s, o_.tolerance));

@@ -14,27 +14,27 @@
 
 #include "audit/skeleton/audit_kind.h"
 
-#include "audit/trial/analysis.h"
-#include "audit/digest/digest_kernel.h"
 #include "audit/common/errors.h"
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/common/progress.h"
+#include "audit/digest/digest_kernel.h"
 #include "audit/knowledge/probe_findings.h"
+#include "audit/probes/probe_info.h"
+#include "audit/run/batch_classes.h"
+#include "audit/trial/analysis.h"
 #include "audit/trial/probe_protocol.h"
 #include "audit/trial/trials.h"
 #include "audit/trial/worker.h"
-#include "audit/run/batch_classes.h"
-#include "audit/probes/probe_info.h"
 
 #include <fmt/format.h>
 
+#include <fnmatch.h>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 #include <tuple>
-#include <cstdio>
-#include <fnmatch.h>
 
 namespace ra {
 namespace {
@@ -64,11 +64,16 @@ class SuiteRunner {
   // With `placement`, each configuration's children run on its GPU slot (the census on slot 0).
   SuiteRunner(const ProbeRunOptions& o, const ScratchDir& scratch, std::vector<std::string> names,
               std::set<std::string> isolated, Wanted wanted, const DevicePlacement* placement)
-      : o_(o), scratch_(scratch), names_(std::move(names)), isolated_(std::move(isolated)), wanted_(std::move(wanted)),
+      : o_(o),
+        scratch_(scratch),
+        names_(std::move(names)),
+        isolated_(std::move(isolated)),
+        wanted_(std::move(wanted)),
         placement_(placement) {
     for (size_t i = 0; i < names_.size(); ++i) index_[names_[i]] = i;
     const int most = o.auto_repeats ? std::max(o.auto_repeats->min, o.auto_repeats->max) : o.repeats;
-    slots_.assign(names_.size(), std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(static_cast<size_t>(most))));
+    slots_.assign(names_.size(),
+                  std::vector<std::vector<Slot>>(o.configs.size(), std::vector<Slot>(static_cast<size_t>(most))));
     counts_.assign(names_.size(), std::vector<int>(o.configs.size(), 0));
     stopped_by_.assign(names_.size(), std::vector<std::string>(o.configs.size()));
     census_.assign(names_.size(), std::nullopt);
@@ -79,8 +84,10 @@ class SuiteRunner {
     if (names_.empty()) return;
     std::vector<std::vector<std::string>> groups(1);
     for (const auto& name : names_) {
-      if (isolated_.count(name)) groups.push_back({name});
-      else groups.front().push_back(name);
+      if (isolated_.count(name))
+        groups.push_back({name});
+      else
+        groups.front().push_back(name);
     }
     if (groups.front().empty()) groups.erase(groups.begin());
     // The first repeats (and the census) run first; the later ones then know each probe's reference
@@ -93,7 +100,8 @@ class SuiteRunner {
         for (size_t c = 0; c < o_.configs.size(); ++c)
           if (auto probes = wanted_in(groups[g], c); !probes.empty())
             (r == 0 ? pending : later).push_back({static_cast<int>(c), r, std::move(probes), 0, id});
-      if (auto probes = wanted_in(groups[g], 0); o_.census && !probes.empty()) pending.push_back({-1, 0, std::move(probes), 0, id});
+      if (auto probes = wanted_in(groups[g], 0); o_.census && !probes.empty())
+        pending.push_back({-1, 0, std::move(probes), 0, id});
     }
     for (auto& per_config : counts_) std::fill(per_config.begin(), per_config.end(), first);
     progress_ = Progress(pending.size() + later.size(), o_.progress);
@@ -177,7 +185,8 @@ class SuiteRunner {
           std::vector<const TrialRun*> earlier;
           for (int k = 0; k < b.repeat; ++k)
             earlier.push_back(repeats[static_cast<size_t>(k)].filled ? &repeats[static_cast<size_t>(k)].run : nullptr);
-          if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[name] = std::move(digests);
+          if (auto digests = reference_digests(earlier); !digests.empty())
+            spec.dump_only_differing[name] = std::move(digests);
         }
       const std::string tag = b.config < 0 ? fmt::format("census-g{}-a{}", b.group, b.attempt)
                                            : fmt::format("g{}-c{}-r{}-a{}", b.group, b.config, b.repeat, b.attempt);
@@ -188,7 +197,8 @@ class SuiteRunner {
     const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
       const Batch& b = batches[i];
       const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
-      progress_.done(fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
+      progress_.done(
+          fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
     };
     std::function<int(size_t)> slot_of;
     if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(batches[i])); };
@@ -278,8 +288,8 @@ class SuiteRunner {
   const DevicePlacement* placement_;
   std::map<std::string, size_t> index_;
   std::vector<std::vector<std::vector<Slot>>> slots_;  // probe x config x repeat
-  std::vector<std::vector<int>> counts_;                // probe x config: the repeats it runs
-  std::vector<std::vector<std::string>> stopped_by_;    // probe x config: --repeats auto, what decided it
+  std::vector<std::vector<int>> counts_;               // probe x config: the repeats it runs
+  std::vector<std::vector<std::string>> stopped_by_;   // probe x config: --repeats auto, what decided it
   std::vector<std::optional<CensusRun>> census_;
   Progress progress_{0, false};
   bool warned_dump_ = false;  // one warning for dumps that could not be written, not one per probe
@@ -450,14 +460,15 @@ class ProbeSuite : public AuditKind {
         runs_[i][c] = runner_->runs(i, c);
         const int ref = reference_index(runs_[i][c]);
         reference_dumps_[i][c] = ref >= 0 ? runs_[i][c][static_cast<size_t>(ref)].dump_path : "";
-        if (cells.shard && cells.shard->shared(target_of_[i])) cells.shard->keep(target_of_[i], c, reference_dumps_[i][c], "");
+        if (cells.shard && cells.shard->shared(target_of_[i]))
+          cells.shard->keep(target_of_[i], c, reference_dumps_[i][c], "");
       }
   }
 
   // A runnable probe's results per configuration and their dependence, analysed twice: once to
   // collect what statistics are needed, then with the answers of one worker (audit/trial/worker.h).
-  std::pair<std::vector<report::ConfigResult>, std::optional<report::ConfigDependence>> analyse_probe(size_t i, const Cells& cells,
-                                                                                                const DiffFn& diff) {
+  std::pair<std::vector<report::ConfigResult>, std::optional<report::ConfigDependence>> analyse_probe(
+      size_t i, const Cells& cells, const DiffFn& diff) {
     std::vector<report::ConfigResult> configs;
     std::vector<std::string> dumps;
     for (const size_t c : cells.configs[target_of_[i]]) {
@@ -477,8 +488,8 @@ class ProbeSuite : public AuditKind {
   std::vector<size_t> target_of_;  // runnable probe -> its index in `selected_`
   std::optional<DevicePlacement> placement_;
   std::optional<SuiteRunner> runner_;
-  std::vector<std::vector<std::vector<TrialRun>>> runs_;        // per runnable probe, per configuration
-  std::vector<std::vector<std::string>> reference_dumps_;       // per runnable probe, per configuration
+  std::vector<std::vector<std::vector<TrialRun>>> runs_;   // per runnable probe, per configuration
+  std::vector<std::vector<std::string>> reference_dumps_;  // per runnable probe, per configuration
   std::vector<report::CensusRecord> census_;
 };
 
@@ -498,7 +509,8 @@ std::vector<probes::ProbeInfo> probe_catalogue(const std::vector<std::string>& l
   run_worker_service(scratch, "catalogue", args, 600);
   std::vector<probes::ProbeInfo> out;
   try {
-    for (const auto& j : nlohmann::json::parse(read_file(path, "probe catalogue"))) out.push_back(probes::probe_info_from_json(j));
+    for (const auto& j : nlohmann::json::parse(read_file(path, "probe catalogue")))
+      out.push_back(probes::probe_info_from_json(j));
   } catch (const std::exception& e) {
     throw Error(ExitCode::Incomplete, fmt::format("the worker's probe catalogue is unreadable: {}", e.what()));
   }

@@ -14,8 +14,8 @@
 #pragma once
 
 #include "audit/fleet/shard_run.h"
-#include "audit/trial/config.h"
 #include "audit/knowledge/knowledge.h"
+#include "audit/trial/config.h"
 #include "audit/trial/trials.h"
 #include "reports/model.h"
 
@@ -28,10 +28,10 @@
 namespace ra {
 
 struct ProbeRunOptions : SessionOptions {
-  std::vector<std::string> only;    // shell globs on probe or family names; empty = every probe
-  bool census = true;               // run each probe once more under det-warn and collect alerts
-  bool time_probes = true;          // time unrecorded runs of each probe: the cost of each configuration
-  std::string knowledge_digest;     // of the knowledge base the findings are judged against (part of a shard's plan)
+  std::vector<std::string> only;  // shell globs on probe or family names; empty = every probe
+  bool census = true;             // run each probe once more under det-warn and collect alerts
+  bool time_probes = true;        // time unrecorded runs of each probe: the cost of each configuration
+  std::string knowledge_digest;   // of the knowledge base the findings are judged against (part of a shard's plan)
   std::optional<fleet::ShardOptions> shard;  // --shard: run only this shard's cells (audit/fleet/shard_run.h)
 };
 

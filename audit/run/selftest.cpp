@@ -47,14 +47,15 @@ std::string repeats_text(const ConfigResult& c) {
 
 // Two configurations that between them set every switch of the table to two different values.
 std::vector<std::string> switch_configs(unsigned cpus) {
-  return {"deterministic=on+cudnn.benchmark=off+cudnn.deterministic=on+cudnn.enabled=off+fill_uninitialized_memory=on"
-          "+cublas_workspace=:4096:8+tf32.cublas=off+tf32.cudnn=off+threads=1+mkl_cbwr=COMPATIBLE"
-          "+sdpa.cudnn=off+sdpa.flash=off+sdpa.mem_efficient=off+cublas.fp16_reduction=off+cublas.bf16_reduction=off",
-          fmt::format("deterministic=warn+cudnn.benchmark=on+cudnn.deterministic=off+cudnn.enabled=on"
-                      "+fill_uninitialized_memory=off+cublas_workspace=:16:8+tf32.cublas=on+tf32.cudnn=on+threads={}"
-                      "+mkl_cbwr=AUTO+sdpa.cudnn=on+sdpa.flash=on+sdpa.mem_efficient=on+cublas.fp16_reduction=on"
-                      "+cublas.bf16_reduction=on",
-                      std::max(2u, cpus))};
+  return {
+      "deterministic=on+cudnn.benchmark=off+cudnn.deterministic=on+cudnn.enabled=off+fill_uninitialized_memory=on"
+      "+cublas_workspace=:4096:8+tf32.cublas=off+tf32.cudnn=off+threads=1+mkl_cbwr=COMPATIBLE"
+      "+sdpa.cudnn=off+sdpa.flash=off+sdpa.mem_efficient=off+cublas.fp16_reduction=off+cublas.bf16_reduction=off",
+      fmt::format("deterministic=warn+cudnn.benchmark=on+cudnn.deterministic=off+cudnn.enabled=on"
+                  "+fill_uninitialized_memory=off+cublas_workspace=:16:8+tf32.cublas=on+tf32.cudnn=on+threads={}"
+                  "+mkl_cbwr=AUTO+sdpa.cudnn=on+sdpa.flash=on+sdpa.mem_efficient=on+cublas.fp16_reduction=on"
+                  "+cublas.bf16_reduction=on",
+                  std::max(2u, cpus))};
 }
 
 const report::RootCause* find_cause(const Report& r, const std::string& direction) {
@@ -92,9 +93,10 @@ SelfCheck detection_check(const Report& probes, const std::string& positive, con
   if (device_type == "cpu" && cpus < 2) {
     // One thread cannot race: the positive control has nothing to show here.
     check.passed = pos_det->verdict == Verdict::Reproducible && neg_default->verdict == Verdict::Reproducible;
-    check.evidence = fmt::format("not checked for divergence: this machine has one CPU, so no CPU op can race ({} was {} "
-                                 "under default and {} under det)",
-                                 positive, to_string(pos_default->verdict), to_string(pos_det->verdict));
+    check.evidence = fmt::format(
+        "not checked for divergence: this machine has one CPU, so no CPU op can race ({} was {} "
+        "under default and {} under det)",
+        positive, to_string(pos_default->verdict), to_string(pos_det->verdict));
     return check;
   }
   std::vector<std::string> wrong;
@@ -106,11 +108,11 @@ SelfCheck detection_check(const Report& probes, const std::string& positive, con
     if (c->verdict != Verdict::Reproducible)
       wrong.push_back(fmt::format("the negative control {} was {} under {}", negative, to_string(c->verdict), c->name));
   check.passed = wrong.empty();
-  check.evidence =
-      check.passed ? fmt::format("{} diverged under default ({}) and was reproducible under det ({}); {} was "
-                                 "reproducible under both",
-                                 positive, repeats_text(*pos_default), repeats_text(*pos_det), negative)
-                   : fmt::format("{}", fmt::join(wrong, "; "));
+  check.evidence = check.passed ? fmt::format(
+                                      "{} diverged under default ({}) and was reproducible under det ({}); {} was "
+                                      "reproducible under both",
+                                      positive, repeats_text(*pos_default), repeats_text(*pos_det), negative)
+                                : fmt::format("{}", fmt::join(wrong, "; "));
   return check;
 }
 
@@ -139,7 +141,7 @@ SelfCheck switches_check(const Report& probes) {
     }
   }
   check.passed = wrong.empty() && !verified.empty();
-  check.evidence = !wrong.empty()   ? fmt::format("{}", fmt::join(wrong, "; "))
+  check.evidence = !wrong.empty()     ? fmt::format("{}", fmt::join(wrong, "; "))
                    : verified.empty() ? "no switch was read back"
                                       : fmt::format("{} values of {} switches, set in children, read back as set ({})",
                                                     verified.size(), keys.size(), fmt::join(keys, ", "));
@@ -160,7 +162,8 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
       }
       node = &(*node)[key];
     }
-    if (node->is_null() || (node->is_string() && (node->get<std::string>().empty() || node->get<std::string>() == "unknown"))) {
+    if (node->is_null() ||
+        (node->is_string() && (node->get<std::string>().empty() || node->get<std::string>() == "unknown"))) {
       missing.push_back(name);
       return "";
     }
@@ -187,24 +190,25 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
         std::string d;
         for (const char* key : {"name", "compute_capability", "sm_count", "uuid"}) {
           const auto& v = (*devices)[i];
-          const bool present = v.is_object() && v.contains(key) && !v[key].is_null() &&
-                               !(v[key].is_string() && (v[key].get<std::string>().empty() || v[key].get<std::string>() == "unknown"));
+          const bool present =
+              v.is_object() && v.contains(key) && !v[key].is_null() &&
+              !(v[key].is_string() && (v[key].get<std::string>().empty() || v[key].get<std::string>() == "unknown"));
           if (!present) missing.push_back(fmt::format("cuda.devices[{}].{}", i, key));
         }
         const auto& v = (*devices)[i];
         if (v.is_object())
           gpus.push_back(fmt::format("{} (sm {}, {} SMs, {})", v.value("name", std::string("?")),
                                      v.value("compute_capability", std::string("?")),
-                                     v.contains("sm_count") ? v["sm_count"].dump() : "?", v.value("uuid", std::string("?"))));
+                                     v.contains("sm_count") ? v["sm_count"].dump() : "?",
+                                     v.value("uuid", std::string("?"))));
       }
     }
   }
   check.passed = missing.empty();
-  check.evidence =
-      check.passed ? fmt::format("torch {} ({}), {} ({} CPUs, {}), {} switches{}", torch, git.substr(0, 12), cpu, cpus,
-                                 capability, env["switches"].size(),
-                                 gpus.empty() ? "" : fmt::format("; {}", fmt::join(gpus, "; ")))
-                   : fmt::format("missing or unknown: {}", fmt::join(missing, ", "));
+  check.evidence = check.passed ? fmt::format("torch {} ({}), {} ({} CPUs, {}), {} switches{}", torch,
+                                              git.substr(0, 12), cpu, cpus, capability, env["switches"].size(),
+                                              gpus.empty() ? "" : fmt::format("; {}", fmt::join(gpus, "; ")))
+                                : fmt::format("missing or unknown: {}", fmt::join(missing, ", "));
   return check;
 }
 
@@ -234,7 +238,8 @@ std::vector<SelfCheck> read_worker_checks(const std::string& path) {
   std::vector<SelfCheck> checks;
   try {
     for (const auto& c : nlohmann::json::parse(read_file(path, "self-test result")))
-      checks.push_back({c.at("name").get<std::string>(), c.at("passed").get<bool>(), c.at("evidence").get<std::string>()});
+      checks.push_back(
+          {c.at("name").get<std::string>(), c.at("passed").get<bool>(), c.at("evidence").get<std::string>()});
   } catch (const nlohmann::json::exception& e) {
     throw Error(ExitCode::Incomplete, std::string("the worker's self-test result is malformed: ") + e.what());
   }
@@ -247,12 +252,12 @@ std::vector<SelfCheck> read_worker_checks(const std::string& path) {
 // analysis judges each check.
 class SelfTest : public AuditKind {
  public:
-  explicit SelfTest(const SelfTestOptions& o)
-      : o_(o), device_type_(o.device.type()), cpus_(logical_cpu_count()) {}
+  explicit SelfTest(const SelfTestOptions& o) : o_(o), device_type_(o.device.type()), cpus_(logical_cpu_count()) {}
 
   AuditPlan plan() override {
     const std::string worker_result = scratch_.path() + "/selftest-checks.json";
-    run_worker_service(scratch_, "selftest", {"__selftest", o_.device.to_string(), worker_result, scratch_.path()}, o_.timeout_s);
+    run_worker_service(scratch_, "selftest", {"__selftest", o_.device.to_string(), worker_result, scratch_.path()},
+                       o_.timeout_s);
     checks_ = read_worker_checks(worker_result);
     return {};
   }
@@ -284,13 +289,14 @@ class SelfTest : public AuditKind {
     checks_.push_back(switches_);
     checks_.push_back(detection_check(probes_, positive(), positive() + ".unique-control", cpus_, device_type_));
     if (second_round_)
-      checks_.back().evidence += fmt::format(" (under default in a second round of {} repeats: the first {} did not race)",
-                                             kSecondRound, kRepeats);
+      checks_.back().evidence += fmt::format(
+          " (under default in a second round of {} repeats: the first {} did not race)", kSecondRound, kRepeats);
     checks_.push_back(fingerprint_check(probes_.environment, device_type_));
     checks_.push_back(invariance_check(batch_, read_linear_rows(scratch_.path() + "/invariance.json")));
     checks_.push_back(tracing_check(forward_, backward_, device_type_));
     r.environment = probes_.environment;
-    r.selftest = report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
+    r.selftest =
+        report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
   }
 
  private:

@@ -49,14 +49,16 @@ report::SelfCheck invariance_check(const report::Report& probes, const LinearRow
   const auto* norm = classes_of(probes, kLayerNorm);
   const auto* detect = classes_of(probes, kDetect);
   if (!linear || !norm || !detect) {
-    check.evidence = fmt::format("the probes {}, {} and {} did not all run under default", kLinear, kLayerNorm, kDetect);
+    check.evidence =
+        fmt::format("the probes {}, {} and {} did not all run under default", kLinear, kLayerNorm, kDetect);
     return check;
   }
   std::vector<std::string> wrong;
   const bool variant_here = !measured.differs_at.empty();
-  const std::string where = variant_here ? fmt::format("at {} of {} sizes (first at M = {})", measured.differs_at.size(),
-                                                       measured.sizes.size(), measured.differs_at.front())
-                                         : "";
+  const std::string where = variant_here
+                                ? fmt::format("at {} of {} sizes (first at M = {})", measured.differs_at.size(),
+                                              measured.sizes.size(), measured.differs_at.front())
+                                : "";
   if (variant_here && linear->size() < 2)
     wrong.push_back(fmt::format("{} found one class, but a Linear row differed in-process {}", kLinear, where));
   if (norm->size() != 1) wrong.push_back(fmt::format("the control {} was variant: {}", kLayerNorm, shown(*norm)));
@@ -69,15 +71,17 @@ report::SelfCheck invariance_check(const report::Report& probes, const LinearRow
     check.evidence = fmt::format("{}", fmt::join(wrong, "; "));
     return check;
   }
-  const std::string controls = fmt::format("{} invariant over {} sizes; {} split at one ulp, so a difference is visible",
-                                           kLayerNorm, measured.sizes.size(), kDetect);
+  const std::string controls =
+      fmt::format("{} invariant over {} sizes; {} split at one ulp, so a difference is visible", kLayerNorm,
+                  measured.sizes.size(), kDetect);
   check.evidence =
       variant_here
           ? fmt::format("a Linear row differed in-process from batch 1 {}; {} found it variant ({} classes); {}", where,
                         kLinear, linear->size(), controls)
-          : fmt::format("a Linear row kept its bits at every size tried in-process ({}: {} class{}), so this library "
-                        "gives no real positive here; passed on the controls: {}",
-                        kLinear, linear->size(), linear->size() == 1 ? "" : "es", controls);
+          : fmt::format(
+                "a Linear row kept its bits at every size tried in-process ({}: {} class{}), so this library "
+                "gives no real positive here; passed on the controls: {}",
+                kLinear, linear->size(), linear->size() == 1 ? "" : "es", controls);
   return check;
 }
 

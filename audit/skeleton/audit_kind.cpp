@@ -47,7 +47,8 @@ bool Cells::empty() const {
   return std::all_of(configs.begin(), configs.end(), [](const auto& c) { return c.empty(); });
 }
 
-report::Report run_kind(AuditKind& kind, const SessionOptions& o, const std::optional<fleet::ShardOptions>& shard_options) {
+report::Report run_kind(AuditKind& kind, const SessionOptions& o,
+                        const std::optional<fleet::ShardOptions>& shard_options) {
   const auto started = std::chrono::steady_clock::now();
   AuditPlan plan = kind.plan();
   if (o.check_targets) o.check_targets(plan.targets, config_names(o.configs));

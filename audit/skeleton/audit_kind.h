@@ -82,6 +82,7 @@ class AuditKind {
 
 // Runs `kind` through the skeleton and returns the finished report (see above). `shard` is the
 // --shard request (nullopt: every cell here).
-report::Report run_kind(AuditKind& kind, const SessionOptions& session, const std::optional<fleet::ShardOptions>& shard);
+report::Report run_kind(AuditKind& kind, const SessionOptions& session,
+                        const std::optional<fleet::ShardOptions>& shard);
 
 }  // namespace ra

@@ -38,11 +38,13 @@ void name_changed_ops(report::Report& current, const Baseline& base) {
       if (c.first_changed) {
         result.first_changed_op = c.first_changed;
       } else if (c.unmatched_baseline > 0 || c.unmatched_current > 0) {
-        result.op_note = fmt::format("no op turned matching inputs into other outputs; the op streams differ structurally "
-                                     "({} baseline and {} current records unmatched)",
-                                     c.unmatched_baseline, c.unmatched_current);
+        result.op_note = fmt::format(
+            "no op turned matching inputs into other outputs; the op streams differ structurally "
+            "({} baseline and {} current records unmatched)",
+            c.unmatched_baseline, c.unmatched_current);
       } else {
-        result.op_note = "every traced op turned matching inputs into matching outputs: the difference arose outside the traced ops";
+        result.op_note =
+            "every traced op turned matching inputs into matching outputs: the difference arose outside the traced ops";
       }
     } catch (const trace::OpStreamError& e) {
       result.op_note = fmt::format("no op can be named: an op stream could not be read ({})", e.what());

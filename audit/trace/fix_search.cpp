@@ -26,20 +26,30 @@ struct Target {
 
 const std::map<std::string, Target>& targets() {
   static const std::map<std::string, Target> t = {
-      {"cudnn.benchmark", {"off", false, true}},     {"cudnn.deterministic", {"on", false, true}},
-      {"cudnn.enabled", {"off", false, true}},       {"deterministic", {"on", true, true}},
-      {"fill_uninitialized_memory", {"on", true, true}}, {"cublas_workspace", {":4096:8", false, true}},
-      {"tf32.cublas", {"off", false, true}},         {"tf32.cudnn", {"off", false, true}},
-      {"threads", {"1", true, true}},                {"mkl_cbwr", {"COMPATIBLE", true, false}},
-      {"tf32.override", {"0", false, true}},         {"pythonhashseed", {"0", true, true}},
+      {"cudnn.benchmark", {"off", false, true}},
+      {"cudnn.deterministic", {"on", false, true}},
+      {"cudnn.enabled", {"off", false, true}},
+      {"deterministic", {"on", true, true}},
+      {"fill_uninitialized_memory", {"on", true, true}},
+      {"cublas_workspace", {":4096:8", false, true}},
+      {"tf32.cublas", {"off", false, true}},
+      {"tf32.cudnn", {"off", false, true}},
+      {"threads", {"1", true, true}},
+      {"mkl_cbwr", {"COMPATIBLE", true, false}},
+      {"tf32.override", {"0", false, true}},
+      {"pythonhashseed", {"0", true, true}},
       // Attention backends: tried only where a root cause is an attention op (attention_root_cause).
-      {"sdpa.cudnn", {"off", false, true}},          {"sdpa.flash", {"off", true, true}},
+      {"sdpa.cudnn", {"off", false, true}},
+      {"sdpa.flash", {"off", true, true}},
       {"sdpa.mem_efficient", {"off", false, true}},
       // exec's compiled programs and collectives: a switch the run reads back as "no effect (...)"
       // (a program that never called torch.compile, a process group that is not NCCL's) is not tried.
-      {"inductor.deterministic", {"on", true, true}}, {"inductor.fallback_random", {"on", true, true}},
-      {"inductor.autotune", {"off", true, true}},     {"inductor.cache", {"warm", true, true}},
-      {"nccl.algo", {"Ring", false, true}},            {"nccl.proto", {"Simple", false, true}},
+      {"inductor.deterministic", {"on", true, true}},
+      {"inductor.fallback_random", {"on", true, true}},
+      {"inductor.autotune", {"off", true, true}},
+      {"inductor.cache", {"warm", true, true}},
+      {"nccl.algo", {"Ring", false, true}},
+      {"nccl.proto", {"Simple", false, true}},
       {"nccl.nvls", {"off", false, true}},
   };
   return t;
@@ -250,8 +260,8 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
   if (toggles.empty())
     s.result.conclusion = "every candidate switch is already at its deterministic setting; no switch can fix it";
   else if (!fixes.empty())
-    s.result.conclusion = fmt::format("{} from {} make{} it reproducible", fmt::join(fixes, " or "), failing_config.name,
-                                      fixes.size() == 1 ? "s" : "");
+    s.result.conclusion = fmt::format("{} from {} make{} it reproducible", fmt::join(fixes, " or "),
+                                      failing_config.name, fixes.size() == 1 ? "s" : "");
   else if (!raising.empty())
     s.result.conclusion = fmt::format("no switch makes it reproducible: {} {} no deterministic implementation",
                                       fmt::join(raising, ", "), raising.size() == 1 ? "has" : "have");

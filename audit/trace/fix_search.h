@@ -53,8 +53,8 @@ Config with_toggles(const Config& base, const std::vector<Toggle>& toggles);
 // What running a candidate configuration gave.
 struct CandidateOutcome {
   report::Verdict verdict = report::Verdict::Reproducible;
-  std::string message;                          // the raise / crash message
-  std::vector<report::RootCause> root_causes;   // from its trace, when it diverged
+  std::string message;                         // the raise / crash message
+  std::vector<report::RootCause> root_causes;  // from its trace, when it diverged
 };
 
 // Seams, so the search can be tested without processes: run a configuration's traced repeats;

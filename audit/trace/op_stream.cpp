@@ -108,7 +108,8 @@ std::vector<Packed> unpack(const report::OpStreamThread& t) {
   for (size_t r = 0; r < t.records; ++r) {
     if (!unbase64(t.packed.data() + r * kRecordChars, kRecordChars, b.data()))
       throw OpStreamError(fmt::format("thread {}: record {} is not base64", t.thread, r));
-    out.push_back({get(b.data(), 6), static_cast<uint32_t>(get(b.data() + 6, 2)), get(b.data() + 8, 8), get(b.data() + 16, 8)});
+    out.push_back(
+        {get(b.data(), 6), static_cast<uint32_t>(get(b.data() + 6, 2)), get(b.data() + 8, 8), get(b.data() + 16, 8)});
   }
   return out;
 }
@@ -118,13 +119,15 @@ std::vector<uint32_t> unpack_names(const report::OpStreamThread& t, size_t ops) 
   std::vector<uint32_t> out;
   if (t.names.empty()) return out;
   if (t.names.size() != t.records * kNameChars)
-    throw OpStreamError(fmt::format("thread {}: {} name characters for {} records", t.thread, t.names.size(), t.records));
+    throw OpStreamError(
+        fmt::format("thread {}: {} name characters for {} records", t.thread, t.names.size(), t.records));
   std::array<unsigned char, 3> b{};
   for (size_t r = 0; r < t.records; ++r) {
     if (!unbase64(t.names.data() + r * kNameChars, kNameChars, b.data()))
       throw OpStreamError(fmt::format("thread {}: the name of record {} is not base64", t.thread, r));
     const auto index = static_cast<uint32_t>(get(b.data(), 3));
-    if (index >= ops) throw OpStreamError(fmt::format("thread {}: record {} names op {} of {}", t.thread, r, index, ops));
+    if (index >= ops)
+      throw OpStreamError(fmt::format("thread {}: record {} names op {} of {}", t.thread, r, index, ops));
     out.push_back(index);
   }
   return out;
@@ -138,7 +141,8 @@ report::OpStream pack_op_stream(const Trace& trace) {
   report::OpStream out;
   std::unordered_map<uint64_t, size_t> index_of_order;
   for (size_t i = 0; i < trace.records.size(); ++i) index_of_order[trace.records[i].order] = i;
-  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string, std::string, std::string>, uint32_t>
+  std::map<std::tuple<std::string, std::string, std::string, std::string, std::string, std::string, std::string>,
+           uint32_t>
       op_index;
   std::map<uint32_t, size_t> thread_slot;
   for (size_t i = 0; i < trace.records.size(); ++i) {
@@ -167,7 +171,8 @@ report::OpStream pack_op_stream(const Trace& trace) {
     const auto [it, fresh] = op_index.try_emplace(
         std::tuple(r.op, r.phase, where.direction, where.node, where.forward_op, where.module, where.source),
         static_cast<uint32_t>(out.ops.size()));
-    if (fresh) out.ops.push_back({r.op, r.phase, where.direction, where.node, where.forward_op, where.module, where.source});
+    if (fresh)
+      out.ops.push_back({r.op, r.phase, where.direction, where.node, where.forward_op, where.module, where.source});
     std::array<unsigned char, 3> name{};
     put(name.data(), it->second, 3);
 

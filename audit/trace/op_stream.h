@@ -51,8 +51,8 @@ report::OpStream pack_op_stream(const Trace& trace);
 struct OpStreamComparison {
   // Named from the current stream's op table; "record N of thread T" when it has none (a baseline).
   std::optional<report::RootCause> first_changed;
-  uint64_t changed_ops = 0;                        // matched ops whose outputs differ (first_changed included)
-  uint64_t unmatched_baseline = 0;                 // records of each side left out of the alignment
+  uint64_t changed_ops = 0;         // matched ops whose outputs differ (first_changed included)
+  uint64_t unmatched_baseline = 0;  // records of each side left out of the alignment
   uint64_t unmatched_current = 0;
   bool identical() const { return changed_ops == 0 && unmatched_baseline == 0 && unmatched_current == 0; }
 };

@@ -62,7 +62,8 @@ std::optional<std::pair<ptrdiff_t, ptrdiff_t>> middle_snake(const Keys& ka, cons
   for (ptrdiff_t d = 0; d < full && d <= cap; ++d) {
     for (ptrdiff_t k1 = -d + k1start; k1 <= d - k1end; k1 += 2) {
       const ptrdiff_t k1o = off + k1;
-      ptrdiff_t x1 = (k1 == -d || (k1 != d && at(v1, k1o - 1) < at(v1, k1o + 1))) ? at(v1, k1o + 1) : at(v1, k1o - 1) + 1;
+      ptrdiff_t x1 =
+          (k1 == -d || (k1 != d && at(v1, k1o - 1) < at(v1, k1o + 1))) ? at(v1, k1o + 1) : at(v1, k1o - 1) + 1;
       ptrdiff_t y1 = x1 - k1;
       while (x1 < n && y1 < m && a[x1] == b[y1]) ++x1, ++y1;
       at(v1, k1o) = x1;
@@ -78,7 +79,8 @@ std::optional<std::pair<ptrdiff_t, ptrdiff_t>> middle_snake(const Keys& ka, cons
     }
     for (ptrdiff_t k2 = -d + k2start; k2 <= d - k2end; k2 += 2) {
       const ptrdiff_t k2o = off + k2;
-      ptrdiff_t x2 = (k2 == -d || (k2 != d && at(v2, k2o - 1) < at(v2, k2o + 1))) ? at(v2, k2o + 1) : at(v2, k2o - 1) + 1;
+      ptrdiff_t x2 =
+          (k2 == -d || (k2 != d && at(v2, k2o - 1) < at(v2, k2o + 1))) ? at(v2, k2o + 1) : at(v2, k2o - 1) + 1;
       ptrdiff_t y2 = x2 - k2;
       while (x2 < n && y2 < m && a[n - x2 - 1] == b[m - y2 - 1]) ++x2, ++y2;
       at(v2, k2o) = x2;
@@ -191,8 +193,8 @@ bool inputs_match(const Record& a, const Record& b) {
 // differ between runs without meaning anything (unless fill_uninitialized_memory is on). What is
 // written into them later is compared where it is read.
 bool returns_uninitialised(const std::string& op) {
-  static const std::set<std::string> ops = {"aten::empty",     "aten::empty_like",          "aten::empty_strided",
-                                            "aten::new_empty", "aten::new_empty_strided",   "aten::empty_permuted"};
+  static const std::set<std::string> ops = {"aten::empty",     "aten::empty_like",        "aten::empty_strided",
+                                            "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
   return ops.count(op) > 0;
 }
 
@@ -306,8 +308,8 @@ std::map<std::string, size_t> first_outputs(const Trace& t) {
 // uninitialised, by aten::empty or by an untraced kernel (NativeRT's static CPU kernels allocate
 // without the dispatcher, before a traced fill_ or view), differs run to run without meaning
 // anything; what is computed from it later is compared there.
-bool differs_only_in_unwritten_memory(const Record& a, size_t i, const std::map<std::string, size_t>& fa, const Record& b,
-                                      size_t j, const std::map<std::string, size_t>& fb) {
+bool differs_only_in_unwritten_memory(const Record& a, size_t i, const std::map<std::string, size_t>& fa,
+                                      const Record& b, size_t j, const std::map<std::string, size_t>& fb) {
   if (a.scalars != b.scalars || a.inputs.size() != b.inputs.size()) return false;
   const auto unwritten = [](const std::map<std::string, size_t>& first, const std::string& digest, size_t at) {
     const auto it = first.find(digest);
@@ -317,7 +319,8 @@ bool differs_only_in_unwritten_memory(const Record& a, size_t i, const std::map<
   for (size_t k = 0; k < a.inputs.size(); ++k) {
     const TensorRef &x = a.inputs[k], &y = b.inputs[k];
     if (x.digest == y.digest && x.dtype == y.dtype && x.shape == y.shape) continue;
-    if (x.dtype != y.dtype || x.shape != y.shape || !unwritten(fa, x.digest, i) || !unwritten(fb, y.digest, j)) return false;
+    if (x.dtype != y.dtype || x.shape != y.shape || !unwritten(fa, x.digest, i) || !unwritten(fb, y.digest, j))
+      return false;
     any = true;
   }
   return any;
@@ -372,7 +375,9 @@ Provenance provenance(const Trace& trace, size_t index) {
     return p;
   }
   p.direction = "backward";
-  const size_t node = r.kind == "node" ? index : r.parent >= 0 ? index_of_order(trace, static_cast<uint64_t>(r.parent)) : kNone;
+  const size_t node = r.kind == "node" ? index
+                      : r.parent >= 0  ? index_of_order(trace, static_cast<uint64_t>(r.parent))
+                                       : kNone;
   if (node == kNone) return p;
   const Record& n = trace.records[node];
   p.node = n.op;
@@ -407,8 +412,8 @@ report::TraceSummary analyse_traces(const std::vector<Trace>& runs, const std::v
   }
   s.runs_compared = static_cast<int>(runs.size()) - 1;
 
-  std::map<uint64_t, report::RootCause> causes;                                 // by reference position
-  std::map<std::pair<uint64_t, uint32_t>, report::StructuralSplit> splits;      // by position, thread
+  std::map<uint64_t, report::RootCause> causes;                             // by reference position
+  std::map<std::pair<uint64_t, uint32_t>, report::StructuralSplit> splits;  // by position, thread
   for (size_t k = 1; k < runs.size(); ++k) {
     const int repeat = repeats.size() == runs.size() ? repeats[k] : static_cast<int>(k);
     const Trace& other = runs[k];
@@ -499,7 +504,8 @@ void explain_dependence(report::ConfigDependence& dep, const std::vector<report:
       cause.trace = analyse_traces({reference->first, other.first}, {reference->second, other.second});
       if (cause.trace->root_causes.empty())
         cause.note = cause.trace->splits.empty()
-                         ? "every traced op turned matching inputs into matching outputs: the difference arose outside the traced ops"
+                         ? "every traced op turned matching inputs into matching outputs: the difference arose outside "
+                           "the traced ops"
                          : "the op streams differ before any op turned matching inputs into different outputs";
     } catch (const TraceError& e) {
       cause.note = fmt::format("no op can be named: {}", e.what());

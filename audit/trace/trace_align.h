@@ -68,13 +68,13 @@ inline constexpr size_t kMaxEditCost = 512;
 // A gap in the in-order alignment of one thread's records: what each run has there.
 struct Split {
   uint32_t thread = 0;
-  size_t reference_index = 0;  // index into reference.records of the gap's first record (or the next
-  size_t other_index = 0;      // record's, or records.size() at the end); likewise for the other run
+  size_t reference_index = 0;       // index into reference.records of the gap's first record (or the next
+  size_t other_index = 0;           // record's, or records.size() at the end); likewise for the other run
   uint64_t reference_position = 0;  // `order` of that record; one past the last order at the end
   uint64_t other_position = 0;
   uint64_t unmatched_reference = 0;  // records in the gap on each side
   uint64_t unmatched_other = 0;
-  uint64_t reordered = 0;            // of those (both sides), records paired out of order
+  uint64_t reordered = 0;  // of those (both sides), records paired out of order
 };
 
 struct Alignment {

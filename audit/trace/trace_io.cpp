@@ -123,8 +123,8 @@ Trace read_trace(const std::string& path) {
     if (!h.is_object() || h.value("format", std::string()) != kFormat)
       throw TraceError(fmt::format("'{}' line 1: not a repro-audit trace", path));
     if (integer<int>(h.at("version")) != kTraceVersion)
-      throw TraceError(fmt::format("'{}' line 1: trace version {} (this build reads {})", path,
-                                   h.at("version").dump(), kTraceVersion));
+      throw TraceError(fmt::format("'{}' line 1: trace version {} (this build reads {})", path, h.at("version").dump(),
+                                   kTraceVersion));
     trace.device = h.at("device").get<std::string>();
     trace.dropped = integer<uint64_t>(h.at("dropped"));
     trace.capacity = integer<uint64_t>(h.at("capacity"));
@@ -155,7 +155,8 @@ Trace read_trace(const std::string& path) {
     }
   }
   if (trace.records.size() != expected)
-    throw TraceError(fmt::format("'{}': {} of {} records (the trace is cut short)", path, trace.records.size(), expected));
+    throw TraceError(
+        fmt::format("'{}': {} of {} records (the trace is cut short)", path, trace.records.size(), expected));
   const auto by_order = [](const Record& a, const Record& b) { return a.order < b.order; };
   if (!std::is_sorted(trace.records.begin(), trace.records.end(), by_order))
     std::stable_sort(trace.records.begin(), trace.records.end(), by_order);

@@ -37,14 +37,16 @@ std::string omitted_by(const std::string& component, const std::vector<std::stri
   return "";
 }
 
-std::vector<report::TensorDigest> of_component(const std::vector<report::TensorDigest>& state, const std::string& component) {
+std::vector<report::TensorDigest> of_component(const std::vector<report::TensorDigest>& state,
+                                               const std::string& component) {
   std::vector<report::TensorDigest> out;
   for (const auto& t : state)
     if (state_component(t.name) == component) out.push_back(t);
   return out;
 }
 
-std::vector<std::string> differing_names(const std::vector<report::TensorDigest>& ref, const std::vector<report::TensorDigest>& other) {
+std::vector<std::string> differing_names(const std::vector<report::TensorDigest>& ref,
+                                         const std::vector<report::TensorDigest>& other) {
   std::vector<std::string> names;
   for (const auto& f : differing_tensors(ref, other)) names.push_back(f.name);
   return names;
@@ -74,28 +76,33 @@ std::string divergence_reason(const report::Replay& r, const ReplayEvidence& e) 
   for (const auto& c : r.components) {
     if (c.restored_match) continue;
     if (!c.saved_match)
-      return fmt::format("{} saved by the checkpoint already {} from the uninterrupted run's at step {}: the first {} "
-                         "steps did not reproduce in the checkpointing process",
-                         c.description, differs(c.name), k, k);
+      return fmt::format(
+          "{} saved by the checkpoint already {} from the uninterrupted run's at step {}: the first {} "
+          "steps did not reproduce in the checkpointing process",
+          c.description, differs(c.name), k, k);
     if (!c.in_checkpoint)
-      return fmt::format("{} after restore {} from the uninterrupted run's at step {}: the checkpoint did not restore "
-                         "{} (--replay-omit {})",
-                         c.description, differs(c.name), k, it(c.name), omitted_by(c.name, e.omit));
-    return fmt::format("{} after restore {} from the uninterrupted run's at step {}, although the checkpoint saved "
-                       "{} intact: the restore did not bring {} back",
-                       c.description, differs(c.name), k, it(c.name), it(c.name));
+      return fmt::format(
+          "{} after restore {} from the uninterrupted run's at step {}: the checkpoint did not restore "
+          "{} (--replay-omit {})",
+          c.description, differs(c.name), k, it(c.name), omitted_by(c.name, e.omit));
+    return fmt::format(
+        "{} after restore {} from the uninterrupted run's at step {}, although the checkpoint saved "
+        "{} intact: the restore did not bring {} back",
+        c.description, differs(c.name), k, it(c.name), it(c.name));
   }
   const int first = r.differing.empty() ? k + 1 : step_of(r.differing.front().name);
-  return fmt::format("every component of the state matched the uninterrupted run's at step {} after restore, but the "
-                     "resumed run diverged at step {}: nondeterminism, or state outside the checkpoint",
-                     k, first);
+  return fmt::format(
+      "every component of the state matched the uninterrupted run's at step {} after restore, but the "
+      "resumed run diverged at step {}: nondeterminism, or state outside the checkpoint",
+      k, first);
 }
 
 // "the checkpointing child (steps 1-2) crashed: killed by SIGSEGV (last stderr line)".
 std::string child_failure(const std::string& which, const TrialRun& run) {
   const report::Trial t = summarise_trial(run);
   const std::string last = last_line(t.stderr_tail);
-  return fmt::format("the {} {}: {}{}", which, report::to_string(t.status), t.message, last.empty() ? "" : " (" + last + ")");
+  return fmt::format("the {} {}: {}{}", which, report::to_string(t.status), t.message,
+                     last.empty() ? "" : " (" + last + ")");
 }
 
 // Runs one replay child and returns how it went.
@@ -145,8 +152,9 @@ report::Replay inconclusive_replay(int steps_total, const std::vector<std::strin
 
 report::Replay compare_replay(const std::string& config, const ReplayEvidence& e) {
   if (e.reference_state.empty())
-    return inconclusive_replay(e.steps_total, e.omit,
-                               fmt::format("the uninterrupted run recorded no training state at step {}", e.steps_before));
+    return inconclusive_replay(
+        e.steps_total, e.omit,
+        fmt::format("the uninterrupted run recorded no training state at step {}", e.steps_before));
   report::Replay r = inconclusive_replay(e.steps_total, e.omit, "");
   r.config = config;
   for (const auto& name : component_order(e)) {
@@ -168,9 +176,10 @@ report::Replay compare_replay(const std::string& config, const ReplayEvidence& e
     r.verdict = ReplayVerdict::Reproducible;
     for (const auto& c : r.components)
       if (!c.restored_match) {
-        r.reason = fmt::format("{} after restore {} from the uninterrupted run's at step {}, but the remaining steps "
-                               "do not depend on {}",
-                               c.description, differs(c.name), e.steps_before, it(c.name));
+        r.reason = fmt::format(
+            "{} after restore {} from the uninterrupted run's at step {}, but the remaining steps "
+            "do not depend on {}",
+            c.description, differs(c.name), e.steps_before, it(c.name));
         break;
       }
   } else {

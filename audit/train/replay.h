@@ -29,9 +29,9 @@
 // after step K/2 in every trial (no copies: digests only).
 #pragma once
 
+#include "audit/common/files.h"
 #include "audit/trial/analysis.h"
 #include "audit/trial/config.h"
-#include "audit/common/files.h"
 #include "audit/trial/trial_spec.h"
 #include "reports/replay_model.h"
 #include "reports/target_model.h"
@@ -43,8 +43,8 @@ namespace ra {
 
 // What the replay compares, as the children recorded it (TrialResult::state and ::tensors).
 struct ReplayEvidence {
-  int steps_before = 0;  // K/2: steps of the checkpointing child, and the restore point
-  int steps_total = 0;   // K
+  int steps_before = 0;                                 // K/2: steps of the checkpointing child, and the restore point
+  int steps_total = 0;                                  // K
   std::vector<std::string> omit;                        // --replay-omit: rng, optimizer
   std::vector<report::TensorDigest> reference_state;    // uninterrupted run, after step steps_before
   std::vector<report::TensorDigest> reference_tensors;  // uninterrupted run, every tensor
@@ -73,7 +73,7 @@ struct ReplayContext {
   std::vector<std::string> omit;
   const ScratchDir* scratch = nullptr;
   double timeout_s = 600;
-  DiffFn diff;  // divergence statistics between the reference's and the resumed child's dumps
+  DiffFn diff;            // divergence statistics between the reference's and the resumed child's dumps
   bool progress = false;  // a line on stderr as each child ends
 };
 

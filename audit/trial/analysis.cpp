@@ -38,7 +38,8 @@ std::vector<report::TensorFinding> differing_tensors(const std::vector<report::T
   for (const auto& t : ref) {
     const auto it = others.find(t.name);
     if (it != others.end() && it->second->digest == t.digest) continue;
-    report::TensorFinding f{t.name, t.dtype, t.shape, t.digest, it == others.end() ? "" : it->second->digest, 1, std::nullopt};
+    report::TensorFinding f{t.name, t.dtype,     t.shape, t.digest, it == others.end() ? "" : it->second->digest,
+                            1,      std::nullopt};
     out.push_back(f);
   }
   for (const auto& t : other)
@@ -56,15 +57,16 @@ void attach_stats(std::vector<report::TensorFinding>& findings, const std::strin
     if (const auto it = stats.find(f.name); it != stats.end()) f.stats = it->second;
 }
 
-void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& a, const TrialRun& b, const DiffFn& diff) {
+void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& a, const TrialRun& b,
+                  const DiffFn& diff) {
   attach_stats(findings, a.dump_path, b.dump_path, diff);
   // A dump the child could not write (a full TMPDIR): say why the values are missing.
   for (const TrialRun* run : {&a, &b}) {
     if (!run->result || run->result->dump_error.empty()) continue;
     for (auto& f : findings)
       if (f.stats && f.stats->note.rfind("tensor values not available", 0) == 0)
-        f.stats->note = fmt::format("tensor values not available: repeat {}'s dump could not be written ({})", run->repeat,
-                                    run->result->dump_error);
+        f.stats->note = fmt::format("tensor values not available: repeat {}'s dump could not be written ({})",
+                                    run->repeat, run->result->dump_error);
   }
 }
 
@@ -90,7 +92,8 @@ report::Trial summarise_trial(const TrialRun& run) {
       t.status = TrialStatus::Crashed;
       t.message = run.process.log_tail;
       return t;
-    case ChildOutcome::Kind::Exited: break;
+    case ChildOutcome::Kind::Exited:
+      break;
   }
   if (run.process.exit_code != 0 || !run.result) {
     t.status = TrialStatus::Crashed;
@@ -151,12 +154,20 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
         ++c.completed;
         outcomes.insert(t.outcome);
         break;
-      case TrialStatus::Raised: any_raised = true; break;
-      case TrialStatus::Skipped: any_skipped = true; break;
-      case TrialStatus::Timeout: any_timeout = true; break;
+      case TrialStatus::Raised:
+        any_raised = true;
+        break;
+      case TrialStatus::Skipped:
+        any_skipped = true;
+        break;
+      case TrialStatus::Timeout:
+        any_timeout = true;
+        break;
       case TrialStatus::ConfigError:
       case TrialStatus::Error:
-      case TrialStatus::Crashed: any_crash = true; break;
+      case TrialStatus::Crashed:
+        any_crash = true;
+        break;
     }
     if (t.status != TrialStatus::Ok && t.status != TrialStatus::Skipped && first_problem.empty())
       first_problem = fmt::format("repeat {}: {}", t.repeat, t.message);
@@ -171,7 +182,8 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
     std::map<std::string, size_t> finding_index;
     std::vector<size_t> first_trial;  // per finding: the first repeat it differed in
     for (size_t i = 0; i < runs.size(); ++i) {
-      if (c.trials[i].status != TrialStatus::Ok || static_cast<int>(i) == ref || c.trials[i].outcome == ref_outcome) continue;
+      if (c.trials[i].status != TrialStatus::Ok || static_cast<int>(i) == ref || c.trials[i].outcome == ref_outcome)
+        continue;
       ++c.diverging_repeats;
       for (auto& f : differing_tensors(c.reference, runs[i].result->tensors)) {
         if (auto it = finding_index.find(f.name); it != finding_index.end()) {
@@ -224,7 +236,8 @@ report::ConfigResult analyse_config(const Config& config, const std::vector<Tria
 
 std::vector<report::SwitchChange> switch_changes(const std::vector<report::SwitchValue>& reference,
                                                  const std::vector<report::SwitchValue>& other) {
-  const auto find = [](const std::vector<report::SwitchValue>& in, const std::string& key) -> const report::SwitchValue* {
+  const auto find = [](const std::vector<report::SwitchValue>& in,
+                       const std::string& key) -> const report::SwitchValue* {
     for (const auto& s : in)
       if (s.key == key) return &s;
     return nullptr;
@@ -232,8 +245,10 @@ std::vector<report::SwitchChange> switch_changes(const std::vector<report::Switc
   std::vector<report::SwitchChange> out;
   for (const auto& s : reference) {
     const report::SwitchValue* o = find(other, s.key);
-    if (o == nullptr) out.push_back({s.key, s.effective, "(absent)"});
-    else if (o->effective != s.effective) out.push_back({s.key, s.effective, o->effective});
+    if (o == nullptr)
+      out.push_back({s.key, s.effective, "(absent)"});
+    else if (o->effective != s.effective)
+      out.push_back({s.key, s.effective, o->effective});
   }
   for (const auto& s : other)
     if (find(reference, s.key) == nullptr) out.push_back({s.key, "(absent)", s.effective});
@@ -268,12 +283,18 @@ std::optional<report::ConfigDependence> configuration_dependence(const std::vect
 
 std::string to_string(RepeatDecision d) {
   switch (d) {
-    case RepeatDecision::More: return "";
-    case RepeatDecision::Divergence: return "divergence";
-    case RepeatDecision::Failure: return "failure";
-    case RepeatDecision::Skipped: return "skipped";
-    case RepeatDecision::Confidence: return "confidence";
-    case RepeatDecision::MaxRepeats: return "max-repeats";
+    case RepeatDecision::More:
+      return "";
+    case RepeatDecision::Divergence:
+      return "divergence";
+    case RepeatDecision::Failure:
+      return "failure";
+    case RepeatDecision::Skipped:
+      return "skipped";
+    case RepeatDecision::Confidence:
+      return "confidence";
+    case RepeatDecision::MaxRepeats:
+      return "max-repeats";
   }
   return "";
 }
@@ -297,8 +318,10 @@ RepeatDecision decide_repeats(const std::vector<TrialRun>& runs, const report::A
     const report::Trial t = summarise_trial(run);
     if (t.status == TrialStatus::Skipped) return RepeatDecision::Skipped;  // a probe that skipped itself
     if (t.status != TrialStatus::Ok) return RepeatDecision::Failure;
-    if (reference.empty()) reference = t.outcome;
-    else if (t.outcome != reference) return RepeatDecision::Divergence;
+    if (reference.empty())
+      reference = t.outcome;
+    else if (t.outcome != reference)
+      return RepeatDecision::Divergence;
   }
   const int done = static_cast<int>(runs.size());
   if (done >= runs_to_bound(rule.rate)) return RepeatDecision::Confidence;

@@ -52,7 +52,8 @@ std::vector<report::TensorFinding> differing_tensors(const std::vector<report::T
 void attach_stats(std::vector<report::TensorFinding>& findings, const std::string& dump_a, const std::string& dump_b,
                   const DiffFn& diff);
 // The same from two trials' dumps, noting in each statistic a dump its child could not write.
-void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& a, const TrialRun& b, const DiffFn& diff);
+void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& a, const TrialRun& b,
+                  const DiffFn& diff);
 
 report::Trial summarise_trial(const TrialRun& run);
 

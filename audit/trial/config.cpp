@@ -14,8 +14,8 @@ namespace ra {
 namespace {
 
 // eager and compiled-det are exec's (a Python program's torch.compile); a LibTorch trial ignores their switches.
-const std::vector<std::string> kPresets = {"default", "benchmark", "cudnn-det", "det-warn", "det",     "strict",
-                                           "threads-1", "threads-N", "mkl-cbwr", "eager", "compiled-det"};
+const std::vector<std::string> kPresets = {"default",   "benchmark", "cudnn-det", "det-warn", "det",         "strict",
+                                           "threads-1", "threads-N", "mkl-cbwr",  "eager",    "compiled-det"};
 
 std::string canonical_bool(const std::string& key, const std::string& v) {
   if (v == "on" || v == "true" || v == "1") return "on";
@@ -25,7 +25,8 @@ std::string canonical_bool(const std::string& key, const std::string& v) {
 
 std::string canonical_value(const SwitchInfo& s, const std::string& v, unsigned cpus) {
   switch (s.kind) {
-    case SwitchKind::Bool: return canonical_bool(s.key, v);
+    case SwitchKind::Bool:
+      return canonical_bool(s.key, v);
     case SwitchKind::Choice:
       if (std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end())
         throw UsageError(fmt::format("switch '{}' takes one of {}, not '{}'", s.key, fmt::join(s.choices, ", "), v));
@@ -47,19 +48,22 @@ std::map<std::string, std::string> preset_values(const std::string& name, unsign
   if (name == "benchmark") return {{"cudnn.benchmark", "on"}};
   if (name == "cudnn-det") return {{"cudnn.benchmark", "off"}, {"cudnn.deterministic", "on"}};
   if (name == "det-warn") return {{"deterministic", "warn"}, {"cublas_workspace", ":4096:8"}};
-  if (name == "det")
-    return {{"deterministic", "on"}, {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"}};
+  if (name == "det") return {{"deterministic", "on"}, {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"}};
   // strict turns cuDNN off, its attention included (cudnn.enabled does not reach SDPA's backend choice).
   if (name == "strict")
-    return {{"deterministic", "on"}, {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"},
-            {"cudnn.enabled", "off"}, {"tf32.cublas", "off"}, {"tf32.cudnn", "off"}, {"sdpa.cudnn", "off"}};
+    return {{"deterministic", "on"},  {"cudnn.benchmark", "off"}, {"cublas_workspace", ":4096:8"},
+            {"cudnn.enabled", "off"}, {"tf32.cublas", "off"},     {"tf32.cudnn", "off"},
+            {"sdpa.cudnn", "off"}};
   if (name == "threads-1") return {{"threads", "1"}};
   if (name == "threads-N") return {{"threads", std::to_string(std::max(2u, cpus))}};
   if (name == "mkl-cbwr") return {{"mkl_cbwr", "COMPATIBLE"}};
   if (name == "eager") return {{"compile", "off"}};
   // Compiled, with every Inductor switch that changes bits run to run or against eager held still.
   if (name == "compiled-det")
-    return {{"compile", "on"}, {"inductor.deterministic", "on"}, {"inductor.fallback_random", "on"}, {"inductor.autotune", "off"}};
+    return {{"compile", "on"},
+            {"inductor.deterministic", "on"},
+            {"inductor.fallback_random", "on"},
+            {"inductor.autotune", "off"}};
   throw UsageError(fmt::format("unknown configuration '{}' (presets: {}; or key=value, keys: {})", name,
                                fmt::join(kPresets, ", "), [] {
                                  std::vector<std::string> keys;
@@ -87,47 +91,114 @@ const std::vector<SwitchInfo>& switch_table() {
       {"cudnn.benchmark", SwitchKind::Bool, {}, "", "torch.backends.cudnn.benchmark"},
       {"cudnn.deterministic", SwitchKind::Bool, {}, "", "torch.backends.cudnn.deterministic"},
       {"cudnn.enabled", SwitchKind::Bool, {}, "", "torch.backends.cudnn.enabled"},
-      {"deterministic", SwitchKind::Choice, {"off", "warn", "on"}, "",
+      {"deterministic",
+       SwitchKind::Choice,
+       {"off", "warn", "on"},
+       "",
        "torch.use_deterministic_algorithms (warn = warn_only=True)"},
-      {"fill_uninitialized_memory", SwitchKind::Bool, {}, "",
-       "torch.utils.deterministic.fill_uninitialized_memory"},
-      {"cublas_workspace", SwitchKind::Choice, {"unset", ":4096:8", ":16:8"}, "CUBLAS_WORKSPACE_CONFIG",
+      {"fill_uninitialized_memory", SwitchKind::Bool, {}, "", "torch.utils.deterministic.fill_uninitialized_memory"},
+      {"cublas_workspace",
+       SwitchKind::Choice,
+       {"unset", ":4096:8", ":16:8"},
+       "CUBLAS_WORKSPACE_CONFIG",
        "CUBLAS_WORKSPACE_CONFIG"},
       {"tf32.cublas", SwitchKind::Bool, {}, "", "TF32 in cuBLAS matmul (torch.backends.cuda.matmul.allow_tf32)"},
       {"tf32.cudnn", SwitchKind::Bool, {}, "", "TF32 in cuDNN conv and RNN (torch.backends.cudnn.allow_tf32)"},
       {"threads", SwitchKind::Threads, {}, "OMP_NUM_THREADS", "intra-op threads (torch.set_num_threads)"},
-      {"mkl_cbwr", SwitchKind::Choice, {"unset", "AUTO", "COMPATIBLE", "SSE4_2", "AVX2", "AVX512"}, "MKL_CBWR",
+      {"mkl_cbwr",
+       SwitchKind::Choice,
+       {"unset", "AUTO", "COMPATIBLE", "SSE4_2", "AVX2", "AVX512"},
+       "MKL_CBWR",
        "MKL conditional numerical reproducibility branch"},
       // Scaled dot-product attention's fused backends. Deterministic mode switches flash and
       // memory-efficient attention to deterministic kernels, but not cuDNN attention: its backward
       // diverged under det on an H200 (docs/evidence/h200-2026-11-26), so only sdpa.cudnn=off fixes it.
-      {"sdpa.cudnn", SwitchKind::Bool, {}, "", "cuDNN attention in scaled_dot_product_attention (torch.backends.cuda.enable_cudnn_sdp)"},
-      {"sdpa.flash", SwitchKind::Bool, {}, "", "flash attention in scaled_dot_product_attention (torch.backends.cuda.enable_flash_sdp)"},
-      {"sdpa.mem_efficient", SwitchKind::Bool, {}, "",
+      {"sdpa.cudnn",
+       SwitchKind::Bool,
+       {},
+       "",
+       "cuDNN attention in scaled_dot_product_attention (torch.backends.cuda.enable_cudnn_sdp)"},
+      {"sdpa.flash",
+       SwitchKind::Bool,
+       {},
+       "",
+       "flash attention in scaled_dot_product_attention (torch.backends.cuda.enable_flash_sdp)"},
+      {"sdpa.mem_efficient",
+       SwitchKind::Bool,
+       {},
+       "",
        "memory-efficient attention in scaled_dot_product_attention (torch.backends.cuda.enable_mem_efficient_sdp)"},
       // Reduced-precision reductions inside fp16 and bf16 cuBLAS GEMMs (split-K stays allowed):
       // reproducible run to run, but they change results with the problem's shape (batch size).
-      {"cublas.fp16_reduction", SwitchKind::Bool, {}, "",
-       "reduced-precision reductions in fp16 GEMMs (torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)"},
-      {"cublas.bf16_reduction", SwitchKind::Bool, {}, "",
-       "reduced-precision reductions in bf16 GEMMs (torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)"},
-      {"tf32.override", SwitchKind::Choice, {"unset", "0", "1"}, "NVIDIA_TF32_OVERRIDE",
-       "NVIDIA_TF32_OVERRIDE (0: no TF32 in cuBLAS or cuDNN, whatever the program sets)", true},
-      {"pythonhashseed", SwitchKind::Choice, {"unset", "0", "random"}, "PYTHONHASHSEED",
-       "Python's hash seed for str and bytes (set and dict iteration order)", true},
+      {"cublas.fp16_reduction",
+       SwitchKind::Bool,
+       {},
+       "",
+       "reduced-precision reductions in fp16 GEMMs "
+       "(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)"},
+      {"cublas.bf16_reduction",
+       SwitchKind::Bool,
+       {},
+       "",
+       "reduced-precision reductions in bf16 GEMMs "
+       "(torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)"},
+      {"tf32.override",
+       SwitchKind::Choice,
+       {"unset", "0", "1"},
+       "NVIDIA_TF32_OVERRIDE",
+       "NVIDIA_TF32_OVERRIDE (0: no TF32 in cuBLAS or cuDNN, whatever the program sets)",
+       true},
+      {"pythonhashseed",
+       SwitchKind::Choice,
+       {"unset", "0", "random"},
+       "PYTHONHASHSEED",
+       "Python's hash seed for str and bytes (set and dict iteration order)",
+       true},
       // torch.compile and Inductor (audit/exec/compile_switches.h applies them: environment variables,
       // and the start-up hook where Inductor has none), then NCCL's collectives, in every rank's environment.
-      {"compile", SwitchKind::Bool, {}, "", "torch.compile (off: TORCH_COMPILE_DISABLE=1, torch.compile returns the eager function)", true},
-      {"inductor.deterministic", SwitchKind::Bool, {}, "",
-       "Inductor's deterministic mode, no benchmarking that changes numerics (torch._inductor.config.deterministic)", true},
-      {"inductor.fallback_random", SwitchKind::Bool, {}, "",
-       "compiled random ops draw what eager draws (torch._inductor.config.fallback_random)", true},
-      {"inductor.autotune", SwitchKind::Choice, {"unset", "off"}, "",
-       "off: max-autotune and coordinate-descent tuning off, whatever torch.compile's mode asks", true},
-      {"inductor.cache", SwitchKind::Choice, {"unset", "cold", "warm"}, "",
-       "Inductor's and Triton's caches: cold = a fresh folder per run, warm = one folder filled by an untimed warm-up run", true},
-      {"nccl.algo", SwitchKind::Choice, {"unset", "Ring", "Tree"}, "NCCL_ALGO", "NCCL's collective algorithm (NCCL_ALGO)", true},
-      {"nccl.proto", SwitchKind::Choice, {"unset", "Simple", "LL", "LL128"}, "NCCL_PROTO", "NCCL's protocol (NCCL_PROTO)", true},
+      {"compile",
+       SwitchKind::Bool,
+       {},
+       "",
+       "torch.compile (off: TORCH_COMPILE_DISABLE=1, torch.compile returns the eager function)",
+       true},
+      {"inductor.deterministic",
+       SwitchKind::Bool,
+       {},
+       "",
+       "Inductor's deterministic mode, no benchmarking that changes numerics (torch._inductor.config.deterministic)",
+       true},
+      {"inductor.fallback_random",
+       SwitchKind::Bool,
+       {},
+       "",
+       "compiled random ops draw what eager draws (torch._inductor.config.fallback_random)",
+       true},
+      {"inductor.autotune",
+       SwitchKind::Choice,
+       {"unset", "off"},
+       "",
+       "off: max-autotune and coordinate-descent tuning off, whatever torch.compile's mode asks",
+       true},
+      {"inductor.cache",
+       SwitchKind::Choice,
+       {"unset", "cold", "warm"},
+       "",
+       "Inductor's and Triton's caches: cold = a fresh folder per run, warm = one folder filled by an untimed warm-up "
+       "run",
+       true},
+      {"nccl.algo",
+       SwitchKind::Choice,
+       {"unset", "Ring", "Tree"},
+       "NCCL_ALGO",
+       "NCCL's collective algorithm (NCCL_ALGO)",
+       true},
+      {"nccl.proto",
+       SwitchKind::Choice,
+       {"unset", "Simple", "LL", "LL128"},
+       "NCCL_PROTO",
+       "NCCL's protocol (NCCL_PROTO)",
+       true},
       {"nccl.nvls", SwitchKind::Choice, {"unset", "off"}, "", "NVLink SHARP in NCCL (off: NCCL_NVLS_ENABLE=0)", true},
   };
   return table;
@@ -149,7 +220,9 @@ Config parse_config(const std::string& item, unsigned cpus) {
     const std::string& part = parts[i];
     const size_t eq = part.find('=');
     if (eq == std::string::npos) {
-      if (i != 0) throw UsageError(fmt::format("in configuration '{}': only the first item may be a preset, '{}' is not key=value", item, part));
+      if (i != 0)
+        throw UsageError(fmt::format(
+            "in configuration '{}': only the first item may be a preset, '{}' is not key=value", item, part));
       config.values = preset_values(part, cpus);
       continue;
     }
@@ -158,7 +231,8 @@ Config parse_config(const std::string& item, unsigned cpus) {
     if (s == nullptr) {
       std::vector<std::string> keys;
       for (const auto& sw : switch_table()) keys.push_back(sw.key);
-      throw UsageError(fmt::format("unknown switch '{}' in configuration '{}' (keys: {})", key, item, fmt::join(keys, ", ")));
+      throw UsageError(
+          fmt::format("unknown switch '{}' in configuration '{}' (keys: {})", key, item, fmt::join(keys, ", ")));
     }
     config.values[key] = canonical_value(*s, part.substr(eq + 1), cpus);
   }
@@ -210,25 +284,31 @@ Snippet switch_snippet(const std::string& key, const std::string& value) {
     return {fmt::format("at::globalContext().setUserEnabledCuDNN({});", cpp_bool),
             fmt::format("torch.backends.cudnn.enabled = {}", py_bool)};
   if (key == "deterministic") {
-    if (value == "off") return {"at::globalContext().setDeterministicAlgorithms(false, false);", "torch.use_deterministic_algorithms(False)"};
+    if (value == "off")
+      return {"at::globalContext().setDeterministicAlgorithms(false, false);",
+              "torch.use_deterministic_algorithms(False)"};
     if (value == "warn")
       return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);",
               "torch.use_deterministic_algorithms(True, warn_only=True)"};
-    return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);", "torch.use_deterministic_algorithms(True)"};
+    return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);",
+            "torch.use_deterministic_algorithms(True)"};
   }
   if (key == "fill_uninitialized_memory")
     return {fmt::format("at::globalContext().setDeterministicFillUninitializedMemory({});", cpp_bool),
             fmt::format("torch.utils.deterministic.fill_uninitialized_memory = {}", py_bool)};
   if (key == "tf32.cublas")
     return {fmt::format("at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, "
-                        "at::Float32Precision::{});", on ? "TF32" : "IEEE"),
+                        "at::Float32Precision::{});",
+                        on ? "TF32" : "IEEE"),
             fmt::format("torch.backends.cuda.matmul.allow_tf32 = {}", py_bool)};
   if (key == "tf32.cudnn")
-    return {fmt::format("for (auto op : {{at::Float32Op::CONV, at::Float32Op::RNN}}) "
-                        "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::{});",
-                        on ? "TF32" : "IEEE"),
-            fmt::format("torch.backends.cudnn.allow_tf32 = {}", py_bool)};
-  if (key == "threads") return {fmt::format("at::set_num_threads({});", value), fmt::format("torch.set_num_threads({})", value)};
+    return {
+        fmt::format("for (auto op : {{at::Float32Op::CONV, at::Float32Op::RNN}}) "
+                    "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::{});",
+                    on ? "TF32" : "IEEE"),
+        fmt::format("torch.backends.cudnn.allow_tf32 = {}", py_bool)};
+  if (key == "threads")
+    return {fmt::format("at::set_num_threads({});", value), fmt::format("torch.set_num_threads({})", value)};
   if (key == "sdpa.cudnn")
     return {fmt::format("at::globalContext().setSDPUseCuDNN({});", cpp_bool),
             fmt::format("torch.backends.cuda.enable_cudnn_sdp({})", py_bool)};
@@ -245,31 +325,38 @@ Snippet switch_snippet(const std::string& key, const std::string& value) {
     return {fmt::format("at::globalContext().setAllowBF16ReductionCuBLAS({});", cpp_bool),
             fmt::format("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = {}", py_bool)};
   if (key == "compile")
-    return {on ? "unsetenv(\"TORCH_COMPILE_DISABLE\");  // before torch is loaded" : "setenv(\"TORCH_COMPILE_DISABLE\", \"1\", 1);  // before torch is loaded",
+    return {on ? "unsetenv(\"TORCH_COMPILE_DISABLE\");  // before torch is loaded"
+               : "setenv(\"TORCH_COMPILE_DISABLE\", \"1\", 1);  // before torch is loaded",
             on ? "os.environ.pop(\"TORCH_COMPILE_DISABLE\", None)  # before torch is imported"
-               : "os.environ[\"TORCH_COMPILE_DISABLE\"] = \"1\"  # before torch is imported (or torch._dynamo.config.disable = True)"};
+               : "os.environ[\"TORCH_COMPILE_DISABLE\"] = \"1\"  # before torch is imported (or "
+                 "torch._dynamo.config.disable = True)"};
   if (key == "inductor.deterministic")
     return {fmt::format("setenv(\"TORCHINDUCTOR_DETERMINISTIC\", \"{}\", 1);  // before torch is loaded", on ? 1 : 0),
             fmt::format("torch._inductor.config.deterministic = {}", py_bool)};
-  if (key == "inductor.fallback_random") return {"", fmt::format("torch._inductor.config.fallback_random = {}", py_bool)};
+  if (key == "inductor.fallback_random")
+    return {"", fmt::format("torch._inductor.config.fallback_random = {}", py_bool)};
   if (key == "inductor.autotune")
-    return {"", "torch._inductor.config.max_autotune = False; torch._inductor.config.coordinate_descent_tuning = False  "
-                "# and no mode=\"max-autotune\" in torch.compile"};
+    return {"",
+            "torch._inductor.config.max_autotune = False; torch._inductor.config.coordinate_descent_tuning = False  "
+            "# and no mode=\"max-autotune\" in torch.compile"};
   if (key == "inductor.cache") {
     if (value == "unset") return {"", ""};
-    return {"", value == "cold" ? "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = tempfile.mkdtemp()  # a fresh cache: every run compiles"
-                                : "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = \"/path/to/one/cache\"  # shared, filled once"};
+    return {"",
+            value == "cold"
+                ? "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = tempfile.mkdtemp()  # a fresh cache: every run compiles"
+                : "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = \"/path/to/one/cache\"  # shared, filled once"};
   }
   if (key == "nccl.nvls")
-    return value == "off" ? Snippet{"setenv(\"NCCL_NVLS_ENABLE\", \"0\", 1);  // before the process group is made",
-                                    "os.environ[\"NCCL_NVLS_ENABLE\"] = \"0\"  # before init_process_group, in every rank"}
-                          : Snippet{"unsetenv(\"NCCL_NVLS_ENABLE\");", "os.environ.pop(\"NCCL_NVLS_ENABLE\", None)"};
+    return value == "off"
+               ? Snippet{"setenv(\"NCCL_NVLS_ENABLE\", \"0\", 1);  // before the process group is made",
+                         "os.environ[\"NCCL_NVLS_ENABLE\"] = \"0\"  # before init_process_group, in every rank"}
+               : Snippet{"unsetenv(\"NCCL_NVLS_ENABLE\");", "os.environ.pop(\"NCCL_NVLS_ENABLE\", None)"};
   const SwitchInfo* s = find_switch(key);
   if (s != nullptr && !s->env_var.empty()) {
-    const char* when = key == "cublas_workspace"   ? "before the first CUDA call"
-                       : key == "pythonhashseed" ? "in the environment Python starts with (too late inside it)"
+    const char* when = key == "cublas_workspace"    ? "before the first CUDA call"
+                       : key == "pythonhashseed"    ? "in the environment Python starts with (too late inside it)"
                        : key.rfind("nccl.", 0) == 0 ? "before init_process_group, in every rank"
-                                                 : "before torch is loaded";
+                                                    : "before torch is loaded";
     if (value == "unset")
       return {fmt::format("unsetenv(\"{}\");  // {}", s->env_var, when),
               fmt::format("os.environ.pop(\"{}\", None)  # {}", s->env_var, when)};

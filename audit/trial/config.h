@@ -39,8 +39,8 @@ const std::vector<SwitchInfo>& switch_table();
 const SwitchInfo* find_switch(const std::string& key);
 
 struct Config {
-  std::string name;                          // as the user wrote it, or the preset name
-  std::map<std::string, std::string> values; // key -> canonical value ("on"/"off", choice, thread count)
+  std::string name;                           // as the user wrote it, or the preset name
+  std::map<std::string, std::string> values;  // key -> canonical value ("on"/"off", choice, thread count)
 };
 
 // Preset names in contract order: default, benchmark, cudnn-det, det-warn, det, strict,

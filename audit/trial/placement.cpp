@@ -48,7 +48,8 @@ std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, 
   std::vector<int> gpus = requested;
   if (!requested.empty()) {
     if (!device.is_cuda())
-      throw UsageError(fmt::format("--devices places trials on GPUs: it goes with --device cuda, not {}", device.to_string()));
+      throw UsageError(
+          fmt::format("--devices places trials on GPUs: it goes with --device cuda, not {}", device.to_string()));
     if (device.index >= 0)
       throw UsageError(fmt::format("--devices names the GPUs itself: use --device cuda, not {}", device.to_string()));
     for (int g : requested)

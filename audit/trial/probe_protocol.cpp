@@ -28,7 +28,9 @@ std::string probe_result_line(const std::string& probe, const TrialResult& resul
 }
 
 std::string probe_end_line() { return line_of({{"event", "end"}}); }
-std::string probe_restart_line(const std::string& reason) { return line_of({{"event", "restart"}, {"reason", reason}}); }
+std::string probe_restart_line(const std::string& reason) {
+  return line_of({{"event", "restart"}, {"reason", reason}});
+}
 
 ProbeLog read_probe_log(const std::string& path) {
   ProbeLog log;

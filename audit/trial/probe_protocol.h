@@ -24,11 +24,11 @@
 namespace ra {
 
 struct ProbeLog {
-  std::optional<TrialResult> begin;        // nullopt when the child died before writing it
+  std::optional<TrialResult> begin;         // nullopt when the child died before writing it
   std::map<std::string, TrialResult> done;  // probe -> its result
   std::string running;                      // a probe that started and did not finish, or ""
   bool ended = false;
-  std::string restart;                      // why the child stopped early on purpose, or ""
+  std::string restart;  // why the child stopped early on purpose, or ""
 };
 
 std::string probe_begin_line(const TrialResult& header);

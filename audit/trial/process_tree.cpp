@@ -214,8 +214,7 @@ void ProcessTrees::wait_at_gate(const Gate& gate) noexcept {
   if (gate.read_fd < 0) return;
   ::close(gate.write_fd);
   char c = 0;
-  while (::read(gate.read_fd, &c, 1) < 0 && errno == EINTR) {
-  }
+  while (::read(gate.read_fd, &c, 1) < 0 && errno == EINTR) {}
   ::close(gate.read_fd);
 }
 
@@ -290,7 +289,8 @@ void ProcessTrees::end_all() noexcept {
       }
     }
     for (const std::string& dir : undeleted_)
-      if (!remove_cgroup(dir)) log::warn("the cgroup {} of a trial could not be removed: {}", dir, std::strerror(errno));
+      if (!remove_cgroup(dir))
+        log::warn("the cgroup {} of a trial could not be removed: {}", dir, std::strerror(errno));
     undeleted_.clear();
     swept_ = true;
   } catch (...) {  // called from destructors: nothing may escape

@@ -83,9 +83,9 @@ class ProcessTrees {
     unsigned long long start;  // /proc/PID/stat starttime
     bool operator<(const Identity& o) const { return std::pair(pid, start) < std::pair(o.pid, o.start); }
   };
-  std::map<pid_t, std::string> cgroups_;              // trial -> its cgroup folder
-  std::map<pid_t, std::set<Identity>> recorded_;      // trial (fallback) -> descendants seen
-  std::vector<std::string> undeleted_;                // cgroup folders not yet empty
+  std::map<pid_t, std::string> cgroups_;          // trial -> its cgroup folder
+  std::map<pid_t, std::set<Identity>> recorded_;  // trial (fallback) -> descendants seen
+  std::vector<std::string> undeleted_;            // cgroup folders not yet empty
   std::chrono::steady_clock::time_point next_walk_{};
   bool swept_ = true;  // nothing admitted since the last end_all
 };

@@ -54,9 +54,9 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 pid_t spawn(const ChildJob& job, const ProcessTrees::Gate& gate) {
   const pid_t parent = ::getpid();
   std::vector<std::string> env = build_environment(job.env);
-  env.push_back("REPRO_AUDIT_SPAWN_NS=" +
-                std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch()).count()));
+  env.push_back("REPRO_AUDIT_SPAWN_NS=" + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                             std::chrono::steady_clock::now().time_since_epoch())
+                                                             .count()));
   std::vector<char*> argv, envp;
   for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -65,8 +65,9 @@ pid_t spawn(const ChildJob& job, const ProcessTrees::Gate& gate) {
 
   const int log_fd = ::open(job.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return -1;
-  const int out_fd = job.stdout_path.empty() ? log_fd
-                                             : ::open(job.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int out_fd = job.stdout_path.empty()
+                         ? log_fd
+                         : ::open(job.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out_fd < 0) {
     ::close(log_fd);
     return -1;
@@ -118,7 +119,8 @@ std::string file_tail(const std::string& path, size_t max_lines, size_t max_byte
   if (!in) return "";
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
-  const std::streamoff from = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  const std::streamoff from =
+      size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
   in.seekg(from);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
@@ -140,7 +142,8 @@ bool no_space_at(const std::string& path) {
 
 std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done,
                                        const std::function<int(size_t)>& slot_of, int per_slot) {
-  return run_children(jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of, per_slot);
+  return run_children(
+      jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of, per_slot);
 }
 
 std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done,
@@ -191,8 +194,8 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
     outcome.wall_ms = ms_since(running[r].start);
     if (!(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0)) {
       outcome.log_tail = file_tail(running[r].job.log_path);
-      outcome.disk_full = no_space_at(running[r].job.log_path) ||
-                          outcome.log_tail.find("No space left on device") != std::string::npos;
+      outcome.disk_full =
+          no_space_at(running[r].job.log_path) || outcome.log_tail.find("No space left on device") != std::string::npos;
     }
     remove_files(running[r].job);
     outcomes[index] = outcome;
@@ -250,7 +253,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
           o.exit_code = WEXITSTATUS(status);
         }
         ::killpg(running[r].pid, SIGKILL);  // anything the child left behind
-        trees.ended(running[r].pid);         // and outside its group
+        trees.ended(running[r].pid);        // and outside its group
         finish(r, o);
         progressed = true;
         continue;

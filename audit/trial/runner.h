@@ -30,10 +30,10 @@
 namespace ra {
 
 struct ChildJob {
-  std::vector<std::string> argv;  // argv[0] is the executable path
+  std::vector<std::string> argv;                          // argv[0] is the executable path
   std::map<std::string, std::optional<std::string>> env;  // overrides: value, or nullopt to unset
-  std::string log_path;           // stdout+stderr of the child
-  std::string stdout_path;        // when set, stdout goes here and only stderr to log_path
+  std::string log_path;                                   // stdout+stderr of the child
+  std::string stdout_path;                                // when set, stdout goes here and only stderr to log_path
   std::chrono::milliseconds timeout{600000};
   std::vector<std::string> remove_after;  // files removed once the child has ended (its spec)
 };
@@ -43,7 +43,7 @@ struct ChildOutcome {
   int exit_code = 0;
   int signal = 0;
   double wall_ms = 0;
-  std::string log_tail;  // last lines of the log (only filled when the child did not exit 0)
+  std::string log_tail;    // last lines of the log (only filled when the child did not exit 0)
   bool disk_full = false;  // the child failed while the filesystem of its log had no space left
 };
 

@@ -12,8 +12,8 @@
 namespace ra {
 namespace {
 
-const std::set<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16", "int8",  "uint8",
-                                       "int16",   "int32",   "int64",   "bool"};
+const std::set<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16", "int8",
+                                       "uint8",   "int16",   "int32",   "int64",    "bool"};
 
 uint64_t fnv1a(uint64_t h, const std::string& s) {
   for (unsigned char c : s) {
@@ -25,22 +25,27 @@ uint64_t fnv1a(uint64_t h, const std::string& s) {
 
 const char* task_name(ChildTask t) {
   switch (t) {
-    case ChildTask::Preflight: return "preflight";
-    case ChildTask::Probes: return "probes";
-    case ChildTask::Trial: break;
+    case ChildTask::Preflight:
+      return "preflight";
+    case ChildTask::Probes:
+      return "probes";
+    case ChildTask::Trial:
+      break;
   }
   return "trial";
 }
 
 nlohmann::json digests_json(const std::vector<report::TensorDigest>& tensors) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& t : tensors) out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  for (const auto& t : tensors)
+    out.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
   return out;
 }
 
 std::vector<report::TensorDigest> digests_from_json(const nlohmann::json& j) {
   std::vector<report::TensorDigest> out;
-  for (const auto& t : j) out.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
+  for (const auto& t : j)
+    out.push_back({t.at("name"), t.at("dtype"), t.at("shape").get<std::vector<int64_t>>(), t.at("digest")});
   return out;
 }
 
@@ -53,7 +58,8 @@ ShapeSpec parse_shape(const std::string& text) {
     dims = text.substr(0, colon);
     spec.dtype = text.substr(colon + 1);
     if (!kDtypes.count(spec.dtype))
-      throw UsageError(fmt::format("unknown dtype '{}' in --shape '{}' (dtypes: {})", spec.dtype, text, fmt::join(kDtypes, ", ")));
+      throw UsageError(
+          fmt::format("unknown dtype '{}' in --shape '{}' (dtypes: {})", spec.dtype, text, fmt::join(kDtypes, ", ")));
   }
   size_t start = 0;
   while (true) {
@@ -135,10 +141,11 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"capture_path", exact(s.capture_path)},
           {"timed_runs", s.timed_runs},
           {"state_step", s.state_step},
-          {"checkpoint", {{"save_path", exact(s.checkpoint.save_path)},
-                          {"resume_path", exact(s.checkpoint.resume_path)},
-                          {"resume_step", s.checkpoint.resume_step},
-                          {"omit", s.checkpoint.omit}}}};
+          {"checkpoint",
+           {{"save_path", exact(s.checkpoint.save_path)},
+            {"resume_path", exact(s.checkpoint.resume_path)},
+            {"resume_step", s.checkpoint.resume_step},
+            {"omit", s.checkpoint.omit}}}};
 }
 
 TrialSpec trial_spec_from_json(const nlohmann::json& j) {
@@ -158,7 +165,8 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.load_libraries = exact_strings(j.at("load_libraries"));
   s.dump_path = exact_string(j.at("dump_path"));
   if (j.contains("dump_only_differing"))
-    s.dump_only_differing = j.at("dump_only_differing").get<std::map<std::string, std::map<std::string, std::string>>>();
+    s.dump_only_differing =
+        j.at("dump_only_differing").get<std::map<std::string, std::map<std::string, std::string>>>();
   s.repeat = j.at("repeat").get<int>();
   s.probes = j.value("probes", std::vector<std::string>{});
   s.time_probes = j.value("time_probes", false);

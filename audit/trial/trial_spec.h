@@ -39,40 +39,40 @@ enum class ChildTask {
 // Restart-replay (audit/train/replay.h): the checkpointing child saves after its last step, the resumed
 // child restores before its first.
 struct CheckpointTask {
-  std::string save_path;    // after step `steps`, write the checkpoint here ("" = none)
-  std::string resume_path;  // before training, restore from here ("" = none)
-  int resume_step = 0;      // steps the checkpoint holds: the resumed child runs resume_step+1 .. steps
+  std::string save_path;          // after step `steps`, write the checkpoint here ("" = none)
+  std::string resume_path;        // before training, restore from here ("" = none)
+  int resume_step = 0;            // steps the checkpoint holds: the resumed child runs resume_step+1 .. steps
   std::vector<std::string> omit;  // state the checkpoint does not carry: "rng", "optimizer"
 };
 
 struct TrialSpec {
   ChildTask task = ChildTask::Trial;
   std::string model;
-  std::string input_file;            // torch.save file, or "" for synthetic inputs
+  std::string input_file;  // torch.save file, or "" for synthetic inputs
   std::vector<ShapeSpec> shapes;
-  std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
-  std::string mode = "infer";        // infer | train
+  std::string device = "cpu";  // "cpu", "cuda", "cuda:1"
+  std::string mode = "infer";  // infer | train
   int steps = 1;
-  std::string optimizer = "sgd";     // train mode: sgd | adam
-  double lr = 0.01;                  // train mode: learning rate
+  std::string optimizer = "sgd";  // train mode: sgd | adam
+  double lr = 0.01;               // train mode: learning rate
   uint64_t seed = 0;
   Config config;
   std::vector<std::string> load_libraries;
-  std::string dump_path;             // where to write the tensors for divergence statistics ("" = none)
+  std::string dump_path;  // where to write the tensors for divergence statistics ("" = none)
   // The reference repeat's digests, when the parent has them: probe name ("" for a model trial) ->
   // tensor name -> digest. The child keeps and dumps only tensors that differ from them (or that
   // they lack), so that only the reference repeat's dump holds every tensor.
   std::map<std::string, std::map<std::string, std::string>> dump_only_differing;
   int repeat = 0;
-  std::vector<std::string> probes;   // Probes: the probes to run, in order
-  bool time_probes = false;          // Probes: time unrecorded runs of each probe after the recorded one
-  std::string trace_path;            // Trial: record an op trace (worker/trace/tracer.h) and write it here ("" = no trace)
-  uint64_t trace_capacity = 0;       // Trial: tensor digests the trace may hold
-  int64_t capture_order = -1;        // Trial with trace: keep the outputs of the record at this order...
-  std::string capture_path;          // ...and write them here (a dump: "output/0", "output/1", ...)
-  int timed_runs = 0;                // Trial: after the recorded run, time this many unrecorded ones
-  int state_step = 0;                // train mode: also digest the training state after this step (0 = never)
-  CheckpointTask checkpoint;         // restart-replay children only
+  std::vector<std::string> probes;  // Probes: the probes to run, in order
+  bool time_probes = false;         // Probes: time unrecorded runs of each probe after the recorded one
+  std::string trace_path;       // Trial: record an op trace (worker/trace/tracer.h) and write it here ("" = no trace)
+  uint64_t trace_capacity = 0;  // Trial: tensor digests the trace may hold
+  int64_t capture_order = -1;   // Trial with trace: keep the outputs of the record at this order...
+  std::string capture_path;     // ...and write them here (a dump: "output/0", "output/1", ...)
+  int timed_runs = 0;           // Trial: after the recorded run, time this many unrecorded ones
+  int state_step = 0;           // train mode: also digest the training state after this step (0 = never)
+  CheckpointTask checkpoint;    // restart-replay children only
   // Not in the JSON: set by the worker to the folder of its result file, the parent's scratch, which
   // the parent removes whatever the child does; where a target may unpack files ("" = none).
   std::string scratch;
@@ -84,16 +84,17 @@ struct TrialResult {
   std::string error_kind;  // for status Error: "input" or "usage" when the model/inputs/device are at fault
   std::vector<report::SwitchValue> switches;
   std::vector<report::TensorDigest> tensors;
-  std::vector<std::string> alerts;  // determinism-alert warnings (warn_only mode), first line each, deduplicated
+  std::vector<std::string> alerts;     // determinism-alert warnings (warn_only mode), first line each, deduplicated
   nlohmann::ordered_json environment;  // preflight only
   std::vector<std::string> input_descriptions;  // preflight only
   std::vector<std::string> input_names;         // preflight only: the forward argument of each input, or none
-  std::map<std::string, std::string> package;   // preflight only: a compiled package's metadata (AOTInductor), else empty
+  std::map<std::string, std::string>
+      package;  // preflight only: a compiled package's metadata (AOTInductor), else empty
   // preflight only: the model's identity by content (audit/baseline/identity.h), "" where none.
   std::string weights_digest;
   std::string graph_digest;
-  std::string untraceable;                      // preflight with --trace only: why the trials run without it, else ""
-  std::vector<std::string> warnings;            // preflight only: what the user should know, one sentence each
+  std::string untraceable;            // preflight with --trace only: why the trials run without it, else ""
+  std::vector<std::string> warnings;  // preflight only: what the user should know, one sentence each
   // Training-state digests (param/, buffer/, optimizer/, generator/): after step `state_step`, as
   // saved by a checkpointing child, or as restored by a resumed one.
   std::vector<report::TensorDigest> state;

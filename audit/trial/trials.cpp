@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/trial/trials.h"
 
-#include "audit/trial/config.h"
 #include "audit/common/errors.h"
 #include "audit/common/paths.h"
+#include "audit/trial/config.h"
 
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include <unistd.h>
@@ -38,7 +38,8 @@ PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, T
 
 std::optional<DevicePlacement> session_placement(const SessionOptions& o, const nlohmann::ordered_json& environment) {
   int available = 0;
-  if (environment.contains("cuda") && environment["cuda"].contains("devices") && environment["cuda"]["devices"].is_array())
+  if (environment.contains("cuda") && environment["cuda"].contains("devices") &&
+      environment["cuda"]["devices"].is_array())
     available = static_cast<int>(environment["cuda"]["devices"].size());
   std::optional<std::string> parent;
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v != nullptr) parent = v;

@@ -5,9 +5,9 @@
 #pragma once
 
 #include "audit/common/device.h"
+#include "audit/common/files.h"
 #include "audit/trial/config.h"
 #include "audit/trial/placement.h"
-#include "audit/common/files.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/trial_spec.h"
 #include "reports/target_model.h"
@@ -25,14 +25,14 @@ struct SessionOptions {
   std::optional<report::AutoRepeats> auto_repeats;  // --repeats auto: repeats until decided (repeats unused)
   std::vector<Config> configs;
   int jobs = 1;
-  double timeout_s = 600;      // per child process
+  double timeout_s = 600;  // per child process
   uint64_t seed = 0;
   std::vector<std::string> load_libraries;
-  std::vector<std::string> command;  // argv, recorded in the report
-  bool progress = false;             // progress lines on stderr
+  std::vector<std::string> command;            // argv, recorded in the report
+  bool progress = false;                       // progress lines on stderr
   std::optional<report::Tolerance> tolerance;  // --atol/--rtol for the divergence statistics
-  bool tolerant = false;                        // --tolerant (report::finalize)
-  std::vector<int> devices;                     // --devices: GPUs to spread children over (placement.h)
+  bool tolerant = false;                       // --tolerant (report::finalize)
+  std::vector<int> devices;                    // --devices: GPUs to spread children over (placement.h)
   // Called after the preflight and before any trial, with the targets as the report will name them
   // (identity set, no results yet) and the configurations' names; throws to stop the audit
   // (--baseline checks that the baseline was made from the same targets: audit/baseline/baseline.h).

@@ -35,15 +35,16 @@ void run_worker_service(const ScratchDir& scratch, const std::string& tag, const
   // A full TMPDIR makes the worker fail in whatever way it meets it first (an exception, exit 1): say
   // what happened, as the documented "no space left in TMPDIR", an input error like any full disk.
   if (out.disk_full)
-    throw InputError(fmt::format("no space left in TMPDIR ({}): the worker ({}) could not write its files{}", scratch.path().substr(0, scratch.path().rfind('/')),
-                                 args.empty() ? "" : args.front(), line.empty() ? "" : ": " + line));
-  const std::string how = out.kind == ChildOutcome::Kind::TimedOut  ? "timed out"
+    throw InputError(fmt::format("no space left in TMPDIR ({}): the worker ({}) could not write its files{}",
+                                 scratch.path().substr(0, scratch.path().rfind('/')), args.empty() ? "" : args.front(),
+                                 line.empty() ? "" : ": " + line));
+  const std::string how = out.kind == ChildOutcome::Kind::TimedOut   ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
                           : out.kind == ChildOutcome::Kind::SpawnFailed
                               ? "could not be started"
                               : fmt::format("exited with code {}", out.exit_code);
-  throw Error(ExitCode::Incomplete,
-              fmt::format("the worker ({}) {}{}", args.empty() ? "" : args.front(), how, line.empty() ? "" : ": " + line));
+  throw Error(ExitCode::Incomplete, fmt::format("the worker ({}) {}{}", args.empty() ? "" : args.front(), how,
+                                                line.empty() ? "" : ": " + line));
 }
 
 nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests) {
@@ -58,10 +59,11 @@ nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests)
 std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j) {
   std::vector<StatsRequest> out;
   for (const auto& r : j) {
-    out.push_back({r.at("a").get<std::string>(), r.at("b").get<std::string>(), r.at("names").get<std::vector<std::string>>(),
-                   std::nullopt});
+    out.push_back({r.at("a").get<std::string>(), r.at("b").get<std::string>(),
+                   r.at("names").get<std::vector<std::string>>(), std::nullopt});
     if (r.contains("tolerance"))
-      out.back().tolerance = report::Tolerance{r.at("tolerance").at("atol").get<double>(), r.at("tolerance").at("rtol").get<double>()};
+      out.back().tolerance =
+          report::Tolerance{r.at("tolerance").at("atol").get<double>(), r.at("tolerance").at("rtol").get<double>()};
   }
   return out;
 }
@@ -80,7 +82,8 @@ std::vector<StatsAnswer> stats_answers_from_json(const nlohmann::json& j) {
   std::vector<StatsAnswer> out;
   for (const auto& one : j) {
     StatsAnswer a;
-    for (const auto& e : one) a[e.at("name").get<std::string>()] = report::stats_from_json(nlohmann::ordered_json(e.at("stats")));
+    for (const auto& e : one)
+      a[e.at("name").get<std::string>()] = report::stats_from_json(nlohmann::ordered_json(e.at("stats")));
     out.push_back(std::move(a));
   }
   return out;
@@ -110,12 +113,14 @@ nlohmann::json to_json(const ArtifactRequest& r) {
 
 ArtifactRequest artifact_request_from_json(const nlohmann::json& j) {
   ArtifactRequest r;
-  for (const auto& x : j.at("reads")) r.reads.push_back({x.at("path").get<std::string>(), x.at("name").get<std::string>()});
+  for (const auto& x : j.at("reads"))
+    r.reads.push_back({x.at("path").get<std::string>(), x.at("name").get<std::string>()});
   for (const auto& c : j.at("compares"))
     r.compares.push_back({c.at("a").get<std::string>(), c.at("b").get<std::string>(), c.at("name").get<std::string>(),
                           c.at("entries").get<std::vector<std::string>>()});
   if (j.contains("tolerance"))
-    r.tolerance = report::Tolerance{j.at("tolerance").at("atol").get<double>(), j.at("tolerance").at("rtol").get<double>()};
+    r.tolerance =
+        report::Tolerance{j.at("tolerance").at("atol").get<double>(), j.at("tolerance").at("rtol").get<double>()};
   return r;
 }
 
@@ -151,8 +156,7 @@ ArtifactAnswer worker_artifacts(const ScratchDir& scratch, const ArtifactRequest
   try {
     ArtifactAnswer a = artifact_answer_from_json(nlohmann::json::parse(read_file(result_path, "artifact answer")));
     if (a.reads.size() == request.reads.size() && a.compares.size() == request.compares.size()) return a;
-  } catch (const nlohmann::json::exception&) {
-  }
+  } catch (const nlohmann::json::exception&) {}
   throw Error(ExitCode::Incomplete, "the worker (__artifacts) wrote an answer that does not match its request");
 }
 
@@ -185,7 +189,8 @@ std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vect
 }
 
 DiffFn worker_diff(const ScratchDir& scratch, double timeout_s, const std::optional<report::Tolerance>& tolerance) {
-  return [&scratch, timeout_s, tolerance](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+  return [&scratch, timeout_s, tolerance](const std::string& a, const std::string& b,
+                                          const std::vector<std::string>& names) {
     return worker_stats(scratch, {{a, b, names, tolerance}}, timeout_s).front();
   };
 }

@@ -95,7 +95,7 @@ struct ArtifactRequest {
   std::optional<report::Tolerance> tolerance;
 };
 struct ArtifactAnswer {
-  std::vector<ArtifactContents> reads;                                  // in request order
+  std::vector<ArtifactContents> reads;                                   // in request order
   std::vector<std::map<std::string, report::DivergenceStats>> compares;  // likewise; a note where there are no numbers
 };
 

@@ -70,8 +70,9 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
-  ::nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
-         FTW_DEPTH | FTW_PHYS);
+  ::nftw(
+      path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 void save_model(const std::string& path, const std::string& source,

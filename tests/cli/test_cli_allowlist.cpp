@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <fstream>
 
-using ra::test::run_cli;
 using nlohmann::json;
+using ra::test::run_cli;
 
 namespace {
 
@@ -28,9 +28,9 @@ struct Today {
 
 std::vector<std::string> nondet_run(const ra::test::TempDir& dir) {
   ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
-  return {"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "3",
-          "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"), "--quiet",
-          "--allowlist", dir.file("allow.json")};
+  return {"run",      dir.file("nd.pt"),  "--shape", "8x64",           "--configs",
+          "default",  "--repeats",        "3",       "--load-library", ra::test::test_ops_library(),
+          "--report", dir.file("r.json"), "--quiet", "--allowlist",    dir.file("allow.json")};
 }
 
 }  // namespace
@@ -48,7 +48,8 @@ TEST_CASE("run --allowlist: a target entry allows the diverged model (exit 0), a
   // The verdict line does not hide the divergence behind "reproducible".
   CHECK(r.out.find("verdict: diverged (allowed: test op sums in a random order) (exit 0)\n") != std::string::npos);
   // The op entry cannot match a model without --trace: a note (and a warning without --quiet), not a failure.
-  const std::string note = "allowlist entry 0 names op aten::unrelated, which only a trace can match in a model: run with --trace";
+  const std::string note =
+      "allowlist entry 0 names op aten::unrelated, which only a trace can match in a model: run with --trace";
   CHECK(r.out.find("note: " + note + "\n") != std::string::npos);
   const auto j = ra::test::read_json(dir.file("r.json"));
   CHECK(j["exit_code"] == 0);
@@ -105,10 +106,12 @@ def forward(self, x, idx):
     return torch.index_add(x, 0, idx, self.w)
 )JIT",
                        {{"w", {2, 4}}});
-  const std::vector<std::string> base = {"lint", dir.file("m.pt"), "--device", "cuda", "--knowledge", dir.file("kb.json")};
+  const std::vector<std::string> base = {"lint", dir.file("m.pt"), "--device",
+                                         "cuda", "--knowledge",    dir.file("kb.json")};
   CHECK(run_cli(base).code == 1);
 
-  write(dir.file("allow.json"), R"({"allowlist": 1, "entries": [{"op": "aten::index_add", "reason": "sorted indices"}]})");
+  write(dir.file("allow.json"),
+        R"({"allowlist": 1, "entries": [{"op": "aten::index_add", "reason": "sorted indices"}]})");
   auto args = base;
   args.insert(args.end(), {"--allowlist", dir.file("allow.json")});
   const auto text = run_cli(args);
@@ -135,7 +138,8 @@ TEST_CASE("--allowlist: a malformed or missing file exits 3 with one line, befor
       {R"({"allowlist": 2, "entries": []})", "\"allowlist\" must be 1"},
       {R"({"allowlist": 1, "entries": [{"reason": "r"}]})", "entry 0: needs exactly one of 'op' and 'target'"},
       {R"({"allowlist": 1, "entries": [{"op": "a", "target": "b", "reason": "r"}]})", "entry 0: needs exactly one"},
-      {R"({"allowlist": 1, "entries": [{"op": "a", "reason": "r"}, {"op": "a"}]})", "entry 1: needs a non-empty 'reason'"},
+      {R"({"allowlist": 1, "entries": [{"op": "a", "reason": "r"}, {"op": "a"}]})",
+       "entry 1: needs a non-empty 'reason'"},
       {R"({"allowlist": 1, "entries": [{"op": "a", "reason": "r", "expires": "2026-13-01"}]})",
        "entry 0: 'expires' must be a date"},
       {R"({"allowlist": 1, "entries": [{"op": "a", "reason": "r", "note": "x"}]})", "entry 0: unknown key 'note'"},
@@ -147,8 +151,7 @@ TEST_CASE("--allowlist: a malformed or missing file exits 3 with one line, befor
   }
   ra::test::expect_error(dir, run(dir.file("missing.json")), 3, "allowlist");
   write(dir.file("bad.json"), "{");
-  ra::test::expect_error(dir, {"probes", "--only", "index_add", "--allowlist", dir.file("bad.json")}, 3,
-                         "bad.json");
+  ra::test::expect_error(dir, {"probes", "--only", "index_add", "--allowlist", dir.file("bad.json")}, 3, "bad.json");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--allowlist", dir.file("bad.json")}, 3, "bad.json");
 }
 
@@ -166,16 +169,21 @@ TEST_CASE("run --trace --allowlist: an op entry matches whichever spelling the r
   CAPTURE(r.err);
   CHECK(r.code == 0);
   CHECK(r.out.find("verdict: diverged (allowed: test op sums in a random order) (exit 0)") != std::string::npos);
-  CHECK(ra::test::read_file(dir.file("r.md")).rfind("## repro-audit: diverged (allowed: test op sums in a random order) (exit 0)", 0) == 0);
-  CHECK(ra::test::read_file(dir.file("r.xml")).find("<property name=\"verdict\" value=\"diverged (allowed: test op sums in a random order)\"/>") !=
+  CHECK(ra::test::read_file(dir.file("r.md"))
+            .rfind("## repro-audit: diverged (allowed: test op sums in a random order) (exit 0)", 0) == 0);
+  CHECK(ra::test::read_file(dir.file("r.xml"))
+            .find("<property name=\"verdict\" value=\"diverged (allowed: test op sums in a random order)\"/>") !=
         std::string::npos);
-  CHECK(ra::test::read_file(dir.file("r.html")).find("<span class=\"accepted\">diverged (allowed: test op sums in a random order)</span>") !=
+  CHECK(ra::test::read_file(dir.file("r.html"))
+            .find("<span class=\"accepted\">diverged (allowed: test op sums in a random order)</span>") !=
         std::string::npos);
 
   // Without --trace a model's op entry can match nothing: said on stderr and in the report.
   const auto untraced = run_cli(nondet_run(dir));
   CHECK(untraced.code == 1);
-  const std::string note = "allowlist entry 0 names op ra_test::nondet_sum_.default, which only a trace can match in a model: run with --trace";
+  const std::string note =
+      "allowlist entry 0 names op ra_test::nondet_sum_.default, which only a trace can match in a model: run with "
+      "--trace";
   CHECK(ra::test::read_json(dir.file("r.json"))["allowlist_notes"] == json::array({note}));
   CHECK(untraced.out.find("note: " + note) != std::string::npos);
 

@@ -19,8 +19,8 @@
 #include <fstream>
 #include <optional>
 
-using ra::test::run_cli;
 using nlohmann::json;
+using ra::test::run_cli;
 
 namespace {
 
@@ -42,8 +42,8 @@ struct Env {
 };
 
 std::vector<std::string> linear_run(const ra::test::TempDir& dir, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,threads-1",
-                                   "--repeats", "2", "--quiet"};
+  std::vector<std::string> args = {
+      "run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,threads-1", "--repeats", "2", "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -136,9 +136,10 @@ TEST_CASE("run --baseline: a changed digest in the same environment is a regress
   spit(dir.file("t.json"), tampered(dir.file("g.json")).dump(2));
   const std::string junit = fresh(RA_JUNIT_DIR, "run-baseline.xml");
   // The JSON and HTML go to RA_REPORT_DIR for the report_schema and html_chromium tests.
-  const std::string report = fresh(RA_REPORT_DIR, "run-regression.json"), page = fresh(RA_REPORT_DIR, "run-regression.html");
-  const auto r = run_cli(linear_run(dir, {"--baseline", dir.file("t.json"), "--report", report, "--junit", junit, "--markdown",
-                                          dir.file("r.md"), "--html", page}));
+  const std::string report = fresh(RA_REPORT_DIR, "run-regression.json"),
+                    page = fresh(RA_REPORT_DIR, "run-regression.html");
+  const auto r = run_cli(linear_run(dir, {"--baseline", dir.file("t.json"), "--report", report, "--junit", junit,
+                                          "--markdown", dir.file("r.md"), "--html", page}));
   CAPTURE(r.err);
   CHECK(r.code == 1);
   CHECK(r.out.find("m.pt / default: regression: 1 of 2 tensors differ and nothing that can affect cpu changed\n"
@@ -149,8 +150,8 @@ TEST_CASE("run --baseline: a changed digest in the same environment is a regress
   CHECK(j["exit_code"] == 1);
   CHECK(j["verdict"] == "reproducible");
   const std::string html = ra::test::read_file(page);
-  CHECK(html.find("<tr class=\"baseline-result\" data-status=\"regression\" data-fails=\"true\"><td>m.pt</td><td>default</td>") !=
-        std::string::npos);
+  CHECK(html.find("<tr class=\"baseline-result\" data-status=\"regression\" "
+                  "data-fails=\"true\"><td>m.pt</td><td>default</td>") != std::string::npos);
   CHECK(html.find("<a href=\"#baseline\">Baseline</a>") != std::string::npos);
   const json& res = result_of(j, "default");
   CHECK(res["status"] == "regression");
@@ -159,9 +160,11 @@ TEST_CASE("run --baseline: a changed digest in the same environment is a regress
   CHECK(res["differing_tensors"][0]["name"] == "output");
   CHECK(res["differing_tensors"][0]["baseline"]["digest"] == std::string(32, '0'));
   const std::string xml = ra::test::read_file(junit);
-  CHECK(xml.find("<testsuite name=\"baseline\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\">") != std::string::npos);
+  CHECK(xml.find("<testsuite name=\"baseline\" tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\">") !=
+        std::string::npos);
   CHECK(xml.find("<failure type=\"regression\"") != std::string::npos);
-  CHECK(ra::test::read_file(dir.file("r.md")).find("| m.pt | default | **regression** | 1/2 differ |") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("r.md")).find("| m.pt | default | **regression** | 1/2 differ |") !=
+        std::string::npos);
 }
 
 TEST_CASE("run --baseline: a real environment change (OMP_NUM_THREADS) explains the default configuration's new bits") {
@@ -174,8 +177,9 @@ def forward(self, x):
     return (y * y).sum() / 1000.0
 )JIT",
                        {{"w1", {4096, 256}}, {"b1", {256}}, {"w2", {256, 4096}}});
-  const std::vector<std::string> args = {"run", dir.file("mlp.pt"), "--shape", "64x4096", "--mode", "train", "--steps", "2",
-                                         "--configs", "default,threads-1", "--repeats", "1", "--quiet"};
+  const std::vector<std::string> args = {
+      "run", dir.file("mlp.pt"), "--shape",           "64x4096",   "--mode", "train",  "--steps",
+      "2",   "--configs",        "default,threads-1", "--repeats", "1",      "--quiet"};
   // One repeat: two threads' training step has been seen to diverge between repeats on this
   // machine (a rare race in a reduction), which would make the result nondeterministic instead of
   // explained; this test is about the environment change.
@@ -207,7 +211,8 @@ def forward(self, x):
   CHECK(def["status"] == "explained");
   CHECK(def["explained_by"] == json::array({"env_vars.OMP_NUM_THREADS", "config.threads"}));
   CHECK(result_of(j, "threads-1")["status"] == "match");  // one thread either way
-  CHECK(r.out.find("save the baseline again (rerun the audit with --save-baseline " + dir.file("g.json") + ")") != std::string::npos);
+  CHECK(r.out.find("save the baseline again (rerun the audit with --save-baseline " + dir.file("g.json") + ")") !=
+        std::string::npos);
 }
 
 TEST_CASE("run --baseline: a torch change explains a difference; a cuDNN change cannot explain it on the CPU") {
@@ -219,7 +224,8 @@ TEST_CASE("run --baseline: a torch change explains a difference; a cuDNN change 
   CHECK(r.out.find("    torch.version: 2.10.0 -> ") != std::string::npos);
   CHECK(r.out.find("m.pt / default: explained: 1 of 2 tensors differ; explained by changes that can affect cpu: "
                    "torch.version 2.10.0 -> ") != std::string::npos);
-  CHECK(r.out.find("verdict: reproducible, changed with the environment since the baseline (exit 0)\n") != std::string::npos);
+  CHECK(r.out.find("verdict: reproducible, changed with the environment since the baseline (exit 0)\n") !=
+        std::string::npos);
   json j = ra::test::read_json(dir.file("r.json"));
   CHECK(result_of(j, "default")["status"] == "explained");
   CHECK(result_of(j, "default")["explained_by"] == json::array({"torch.version"}));
@@ -240,15 +246,15 @@ TEST_CASE("run --baseline: a torch change explains a difference; a cuDNN change 
   REQUIRE(j["baseline"]["ignored_changes"].size() == 1);
   CHECK(j["baseline"]["ignored_changes"][0]["key"] == "torch.library_dir");
   CHECK(result_of(j, "default")["status"] == "regression");
-  CHECK(result_of(j, "default")["reason"].get<std::string>().find("(changed, but cannot affect cpu: cuda.cudnn 8.9.7 -> ") !=
-        std::string::npos);
+  CHECK(result_of(j, "default")["reason"].get<std::string>().find(
+            "(changed, but cannot affect cpu: cuda.cudnn 8.9.7 -> ") != std::string::npos);
 }
 
 TEST_CASE("run --baseline: another model, shape, mode, seed or no shared configuration exits 3 and writes nothing") {
   ra::test::TempDir dir;
   save_linear_baseline(dir, dir.file("g.json"));
   ra::test::save_model(dir.file("other.pt"), ra::test::kLinearReluModel, {{"w", {16, 4}}});
-  const std::vector<std::string> outputs = {"--junit", dir.file("j.xml"), "--markdown", dir.file("s.md"),
+  const std::vector<std::string> outputs = {"--junit",         dir.file("j.xml"),    "--markdown", dir.file("s.md"),
                                             "--save-baseline", dir.file("new.json"), "--baseline", dir.file("g.json")};
   const auto bad = [&](std::vector<std::string> args, const std::string& message) {
     args.insert(args.end(), outputs.begin(), outputs.end());
@@ -256,17 +262,18 @@ TEST_CASE("run --baseline: another model, shape, mode, seed or no shared configu
     for (const char* f : {"j.xml", "s.md", "new.json"}) CHECK(!ra::test::file_exists(dir.file(f)));
   };
   bad({"run", dir.file("other.pt"), "--shape", "4x16"},
-      "baseline " + dir.file("g.json") + " was made from model m.pt, which computes another graph than other.pt (graph ");
-  bad({"run", dir.file("m.pt"), "--shape", "8x16"},
-      "was made for m.pt with inputs float32[4x16], not float32[8x16]");
-  bad({"run", dir.file("m.pt"), "--shape", "4x16", "--mode", "train"}, "was made for m.pt in infer mode, not train mode");
+      "baseline " + dir.file("g.json") +
+          " was made from model m.pt, which computes another graph than other.pt (graph ");
+  bad({"run", dir.file("m.pt"), "--shape", "8x16"}, "was made for m.pt with inputs float32[4x16], not float32[8x16]");
+  bad({"run", dir.file("m.pt"), "--shape", "4x16", "--mode", "train"},
+      "was made for m.pt in infer mode, not train mode");
   bad({"run", dir.file("m.pt"), "--shape", "4x16", "--seed", "5"}, "was made for m.pt with seed 0, not 5");
   bad({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "det"},
       "has no configuration of this run: it holds default, threads-1, this run has det");
   // A baseline from the same bytes under another name is the same model.
   std::filesystem::copy_file(dir.file("m.pt"), dir.file("renamed.pt"));
-  const auto renamed = run_cli({"run", dir.file("renamed.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "2",
-                                "--baseline", dir.file("g.json"), "--quiet"});
+  const auto renamed = run_cli({"run", dir.file("renamed.pt"), "--shape", "4x16", "--configs", "default", "--repeats",
+                                "2", "--baseline", dir.file("g.json"), "--quiet"});
   CHECK(renamed.code == 0);
   CHECK(renamed.out.find("renamed.pt / default: match") != std::string::npos);
   CHECK(renamed.out.find("renamed.pt / threads-1: missing: in the baseline only") != std::string::npos);
@@ -276,8 +283,8 @@ TEST_CASE("--baseline: a missing, malformed, foreign or newer file exits 3 with 
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
   const auto run = [&](const std::string& file) {
-    return std::vector<std::string>{"run", dir.file("m.pt"), "--shape", "4x16", "--baseline", file,
-                                    "--save-baseline", dir.file("new.json")};
+    return std::vector<std::string>{"run", dir.file("m.pt"),  "--shape",           "4x16", "--baseline",
+                                    file,  "--save-baseline", dir.file("new.json")};
   };
   const std::pair<const char*, const char*> cases[] = {
       {"{\"schema\": ", "is not valid JSON: "},
@@ -297,7 +304,8 @@ TEST_CASE("--baseline: a missing, malformed, foreign or newer file exits 3 with 
     ra::test::expect_error(dir, run(dir.file("bad.json")), 3, message);
     CHECK(!ra::test::file_exists(dir.file("new.json")));
   }
-  ra::test::expect_error(dir, run(dir.file("missing.json")), 3, "baseline '" + dir.file("missing.json") + "' does not exist");
+  ra::test::expect_error(dir, run(dir.file("missing.json")), 3,
+                         "baseline '" + dir.file("missing.json") + "' does not exist");
   spit(dir.file("bad.json"), "{");
   ra::test::expect_error(dir, {"probes", "--only", "index_add", "--baseline", dir.file("bad.json")}, 3, "bad.json");
   // The --save-baseline folder is checked before any work, as the report's is.
@@ -309,7 +317,9 @@ TEST_CASE("compare: two reports of the same reproducible model match (exit 0); t
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
   REQUIRE(run_cli(linear_run(dir, {"--report", dir.file("a.json")})).code == 0);
-  REQUIRE(run_cli(linear_run(dir, {"--report", dir.file("b.json"), "--save-baseline", dir.file("b-baseline.json")})).code == 0);
+  REQUIRE(
+      run_cli(linear_run(dir, {"--report", dir.file("b.json"), "--save-baseline", dir.file("b-baseline.json")})).code ==
+      0);
   const std::string saved = fresh(RA_REPORT_DIR, "compare.json");
   const auto r = run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--report", saved});
   CAPTURE(r.err);
@@ -351,20 +361,22 @@ TEST_CASE("compare: a diverging model is nondeterministic against its own earlie
 
   // compare --allowlist: the accepted divergence no longer fails, and still reads as one.
   spit(dir.file("allow.json"), R"({"allowlist": 1, "entries": [{"target": "nd.pt", "reason": "known test op"}]})");
-  const auto allowed = run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--allowlist", dir.file("allow.json")});
+  const auto allowed =
+      run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--allowlist", dir.file("allow.json")});
   CAPTURE(allowed.out);
   CHECK(allowed.code == 0);
   CHECK(allowed.out.find("verdict: diverged (allowed: known test op), 1 nondeterministic") == std::string::npos);
   CHECK(allowed.out.find("verdict: diverged (allowed: known test op) (exit 0)") != std::string::npos);
-  CHECK(run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--allowlist", dir.file("missing.json")}).code == 3);
+  CHECK(run_cli({"compare", dir.file("a.json"), dir.file("b.json"), "--allowlist", dir.file("missing.json")}).code ==
+        3);
 }
 
 TEST_CASE("--fail-on-explained: an environment change that explains new bits fails a release gate") {
   ra::test::TempDir dir;
   save_torch_changed_baseline(dir);
   CHECK(run_cli(linear_run(dir, {"--baseline", dir.file("torch.json")})).code == 0);
-  const auto gate = run_cli(linear_run(dir, {"--baseline", dir.file("torch.json"), "--fail-on-explained", "--report",
-                                              dir.file("r.json")}));
+  const auto gate = run_cli(
+      linear_run(dir, {"--baseline", dir.file("torch.json"), "--fail-on-explained", "--report", dir.file("r.json")}));
   CHECK(gate.code == 1);
   const json j = ra::test::read_json(dir.file("r.json"));
   CHECK(j["baseline"]["fail_on_explained"] == true);
@@ -392,11 +404,14 @@ TEST_CASE("compare: B from another model exits 3 and writes nothing") {
                          "report '" + dir.file("missing.json") + "' does not exist");
 }
 
-TEST_CASE("probes --save-baseline, then --baseline: matches, the positive control nondeterministic, left-out probes missing") {
+TEST_CASE(
+    "probes --save-baseline, then --baseline: matches, the positive control nondeterministic, left-out probes "
+    "missing") {
   ra::test::TempDir dir;
   const std::string golden = fresh(RA_REPORT_DIR, "probes-baseline.json");
-  const std::vector<std::string> base = {"probes", "--load-library", ra::test::test_ops_library(), "--configs", "default",
-                                         "--repeats", "2", "--no-census", "--quiet"};
+  const std::vector<std::string> base = {"probes",    "--load-library", ra::test::test_ops_library(),
+                                         "--configs", "default",        "--repeats",
+                                         "2",         "--no-census",    "--quiet"};
   auto save = base;
   save.insert(save.end(), {"--only", "test.nondet-sum,test.stable", "--save-baseline", golden});
   REQUIRE(run_cli(save).code == 1);
@@ -405,7 +420,8 @@ TEST_CASE("probes --save-baseline, then --baseline: matches, the positive contro
   CHECK(g["targets"][0]["kind"] == "probe");
 
   auto cmp = base;
-  cmp.insert(cmp.end(), {"--only", "test.nondet-sum,test.stable", "--baseline", golden, "--report", dir.file("r.json")});
+  cmp.insert(cmp.end(),
+             {"--only", "test.nondet-sum,test.stable", "--baseline", golden, "--report", dir.file("r.json")});
   const auto r = run_cli(cmp);
   CAPTURE(r.err);
   CHECK(r.code == 1);
@@ -426,7 +442,9 @@ TEST_CASE("probes --save-baseline, then --baseline: matches, the positive contro
 
   auto none = base;
   none.insert(none.end(), {"--only", "test.alert", "--baseline", golden});
-  ra::test::expect_error(dir, none, 3, "has no target of this run: it holds probes test.nondet-sum, test.stable, this run has probe test.alert");
+  ra::test::expect_error(
+      dir, none, 3,
+      "has no target of this run: it holds probes test.nondet-sum, test.stable, this run has probe test.alert");
 }
 
 namespace {
@@ -440,8 +458,8 @@ def forward(self, x):
 )JIT";
 
 std::vector<std::string> sum_run(const ra::test::TempDir& dir, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "default",
-                                   "--repeats", "2", "--trace", "--quiet"};
+  std::vector<std::string> args = {"run",     dir.file("sum.pt"), "--shape", "4096x4096", "--configs",
+                                   "default", "--repeats",        "2",       "--trace",   "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -463,15 +481,15 @@ TEST_CASE("run --trace --baseline: the environment change that explains new bits
   REQUIRE(stream.is_object());
   CHECK(stream["threads"][0]["records"] == 3);
   CHECK(stream["threads"][0]["packed"].get<std::string>().size() == 3 * 32);  // 32 bytes per record
-  CHECK_FALSE(stream.contains("ops"));  // what names the ops stays in reports
+  CHECK_FALSE(stream.contains("ops"));                                        // what names the ops stays in reports
   CHECK_FALSE(stream["threads"][0].contains("names"));
   CHECK(g.dump().find("\"digest\":\"") != std::string::npos);  // the final tensors' digests, as always ...
-  CHECK(stream.dump().find("digest") == std::string::npos);     // ... but no op's tensor digest
+  CHECK(stream.dump().find("digest") == std::string::npos);    // ... but no op's tensor digest
 
   const Env one("OMP_NUM_THREADS", "1");
   const std::string report = fresh(RA_REPORT_DIR, "run-baseline-traced.json");
-  const auto r = run_cli(sum_run(dir, {"--baseline", golden, "--report", report, "--markdown", dir.file("r.md"), "--junit",
-                                       dir.file("r.xml"), "--html", dir.file("r.html")}));
+  const auto r = run_cli(sum_run(dir, {"--baseline", golden, "--report", report, "--markdown", dir.file("r.md"),
+                                       "--junit", dir.file("r.xml"), "--html", dir.file("r.html")}));
   CAPTURE(r.err);
   CAPTURE(r.out);
   CHECK(r.code == 0);
@@ -529,8 +547,8 @@ TEST_CASE("run --trace --baseline: new bits in an unchanged environment are a re
   CHECK(r.out.find("first changed op: aten::sum (forward)") != std::string::npos);
 
   // A baseline without a trace: the comparison works as before and says why no op is named.
-  REQUIRE(run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "default", "--repeats", "2", "--quiet",
-                   "--save-baseline", dir.file("plain.json")})
+  REQUIRE(run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "default", "--repeats", "2",
+                   "--quiet", "--save-baseline", dir.file("plain.json")})
               .code == 0);
   json plain = ra::test::read_json(dir.file("plain.json"));
   CHECK_FALSE(plain["targets"][0]["configs"][0].contains("op_stream"));
@@ -543,7 +561,8 @@ TEST_CASE("run --trace --baseline: new bits in an unchanged environment are a re
   const json& pres = result_of(pj, "default");
   CHECK(pres["status"] == "regression");
   CHECK(pres["first_changed_op"].is_null());
-  CHECK(pres["op_note"] == "no op can be named: the baseline holds no trace (save it with --save-baseline and --trace)");
+  CHECK(pres["op_note"] ==
+        "no op can be named: the baseline holds no trace (save it with --save-baseline and --trace)");
   CHECK(p.out.find("    no op can be named: the baseline holds no trace") != std::string::npos);
 
   // A stream that cannot be decoded is a note, not a crash.

@@ -101,7 +101,7 @@ TEST_CASE("diff: --atol/--rtol give an informative verdict; only --tolerant chan
   ra::test::TempDir dir;
   at::Tensor changed = weight();
   changed.view({-1})[4] += 1e-3f;  // 0.4 -> 0.401: beyond float32's default, within rtol 1e-2
-  changed.view({-1})[5].neg_();   // 0.5 -> -0.5: across zero
+  changed.view({-1})[5].neg_();    // 0.5 -> -0.5: across zero
   ra::test::save_value(dir.file("a.pt"), state_dict(weight()));
   ra::test::save_value(dir.file("b.pt"), state_dict(changed));
   const auto a = dir.file("a.pt"), b = dir.file("b.pt");
@@ -151,7 +151,8 @@ TEST_CASE("diff: --atol/--rtol give an informative verdict; only --tolerant chan
   ra::test::save_value(dir.file("extra.pt"), extra);
   CHECK(run_cli({"diff", dir.file("one.pt"), dir.file("extra.pt"), "--rtol", "1", "--tolerant"}).code == 1);
 
-  for (const auto& bad : std::vector<std::vector<std::string>>{{"--atol", "-1"}, {"--rtol", "abc"}, {"--rtol", "nan"}, {"--atol", "inf"}}) {
+  for (const auto& bad : std::vector<std::vector<std::string>>{
+           {"--atol", "-1"}, {"--rtol", "abc"}, {"--rtol", "nan"}, {"--atol", "inf"}}) {
     std::vector<std::string> args = {"diff", a, b};
     args.insert(args.end(), bad.begin(), bad.end());
     const auto r = run_cli(args);
@@ -301,7 +302,8 @@ TEST_CASE("diff: nested Python containers and a view into a larger storage") {
 TEST_CASE("diff: a Python file holding a class repro-audit does not read") {
   ra::test::TempDir dir;
   ra::test::expect_error(dir, {"diff", data_file("foreign_class.pt"), data_file("foreign_class.pt")}, 3,
-                         "file '" + data_file("foreign_class.pt") + "' holds a datetime.date at 'saved_on', which repro-audit cannot read");
+                         "file '" + data_file("foreign_class.pt") +
+                             "' holds a datetime.date at 'saved_on', which repro-audit cannot read");
 }
 
 TEST_CASE("diff: training checkpoints compare their plain values by value, --key picks a subtree") {
@@ -323,7 +325,8 @@ TEST_CASE("diff: training checkpoints compare their plain values by value, --key
   CHECK(text.out.find("differs        epoch") != std::string::npos);
   CHECK(text.out.find("int 3 vs int 4") != std::string::npos);
 
-  const auto model = run_cli({"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "model", "--json"});
+  const auto model =
+      run_cli({"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "model", "--json"});
   CHECK(model.code == 1);
   const json m = json::parse(model.out);
   CHECK(m["key"] == "model");
@@ -334,8 +337,9 @@ TEST_CASE("diff: training checkpoints compare their plain values by value, --key
   const auto same = run_cli({"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "optimizer"});
   CHECK(same.code == 0);
   ra::test::TempDir dir;
-  ra::test::expect_error(dir, {"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "optimizer/state/9"},
-                         3, "has no entry '9' under 'optimizer/state' (it holds 0, 1, 2, 3)");
+  ra::test::expect_error(
+      dir, {"diff", data_file("checkpoint_a.pt"), data_file("checkpoint_b.pt"), "--key", "optimizer/state/9"}, 3,
+      "has no entry '9' under 'optimizer/state' (it holds 0, 1, 2, 3)");
 }
 
 TEST_CASE("diff: two TorchScript archives are compared by their parameters and buffers") {

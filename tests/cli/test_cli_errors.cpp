@@ -29,7 +29,8 @@ void rewrite_export(const std::string& out,
   caffe2::serialize::PyTorchStreamReader reader(std::string(RA_TEST_DATA) + "/exported_linear.pt2");
   caffe2::serialize::PyTorchStreamWriter writer(out);
   for (const auto& name : reader.getAllRecords()) {
-    if (name == ".data/version" || name == "version" || name == "byteorder" || name == ".data/serialization_id") continue;
+    if (name == ".data/version" || name == "version" || name == "byteorder" || name == ".data/serialization_id")
+      continue;
     auto [data, size] = reader.getRecord(name);
     const auto kept = change(name, std::string(static_cast<const char*>(data.get()), size));
     if (kept) writer.writeRecord(name, kept->data(), kept->size());
@@ -70,15 +71,18 @@ TEST_CASE("run and lint: a tampered torch.export archive exits 3 with one line, 
   // The copy itself is a sound archive: what fails below is each change.
   REQUIRE(run_cli({"run", dir.file("same.pt2"), "--shape", "2x4", "--repeats", "2", "--quiet"}).code == 0);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"future.pt2", "is a torch.export archive of schema version 99.0, which this build's LibTorch (schema 8.x) does not read"},
+      {"future.pt2",
+       "is a torch.export archive of schema version 99.0, which this build's LibTorch (schema 8.x) does not read"},
       {"unknown_op.pt2", "is a torch.export archive that cannot be loaded"},
       {"not_json.pt2", "is a torch.export archive that cannot be loaded"},
       {"no_weight.pt2", "the archive has no record data/weights/"},
-      {"truncated.pt2", "is a zip archive that repro-audit cannot read: it has no end of central directory record (damaged, truncated"},
+      {"truncated.pt2",
+       "is a zip archive that repro-audit cannot read: it has no end of central directory record (damaged, truncated"},
   };
   for (const auto& [file, message] : cases) {
     CAPTURE(file);
-    ra::test::expect_error(dir, {"run", dir.file(file), "--shape", "2x4", "--report", dir.file("report.json")}, 3, message);
+    ra::test::expect_error(dir, {"run", dir.file(file), "--shape", "2x4", "--report", dir.file("report.json")}, 3,
+                           message);
   }
   // lint reads the graph only: what it cannot read, or a schema it does not know, is refused too.
   ra::test::expect_error(dir, {"lint", dir.file("future.pt2")}, 3, "of schema version 99.0");
@@ -95,20 +99,25 @@ TEST_CASE("run: unreadable models exit 3") {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(dir.file("truncated.pt"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
-  ra::test::expect_error(dir, {"run", dir.file("missing.pt"), "--shape", "2x4"}, 3, "model '" + dir.file("missing.pt") + "' does not exist");
-  ra::test::expect_error(dir, {"run", dir.file("text.pt"), "--shape", "2x4"}, 3, "is not a PyTorch file (not a zip archive)");
-  ra::test::expect_error(dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3,
-                         "is a zip archive that repro-audit cannot read: it has no end of central directory record (damaged, "
-                         "truncated, or not written by PyTorch)");
+  ra::test::expect_error(dir, {"run", dir.file("missing.pt"), "--shape", "2x4"}, 3,
+                         "model '" + dir.file("missing.pt") + "' does not exist");
+  ra::test::expect_error(dir, {"run", dir.file("text.pt"), "--shape", "2x4"}, 3,
+                         "is not a PyTorch file (not a zip archive)");
+  ra::test::expect_error(
+      dir, {"run", dir.file("truncated.pt"), "--shape", "2x4"}, 3,
+      "is a zip archive that repro-audit cannot read: it has no end of central directory record (damaged, "
+      "truncated, or not written by PyTorch)");
 }
 
-TEST_CASE("run and lint: every file that is not a TorchScript archive gets one line saying what it is, and the next step") {
+TEST_CASE(
+    "run and lint: every file that is not a TorchScript archive gets one line saying what it is, and the next step") {
   const auto data = [](const std::string& name) { return std::string(RA_TEST_DATA) + "/" + name; };
   const std::string next = "save the module with torch.jit.script(module).save(PATH)";
   const std::vector<std::pair<std::string, std::vector<std::string>>> kinds = {
       {"pickled_module.pt", {"holds a pickled __main__.Net (torch.save(model))", "never does", next}},
-      {"state_dict_a.pt", {"holds tensors saved with torch.save (a state_dict or a checkpoint), not a model", next,
-                           "repro-audit diff compares two such files"}},
+      {"state_dict_a.pt",
+       {"holds tensors saved with torch.save (a state_dict or a checkpoint), not a model", next,
+        "repro-audit diff compares two such files"}},
       {"checkpoint_a.pt", {"holds tensors saved with torch.save (a state_dict or a checkpoint)"}},
       {"foreign_class.pt", {"is a torch.save file (a checkpoint holding a datetime.date at 'saved_on'), not a model"}},
       {"legacy_state_dict.pt", {"is a torch.save file in the legacy format", next}},
@@ -143,40 +152,52 @@ TEST_CASE("run: no input, and options that do not apply, are usage errors that s
   ra::test::expect_error(dir, {"run", dir.file("m.pt")}, 2,
                          "the model's forward takes 1 input (x), but none was given: pass --input FILE (a torch.save "
                          "file) or --shape SIZES per input (for example --shape 8x3x224x224)");
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--steps", "3"}, 2, "--steps applies to --mode train only");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--steps", "3"}, 2,
+                         "--steps applies to --mode train only");
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--no-fix-search"}, 2,
                          "--no-fix-search applies with --trace only");
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--trace-capacity", "4096"}, 2,
                          "--trace-capacity applies with --trace only");
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--trace", "--no-fix-search", "--timed-runs", "7"},
+  ra::test::expect_error(dir,
+                         {"run", dir.file("m.pt"), "--shape", "2x4", "--trace", "--no-fix-search", "--timed-runs", "7"},
                          2, "--timed-runs times the fix search, which --no-fix-search turns off");
 }
 
 TEST_CASE("run: inputs of the wrong shape, dtype, count or kind exit 3") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x5"}, 3, "the model rejects the inputs (float32[2x5])");
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4:int64"}, 3, "the model rejects the inputs (int64[2x4])");
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--shape", "2x4"}, 3, "forward takes 1 input, but 2 were given");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x5"}, 3,
+                         "the model rejects the inputs (float32[2x5])");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4:int64"}, 3,
+                         "the model rejects the inputs (int64[2x4])");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--shape", "2x4"}, 3,
+                         "forward takes 1 input, but 2 were given");
   ra::test::save_value(dir.file("string.pt"), c10::IValue(std::string("hello")));
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("string.pt")}, 3, "holds a String at 'input', not tensors");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("string.pt")}, 3,
+                         "holds a String at 'input', not tensors");
   { std::ofstream(dir.file("garbage.pt")) << "garbage"; }
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("garbage.pt")}, 3, "is not a torch.save file");
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("none.pt")}, 3, "input file '" + dir.file("none.pt") + "' does not exist");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("garbage.pt")}, 3,
+                         "is not a torch.save file");
+  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--input", dir.file("none.pt")}, 3,
+                         "input file '" + dir.file("none.pt") + "' does not exist");
 }
 
 TEST_CASE("run: usage errors exit 2 and say what is valid") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
   const std::string m = dir.file("m.pt");
-  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "detx"}, 2, "unknown configuration 'detx' (presets: default, benchmark");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "detx"}, 2,
+                         "unknown configuration 'detx' (presets: default, benchmark");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "det+bogus=1"}, 2, "unknown switch 'bogus'");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repeats", "0"}, 2, "--repeats");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--device", "tpu"}, 2, "unknown device 'tpu'");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--mode", "fly"}, 2, "--mode");
-  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2, "unknown option '--repets' for run (did you mean --repeats?)");
-  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--atl", "1e-3"}, 2, "unknown option '--atl' for run (did you mean --atol?)");
-  ra::test::expect_error(dir, {"probes", "--family", "x"}, 2, "unknown option '--family' for probes (see repro-audit probes --help)");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2,
+                         "unknown option '--repets' for run (did you mean --repeats?)");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--atl", "1e-3"}, 2,
+                         "unknown option '--atl' for run (did you mean --atol?)");
+  ra::test::expect_error(dir, {"probes", "--family", "x"}, 2,
+                         "unknown option '--family' for probes (see repro-audit probes --help)");
   ra::test::expect_error(dir, {"runn", m}, 2, "did you mean 'run'?");
   // A report's folder is created when missing, unless it cannot be (here: below a regular file).
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--report", m + "/dir/r.json"}, 2,
@@ -192,7 +213,7 @@ TEST_CASE("run: --device cuda on a machine without a GPU exits 2") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "2x4", "--device", "cuda"}, 2,
-               "--device cuda was asked for, but this machine has no CUDA device");
+                         "--device cuda was asked for, but this machine has no CUDA device");
 }
 
 TEST_CASE("exec: options that would do nothing are not offered, and --timed-runs takes what run takes") {
@@ -210,8 +231,10 @@ TEST_CASE("exec: options that would do nothing are not offered, and --timed-runs
   CHECK(exec_opts.find("--seed") == std::string::npos);
   CHECK(exec_opts.find("--load-library") == std::string::npos);
   ra::test::TempDir dir;
-  ra::test::expect_error(dir, {"exec", "--seed", "3", "--", "true"}, 2, "--seed applies to run and probes: exec runs your command as it is");
-  ra::test::expect_error(dir, {"exec", "--load-library", "x.so", "--", "true"}, 2, "--load-library applies to run and probes");
+  ra::test::expect_error(dir, {"exec", "--seed", "3", "--", "true"}, 2,
+                         "--seed applies to run and probes: exec runs your command as it is");
+  ra::test::expect_error(dir, {"exec", "--load-library", "x.so", "--", "true"}, 2,
+                         "--load-library applies to run and probes");
   // The fix search times in 5 rounds, in run and exec alike.
   ra::test::expect_error(dir, {"exec", "--timed-runs", "1", "--", "true"}, 2, "--timed-runs");
   ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--trace", "--timed-runs", "1"}, 2, "--timed-runs");

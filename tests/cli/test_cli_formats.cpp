@@ -58,7 +58,9 @@ void check_equal(const char* what, const std::string& a, const std::string& b) {
   if (pa == a.end() && pb == b.end()) return;
   const size_t at = static_cast<size_t>(pa - a.begin());
   const size_t from = at > 200 ? at - 200 : 0;
-  FAIL_CHECK(what << " differ at byte " << at << ":\n" << a.substr(from, 300) << "\n---- vs ----\n" << b.substr(from, 300));
+  FAIL_CHECK(what << " differ at byte " << at << ":\n"
+                  << a.substr(from, 300) << "\n---- vs ----\n"
+                  << b.substr(from, 300));
 }
 
 void check_same_apart_from_timing(const Outputs& a, const Outputs& b) {
@@ -79,8 +81,13 @@ void check_same_apart_from_timing(const Outputs& a, const Outputs& b) {
 TEST_CASE("report formats: two training audits with the same results differ only in timing") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
-  const std::vector<std::string> args = {"run", dir.file("m.pt"), "--shape", "4x16", "--mode", "train", "--steps", "2",
-                                         "--replay", "--trace", "--configs", "default,det,threads-1", "--repeats", "2"};
+  const std::vector<std::string> args = {"run",       dir.file("m.pt"),
+                                         "--shape",   "4x16",
+                                         "--mode",    "train",
+                                         "--steps",   "2",
+                                         "--replay",  "--trace",
+                                         "--configs", "default,det,threads-1",
+                                         "--repeats", "2"};
   const Outputs a = audit(dir, args, 0);
   const Outputs b = audit(dir, args, 0);
   check_same_apart_from_timing(a, b);
@@ -90,10 +97,10 @@ TEST_CASE("report formats: two training audits with the same results differ only
 
 TEST_CASE("report formats: a configuration that raises gives the same documents twice") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("al.pt"), ra::test::kNondetAlertModel,
-                       {{"w", {16, 64}}});
-  const std::vector<std::string> args = {"run", dir.file("al.pt"), "--shape", "8x16", "--configs", "det,strict", "--repeats",
-                                         "2", "--load-library", ra::test::test_ops_library()};
+  ra::test::save_model(dir.file("al.pt"), ra::test::kNondetAlertModel, {{"w", {16, 64}}});
+  const std::vector<std::string> args = {
+      "run",        dir.file("al.pt"), "--shape", "8x16",           "--configs",
+      "det,strict", "--repeats",       "2",       "--load-library", ra::test::test_ops_library()};
   const Outputs a = audit(dir, args, 1);
   const Outputs b = audit(dir, args, 1);
   check_same_apart_from_timing(a, b);

@@ -28,8 +28,8 @@ TEST_CASE("run: model and input paths that are not UTF-8 are carried exactly and
   const std::string model = dir.file("caf\xe9.pt"), input = dir.file("in\xff.pt");
   save_linear(model);
   ra::test::save_value(input, at::randn({2, 4}));
-  const auto r = run_cli({"run", model, "--input", input, "--repeats", "2", "--report", dir.file("r.json"), "--markdown",
-                          dir.file("r.md")});
+  const auto r = run_cli({"run", model, "--input", input, "--repeats", "2", "--report", dir.file("r.json"),
+                          "--markdown", dir.file("r.md")});
   CHECK(r.code == 0);
   CHECK(r.err.find("internal error") == std::string::npos);
   CHECK(r.out.find("caf\\xe9.pt") != std::string::npos);
@@ -61,7 +61,8 @@ TEST_CASE("text and Markdown show ESC and NUL in target names escaped, as HTML a
 TEST_CASE("report: the exit code and verdict are recomputed from the targets; a stored one that disagrees is refused") {
   TempDir dir;
   save_linear(dir.file("m.pt"));
-  REQUIRE(run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--repeats", "2", "--report", dir.file("r.json")}).code == 0);
+  REQUIRE(run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--repeats", "2", "--report", dir.file("r.json")}).code ==
+          0);
   const auto good = ra::test::read_json(dir.file("r.json"));
   struct Case {
     const char* name;
@@ -97,8 +98,8 @@ TEST_CASE("baselines are path-free: two identical audits saved under different n
   CHECK(a == ra::test::read_file(dir.file("second.json")));
   CHECK(a.find(dir.file("")) == std::string::npos);  // no path of this test's folder
   // And it still works as a baseline.
-  CHECK(run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--repeats", "2", "--baseline", dir.file("second.json")}).code ==
-        0);
+  CHECK(run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--repeats", "2", "--baseline", dir.file("second.json")})
+            .code == 0);
 }
 
 TEST_CASE("options: out-of-range and malformed values are usage errors that say what the option takes") {

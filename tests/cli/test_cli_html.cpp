@@ -31,8 +31,9 @@ std::string without_timing(const std::string& page) {
 TEST_CASE("run --html: two audits with the same results write the same page outside the timing block") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
-  const std::vector<std::string> args = {"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,det",
-                                         "--repeats", "2", "--html", dir.file("r.html"), "--quiet"};
+  const std::vector<std::string> args = {"run",       dir.file("m.pt"),   "--shape",   "4x16",
+                                         "--configs", "default,det",      "--repeats", "2",
+                                         "--html",    dir.file("r.html"), "--quiet"};
   const auto first = run_cli(args);
   REQUIRE(first.code == 0);
   const std::string a = ra::test::read_file(dir.file("r.html"));
@@ -40,17 +41,20 @@ TEST_CASE("run --html: two audits with the same results write the same page outs
   REQUIRE(second.code == 0);
   const std::string b = ra::test::read_file(dir.file("r.html"));
   CHECK(a.rfind("<!DOCTYPE html>\n", 0) == 0);
-  CHECK(a.find("<section id=\"verdict\" class=\"banner v-reproducible\" data-verdict=\"reproducible\" data-exit-code=\"0\" "
-               "data-targets=\"1\" data-cells=\"2\">") != std::string::npos);
-  CHECK(a.find("<tr class=\"hm-row\" data-index=\"0\" data-target=\"m.pt\" data-verdict=\"reproducible\">") != std::string::npos);
+  CHECK(
+      a.find(
+          "<section id=\"verdict\" class=\"banner v-reproducible\" data-verdict=\"reproducible\" data-exit-code=\"0\" "
+          "data-targets=\"1\" data-cells=\"2\">") != std::string::npos);
+  CHECK(a.find("<tr class=\"hm-row\" data-index=\"0\" data-target=\"m.pt\" data-verdict=\"reproducible\">") !=
+        std::string::npos);
   CHECK(without_timing(a) == without_timing(b));
 }
 
 TEST_CASE("probes --html: the probe suite's page has a row and a cell per probe and configuration") {
   ra::test::TempDir dir;
-  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only", "test.stable",
-                          "--configs", "default,threads-1", "--repeats", "2", "--no-census", "--html",
-                          dir.file("p.html"), "--quiet"});
+  const auto r =
+      run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only", "test.stable", "--configs",
+               "default,threads-1", "--repeats", "2", "--no-census", "--html", dir.file("p.html"), "--quiet"});
   REQUIRE(r.code == 0);
   const std::string h = ra::test::read_file(dir.file("p.html"));
   CHECK(h.find("data-target=\"test.stable\" data-verdict=\"reproducible\"") != std::string::npos);
@@ -62,14 +66,15 @@ TEST_CASE("probes --html: the probe suite's page has a row and a cell per probe 
 TEST_CASE("run --html: the folder is checked before any work") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
-  ra::test::expect_error(dir, {"run", dir.file("m.pt"), "--shape", "4x16", "--markdown", dir.file("s.md"), "--html",
-                               dir.file("m.pt/r.html")},
-                         2, "cannot write report '" + dir.file("m.pt/r.html") + "': cannot create folder");
+  ra::test::expect_error(
+      dir,
+      {"run", dir.file("m.pt"), "--shape", "4x16", "--markdown", dir.file("s.md"), "--html", dir.file("m.pt/r.html")},
+      2, "cannot write report '" + dir.file("m.pt/r.html") + "': cannot create folder");
   CHECK(!ra::test::file_exists(dir.file("s.md")));
   ra::test::expect_error(dir, {"probes", "--html", dir.file("m.pt/p.html")}, 2, "cannot create folder");
   // A folder that does not exist yet is created, as `mkdir -p` would.
-  const auto made = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "2", "--quiet",
-                             "--html", dir.file("new/deeper/r.html"), "--report", dir.file("new/r.json")});
+  const auto made = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "2",
+                             "--quiet", "--html", dir.file("new/deeper/r.html"), "--report", dir.file("new/r.json")});
   CHECK(made.code == 0);
   CHECK(ra::test::file_exists(dir.file("new/deeper/r.html")));
   CHECK(ra::test::file_exists(dir.file("new/r.json")));

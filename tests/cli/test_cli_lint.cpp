@@ -14,8 +14,8 @@
 #include <map>
 #include <set>
 
-using ra::test::run_cli;
 using nlohmann::json;
+using ra::test::run_cli;
 
 namespace {
 
@@ -172,8 +172,8 @@ TEST_CASE("lint: a clean model has no findings (exit 0)") {
 TEST_CASE("lint: findings carry the module path, source line and method (--device cuda)") {
   ra::test::TempDir dir;
   save_nested_model(dir.file("m.pt"));
-  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge", write_knowledge(dir),
-                          "--report", dir.file("r.json")});
+  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge",
+                          write_knowledge(dir), "--report", dir.file("r.json")});
   CAPTURE(r.err);
   CHECK(r.code == 1);
   const json j = ra::test::read_json(dir.file("r.json"));
@@ -221,8 +221,8 @@ TEST_CASE("lint: findings carry the module path, source line and method (--devic
   CHECK(r.out.find("    in:            <top>, encoder.layers.l0\n") != std::string::npos);
   CHECK(r.out.find("\n6 errors, 0 notes (1 raise under use_deterministic_algorithms)\n") != std::string::npos);
   // --verbose: every finding in full, grouped by module path.
-  const auto v = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge", write_knowledge(dir),
-                          "--verbose"});
+  const auto v = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge",
+                          write_knowledge(dir), "--verbose"});
   CHECK(v.out.find("\n<top>\n") != std::string::npos);
   CHECK(v.out.find("\nencoder.layers.l0\n  index_add.cuda [error]  aten::index_add (forward)\n") != std::string::npos);
   CHECK(ra::test::count_lines(v.out) > ra::test::count_lines(r.out));
@@ -272,13 +272,13 @@ TEST_CASE("lint: a constant argument that contradicts the condition is not repor
 TEST_CASE("lint: ops in an if-branch, a called method and a called function are found") {
   ra::test::TempDir dir;
   save_nested_model(dir.file("m.pt"));
-  const auto r = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge", write_knowledge(dir),
-                          "--json"});
+  const auto r = run_cli(
+      {"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train", "--knowledge", write_knowledge(dir), "--json"});
   const json j = json::parse(r.out);
   CHECK(find(j, "scatter_add.any", "encoder") != nullptr);  // inside `if`
   // gather_rows(x, idx, "select"): its scatter_add branch cannot run and is not reported.
   CHECK(find(j, "scatter_add.any", "") == nullptr);
-  CHECK(find(j, "index_add.cuda", "") != nullptr);          // in self.helper
+  CHECK(find(j, "index_add.cuda", "") != nullptr);             // in self.helper
   const json* fn = find(j, "index_select.backward.cuda", "");  // in the free function gather_rows
   REQUIRE(fn != nullptr);
   CHECK((*fn)["direction"] == "backward");
@@ -294,9 +294,10 @@ TEST_CASE("lint: --json and --report give the same deterministic document") {
   ra::test::TempDir dir;
   save_nested_model(dir.file("m.pt"));
   const std::string kb = write_knowledge(dir);
-  const auto a = run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--mode", "train", "--knowledge", kb, "--json",
-                          "--report", dir.file("a.json")});
-  const auto b = run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--mode", "train", "--knowledge", kb, "--json"});
+  const auto a = run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--mode", "train", "--knowledge", kb,
+                          "--json", "--report", dir.file("a.json")});
+  const auto b =
+      run_cli({"lint", dir.file("m.pt"), "--device", "cuda:1", "--mode", "train", "--knowledge", kb, "--json"});
   CHECK(a.code == 1);
   CHECK(a.out == b.out);
   const json j = ra::test::read_json(dir.file("a.json"));
@@ -314,9 +315,9 @@ TEST_CASE("lint: --json and --report give the same deterministic document") {
   CHECK(j["summary"]["findings"] == j["findings"].size());
   CHECK(j["notes"].empty());
   CHECK(j["exit_code"] == 1);
-  for (const char* field : {"entry", "title", "op", "direction", "device", "module_path", "source", "called_from",
-                            "entry_methods", "condition", "depends_on", "documented", "deterministic", "alert",
-                            "advice"})
+  for (const char* field :
+       {"entry", "title", "op", "direction", "device", "module_path", "source", "called_from", "entry_methods",
+        "condition", "depends_on", "documented", "deterministic", "alert", "advice"})
     CHECK(j["findings"][0].contains(field));
 }
 
@@ -329,11 +330,14 @@ TEST_CASE("lint: bad input exits 2 or 3 with one line on stderr and no report") 
       "torch": "2.11", "source": "test", "entries": [{"id": "x", "colour": "red"}]})KB";
 
   ra::test::expect_error(dir, {"lint", dir.file("missing.pt"), "--knowledge", kb}, 3,
-               "model '" + dir.file("missing.pt") + "' does not exist");
+                         "model '" + dir.file("missing.pt") + "' does not exist");
   ra::test::expect_error(dir, {"lint", dir.file(""), "--knowledge", kb}, 3, "is a directory");
-  ra::test::expect_error(dir, {"lint", dir.file("text.pt"), "--knowledge", kb}, 3, "is not a PyTorch file (not a zip archive)");
-  ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", kb, "--device", "tpu"}, 2, "unknown device 'tpu'");
-  ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("bad-kb.json")}, 3, "unknown key 'colour'");
+  ra::test::expect_error(dir, {"lint", dir.file("text.pt"), "--knowledge", kb}, 3,
+                         "is not a PyTorch file (not a zip archive)");
+  ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", kb, "--device", "tpu"}, 2,
+                         "unknown device 'tpu'");
+  ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("bad-kb.json")}, 3,
+                         "unknown key 'colour'");
   ra::test::expect_error(dir, {"lint", dir.file("m.pt"), "--knowledge", dir.file("no-kb.json")}, 3, "cannot be read");
   const auto r = run_cli({"lint", dir.file("m.pt"), "--knowledge", kb, "--report", "/dev/null/dir/r.json"});
   CHECK(r.code == 2);
@@ -359,8 +363,8 @@ def forward(self, x):
   CHECK(without.code == 3);
   CHECK(without.err.find("is not a loadable TorchScript archive") != std::string::npos);
 
-  const auto r = run_cli({"lint", dir.file("nd.pt"), "--knowledge", kb_path, "--load-library",
-                          ra::test::test_ops_library(), "--json"});
+  const auto r = run_cli(
+      {"lint", dir.file("nd.pt"), "--knowledge", kb_path, "--load-library", ra::test::test_ops_library(), "--json"});
   CAPTURE(r.err);
   CHECK(r.code == 1);
   const json j = json::parse(r.out);
@@ -472,16 +476,19 @@ def forward(self, x, src):
   const json on_cuda = json::parse(cuda.out);
   std::multiset<std::string> index_add;
   for (const auto& f : on_cuda["findings"])
-    if (f["op"] == "aten::index_add") index_add.insert(key("", f["entry"].get<std::string>(), f["source"]["line"].get<int>()));
+    if (f["op"] == "aten::index_add")
+      index_add.insert(key("", f["entry"].get<std::string>(), f["source"]["line"].get<int>()));
   CHECK(index_add == std::multiset<std::string>{key("", "index_add.cuda", line_of(kSource, "self.dup, src)"))});
 
   const auto cpu = run_cli({"lint", dir.file("m.pt"), "--device", "cpu", "--json"});
   const json on_cpu = json::parse(cpu.out);
   std::multiset<std::string> index_put;
   for (const auto& f : on_cpu["findings"])
-    if (f["op"] == "aten::index_put") index_put.insert(key("", f["entry"].get<std::string>(), f["source"]["line"].get<int>()));
-  CHECK(index_put == std::multiset<std::string>{key("", "index_put.accumulate.cpu", line_of(kSource, "[self.dup], src, True)")),
-                                                key("", "index_put.accumulate.cpu", line_of(kSource, "self.floats.long()"))});
+    if (f["op"] == "aten::index_put")
+      index_put.insert(key("", f["entry"].get<std::string>(), f["source"]["line"].get<int>()));
+  CHECK(index_put ==
+        std::multiset<std::string>{key("", "index_put.accumulate.cpu", line_of(kSource, "[self.dup], src, True)")),
+                                   key("", "index_put.accumulate.cpu", line_of(kSource, "self.floats.long()"))});
 }
 
 TEST_CASE("lint: a plain MLP or CNN exits 0 with notes on either device; --strict and --mode train say more") {
@@ -557,10 +564,12 @@ TEST_CASE("lint: a finding inside torch's own files points at the user's line th
   }
   const auto text = run_cli({"lint", model});
   CHECK(text.out.find("make_traced.py:26 in forward") != std::string::npos);
-  CHECK(run_cli({"lint", model, "--verbose"}).out.find("    your code:     " + file + ":26 in forward\n") != std::string::npos);
+  CHECK(run_cli({"lint", model, "--verbose"}).out.find("    your code:     " + file + ":26 in forward\n") !=
+        std::string::npos);
   // A model defined without files (Module::define) has no user frame to add.
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("m.pt"), "def forward(self, x):\n    return torch.matmul(x, self.w)\n", {{"w", {4, 2}}});
+  ra::test::save_model(dir.file("m.pt"), "def forward(self, x):\n    return torch.matmul(x, self.w)\n",
+                       {{"w", {4, 2}}});
   const json plain = json::parse(run_cli({"lint", dir.file("m.pt"), "--json"}).out);
   for (const auto& finding : plain["findings"]) CHECK(finding["user_frame"].is_null());
 }
@@ -585,7 +594,8 @@ TEST_CASE("lint: a torch.export archive is scanned from its graph, with module p
   CHECK(cpu.out.find("aten::index_add") == std::string::npos);
 }
 
-TEST_CASE("lint: scaled_dot_product_attention on CUDA in train mode is an error that names sdpa.cudnn; not on the CPU") {
+TEST_CASE(
+    "lint: scaled_dot_product_attention on CUDA in train mode is an error that names sdpa.cudnn; not on the CPU") {
   // cuDNN attention's backward diverged under det on an H200 (docs/evidence/h200-2026-11-26):
   // deterministic mode does not fix it, only sdpa.cudnn=off does.
   ra::test::TempDir dir;
@@ -653,8 +663,9 @@ def forward(self, x, v):
   CHECK(pool["deterministic_documented"].is_null());
   CHECK(pool["advice"].get<std::string>().find("No switch fixes it") != std::string::npos);
   const auto text = run_cli({"lint", dir.file("m.pt"), "--device", "cuda", "--mode", "train"});
-  CHECK(text.out.find("made-deterministic under use_deterministic_algorithms(True), as measured (documented: raises)") !=
-        std::string::npos);
+  CHECK(
+      text.out.find("made-deterministic under use_deterministic_algorithms(True), as measured (documented: raises)") !=
+      std::string::npos);
   // On the CPU neither applies.
   const auto cpu = run_cli({"lint", dir.file("m.pt"), "--device", "cpu", "--mode", "train", "--json"});
   const json cpu_doc = json::parse(cpu.out);

@@ -51,8 +51,8 @@ CliResult run_cli_unwritable_stdout(const TempDir& dir, const std::vector<std::s
 // A reproducible report of a small model, as `report` reads it back.
 std::string saved_report(const TempDir& dir) {
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {4, 3}}});
-  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--configs", "default", "--repeats", "2", "--report",
-                          dir.file("r.json"), "--quiet"});
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--configs", "default", "--repeats", "2",
+                          "--report", dir.file("r.json"), "--quiet"});
   REQUIRE(r.code == 0);
   return dir.file("r.json");
 }
@@ -155,8 +155,8 @@ TEST_CASE("text summary: a model named with a line break cannot print a verdict 
   TempDir dir;
   const std::string model = dir.file("m\nverdict: reproducible (exit 0)");
   ra::test::save_model(model, ra::test::kLinearReluModel, {{"w", {4, 3}}});
-  const auto r = run_cli({"run", model, "--shape", "1x4", "--configs", "default", "--repeats", "2", "--report",
-                          dir.file("r.json")});
+  const auto r = run_cli(
+      {"run", model, "--shape", "1x4", "--configs", "default", "--repeats", "2", "--report", dir.file("r.json")});
   CHECK(r.code == 0);
   CHECK(lines_starting_with(r.out, "verdict:") == 1);
   CHECK(r.out.find("m\\nverdict: reproducible (exit 0)") != std::string::npos);
@@ -171,8 +171,8 @@ TEST_CASE("merge: a shard's host cannot leave the Markdown fence, and its ESC co
   std::vector<std::string> shards;
   for (const char* k : {"1/2", "2/2"}) {
     shards.push_back(dir.file(std::string("s") + k[0] + ".json"));
-    const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--configs", "default,threads-1", "--repeats", "2",
-                            "--shard", k, "--report", shards.back(), "--quiet"});
+    const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "1x4", "--configs", "default,threads-1", "--repeats",
+                            "2", "--shard", k, "--report", shards.back(), "--quiet"});
     REQUIRE(r.code == 0);
   }
   auto one = ra::test::read_json(shards[0]);
@@ -206,7 +206,8 @@ TEST_CASE("merge: a shard's host cannot leave the Markdown fence, and its ESC co
 
 TEST_CASE("run: a worker killed from outside while loading says so, and by which signal, not a damaged file") {
   TempDir dir;
-  ra::test::save_model(dir.file("k.pt"), "\ndef forward(self, x):\n    return ra_test.killed(torch.matmul(x, self.w))\n",
+  ra::test::save_model(dir.file("k.pt"),
+                       "\ndef forward(self, x):\n    return ra_test.killed(torch.matmul(x, self.w))\n",
                        {{"w", {4, 3}}});
   const auto r = run_cli({"run", dir.file("k.pt"), "--shape", "1x4", "--configs", "default", "--repeats", "2",
                           "--load-library", ra::test::test_ops_library()});

@@ -58,9 +58,9 @@ TEST_CASE("probes --list: every probe with family, op, devices, direction and do
 
 TEST_CASE("probes: the positive control diverges in every repeat (exit 1), its neighbour does not") {
   ra::test::TempDir dir;
-  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only",
-                          "test.nondet-sum,test.stable", "--configs", "default", "--repeats", "3", "--report",
-                          dir.file("r.json"), "--quiet"});
+  const auto r =
+      run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only", "test.nondet-sum,test.stable",
+               "--configs", "default", "--repeats", "3", "--report", dir.file("r.json"), "--quiet"});
   CHECK(r.code == 1);
   const auto j = ra::test::read_json(dir.file("r.json"));
   CHECK(j["targets"].size() == 2);
@@ -90,7 +90,7 @@ TEST_CASE("probes --repeats auto: a racy CPU probe is settled, and its determini
   const auto& configs = target(j, "index_put.accumulate")["configs"];
   CHECK(configs[0]["verdict"] == "diverged");
   CHECK(configs[0]["stopped_by"] == "divergence");
-  CHECK(configs[0]["repeats"].get<int>() < 17);  // stopped by the divergence, not by the bound
+  CHECK(configs[0]["repeats"].get<int>() < 17);    // stopped by the divergence, not by the bound
   CHECK(configs[1]["verdict"] == "reproducible");  // det: the serial path
   CHECK(configs[1]["stopped_by"] == "confidence");
   CHECK(configs[1]["repeats"] == 13);
@@ -99,8 +99,8 @@ TEST_CASE("probes --repeats auto: a racy CPU probe is settled, and its determini
 
 TEST_CASE("probes: a determinism alert raises under det and is counted by the census") {
   ra::test::TempDir dir;
-  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only", "test.alert",
-                          "--configs", "default,det", "--repeats", "2", "--report", dir.file("r.json"), "--quiet"});
+  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only", "test.alert", "--configs",
+                          "default,det", "--repeats", "2", "--report", dir.file("r.json"), "--quiet"});
   CHECK(r.code == 1);
   const auto j = ra::test::read_json(dir.file("r.json"));
   const auto& t = target(j, "test.alert");
@@ -117,9 +117,9 @@ TEST_CASE("probes: a determinism alert raises under det and is counted by the ce
 
 TEST_CASE("probes: a crash or a hang costs one probe; the probes after it run in a new child") {
   ra::test::TempDir dir;
-  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only",
-                          "test.fault,test.stable", "--configs", "threads-1,threads=3,threads=2", "--repeats", "2",
-                          "--timeout", "5", "--no-census", "--report", dir.file("r.json"), "--quiet"});
+  const auto r = run_cli({"probes", "--load-library", ra::test::test_ops_library(), "--only", "test.fault,test.stable",
+                          "--configs", "threads-1,threads=3,threads=2", "--repeats", "2", "--timeout", "5",
+                          "--no-census", "--report", dir.file("r.json"), "--quiet"});
   CHECK(r.code == 4);
   const auto j = ra::test::read_json(dir.file("r.json"));
   const auto& fault = target(j, "test.fault")["configs"];
@@ -222,7 +222,8 @@ TEST_CASE("completion: probes --only <TAB> offers probe names and families, not 
   const size_t at = bash.out.find("    --only) COMPREPLY=($(compgen -W \"");
   REQUIRE(at != std::string::npos);
   const std::string words = bash.out.substr(at, bash.out.find('\n', at) - at);
-  for (const char* w : {"\"adaptive_avg_pool2d.backward ", " index_put.accumulate ", " index_add ", " scatter-index ", " sum.threads"})
+  for (const char* w :
+       {"\"adaptive_avg_pool2d.backward ", " index_put.accumulate ", " index_add ", " scatter-index ", " sum.threads"})
     CHECK(words.find(w) != std::string::npos);
   const auto zsh = run_cli({"__completion", "zsh"});
   REQUIRE(zsh.code == 0);
@@ -231,10 +232,11 @@ TEST_CASE("completion: probes --only <TAB> offers probe names and families, not 
   CHECK(zsh.out.find("index_put.accumulate") != std::string::npos);
 }
 
-TEST_CASE("probes batch-invariance: the classes of mm (variant) and layer_norm (invariant) are those Python measures here") {
+TEST_CASE(
+    "probes batch-invariance: the classes of mm (variant) and layer_norm (invariant) are those Python measures here") {
   ra::test::TempDir dir;
-  const auto r = run_cli({"probes", "--only", "batch.mm,batch.layer_norm,batch.linear,batch.detect-control", "--configs",
-                          "default", "--repeats", "2", "--report", dir.file("r.json"), "--quiet"});
+  const auto r = run_cli({"probes", "--only", "batch.mm,batch.layer_norm,batch.linear,batch.detect-control",
+                          "--configs", "default", "--repeats", "2", "--report", dir.file("r.json"), "--quiet"});
   INFO(r.out, r.err);
   REQUIRE(r.code == 0);
   const auto j = ra::test::read_json(dir.file("r.json"));
@@ -253,9 +255,9 @@ TEST_CASE("probes batch-invariance: the classes of mm (variant) and layer_norm (
   CHECK(expected["detect-control"].size() == 2);
   // The text names the classes per configuration, variant or invariant.
   const bool mm_variant = expected["mm"].size() > 1;
-  CHECK(r.out.find(mm_variant ? "batch classes under default: {1" : "batch classes under default: {1…257}: invariant") !=
-        std::string::npos);
-  CHECK(r.out.find("batch classes under default: {1…257}: invariant") != std::string::npos);  // layer_norm
+  CHECK(r.out.find(mm_variant ? "batch classes under default: {1"
+                              : "batch classes under default: {1…257}: invariant") != std::string::npos);
+  CHECK(r.out.find("batch classes under default: {1…257}: invariant") != std::string::npos);      // layer_norm
   CHECK(r.out.find("batch classes under default: {1} | {2…257}: variant") != std::string::npos);  // detect-control
   // `report` re-renders it from the JSON as it was printed.
   const auto again = run_cli({"report", dir.file("r.json")});

@@ -26,8 +26,9 @@ struct ReplayRun {
 };
 
 ReplayRun run_replay(const ra::test::TempDir& dir, const std::string& model, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"run", dir.file(model), "--shape", "4x16", "--mode", "train", "--steps", "4", "--replay",
-                                   "--configs", "default", "--repeats", "2", "--report", dir.file("r.json"), "--quiet"};
+  std::vector<std::string> args = {
+      "run",      dir.file(model), "--shape", "4x16",      "--mode", "train",    "--steps",          "4",
+      "--replay", "--configs",     "default", "--repeats", "2",      "--report", dir.file("r.json"), "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   ReplayRun r;
   r.cli = run_cli(args);
@@ -70,8 +71,9 @@ TEST_CASE("run --replay: a deterministic model resumes bit for bit, with sgd and
       CHECK(c["restored_match"] == true);
     }
     CHECK(r.cli.out.find("train, 4 steps, " + optimizer + " lr") != std::string::npos);
-    CHECK(r.cli.out.find("restart-replay under default (2 steps, checkpoint, 2 more in a fresh process): reproducible") !=
-          std::string::npos);
+    CHECK(
+        r.cli.out.find("restart-replay under default (2 steps, checkpoint, 2 more in a fresh process): reproducible") !=
+        std::string::npos);
   }
 }
 
@@ -79,10 +81,12 @@ TEST_CASE("run --optimizer: adam and sgd train differently, and --lr is used") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
   std::vector<nlohmann::json> digests;
-  for (const auto& extra :
-       {std::vector<std::string>{"--optimizer", "sgd"}, {"--optimizer", "adam"}, {"--optimizer", "adam", "--lr", "0.5"}}) {
-    std::vector<std::string> args = {"run", dir.file("m.pt"), "--shape", "4x16", "--mode", "train", "--steps", "2",
-                                     "--configs", "default", "--repeats", "2", "--report", dir.file("r.json"), "--quiet"};
+  for (const auto& extra : {std::vector<std::string>{"--optimizer", "sgd"},
+                            {"--optimizer", "adam"},
+                            {"--optimizer", "adam", "--lr", "0.5"}}) {
+    std::vector<std::string> args = {
+        "run",     dir.file("m.pt"), "--shape", "4x16",     "--mode",           "train",  "--steps", "2", "--configs",
+        "default", "--repeats",      "2",       "--report", dir.file("r.json"), "--quiet"};
     args.insert(args.end(), extra.begin(), extra.end());
     const auto r = run_cli(args);
     CHECK(r.code == 0);
@@ -153,11 +157,11 @@ TEST_CASE("run --replay: usage errors (exit 2, one line, no report)") {
                          "--replay needs --steps 2 or more");
   ra::test::expect_error(dir, {"run", m, "--shape", "4x16", "--mode", "train", "--steps", "1", "--replay"}, 2,
                          "--replay needs --steps 2 or more");
-  ra::test::expect_error(dir, {"run", m, "--shape", "4x16", "--mode", "train", "--steps", "2", "--replay-omit", "rng"}, 2,
-                         "--replay-omit needs --replay");
-  ra::test::expect_error(dir, {"run", m, "--shape", "4x16", "--mode", "train", "--steps", "2", "--replay",
-                               "--replay-omit", "weights"},
-                         2, "--replay-omit");
+  ra::test::expect_error(dir, {"run", m, "--shape", "4x16", "--mode", "train", "--steps", "2", "--replay-omit", "rng"},
+                         2, "--replay-omit needs --replay");
+  ra::test::expect_error(
+      dir, {"run", m, "--shape", "4x16", "--mode", "train", "--steps", "2", "--replay", "--replay-omit", "weights"}, 2,
+      "--replay-omit");
   ra::test::expect_error(dir, {"run", m, "--shape", "4x16", "--optimizer", "adam"}, 2,
                          "--optimizer and --lr need --mode train");
   ra::test::expect_error(dir, {"run", m, "--shape", "4x16", "--mode", "train", "--optimizer", "rmsprop"}, 2,

@@ -57,9 +57,26 @@ TEST_CASE("report: a traced run with a fix search re-renders byte for byte") {
   ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
   const std::string saved = report_out("run-traced.json");
   const std::string html = report_out("run-traced.html");
-  const auto run = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "3",
-                            "--trace", "--load-library", ra::test::test_ops_library(), "--report", saved, "--junit",
-                            dir.file("a.xml"), "--markdown", dir.file("a.md"), "--html", html, "--quiet"});
+  const auto run = run_cli({"run",
+                            dir.file("nd.pt"),
+                            "--shape",
+                            "8x64",
+                            "--configs",
+                            "default",
+                            "--repeats",
+                            "3",
+                            "--trace",
+                            "--load-library",
+                            ra::test::test_ops_library(),
+                            "--report",
+                            saved,
+                            "--junit",
+                            dir.file("a.xml"),
+                            "--markdown",
+                            dir.file("a.md"),
+                            "--html",
+                            html,
+                            "--quiet"});
   REQUIRE(run.code == 1);
   check_rerender(dir, saved, run.out, dir.file("a.xml"), dir.file("a.md"), html, 1, report_out("report-traced.json"));
 }
@@ -69,9 +86,11 @@ TEST_CASE("report: a reproducible train-mode run with restart-replay re-renders 
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
   const std::string saved = report_out("run-replay.json");
   const std::string html = report_out("run-replay.html");
-  const auto run = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--mode", "train", "--steps", "2", "--replay",
-                            "--configs", "default,det", "--repeats", "2", "--report", saved, "--junit",
-                            dir.file("a.xml"), "--markdown", dir.file("a.md"), "--html", html, "--quiet"});
+  const auto run =
+      run_cli({"run",    dir.file("m.pt"), "--shape",         "4x16",        "--mode",         "train",  "--steps",
+               "2",      "--replay",       "--configs",       "default,det", "--repeats",      "2",      "--report",
+               saved,    "--junit",        dir.file("a.xml"), "--markdown",  dir.file("a.md"), "--html", html,
+               "--quiet"});
   REQUIRE(run.code == 0);
   check_rerender(dir, saved, run.out, dir.file("a.xml"), dir.file("a.md"), html, 0, report_out("report-replay.json"));
 }
@@ -90,9 +109,9 @@ TEST_CASE("report: a probes report (probe facts, census) re-renders byte for byt
 TEST_CASE("report: a missing file, not JSON, another version or a lint report exit 3 and write nothing") {
   ra::test::TempDir dir;
   const auto bad = [&](const std::string& in, const std::string& message) {
-    ra::test::expect_error(dir, {"report", in, "--junit", dir.file("b.xml"), "--markdown", dir.file("b.md"), "--html",
-                                 dir.file("b.html")},
-                           3, message);
+    ra::test::expect_error(
+        dir, {"report", in, "--junit", dir.file("b.xml"), "--markdown", dir.file("b.md"), "--html", dir.file("b.html")},
+        3, message);
     CHECK(!ra::test::file_exists(dir.file("b.xml")));
     CHECK(!ra::test::file_exists(dir.file("b.md")));
     CHECK(!ra::test::file_exists(dir.file("b.html")));
@@ -103,8 +122,7 @@ TEST_CASE("report: a missing file, not JSON, another version or a lint report ex
   spit(dir.file("v99.json"), "{\"schema\": \"repro-audit/report\", \"schema_version\": 99}\n");
   bad(dir.file("v99.json"), "report schema version 99 is not supported by this repro-audit (it reads version 1)");
   ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
-  run_cli({"lint", dir.file("m.pt"), "--knowledge", RA_SOURCE_KNOWLEDGE, "--report",
-                             dir.file("lint.json"), "--quiet"});
+  run_cli({"lint", dir.file("m.pt"), "--knowledge", RA_SOURCE_KNOWLEDGE, "--report", dir.file("lint.json"), "--quiet"});
   REQUIRE(ra::test::file_exists(dir.file("lint.json")));
   bad(dir.file("lint.json"), "not a repro-audit report (its schema is 'repro-audit/lint')");
   spit(dir.file("field.json"), "{\"schema\": \"repro-audit/report\", \"schema_version\": 1, \"tool\": {}}\n");

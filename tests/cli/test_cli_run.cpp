@@ -28,9 +28,11 @@ TEST_CASE("run: a deterministic model is reproducible (exit 0)") {
   CHECK(r.code == 0);
   CHECK(r.out.find("verdict: reproducible (exit 0)") != std::string::npos);
   // What three repeats can promise (Wilson's 95% upper bound for 0 of 2 comparisons).
-  CHECK(r.out.find("  reproducible: no divergence in 2 comparisons (3 runs); a divergence rate above 66% would have shown "
-                   "(95% confidence)\n") != std::string::npos);
-  const auto more = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "20", "--quiet"});
+  CHECK(r.out.find(
+            "  reproducible: no divergence in 2 comparisons (3 runs); a divergence rate above 66% would have shown "
+            "(95% confidence)\n") != std::string::npos);
+  const auto more =
+      run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "20", "--quiet"});
   CHECK(more.out.find("no divergence in 19 comparisons (20 runs); a divergence rate above 17% would have shown") !=
         std::string::npos);
   const auto j = ra::test::read_json(dir.file("r.json"));
@@ -50,8 +52,7 @@ TEST_CASE("run: a deterministic model is reproducible (exit 0)") {
 
 TEST_CASE("run: the test-only nondeterministic op diverges (exit 1) with statistics") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel,
-                       {{"w", {64, 4096}}});
+  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
   const auto r = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "4",
                           "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"), "--quiet"});
   CHECK(r.code == 1);
@@ -73,11 +74,12 @@ TEST_CASE("run --repeats auto: repeats until each configuration is decided, and 
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
   // Clean runs: 4 comparisons bound the rate at 49%, below the 50% asked.
-  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,threads-1", "--repeats", "auto",
-                          "--detect-rate", "50%", "--report", dir.file("r.json"), "--quiet"});
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,threads-1", "--repeats",
+                          "auto", "--detect-rate", "50%", "--report", dir.file("r.json"), "--quiet"});
   CHECK(r.code == 0);
-  CHECK(r.out.find("repeats: auto, 3 to 20 runs per configuration, each until a divergence, a failure, or no divergence in "
-                   "enough runs to rule out a rate above 50% (95% confidence)\n") != std::string::npos);
+  CHECK(r.out.find(
+            "repeats: auto, 3 to 20 runs per configuration, each until a divergence, a failure, or no divergence in "
+            "enough runs to rule out a rate above 50% (95% confidence)\n") != std::string::npos);
   const auto j = ra::test::read_json(dir.file("r.json"));
   CHECK(j["auto_repeats"] == nlohmann::json({{"min", 3}, {"max", 20}, {"detect_rate", 0.5}}));
   for (const auto& c : j["targets"][0]["configs"]) {
@@ -86,11 +88,13 @@ TEST_CASE("run --repeats auto: repeats until each configuration is decided, and 
   }
 
   // A rate too small for --max-repeats: stopped there, undecided, and said so.
-  const auto capped = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "auto",
-                               "--detect-rate", "0.01", "--max-repeats", "4", "--report", dir.file("c.json"), "--quiet"});
+  const auto capped =
+      run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--repeats", "auto", "--detect-rate",
+               "0.01", "--max-repeats", "4", "--report", dir.file("c.json"), "--quiet"});
   CHECK(capped.code == 0);
-  CHECK(capped.out.find("undecided at --max-repeats 4: no divergence in 3 comparisons rules out only a rate above 56%") !=
-        std::string::npos);
+  CHECK(
+      capped.out.find("undecided at --max-repeats 4: no divergence in 3 comparisons rules out only a rate above 56%") !=
+      std::string::npos);
   CHECK(capped.out.find("; 1 of 1 undecided at --max-repeats") != std::string::npos);
   const auto c = ra::test::read_json(dir.file("c.json"))["targets"][0]["configs"][0];
   CHECK(c["repeats"] == 4);
@@ -107,7 +111,8 @@ TEST_CASE("run --repeats auto: repeats until each configuration is decided, and 
   CHECK(d["repeats"] == 3);
 
   // A fixed count records no rule.
-  const auto fixed = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--report", dir.file("f.json"), "--quiet"});
+  const auto fixed = run_cli(
+      {"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default", "--report", dir.file("f.json"), "--quiet"});
   CHECK(fixed.code == 0);
   const auto f = ra::test::read_json(dir.file("f.json"));
   CHECK_FALSE(f.contains("auto_repeats"));
@@ -122,7 +127,8 @@ TEST_CASE("run: --repeats takes a count or auto; --max-repeats and --detect-rate
       {{"--repeats", "0"}, "--repeats: expected a count from 1 to 1000000 or 'auto', got '0'"},
       {{"--max-repeats", "10"}, "--max-repeats applies to --repeats auto"},
       {{"--detect-rate", "10%"}, "--detect-rate applies to --repeats auto"},
-      {{"--repeats", "auto", "--detect-rate", "1.5"}, "--detect-rate: expected a rate above 0 and below 1 (0.2 or 20%), got '1.5'"},
+      {{"--repeats", "auto", "--detect-rate", "1.5"},
+       "--detect-rate: expected a rate above 0 and below 1 (0.2 or 20%), got '1.5'"},
       {{"--repeats", "auto", "--max-repeats", "2"}, "--max-repeats: expected an integer from 3 to 1000000, got '2'"},
   };
   for (const auto& [extra, message] : cases) {
@@ -137,12 +143,15 @@ TEST_CASE("run: --repeats takes a count or auto; --max-repeats and --detect-rate
 TEST_CASE("run: --rtol/--atol judge each differing tensor; --tolerant alone turns within-tolerance into exit 0") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
-  const std::vector<std::string> base = {"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "3",
-                                         "--load-library", ra::test::test_ops_library(), "--quiet"};
+  const std::vector<std::string> base = {
+      "run",     dir.file("nd.pt"), "--shape", "8x64",           "--configs",
+      "default", "--repeats",       "3",       "--load-library", ra::test::test_ops_library(),
+      "--quiet"};
   const auto with = [&](std::vector<std::string> extra, const std::string& report) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.end(), {"--report", dir.file(report), "--markdown", dir.file(report + ".md"), "--junit", dir.file(report + ".xml")});
+    args.insert(args.end(), {"--report", dir.file(report), "--markdown", dir.file(report + ".md"), "--junit",
+                             dir.file(report + ".xml")});
     return run_cli(args);
   };
   // A reordered float sum differs in the last bits: far inside rtol 1e-3.
@@ -169,8 +178,8 @@ TEST_CASE("run: --rtol/--atol judge each differing tensor; --tolerant alone turn
   CHECK(t["targets"][0]["configs"][0]["verdict"] == "diverged");  // the bitwise verdict stays
   CHECK(t["targets"][0]["configs"][0]["tolerated"] == true);
   CHECK(ra::test::read_file(dir.file("t.json.md")).find("accepted by --tolerant") != std::string::npos);
-  CHECK(ra::test::read_file(dir.file("t.json.xml")).find("<skipped message=\"diverged, every differing element is within tolerance") !=
-        std::string::npos);
+  CHECK(ra::test::read_file(dir.file("t.json.xml"))
+            .find("<skipped message=\"diverged, every differing element is within tolerance") != std::string::npos);
 
   // No tolerance at all: the last-bit difference is beyond it, and --tolerant changes nothing.
   const auto strict = with({"--rtol", "0", "--atol", "0", "--tolerant"}, "s.json");
@@ -179,7 +188,8 @@ TEST_CASE("run: --rtol/--atol judge each differing tensor; --tolerant alone turn
   CHECK(s["targets"][0]["configs"][0]["within_tolerance"] == false);
   CHECK(s["targets"][0]["configs"][0]["diverged_tensors"][0]["stats"]["beyond_tolerance"].get<int>() >= 1);
 
-  ra::test::expect_error(dir, {"run", dir.file("nd.pt"), "--rtol", "-0.5"}, 2, "--rtol: expected a number of at least 0, got '-0.5'");
+  ra::test::expect_error(dir, {"run", dir.file("nd.pt"), "--rtol", "-0.5"}, 2,
+                         "--rtol: expected a number of at least 0, got '-0.5'");
   ra::test::expect_error(dir, {"probes", "--atol", "x"}, 2, "--atol: expected a number of at least 0, got 'x'");
 }
 
@@ -239,10 +249,10 @@ def forward(self, a, b):
   dict.insert("b", b);
   ra::test::save_value(dir.file("dict.pt"), dict);
 
-  const auto t1 = run_cli({"run", dir.file("two.pt"), "--input", dir.file("tuple.pt"), "--configs", "default", "--report",
-                           dir.file("t1.json"), "--quiet"});
-  const auto t2 = run_cli({"run", dir.file("two.pt"), "--input", dir.file("dict.pt"), "--configs", "default", "--jobs", "3",
-                           "--report", dir.file("t2.json"), "--quiet"});
+  const auto t1 = run_cli({"run", dir.file("two.pt"), "--input", dir.file("tuple.pt"), "--configs", "default",
+                           "--report", dir.file("t1.json"), "--quiet"});
+  const auto t2 = run_cli({"run", dir.file("two.pt"), "--input", dir.file("dict.pt"), "--configs", "default", "--jobs",
+                           "3", "--report", dir.file("t2.json"), "--quiet"});
   CHECK(t1.code == 0);
   CHECK(t2.code == 0);
   const auto j1 = ra::test::read_json(dir.file("t1.json")), j2 = ra::test::read_json(dir.file("t2.json"));
@@ -255,8 +265,8 @@ def forward(self, a, b):
   CHECK(t2.out.find("  inputs: input/a=float32[2x4], input/b=float32[2x3]\n") != std::string::npos);
 
   // Synthetic inputs too; the names are no part of a baseline's identity.
-  const auto s = run_cli({"run", dir.file("two.pt"), "--shape", "2x4", "--shape", "2x3", "--configs", "default", "--save-baseline",
-                          dir.file("b.json"), "--quiet"});
+  const auto s = run_cli({"run", dir.file("two.pt"), "--shape", "2x4", "--shape", "2x3", "--configs", "default",
+                          "--save-baseline", dir.file("b.json"), "--quiet"});
   CHECK(s.code == 0);
   CHECK(s.out.find("  inputs: a: float32[2x4], b: float32[2x3]\n") != std::string::npos);
   const auto baseline = ra::test::read_json(dir.file("b.json"));
@@ -288,11 +298,12 @@ TEST_CASE("run --junit --markdown: a reproducible model passes every test case")
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {16, 8}}});
   const std::string junit = junit_out("run-reproducible.xml");
-  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,det", "--repeats", "2", "--junit",
-                          junit, "--markdown", dir.file("summary.md"), "--quiet"});
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "4x16", "--configs", "default,det", "--repeats", "2",
+                          "--junit", junit, "--markdown", dir.file("summary.md"), "--quiet"});
   CHECK(r.code == 0);
   const std::string x = ra::test::read_file(junit);
-  CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\">") != std::string::npos);
+  CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\">") !=
+        std::string::npos);
   CHECK(x.find("<testcase classname=\"m.pt\" name=\"default\"/>") != std::string::npos);
   CHECK(x.find("<testcase classname=\"m.pt\" name=\"det\"/>") != std::string::npos);
   const std::string m = ra::test::read_file(dir.file("summary.md"));
@@ -302,17 +313,16 @@ TEST_CASE("run --junit --markdown: a reproducible model passes every test case")
 
 TEST_CASE("run --junit --markdown: the test-only nondeterministic op fails its test case") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel,
-                       {{"w", {64, 4096}}});
+  ra::test::save_model(dir.file("nd.pt"), ra::test::kNondetSumModel, {{"w", {64, 4096}}});
   const std::string junit = junit_out("run-diverged.xml");
-  const auto r = run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "4",
-                          "--load-library", ra::test::test_ops_library(), "--junit", junit, "--markdown",
-                          dir.file("summary.md"), "--quiet"});
+  const auto r =
+      run_cli({"run", dir.file("nd.pt"), "--shape", "8x64", "--configs", "default", "--repeats", "4", "--load-library",
+               ra::test::test_ops_library(), "--junit", junit, "--markdown", dir.file("summary.md"), "--quiet"});
   CHECK(r.code == 1);
   const std::string x = ra::test::read_file(junit);
   CHECK(x.find("tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\"") != std::string::npos);
-  CHECK(x.find("<testcase classname=\"nd.pt\" name=\"default\">\n      <failure type=\"diverged\" message=\"divergence rate ") !=
-        std::string::npos);
+  CHECK(x.find("<testcase classname=\"nd.pt\" name=\"default\">\n      <failure type=\"diverged\" message=\"divergence "
+               "rate ") != std::string::npos);
   CHECK(x.find("diverged tensors (1):\n  output float32[8]: ") != std::string::npos);
   const std::string m = ra::test::read_file(dir.file("summary.md"));
   CHECK(m.rfind("## repro-audit: diverged (exit 1)\n", 0) == 0);
@@ -359,45 +369,57 @@ def forward(self, x):
   CHECK(recorded);
 }
 
-TEST_CASE("run --mode train: a model traced in eval mode is audited, with a warning that dropout and batch norm stay in eval") {
+TEST_CASE(
+    "run --mode train: a model traced in eval mode is audited, with a warning that dropout and batch norm stay in "
+    "eval") {
   ra::test::TempDir dir;
   // tests/data/make_traced.py: Linear, BatchNorm1d, Dropout, Linear, traced with torch.jit.trace in eval mode.
   const std::string traced = std::string(RA_TEST_DATA) + "/eval_traced.pt";
-  const auto train = run_cli({"run", traced, "--shape", "8x4", "--mode", "train", "--configs", "default", "--repeats", "2"});
+  const auto train =
+      run_cli({"run", traced, "--shape", "8x4", "--mode", "train", "--configs", "default", "--repeats", "2"});
   CAPTURE(train.err);
   CHECK(train.code == 0);
-  CHECK(train.err.find("the model was traced in eval mode: its dropout and batch_norm keep eval behaviour under --mode train") !=
+  CHECK(train.err.find(
+            "the model was traced in eval mode: its dropout and batch_norm keep eval behaviour under --mode train") !=
         std::string::npos);
   // In infer mode, eval behaviour is what is wanted: no warning.
   const auto infer = run_cli({"run", traced, "--shape", "8x4", "--configs", "default", "--repeats", "2"});
   CHECK(infer.code == 0);
   CHECK(infer.err.find("traced in eval mode") == std::string::npos);
   // A scripted model reads self.training: no warning in train mode either.
-  ra::test::save_model(dir.file("m.pt"), "def forward(self, x):\n    return torch.dropout(torch.matmul(x, self.w), 0.5, self.training)\n",
+  ra::test::save_model(dir.file("m.pt"),
+                       "def forward(self, x):\n    return torch.dropout(torch.matmul(x, self.w), 0.5, self.training)\n",
                        {{"w", {4, 2}}});
-  const auto scripted = run_cli({"run", dir.file("m.pt"), "--shape", "8x4", "--mode", "train", "--configs", "default", "--repeats", "2"});
+  const auto scripted =
+      run_cli({"run", dir.file("m.pt"), "--shape", "8x4", "--mode", "train", "--configs", "default", "--repeats", "2"});
   CHECK(scripted.err.find("traced in eval mode") == std::string::npos);
 }
 
-TEST_CASE("run: a torch.export archive runs under NativeRT: its weights and outputs are digested; train and bad inputs say why not") {
+TEST_CASE(
+    "run: a torch.export archive runs under NativeRT: its weights and outputs are digested; train and bad inputs say "
+    "why not") {
   ra::test::TempDir dir;
   // tests/data/make_model_kinds.py: Linear(4, 3) then relu, exported with an input of 2x4.
   const std::string model = std::string(RA_TEST_DATA) + "/exported.pt2";
-  const auto r = run_cli({"run", model, "--shape", "2x4", "--configs", "default,threads-1", "--report", dir.file("r.json")});
+  const auto r =
+      run_cli({"run", model, "--shape", "2x4", "--configs", "default,threads-1", "--report", dir.file("r.json")});
   CAPTURE(r.err);
   CHECK(r.code == 0);
   CHECK(r.out.find("inputs: x: float32[2x4]") != std::string::npos);
   const nlohmann::json j = ra::test::read_json(dir.file("r.json"));
   std::vector<std::string> names;
-  for (const auto& t : j["targets"][0]["configs"][0]["reference_digests"]) names.push_back(t["name"].get<std::string>());
+  for (const auto& t : j["targets"][0]["configs"][0]["reference_digests"])
+    names.push_back(t["name"].get<std::string>());
   CHECK(names == std::vector<std::string>{"param/fc.bias", "param/fc.weight", "output"});
   CHECK(j["targets"][0]["verdict"] == "reproducible");
   // The weights are read from the archive's records with their exported shapes.
   CHECK(j["targets"][0]["configs"][0]["reference_digests"][1]["shape"] == nlohmann::json({3, 4}));
 
-  ra::test::expect_error(dir, {"run", model, "--shape", "2x5"}, 3, "the exported program rejects the inputs (float32[2x5])");
+  ra::test::expect_error(dir, {"run", model, "--shape", "2x5"}, 3,
+                         "the exported program rejects the inputs (float32[2x5])");
   ra::test::expect_error(dir, {"run", model}, 2, "the exported program takes 1 input (x), but none was given");
-  ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3, "takes 1 input (x), but 2 were given");
+  ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3,
+                         "takes 1 input (x), but 2 were given");
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--mode", "train"}, 2,
                          "--mode train needs autograd, which the torch.export runtime (NativeRT) does not have");
 }
@@ -407,8 +429,8 @@ TEST_CASE("run --trace on an exported image model: reproducible in infer mode, e
   // tests/data/make_model_kinds.py: SmallCNN (conv, batch norm, relu, max pool, conv, average pool,
   // linear), returning its logits and their squared norm (a sum NativeRT runs as a static kernel).
   const std::string model = std::string(RA_TEST_DATA) + "/exported_cnn.pt2";
-  const auto r = run_cli({"run", model, "--shape", "1x3x16x16", "--trace", "--configs", "default,threads-1", "--repeats", "3",
-                          "--report", dir.file("r.json")});
+  const auto r = run_cli({"run", model, "--shape", "1x3x16x16", "--trace", "--configs", "default,threads-1",
+                          "--repeats", "3", "--report", dir.file("r.json")});
   CAPTURE(r.err);
   CHECK(r.code == 0);
   CHECK(r.out.find("    root cause:") == std::string::npos);
@@ -456,14 +478,14 @@ TEST_CASE("run --trace on a torch.export archive: the root cause names the graph
   // stderr), in a line a user can act on.
   REQUIRE(j["targets"][0].contains("notes"));
   const std::string note = j["targets"][0]["notes"][0].get<std::string>();
-  CHECK(note.find("run as fused kernels that the trace cannot see into: a divergence inside one is named at the nearest "
-                  "traced op") != std::string::npos);
+  CHECK(
+      note.find("run as fused kernels that the trace cannot see into: a divergence inside one is named at the nearest "
+                "traced op") != std::string::npos);
   CHECK(note.find("ModelRunnerHandle") == std::string::npos);
   CHECK(note.size() < 300);
-  const auto once = run_cli({"run", model, "--shape", "20000x4", "--trace", "--configs", "default", "--repeats", "2",
-                             "--no-fix-search"});
+  const auto once = run_cli(
+      {"run", model, "--shape", "20000x4", "--trace", "--configs", "default", "--repeats", "2", "--no-fix-search"});
   CHECK(once.out.find("the trace cannot see into") != std::string::npos);
   CHECK(once.out.find("the trace cannot see into") == once.out.rfind("the trace cannot see into"));
   CHECK(once.err.find("the trace cannot see into") == std::string::npos);
 }
-

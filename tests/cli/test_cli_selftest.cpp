@@ -35,7 +35,8 @@ TEST_CASE("selftest --device cpu: six checks pass, one line each, in a report ev
   REQUIRE(rep["selftest"]["checks"].size() == 6);
   for (const auto& c : rep["selftest"]["checks"]) CHECK(c["passed"] == true);
   // The evidence says what was measured, not only that it passed.
-  CHECK(rep["selftest"]["checks"][2]["evidence"].get<std::string>().find("index_put.accumulate diverged under default") == 0);
+  CHECK(rep["selftest"]["checks"][2]["evidence"].get<std::string>().find(
+            "index_put.accumulate diverged under default") == 0);
   CHECK(rep["selftest"]["checks"][5]["evidence"].get<std::string>().find("backward: aten::") != std::string::npos);
   // Batch invariance: a real positive where Python finds a Linear row variant on this machine.
   const std::string invariance = rep["selftest"]["checks"][4]["evidence"].get<std::string>();
@@ -51,8 +52,10 @@ TEST_CASE("selftest --device cpu: six checks pass, one line each, in a report ev
   const auto compared = run_cli({"compare", json, json});
   CHECK(compared.code == 0);
   CHECK(compared.out.find("environment: unchanged") != std::string::npos);
-  CHECK(ra::test::read_file(dir.file("selftest.md")).find("## repro-audit selftest on cpu: all 6 checks passed (exit 0)") == 0);
-  CHECK(ra::test::read_file(junit).find("<testsuite name=\"selftest\" tests=\"6\" failures=\"0\"") != std::string::npos);
+  CHECK(ra::test::read_file(dir.file("selftest.md"))
+            .find("## repro-audit selftest on cpu: all 6 checks passed (exit 0)") == 0);
+  CHECK(ra::test::read_file(junit).find("<testsuite name=\"selftest\" tests=\"6\" failures=\"0\"") !=
+        std::string::npos);
 }
 
 TEST_CASE("selftest: a device that is not there, or not a device, is a usage error before any work") {

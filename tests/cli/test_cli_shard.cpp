@@ -61,7 +61,8 @@ std::vector<std::string> run_shards(const ra::test::TempDir& dir, const std::vec
   std::vector<std::string> paths;
   for (int k = 1; k <= n; ++k) {
     paths.push_back(dir.file(prefix + std::to_string(k) + ".json"));
-    const auto r = run_cli(with(args, {"--shard", std::to_string(k) + "/" + std::to_string(n), "--report", paths.back()}));
+    const auto r =
+        run_cli(with(args, {"--shard", std::to_string(k) + "/" + std::to_string(n), "--report", paths.back()}));
     CAPTURE(r.err);
     REQUIRE((r.code == 0 || r.code == 1));
   }
@@ -74,7 +75,8 @@ TEST_CASE("shard: a traced model's configurations over 3 shards merge into the u
   ra::test::TempDir dir;
   const std::string model = dir.file("sum.pt");
   ra::test::save_model(model, kFullSumModel, {{"w", {64, 16384}}});
-  const std::vector<std::string> args = {"run", model, "--shape", "256x64", "--configs", "default,threads-1,det", "--trace"};
+  const std::vector<std::string> args = {"run",    model, "--shape", "256x64", "--configs", "default,threads-1,det",
+                                         "--trace"};
   const auto whole = run_cli(with(args, {"--report", dir.file("whole.json")}));
   REQUIRE(whole.code == 0);
   const auto shards = run_shards(dir, args, 3);
@@ -153,7 +155,8 @@ TEST_CASE("shard: missing, duplicate, foreign and unsharded reports exit 3 namin
   ra::test::TempDir dir;
   const std::string model = dir.file("m.pt");
   ra::test::save_model(model, ra::test::kLinearReluModel, {{"w", {16, 8}}});
-  const std::vector<std::string> args = {"run", model, "--shape", "4x16", "--configs", "default,threads-1,det", "--repeats", "2"};
+  const std::vector<std::string> args = {"run",       model, "--shape", "4x16", "--configs", "default,threads-1,det",
+                                         "--repeats", "2"};
   const auto shards = run_shards(dir, args, 3);
   const auto other = run_shards(dir, with(args, {"--seed", "7"}), 3, "seed7-");
   REQUIRE(run_cli(with(args, {"--report", dir.file("whole.json")})).code == 0);
@@ -209,7 +212,9 @@ TEST_CASE("shard: bad --shard values and inconsistent scheduler variables are us
     ra::test::expect_error(dir, args, 2, "GitLab says this job is sharded, but shard 3 of 2 is out of range");
   }
   {
-    ScopedEnv env({{"SLURM_ARRAY_TASK_ID", "3"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "1"},
+    ScopedEnv env({{"SLURM_ARRAY_TASK_ID", "3"},
+                   {"SLURM_ARRAY_TASK_COUNT", "3"},
+                   {"SLURM_ARRAY_TASK_MIN", "1"},
                    {"SLURM_ARRAY_TASK_MAX", "7"}});
     ra::test::expect_error(dir, args, 2, "cannot be mapped to shards");
   }
@@ -239,7 +244,8 @@ TEST_CASE("shard: the scheduler's variables name the shard, and the report recor
   }
   {
     // Bazel: the status file is touched to say the test runner shards.
-    ScopedEnv env({{"TEST_SHARD_INDEX", "0"}, {"TEST_TOTAL_SHARDS", "2"}, {"TEST_SHARD_STATUS_FILE", dir.file("status")}});
+    ScopedEnv env(
+        {{"TEST_SHARD_INDEX", "0"}, {"TEST_TOTAL_SHARDS", "2"}, {"TEST_SHARD_STATUS_FILE", dir.file("status")}});
     const auto r = run_cli(with(args, {"--report", dir.file("b.json")}));
     CHECK(r.code == 0);
     CHECK(std::filesystem::exists(dir.file("status")));
@@ -254,10 +260,20 @@ TEST_CASE("shard: a cell that crashed in a shard is named in the merged report w
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("f.pt"), ra::test::kFaultModel, {{"w", {8, 8}}});
   // ra_test.fault segfaults with one intra-op thread: threads-1 crashes, in shard 2 of 2.
-  const std::vector<std::string> args = {"run", dir.file("f.pt"), "--shape", "2x8", "--configs", "threads=2,threads-1",
-                                         "--repeats", "2", "--load-library", ra::test::test_ops_library(), "--quiet"};
+  const std::vector<std::string> args = {"run",
+                                         dir.file("f.pt"),
+                                         "--shape",
+                                         "2x8",
+                                         "--configs",
+                                         "threads=2,threads-1",
+                                         "--repeats",
+                                         "2",
+                                         "--load-library",
+                                         ra::test::test_ops_library(),
+                                         "--quiet"};
   for (int k = 1; k <= 2; ++k) {
-    const auto r = run_cli(with(args, {"--shard", std::to_string(k) + "/2", "--report", dir.file("s" + std::to_string(k) + ".json")}));
+    const auto r = run_cli(
+        with(args, {"--shard", std::to_string(k) + "/2", "--report", dir.file("s" + std::to_string(k) + ".json")}));
     CHECK(r.code == (k == 1 ? 0 : 4));
   }
   const auto r = run_cli({"merge", dir.file("s1.json"), dir.file("s2.json"), "--report", dir.file("m.json")});

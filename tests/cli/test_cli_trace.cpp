@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <string>
 
-using ra::test::run_cli;
 using nlohmann::json;
+using ra::test::run_cli;
 
 namespace {
 
@@ -167,11 +167,10 @@ def forward(self, x):
 
 TEST_CASE("run --trace: an op without a deterministic implementation is named, with alternatives") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("al.pt"), ra::test::kNondetAlertModel,
-                       {{"w", {16, 64}}});
-  const auto r = run_cli({"run", dir.file("al.pt"), "--shape", "8x16", "--configs", "default", "--repeats", "3",
-                          "--trace", "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"),
-                          "--quiet"});
+  ra::test::save_model(dir.file("al.pt"), ra::test::kNondetAlertModel, {{"w", {16, 64}}});
+  const auto r =
+      run_cli({"run", dir.file("al.pt"), "--shape", "8x16", "--configs", "default", "--repeats", "3", "--trace",
+               "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"), "--quiet"});
   CHECK(r.code == 1);
   const json c = traced_config(dir, "r.json");
   const json& fs = c["fix_search"];
@@ -183,7 +182,8 @@ TEST_CASE("run --trace: an op without a deterministic implementation is named, w
   CHECK(fs["conclusion"].get<std::string>().find("ra_test_nondet_alert has no deterministic implementation") !=
         std::string::npos);
   bool raised = false;
-  for (const auto& cand : fs["candidates"]) raised |= cand["config"] == "default+deterministic=on" && cand["verdict"] == "raised";
+  for (const auto& cand : fs["candidates"])
+    raised |= cand["config"] == "default+deterministic=on" && cand["verdict"] == "raised";
   CHECK(raised);
   CHECK(r.out.find("ra_test_nondet_alert has no deterministic implementation here") != std::string::npos);
 }
@@ -227,9 +227,9 @@ def forward(self, x):
     return s * self.scale
 )JIT",
                        {{"scale", {1}}});
-  const auto r = run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "threads-1,threads-N", "--repeats", "2",
-                          "--trace", "--report", dir.file("r.json"), "--junit", dir.file("r.xml"), "--markdown",
-                          dir.file("r.md"), "--html", dir.file("r.html"), "--quiet"});
+  const auto r = run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "threads-1,threads-N",
+                          "--repeats", "2", "--trace", "--report", dir.file("r.json"), "--junit", dir.file("r.xml"),
+                          "--markdown", dir.file("r.md"), "--html", dir.file("r.html"), "--quiet"});
   CAPTURE(r.err);
   CHECK(r.code == 0);  // configuration dependence is not a failure
   const auto j = ra::test::read_json(dir.file("r.json"));
@@ -248,7 +248,7 @@ def forward(self, x):
   CHECK(rc["op"] == "aten::sum");
   CHECK(rc["direction"] == "forward");
   CHECK(rc["source"].get<std::string>().find(":4") != std::string::npos);  // line 4 of forward's source
-  CHECK(rc["propagated"] == 1);  // the multiplication after it
+  CHECK(rc["propagated"] == 1);                                            // the multiplication after it
   CHECK(cause["note"] == "");
   // Every renderer says it in the same words.
   const std::string line = "threads-N against threads-1 (threads 1 -> ";
@@ -257,7 +257,8 @@ def forward(self, x):
   CHECK(ra::test::read_file(dir.file("r.md")).find("first differing op aten::sum (forward)") != std::string::npos);
   CHECK(ra::test::read_file(dir.file("r.xml")).find("first differing op aten::sum (forward)") != std::string::npos);
   const std::string html = ra::test::read_file(dir.file("r.html"));
-  CHECK(html.find("<div class=\"trace config-cause\" data-config=\"threads-N\" data-reference=\"threads-1\">") != std::string::npos);
+  CHECK(html.find("<div class=\"trace config-cause\" data-config=\"threads-N\" data-reference=\"threads-1\">") !=
+        std::string::npos);
   CHECK(html.find("data-op=\"aten::sum\"") != std::string::npos);
 }
 
@@ -269,8 +270,9 @@ def forward(self, x):
     return torch.matmul(h, self.w).sum(1)
 )JIT",
                        {{"w", {256, 256}}});
-  const auto r = run_cli({"run", dir.file("mm.pt"), "--shape", "64x256", "--configs", "default,default+mkl_cbwr=COMPATIBLE",
-                          "--repeats", "2", "--trace", "--report", dir.file("r.json"), "--quiet"});
+  const auto r =
+      run_cli({"run", dir.file("mm.pt"), "--shape", "64x256", "--configs", "default,default+mkl_cbwr=COMPATIBLE",
+               "--repeats", "2", "--trace", "--report", dir.file("r.json"), "--quiet"});
   CAPTURE(r.out);
   CHECK(r.code == 0);
   const auto j = ra::test::read_json(dir.file("r.json"));
@@ -290,7 +292,8 @@ def forward(self, x):
 
 TEST_CASE("run: configuration dependence without --trace lists no causes") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("sum.pt"), "def forward(self, x):\n    return torch.sum(x * self.scale)\n", {{"scale", {1}}});
+  ra::test::save_model(dir.file("sum.pt"), "def forward(self, x):\n    return torch.sum(x * self.scale)\n",
+                       {{"scale", {1}}});
   // Without --trace: the dependence is reported, with no causes.
   const auto plain = run_cli({"run", dir.file("sum.pt"), "--shape", "4096x4096", "--configs", "threads-1,threads-N",
                               "--repeats", "1", "--report", dir.file("p.json"), "--quiet"});
@@ -312,9 +315,9 @@ def forward(self, x):
     return self.reduce(h)
 )JIT",
                        {{"w", {16, 64}}});
-  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "8x16", "--configs", "default", "--repeats", "3", "--trace",
-                          "--no-fix-search", "--load-library", ra::test::test_ops_library(), "--report", dir.file("r.json"),
-                          "--quiet"});
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "8x16", "--configs", "default", "--repeats", "3",
+                          "--trace", "--no-fix-search", "--load-library", ra::test::test_ops_library(), "--report",
+                          dir.file("r.json"), "--quiet"});
   CAPTURE(r.out);
   const auto c = traced_config(dir, "r.json");
   REQUIRE(c["trace"]["root_causes"].size() >= 1);

@@ -5,19 +5,17 @@
 // Also every entry name on its own through zip_name_problem. Only an InputError may come out.
 #include "audit/common/errors.h"
 #include "audit/common/zip_check.h"
-#include "worker/targets/aoti_package.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "worker/targets/aoti_package.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = ra::fuzz::as_file(data, size);
   try {
     (void)ra::targets::read_aoti_package(path, "model", "model 'fuzz.pt2'");
-  } catch (const ra::InputError&) {
-  }
+  } catch (const ra::InputError&) {}
   (void)ra::zip_name_problem(ra::fuzz::text(data, size));
   try {
     (void)ra::targets::aoti_metadata(ra::fuzz::text(data, size), "model 'fuzz.pt2'");
-  } catch (const ra::InputError&) {
-  }
+  } catch (const ra::InputError&) {}
   return 0;
 }

@@ -24,10 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string path = nl == std::string::npos ? own : s.substr(nl + 1);
     for (const int trial : {3, -1}) {
       const auto m = ra::exec::match_artifact_path(p, path, trial);
-      if (m && m->name.find("..") != std::string::npos && path.find("..") == std::string::npos && text.find("..") == std::string::npos)
+      if (m && m->name.find("..") != std::string::npos && path.find("..") == std::string::npos &&
+          text.find("..") == std::string::npos)
         std::abort();  // a name holds only what the path and the pattern spell
     }
-  } catch (const ra::Error&) {
-  }
+  } catch (const ra::Error&) {}
   return 0;
 }

@@ -15,12 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     (void)ra::report::baseline_from_json(j);
-  } catch (const ra::report::ReportError&) {
-  }
+  } catch (const ra::report::ReportError&) {}
   try {
     std::string schema;
     (void)ra::report::results_from_json(j, schema);
-  } catch (const ra::report::ReportError&) {
-  }
+  } catch (const ra::report::ReportError&) {}
   return 0;
 }

@@ -12,7 +12,9 @@
 
 namespace ra::fuzz {
 
-inline std::string text(const uint8_t* data, size_t size) { return std::string(reinterpret_cast<const char*>(data), size); }
+inline std::string text(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
 
 // The input as a file, for the readers that take a path (one file per process, rewritten each run).
 inline std::string as_file(const uint8_t* data, size_t size) {

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ra::exec::HookRun run = ra::exec::read_hook_run(dir);  // never throws: a bad file is a note
   (void)ra::exec::hook_state(run);
   ra::Config config{"fuzz", {{"deterministic", "on"}, {"threads", "2"}, {"cublas_workspace", ":4096:8"}}};
-  const std::map<std::string, std::optional<std::string>> env = {{"CUBLAS_WORKSPACE_CONFIG", ":4096:8"}, {"OMP_NUM_THREADS", std::nullopt}};
+  const std::map<std::string, std::optional<std::string>> env = {{"CUBLAS_WORKSPACE_CONFIG", ":4096:8"},
+                                                                 {"OMP_NUM_THREADS", std::nullopt}};
   (void)ra::exec::run_switches(run, config, env);
   (void)ra::exec::seeding_checklist(run);
   ra::report::ExecFacts facts;

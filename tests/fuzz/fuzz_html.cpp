@@ -24,7 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string page = ra::report::render_html(r);
     // A value's markup never becomes the page's: the marker tag, if a name holds it, shows escaped.
     if (page.find("<ra-fuzz-marker") != std::string::npos) std::abort();
-  } catch (const ra::report::ReportError&) {
-  }
+  } catch (const ra::report::ReportError&) {}
   return 0;
 }

@@ -7,7 +7,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     (void)ra::parse_knowledge(ra::fuzz::text(data, size), "fuzz.json");
-  } catch (const ra::Error&) {
-  }
+  } catch (const ra::Error&) {}
   return 0;
 }

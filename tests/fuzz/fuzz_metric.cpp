@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto streamed = ra::exec::extract_metrics({spec}, stream);
   const auto file = ra::exec::extract_metrics_file(
       {spec}, ra::fuzz::as_file(reinterpret_cast<const uint8_t*>(out.data()), out.size()));
-  if (whole.values != streamed.values || whole.values != file.values || whole.lines_cut != file.lines_cut || !file.unread.empty())
+  if (whole.values != streamed.values || whole.values != file.values || whole.lines_cut != file.lines_cut ||
+      !file.unread.empty())
     std::abort();
   for (const auto& v : whole.values.at("m"))
     if (v.size() > ra::exec::kMaxMetricLine) std::abort();

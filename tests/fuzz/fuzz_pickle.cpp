@@ -3,10 +3,10 @@
 // reader, the flattening into named tensors, and the digest (of tensors up to 64Ki elements: a
 // view may legitimately claim up to 2^30, which would only slow the fuzzer down).
 #include "audit/common/errors.h"
+#include "tests/fuzz/fuzz_common.h"
 #include "worker/digest/digest.h"
 #include "worker/tensor_io/python_pickle.h"
 #include "worker/tensor_io/tensor_file.h"
-#include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
@@ -15,7 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ra::flatten_tensors(v, "", out, "fuzz.pt");
     for (const auto& [name, t] : out)
       if (t.numel() <= (int64_t{1} << 16)) (void)ra::digest(t);
-  } catch (const ra::InputError&) {
-  }
+  } catch (const ra::InputError&) {}
   return 0;
 }

@@ -21,7 +21,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)ra::report::render_markdown(r);
     (void)ra::report::render_junit(r);
     (void)ra::report::render_json(r);
-  } catch (const ra::report::ReportError&) {
-  }
+  } catch (const ra::report::ReportError&) {}
   return 0;
 }

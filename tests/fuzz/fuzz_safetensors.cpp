@@ -2,8 +2,8 @@
 // The safetensors reader (worker/tensor_io/safetensors.h): a file's bytes, written to a scratch file
 // (the reader reads files, as exec and diff give it), through the header checks and the reads.
 #include "audit/common/errors.h"
-#include "worker/tensor_io/safetensors.h"
 #include "tests/fuzz/fuzz_common.h"
+#include "worker/tensor_io/safetensors.h"
 
 #include <cstdio>
 #include <string>
@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     (void)ra::looks_like_safetensors(path);
     (void)ra::load_safetensors(path);  // an InputError for anything that breaks the format
-  } catch (const ra::InputError&) {
-  }
+  } catch (const ra::InputError&) {}
   return 0;
 }

@@ -9,15 +9,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string s = ra::fuzz::text(data, size);
   try {
     (void)ra::parse_shape(s);
-  } catch (const ra::Error&) {
-  }
+  } catch (const ra::Error&) {}
   try {
     (void)ra::parse_config(s, 4);
-  } catch (const ra::Error&) {
-  }
+  } catch (const ra::Error&) {}
   try {
     (void)ra::parse_configs({s, s}, 2);
-  } catch (const ra::Error&) {
-  }
+  } catch (const ra::Error&) {}
   return 0;
 }

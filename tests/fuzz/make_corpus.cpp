@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
   std::ofstream(dir + "/probe_log/seed-complete") << ra::probe_begin_line(header) << ra::probe_start_line("index_add")
                                                   << ra::probe_result_line("index_add", probe) << ra::probe_end_line();
   std::ofstream(dir + "/probe_log/seed-died") << ra::probe_begin_line(header) << ra::probe_start_line("put");
-  std::ofstream(dir + "/probe_log/seed-restart") << ra::probe_begin_line(header) << ra::probe_start_line("a")
-                                                 << ra::probe_result_line("a", probe)
-                                                 << ra::probe_restart_line("sticky device error");
+  std::ofstream(dir + "/probe_log/seed-restart")
+      << ra::probe_begin_line(header) << ra::probe_start_line("a") << ra::probe_result_line("a", probe)
+      << ra::probe_restart_line("sticky device error");
   std::ofstream(dir + "/probe_log/seed-result") << ra::to_json(probe).dump();
   return 0;
 }

@@ -4,8 +4,8 @@
 // kernel (worker/digest/digest_cuda.cu) and ATen's arithmetic agree on the device; so does the
 // tracer's batched path (CudaLanesBatch: many tensors per launch), for the same tensors. Exits 77
 // (reported by ctest as skipped) where no CUDA device exists.
-#include "worker/digest/digest.h"
 #include "audit/digest/digest_kernel.h"
+#include "worker/digest/digest.h"
 
 #include <ATen/ATen.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -56,8 +56,10 @@ struct BatchCheck {
     int wrong = 0;
     for (int64_t i = 0; i < n; ++i) {
       const size_t k = static_cast<size_t>(i);
-      const ra::digest_kernel::Lanes lanes{static_cast<uint64_t>(v[2 * (i + 3)]), static_cast<uint64_t>(v[2 * (i + 3) + 1])};
-      const std::string got = ra::digest_kernel::finish(lanes, ra::dtype_name(gpu[k].scalar_type()), gpu[k].sizes().vec());
+      const ra::digest_kernel::Lanes lanes{static_cast<uint64_t>(v[2 * (i + 3)]),
+                                           static_cast<uint64_t>(v[2 * (i + 3) + 1])};
+      const std::string got =
+          ra::digest_kernel::finish(lanes, ra::dtype_name(gpu[k].scalar_type()), gpu[k].sizes().vec());
       if (got != ra::digest(cpu[k])) {
         std::printf("  batched digest differs: %s\n", what[k].c_str());
         ++wrong;
@@ -94,9 +96,9 @@ int main() {
   const at::Tensor base = at::randn({513, 257}, gen);
   for (const auto type : {at::kBFloat16, at::kHalf, at::kFloat, at::kDouble, at::kComplexFloat, at::kChar, at::kByte,
                           at::kShort, at::kInt, at::kLong, at::kBool}) {
-    const at::Tensor cpu = type == at::kBool ? base.gt(0)
+    const at::Tensor cpu = type == at::kBool                 ? base.gt(0)
                            : at::isIntegralType(type, false) ? (base * 50).to(type)
-                                                              : base.to(type);
+                                                             : base.to(type);
     const at::Tensor gpu = cpu.to(at::kCUDA);
     const std::string name = ra::dtype_name(type);
     agree(cpu, gpu, name + " contiguous");

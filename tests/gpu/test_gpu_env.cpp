@@ -97,9 +97,9 @@ def forward(self, x):
   expect(!r.is_discarded() && r["targets"][0]["device"] == "cuda", "the target ran on cuda");
   r = run_json(elementwise + " --device cuda --shape 16x64 --mode train --steps 2 --replay", 0,
                "run --device cuda --mode train --replay");
-  expect(!r.is_discarded() && r["targets"][0].contains("replay") &&
-             r["targets"][0]["replay"]["verdict"] == "reproducible",
-         "the restart-replay on cuda is reproducible");
+  expect(
+      !r.is_discarded() && r["targets"][0].contains("replay") && r["targets"][0]["replay"]["verdict"] == "reproducible",
+      "the restart-replay on cuda is reproducible");
   const std::string gather = dir + "/ra-gpu-gather.pt";
   torch::jit::Module g("g");
   g.register_parameter("w", torch::ones({64}), false);
@@ -109,8 +109,9 @@ def forward(self, x):
     return self.w.index_select(0, idx) * x
 )");
   g.save(gather);
-  r = run_json(gather + " --device cuda --shape 1048576 --mode train --trace --no-fix-search --configs default --repeats 4", 1,
-               "run --device cuda --trace on a gather whose gradient adds with atomics");
+  r = run_json(
+      gather + " --device cuda --shape 1048576 --mode train --trace --no-fix-search --configs default --repeats 4", 1,
+      "run --device cuda --trace on a gather whose gradient adds with atomics");
   bool backward_off_thread = false;
   if (!r.is_discarded())
     for (const auto& cause : r["targets"][0]["configs"][0]["trace"]["root_causes"])

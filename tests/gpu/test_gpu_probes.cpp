@@ -40,14 +40,16 @@ int main() {
     std::puts("no CUDA device: skipped");
     return 77;
   }
-  const std::string report = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-gpu-probes.json";
+  const std::string report =
+      std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-gpu-probes.json";
   // The controls under default and det with `jobs` children at once: the exit status and the report
   // (discarded when it is not valid JSON).
   const auto run_controls = [&binary](int jobs, const std::string& path) {
-    const std::string cmd = binary +
-                            " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
-                            " --configs default,det --repeats 3 --jobs " + std::to_string(jobs) + " --quiet --report " +
-                            path + " > /dev/null";
+    const std::string cmd =
+        binary +
+        " probes --device cuda --only index_add,index_add.unique-control,scatter_add.int-control,put"
+        " --configs default,det --repeats 3 --jobs " +
+        std::to_string(jobs) + " --quiet --report " + path + " > /dev/null";
     const int status = std::system(cmd.c_str());
     std::ifstream in(path);
     return std::make_pair(status, nlohmann::json::parse(in, nullptr, false));

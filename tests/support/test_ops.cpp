@@ -68,7 +68,8 @@ class NondetGrad : public torch::autograd::Function<NondetGrad> {
     at::AutoDispatchBelowADInplaceOrView below;
     return nondet_grad_cpu(x);
   }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list grads) {
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
     static const auto op = c10::Dispatcher::singleton()
                                .findSchemaOrThrow("ra_test::nondet_sum", "")
                                .typed<at::Tensor(const at::Tensor&)>();
@@ -145,13 +146,14 @@ extern "C" void ra_probe_plugin_v1(ra::probes::ProbeList& out) {
                                             [](ProbeContext& ctx) { return input(ctx) * 2; }));
   // A sticky device error, simulated: it poisons this process (as an illegal address poisons a
   // CUDA context), and the probe after it fails in a poisoned process.
-  out.push_back(std::make_unique<TestProbe>(
-      test_info("test.device-error-sticky", "ra_test::sticky", "raises a c10::AcceleratorError and poisons its process"),
-      [](ProbeContext&) -> at::Tensor {
-        g_poisoned = true;
-        throw c10::AcceleratorError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, 700,
-                                    "CUDA error: an illegal memory access was encountered (simulated)");
-      }));
+  out.push_back(std::make_unique<TestProbe>(test_info("test.device-error-sticky", "ra_test::sticky",
+                                                      "raises a c10::AcceleratorError and poisons its process"),
+                                            [](ProbeContext&) -> at::Tensor {
+                                              g_poisoned = true;
+                                              throw c10::AcceleratorError(
+                                                  {__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, 700,
+                                                  "CUDA error: an illegal memory access was encountered (simulated)");
+                                            }));
   out.push_back(std::make_unique<TestProbe>(
       test_info("test.device-error-then", "aten::mul", "doubles its input; fails in a poisoned process"),
       [](ProbeContext& ctx) {

@@ -124,11 +124,17 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   auto crashed = config("threads-1", Verdict::Crashed, "signal 11");
   crashed.trials[0].status = ra::report::TrialStatus::Crashed;
   crashed.trials[0].repeat = 1;
-  crashed.trials[0].stderr_tail = "bell\x01" "bad\xFF" "byte\nsegfault\tin child\n";
-  t.configs = {config("det", Verdict::Reproducible, ""), diverged,
-               config("strict", Verdict::Raised, "index_add_cpu_ does not have a deterministic implementation\nat model.py:5"),
-               crashed, config("threads-N", Verdict::Timeout, "timed out after 8 s"),
-               config("cudnn-det", Verdict::Skipped, "needs CUDA\nbut none found")};
+  crashed.trials[0].stderr_tail =
+      "bell\x01"
+      "bad\xFF"
+      "byte\nsegfault\tin child\n";
+  t.configs = {
+      config("det", Verdict::Reproducible, ""),
+      diverged,
+      config("strict", Verdict::Raised, "index_add_cpu_ does not have a deterministic implementation\nat model.py:5"),
+      crashed,
+      config("threads-N", Verdict::Timeout, "timed out after 8 s"),
+      config("cudnn-det", Verdict::Skipped, "needs CUDA\nbut none found")};
   ra::report::ConfigDependence dep;
   dep.groups = {{"det"}, {"strict"}};
   dep.differing = {output};
@@ -223,8 +229,12 @@ inline ra::report::BaselineComparison sample_baseline() {
   regression.differing = 2;
   regression.differing_tensors = {{"output", before, reshaped}, {"loss", before, std::nullopt}};
   auto match = result("det", BaselineStatus::Match, "all 3 tensors match");
-  b.results = {match, nondet, regression, explained,
-               result("cudnn-det", BaselineStatus::Incomparable, "nothing to compare: no repeat completed in the current results (skipped)"),
+  b.results = {match,
+               nondet,
+               regression,
+               explained,
+               result("cudnn-det", BaselineStatus::Incomparable,
+                      "nothing to compare: no repeat completed in the current results (skipped)"),
                result("threads-N", BaselineStatus::Added, "not in the baseline"),
                result("mkl-cbwr", BaselineStatus::Missing, "in the baseline only")};
   b.results[4].tensors = b.results[5].tensors = b.results[6].tensors = 0;

@@ -59,10 +59,9 @@ TEST_CASE("valid_date") {
 }
 
 TEST_CASE("parse_allowlist: good entries") {
-  const auto list = ra::parse_allowlist(
-      doc(R"({"op": "aten::index_add", "reason": "known", "expires": "2027-03-31"},
+  const auto list = ra::parse_allowlist(doc(R"({"op": "aten::index_add", "reason": "known", "expires": "2027-03-31"},
              {"target": "nd.pt", "reason": "r", "config": "default"})"),
-      "a.json");
+                                        "a.json");
   REQUIRE(list.entries.size() == 2);
   CHECK(list.entries[0].index == 0);
   CHECK(list.entries[0].op == "aten::index_add");
@@ -219,9 +218,10 @@ TEST_CASE("apply_allowlist: lint findings by op or model file name") {
   ra::apply_allowlist(r, ra::parse_allowlist(doc(R"({"target": "m.pt", "reason": "a"})"), "a"), "2026-01-01");
   CHECK(r.findings[1].allowed_by);
   CHECK(r.exit_code == 0);
-  ra::apply_allowlist(r, ra::parse_allowlist(doc(R"({"op": "aten::mm", "reason": "a", "expires": "2025-12-31"},
+  ra::apply_allowlist(r,
+                      ra::parse_allowlist(doc(R"({"op": "aten::mm", "reason": "a", "expires": "2025-12-31"},
                                                     {"target": "m.pt", "reason": "a"})"),
-                                             "a"),
+                                          "a"),
                       "2026-01-01");
   CHECK(r.exit_code == 1);
   REQUIRE(r.allowlist_expired.size() == 1);
@@ -229,7 +229,8 @@ TEST_CASE("apply_allowlist: lint findings by op or model file name") {
 }
 
 TEST_CASE("apply_allowlist: renderers say what was allowed and what expired") {
-  const auto list = ra::parse_allowlist(doc(R"({"target": "nd.pt", "reason": "known op", "expires": "2026-10-01"})"), "a");
+  const auto list =
+      ra::parse_allowlist(doc(R"({"target": "nd.pt", "reason": "known op", "expires": "2026-10-01"})"), "a");
   auto r = model_report(Verdict::Diverged);
   ra::apply_allowlist(r, list, "2026-01-01");
   CHECK(ra::report::render_text(r).find("allowed: known op (allowlist entry 0)") != std::string::npos);
@@ -243,8 +244,8 @@ TEST_CASE("apply_allowlist: renderers say what was allowed and what expired") {
   CHECK(json.find("2026-01-01") == std::string::npos);  // today's date never enters the report
 
   ra::apply_allowlist(r, list, "2027-01-01");
-  CHECK(ra::report::render_text(r).find("allowlist entry 0 for nd.pt expired on 2026-10-01\nverdict: diverged (exit 1)") !=
-        std::string::npos);
+  CHECK(ra::report::render_text(r).find(
+            "allowlist entry 0 for nd.pt expired on 2026-10-01\nverdict: diverged (exit 1)") != std::string::npos);
 }
 
 TEST_CASE("same_op: one op whatever the spelling, and no two ops confused") {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/trial/analysis.h"
 #include "audit/digest/stats_math.h"
+#include "audit/trial/analysis.h"
 
 #include <doctest/doctest.h>
 
@@ -54,7 +54,8 @@ const ra::Config kConfig{"default", {}};
 
 TEST_CASE("analyse_config: identical repeats are reproducible") {
   FakeDiff diff;
-  const auto c = ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "b"}), ok_run(2, {"a", "b"})}, diff.fn());
+  const auto c =
+      ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "b"}), ok_run(2, {"a", "b"})}, diff.fn());
   CHECK(c.verdict == Verdict::Reproducible);
   CHECK(c.completed == 3);
   CHECK(c.distinct_outcomes == 1);
@@ -65,7 +66,8 @@ TEST_CASE("analyse_config: identical repeats are reproducible") {
 
 TEST_CASE("analyse_config: one diverging repeat gives rate, interval and per-tensor statistics") {
   FakeDiff diff;
-  const auto c = ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "X"}), ok_run(2, {"a", "b"})}, diff.fn());
+  const auto c =
+      ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"a", "X"}), ok_run(2, {"a", "b"})}, diff.fn());
   CHECK(c.verdict == Verdict::Diverged);
   CHECK(c.diverging_repeats == 1);
   CHECK(c.divergence_rate == doctest::Approx(0.5));
@@ -80,7 +82,8 @@ TEST_CASE("analyse_config: one diverging repeat gives rate, interval and per-ten
 
 TEST_CASE("analyse_config: crashes and timeouts make the verdict incomplete, divergence wins") {
   FakeDiff diff;
-  const auto crashed = ra::analyse_config(kConfig, {ok_run(0, {"a"}), signaled(1, SIGSEGV), ok_run(2, {"a"})}, diff.fn());
+  const auto crashed =
+      ra::analyse_config(kConfig, {ok_run(0, {"a"}), signaled(1, SIGSEGV), ok_run(2, {"a"})}, diff.fn());
   CHECK(crashed.verdict == Verdict::Crashed);
   CHECK(crashed.message.find("SIGSEGV") != std::string::npos);
   CHECK(crashed.trials[1].stderr_tail == "last words");
@@ -140,7 +143,8 @@ TEST_CASE("analyse_config: each diverged tensor's statistics come from the first
   // Repeat 1 differs in t0 only and repeat 2 in t1 only; with dumps that hold only differing
   // tensors (TrialSpec::dump_only_differing), t1's values exist in repeat 2's dump alone.
   FakeDiff diff;
-  const auto c = ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"X", "b"}), ok_run(2, {"a", "Y"})}, diff.fn());
+  const auto c =
+      ra::analyse_config(kConfig, {ok_run(0, {"a", "b"}), ok_run(1, {"X", "b"}), ok_run(2, {"a", "Y"})}, diff.fn());
   CHECK(c.verdict == Verdict::Diverged);
   REQUIRE(c.diverged_tensors.size() == 2);
   CHECK(diff.asked == std::vector<std::string>{"dump0|dump1|t0", "dump0|dump2|t1"});
@@ -164,17 +168,19 @@ TEST_CASE("analyse_config: a dump its child could not write is named in the stat
 
 TEST_CASE("reference_digests: the first completed repeat before a trial, once every repeat before it has ended") {
   const ra::TrialRun crashed = signaled(0, SIGKILL), ok = ok_run(1, {"a", "b"});
-  CHECK(ra::reference_digests({}).empty());                         // repeat 0 is the reference itself
-  CHECK(ra::reference_digests({nullptr, &ok}).empty());            // repeat 0 still running: not known yet
-  CHECK(ra::reference_digests({&crashed}).empty());                // no completed repeat before it
-  const auto digests = ra::reference_digests({&crashed, &ok});     // the reference is repeat 1
+  CHECK(ra::reference_digests({}).empty());                     // repeat 0 is the reference itself
+  CHECK(ra::reference_digests({nullptr, &ok}).empty());         // repeat 0 still running: not known yet
+  CHECK(ra::reference_digests({&crashed}).empty());             // no completed repeat before it
+  const auto digests = ra::reference_digests({&crashed, &ok});  // the reference is repeat 1
   CHECK(digests == std::map<std::string, std::string>{{"t0", "a"}, {"t1", "b"}});
-  CHECK(ra::reference_digests({&ok, nullptr}) == digests);         // later repeats do not matter
+  CHECK(ra::reference_digests({&ok, nullptr}) == digests);  // later repeats do not matter
 }
 
 TEST_CASE("switch_changes: effective values that differ, and keys one side lacks") {
-  const std::vector<ra::report::SwitchValue> a = {{"threads", "1", "1"}, {"deterministic", "", "off"}, {"tf32", "", "off"}};
-  const std::vector<ra::report::SwitchValue> b = {{"threads", "", "2"}, {"deterministic", "on", "off"}, {"mkl_cbwr", "AVX2", "AVX2"}};
+  const std::vector<ra::report::SwitchValue> a = {
+      {"threads", "1", "1"}, {"deterministic", "", "off"}, {"tf32", "", "off"}};
+  const std::vector<ra::report::SwitchValue> b = {
+      {"threads", "", "2"}, {"deterministic", "on", "off"}, {"mkl_cbwr", "AVX2", "AVX2"}};
   const auto c = ra::switch_changes(a, b);
   REQUIRE(c.size() == 3);
   CHECK(c[0].key == "threads");

@@ -36,14 +36,16 @@ json environment() {
 
 std::string hex(char c) { return std::string(32, c); }
 
-ra::report::ConfigResult config(const std::string& name, Verdict v, char output = 'b', const std::string& threads = "2") {
+ra::report::ConfigResult config(const std::string& name, Verdict v, char output = 'b',
+                                const std::string& threads = "2") {
   ra::report::ConfigResult c;
   c.name = name;
   c.verdict = v;
   c.repeats = 3;
   c.completed = v == Verdict::Reproducible || v == Verdict::Diverged ? 3 : 0;
   c.switches = {{"cudnn.benchmark", "", "off"}, {"threads", "", threads}};
-  if (c.completed > 0) c.reference = {{"param/w", "float32", {16, 8}, hex('a')}, {"output", "float32", {4, 8}, hex(output)}};
+  if (c.completed > 0)
+    c.reference = {{"param/w", "float32", {16, 8}, hex('a')}, {"output", "float32", {4, 8}, hex(output)}};
   c.tensor_count = c.reference.size();
   return c;
 }
@@ -129,7 +131,8 @@ TEST_CASE("diff_environments: identical fingerprints give nothing; changes are k
   no_gpu["cuda"]["devices"] = json::array();
   const auto gone = ra::diff_environments(environment(), no_gpu);
   bool name_gone = false;
-  for (const auto& c : gone.changes) name_gone |= c.key == "cuda.devices[1].name" && c.current == "(absent)" && c.affects == "cuda:1";
+  for (const auto& c : gone.changes)
+    name_gone |= c.key == "cuda.devices[1].name" && c.current == "(absent)" && c.affects == "cuda:1";
   CHECK(name_gone);
 }
 
@@ -183,7 +186,8 @@ TEST_CASE("apply_baseline: a torch change explains a CPU target's difference (ex
   const auto& res = result(r, "default");
   CHECK(res.status == BaselineStatus::Explained);
   CHECK(res.explained_by == std::vector<std::string>{"torch.version"});
-  CHECK(res.reason == "1 of 2 tensors differ; explained by changes that can affect cpu: torch.version 2.11.0 -> 2.12.0");
+  CHECK(res.reason ==
+        "1 of 2 tensors differ; explained by changes that can affect cpu: torch.version 2.11.0 -> 2.12.0");
   REQUIRE(res.differing_tensors.size() == 1);
   CHECK(res.differing_tensors[0].name == "output");
   CHECK(res.differing_tensors[0].baseline->digest == hex('b'));
@@ -203,8 +207,8 @@ TEST_CASE("resave_advice: a report taken as the baseline (compare A.json B.json)
   r.targets[0].configs[0].reference[1].digest = hex('c');
   ra::apply_baseline(r, ra::Baseline{"previous.json", "repro-audit/report", report()});
   REQUIRE(result(r, "default").status == BaselineStatus::Explained);
-  for (const std::string& out : {ra::report::render_text(r), ra::report::render_markdown(r), ra::report::render_junit(r),
-                                 ra::report::render_html(r)}) {
+  for (const std::string& out : {ra::report::render_text(r), ra::report::render_markdown(r),
+                                 ra::report::render_junit(r), ra::report::render_html(r)}) {
     CHECK(out.find("--save-baseline") == std::string::npos);
     CHECK(out.find("compare with the newer report from now on, in place of ") != std::string::npos);
     CHECK(out.find("previous.json") != std::string::npos);
@@ -353,7 +357,7 @@ TEST_CASE("apply_baseline: differing tensors are listed in execution order, the 
     old.push_back({"step1/grad/p" + std::to_string(i), "float32", {4}, hex('e')});
     ref.push_back({"step1/grad/p" + std::to_string(i), "float32", {4}, hex('f')});
   }
-  ref[0].shape = {8, 16};                        // param/w: shape differs
+  ref[0].shape = {8, 16};                              // param/w: shape differs
   ref.push_back({"extra", "float32", {1}, hex('a')});  // only here
   old.push_back({"gone", "float32", {1}, hex('a')});   // only in the baseline
   r.environment["torch"]["version"] = "2.12.0";
@@ -485,7 +489,8 @@ TEST_CASE("identity: a re-saved model (other bytes, same graph and weights) comp
   REQUIRE(r.baseline->models.size() == 1);
   CHECK(r.baseline->models[0].relation == "resaved");
   CHECK(r.baseline->models[0].reason ==
-        "model m.pt was saved or exported again: its file's bytes differ (digest 222222222222...; the baseline's is 111111111111...), "
+        "model m.pt was saved or exported again: its file's bytes differ (digest 222222222222...; the baseline's is "
+        "111111111111...), "
         "its graph and weights do not");
   CHECK(r.exit_code == 0);
   // The same bytes say nothing.
@@ -539,7 +544,8 @@ TEST_CASE("identity: another graph is another model; an older baseline matches b
 }
 
 TEST_CASE("identity: canonical forms") {
-  CHECK(ra::normalise_torchscript("%self : __torch__.___torch_mangle_12.Net, %x : __torch__.___torch_mangle_3.sub.Block") ==
+  CHECK(ra::normalise_torchscript(
+            "%self : __torch__.___torch_mangle_12.Net, %x : __torch__.___torch_mangle_3.sub.Block") ==
         "%self : __torch__.Net, %x : __torch__.sub.Block");
   CHECK(ra::normalise_torchscript("___torch_mangle_ alone, ___torch_mangle_7x, end ___torch_mangle_9") ==
         "___torch_mangle_ alone, ___torch_mangle_7x, end ___torch_mangle_9");
@@ -554,15 +560,17 @@ TEST_CASE("identity: canonical forms") {
   c.replace(c.find("add.Tensor"), 10, "mul.Tensor");
   CHECK(ra::canonical_export_graph(nlohmann::json::parse(a)) != ra::canonical_export_graph(nlohmann::json::parse(c)));
   // Compiled C++: comments and blank lines out, code kept.
-  const std::string cpp = "// Triton kernels are embedded as comments in /tmp/torchinductor_a/x.cpp\n"
-                          "extern \"C\" void k(float* out) {\n  auto t = static_cast<float>(0.5);\n}\n";
-  CHECK(ra::canonical_compiled_source(cpp) == ra::canonical_compiled_source(
-                                                    cpp + "\n   // Compile cmd\n// g++ /tmp/torchinductor_b/x.cpp\n\n"));
-  CHECK(ra::canonical_compiled_source(cpp) != ra::canonical_compiled_source(
-                                                    "extern \"C\" void k(float* out) {\n  auto t = static_cast<float>(0.25);\n}\n"));
+  const std::string cpp =
+      "// Triton kernels are embedded as comments in /tmp/torchinductor_a/x.cpp\n"
+      "extern \"C\" void k(float* out) {\n  auto t = static_cast<float>(0.5);\n}\n";
+  CHECK(ra::canonical_compiled_source(cpp) ==
+        ra::canonical_compiled_source(cpp + "\n   // Compile cmd\n// g++ /tmp/torchinductor_b/x.cpp\n\n"));
+  CHECK(ra::canonical_compiled_source(cpp) !=
+        ra::canonical_compiled_source("extern \"C\" void k(float* out) {\n  auto t = static_cast<float>(0.25);\n}\n"));
   CHECK(ra::canonical_compiled_source(cpp).find("torchinductor") == std::string::npos);
   // Weights: by name, whatever order they came in; a bit, a shape or a name changes them.
-  const std::vector<ra::WeightLine> w = {{"param/b", "float32", {2}, hex('1')}, {"param/a", "float32", {2, 3}, hex('2')}};
+  const std::vector<ra::WeightLine> w = {{"param/b", "float32", {2}, hex('1')},
+                                         {"param/a", "float32", {2, 3}, hex('2')}};
   const std::vector<ra::WeightLine> reversed = {w[1], w[0]};
   CHECK(ra::weights_digest(w) == ra::weights_digest(reversed));
   auto changed = w;

@@ -17,8 +17,9 @@ ra::report::TensorDigest row(const std::string& name, char digest, std::vector<i
 
 TEST_CASE("batch_classes: sizes with the same row digest form a class, classes ordered by their smallest size") {
   // Recorded out of order, with tensors of other names beside them.
-  const std::vector<ra::report::TensorDigest> tensors = {row("row@M=4", 'b'), row("output", 'a'), row("row@M=1", 'a'),
-                                                        row("row@M=257", 'b'), row("row@M=2", 'a'), row("row@M=3", 'c')};
+  const std::vector<ra::report::TensorDigest> tensors = {row("row@M=4", 'b'), row("output", 'a'),
+                                                         row("row@M=1", 'a'), row("row@M=257", 'b'),
+                                                         row("row@M=2", 'a'), row("row@M=3", 'c')};
   const auto classes = ra::batch_classes(tensors);
   CHECK(classes == std::vector<std::vector<int64_t>>{{1, 2}, {3}, {4, 257}});
 }

@@ -67,8 +67,8 @@ TEST_CASE("make_cache_folder") {
 
 TEST_CASE("compile_checklist") {
   const ra::Config on = ra::parse_config("default+compile=on", 2), off = ra::parse_config("eager", 2);
-  const json call = {{"mode", "max-autotune"}, {"backend", "inductor"}, {"dynamic", ""}, {"where", "train.py:7"},
-                     {"autotune", true}, {"deterministic", "off"}};
+  const json call = {{"mode", "max-autotune"}, {"backend", "inductor"}, {"dynamic", ""},
+                     {"where", "train.py:7"},  {"autotune", true},      {"deterministic", "off"}};
   const auto compiled = process({{"compiles", {call}}, {"random_ops", 2}, {"random_at", {{"where", "train.py:12"}}}});
   const auto eager = process({{"compiles", {call}}});
   const auto items = ra::exec::compile_checklist(
@@ -89,9 +89,10 @@ TEST_CASE("compile_checklist") {
   json det_call = call;
   det_call["deterministic"] = "on";
   const auto fixed = process({{"compiles", {det_call}}, {"random_ops", 0}});
-  const auto more = ra::exec::compile_checklist({{&on, &fixed, read_back({{"compile", "on"}, {"inductor.fallback_random", "on"}})},
-                                                 {&off, &eager, read_back({{"compile", "off"}})}},
-                                                2);
+  const auto more =
+      ra::exec::compile_checklist({{&on, &fixed, read_back({{"compile", "on"}, {"inductor.fallback_random", "on"}})},
+                                   {&off, &eager, read_back({{"compile", "off"}})}},
+                                  2);
   CHECK_FALSE(find(more, "compile.autotune"));
   CHECK_FALSE(find(more, "compile.random"));
   REQUIRE(find(more, "compile.cache"));
@@ -109,14 +110,16 @@ TEST_CASE("compile_checklist: collectives per rank") {
   const ra::Config ring = ra::parse_config("default+nccl.algo=Ring+nccl.nvls=off", 2);
   ra::exec::HookRun run;
   for (int rank : {1, 0}) {
-    json env = {{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", nullptr}, {"NCCL_NVLS_ENABLE", "0"}, {"RANK", std::to_string(rank)}};
+    json env = {
+        {"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", nullptr}, {"NCCL_NVLS_ENABLE", "0"}, {"RANK", std::to_string(rank)}};
     run.processes.push_back({{{"torch", true}, {"env", env}, {"backend", "gloo"}}, rank});
   }
   const auto items = ra::exec::compile_checklist({{&ring, &run, {}}}, 1);
   REQUIRE(find(items, "collectives"));
   CHECK(find(items, "collectives")->status == "ok");
   CHECK(find(items, "collectives")->ranks == std::vector<int>{0, 1});
-  CHECK(find(items, "collectives")->text.find("NCCL_ALGO=Ring, NCCL_PROTO=unset, NCCL_NVLS_ENABLE=0") != std::string::npos);
+  CHECK(find(items, "collectives")->text.find("NCCL_ALGO=Ring, NCCL_PROTO=unset, NCCL_NVLS_ENABLE=0") !=
+        std::string::npos);
   CHECK(find(items, "collectives")->text.find("backend gloo") != std::string::npos);
   run.processes[0].report["env"]["NCCL_ALGO"] = "Tree";  // rank 1 did not get it
   const auto lost = ra::exec::compile_checklist({{&ring, &run, {}}}, 1);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/trial/config.h"
 #include "audit/common/errors.h"
+#include "audit/trial/config.h"
 #include "audit/trial/trial_spec.h"
 
 #include <doctest/doctest.h>
@@ -47,7 +47,8 @@ TEST_CASE("config_environment") {
   CHECK(env.at("CUBLAS_WORKSPACE_CONFIG").value() == ":4096:8");
   CHECK(env.at("OMP_NUM_THREADS").value() == "3");
   CHECK(env.at("MKL_CBWR").value() == "COMPATIBLE");
-  CHECK(!ra::config_environment(ra::parse_config("cublas_workspace=unset", 4)).at("CUBLAS_WORKSPACE_CONFIG").has_value());
+  CHECK(
+      !ra::config_environment(ra::parse_config("cublas_workspace=unset", 4)).at("CUBLAS_WORKSPACE_CONFIG").has_value());
 }
 
 TEST_CASE("parse_shape") {
@@ -60,8 +61,10 @@ TEST_CASE("parse_shape") {
 }
 
 TEST_CASE("parse_config: the attention and reduced-precision switches; strict turns cuDNN attention off") {
-  const auto c = ra::parse_config("det+sdpa.cudnn=off+sdpa.flash=0+sdpa.mem_efficient=false+cublas.fp16_reduction=off"
-                                  "+cublas.bf16_reduction=on", 4);
+  const auto c = ra::parse_config(
+      "det+sdpa.cudnn=off+sdpa.flash=0+sdpa.mem_efficient=false+cublas.fp16_reduction=off"
+      "+cublas.bf16_reduction=on",
+      4);
   CHECK(c.values.at("sdpa.cudnn") == "off");
   CHECK(c.values.at("sdpa.flash") == "off");
   CHECK(c.values.at("sdpa.mem_efficient") == "off");
@@ -70,6 +73,7 @@ TEST_CASE("parse_config: the attention and reduced-precision switches; strict tu
   CHECK(ra::parse_config("strict", 4).values.at("sdpa.cudnn") == "off");
   CHECK(ra::parse_config("det", 4).values.count("sdpa.cudnn") == 0);  // det is PyTorch's recipe, as documented
   CHECK(ra::switch_snippet("sdpa.cudnn", "off").python == "torch.backends.cuda.enable_cudnn_sdp(False)");
-  CHECK(ra::switch_snippet("cublas.bf16_reduction", "off").cpp == "at::globalContext().setAllowBF16ReductionCuBLAS(false);");
+  CHECK(ra::switch_snippet("cublas.bf16_reduction", "off").cpp ==
+        "at::globalContext().setAllowBF16ReductionCuBLAS(false);");
   CHECK_THROWS_AS(ra::parse_config("sdpa.cudnn=maybe", 4), ra::UsageError);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "worker/digest/digest.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "worker/digest/digest.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -78,12 +78,15 @@ TEST_CASE("digest: dtype and shape are part of it") {
 
 TEST_CASE("digest: every dtype, and the vectorised kernel agrees with the generic ATen path") {
   const at::Tensor base = randn({257, 31});
-  const std::vector<at::ScalarType> types = {at::kBFloat16, at::kHalf, at::kFloat, at::kDouble, at::kChar, at::kByte,
-                                             at::kShort,    at::kInt,  at::kLong,  at::kBool,   at::kComplexFloat};
+  const std::vector<at::ScalarType> types = {at::kBFloat16, at::kHalf, at::kFloat,       at::kDouble,
+                                             at::kChar,     at::kByte, at::kShort,       at::kInt,
+                                             at::kLong,     at::kBool, at::kComplexFloat};
   std::set<std::string> seen;
   for (const auto type : types) {
     CAPTURE(ra::dtype_name(type));
-    at::Tensor t = type == at::kBool ? base.gt(0) : at::isIntegralType(type, false) ? (base * 50).to(type) : base.to(type);
+    at::Tensor t = type == at::kBool                 ? base.gt(0)
+                   : at::isIntegralType(type, false) ? (base * 50).to(type)
+                                                     : base.to(type);
     const std::string d = ra::digest(t);
     CHECK(d.size() == 32);
     CHECK(d == ra::digest(t.clone()));
@@ -224,9 +227,12 @@ ra::digest_kernel::Lanes kernel_split_lanes(const at::Tensor& t, uint64_t step) 
   const uint64_t head = dk::head_words(reinterpret_cast<uintptr_t>(data), static_cast<uint64_t>(word), n);
   dk::Lanes total;
   for (uint64_t tid = 0; tid < step; ++tid) {
-    if (word == 4) total += dk::thread_lanes(static_cast<const uint32_t*>(data), n, head, tid, step, 0);
-    else if (word == 2) total += dk::thread_lanes(static_cast<const uint16_t*>(data), n, head, tid, step, 0);
-    else total += dk::thread_lanes(static_cast<const uint8_t*>(data), n, head, tid, step, 0);
+    if (word == 4)
+      total += dk::thread_lanes(static_cast<const uint32_t*>(data), n, head, tid, step, 0);
+    else if (word == 2)
+      total += dk::thread_lanes(static_cast<const uint16_t*>(data), n, head, tid, step, 0);
+    else
+      total += dk::thread_lanes(static_cast<const uint8_t*>(data), n, head, tid, step, 0);
   }
   return total;
 }
@@ -238,9 +244,9 @@ TEST_CASE("digest_arith: the CUDA kernel's split of a buffer among threads adds 
   // a tail; here every share is summed on the CPU for grids of several sizes and buffers starting
   // at every offset of a vector, and must give digest()'s bits (and digest_generic()'s).
   namespace dk = ra::digest_kernel;
-  const std::vector<at::ScalarType> dtypes = {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kComplexFloat,
-                                              at::kComplexDouble, at::kByte, at::kChar, at::kShort, at::kInt,
-                                              at::kLong, at::kBool};
+  const std::vector<at::ScalarType> dtypes = {at::kFloat,        at::kDouble,        at::kHalf, at::kBFloat16,
+                                              at::kComplexFloat, at::kComplexDouble, at::kByte, at::kChar,
+                                              at::kShort,        at::kInt,           at::kLong, at::kBool};
   const at::Tensor bits = at::randint(0, 256, {16 * (65536 + 3 + 16)}, at::kByte);
   for (const at::ScalarType type : dtypes) {
     const int64_t elem = static_cast<int64_t>(c10::elementSize(type));
@@ -290,10 +296,10 @@ TEST_CASE("digest_arith: a batch's grid split among tensors adds up to each tens
     at::ScalarType type;
     int64_t n, skip;
   };
-  const std::vector<Case> cases = {{at::kFloat, 1000, 1},  {at::kHalf, 70000, 3},  {at::kByte, 1, 0},
-                                   {at::kDouble, 17, 1},   {at::kBool, 5000, 5},   {at::kBFloat16, 300, 0},
-                                   {at::kInt, 65536, 0},   {at::kComplexFloat, 9, 2}, {at::kChar, 255, 7},
-                                   {at::kLong, 2, 1},      {at::kShort, 33, 1},    {at::kFloat, 1, 0}};
+  const std::vector<Case> cases = {{at::kFloat, 1000, 1}, {at::kHalf, 70000, 3},     {at::kByte, 1, 0},
+                                   {at::kDouble, 17, 1},  {at::kBool, 5000, 5},      {at::kBFloat16, 300, 0},
+                                   {at::kInt, 65536, 0},  {at::kComplexFloat, 9, 2}, {at::kChar, 255, 7},
+                                   {at::kLong, 2, 1},     {at::kShort, 33, 1},       {at::kFloat, 1, 0}};
   std::vector<at::Tensor> tensors;
   for (const auto& c : cases) {
     const int64_t elem = static_cast<int64_t>(c10::elementSize(c.type));

@@ -23,7 +23,8 @@ namespace {
 using nlohmann::json;
 
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-exec-unit-" + name;
+  const std::string path =
+      std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/ra-exec-unit-" + name;
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }
@@ -54,24 +55,27 @@ TEST_CASE("artifact patterns: placeholders and their errors") {
   CHECK_THROWS_AS(parse_artifact_pattern("a/{out}/x"), ra::UsageError);
   CHECK_THROWS_AS(parse_artifact_pattern("{out}/"), ra::UsageError);
   CHECK_THROWS_AS(parse_artifact_pattern("m-{rank}-{rank}.pt"), ra::UsageError);
-  CHECK_THROWS_WITH_AS(parse_artifact_pattern("x-{epoch}.pt"), doctest::Contains("unknown placeholder {epoch}"), ra::UsageError);
+  CHECK_THROWS_WITH_AS(parse_artifact_pattern("x-{epoch}.pt"), doctest::Contains("unknown placeholder {epoch}"),
+                       ra::UsageError);
 }
 
-TEST_CASE("place_artifact_pattern: below the working directory, {out} or an --artifact-root; '..' and the outside refused") {
+TEST_CASE(
+    "place_artifact_pattern: below the working directory, {out} or an --artifact-root; '..' and the outside refused") {
   using ra::exec::parse_artifact_pattern;
   const auto placed = [](const std::string& text, std::vector<std::string> roots = {}) {
     auto p = parse_artifact_pattern(text);
     ra::exec::place_artifact_pattern(p, "/w/proj", roots, {"/home/u/proj"});
     return p;
   };
-  CHECK_THROWS_WITH_AS(parse_artifact_pattern("{out}/../../../*"), doctest::Contains("'..' leaves $REPRO_AUDIT_OUT"), ra::UsageError);
+  CHECK_THROWS_WITH_AS(parse_artifact_pattern("{out}/../../../*"), doctest::Contains("'..' leaves $REPRO_AUDIT_OUT"),
+                       ra::UsageError);
   CHECK(parse_artifact_pattern("{out}/./a//b").below == std::vector<std::string>{"a", "b"});
   CHECK(placed("./ck/*.pt").below == std::vector<std::string>{"ck", "*.pt"});
   CHECK(placed("./ck/*.pt").root == 0);
   CHECK_THROWS_WITH_AS(placed("../x/*"), doctest::Contains("reaches outside the working directory"), ra::UsageError);
   CHECK_THROWS_AS(placed("ck/../../x"), ra::UsageError);
   CHECK_THROWS_AS(placed("/etc/*"), ra::UsageError);
-  CHECK_THROWS_AS(placed("/w/proj"), ra::UsageError);          // names the folder itself
+  CHECK_THROWS_AS(placed("/w/proj"), ra::UsageError);             // names the folder itself
   CHECK_THROWS_AS(placed("/w/proj/../other/x"), ra::UsageError);  // '..' only where a root allows it
   const auto inside = placed("/w/proj/ck/x.pt");
   CHECK(inside.root == 0);
@@ -139,7 +143,8 @@ TEST_CASE("extract_metrics: lines over kMaxMetricLine are matched on their first
   const auto tail = parse_metric("tail=END");
   const std::string at_cap(kMaxMetricLine, 'a');
   const std::string over(kMaxMetricLine + 10, 'b');
-  const std::string text = "x\n" + at_cap + "\r\n" + over + "END\n" + std::string(3 * kMaxMetricLine, 'c');  // last: no '\n'
+  const std::string text =
+      "x\n" + at_cap + "\r\n" + over + "END\n" + std::string(3 * kMaxMetricLine, 'c');  // last: no '\n'
   const MetricScan scan = extract_metrics({all, tail}, text);
   REQUIRE(scan.values.at("all").size() == 4);
   CHECK(scan.values.at("all")[1] == at_cap);  // exactly the cap, its '\r' dropped: not cut
@@ -206,13 +211,27 @@ TEST_CASE("seeding checklist: a late seed, an unseeded DataLoader with workers, 
       {"python_drawn", false},
       {"seeds", {{"torch", {{"where", "train.py:30"}, {"value", "0"}, {"drawn_before", true}, {"seq", 3}}}}},
       {"loaders",
-       {{{"where", "train.py:20"}, {"iterated_at", "train.py:21"}, {"num_workers", 2}, {"shuffle", true}, {"generator", false},
-         {"torch_seeded", false}, {"dataset", "Noisy"},
+       {{{"where", "train.py:20"},
+         {"iterated_at", "train.py:21"},
+         {"num_workers", 2},
+         {"shuffle", true},
+         {"generator", false},
+         {"torch_seeded", false},
+         {"dataset", "Noisy"},
          {"dataset_rngs", {{{"attribute", "rng"}, {"type", "random.Random"}, {"seeded", true}}}}}}},
-      {"first_op", {{"op", "torch.nn.functional.linear"}, {"where", "train.py:25"}, {"seq", 5}, {"switches", {{"deterministic", "off"}}}}},
+      {"first_op",
+       {{"op", "torch.nn.functional.linear"},
+        {"where", "train.py:25"},
+        {"seq", 5},
+        {"switches", {{"deterministic", "off"}}}}},
       {"model_built", {{"where", "train.py:10"}, {"seq", 1}}},
       {"sets", {{{"key", "cudnn.benchmark"}, {"value", "on"}, {"where", "train.py:12"}, {"seq", 2}}}},
-      {"saves", {{{"path", "ckpt.pt"}, {"where", "train.py:40"}, {"kind", "checkpoint"}, {"holds", {"cpu"}}, {"needed", {"cpu", "python"}}}}},
+      {"saves",
+       {{{"path", "ckpt.pt"},
+         {"where", "train.py:40"},
+         {"kind", "checkpoint"},
+         {"holds", {"cpu"}},
+         {"needed", {"cpu", "python"}}}}},
   };
   const auto items = ra::exec::seeding_checklist(one_process(report));
   REQUIRE(item(items, "seed.torch"));
@@ -225,7 +244,8 @@ TEST_CASE("seeding checklist: a late seed, an unseeded DataLoader with workers, 
   CHECK(item(items, "dataloader")->where == "train.py:20");
   CHECK(item(items, "dataloader")->text.find("worker_init_fn") == std::string::npos);
   REQUIRE(item(items, "dataloader.rng"));
-  CHECK(item(items, "dataloader.rng")->text.find("each of the 2 workers gets a copy that nothing reseeds") != std::string::npos);
+  CHECK(item(items, "dataloader.rng")->text.find("each of the 2 workers gets a copy that nothing reseeds") !=
+        std::string::npos);
   CHECK(item(items, "switches")->status == "missing");
   CHECK(item(items, "switches")->where == "train.py:12");
   REQUIRE(item(items, "checkpoint"));
@@ -236,11 +256,19 @@ TEST_CASE("seeding checklist: a late seed, an unseeded DataLoader with workers, 
 
 TEST_CASE("seeding checklist: a seeded program, and a loader with its own generator") {
   const json report = {
-      {"torch", true}, {"torch_drawn", true}, {"python_drawn", true},
-      {"seeds", {{"torch", {{"where", "t.py:3"}, {"value", "0"}, {"drawn_before", false}}},
-                 {"python", {{"where", "t.py:4"}, {"value", "0"}, {"drawn_before", false}}}}},
-      {"loaders", {{{"where", "t.py:9"}, {"num_workers", 0}, {"shuffle", true}, {"generator", true}, {"dataset", "D"},
-                    {"dataset_rngs", json::array()}}}},
+      {"torch", true},
+      {"torch_drawn", true},
+      {"python_drawn", true},
+      {"seeds",
+       {{"torch", {{"where", "t.py:3"}, {"value", "0"}, {"drawn_before", false}}},
+        {"python", {{"where", "t.py:4"}, {"value", "0"}, {"drawn_before", false}}}}},
+      {"loaders",
+       {{{"where", "t.py:9"},
+         {"num_workers", 0},
+         {"shuffle", true},
+         {"generator", true},
+         {"dataset", "D"},
+         {"dataset_rngs", json::array()}}}},
   };
   const auto items = ra::exec::seeding_checklist(one_process(report));
   for (const auto& i : items)
@@ -275,8 +303,12 @@ TEST_CASE("switches from a hook report: effective values, the program's own sett
 TEST_CASE("torchrun: ranks merged, the launcher's variables") {
   ra::exec::HookRun run;
   for (int rank : {0, 1}) {
-    json r = {{"format", "repro-audit/exec-hook-1"}, {"torch", true}, {"torch_drawn", false}, {"python_drawn", false},
-              {"backend", "gloo"}, {"env", {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"OMP_NUM_THREADS", "1"}}}};
+    json r = {{"format", "repro-audit/exec-hook-1"},
+              {"torch", true},
+              {"torch_drawn", false},
+              {"python_drawn", false},
+              {"backend", "gloo"},
+              {"env", {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "2"}, {"OMP_NUM_THREADS", "1"}}}};
     run.processes.push_back({r, rank});
   }
   const auto items = ra::exec::seeding_checklist(run);

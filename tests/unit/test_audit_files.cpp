@@ -24,8 +24,9 @@ struct Folder {
     REQUIRE(::mkdtemp(path.data()) != nullptr);
   }
   ~Folder() {
-    ::nftw(path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
-           FTW_DEPTH | FTW_PHYS);
+    ::nftw(
+        path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
+        FTW_DEPTH | FTW_PHYS);
   }
   std::string file(const std::string& name) const { return path + "/" + name; }
 };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/trial/config.h"
 #include "audit/trace/fix_search.h"
+#include "audit/trial/config.h"
 
 #include <doctest/doctest.h>
 
@@ -17,8 +17,11 @@ ra::report::ConfigResult failing_cpu() {
   ra::report::ConfigResult c;
   c.name = "default";
   c.verdict = Verdict::Diverged;
-  c.switches = {{"deterministic", "", "off"}, {"fill_uninitialized_memory", "", "on"}, {"threads", "", "2"},
-                {"mkl_cbwr", "", "unset"}, {"cudnn.benchmark", "", "off"}};
+  c.switches = {{"deterministic", "", "off"},
+                {"fill_uninitialized_memory", "", "on"},
+                {"threads", "", "2"},
+                {"mkl_cbwr", "", "unset"},
+                {"cudnn.benchmark", "", "off"}};
   ra::report::TraceSummary t;
   ra::report::RootCause rc;
   rc.op = "aten::index_put_";
@@ -114,7 +117,8 @@ TEST_CASE("search_fixes: single toggles that fix are minimal, timed against the 
   const auto failing = failing_cpu();
   const auto fs = ra::search_fixes(failing, ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
   REQUIRE(fs.candidates.size() == 3);
-  CHECK(model.tried == std::vector<std::string>{"default+deterministic=on", "default+threads=1", "default+mkl_cbwr=COMPATIBLE"});
+  CHECK(model.tried ==
+        std::vector<std::string>{"default+deterministic=on", "default+threads=1", "default+mkl_cbwr=COMPATIBLE"});
   const auto& t1 = fs.candidates[1];
   CHECK(t1.fixes_all);
   CHECK(t1.minimal);
@@ -143,7 +147,8 @@ TEST_CASE("search_fixes: when no toggle fixes alone, the combination is reduced 
   CHECK(best.minimal);
   CHECK(best.fixes_all);
   CHECK(best.config == "default+deterministic=on+threads=1");
-  CHECK(best.cpp == "at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);\nat::set_num_threads(1);");
+  CHECK(best.cpp ==
+        "at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);\nat::set_num_threads(1);");
 }
 
 TEST_CASE("search_fixes: an op that raises under deterministic mode is named, with alternatives") {
@@ -162,7 +167,9 @@ TEST_CASE("search_fixes: an op that raises under deterministic mode is named, wi
 
 TEST_CASE("search_fixes: nothing to toggle") {
   auto failing = failing_cpu();
-  failing.switches = {{"deterministic", "", "on"}, {"fill_uninitialized_memory", "", "on"}, {"threads", "", "1"},
+  failing.switches = {{"deterministic", "", "on"},
+                      {"fill_uninitialized_memory", "", "on"},
+                      {"threads", "", "1"},
                       {"mkl_cbwr", "", "COMPATIBLE"}};
   FakeModel model{{{"never", "x"}}, false, {}};
   const auto fs = ra::search_fixes(failing, ra::parse_config("det", 2), "cpu", std::ref(model), fake_time);
@@ -176,7 +183,7 @@ TEST_CASE("search_fixes: every candidate that ran is timed, raising ones are not
   const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
   REQUIRE(fs.candidates.size() == 3);
   CHECK_FALSE(fs.candidates[0].cost_ratio.has_value());  // deterministic=on raised
-  REQUIRE(fs.candidates[2].cost_ratio.has_value());        // mkl_cbwr ran and did not fix: still priced
+  REQUIRE(fs.candidates[2].cost_ratio.has_value());      // mkl_cbwr ran and did not fix: still priced
   CHECK(*fs.candidates[2].cost_ratio == doctest::Approx(1.0));
   CHECK(*fs.candidates[1].cost_ratio == doctest::Approx(0.5));
 }
@@ -235,7 +242,8 @@ TEST_CASE("candidate_toggles: the attention backends are tried only where attent
 TEST_CASE("search_fixes: cuDNN attention under det is fixed by sdpa.cudnn=off alone") {
   auto failing = failing_cpu();
   failing.name = "det";
-  failing.switches = {{"deterministic", "on", "on"}, {"cudnn.benchmark", "off", "off"}, {"cublas_workspace", ":4096:8", ":4096:8"}};
+  failing.switches = {
+      {"deterministic", "on", "on"}, {"cudnn.benchmark", "off", "off"}, {"cublas_workspace", ":4096:8", ":4096:8"}};
   failing.trace->root_causes.front().op = "aten::_scaled_dot_product_cudnn_attention_backward";
   FakeModel model{{{"sdpa.cudnn", "off"}}};
   const auto r = ra::search_fixes(failing, ra::parse_config("det", 2), "cuda", std::ref(model), fake_time);

@@ -84,8 +84,11 @@ TEST_CASE("no scheduler variable: not sharded; --shards alone is a usage error")
 }
 
 TEST_CASE("Slurm arrays map MIN-MAX:STEP onto 1..N and refuse lists they cannot map") {
-  Env env{{{"SLURM_ARRAY_TASK_ID", "6"}, {"SLURM_ARRAY_TASK_COUNT", "4"}, {"SLURM_ARRAY_TASK_MIN", "0"},
-           {"SLURM_ARRAY_TASK_MAX", "9"}, {"SLURM_ARRAY_TASK_STEP", "3"}}};
+  Env env{{{"SLURM_ARRAY_TASK_ID", "6"},
+           {"SLURM_ARRAY_TASK_COUNT", "4"},
+           {"SLURM_ARRAY_TASK_MIN", "0"},
+           {"SLURM_ARRAY_TASK_MAX", "9"},
+           {"SLURM_ARRAY_TASK_STEP", "3"}}};
   auto r = env.shard();
   REQUIRE(r);
   CHECK(r->index == 3);
@@ -93,14 +96,19 @@ TEST_CASE("Slurm arrays map MIN-MAX:STEP onto 1..N and refuse lists they cannot 
   CHECK(r->source == "the Slurm array");
   CHECK(r->variables.front() == std::pair<std::string, std::string>{"SLURM_ARRAY_TASK_ID", "6"});
   // --array=1-4: no STEP means 1.
-  env.vars = {{"SLURM_ARRAY_TASK_ID", "1"}, {"SLURM_ARRAY_TASK_COUNT", "4"}, {"SLURM_ARRAY_TASK_MIN", "1"},
+  env.vars = {{"SLURM_ARRAY_TASK_ID", "1"},
+              {"SLURM_ARRAY_TASK_COUNT", "4"},
+              {"SLURM_ARRAY_TASK_MIN", "1"},
               {"SLURM_ARRAY_TASK_MAX", "4"}};
   r = env.shard();
   REQUIRE(r);
   CHECK(r->index == 1);
   // --array=1,3,7: three tasks that are not the range 1-7.
-  env.vars = {{"SLURM_ARRAY_TASK_ID", "3"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "1"},
-              {"SLURM_ARRAY_TASK_MAX", "7"}, {"SLURM_ARRAY_TASK_STEP", "1"}};
+  env.vars = {{"SLURM_ARRAY_TASK_ID", "3"},
+              {"SLURM_ARRAY_TASK_COUNT", "3"},
+              {"SLURM_ARRAY_TASK_MIN", "1"},
+              {"SLURM_ARRAY_TASK_MAX", "7"},
+              {"SLURM_ARRAY_TASK_STEP", "1"}};
   CHECK(usage_message(env).find("cannot be mapped") != std::string::npos);
   // A job array task without the count.
   env.vars = {{"SLURM_ARRAY_TASK_ID", "3"}};
@@ -129,7 +137,8 @@ TEST_CASE("Bazel, GitLab and Buildkite: each scheduler's base, and half a pair r
   REQUIRE(r);
   CHECK(r->index == 2);
   CHECK(r->source == "GitLab");
-  CHECK(usage_message(Env{{{"CI_NODE_INDEX", "0"}, {"CI_NODE_TOTAL", "2"}}}).find("counts from 1") != std::string::npos);
+  CHECK(usage_message(Env{{{"CI_NODE_INDEX", "0"}, {"CI_NODE_TOTAL", "2"}}}).find("counts from 1") !=
+        std::string::npos);
   r = Env{{{"BUILDKITE_PARALLEL_JOB", "1"}, {"BUILDKITE_PARALLEL_JOB_COUNT", "2"}}}.shard();
   REQUIRE(r);
   CHECK(r->index == 2);
@@ -144,8 +153,9 @@ TEST_CASE("the command of the whole plan drops --shard and --shards") {
   CHECK(ra::fleet::unsharded_command({"repro-audit", "run", "m.pt", "--shard=1/2", "--shards", "3"}) ==
         std::vector<std::string>{"repro-audit", "run", "m.pt"});
   // exec: the user's command after -- is kept whole, its own --shard included.
-  CHECK(ra::fleet::unsharded_command({"repro-audit", "exec", "--shard", "1/2", "--", "python", "t.py", "--shard", "3"}) ==
-        std::vector<std::string>{"repro-audit", "exec", "--", "python", "t.py", "--shard", "3"});
+  CHECK(
+      ra::fleet::unsharded_command({"repro-audit", "exec", "--shard", "1/2", "--", "python", "t.py", "--shard", "3"}) ==
+      std::vector<std::string>{"repro-audit", "exec", "--", "python", "t.py", "--shard", "3"});
 }
 
 TEST_CASE("a shard record survives the JSON round trip, and a range outside the plan is refused") {
@@ -185,7 +195,8 @@ TEST_CASE("a merged report's fleet survives the JSON round trip, and the summary
   f.count = 3;
   f.plan = std::string(32, 'b');
   f.replicated = true;
-  f.shards = {{1, "node1", "the Slurm array", 0, 2, 1, 1000}, {2, "node1", "the Slurm array", 2, 4, 1, 2000},
+  f.shards = {{1, "node1", "the Slurm array", 0, 2, 1, 1000},
+              {2, "node1", "the Slurm array", 2, 4, 1, 2000},
               {3, "node2", "the Slurm array", 4, 6, 2, 500}};
   ra::report::FleetMachine m1, m2;
   m1.environment = {{"cuda", {{"driver", "580"}}}};
@@ -204,7 +215,8 @@ TEST_CASE("a merged report's fleet survives the JSON round trip, and the summary
   REQUIRE(back.fleet);
   CHECK(ra::report::render_json(back) == text);
   const std::string summary = ra::report::fleet_text(r);
-  CHECK(summary.find("merged from 3 shards of plan bbbbbbbbbbbb on 2 hosts: node1 (shards 1-2 of 3), node2 (shard 3 of 3)") !=
+  CHECK(summary.find(
+            "merged from 3 shards of plan bbbbbbbbbbbb on 2 hosts: node1 (shards 1-2 of 3), node2 (shard 3 of 3)") !=
         std::string::npos);
   CHECK(summary.find("machine 2 (shards 3) differs from machine 1 in cuda.driver 580 -> 590") != std::string::npos);
   CHECK(summary.find("crashed: m.pt / det on node2 (shard 3/3)") != std::string::npos);

@@ -37,7 +37,8 @@ InvarianceConfig sweep(const std::vector<std::pair<int64_t, std::string>>& start
 TEST_CASE("analyse: one class is invariant") {
   InvarianceConfig c;
   c.config = "default";
-  for (int64_t m : {1, 2, 3}) c.cells.push_back(cell(m, "start", "a", "b")), c.cells.push_back(cell(m, "middle", "a", "b"));
+  for (int64_t m : {1, 2, 3})
+    c.cells.push_back(cell(m, "start", "a", "b")), c.cells.push_back(cell(m, "middle", "a", "b"));
   ra::invariance::analyse(c);
   CHECK(c.verdict == "invariant");
   REQUIRE(c.classes.size() == 1);

@@ -9,7 +9,8 @@ namespace {
 
 std::string with_entry(const std::string& entry) {
   return R"({"schema": "repro-audit/knowledge", "schema_version": 1, "torch": "2.11", "source": "test",
-             "entries": [)" + entry + "]}";
+             "entries": [)" +
+         entry + "]}";
 }
 
 const char* kGood = R"({"id": "index_add.cuda", "title": "index_add on CUDA", "doc_row": "torch.index_add on CUDA",
@@ -49,8 +50,8 @@ TEST_CASE("parse_knowledge: a valid entry is read field by field") {
 }
 
 TEST_CASE("parse_knowledge: an argument condition may be a list of accepted values") {
-  const ra::KnowledgeBase kb =
-      ra::parse_knowledge(with_entry(replaced(kGood, "{\"alpha\": 1}", "{\"reduce\": [\"sum\", \"mean\"]}")), "kb.json");
+  const ra::KnowledgeBase kb = ra::parse_knowledge(
+      with_entry(replaced(kGood, "{\"alpha\": 1}", "{\"reduce\": [\"sum\", \"mean\"]}")), "kb.json");
   CHECK(kb.entries.at(0).args.at("reduce") == "[\"sum\",\"mean\"]");
   CHECK(error_of(with_entry(replaced(kGood, "{\"alpha\": 1}", "{\"reduce\": []}"))).find("'args.reduce'") !=
         std::string::npos);
@@ -58,7 +59,8 @@ TEST_CASE("parse_knowledge: an argument condition may be a list of accepted valu
 
 TEST_CASE("parse_knowledge: an entry's concern is run-to-run unless it says batch-invariance") {
   CHECK(ra::parse_knowledge(with_entry(kGood), "kb.json").entries.at(0).concern == "run-to-run");
-  const std::string batch = replaced(kGood, "\"severity\": \"error\"", "\"severity\": \"note\", \"concern\": \"batch-invariance\"");
+  const std::string batch =
+      replaced(kGood, "\"severity\": \"error\"", "\"severity\": \"note\", \"concern\": \"batch-invariance\"");
   CHECK(ra::parse_knowledge(with_entry(batch), "kb.json").entries.at(0).concern == "batch-invariance");
   CHECK(error_of(with_entry(replaced(batch, "\"batch-invariance\"", "\"batches\"")))
             .find("'concern' is 'batches', expected run-to-run or batch-invariance") != std::string::npos);
@@ -77,8 +79,9 @@ TEST_CASE("parse_knowledge: an entry's concern is run-to-run unless it says batc
 }
 
 TEST_CASE("parse_knowledge: malformed files name the file, the entry and the field") {
-  CHECK(error_of("{") .find("kb.json") != std::string::npos);
-  CHECK(error_of(with_entry(replaced(kGood, "\"title\"", "\"titel\""))).find("unknown key 'titel'") != std::string::npos);
+  CHECK(error_of("{").find("kb.json") != std::string::npos);
+  CHECK(error_of(with_entry(replaced(kGood, "\"title\"", "\"titel\""))).find("unknown key 'titel'") !=
+        std::string::npos);
   CHECK(error_of(with_entry(replaced(kGood, "\"severity\": \"error\"", "\"severity\": \"warning\"")))
             .find("'severity' is 'warning', expected error or note") != std::string::npos);
   CHECK(error_of(with_entry(replaced(kGood, "\"severity\": \"error\", ", ""))).find("severity") != std::string::npos);
@@ -92,11 +95,13 @@ TEST_CASE("parse_knowledge: malformed files name the file, the entry and the fie
         std::string::npos);
   CHECK(error_of(with_entry(replaced(kGood, "\"deterministic\": \"made", "\"no.such.switch\": \"made")))
             .find("unknown switch 'no.such.switch'") != std::string::npos);
-  CHECK(error_of(with_entry(replaced(kGood, "{\"deterministic\": \"made-deterministic\"}", "{\"deterministic\": \"raises\"}")))
+  CHECK(error_of(with_entry(
+                     replaced(kGood, "{\"deterministic\": \"made-deterministic\"}", "{\"deterministic\": \"raises\"}")))
             .find("needs behaviour.deterministic = made-deterministic") != std::string::npos);
   CHECK(error_of(with_entry(std::string(kGood) + "," + kGood)).find("duplicate id") != std::string::npos);
-  CHECK(error_of(replaced(with_entry(kGood), "\"schema_version\": 1", "\"schema_version\": 2"))
-            .find("schema_version") != std::string::npos);
+  CHECK(
+      error_of(replaced(with_entry(kGood), "\"schema_version\": 1", "\"schema_version\": 2")).find("schema_version") !=
+      std::string::npos);
 }
 
 TEST_CASE("load_knowledge: the shipped knowledge base is valid and covers both documented lists") {
@@ -120,7 +125,8 @@ TEST_CASE("load_knowledge: the shipped knowledge base is valid and covers both d
 }
 
 TEST_CASE("parse_knowledge: measured blocks are read, checked, and say what deterministic mode did") {
-  const std::string measured = R"(, "measured": [{"device": "NVIDIA H200", "device_type": "cuda", "torch": "2.11.0+cu130",
+  const std::string measured =
+      R"(, "measured": [{"device": "NVIDIA H200", "device_type": "cuda", "torch": "2.11.0+cu130",
     "cuda": "13.0", "cudnn": "91900", "date": "2026-11-26", "probe": "index_add", "observed": {"default": "diverged",
     "det": "raised"}, "evidence": "docs/evidence/h200-2026-11-26/h200-probes.json", "note": "seen twice"}]})";
   const std::string good = std::string(kGood).substr(0, std::string(kGood).size() - 1) + measured;
@@ -132,7 +138,8 @@ TEST_CASE("parse_knowledge: measured blocks are read, checked, and say what dete
   CHECK(e.measured_on("cuda") == &e.measured[0]);
   CHECK(e.measured_on("cpu") == nullptr);
   CHECK(ra::describe(e.measured[0]) ==
-        "NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0, cuDNN 91900), 2026-11-26, probe index_add: default diverged, det raised; "
+        "NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0, cuDNN 91900), 2026-11-26, probe index_add: default diverged, det "
+        "raised; "
         "seen twice");
   // Reproducible both ways says nothing about what deterministic mode fixes.
   ra::Measurement quiet = e.measured[0];
@@ -145,7 +152,8 @@ TEST_CASE("parse_knowledge: measured blocks are read, checked, and say what dete
   // Malformed: a verdict that is not one, a date that is not one, an unknown key.
   CHECK(error_of(with_entry(replaced(good, "\"det\": \"raised\"", "\"det\": \"flaky\""))).find("'observed.det'") !=
         std::string::npos);
-  CHECK(error_of(with_entry(replaced(good, "2026-11-26", "26/11/2026"))).find("expected YYYY-MM-DD") != std::string::npos);
+  CHECK(error_of(with_entry(replaced(good, "2026-11-26", "26/11/2026"))).find("expected YYYY-MM-DD") !=
+        std::string::npos);
   CHECK(error_of(with_entry(replaced(good, "\"note\"", "\"notes\""))).find("measured[0]: unknown key 'notes'") !=
         std::string::npos);
 }

@@ -20,7 +20,8 @@
 TEST_CASE("--devices takes distinct cuda:N, and nothing else") {
   CHECK(ra::parse_devices("cuda:0,cuda:2") == std::vector<int>{0, 2});
   CHECK(ra::parse_devices("cuda:7") == std::vector<int>{7});
-  for (const char* bad : {"", "0,1", "cuda:0,,cuda:1", "cuda:", "cuda:x", "cpu", "cuda:0,cuda:0", "cuda:-1", "cuda:12345"}) {
+  for (const char* bad :
+       {"", "0,1", "cuda:0,,cuda:1", "cuda:", "cuda:x", "cpu", "cuda:0,cuda:0", "cuda:-1", "cuda:12345"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(ra::parse_devices(bad), ra::UsageError);
   }
@@ -67,7 +68,8 @@ TEST_CASE("--jobs J on one GPU: J children share it, and the report is told so")
   CHECK(p->visible == std::vector<std::string>{""});
   CHECK(p->names == std::vector<std::string>{"cuda:0"});
   CHECK(p->slot_of(5) == 0);
-  CHECK(ra::contention_note(*p, 4) == "up to 4 children at once shared cuda:0; their timings include each other's work");
+  CHECK(ra::contention_note(*p, 4) ==
+        "up to 4 children at once shared cuda:0; their timings include each other's work");
   // A named GPU on a machine of several: it is shared, and stays the one the children use.
   p = ra::place_devices({}, "cuda:1", 3, 4, std::string("2,3"));
   REQUIRE(p);
@@ -109,11 +111,13 @@ TEST_CASE("the runner lets per_slot children hold one slot at once, and never mo
     ra::ChildJob j;
     j.argv = {"/bin/sh", "-c",
               "touch " + me + "; echo start 0 " + std::to_string(i) + " >> " + log + "; n=0; while [ ! -e " + partner +
-                  " ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; echo end 0 " + std::to_string(i) + " >> " + log};
+                  " ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; echo end 0 " + std::to_string(i) + " >> " +
+                  log};
     j.log_path = dir + "/child" + std::to_string(i) + ".log";
     jobs.push_back(j);
   }
-  const auto outcomes = ra::run_children(jobs, 4, {}, [](size_t) { return 0; }, 2);
+  const auto outcomes = ra::run_children(
+      jobs, 4, {}, [](size_t) { return 0; }, 2);
   for (const auto& o : outcomes) CHECK(o.kind == ra::ChildOutcome::Kind::Exited);
   std::ifstream in(log);
   int holding = 0, peak = 0, lines = 0, slot = 0, index = 0;

@@ -7,7 +7,8 @@ namespace {
 
 using ra::report::Verdict;
 
-ra::report::ConfigResult config(const std::string& name, const std::string& deterministic, Verdict v, int completed = 3) {
+ra::report::ConfigResult config(const std::string& name, const std::string& deterministic, Verdict v,
+                                int completed = 3) {
   ra::report::ConfigResult c;
   c.name = name;
   c.verdict = v;
@@ -32,8 +33,8 @@ ra::KnowledgeEntry entry(ra::Documented documented, const std::string& device) {
   e.id = std::string("x");
   e.documented = documented;
   e.device = device;
-  e.behaviour["deterministic"] = documented == ra::Documented::Raises ? ra::Behaviour::Raises
-                                                                      : ra::Behaviour::MadeDeterministic;
+  e.behaviour["deterministic"] =
+      documented == ra::Documented::Raises ? ra::Behaviour::Raises : ra::Behaviour::MadeDeterministic;
   return e;
 }
 

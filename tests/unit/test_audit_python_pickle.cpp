@@ -74,7 +74,8 @@ TEST_CASE("load_python_pickle: an OrderedDict of a strided view, with its attrib
   CHECK(d.at("a").isGenericDict());
   CHECK(d.at("b").toInt() == 7);
 
-  const c10::IValue t = ra::load_python_pickle("f.pt", archive(tensor_pickle(1, 2), {{"data/0", floats({1, 2, 3, 4})}}));
+  const c10::IValue t =
+      ra::load_python_pickle("f.pt", archive(tensor_pickle(1, 2), {{"data/0", floats({1, 2, 3, 4})}}));
   const at::Tensor x = t.toGenericDict().at("t").toTensor();
   CHECK(x.sizes() == at::IntArrayRef{2});
   CHECK(x[0].item<float>() == 2);  // offset 1, stride 2: elements 1 and 3
@@ -84,27 +85,32 @@ TEST_CASE("load_python_pickle: an OrderedDict of a strided view, with its attrib
 TEST_CASE("load_python_pickle: every malformed file is one InputError") {
   const std::string store = floats({1, 2, 3, 4});
   CHECK(error_of(archive(tensor_pickle(3, 2), {{"data/0", store}})) ==
-        "file 'f.pt' is not a readable torch.save file: a tensor record is invalid: it reaches element 5 of a storage of 4 "
+        "file 'f.pt' is not a readable torch.save file: a tensor record is invalid: it reaches element 5 of a storage "
+        "of 4 "
         "elements (at 't')");
-  CHECK(error_of(archive(tensor_pickle(0, 1))) == "file 'f.pt' is not a readable torch.save file: storage record data/0 is missing");
+  CHECK(error_of(archive(tensor_pickle(0, 1))) ==
+        "file 'f.pt' is not a readable torch.save file: storage record data/0 is missing");
   CHECK(error_of(archive(tensor_pickle(0, 1), {{"data/0", "abc"}})) ==
-        "file 'f.pt' is not a readable torch.save file: storage record data/0 holds 3 bytes, not the 16 its 4 elements need");
+        "file 'f.pt' is not a readable torch.save file: storage record data/0 holds 3 bytes, not the 16 its 4 elements "
+        "need");
   const std::string bad = "file 'f.pt' is not a readable torch.save file: ";
   CHECK(error_of(archive(kProto + "}" + str("t").substr(0, 3))) == bad + "the pickle is truncated");
   CHECK(error_of(archive(kProto + "h" + std::string(1, 5) + ".")) == bad + "memo entry 5 is used before it is set");
   CHECK(error_of(archive(kProto + "}\xff.")) == bad + "unsupported pickle opcode 0xff");
   CHECK(error_of(archive(kProto + "}}.")) == bad + "the pickle does not end with exactly one value");
   CHECK(error_of(archive(kProto + "}u.")) == bad + "no mark on the stack");
-  CHECK(error_of(archive(kProto + "]" + str("k") + int1(1) + "s.")) == bad + "items are set on something that is not a dict");
+  CHECK(error_of(archive(kProto + "]" + str("k") + int1(1) + "s.")) ==
+        bad + "items are set on something that is not a dict");
   // Globals are matched by name, never called: os.system is named in the error, not run.
   const std::string call = global("os", "system") + str("touch /tmp/pwned") + kTuple1 + "R";
   CHECK(error_of(archive(kProto + call + ".")) == "file 'f.pt' holds a os.system, which repro-audit cannot read");
   CHECK(error_of(archive(kProto + "}" + str("k") + call + "s.")) ==
         "file 'f.pt' holds a os.system at 'k', which repro-audit cannot read");
   CHECK(error_of("not a zip") == "file 'f.pt' is not a torch.save file: it is not a zip archive");
-  CHECK(error_of(kProto + "]q\0.") ==
-        "file 'f.pt' is in torch.save's legacy format; load it in Python and save it again with torch.save (PyTorch 1.6 "
-        "or later)");
+  CHECK(
+      error_of(kProto + "]q\0.") ==
+      "file 'f.pt' is in torch.save's legacy format; load it in Python and save it again with torch.save (PyTorch 1.6 "
+      "or later)");
   CHECK(error_of("") == "file 'f.pt' is empty, not a torch.save file");
 }
 
@@ -114,32 +120,37 @@ std::string view_pickle(const std::string& offset, const std::string& sizes, con
          global("torch", "FloatStorage") + str("0") + str("cpu") + int1(4) + "tQ" + offset + "(" + sizes + "t(" +
          strides + "t" + kNewFalse + global("collections", "OrderedDict") + ")RtRs.";
 }
-std::string long1(int64_t v) {
-  return std::string("\x8a\x08", 2) + std::string(reinterpret_cast<const char*>(&v), 8);
-}
+std::string long1(int64_t v) { return std::string("\x8a\x08", 2) + std::string(reinterpret_cast<const char*>(&v), 8); }
 
 TEST_CASE("load_python_pickle: tensor records are checked against their storage before use") {
   const std::string store = floats({1, 2, 3, 4});
   const std::string bad = "file 'f.pt' is not a readable torch.save file: a tensor record is invalid: ";
   auto error = [&](const std::string& pickle) { return error_of(archive(pickle, {{"data/0", store}})); };
-  CHECK(error(view_pickle(int1(10), int1(1), int1(1))) == bad + "it reaches element 10 of a storage of 4 elements (at 't')");
-  CHECK(error(view_pickle(long1(-1), int1(1), int1(1))) == bad + "its storage offset is negative or not an integer (at 't')");
+  CHECK(error(view_pickle(int1(10), int1(1), int1(1))) ==
+        bad + "it reaches element 10 of a storage of 4 elements (at 't')");
+  CHECK(error(view_pickle(long1(-1), int1(1), int1(1))) ==
+        bad + "its storage offset is negative or not an integer (at 't')");
   CHECK(error(view_pickle(long1(int64_t{1} << 62), int1(1), int1(1))) ==
         bad + "it reaches element 4611686018427387904 of a storage of 4 elements (at 't')");
-  CHECK(error(view_pickle(int1(3), int1(4), long1(-1))) == bad + "it has a negative size or stride (4 and -1) (at 't')");
+  CHECK(error(view_pickle(int1(3), int1(4), long1(-1))) ==
+        bad + "it has a negative size or stride (4 and -1) (at 't')");
   CHECK(error(view_pickle(int1(0), long1(int64_t{1} << 40) + long1(int64_t{1} << 40), int1(0) + int1(0))) ==
         bad + "its element count overflows 64 bits (at 't')");
   CHECK(error(view_pickle(int1(0), int1(2), int1(1) + int1(1))) == bad + "it has 1 sizes but 2 strides (at 't')");
   // An expanded view is read as torch.load reads it, up to kMaxViewExcess elements beyond its storage.
-  const at::Tensor x = ra::load_python_pickle("f.pt", archive(view_pickle(int1(2), long1(1000) + long1(1000), int1(0) + int1(0)),
-                                                              {{"data/0", store}}))
-                           .toGenericDict().at("t").toTensor();
+  const at::Tensor x =
+      ra::load_python_pickle(
+          "f.pt", archive(view_pickle(int1(2), long1(1000) + long1(1000), int1(0) + int1(0)), {{"data/0", store}}))
+          .toGenericDict()
+          .at("t")
+          .toTensor();
   CHECK(x.sizes() == at::IntArrayRef{1000, 1000});
   CHECK(x.storage().nbytes() == 16);
   CHECK(x[999][999].item<float>() == 3);
   CHECK(error(view_pickle(int1(0), long1(int64_t{1} << 31), int1(0))) ==
-        bad + "it views 2147483648 elements of a storage of 4; repro-audit reads views of at most 1073741824 elements "
-              "beyond their storage (at 't')");
+        bad +
+            "it views 2147483648 elements of a storage of 4; repro-audit reads views of at most 1073741824 elements "
+            "beyond their storage (at 't')");
   // A zero-element view may name any offset, as in torch.load.
   CHECK(error(view_pickle(long1(int64_t{1} << 62), int1(0), int1(1))).empty());
 }

@@ -96,7 +96,7 @@ TEST_CASE("compare_replay: an omitted generator state is the reason, the first d
 TEST_CASE("compare_replay: the first differing component in order is the reason") {
   auto e = evidence();
   e.omit = {"optimizer", "rng"};
-  e.restored_state[1].digest = "fresh";  // optimizer
+  e.restored_state[1].digest = "fresh";   // optimizer
   e.restored_state[2].digest = "seeded";  // generator
   e.resumed_tensors.back().digest = "other";
   const auto r = ra::compare_replay("default", e);
@@ -121,9 +121,10 @@ TEST_CASE("compare_replay: a checkpoint that already differs, and a lossy restor
   e.restored_state[0].digest = "drifted";
   e.resumed_tensors.back().digest = "other";
   auto r = ra::compare_replay("default", e);
-  CHECK(r.reason ==
-        "the model parameters saved by the checkpoint already differ from the uninterrupted run's at step 2: the first 2 "
-        "steps did not reproduce in the checkpointing process");
+  CHECK(
+      r.reason ==
+      "the model parameters saved by the checkpoint already differ from the uninterrupted run's at step 2: the first 2 "
+      "steps did not reproduce in the checkpointing process");
   e.saved_state[0].digest = "w2";
   r = ra::compare_replay("default", e);
   CHECK(r.reason.rfind("the model parameters after restore differ from the uninterrupted run's at step 2, although the "

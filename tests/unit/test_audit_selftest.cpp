@@ -46,12 +46,15 @@ Report probes(Verdict pos_default, Verdict pos_det, Verdict neg_default = Verdic
 }
 
 nlohmann::ordered_json environment(bool with_gpu) {
-  nlohmann::ordered_json env = {
-      {"torch", {{"version", "2.11.0"}, {"git_version", "70d99e998b4955e0"}}},
-      {"cuda", {{"available", with_gpu}, {"driver", "13.0"}, {"runtime", "13.0"}, {"devices", nlohmann::ordered_json::array()}}},
-      {"cpu", {{"model", "AMD EPYC"}, {"logical_cpus", 2}, {"aten_capability", "AVX512"}}},
-      {"threads", {{"intra_op", 2}}},
-      {"switches", {{"deterministic", "off"}, {"threads", "2"}}}};
+  nlohmann::ordered_json env = {{"torch", {{"version", "2.11.0"}, {"git_version", "70d99e998b4955e0"}}},
+                                {"cuda",
+                                 {{"available", with_gpu},
+                                  {"driver", "13.0"},
+                                  {"runtime", "13.0"},
+                                  {"devices", nlohmann::ordered_json::array()}}},
+                                {"cpu", {{"model", "AMD EPYC"}, {"logical_cpus", 2}, {"aten_capability", "AVX512"}}},
+                                {"threads", {{"intra_op", 2}}},
+                                {"switches", {{"deterministic", "off"}, {"threads", "2"}}}};
   if (with_gpu)
     env["cuda"]["devices"].push_back(
         {{"name", "NVIDIA H100"}, {"compute_capability", "9.0"}, {"sm_count", 132}, {"uuid", "GPU-1234"}});
@@ -150,7 +153,8 @@ TEST_CASE("selftest fingerprint: every field present, and on CUDA every GPU's na
 TEST_CASE("selftest tracing: a forward and a backward root cause; on CUDA the backward one off the model's thread") {
   const auto cpu = ra::tracing_check(traced("forward", 0), traced("backward", 0), "cpu");
   CHECK(cpu.passed);
-  CHECK(cpu.evidence == "forward: aten::index_put_ (thread 0); backward: aten::_index_put_impl_ in IndexBackward0 (thread 0)");
+  CHECK(cpu.evidence ==
+        "forward: aten::index_put_ (thread 0); backward: aten::_index_put_impl_ in IndexBackward0 (thread 0)");
   CHECK(ra::tracing_check(traced("forward", 0), traced("backward", 1), "cuda").passed);
   const auto missed_thread = ra::tracing_check(traced("forward", 0), traced("backward", 0), "cuda");
   CHECK_FALSE(missed_thread.passed);
@@ -167,7 +171,8 @@ TEST_CASE("selftest report: a failed check makes exit 1 in every format, and JSO
   r.tool_version = "0.1.0";
   r.command = {"repro-audit", "selftest"};
   r.environment = environment(false);
-  r.selftest = ra::report::SelfTest{"cpu", {{"digests", true, "6 dtypes alike"}, {"tracing", false, "no backward root cause"}}};
+  r.selftest =
+      ra::report::SelfTest{"cpu", {{"digests", true, "6 dtypes alike"}, {"tracing", false, "no backward root cause"}}};
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
   CHECK(ra::report::selftest_summary(*r.selftest) == "1 of 2 checks failed: tracing");
@@ -206,7 +211,8 @@ namespace {
 Report batch_probes(std::vector<std::vector<int64_t>> linear, std::vector<std::vector<int64_t>> norm,
                     std::vector<std::vector<int64_t>> detect) {
   Report r;
-  for (auto [name, classes] : {std::pair{"batch.linear", linear}, {"batch.layer_norm", norm}, {"batch.detect-control", detect}}) {
+  for (auto [name, classes] :
+       {std::pair{"batch.linear", linear}, {"batch.layer_norm", norm}, {"batch.detect-control", detect}}) {
     Target t;
     t.name = name;
     t.probe = ra::report::ProbeFacts{};
@@ -225,11 +231,15 @@ TEST_CASE("selftest invariance: Linear variant where measured so in-process, lay
   const auto found = ra::invariance_check(batch_probes(split, one, ulp), variant);
   CHECK(found.name == "invariance");
   CHECK(found.passed);
-  CHECK(found.evidence.rfind("a Linear row differed in-process from batch 1 at 1 of 3 sizes (first at M = 4); batch.linear found it variant (2 classes)", 0) == 0);
+  CHECK(found.evidence.rfind("a Linear row differed in-process from batch 1 at 1 of 3 sizes (first at M = 4); "
+                             "batch.linear found it variant (2 classes)",
+                             0) == 0);
   // The real positive missed.
   const auto missed = ra::invariance_check(batch_probes(one, one, ulp), variant);
   CHECK_FALSE(missed.passed);
-  CHECK(contains(missed.evidence, "batch.linear found one class, but a Linear row differed in-process at 1 of 3 sizes (first at M = 4)"));
+  CHECK(
+      contains(missed.evidence,
+               "batch.linear found one class, but a Linear row differed in-process at 1 of 3 sizes (first at M = 4)"));
   // An invariant library passes on the controls, and says so.
   const auto no_positive = ra::invariance_check(batch_probes(one, one, ulp), invariant);
   CHECK(no_positive.passed);

@@ -66,7 +66,8 @@ TEST_CASE("apply_switches: the attention backends and cuBLAS reduced-precision r
   auto& ctx = at::globalContext();
   for (const char* value : {"off", "on"}) {
     const bool on = std::string(value) == "on";
-    for (const char* key : {"sdpa.cudnn", "sdpa.flash", "sdpa.mem_efficient", "cublas.fp16_reduction", "cublas.bf16_reduction"}) {
+    for (const char* key :
+         {"sdpa.cudnn", "sdpa.flash", "sdpa.mem_efficient", "cublas.fp16_reduction", "cublas.bf16_reduction"}) {
       ra::apply_switches(config(key, value));
       CHECK_MESSAGE(effective(key, value) == value, key);
     }

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "worker/digest/tensor_stats.h"
 #include "worker/digest/digest.h"
+#include "worker/digest/tensor_stats.h"
 #include "worker/runtime/child_support.h"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 
-#include <cmath>
-#include <cstring>
-#include <cstdio>
-#include <filesystem>
 #include <unistd.h>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 
 TEST_CASE("tensor_difference: count, first index, max abs and ULP") {
   const at::Tensor a = at::zeros({3, 4});
@@ -40,7 +40,8 @@ TEST_CASE("tensor_difference: adjacent floats are one ULP apart; across zero is 
   CHECK(denormals.sign_differs == 1);
   CHECK(std::isnan(denormals.max_ulp));
   CHECK(denormals.max_rel_diff == 2);
-  const auto crossing = ra::tensor_difference(at::tensor({1.58e-8f, 1.0f}), at::tensor({-1.58e-8f, std::nextafter(1.0f, 0.0f)}));
+  const auto crossing =
+      ra::tensor_difference(at::tensor({1.58e-8f, 1.0f}), at::tensor({-1.58e-8f, std::nextafter(1.0f, 0.0f)}));
   CHECK(crossing.differing == 2);
   CHECK(crossing.sign_differs == 1);
   CHECK(crossing.max_ulp == 1);  // the element on one side of zero only
@@ -60,7 +61,8 @@ TEST_CASE("tensor_difference: adjacent floats are one ULP apart; across zero is 
   const float d = std::numeric_limits<float>::denorm_min();
   CHECK(ra::tensor_difference(at::full({1}, d), at::full({1}, 5 * d)).max_ulp == 4);
   // Doubles: the same rules at 64 bits.
-  const auto dbl = ra::tensor_difference(at::full({1}, -2.0, at::kDouble), at::full({1}, std::nextafter(-2.0, -3.0), at::kDouble));
+  const auto dbl =
+      ra::tensor_difference(at::full({1}, -2.0, at::kDouble), at::full({1}, std::nextafter(-2.0, -3.0), at::kDouble));
   CHECK(dbl.max_ulp == 1);
   CHECK(dbl.sign_differs == 0);
 }
@@ -172,7 +174,7 @@ TEST_CASE("Recorder: given the reference's digests it keeps and dumps only the t
   ra::Recorder rec(true, {{"same", ra::digest(same)}, {"changed", ra::digest(at::zeros({4}))}});
   rec.add("same", same);
   rec.add("changed", changed);
-  rec.add("new", changed);  // not in the reference: kept
+  rec.add("new", changed);           // not in the reference: kept
   CHECK(rec.tensors().size() == 3);  // every digest is recorded either way
   CHECK(rec.write_dump(dir + "/d.pt").empty());
   ra::Recorder full(true);

@@ -32,7 +32,7 @@ TEST_CASE("Tracer: outermost ops with digests of what they read and wrote") {
     ra::trace::Tracer tracer(at::kCPU, 1024);
     y = at::matmul(x, w);  // decomposes into mm: only matmul is recorded
     before = y.clone();
-    y.add_(1.0);           // in place: reads `before`, writes `after`
+    y.add_(1.0);  // in place: reads `before`, writes `after`
     after = y.clone();
     z = at::relu(y);
     t = tracer.finish();
@@ -154,7 +154,7 @@ TEST_CASE("Tracer: batch norm's running statistics and .data writes never serve 
     at::Tensor seen = p.mul(2);  // digests p
     p.data().add_(1.0);          // writes p's bits through an alias with its own counter
     p_after = p.clone();
-    seen = p.mul(2);             // must read the new bits
+    seen = p.mul(2);  // must read the new bits
     t = tracer.finish();
   }
   for (size_t i = 0; i < 3; ++i) {
@@ -181,11 +181,11 @@ TEST_CASE("Tracer: views share a cached digest only where they read the same val
   at::Tensor flat, conj, neg;
   {
     ra::trace::Tracer tracer(at::kCPU, 1024);
-    (void)z.add(1);                    // digests z
+    (void)z.add(1);  // digests z
     flat = z.reshape({24});
-    (void)flat.add(1);                 // the same bytes, another shape
+    (void)flat.add(1);  // the same bytes, another shape
     conj = z.conj();
-    (void)conj.add(1);                 // the same bytes, conjugated values
+    (void)conj.add(1);  // the same bytes, conjugated values
     neg = at::_neg_view(at::randn({8}));
     (void)neg.add(1);
     t = tracer.finish();

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "audit/trace/op_stream.h"
 #include "audit/trace/trace_align.h"
 #include "audit/trace/trace_io.h"
-#include "audit/trace/op_stream.h"
 
 #include "audit/common/files.h"
 
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <string>
@@ -309,9 +309,9 @@ TEST_CASE("align_sequences: 50k records with a few differences, quickly") {
   std::vector<uint32_t> a(50000), b;
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint32_t>(i % 37);  // repetitive, as layers are
   b = a;
-  b.erase(b.begin() + 100);               // deleted
-  b.insert(b.begin() + 25000, 999);       // inserted
-  b[40000] = 998;                         // substituted
+  b.erase(b.begin() + 100);          // deleted
+  b.insert(b.begin() + 25000, 999);  // inserted
+  b[40000] = 998;                    // substituted
   const auto start = std::chrono::steady_clock::now();
   const auto pairs = ra::trace::align_sequences(a, b);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -434,7 +434,8 @@ TEST_CASE("read_trace: TraceError names the file and the line") {
   CHECK(error_of(whole.substr(0, second + 1)).find("1 of 2 records") != std::string::npos);  // torn
   CHECK(error_of(whole.substr(0, second + 10)).find("line 3") != std::string::npos);         // a torn line
   CHECK(error_of(whole + "{\"th\":0}\n").find("line 4") != std::string::npos);               // one too many
-  CHECK(error_of("{\"format\":\"something/else\",\"version\":1}\n").find("not a repro-audit trace") != std::string::npos);
+  CHECK(error_of("{\"format\":\"something/else\",\"version\":1}\n").find("not a repro-audit trace") !=
+        std::string::npos);
   CHECK(error_of("{\"format\":\"repro-audit/trace\",\"version\":7}\n").find("version 7") != std::string::npos);
   CHECK(error_of("").find("empty") != std::string::npos);
   std::string bad = whole;
@@ -494,7 +495,8 @@ TEST_CASE("op streams: 32 characters a record, a shared op table, and the first 
   beyond.ops.resize(1);
   CHECK_THROWS_AS(ra::trace::compare_op_streams(stream, beyond), ra::trace::OpStreamError);
   // Without names (two baselines), the changed op is still found, by where it sits.
-  const auto unnamed = ra::trace::compare_op_streams(stream.without_names(), ra::trace::pack_op_stream(b.trace).without_names());
+  const auto unnamed =
+      ra::trace::compare_op_streams(stream.without_names(), ra::trace::pack_op_stream(b.trace).without_names());
   REQUIRE(unnamed.first_changed.has_value());
   CHECK(unnamed.first_changed->op == "record 1 of thread 0");
   auto short_stream = stream;

@@ -15,10 +15,10 @@ namespace {
 
 struct Item {
   std::string name;
-  std::string data;       // the bytes in the file
-  uint16_t method = 0;    // as declared
-  uint64_t size = 0;      // declared size; 0 = data.size()
-  int64_t header = -1;    // declared local header offset; -1 = where it is written
+  std::string data;     // the bytes in the file
+  uint16_t method = 0;  // as declared
+  uint64_t size = 0;    // declared size; 0 = data.size()
+  int64_t header = -1;  // declared local header offset; -1 = where it is written
 };
 
 void put(std::string& s, uint64_t v, int bytes) {
@@ -36,7 +36,8 @@ std::string zip_of(const std::vector<Item>& items) {
     out += it.name + it.data;
     put(dir, 0x02014b50, 4), put(dir, 20, 2), put(dir, 20, 2), put(dir, 0, 2), put(dir, it.method, 2), put(dir, 0, 4);
     put(dir, 0, 4), put(dir, it.data.size(), 4), put(dir, size, 4), put(dir, it.name.size(), 2), put(dir, 0, 2);
-    put(dir, 0, 2), put(dir, 0, 2), put(dir, 0, 2), put(dir, 0, 4), put(dir, it.header >= 0 ? static_cast<uint64_t>(it.header) : at, 4);
+    put(dir, 0, 2), put(dir, 0, 2), put(dir, 0, 2), put(dir, 0, 4),
+        put(dir, it.header >= 0 ? static_cast<uint64_t>(it.header) : at, 4);
     dir += it.name;
   }
   const uint64_t dir_at = out.size();
@@ -47,7 +48,8 @@ std::string zip_of(const std::vector<Item>& items) {
 }
 
 // The entries of the zip of `items`, or the InputError's message.
-std::string check(const ra::ScratchDir& dir, const std::vector<Item>& items, std::vector<ra::ZipEntry>* entries = nullptr) {
+std::string check(const ra::ScratchDir& dir, const std::vector<Item>& items,
+                  std::vector<ra::ZipEntry>* entries = nullptr) {
   const std::string path = dir.path() + "/a.zip";
   std::ofstream(path, std::ios::binary) << zip_of(items);
   try {
@@ -90,7 +92,8 @@ TEST_CASE("checked_zip_entries") {
   CHECK(check(dir, {{"a/x", "1234", 0, 4096}}).find("declares 4096 bytes for its 4 stored bytes") != std::string::npos);
   CHECK(check(dir, {{"a/x", "1234", 12}}).find("compression method 12") != std::string::npos);
   // A deflated entry of 1 GiB from 4 bytes: a zip bomb, refused before anything inflates it.
-  CHECK(check(dir, {{"a/x", "1234", 8, uint64_t{1} << 30}}).find("would expand from 4 to 1073741824 bytes") != std::string::npos);
+  CHECK(check(dir, {{"a/x", "1234", 8, uint64_t{1} << 30}}).find("would expand from 4 to 1073741824 bytes") !=
+        std::string::npos);
   // Small entries may expand more, but all together stay within the budget.
   std::vector<Item> many;
   for (int i = 0; i < 70; ++i) many.push_back({"a/" + std::to_string(i), "1234", 8, uint64_t{1} << 20});
@@ -102,8 +105,8 @@ TEST_CASE("checked_zip_entries") {
   // Not a zip at all, and a directory cut short.
   const std::string path = dir.path() + "/not.zip";
   std::ofstream(path, std::ios::binary) << "just text, no zip here";
-  CHECK_THROWS_WITH_AS(ra::checked_zip_entries(path, "model 'not.zip'"), doctest::Contains("no end of central directory"),
-                       ra::InputError);
+  CHECK_THROWS_WITH_AS(ra::checked_zip_entries(path, "model 'not.zip'"),
+                       doctest::Contains("no end of central directory"), ra::InputError);
 }
 
 TEST_CASE("excerpt") {
@@ -116,7 +119,8 @@ TEST_CASE("excerpt") {
 }
 
 TEST_CASE("cut_message") {
-  const std::string message = "not a repro-audit report (its schema is '" + std::string(50 << 20, 'x') + "'): save it again";
+  const std::string message =
+      "not a repro-audit report (its schema is '" + std::string(50 << 20, 'x') + "'): save it again";
   const ra::InputError e(message);
   const std::string what = e.what();
   CHECK(what.size() < 1100);

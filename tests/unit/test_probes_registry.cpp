@@ -4,8 +4,8 @@
 // gives the same bits twice in one process with the same seed.
 #include "worker/probes/registry.h"
 
-#include "worker/digest/digest.h"
 #include "audit/knowledge/knowledge.h"
+#include "worker/digest/digest.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -15,8 +15,9 @@ TEST_CASE("text_line") {
   CHECK(escape::text_line("a\rb\tc") == "a\\rb\\tc");
   CHECK(escape::text_line("\x1b[31mred\x7f") == "\\x1b[31mred\\x7f");
   CHECK(escape::text_line(std::string("nul\0x", 5)) == "nul\\x00x");
-  CHECK(escape::text_line("caf\xe9") == "caf\\xe9");              // not UTF-8
-  CHECK(escape::text_line("\xc2\x9b" "2J") == "\\xc2\\x9b2J");    // C1 CSI
+  CHECK(escape::text_line("caf\xe9") == "caf\\xe9");  // not UTF-8
+  CHECK(escape::text_line("\xc2\x9b"
+                          "2J") == "\\xc2\\x9b2J");                                    // C1 CSI
   CHECK(escape::text_line("caf\xc3\xa9 \xe2\x9c\x93") == "caf\xc3\xa9 \xe2\x9c\x93");  // UTF-8 stays
   for (const char* hostile : {"a\nb", "\x1b]0;t\x07", "x\r\ny", "\xc2\x85next"}) {
     const std::string out = escape::text_line(hostile);
@@ -57,7 +58,10 @@ TEST_CASE("markdown_block") {
 TEST_CASE("html") {
   CHECK(escape::html("<script>alert('x')</script> & \"q\"") ==
         "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");
-  CHECK(escape::html("a\x1b" "b") == "a\xef\xbf\xbd" "b");  // ESC: U+FFFD
+  CHECK(escape::html("a\x1b"
+                     "b") ==
+        "a\xef\xbf\xbd"
+        "b");  // ESC: U+FFFD
   CHECK(escape::html("caf\xe9") == "caf\\xe9");
   CHECK(escape::html("line\nbreak\tok") == "line\nbreak\tok");
 }

@@ -80,7 +80,8 @@ TEST_CASE("render_html: every section, in order, with its id") {
   // One target of each verdict count, one cell of each verdict.
   CHECK(h.find("<li class=\"target-count\" data-verdict=\"diverged\" data-count=\"1\">") != std::string::npos);
   for (const char* v : {"reproducible", "diverged", "raised", "crashed", "timeout", "skipped"})
-    CHECK(h.find(std::string("<li class=\"cell-count\" data-verdict=\"") + v + "\" data-count=\"1\">") != std::string::npos);
+    CHECK(h.find(std::string("<li class=\"cell-count\" data-verdict=\"") + v + "\" data-count=\"1\">") !=
+          std::string::npos);
   CHECK(h.find("<p class=\"conclusion\">Deterministic algorithms fix it.</p>") != std::string::npos);
   CHECK(h.find("<code class=\"python\">torch.use_deterministic_algorithms(True)</code>") != std::string::npos);
   CHECK(h.find("No alert census") != std::string::npos);
@@ -102,16 +103,20 @@ TEST_CASE("render_html: names, messages, snippets and stderr are escaped") {
   CHECK(h.find("<img") == std::string::npos);
   CHECK(h.find("<td onclick") == std::string::npos);
   CHECK(h.find("<b>bold") == std::string::npos);
-  const std::string name = "&lt;script&gt;console.log(&quot;injected&quot;)&lt;/script&gt;&lt;img src=x "
-                           "onerror=console.log(1)&gt;&#39;&quot;&amp;.pt";
+  const std::string name =
+      "&lt;script&gt;console.log(&quot;injected&quot;)&lt;/script&gt;&lt;img src=x "
+      "onerror=console.log(1)&gt;&#39;&quot;&amp;.pt";
   CHECK(h.find("data-target=\"" + name + "\"") != std::string::npos);
   CHECK(h.find("<strong>" + name + "</strong>") != std::string::npos);
-  CHECK(h.find("<p class=\"message\">&lt;/pre&gt;&lt;script&gt;console.log(2)&lt;/script&gt;</p>") != std::string::npos);
+  CHECK(h.find("<p class=\"message\">&lt;/pre&gt;&lt;script&gt;console.log(2)&lt;/script&gt;</p>") !=
+        std::string::npos);
   CHECK(h.find("a &lt; b &amp;&amp; c &gt; &quot;d&quot;; // &lt;/code&gt;&lt;/pre&gt;") != std::string::npos);
   CHECK(h.find("$ repro-audit run &#39;it&#39;\\&#39;&#39;s &lt;model&gt;.pt&#39;") != std::string::npos);
   // stderr: a control character and a byte that is not UTF-8 become U+FFFD; tab and newline stay.
   // A control character is U+FFFD; a byte that is not UTF-8 shows as \xNN, as in every format.
-  CHECK(h.find("<pre>bell\xEF\xBF\xBD" "bad\\xff" "byte\nsegfault\tin child\n</pre>") != std::string::npos);
+  CHECK(h.find("<pre>bell\xEF\xBF\xBD"
+               "bad\\xff"
+               "byte\nsegfault\tin child\n</pre>") != std::string::npos);
   // No timing marker can be forged through model text.
   auto forged = r;
   forged.targets.front().name = "<!-- timing:begin -->";
@@ -134,8 +139,8 @@ TEST_CASE("render_html: every clock figure is inside the timing markers") {
   CHECK(t.find("Audit wall time: <strong>10.0 ms</strong>") != std::string::npos);
   CHECK(t.find("<tr class=\"fix-cost\" data-fix=\"t0-c1-f0\" data-cost=\"1.25\">") != std::string::npos);
   CHECK(t.find("<td>12.5 ms</td><td>1.25×</td>") != std::string::npos);
-  CHECK(t.find("Cheapest minimal fix: deterministic -&gt; on (<code>default+deterministic=on</code>), 1.25× the run time of default.") !=
-        std::string::npos);
+  CHECK(t.find("Cheapest minimal fix: deterministic -&gt; on (<code>default+deterministic=on</code>), 1.25× the run "
+               "time of default.") != std::string::npos);
   // Outside: the body up to the script (the stylesheet has sizes like 12.5px).
   std::string outside = without_timing(a);
   outside = outside.substr(outside.find("<body"));
@@ -167,8 +172,8 @@ TEST_CASE("render_html: one heat-map cell per target x configuration, coloured b
   CHECK(h.find("<a href=\"#t2-c1\">") != std::string::npos);
   CHECK(h.find("<div class=\"config\" id=\"t2-c1\" data-verdict=\"diverged\">") != std::string::npos);
   // A diverged cell's intensity follows its rate (0.35 + 0.65 x 0.5) and its label is the repeats.
-  CHECK(h.find("fill=\"#c0392b\" fill-opacity=\"0.68\"/><text x=\"32\" y=\"13\" text-anchor=\"middle\" fill=\"#ffffff\">1/2</text>") !=
-        std::string::npos);
+  CHECK(h.find("fill=\"#c0392b\" fill-opacity=\"0.68\"/><text x=\"32\" y=\"13\" text-anchor=\"middle\" "
+               "fill=\"#ffffff\">1/2</text>") != std::string::npos);
   CHECK(h.find("<th scope=\"col\" class=\"cfg\">cudnn-det</th>") != std::string::npos);
 }
 
@@ -178,11 +183,12 @@ TEST_CASE("render_html: root causes, fix candidates, tensors and failures as man
   const std::string h = ra::report::render_html(r);
   CHECK(count(h, "<tr class=\"root-cause\"") == 2);  // the diverged configuration's, and where strict parts from det
   CHECK(count(h, "<div class=\"trace config-cause\"") == 2);
-  CHECK(h.find("<tr class=\"root-cause\" data-direction=\"forward\" data-op=\"aten::sum\"><td class=\"num\">#3</td>") != std::string::npos);
+  CHECK(h.find("<tr class=\"root-cause\" data-direction=\"forward\" data-op=\"aten::sum\"><td class=\"num\">#3</td>") !=
+        std::string::npos);
   CHECK(h.find("What separates them: deterministic off -&gt; on.") != std::string::npos);
   CHECK(h.find("<p class=\"note\">no op can be named: other has no traced repeat.</p>") != std::string::npos);
-  CHECK(h.find("<tr class=\"root-cause\" data-direction=\"backward\" data-op=\"aten::index_add\"><td class=\"num\">#77</td>") !=
-        std::string::npos);
+  CHECK(h.find("<tr class=\"root-cause\" data-direction=\"backward\" data-op=\"aten::index_add\"><td "
+               "class=\"num\">#77</td>") != std::string::npos);
   CHECK(h.find("module <code>enc</code><br>source <code>model.py:5</code><br>in <code>IndexAddBackward0</code> of "
                "<code>aten::index_add</code>") != std::string::npos);
   CHECK(h.find("<td><a href=\"#t0-c1-f0\"><code>default+deterministic=on</code></a></td></tr>") != std::string::npos);
@@ -193,8 +199,10 @@ TEST_CASE("render_html: root causes, fix candidates, tensors and failures as man
   CHECK(count(h, "<tr class=\"tensor diverged-tensor\">") == 1);
   CHECK(count(h, "<tr class=\"tensor dependence-tensor\">") == 1);
   CHECK(count(h, "<tr class=\"tensor replay-tensor\">") == 1);
-  CHECK(h.find("<td class=\"num\">3/8</td><td>[2]</td><td class=\"num\">1e-06</td><td class=\"num\">3e-07</td><td class=\"num\">2</td>"
-               "<td class=\"num\">0</td><td class=\"num\"><span title=\"rtol 1.3e-06, atol 1e-05\">1</span></td>") != std::string::npos);
+  CHECK(h.find("<td class=\"num\">3/8</td><td>[2]</td><td class=\"num\">1e-06</td><td class=\"num\">3e-07</td><td "
+               "class=\"num\">2</td>"
+               "<td class=\"num\">0</td><td class=\"num\"><span title=\"rtol 1.3e-06, atol 1e-05\">1</span></td>") !=
+        std::string::npos);
   CHECK(count(h, "<div class=\"trial-failure\"") == 1);
   CHECK(count(h, "<details class=\"target\"") == 1);
   CHECK(h.find("<div class=\"replay\" data-verdict=\"diverged\">") != std::string::npos);
@@ -243,8 +251,9 @@ TEST_CASE("render_html: the environment as nested tables, in key order") {
   CHECK(h.find("<div class=\"env-group\"><h3>general</h3><table class=\"env\"><tbody><tr><th scope=\"row\">version</th>"
                "<td>x&lt;y</td></tr></tbody></table></div>") != std::string::npos);
   CHECK(h.find("<th scope=\"row\">cuda_compiled</th><td>true</td>") != std::string::npos);
-  CHECK(h.find("<table class=\"env-list\"><thead><tr><th>name</th><th>sm_count</th></tr></thead><tbody><tr><td>H100</td>"
-               "<td>132</td></tr><tr><td>A100</td><td>108</td></tr></tbody></table>") != std::string::npos);
+  CHECK(
+      h.find("<table class=\"env-list\"><thead><tr><th>name</th><th>sm_count</th></tr></thead><tbody><tr><td>H100</td>"
+             "<td>132</td></tr><tr><td>A100</td><td>108</td></tr></tbody></table>") != std::string::npos);
   CHECK(h.find("<th scope=\"row\">driver</th><td><span class=\"none\">not set</span></td>") != std::string::npos);
   CHECK(h.find("Z_LAST") < h.find("A_FIRST"));
   CHECK(h.find("data-key=\"torch\"") < h.find("data-key=\"cuda\""));

@@ -58,7 +58,6 @@ TEST_CASE("render_json: same results give the same bytes apart from the timing s
   CHECK(a["targets"][0]["configs"][0]["verdict"] == "diverged");
 }
 
-
 TEST_CASE("to_json: the trace of a configuration") {
   auto r = sample(1);
   CHECK(ra::report::to_json(r)["targets"][0]["configs"][0]["trace"].is_null());

@@ -60,7 +60,8 @@ ra::report::Report probes_report() {
     p.census = "stable";
     p.alerts = {"index_add_cuda_ does not have a deterministic implementation"};
     p.disagreements = {"documented to raise, measured stable"};
-    if (std::string(name) == "sum.control") p.batch_classes = {{"default", {{1, 2, 3}, {4, 5, 257}}}, {"det", {{1, 2, 3, 4, 5, 257}}}};
+    if (std::string(name) == "sum.control")
+      p.batch_classes = {{"default", {{1, 2, 3}, {4, 5, 257}}}, {"det", {{1, 2, 3, 4, 5, 257}}}};
     t.probe = p;
     r.targets.push_back(t);
   }

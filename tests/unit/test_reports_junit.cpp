@@ -34,13 +34,14 @@ TEST_CASE("render_junit: every verdict, escaping, and the schema file") {
   std::filesystem::create_directories(RA_JUNIT_DIR);
   ra::write_file_atomic(std::string(RA_JUNIT_DIR) + "/unit-every-verdict.xml", x);
 
-  CHECK(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"repro-audit\" tests=\"8\" failures=\"3\" "
-                "errors=\"2\" skipped=\"1\">",
-                0) == 0);
+  CHECK(
+      x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"repro-audit\" tests=\"8\" failures=\"3\" "
+              "errors=\"2\" skipped=\"1\">",
+              0) == 0);
   CHECK(count(x, "<testsuite ") == 1);
   CHECK(count(x, "<testcase ") == 8);
-  CHECK(x.find("<testsuite name=\"m&lt;1&gt;&amp;&quot;&apos;.pt\" tests=\"8\" failures=\"3\" errors=\"2\" skipped=\"1\">") !=
-        std::string::npos);
+  CHECK(x.find("<testsuite name=\"m&lt;1&gt;&amp;&quot;&apos;.pt\" tests=\"8\" failures=\"3\" errors=\"2\" "
+               "skipped=\"1\">") != std::string::npos);
   CHECK(x.find("<property name=\"kind\" value=\"model\"/>") != std::string::npos);
   CHECK(x.find("<property name=\"device\" value=\"cpu\"/>") != std::string::npos);
   CHECK(x.find("<testcase classname=\"m&lt;1&gt;&amp;&quot;&apos;.pt\" name=\"det\"/>") != std::string::npos);
@@ -54,7 +55,9 @@ TEST_CASE("render_junit: every verdict, escaping, and the schema file") {
   CHECK(x.find("<failure type=\"replay-diverged\"") != std::string::npos);
   // Control characters XML cannot carry and bytes that are not UTF-8 become U+FFFD; newlines in
   // attributes are character references.
-  CHECK(x.find("bell\xEF\xBF\xBD" "bad\\xff" "byte") != std::string::npos);  // control: U+FFFD; not UTF-8: \xNN
+  CHECK(x.find("bell\xEF\xBF\xBD"
+               "bad\\xff"
+               "byte") != std::string::npos);  // control: U+FFFD; not UTF-8: \xNN
   CHECK(x.find("repeat 1 stderr:\nbell") != std::string::npos);
   CHECK(x.find("byte\nsegfault\tin child\n") != std::string::npos);
   CHECK(x.find('\x01') == std::string::npos);
@@ -68,8 +71,8 @@ TEST_CASE("render_junit: a diverged configuration's failure carries rate, tensor
   const std::string message = between(x, "<failure type=\"diverged\" message=\"", "\"");
   CHECK(message.find("divergence rate 0.50") != std::string::npos);
   CHECK(message.find("output") != std::string::npos);
-  CHECK(message.find("root cause: aten::index_add (backward, step 1, in IndexAddBackward0 of aten::index_add) at model.py:5 in enc") !=
-        std::string::npos);
+  CHECK(message.find("root cause: aten::index_add (backward, step 1, in IndexAddBackward0 of aten::index_add) at "
+                     "model.py:5 in enc") != std::string::npos);
   CHECK(message.find("fix: default+deterministic=on") != std::string::npos);
   const std::string body = between(x, "<failure type=\"diverged\"", "</failure>");
   CHECK(body.find("diverged tensors (1):\n  output float32[8]: 3/8 elements differ") != std::string::npos);
@@ -93,10 +96,12 @@ TEST_CASE("render_junit: a reproducible report passes, an empty one is still a d
   r.targets[0].replay.reset();
   ra::report::finalize(r);
   const auto x = ra::report::render_junit(r);
-  CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"0\">") != std::string::npos);
+  CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"0\">") !=
+        std::string::npos);
   r.targets.clear();
   CHECK(ra::report::render_junit(r) ==
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"repro-audit\" tests=\"0\" failures=\"0\" errors=\"0\" "
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"repro-audit\" tests=\"0\" failures=\"0\" "
+        "errors=\"0\" "
         "skipped=\"0\">\n</testsuites>\n");
 }
 
@@ -115,10 +120,12 @@ TEST_CASE("render_junit: a baseline suite, one test case per comparison, and the
                    "9.19.0 -&gt; 9.20.0\"/>") != std::string::npos);
   CHECK(count(suite, "<testcase ") == 7);
   CHECK(suite.find("name=\"baseline det\"/>") != std::string::npos);
-  CHECK(suite.find("<failure type=\"regression\" message=\"2 of 3 tensors differ and nothing that can affect cpu changed") !=
+  CHECK(suite.find(
+            "<failure type=\"regression\" message=\"2 of 3 tensors differ and nothing that can affect cpu changed") !=
         std::string::npos);
   CHECK(suite.find("<failure type=\"nondeterministic\"") != std::string::npos);
-  CHECK(between(suite, "name=\"baseline threads-1\">", "</testcase>").find("<system-out>explained: ") != std::string::npos);
+  CHECK(between(suite, "name=\"baseline threads-1\">", "</testcase>").find("<system-out>explained: ") !=
+        std::string::npos);
   CHECK(suite.find("<skipped message=\"missing: in the baseline only\"/>") != std::string::npos);
   CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"15\" failures=\"5\" errors=\"2\" skipped=\"4\">") !=
         std::string::npos);

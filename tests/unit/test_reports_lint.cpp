@@ -78,8 +78,9 @@ TEST_CASE("render_lint_text: one block per entry; --verbose gives every finding"
   for (auto& f : noted.findings) f.severity = "note";
   noted.exit_code = ra::report::lint_exit_code(noted);
   CHECK(noted.exit_code == 0);
-  CHECK(ra::report::render_lint_text(noted).find("0 errors, 3 notes (2 raise under use_deterministic_algorithms); notes do not "
-                                                 "fail (--strict makes them)") != std::string::npos);
+  CHECK(ra::report::render_lint_text(noted).find(
+            "0 errors, 3 notes (2 raise under use_deterministic_algorithms); notes do not "
+            "fail (--strict makes them)") != std::string::npos);
   noted.strict = true;
   CHECK(ra::report::lint_exit_code(noted) == 1);
 

@@ -7,20 +7,24 @@
 TEST_CASE("render_markdown: verdict line, table, root cause and the minimal fixes") {
   const std::string m = ra::report::render_markdown(ra::test::every_verdict_report(10));
   CHECK(m.rfind("## repro-audit: diverged, configuration-dependent (exit 1)\n", 0) == 0);
-  CHECK(m.find("| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n") != std::string::npos);
+  CHECK(m.find("| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n") !=
+        std::string::npos);
   // Markdown and table syntax in names is escaped.
   CHECK(m.find("| m\\<1\\>&amp;\"'.pt | det | reproducible | 0/2 (0.00) |") != std::string::npos);
   CHECK(m.find("| m\\<1\\>&amp;\"'.pt | default | **diverged** | 1/2 (0.50) |") != std::string::npos);
   CHECK(m.find("| cudnn-det | skipped | - |") != std::string::npos);
   CHECK(m.find("- diverged tensors: `output`") != std::string::npos);
-  CHECK(m.find("- root cause: `aten::index_add` (backward, step 1, in `IndexAddBackward0` of `aten::index_add`) at `model.py:5` "
+  CHECK(m.find("- root cause: `aten::index_add` (backward, step 1, in `IndexAddBackward0` of `aten::index_add`) at "
+               "`model.py:5` "
                "in `enc`; 2/2 runs") != std::string::npos);
   CHECK(m.find("- minimal fix: `default+deterministic=on`\n") != std::string::npos);
-  CHECK(m.find("  ```cpp\n  torch::globalContext().setDeterministicAlgorithms(true, false);\n  ```\n") != std::string::npos);
-  CHECK(m.find("  ```python\n  torch.use_deterministic_algorithms(True)\n  ```\n") != std::string::npos);
-  CHECK(m.find("**m\\<1\\>&amp;\"'.pt · strict: raised**\n\n- index\\_add\\_cpu\\_ does not have") != std::string::npos);
-  CHECK(m.find("configuration-dependent** - each configuration is reproducible, but results differ between {det} and {strict}") !=
+  CHECK(m.find("  ```cpp\n  torch::globalContext().setDeterministicAlgorithms(true, false);\n  ```\n") !=
         std::string::npos);
+  CHECK(m.find("  ```python\n  torch.use_deterministic_algorithms(True)\n  ```\n") != std::string::npos);
+  CHECK(m.find("**m\\<1\\>&amp;\"'.pt · strict: raised**\n\n- index\\_add\\_cpu\\_ does not have") !=
+        std::string::npos);
+  CHECK(m.find("configuration-dependent** - each configuration is reproducible, but results differ between {det} and "
+               "{strict}") != std::string::npos);
   CHECK(m.find("restart-replay under default: diverged**") != std::string::npos);
 }
 
@@ -68,12 +72,16 @@ TEST_CASE("render_markdown: the baseline section") {
   r.baseline = ra::test::sample_baseline();
   ra::report::finalize(r);
   const std::string m = ra::report::render_markdown(r);
-  CHECK(m.rfind("## repro-audit: diverged, configuration-dependent, 1 baseline regression, 1 nondeterministic against the "
-                "baseline (exit 1)\n", 0) == 0);
-  CHECK(m.find("\n### Baseline `golden <1>.json`: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, "
-               "1 added, 1 match\n\n| environment change | baseline | current | can affect |\n|---|---|---|---|\n"
-               "| `torch.version` | 2.11.0 | 2.12.0 | any device |\n| `cuda.cudnn` | 9.19.0 | 9.20.0 | cuda |\n\n"
-               "Also differ, ignored (cannot change results): `torch.library_dir`\n") != std::string::npos);
+  CHECK(m.rfind(
+            "## repro-audit: diverged, configuration-dependent, 1 baseline regression, 1 nondeterministic against the "
+            "baseline (exit 1)\n",
+            0) == 0);
+  CHECK(
+      m.find(
+          "\n### Baseline `golden <1>.json`: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, "
+          "1 added, 1 match\n\n| environment change | baseline | current | can affect |\n|---|---|---|---|\n"
+          "| `torch.version` | 2.11.0 | 2.12.0 | any device |\n| `cuda.cudnn` | 9.19.0 | 9.20.0 | cuda |\n\n"
+          "Also differ, ignored (cannot change results): `torch.library_dir`\n") != std::string::npos);
   CHECK(m.find("| m\\<1\\>&amp;\"'.pt | strict | **regression** | 2/3 differ |\n") != std::string::npos);
   CHECK(m.find("| m\\<1\\>&amp;\"'.pt | threads-1 | **explained** | 1/3 differ |\n") != std::string::npos);
   CHECK(m.find("| m\\<1\\>&amp;\"'.pt | det | match | 3 match |\n") != std::string::npos);

@@ -70,7 +70,8 @@ TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by 
     return s;
   };
   CHECK(md.find("cheapest fix " + with("-\\>") + " (`default+threads=1`)") != std::string::npos);
-  CHECK(html.find("Cheapest minimal fix: " + with("-&gt;") + " (<code>default+threads=1</code>), 0.29×") != std::string::npos);
+  CHECK(html.find("Cheapest minimal fix: " + with("-&gt;") + " (<code>default+threads=1</code>), 0.29×") !=
+        std::string::npos);
   for (const std::string* s : {&text, &md, &html}) CHECK(s->find("deterministic=on at 1.52") == std::string::npos);
   // JUnit keeps timing out of its bytes: it names every minimal fix, none as the cheapest.
   const std::string junit = ra::report::render_junit(r);
@@ -107,12 +108,14 @@ TEST_CASE("renderers: every format gives the same verdict and the same first roo
   REQUIRE(cause != nullptr);
   REQUIRE(!cause->source.empty());
   const std::string verdict = ra::report::verdict_text(r);
-  const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r), html = ra::report::render_html(r),
-                    junit = ra::report::render_junit(r), json = ra::report::render_json(r);
+  const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r),
+                    html = ra::report::render_html(r), junit = ra::report::render_junit(r),
+                    json = ra::report::render_json(r);
   CHECK(text.find(fmt::format("verdict: {}", verdict)) != std::string::npos);
   CHECK(md.find(fmt::format("## repro-audit: {}", verdict)) != std::string::npos);
   CHECK(html.find(fmt::format("repro-audit: {} (exit {})", verdict, r.exit_code)) != std::string::npos);
-  CHECK(junit.find(fmt::format("<property name=\"verdict\" value=\"{}\"/>", ra::report::verdict_text(t))) != std::string::npos);
+  CHECK(junit.find(fmt::format("<property name=\"verdict\" value=\"{}\"/>", ra::report::verdict_text(t))) !=
+        std::string::npos);
   CHECK(json.find(fmt::format("\"verdict\": \"{}\"", ra::report::to_string(r.verdict))) != std::string::npos);
   // The op and its source line, in every format (Markdown and HTML wrap the op in code).
   for (const std::string* s : {&text, &md, &html, &junit, &json}) {

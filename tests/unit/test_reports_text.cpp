@@ -63,19 +63,22 @@ TEST_CASE("render_baseline_text: changes, one line per result, differing tensors
                       "  ignored, cannot change results: torch.library_dir\n"
                       "  m<1>&\"'.pt / det: match (3 tensors)\n",
                       0) == 0);
-  CHECK(section.find("  m<1>&\"'.pt / strict: regression: 2 of 3 tensors differ and nothing that can affect cpu changed "
-                     "(changed, but cannot affect cpu: cuda.cudnn 9.19.0 -> 9.20.0)\n"
-                     "    output: float32[8] -> float32[2x4]\n"
-                     "    loss float32[8]: only in the baseline\n") != std::string::npos);
-  CHECK(section.find("  m<1>&\"'.pt / threads-1: explained: 1 of 3 tensors differ; explained by changes that can affect cpu: "
-                     "torch.version 2.11.0 -> 2.12.0, config.threads 2 -> 1\n"
-                     "    switch threads: 2 -> 1\n"
-                     "    output float32[8]: aaaaaaaaaaaa -> bbbbbbbbbbbb\n") != std::string::npos);
+  CHECK(
+      section.find("  m<1>&\"'.pt / strict: regression: 2 of 3 tensors differ and nothing that can affect cpu changed "
+                   "(changed, but cannot affect cpu: cuda.cudnn 9.19.0 -> 9.20.0)\n"
+                   "    output: float32[8] -> float32[2x4]\n"
+                   "    loss float32[8]: only in the baseline\n") != std::string::npos);
+  CHECK(section.find(
+            "  m<1>&\"'.pt / threads-1: explained: 1 of 3 tensors differ; explained by changes that can affect cpu: "
+            "torch.version 2.11.0 -> 2.12.0, config.threads 2 -> 1\n"
+            "    switch threads: 2 -> 1\n"
+            "    output float32[8]: aaaaaaaaaaaa -> bbbbbbbbbbbb\n") != std::string::npos);
   CHECK(section.find("  m<1>&\"'.pt / mkl-cbwr: missing: in the baseline only\n") != std::string::npos);
-  CHECK(section.find("baseline: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, 1 added, 1 match\n"
-                     "  explained: the results changed together with the environment, which does not fail the run; if the "
-                     "new results are the right ones, save the baseline again (rerun the audit with --save-baseline golden <1>.json)\n") !=
-        std::string::npos);
+  CHECK(section.find(
+            "baseline: 1 regression, 1 nondeterministic, 1 explained, 1 incomparable, 1 missing, 1 added, 1 match\n"
+            "  explained: the results changed together with the environment, which does not fail the run; if the "
+            "new results are the right ones, save the baseline again (rerun the audit with --save-baseline golden "
+            "<1>.json)\n") != std::string::npos);
   CHECK(text.find("verdict: diverged, configuration-dependent, 1 baseline regression, 1 nondeterministic against the "
                   "baseline (exit 1)\n") != std::string::npos);
   // The section comes just before the verdict line; no baseline, no section.
@@ -101,15 +104,18 @@ TEST_CASE("render_baseline_text: many results list only the noteworthy ones") {
   CHECK(section.find("skipped-both") == std::string::npos);
   CHECK(section.find("/ cudnn-det: incomparable") != std::string::npos);  // skipped on one side only
   CHECK(section.find("2 incomparable, 1 missing, 1 added, 21 match") != std::string::npos);
-  CHECK(ra::report::render_markdown(r).find("\n22 more (matches, and configurations skipped or raised alike on both sides) are counted above") !=
+  CHECK(ra::report::render_markdown(r).find(
+            "\n22 more (matches, and configurations skipped or raised alike on both sides) are counted above") !=
         std::string::npos);
 }
 
 TEST_CASE("render_text: where configurations part, each in one line") {
   const std::string text = ra::report::render_text(ra::test::every_verdict_report(10));
-  CHECK(text.find("    strict against det (deterministic off -> on): first differing op aten::sum (forward) at model.py:4 - "
-                  "inputs matched, output 0 differed; 2 later ops propagated\n") != std::string::npos);
-  CHECK(text.find("    other against det (no switch differs in effect): no op can be named: other has no traced repeat\n") !=
+  CHECK(text.find(
+            "    strict against det (deterministic off -> on): first differing op aten::sum (forward) at model.py:4 - "
+            "inputs matched, output 0 differed; 2 later ops propagated\n") != std::string::npos);
+  CHECK(text.find(
+            "    other against det (no switch differs in effect): no op can be named: other has no traced repeat\n") !=
         std::string::npos);
 }
 
@@ -157,6 +163,7 @@ TEST_CASE("batch_classes_text: runs of four or more neighbouring sizes are writt
   CHECK(ra::report::batch_classes_text(Classes{{1, 3, 4, 5}, {2}}) == "{1,3,4,5} | {2}");
   ra::report::ProbeFacts p;
   p.batch_classes = {{"default", Classes{{1, 2, 3, 4}}}, {"threads-1", Classes{{1}, {2, 3, 4}}}};
-  CHECK(ra::report::batch_classes_lines(p) == std::vector<std::string>{"batch classes under default: {1…4}: invariant",
-                                                                      "batch classes under threads-1: {1} | {2,3,4}: variant"});
+  CHECK(ra::report::batch_classes_lines(p) ==
+        std::vector<std::string>{"batch classes under default: {1…4}: invariant",
+                                 "batch classes under threads-1: {1} | {2,3,4}: variant"});
 }

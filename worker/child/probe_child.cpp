@@ -16,14 +16,14 @@
 //   5. log the result (flushed).
 #include "worker/child/probe_child.h"
 
-#include "worker/runtime/child_support.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
-#include "worker/runtime/fingerprint.h"
 #include "audit/trial/probe_protocol.h"
+#include "worker/probes/registry.h"
+#include "worker/runtime/child_support.h"
+#include "worker/runtime/fingerprint.h"
 #include "worker/runtime/switches.h"
 #include "worker/targets/target.h"
-#include "worker/probes/registry.h"
 
 #include <c10/util/Exception.h>
 
@@ -173,7 +173,8 @@ int run_probe_child(const TrialSpec& spec, const std::string& log_path) {
       if (spec.task == ChildTask::Preflight) header.environment = environment_fingerprint();
       // The CUDA context is made here rather than in the first probe's recorded run, so that the
       // begin line's startup_ms is the child's whole start-up (probe_audit logs it with -v).
-      else if (device->is_cuda()) synchronize(*device);
+      else if (device->is_cuda())
+        synchronize(*device);
     } catch (const std::exception& e) {
       record_error(header, e);
     }

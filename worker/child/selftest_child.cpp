@@ -2,17 +2,17 @@
 #include "worker/child/selftest_child.h"
 
 #include "audit/common/errors.h"
-#include "worker/digest/digest.h"
 #include "audit/common/files.h"
+#include "worker/digest/digest.h"
 #include "worker/probes/batch_invariance.h"
 #include "worker/runtime/child_support.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <torch/nn/modules/linear.h>
 #include <torch/script.h>
+#include <nlohmann/json.hpp>
 
 namespace ra {
 namespace {
@@ -23,8 +23,9 @@ namespace {
 std::string digest_failure(const c10::Device& device, std::string& implementation) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(20261124);
   const at::Tensor base = at::randn({1 << 20}, gen);
-  const std::vector<at::Tensor> samples = {base, base.to(at::kBFloat16), base.to(at::kDouble), (base * 1000).to(at::kLong),
-                                           base.gt(0), (base * 100).to(at::kChar)};
+  const std::vector<at::Tensor> samples = {
+      base,       base.to(at::kBFloat16),    base.to(at::kDouble), (base * 1000).to(at::kLong),
+      base.gt(0), (base * 100).to(at::kChar)};
   const int threads = at::get_num_threads();
   for (const at::Tensor& cpu : samples) {
     const std::string name = fmt::format("{}[{}]", dtype_name(cpu.scalar_type()), cpu.numel());
@@ -39,7 +40,8 @@ std::string digest_failure(const c10::Device& device, std::string& implementatio
     if (device.is_cuda()) {
       const at::Tensor on_device = cpu.to(device);
       if (digest(on_device) != want) return fmt::format("{}: {} and cpu give different digests", name, device.str());
-      if (digest_generic(on_device) != want) return fmt::format("{}: ATen's arithmetic on {} differs", name, device.str());
+      if (digest_generic(on_device) != want)
+        return fmt::format("{}: ATen's arithmetic on {} differs", name, device.str());
       if (digest(on_device.reshape({1024, 1024}).t()) != digest(grid.t()))
         return fmt::format("{}: a transposed view on {} differs from the CPU's", name, device.str());
     }
@@ -66,14 +68,17 @@ def forward(self, x):
     idx = torch.remainder(torch.arange(x.numel(), device=x.device) * 7919, 64)
 )JIT";
   torch::jit::Module forward("SelfTestForward");
-  forward.define(indices + (device.is_cuda()
-                                ? "    return torch.zeros([64], dtype=x.dtype, device=x.device).index_add_(0, idx, x)\n"
-                                : "    return torch.zeros([64], dtype=x.dtype, device=x.device).index_put_([idx], x, accumulate=True)\n"));
+  forward.define(
+      indices +
+      (device.is_cuda()
+           ? "    return torch.zeros([64], dtype=x.dtype, device=x.device).index_add_(0, idx, x)\n"
+           : "    return torch.zeros([64], dtype=x.dtype, device=x.device).index_put_([idx], x, accumulate=True)\n"));
   forward.save(folder + "/forward.pt");
   torch::jit::Module backward("SelfTestBackward");
   auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
   backward.register_parameter("w", at::randn({64}, gen) * 0.1, false);
-  backward.define(indices + (device.is_cuda() ? "    return self.w.index_select(0, idx) * x\n" : "    return self.w[idx] * x\n"));
+  backward.define(indices +
+                  (device.is_cuda() ? "    return self.w.index_select(0, idx) * x\n" : "    return self.w[idx] * x\n"));
   backward.save(folder + "/backward.pt");
 }
 
@@ -117,9 +122,10 @@ std::vector<report::SelfCheck> worker_selftest(const std::string& device_text, c
   const std::string failure = digest_failure(device, implementation);
   std::string evidence =
       failure.empty()
-          ? fmt::format("6 dtypes of 2^20 elements digest alike with 1 and {} threads, in ATen's arithmetic{}, and as "
-                        "transposed views; a swap of two elements and -0.0 for +0.0 change the digest",
-                        at::get_num_threads(), device.is_cuda() ? fmt::format(" and on {}", device.str()) : "")
+          ? fmt::format(
+                "6 dtypes of 2^20 elements digest alike with 1 and {} threads, in ATen's arithmetic{}, and as "
+                "transposed views; a swap of two elements and -0.0 for +0.0 change the digest",
+                at::get_num_threads(), device.is_cuda() ? fmt::format(" and on {}", device.str()) : "")
           : failure;
   if (!implementation.empty()) evidence += fmt::format(" (CUDA digests: {})", implementation);
   checks.push_back({"digests", failure.empty(), evidence});

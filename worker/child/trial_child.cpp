@@ -13,11 +13,11 @@
 #include "worker/child/trial_child.h"
 
 #include "audit/common/errors.h"
+#include "audit/trace/trace_io.h"
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/switches.h"
 #include "worker/targets/target.h"
-#include "audit/trace/trace_io.h"
 #include "worker/trace/tracer.h"
 
 #include <fmt/format.h>
@@ -62,17 +62,20 @@ TrialResult run_child(const TrialSpec& spec) {
     }
     result.startup_ms = ms_since_spawn();
     const auto reference = spec.dump_only_differing.find("");
-    Recorder rec(!spec.dump_path.empty(),
-                 reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
+    Recorder rec(!spec.dump_path.empty(), reference == spec.dump_only_differing.end()
+                                              ? std::map<std::string, std::string>{}
+                                              : reference->second);
     // The preflight answers for the trials: the front drops --trace for a compiled target.
     if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::Compiled) {
       if (spec.task != ChildTask::Preflight) throw TrialInputError("a compiled target cannot be traced", "usage");
-      result.untraceable = fmt::format("{} cannot be traced op by op; auditing its outputs without --trace", target->kind());
+      result.untraceable =
+          fmt::format("{} cannot be traced op by op; auditing its outputs without --trace", target->kind());
     }
     if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::None)
-      throw TrialInputError(fmt::format("--trace cannot follow this model's ops one by one ({}); audit it without --trace",
-                                        target->kind()),
-                            "usage");
+      throw TrialInputError(
+          fmt::format("--trace cannot follow this model's ops one by one ({}); audit it without --trace",
+                      target->kind()),
+          "usage");
     if (spec.task == ChildTask::Preflight) {
       result.warnings = target->check();
       // Traced: one traced run, so that what the trace cannot see is said before any trial.

@@ -7,13 +7,13 @@
 // computed only for entries whose digests differ with the same dtype and shape.
 #include "worker/diff/tensor_diff.h"
 
-#include "worker/digest/digest.h"
+#include "audit/common/errors.h"
 #include "audit/common/paths.h"
+#include "worker/digest/digest.h"
+#include "worker/digest/tensor_stats.h"
+#include "worker/runtime/child_support.h"
 #include "worker/tensor_io/safetensors.h"
 #include "worker/tensor_io/tensor_file.h"
-#include "worker/digest/tensor_stats.h"
-#include "audit/common/errors.h"
-#include "worker/runtime/child_support.h"
 
 #include <fmt/format.h>
 #include <torch/script.h>
@@ -35,13 +35,15 @@ std::map<std::string, c10::IValue> file_leaves(const std::string& path, const st
   std::map<std::string, c10::IValue> out;
   const std::string what = fmt::format("file '{}'", path);
   if (looks_like_safetensors(path)) {
-    if (!key.empty()) throw InputError(fmt::format("--key selects inside torch.save files; {} is a safetensors file", what));
+    if (!key.empty())
+      throw InputError(fmt::format("--key selects inside torch.save files; {} is a safetensors file", what));
     for (auto& [name, t] : load_safetensors(path)) out.emplace(name, std::move(t));
     if (out.empty()) throw InputError(fmt::format("{} is a safetensors file with no tensors", what));
     return out;
   }
   if (archive_kind(path) == ArchiveKind::TorchScript) {
-    if (!key.empty()) throw InputError(fmt::format("--key selects inside torch.save files; {} is a TorchScript archive", what));
+    if (!key.empty())
+      throw InputError(fmt::format("--key selects inside torch.save files; {} is a TorchScript archive", what));
     torch::jit::Module m;
     try {
       m = torch::jit::load(path, at::kCPU);
@@ -57,7 +59,8 @@ std::map<std::string, c10::IValue> file_leaves(const std::string& path, const st
   const c10::IValue value = key.empty() ? root : select_key(root, key, what);
   NamedLeaves leaves;
   flatten_leaves(value, "", leaves, what);
-  if (leaves.empty()) throw InputError(fmt::format("{} holds no tensors or values{}", what, key.empty() ? "" : " under '" + key + "'"));
+  if (leaves.empty())
+    throw InputError(fmt::format("{} holds no tensors or values{}", what, key.empty() ? "" : " under '" + key + "'"));
   for (auto& [name, leaf] : leaves) {
     if (leaf.isTensor() && (leaf.toTensor().layout() != at::kStrided || leaf.toTensor().is_quantized()))
       throw InputError(fmt::format("{} holds a sparse or quantized tensor '{}', which cannot be compared", what, name));
@@ -102,11 +105,15 @@ bool same_value(const c10::IValue& a, const c10::IValue& b) {
 
 }  // namespace
 
-std::string type_of(const c10::IValue& v) { return v.isTensor() ? dtype_name(v.toTensor().scalar_type()) : value_type(v); }
-std::vector<int64_t> shape_of(const c10::IValue& v) { return v.isTensor() ? sizes_of(v.toTensor()) : std::vector<int64_t>{}; }
+std::string type_of(const c10::IValue& v) {
+  return v.isTensor() ? dtype_name(v.toTensor().scalar_type()) : value_type(v);
+}
+std::vector<int64_t> shape_of(const c10::IValue& v) {
+  return v.isTensor() ? sizes_of(v.toTensor()) : std::vector<int64_t>{};
+}
 
 DiffEntry compare_leaves(const std::string& name, const c10::IValue& a, const c10::IValue& b,
-                  const std::optional<report::Tolerance>& tolerance) {
+                         const std::optional<report::Tolerance>& tolerance) {
   DiffEntry e;
   e.name = name;
   e.dtype = type_of(a);
@@ -147,8 +154,10 @@ DiffEntry only(const std::string& name, const c10::IValue& v, DiffStatus status)
   e.status = status;
   e.dtype = type_of(v);
   e.shape = shape_of(v);
-  if (v.isTensor()) (status == DiffStatus::OnlyA ? e.digest_a : e.digest_b) = digest(v.toTensor());
-  else (status == DiffStatus::OnlyA ? e.value_a : e.value_b) = value_text(v);
+  if (v.isTensor())
+    (status == DiffStatus::OnlyA ? e.digest_a : e.digest_b) = digest(v.toTensor());
+  else
+    (status == DiffStatus::OnlyA ? e.value_a : e.value_b) = value_text(v);
   return e;
 }
 

@@ -4,8 +4,8 @@
 #include "audit/digest/digest_kernel.h"
 
 #include <ATen/Functions.h>
-#include <ATen/TensorOperators.h>
 #include <ATen/Parallel.h>
+#include <ATen/TensorOperators.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -117,18 +117,30 @@ at::Tensor low32(const at::Tensor& x) { return x.bitwise_and(0xffffffffLL); }
 
 std::string dtype_name(at::ScalarType type) {
   switch (type) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    case at::kComplexFloat: return "complex64";
-    case at::kComplexDouble: return "complex128";
-    case at::kByte: return "uint8";
-    case at::kChar: return "int8";
-    case at::kShort: return "int16";
-    case at::kInt: return "int32";
-    case at::kLong: return "int64";
-    case at::kBool: return "bool";
+    case at::kFloat:
+      return "float32";
+    case at::kDouble:
+      return "float64";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kComplexFloat:
+      return "complex64";
+    case at::kComplexDouble:
+      return "complex128";
+    case at::kByte:
+      return "uint8";
+    case at::kChar:
+      return "int8";
+    case at::kShort:
+      return "int16";
+    case at::kInt:
+      return "int32";
+    case at::kLong:
+      return "int64";
+    case at::kBool:
+      return "bool";
     default: {
       std::string s = c10::toString(type);
       std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -187,7 +199,8 @@ const CudaKernel& cuda_kernel() {
       path = env;
     } else {
       std::error_code ec;
-      path = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "repro-audit-digest-cuda.so").string();
+      path =
+          (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "repro-audit-digest-cuda.so").string();
     }
     void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (module == nullptr) {
@@ -351,8 +364,10 @@ void CudaLanesBatch::launch() {
   if (error != nullptr) {
     // Nothing was queued: the rows are still zero, and the one-tensor path fills them.
     if (!batch_disabled.exchange(true))
-      std::fprintf(stderr, "repro-audit: warning: the batched CUDA digest cannot run on %s (%s); digesting one tensor at a time\n",
-                   slots_.device().str().c_str(), error);
+      std::fprintf(
+          stderr,
+          "repro-audit: warning: the batched CUDA digest cannot run on %s (%s); digesting one tensor at a time\n",
+          slots_.device().str().c_str(), error);
     for (size_t i = 0; i < p.flats.size(); ++i) {
       try {
         at::Tensor slot = slots_.select(0, p.rows[i]);

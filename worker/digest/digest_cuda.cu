@@ -79,7 +79,8 @@ int sm_count(int device, cudaError_t* error) {
   int& n = counts[device];  // benign race: every writer stores the same value
   if (n > 0) return n;
   int sms = 0;
-  if (const cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); err != cudaSuccess) {
+  if (const cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+      err != cudaSuccess) {
     (void)cudaGetLastError();
     *error = err;
     return 0;
@@ -100,7 +101,8 @@ extern "C" __attribute__((visibility("default"))) const char* ra_digest_cuda_lan
   if (word_bytes != 1 && word_bytes != 2 && word_bytes != 4) return "word size must be 1, 2 or 4 bytes";
   if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(word_bytes) != 0) return "data is not word-aligned";
   int sms = 0;
-  if (const cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); err != cudaSuccess) {
+  if (const cudaError_t err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+      err != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: clear it, so torch's next check does not see it
     return cudaGetErrorString(err);
   }
@@ -115,11 +117,18 @@ extern "C" __attribute__((visibility("default"))) const char* ra_digest_cuda_lan
   if (n_words == 0) return nullptr;
   // Enough resident blocks to fill every SM, no more than the words need.
   const uint64_t wanted = (n_words + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(wanted < static_cast<uint64_t>(sms) * 8 ? wanted : static_cast<uint64_t>(sms) * 8);
+  const int blocks =
+      static_cast<int>(wanted < static_cast<uint64_t>(sms) * 8 ? wanted : static_cast<uint64_t>(sms) * 8);
   switch (word_bytes) {
-    case 4: err = launch<uint32_t>(data, n_words, first, sums, blocks, stream); break;
-    case 2: err = launch<uint16_t>(data, n_words, first, sums, blocks, stream); break;
-    default: err = launch<uint8_t>(data, n_words, first, sums, blocks, stream); break;
+    case 4:
+      err = launch<uint32_t>(data, n_words, first, sums, blocks, stream);
+      break;
+    case 2:
+      err = launch<uint16_t>(data, n_words, first, sums, blocks, stream);
+      break;
+    default:
+      err = launch<uint8_t>(data, n_words, first, sums, blocks, stream);
+      break;
   }
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

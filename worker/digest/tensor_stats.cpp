@@ -22,10 +22,14 @@ constexpr int64_t kStatsPiece = int64_t{1} << 20;
 
 at::ScalarType bits_type(int64_t element_size) {
   switch (element_size) {
-    case 1: return at::kByte;
-    case 2: return at::kShort;
-    case 4: return at::kInt;
-    default: return at::kLong;
+    case 1:
+      return at::kByte;
+    case 2:
+      return at::kShort;
+    case 4:
+      return at::kInt;
+    default:
+      return at::kLong;
   }
 }
 
@@ -78,7 +82,8 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
     if (s.differing == 0) s.first_index = first + differs.to(at::kByte).argmax().item<int64_t>() / per_element;
     s.differing += n;
     const at::Tensor a64 = pa.to(at::kDouble), b64 = pb.to(at::kDouble);
-    const at::Tensor finite = floating ? at::isfinite(a64).logical_and(at::isfinite(b64)).logical_and(differs) : differs;
+    const at::Tensor finite =
+        floating ? at::isfinite(a64).logical_and(at::isfinite(b64)).logical_and(differs) : differs;
     const at::Tensor diff = (a64 - b64).abs();
     // Within tolerance: finite in both and |a - b| <= atol + rtol * |a| (a NaN or an infinity that
     // differs never is).

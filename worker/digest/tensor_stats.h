@@ -33,8 +33,8 @@ report::DivergenceStats tensor_difference(const at::Tensor& a, const at::Tensor&
 
 // Loads two dump files written by trials and compares the named tensors. Names missing from a
 // dump get a note instead of numbers; an unreadable dump gives notes, never an exception.
-std::map<std::string, report::DivergenceStats> dump_differences(const std::string& dump_a, const std::string& dump_b,
-                                                                const std::vector<std::string>& names,
-                                                                const std::optional<report::Tolerance>& tolerance = std::nullopt);
+std::map<std::string, report::DivergenceStats> dump_differences(
+    const std::string& dump_a, const std::string& dump_b, const std::vector<std::string>& names,
+    const std::optional<report::Tolerance>& tolerance = std::nullopt);
 
 }  // namespace ra

@@ -15,7 +15,9 @@
 namespace ra::invariance {
 namespace {
 
-std::string describe(const at::Tensor& t) { return fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x")); }
+std::string describe(const at::Tensor& t) {
+  return fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x"));
+}
 
 // The batch dim of input `i`: the one asked, else 0 for a tensor with dimensions, else none.
 int64_t batch_dim_of(const InvarianceRequest& rq, size_t i, const c10::IValue& v) {
@@ -24,8 +26,9 @@ int64_t batch_dim_of(const InvarianceRequest& rq, size_t i, const c10::IValue& v
   const int64_t d = rq.batch_dims[i];
   if (d < 0) return -1;
   if (!tensor || d >= v.toTensor().dim())
-    throw TrialInputError(fmt::format("input {} ({}) has no dimension {}: give --batch-dim none for an input passed whole", i,
-                                      v.isTensor() ? describe(v.toTensor()) : v.tagKind(), d));
+    throw TrialInputError(
+        fmt::format("input {} ({}) has no dimension {}: give --batch-dim none for an input passed whole", i,
+                    v.isTensor() ? describe(v.toTensor()) : v.tagKind(), d));
   return d;
 }
 
@@ -45,15 +48,18 @@ at::Tensor random_rows(const at::Tensor& t, int64_t dim, int64_t count, uint64_t
 
 void check_counts(const BatchRows& b) {
   if (std::all_of(b.dims.begin(), b.dims.end(), [](int64_t d) { return d < 0; }))
-    throw TrialInputError("no input has a batch dimension: invariance needs at least one input whose rows it can batch");
+    throw TrialInputError(
+        "no input has a batch dimension: invariance needs at least one input whose rows it can batch");
   if (b.count == 0) throw TrialInputError("the input holds no rows along its batch dimension");
 }
 
 }  // namespace
 
-BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int64_t max_size, const c10::Device& device) {
+BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int64_t max_size,
+                     const c10::Device& device) {
   if (!in.kwargs.empty())
-    throw TrialInputError("invariance passes inputs by position: save a tensor, or a tuple or list of tensors, not a dict");
+    throw TrialInputError(
+        "invariance passes inputs by position: save a tensor, or a tuple or list of tensors, not a dict");
   BatchRows b;
   b.anchors = rq.rows;
   for (size_t i = 0; i < in.args.size(); ++i) {
@@ -61,23 +67,26 @@ BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int
     b.whole.push_back(in.args[i]);
     b.dims.push_back(d);
     if (d < 0) {
-      b.descriptions.push_back(fmt::format("input/{}={} (passed whole)", i,
-                                           in.args[i].isTensor() ? describe(in.args[i].toTensor()) : in.args[i].tagKind()));
+      b.descriptions.push_back(
+          fmt::format("input/{}={} (passed whole)", i,
+                      in.args[i].isTensor() ? describe(in.args[i].toTensor()) : in.args[i].tagKind()));
       continue;
     }
     const at::Tensor t = in.args[i].toTensor();
     const int64_t n = t.size(d);
     if (b.count > 0 && n != b.count)
-      throw TrialInputError(fmt::format("the inputs' rows do not match: {} rows along the batch dim in one input, {} in input {} ({}); "
-                                        "give every batched input the same rows, or --batch-dim none for one passed whole",
-                                        b.count, n, i, describe(t)));
+      throw TrialInputError(
+          fmt::format("the inputs' rows do not match: {} rows along the batch dim in one input, {} in input {} ({}); "
+                      "give every batched input the same rows, or --batch-dim none for one passed whole",
+                      b.count, n, i, describe(t)));
     b.count = n;
     b.descriptions.push_back(fmt::format("input/{}={} (batch dim {})", i, describe(t), d));
   }
   check_counts(b);
   if (rq.rows > b.count)
-    throw TrialInputError(fmt::format("--rows {} is larger than the input, which holds {} row{}: give --rows {} or fewer, or more rows",
-                                      rq.rows, b.count, b.count == 1 ? "" : "s", b.count));
+    throw TrialInputError(
+        fmt::format("--rows {} is larger than the input, which holds {} row{}: give --rows {} or fewer, or more rows",
+                    rq.rows, b.count, b.count == 1 ? "" : "s", b.count));
   for (size_t i = 0; i < b.whole.size(); ++i) {
     if (b.dims[i] < 0) {
       b.pools.emplace_back();
@@ -85,7 +94,8 @@ BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int
     }
     const at::Tensor t = b.whole[i].toTensor().to(device);
     if (rq.filler == Filler::Random)
-      b.pools.push_back(at::cat({t.narrow(b.dims[i], 0, rq.rows), random_rows(t, b.dims[i], max_size, rq.spec.seed + i)}, b.dims[i]));
+      b.pools.push_back(
+          at::cat({t.narrow(b.dims[i], 0, rq.rows), random_rows(t, b.dims[i], max_size, rq.spec.seed + i)}, b.dims[i]));
     else
       b.pools.push_back(t);
   }
@@ -93,8 +103,9 @@ BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int
   const int64_t end = rq.filler == Filler::Random ? rq.rows + max_size : b.count;
   for (int64_t r = first; r < end; ++r) b.fillers.push_back(r);
   if (rq.filler == Filler::Input && b.count == rq.rows)
-    b.notes.push_back("the input holds no rows beyond the anchors: the anchors themselves fill the batches (--filler random, "
-                      "or more rows, gives other neighbours)");
+    b.notes.push_back(
+        "the input holds no rows beyond the anchors: the anchors themselves fill the batches (--filler random, "
+        "or more rows, gives other neighbours)");
   return b;
 }
 

@@ -19,12 +19,12 @@
 namespace ra::invariance {
 
 struct BatchRows {
-  std::vector<c10::IValue> whole;     // each input as loaded (the ones without a batch dim are passed as they are)
-  std::vector<int64_t> dims;          // batch dim per input; -1: passed whole
-  std::vector<at::Tensor> pools;      // per input with a batch dim: rows to select from (anchors first)
-  int64_t count = 0;                  // rows in the input file
-  int anchors = 0;                    // R
-  std::vector<int64_t> fillers;       // pool rows that fill a batch, in order
+  std::vector<c10::IValue> whole;         // each input as loaded (the ones without a batch dim are passed as they are)
+  std::vector<int64_t> dims;              // batch dim per input; -1: passed whole
+  std::vector<at::Tensor> pools;          // per input with a batch dim: rows to select from (anchors first)
+  int64_t count = 0;                      // rows in the input file
+  int anchors = 0;                        // R
+  std::vector<int64_t> fillers;           // pool rows that fill a batch, in order
   std::vector<std::string> descriptions;  // "input/0=float32[16x8] (batch dim 0)"
   std::vector<std::string> notes;
 };
@@ -32,7 +32,8 @@ struct BatchRows {
 // Splits the loaded inputs as the request says, with filler for batches up to `max_size`. Throws
 // TrialInputError: a dict of inputs, a batch dim an input lacks, inputs whose row counts disagree,
 // no input with a batch dim, --rows larger than the input.
-BatchRows split_rows(const InvarianceRequest& request, const targets::Inputs& in, int64_t max_size, const c10::Device& device);
+BatchRows split_rows(const InvarianceRequest& request, const targets::Inputs& in, int64_t max_size,
+                     const c10::Device& device);
 
 // The model's arguments for a batch whose row j is pool row `rows[j]`.
 std::vector<c10::IValue> make_batch(const BatchRows& b, const std::vector<int64_t>& rows, const c10::Device& device);

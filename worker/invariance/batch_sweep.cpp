@@ -49,7 +49,10 @@ int placement_index(const std::string& p) {
 class Sweep {
  public:
   Sweep(targets::Target& target, BatchRows rows, const c10::Device& device)
-      : target_(target), rows_(std::move(rows)), device_(device), export_(target.kind().find("torch.export") != std::string::npos) {}
+      : target_(target),
+        rows_(std::move(rows)),
+        device_(device),
+        export_(target.kind().find("torch.export") != std::string::npos) {}
 
   void reference();
   void measure(int64_t m);
@@ -62,8 +65,8 @@ class Sweep {
  private:
   std::vector<at::Tensor> call(const std::vector<int64_t>& batch);
   void check_outputs(const std::vector<at::Tensor>& out, int64_t m);
-  void record(int64_t m, const char* placement, const std::vector<at::Tensor>& out, const Placement& where, const Slices* against,
-              Slices* keep);
+  void record(int64_t m, const char* placement, const std::vector<at::Tensor>& out, const Placement& where,
+              const Slices* against, Slices* keep);
   void chunk(int64_t m, const std::vector<int>& anchors);
   std::vector<int64_t> filled(int64_t m) const;
 
@@ -71,9 +74,9 @@ class Sweep {
   BatchRows rows_;
   c10::Device device_;
   bool export_;
-  std::vector<std::string> names_;       // every output, in order
-  std::vector<std::string> excluded_;    // "" where compared, else why not
-  bool decided_ = false;                 // outputs checked against a batch of 2 or more
+  std::vector<std::string> names_;     // every output, in order
+  std::vector<std::string> excluded_;  // "" where compared, else why not
+  bool decided_ = false;               // outputs checked against a batch of 2 or more
   Slices reference_;
   std::map<std::pair<int64_t, int>, InvarianceCell> cells_;
 };
@@ -90,7 +93,8 @@ std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
     if (export_ && m != rows_.count)
       throw TrialInputError(fmt::format(
           "the torch.export archive takes a static batch of {} (a batch of {} failed): export it with a dynamic batch, "
-          "torch.export.export(model, args, dynamic_shapes=({{0: torch.export.Dim(\"batch\")}},)), and audit that archive",
+          "torch.export.export(model, args, dynamic_shapes=({{0: torch.export.Dim(\"batch\")}},)), and audit that "
+          "archive",
           rows_.count, m));
     throw;
   }
@@ -102,7 +106,8 @@ std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
   if (names_.empty())
     for (const auto& [name, t] : flat) names_.push_back(name), excluded_.emplace_back();
   if (flat.size() != names_.size())
-    throw TrialInputError(fmt::format("the model returns {} tensors for a batch of {} but {} for a batch of 1", flat.size(), m, names_.size()));
+    throw TrialInputError(fmt::format("the model returns {} tensors for a batch of {} but {} for a batch of 1",
+                                      flat.size(), m, names_.size()));
   std::vector<at::Tensor> tensors;
   for (auto& [name, t] : flat) tensors.push_back(std::move(t));
   check_outputs(tensors, m);
@@ -118,14 +123,16 @@ void Sweep::check_outputs(const std::vector<at::Tensor>& out, int64_t m) {
     if (t.dim() > 0 && t.size(0) == m) continue;
     const std::string shape = fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x"));
     if (decided_)
-      throw TrialInputError(fmt::format("the model's {} is {} for a batch of {}: its shape does not follow the batch", names_[i], shape, m));
+      throw TrialInputError(fmt::format("the model's {} is {} for a batch of {}: its shape does not follow the batch",
+                                        names_[i], shape, m));
     excluded_[i] = fmt::format("{}: {} for a batch of {}; it does not keep the batch at dim 0", names_[i], shape, m);
   }
   if (m >= 2) decided_ = true;
   if (std::all_of(excluded_.begin(), excluded_.end(), [](const std::string& e) { return !e.empty(); }))
-    throw TrialInputError(fmt::format("no output of the model follows the batch ({}): invariance compares the rows of outputs "
-                                      "that keep the batch at dim 0",
-                                      excluded_.front()));
+    throw TrialInputError(
+        fmt::format("no output of the model follows the batch ({}): invariance compares the rows of outputs "
+                    "that keep the batch at dim 0",
+                    excluded_.front()));
 }
 
 // The anchors' slices of `out` at `where`, compared with `against` (the reference, or the first call
@@ -167,7 +174,8 @@ void Sweep::reference() {
 // Filler rows for a batch of m, the same rows at the same places whatever the anchors.
 std::vector<int64_t> Sweep::filled(int64_t m) const {
   std::vector<int64_t> rows(static_cast<size_t>(m));
-  for (int64_t j = 0; j < m; ++j) rows[static_cast<size_t>(j)] = rows_.fillers[static_cast<size_t>(j) % rows_.fillers.size()];
+  for (int64_t j = 0; j < m; ++j)
+    rows[static_cast<size_t>(j)] = rows_.fillers[static_cast<size_t>(j) % rows_.fillers.size()];
   return rows;
 }
 
@@ -176,7 +184,9 @@ void Sweep::chunk(int64_t m, const std::vector<int>& anchors) {
   const int64_t k = static_cast<int64_t>(anchors.size());
   const auto batch_at = [&](int64_t offset, Placement& where) {
     std::vector<int64_t> rows = filled(m);
-    for (int64_t j = 0; j < k; ++j) rows[static_cast<size_t>(offset + j)] = anchors[static_cast<size_t>(j)], where.push_back({anchors[static_cast<size_t>(j)], offset + j});
+    for (int64_t j = 0; j < k; ++j)
+      rows[static_cast<size_t>(offset + j)] = anchors[static_cast<size_t>(j)],
+                                        where.push_back({anchors[static_cast<size_t>(j)], offset + j});
     return rows;
   };
   Placement start;
@@ -201,7 +211,8 @@ void Sweep::chunk(int64_t m, const std::vector<int>& anchors) {
   if (std::is_sorted(perm.begin(), perm.end())) std::reverse(perm.begin(), perm.end());
   std::vector<int64_t> rows(static_cast<size_t>(m));
   Placement where;
-  for (int64_t j = 0; j < m; ++j) rows[static_cast<size_t>(j)] = first[static_cast<size_t>(perm[static_cast<size_t>(j)])];
+  for (int64_t j = 0; j < m; ++j)
+    rows[static_cast<size_t>(j)] = first[static_cast<size_t>(perm[static_cast<size_t>(j)])];
   for (const auto& [anchor, pos] : start)
     where.push_back({anchor, std::find(perm.begin(), perm.end(), pos) - perm.begin()});
   record(m, "permuted", call(rows), where, &reference_, nullptr);
@@ -230,10 +241,14 @@ std::string Sweep::signature(int64_t m) const {
 
 at::ScalarType bits_type(const at::Tensor& t) {
   switch (t.element_size()) {
-    case 1: return at::kByte;
-    case 2: return at::kShort;
-    case 4: return at::kInt;
-    default: return at::kLong;
+    case 1:
+      return at::kByte;
+    case 2:
+      return at::kShort;
+    case 4:
+      return at::kInt;
+    default:
+      return at::kLong;
   }
 }
 
@@ -242,9 +257,11 @@ std::string mm_evidence(const c10::Device& device) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0x30);
   const at::Tensor a = at::randn({64, 256}, gen).to(device), b = at::randn({256, 256}, gen).to(device);
   const at::Tensor batched = at::mm(a, b).select(0, 0), alone = at::mm(a.narrow(0, 0, 1), b).select(0, 0);
-  if (digest(batched) == digest(alone)) return fmt::format("torch.mm gives row 0 the same bits alone and in a batch of 64 on {}", device.str());
+  if (digest(batched) == digest(alone))
+    return fmt::format("torch.mm gives row 0 the same bits alone and in a batch of 64 on {}", device.str());
   const report::DivergenceStats s = tensor_difference(alone, batched);
-  return fmt::format("torch.mm gives row 0 other bits in a batch of 64 than alone on {} (max abs {:.3g})", device.str(), s.max_abs_diff);
+  return fmt::format("torch.mm gives row 0 other bits in a batch of 64 than alone on {} (max abs {:.3g})", device.str(),
+                     s.max_abs_diff);
 }
 
 // The comparison must see a one-bit change: a copy of the first reference slice with the lowest bit
@@ -259,14 +276,16 @@ report::NegativeControl Sweep::control() const {
   const report::DivergenceStats s = tensor_difference(ref.t, copy);
   report::NegativeControl c;
   c.detected = d != ref.digest && s.differing == 1;
-  c.evidence = fmt::format("{}: a copy of anchor 0's {} slice with its lowest bit flipped on {} {} ({} element differs); {}",
-                           c.detected ? "passed" : "FAILED", names_[out], device_.str(),
-                           d != ref.digest ? "gets another digest" : "gets the same digest", s.differing, mm_evidence(device_));
+  c.evidence =
+      fmt::format("{}: a copy of anchor 0's {} slice with its lowest bit flipped on {} {} ({} element differs); {}",
+                  c.detected ? "passed" : "FAILED", names_[out], device_.str(),
+                  d != ref.digest ? "gets another digest" : "gets the same digest", s.differing, mm_evidence(device_));
   return c;
 }
 
 void Sweep::fill(InvarianceMeasurement& m) const {
-  for (size_t i = 0; i < names_.size(); ++i) (excluded_[i].empty() ? m.outputs : m.excluded).push_back(excluded_[i].empty() ? names_[i] : excluded_[i]);
+  for (size_t i = 0; i < names_.size(); ++i)
+    (excluded_[i].empty() ? m.outputs : m.excluded).push_back(excluded_[i].empty() ? names_[i] : excluded_[i]);
   for (const auto& [key, cell] : cells_) {
     InvarianceCell c{cell.size, cell.placement, {}};
     for (const auto& r : cell.rows)
@@ -305,10 +324,12 @@ void check_dynamic_batch(const TrialSpec& spec, const targets::Target& target, c
     const int64_t d = rows.dims[i];
     if (d < 0 || static_cast<size_t>(d) >= sizes.size() || sizes[static_cast<size_t>(d)] < 0) continue;
     const std::string name = i < archive.input_names.size() ? archive.input_names[i] : fmt::format("input {}", i);
-    throw TrialInputError(fmt::format(
-        "the torch.export archive has a static batch: its input {} is fixed at {} rows along dim {}; export it with a dynamic "
-        "batch, torch.export.export(model, args, dynamic_shapes={{\"{}\": {{{}: torch.export.Dim(\"batch\")}}}}), and audit that archive",
-        name, sizes[static_cast<size_t>(d)], d, name, d));
+    throw TrialInputError(
+        fmt::format("the torch.export archive has a static batch: its input {} is fixed at {} rows along dim {}; "
+                    "export it with a dynamic "
+                    "batch, torch.export.export(model, args, dynamic_shapes={{\"{}\": {{{}: "
+                    "torch.export.Dim(\"batch\")}}}}), and audit that archive",
+                    name, sizes[static_cast<size_t>(d)], d, name, d));
   }
 }
 
@@ -320,7 +341,8 @@ std::vector<report::SwitchValue> apply_configuration(const TrialSpec& spec) {
     throw TrialInputError("cannot apply configuration: " + error_text(e), "usage");
   }
   std::vector<report::SwitchValue> switches = read_switches(spec.config);
-  if (const std::string mismatch = switch_mismatches(switches); !mismatch.empty()) throw TrialInputError(mismatch, "usage");
+  if (const std::string mismatch = switch_mismatches(switches); !mismatch.empty())
+    throw TrialInputError(mismatch, "usage");
   disable_jit_optimisations();
   load_libraries(spec.load_libraries);
   return switches;

@@ -50,18 +50,18 @@
 #include "audit/common/json_document.h"
 #include "audit/common/paths.h"
 #include "audit/common/zip_check.h"
-#include "worker/runtime/export_graph.h"
 #include "audit/trial/trials.h"
+#include "worker/runtime/export_graph.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
-#include <caffe2/serialize/inline_container.h>
 #include <torch/script.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -76,10 +76,10 @@
 namespace ra {
 namespace {
 
+using report::SourceLocation;
 using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
-using report::SourceLocation;
 
 // Calls deeper than this are not followed (TorchScript has no recursion; this only bounds a bug).
 constexpr int kMaxCallDepth = 200;
@@ -102,7 +102,7 @@ struct Args {
 // The function body being walked.
 struct Frame {
   std::string module_path;
-  std::string function;                    // display name of the method or function
+  std::string function;                     // display name of the method or function
   std::vector<SourceLocation> called_from;  // calls to functions since the module's method
   int depth = 0;
   std::vector<SourceLocation> chain;  // every call site from the top module's method, outermost first
@@ -212,8 +212,9 @@ std::optional<c10::IValue> constant_of(const torch::jit::Value* v) {
 enum class ArgState { Holds, Contradicted, Undecided };
 
 bool matches(const c10::IValue& v, const nlohmann::json& expected) {
-  const bool int_list = expected.is_array() && !expected.empty() &&
-                        std::all_of(expected.begin(), expected.end(), [](const nlohmann::json& e) { return e.is_number_integer(); });
+  const bool int_list =
+      expected.is_array() && !expected.empty() &&
+      std::all_of(expected.begin(), expected.end(), [](const nlohmann::json& e) { return e.is_number_integer(); });
   if (int_list && v.isIntList()) return v.toIntVector() == expected.get<std::vector<int64_t>>();
   if (expected.is_array())
     return std::any_of(expected.begin(), expected.end(), [&](const nlohmann::json& e) { return matches(v, e); });
@@ -246,7 +247,8 @@ bool statically_unique(const Value* v, const ObjectMap& objects, int depth = 0) 
   if (kind == "aten::arange" || kind == "aten::randperm") return true;
   if (kind == "aten::to" || kind == "aten::contiguous" || kind == "aten::clone" || kind == "aten::detach")
     return statically_unique(n->input(0), objects, depth + 1);
-  if (n->kind() == c10::prim::ListConstruct) return n->inputs().size() == 1 && statically_unique(n->input(0), objects, depth + 1);
+  if (n->kind() == c10::prim::ListConstruct)
+    return n->inputs().size() == 1 && statically_unique(n->input(0), objects, depth + 1);
   c10::IValue value;
   if (auto c = torch::jit::toIValue(v)) {
     value = *c;
@@ -342,8 +344,8 @@ class Scanner {
 
   // One node of a torch.export graph (lint_export): its op, a checker of its arguments against
   // an entry's condition, its innermost source line and module path, and its stack (outermost first).
-  void match_node(const std::string& op, const ArgCheck& check, const SourceLocation& loc, const std::string& module_path,
-                  std::vector<SourceLocation> chain) {
+  void match_node(const std::string& op, const ArgCheck& check, const SourceLocation& loc,
+                  const std::string& module_path, std::vector<SourceLocation> chain) {
     entry_method_ = "forward";
     // `unless` conditions about uniqueness need the index's values, which a static scan lacks.
     const auto excluded_by = [&](const std::string& name, const std::string& expected) {
@@ -465,8 +467,10 @@ class Scanner {
         return;
       }
       if (type->is_module())
-        note(fmt::format("the module of the call to '{}' at {} could not be resolved; what it calls is reported under "
-                         "'{}'", name, report::display_location(site), report::display_module_path(frame.module_path)));
+        note(
+            fmt::format("the module of the call to '{}' at {} could not be resolved; what it calls is reported under "
+                        "'{}'",
+                        name, report::display_location(site), report::display_module_path(frame.module_path)));
       callee.called_from.push_back(site);
     }
     torch::jit::Function* fn = type->findMethod(name);
@@ -498,17 +502,18 @@ class Scanner {
     // holds no value twice: no finding.
     const auto excluded_by = [&](const std::string& name, const std::string& expected) {
       return expected == "\"unique\"" ? unique_arg(n, name, objects)
-                                       : check_arg(n, name, expected) == ArgState::Holds && has_arg(n, name);
+                                      : check_arg(n, name, expected) == ArgState::Holds && has_arg(n, name);
     };
-    match_entries(n->kind().toQualString(), [&](const std::string& name, const std::string& expected) {
-      return check_arg(n, name, expected);
-    }, excluded_by, location_of(n, frame.function), frame);
+    match_entries(
+        n->kind().toQualString(),
+        [&](const std::string& name, const std::string& expected) { return check_arg(n, name, expected); }, excluded_by,
+        location_of(n, frame.function), frame);
   }
 
   // Every entry for `op` whose `args` conditions `check` does not contradict and whose `unless`
   // conditions `excluded_by` does not confirm becomes a finding at `loc`.
-  void match_entries(const std::string& op, const ArgCheck& check, const Exclusion& excluded_by, const SourceLocation& loc,
-                     const Frame& frame) {
+  void match_entries(const std::string& op, const ArgCheck& check, const Exclusion& excluded_by,
+                     const SourceLocation& loc, const Frame& frame) {
     const auto [begin, end] = by_op_.equal_range(op);
     for (auto it = begin; it != end; ++it) {
       const KnowledgeEntry& e = *it->second;
@@ -654,7 +659,8 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(fmt::format("model '{}' is a torch.export archive that cannot be read: {}", path, first_line(e.what())));
+    throw InputError(
+        fmt::format("model '{}' is a torch.export archive that cannot be read: {}", path, first_line(e.what())));
   }
   if (!model.is_object() || !model.contains("graph_module") || !model["graph_module"].is_object() ||
       !model["graph_module"].contains("graph") || !model["graph_module"]["graph"].contains("nodes") ||
@@ -684,7 +690,8 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
     std::map<std::string, nlohmann::json> args;
     if (node.contains("inputs") && node["inputs"].is_array())
       for (const auto& in : node["inputs"])
-        if (in.is_object() && in.contains("name") && in["name"].is_string() && in.contains("arg")) args[in["name"].get<std::string>()] = in["arg"];
+        if (in.is_object() && in.contains("name") && in["name"].is_string() && in.contains("arg"))
+          args[in["name"].get<std::string>()] = in["arg"];
     const auto schema = c10::Dispatcher::singleton().findSchema({op, overload == "default" ? "" : overload});
     const auto check = [&](const std::string& arg, const std::string& expected_json) {
       const auto it = args.find(arg);
@@ -700,7 +707,8 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
       if (!value) return ArgState::Undecided;
       return matches(*value, nlohmann::json::parse(expected_json)) ? ArgState::Holds : ArgState::Contradicted;
     };
-    const nlohmann::json meta = node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
+    const nlohmann::json meta =
+        node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
     const std::vector<SourceLocation> chain = parse_stack_trace(meta.value("stack_trace", std::string()));
     const SourceLocation loc = chain.empty() ? SourceLocation{"", 0, "forward"} : chain.back();
     scanner.match_node(op, check, loc, module_path_of(meta.value("nn_module_stack", std::string())), chain);
@@ -731,8 +739,10 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
   if (looks_like_zip(model)) (void)checked_zip_entries(model, fmt::format("model '{}'", model));
   const std::string kind = pt2_kind(model);
   if (kind == "aoti")
-    throw InputError(fmt::format("model '{}' is an AOTInductor package: its compiled kernels cannot be linted; lint the "
-                                 "torch.export archive it was compiled from (torch.export.save(ep, \"model.pt2\"))", model));
+    throw InputError(
+        fmt::format("model '{}' is an AOTInductor package: its compiled kernels cannot be linted; lint the "
+                    "torch.export archive it was compiled from (torch.export.save(ep, \"model.pt2\"))",
+                    model));
   if (kind == "export") {
     const LintResult graph = lint_export(model, device_type, kb, mode);
     r.methods = graph.methods;
@@ -757,8 +767,8 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
     for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device_type) && e.direction == "backward";
     if (backward > 0)
       r.notes.push_back(fmt::format("{} about the backward pass {} not checked: lint --mode train checks {}",
-                                    backward == 1 ? "1 entry" : fmt::format("{} entries", backward), backward == 1 ? "was" : "were",
-                                    backward == 1 ? "it" : "them"));
+                                    backward == 1 ? "1 entry" : fmt::format("{} entries", backward),
+                                    backward == 1 ? "was" : "were", backward == 1 ? "it" : "them"));
   }
   r.exit_code = report::lint_exit_code(r);
   return r;

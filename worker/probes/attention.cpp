@@ -37,13 +37,15 @@ AttentionShape attention_shape(const ProbeContext& ctx) {
 
 at::Tensor attend(Backend backend, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   switch (backend) {
-    case Backend::Flash: return std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, /*dropout_p=*/0.0));
+    case Backend::Flash:
+      return std::get<0>(at::_scaled_dot_product_flash_attention(q, k, v, /*dropout_p=*/0.0));
     case Backend::Efficient:
       return std::get<0>(
           at::_scaled_dot_product_efficient_attention(q, k, v, std::nullopt, /*compute_log_sumexp=*/true));
     case Backend::Cudnn:
       return std::get<0>(at::_scaled_dot_product_cudnn_attention(q, k, v, std::nullopt, /*compute_log_sumexp=*/true));
-    case Backend::Math: break;
+    case Backend::Math:
+      break;
   }
   return std::get<0>(at::_scaled_dot_product_attention_math(q, k, v));
 }
@@ -72,15 +74,15 @@ void add_backend(ProbeList& out, Backend backend, const char* label, const std::
   const bool math = backend == Backend::Math;
   // The backends are called directly, not through scaled_dot_product_attention's dispatch, so
   // the cuDNN one runs whatever cudnn.enabled says: its label says so.
-  const std::string form = std::string(label) +
-                           " backend; CUDA: bfloat16 4 x 8 heads x 4096 x 64, no mask, no dropout" +
-                           (math ? "; CPU: float32 1 x 2 x 32 x 16" : "") + "; gradients of query, key, value" +
-                           (backend == Backend::Cudnn ? "; called directly, so it runs under cudnn.enabled=off too" : "");
+  const std::string form =
+      std::string(label) + " backend; CUDA: bfloat16 4 x 8 heads x 4096 x 64, no mask, no dropout" +
+      (math ? "; CPU: float32 1 x 2 x 32 x 16" : "") + "; gradients of query, key, value" +
+      (backend == Backend::Cudnn ? "; called directly, so it runs under cudnn.enabled=off too" : "");
   // cuDNN attention has its own entry: deterministic mode leaves its backward nondeterministic.
   const std::string kb = math ? "" : backend == Backend::Cudnn ? "sdpa.cudnn.backward.cuda" : "sdpa.backward.cuda";
-  out.push_back(make_probe({name, "attention", op, math, true, Direction::Backward, kb,
-                            math ? Role::Control : Role::Probe, form},
-                           [backend, label](ProbeContext& ctx) { run_attention(ctx, backend, label); }));
+  out.push_back(
+      make_probe({name, "attention", op, math, true, Direction::Backward, kb, math ? Role::Control : Role::Probe, form},
+                 [backend, label](ProbeContext& ctx) { run_attention(ctx, backend, label); }));
 }
 
 }  // namespace

@@ -102,7 +102,8 @@ ProbeFn rowwise(RowOp op) {
 void sdpa(ProbeContext& ctx) {
   const int64_t heads = ctx.cuda() ? 4 : 2, length = ctx.cuda() ? 64 : 16, width = ctx.cuda() ? 32 : 8;
   const at::Tensor q = ctx.randn({largest(ctx), heads, length, width});
-  const at::Tensor k = ctx.randn({largest(ctx), heads, length, width}), v = ctx.randn({largest(ctx), heads, length, width});
+  const at::Tensor k = ctx.randn({largest(ctx), heads, length, width}),
+                   v = ctx.randn({largest(ctx), heads, length, width});
   sweep(ctx, [&](int64_t m) {
     return at::scaled_dot_product_attention(q.narrow(0, 0, m), k.narrow(0, 0, m), v.narrow(0, 0, m));
   });
@@ -133,9 +134,10 @@ void register_batch_invariance(ProbeList& out) {
   };
   const std::string sizes = "M in 1..9, 16, 17, 31..33, 63..65, 128, 257 (CUDA also 511..513, 1024, 1025)";
   const std::string rows = "float32 rows of 64 (CUDA 1024) features; row 0 of each M: " + sizes;
-  add("batch.mm", "aten::mm", "mm.batch.cpu", "(M x 64) @ (64 x 48), CUDA (M x 1024) @ (1024 x 1024); row 0 of each " + sizes, bd::mm);
-  add("batch.addmm", "aten::addmm", "addmm.batch.cpu", "bias + (M x 64) @ (64 x 48), CUDA 1024 wide; row 0 of each " + sizes,
-      bd::addmm);
+  add("batch.mm", "aten::mm", "mm.batch.cpu",
+      "(M x 64) @ (64 x 48), CUDA (M x 1024) @ (1024 x 1024); row 0 of each " + sizes, bd::mm);
+  add("batch.addmm", "aten::addmm", "addmm.batch.cpu",
+      "bias + (M x 64) @ (64 x 48), CUDA 1024 wide; row 0 of each " + sizes, bd::addmm);
   add("batch.linear", "aten::linear", "linear.batch.cpu",
       "linear 64 -> 48 features with bias, CUDA 1024 -> 1024; row 0 of each " + sizes, bd::linear);
   add("batch.bmm", "aten::bmm", "", "(M x 8 x 16) @ (M x 16 x 12), CUDA 64 wide; matrix 0 of each " + sizes, bd::bmm);
@@ -149,13 +151,15 @@ void register_batch_invariance(ProbeList& out) {
       bd::rowwise([](const at::Tensor& x) { return at::softmax(x, -1); }));
   add("batch.log_softmax", "aten::log_softmax", "", "log_softmax over the features, " + rows,
       bd::rowwise([](const at::Tensor& x) { return at::log_softmax(x, -1); }));
-  add("batch.sum", "aten::sum", "", "sum over the features, " + rows, bd::rowwise([](const at::Tensor& x) { return at::sum(x, -1); }));
+  add("batch.sum", "aten::sum", "", "sum over the features, " + rows,
+      bd::rowwise([](const at::Tensor& x) { return at::sum(x, -1); }));
   add("batch.mean", "aten::mean", "", "mean over the features, " + rows,
       bd::rowwise([](const at::Tensor& x) { return at::mean(x, -1); }));
   add("batch.sdpa", "aten::scaled_dot_product_attention", "",
       "(M x 2 heads x 16 x 8) q, k, v, CUDA (M x 4 x 64 x 32); batch element 0 of each " + sizes, bd::sdpa);
   add("batch.detect-control", "aten::nextafter", "",
-      "the rows themselves, one ulp up at every M >= 2: must split {1} | {2...}, " + rows, bd::detect_control, Role::Control);
+      "the rows themselves, one ulp up at every M >= 2: must split {1} | {2...}, " + rows, bd::detect_control,
+      Role::Control);
 }
 
 }  // namespace ra::probes

@@ -14,7 +14,7 @@ namespace ra::probes {
 namespace {
 
 struct ConvShape {
-  int dims;                      // 1, 2 or 3
+  int dims;  // 1, 2 or 3
   bool transposed;
   std::vector<int64_t> cpu_input, cuda_input;  // N, C, spatial...
   int64_t out_channels;
@@ -27,9 +27,12 @@ std::string conv_name(const ConvShape& s) {
 
 at::Tensor convolve(const ConvShape& s, const at::Tensor& x, const at::Tensor& w) {
   switch (s.dims) {
-    case 1: return s.transposed ? at::conv_transpose1d(x, w) : at::conv1d(x, w);
-    case 2: return s.transposed ? at::conv_transpose2d(x, w) : at::conv2d(x, w);
-    default: return s.transposed ? at::conv_transpose3d(x, w) : at::conv3d(x, w);
+    case 1:
+      return s.transposed ? at::conv_transpose1d(x, w) : at::conv1d(x, w);
+    case 2:
+      return s.transposed ? at::conv_transpose2d(x, w) : at::conv2d(x, w);
+    default:
+      return s.transposed ? at::conv_transpose3d(x, w) : at::conv3d(x, w);
   }
 }
 
@@ -74,16 +77,16 @@ void register_convolution(ProbeList& out) {
 
   // cudnn.benchmark: each fresh process times the candidate algorithms and keeps the fastest; two
   // processes may keep different ones, whose float sums differ. A shape with many candidates.
-  out.push_back(make_probe(
-      {"conv2d.algorithm-choice", "convolution", "aten::conv2d", false, true, Direction::Backward,
-       "cudnn.benchmark.cuda", Role::Probe, "float32 64x64x56x56 3x3, forward and backward under cuDNN's chosen algorithms"},
-      [](ProbeContext& ctx) {
-        at::Tensor x = ctx.leaf({64, 64, 56, 56});
-        at::Tensor w = ctx.randn({64, 64, 3, 3}).mul_(0.05).requires_grad_(true);
-        const at::Tensor y = at::conv2d(x, w, {}, 1, 1);
-        ctx.record("output", y);
-        ctx.backward(y, {{"input", x}, {"weight", w}});
-      }));
+  out.push_back(make_probe({"conv2d.algorithm-choice", "convolution", "aten::conv2d", false, true, Direction::Backward,
+                            "cudnn.benchmark.cuda", Role::Probe,
+                            "float32 64x64x56x56 3x3, forward and backward under cuDNN's chosen algorithms"},
+                           [](ProbeContext& ctx) {
+                             at::Tensor x = ctx.leaf({64, 64, 56, 56});
+                             at::Tensor w = ctx.randn({64, 64, 3, 3}).mul_(0.05).requires_grad_(true);
+                             const at::Tensor y = at::conv2d(x, w, {}, 1, 1);
+                             ctx.record("output", y);
+                             ctx.backward(y, {{"input", x}, {"weight", w}});
+                           }));
   // On the CPU only: a convolution over maps of a pixel or a few (a squeeze-excitation block's 1x1
   // convolutions on pooled features, as in MobileNetV3) takes ATen's im2col + GEMM path, whose sums
   // follow the intra-op thread count; measured with torch 2.11 on 2 threads against 1, 108 of the

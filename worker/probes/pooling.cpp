@@ -43,7 +43,6 @@ ProbeInfo info(std::string name, std::string op, Direction direction, std::strin
           .form = std::move(form)};
 }
 
-
 // Spatial sizes of an NC... input.
 std::vector<int64_t> spatial(const at::Tensor& x) { return x.sizes().slice(2).vec(); }
 
@@ -51,24 +50,24 @@ void add_fixed_window(ProbeList& out) {
   const Sizes maps2d{{2, 4, 16, 16}, {32, 32, 64, 64}};
   const Sizes maps3d{{2, 2, 8, 8, 8}, {8, 16, 32, 32, 32}};
   out.push_back(make_unary_backward_probe(
-               info("avg_pool2d.backward", "aten::avg_pool2d", Direction::Backward, "", Role::Control,
-                    "float32 NCHW, kernel 3 stride 1 padding 1 (9 windows per cell); CUDA backward gathers"),
-               maps2d, [](ProbeContext&, const at::Tensor& x) {
-                 return at::avg_pool2d(x, {3, 3}, {1, 1}, {1, 1});
-               }));
+      info("avg_pool2d.backward", "aten::avg_pool2d", Direction::Backward, "", Role::Control,
+           "float32 NCHW, kernel 3 stride 1 padding 1 (9 windows per cell); CUDA backward gathers"),
+      maps2d, [](ProbeContext&, const at::Tensor& x) {
+        return at::avg_pool2d(x, {3, 3}, {1, 1}, {1, 1});
+      }));
   out.push_back(make_unary_backward_probe(
-               info("avg_pool3d.backward", "aten::avg_pool3d", Direction::Backward, "avg_pool3d.backward.cuda",
-                    Role::Probe, "float32 NCDHW, kernel 3 stride 1 padding 1: 27 atomic adds per input cell"),
-               maps3d, [](ProbeContext&, const at::Tensor& x) {
-                 return at::avg_pool3d(x, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
-               }));
+      info("avg_pool3d.backward", "aten::avg_pool3d", Direction::Backward, "avg_pool3d.backward.cuda", Role::Probe,
+           "float32 NCDHW, kernel 3 stride 1 padding 1: 27 atomic adds per input cell"),
+      maps3d, [](ProbeContext&, const at::Tensor& x) {
+        return at::avg_pool3d(x, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+      }));
   out.push_back(make_unary_backward_probe(
-               info("max_pool2d.backward", "aten::max_pool2d_with_indices", Direction::Backward, "", Role::Control,
-                    "float32 NCHW, kernel 3 stride 1 padding 1 (a local maximum wins 9 windows); CUDA backward "
-                    "gathers"),
-               maps2d, [](ProbeContext&, const at::Tensor& x) {
-                 return std::get<0>(at::max_pool2d_with_indices(x, {3, 3}, {1, 1}, {1, 1}));
-               }));
+      info("max_pool2d.backward", "aten::max_pool2d_with_indices", Direction::Backward, "", Role::Control,
+           "float32 NCHW, kernel 3 stride 1 padding 1 (a local maximum wins 9 windows); CUDA backward "
+           "gathers"),
+      maps2d, [](ProbeContext&, const at::Tensor& x) {
+        return std::get<0>(at::max_pool2d_with_indices(x, {3, 3}, {1, 1}, {1, 1}));
+      }));
   out.push_back(make_unary_backward_probe(
       info("max_pool3d.backward", "aten::max_pool3d_with_indices", Direction::Backward, "max_pool3d.backward.cuda",
            Role::Probe, "float32 NCDHW, kernel 3 stride 1 padding 1: a local maximum receives up to 27 atomic adds"),
@@ -88,54 +87,50 @@ void add_adaptive(ProbeList& out) {
     return ctx.cuda() ? std::vector<int64_t>{29, 29, 29} : std::vector<int64_t>{9, 9, 9};
   };
   out.push_back(make_unary_backward_probe(
-               info("adaptive_avg_pool2d.backward", "aten::_adaptive_avg_pool2d", Direction::Backward,
-                    "adaptive_avg_pool2d.backward.cuda", Role::Probe,
-                    "float32, 16x16 -> 61x61 (CUDA): ~25 overlapping windows add into each input cell"),
-               maps2d,
-               [out2d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool2d(x, out2d(ctx)); }));
+      info("adaptive_avg_pool2d.backward", "aten::_adaptive_avg_pool2d", Direction::Backward,
+           "adaptive_avg_pool2d.backward.cuda", Role::Probe,
+           "float32, 16x16 -> 61x61 (CUDA): ~25 overlapping windows add into each input cell"),
+      maps2d, [out2d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool2d(x, out2d(ctx)); }));
   out.push_back(make_unary_backward_probe(
-               info("adaptive_avg_pool3d.backward", "aten::_adaptive_avg_pool3d", Direction::Backward,
-                    "adaptive_avg_pool3d.backward.cuda", Role::Probe,
-                    "float32, 8^3 -> 29^3 (CUDA): ~100 overlapping windows add into each input cell"),
-               maps3d,
-               [out3d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool3d(x, out3d(ctx)); }));
+      info("adaptive_avg_pool3d.backward", "aten::_adaptive_avg_pool3d", Direction::Backward,
+           "adaptive_avg_pool3d.backward.cuda", Role::Probe,
+           "float32, 8^3 -> 29^3 (CUDA): ~100 overlapping windows add into each input cell"),
+      maps3d, [out3d](ProbeContext& ctx, const at::Tensor& x) { return at::adaptive_avg_pool3d(x, out3d(ctx)); }));
   out.push_back(make_unary_backward_probe(
-               info("adaptive_max_pool2d.backward", "aten::adaptive_max_pool2d", Direction::Backward,
-                    "adaptive_max_pool2d.backward.cuda", Role::Probe,
-                    "float32, 16x16 -> 61x61 (CUDA): each input cell is the argmax of up to ~25 windows"),
-               maps2d, [out2d](ProbeContext& ctx, const at::Tensor& x) {
-                 return std::get<0>(at::adaptive_max_pool2d(x, out2d(ctx)));
-               }));
+      info("adaptive_max_pool2d.backward", "aten::adaptive_max_pool2d", Direction::Backward,
+           "adaptive_max_pool2d.backward.cuda", Role::Probe,
+           "float32, 16x16 -> 61x61 (CUDA): each input cell is the argmax of up to ~25 windows"),
+      maps2d,
+      [out2d](ProbeContext& ctx, const at::Tensor& x) { return std::get<0>(at::adaptive_max_pool2d(x, out2d(ctx))); }));
   // Not in PyTorch's list: the 3d kernel also takes an atomicAdd path when the sizes do not divide.
   out.push_back(make_unary_backward_probe(
-               info("adaptive_max_pool3d.backward", "aten::adaptive_max_pool3d", Direction::Backward,
-                    "adaptive_max_pool3d.backward.cuda", Role::Probe,
-                    "float32, 8^3 -> 29^3 (CUDA): each input cell is the argmax of up to ~100 windows (atomic "
-                    "path, undocumented)"),
-               maps3d, [out3d](ProbeContext& ctx, const at::Tensor& x) {
-                 return std::get<0>(at::adaptive_max_pool3d(x, out3d(ctx)));
-               }));
+      info("adaptive_max_pool3d.backward", "aten::adaptive_max_pool3d", Direction::Backward,
+           "adaptive_max_pool3d.backward.cuda", Role::Probe,
+           "float32, 8^3 -> 29^3 (CUDA): each input cell is the argmax of up to ~100 windows (atomic "
+           "path, undocumented)"),
+      maps3d,
+      [out3d](ProbeContext& ctx, const at::Tensor& x) { return std::get<0>(at::adaptive_max_pool3d(x, out3d(ctx))); }));
 }
 
 void add_fractional(ProbeList& out) {
-  out.push_back(make_unary_backward_probe(
-               info("fractional_max_pool2d.backward", "aten::fractional_max_pool2d", Direction::Backward,
-                    "fractional_max_pool2d.backward.cuda", Role::Probe,
-                    "float32, kernel 3, 64x64 -> 62x62 (CUDA): windows advance ~1 cell and overlap"),
-               {{2, 4, 16, 16}, {32, 32, 64, 64}}, [](ProbeContext& ctx, const at::Tensor& x) {
-                 const int64_t o = x.size(2) - 2;
-                 const at::Tensor samples = ctx.rand({x.size(0), x.size(1), 2});
-                 return std::get<0>(at::fractional_max_pool2d(x, {3, 3}, {o, o}, samples));
-               }));
-  out.push_back(make_unary_backward_probe(
-               info("fractional_max_pool3d.backward", "aten::fractional_max_pool3d", Direction::Backward,
-                    "fractional_max_pool3d.backward.cuda", Role::Probe,
-                    "float32, kernel 3, 24^3 -> 21^3 (CUDA): windows advance ~1 cell and overlap"),
-               {{1, 2, 8, 8, 8}, {4, 16, 24, 24, 24}}, [](ProbeContext& ctx, const at::Tensor& x) {
-                 const int64_t o = x.size(2) - 3;  // the 3d op wants output + kernel - 1 < input
-                 const at::Tensor samples = ctx.rand({x.size(0), x.size(1), 3});
-                 return std::get<0>(at::fractional_max_pool3d(x, {3, 3, 3}, {o, o, o}, samples));
-               }));
+  out.push_back(
+      make_unary_backward_probe(info("fractional_max_pool2d.backward", "aten::fractional_max_pool2d",
+                                     Direction::Backward, "fractional_max_pool2d.backward.cuda", Role::Probe,
+                                     "float32, kernel 3, 64x64 -> 62x62 (CUDA): windows advance ~1 cell and overlap"),
+                                {{2, 4, 16, 16}, {32, 32, 64, 64}}, [](ProbeContext& ctx, const at::Tensor& x) {
+                                  const int64_t o = x.size(2) - 2;
+                                  const at::Tensor samples = ctx.rand({x.size(0), x.size(1), 2});
+                                  return std::get<0>(at::fractional_max_pool2d(x, {3, 3}, {o, o}, samples));
+                                }));
+  out.push_back(
+      make_unary_backward_probe(info("fractional_max_pool3d.backward", "aten::fractional_max_pool3d",
+                                     Direction::Backward, "fractional_max_pool3d.backward.cuda", Role::Probe,
+                                     "float32, kernel 3, 24^3 -> 21^3 (CUDA): windows advance ~1 cell and overlap"),
+                                {{1, 2, 8, 8, 8}, {4, 16, 24, 24, 24}}, [](ProbeContext& ctx, const at::Tensor& x) {
+                                  const int64_t o = x.size(2) - 3;  // the 3d op wants output + kernel - 1 < input
+                                  const at::Tensor samples = ctx.rand({x.size(0), x.size(1), 3});
+                                  return std::get<0>(at::fractional_max_pool3d(x, {3, 3, 3}, {o, o, o}, samples));
+                                }));
 }
 
 // max_pool -> (pooled, indices); unpool(fresh values of the pooled shape, indices).
@@ -174,13 +169,14 @@ void add_max_unpool(ProbeList& out) {
                const at::Tensor idx = std::get<1>(at::max_pool3d_with_indices(x, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}));
                return at::max_unpool3d(ctx.randn(idx.sizes()), idx, spatial(x), {1, 1, 1}, {1, 1, 1});
              });
-  add_unpool(out,
-             info("max_unpool2d.unique-indices", "aten::max_unpool2d", Direction::Forward, "max_unpool2d", Role::Control,
-                  "float32 NCHW, indices of max_pool2d kernel 2 stride 2 (disjoint windows: no duplicates)"),
-             {{2, 4, 16, 16}, {32, 32, 64, 64}}, [](ProbeContext& ctx, const at::Tensor& x) {
-               const at::Tensor idx = std::get<1>(at::max_pool2d_with_indices(x, {2, 2}, {2, 2}));
-               return at::max_unpool2d(ctx.randn(idx.sizes()), idx, spatial(x));
-             });
+  add_unpool(
+      out,
+      info("max_unpool2d.unique-indices", "aten::max_unpool2d", Direction::Forward, "max_unpool2d", Role::Control,
+           "float32 NCHW, indices of max_pool2d kernel 2 stride 2 (disjoint windows: no duplicates)"),
+      {{2, 4, 16, 16}, {32, 32, 64, 64}}, [](ProbeContext& ctx, const at::Tensor& x) {
+        const at::Tensor idx = std::get<1>(at::max_pool2d_with_indices(x, {2, 2}, {2, 2}));
+        return at::max_unpool2d(ctx.randn(idx.sizes()), idx, spatial(x));
+      });
 }
 
 }  // namespace

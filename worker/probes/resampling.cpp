@@ -34,7 +34,6 @@ ProbeInfo info(std::string name, std::string op, std::string kb, Role role, std:
           .form = std::move(form)};
 }
 
-
 // The spatial sizes of x times `factor`.
 std::vector<int64_t> scaled(const at::Tensor& x, int64_t factor) {
   std::vector<int64_t> s = x.sizes().slice(2).vec();
@@ -50,25 +49,25 @@ void add_interpolate(ProbeList& out) {
         return at::upsample_linear1d(x, scaled(x, ctx.cuda() ? 64 : 8), false);
       }));
   out.push_back(make_unary_backward_probe(
-               info("interpolate.bilinear.backward", "aten::upsample_bilinear2d", "upsample_bilinear2d.backward.cuda",
-                    Role::Probe, "float32 NCHW, x8 upsampling (CUDA: 32x32 -> 256x256), align_corners=false"),
-               {{2, 4, 8, 8}, {16, 32, 32, 32}},
-               [](ProbeContext&, const at::Tensor& x) { return at::upsample_bilinear2d(x, scaled(x, 8), false); }));
+      info("interpolate.bilinear.backward", "aten::upsample_bilinear2d", "upsample_bilinear2d.backward.cuda",
+           Role::Probe, "float32 NCHW, x8 upsampling (CUDA: 32x32 -> 256x256), align_corners=false"),
+      {{2, 4, 8, 8}, {16, 32, 32, 32}},
+      [](ProbeContext&, const at::Tensor& x) { return at::upsample_bilinear2d(x, scaled(x, 8), false); }));
   out.push_back(make_unary_backward_probe(
-               info("interpolate.bicubic.backward", "aten::upsample_bicubic2d", "upsample_bicubic2d.backward.cuda",
-                    Role::Probe, "float32 NCHW, x8 upsampling (CUDA: 32x32 -> 256x256), 16 taps per output"),
-               {{2, 4, 8, 8}, {8, 32, 32, 32}},
-               [](ProbeContext&, const at::Tensor& x) { return at::upsample_bicubic2d(x, scaled(x, 8), false); }));
+      info("interpolate.bicubic.backward", "aten::upsample_bicubic2d", "upsample_bicubic2d.backward.cuda", Role::Probe,
+           "float32 NCHW, x8 upsampling (CUDA: 32x32 -> 256x256), 16 taps per output"),
+      {{2, 4, 8, 8}, {8, 32, 32, 32}},
+      [](ProbeContext&, const at::Tensor& x) { return at::upsample_bicubic2d(x, scaled(x, 8), false); }));
   out.push_back(make_unary_backward_probe(
       info("interpolate.trilinear.backward", "aten::upsample_trilinear3d", "upsample_trilinear3d.backward.cuda",
            Role::Probe, "float32 NCDHW, x8 upsampling (CUDA: 8^3 -> 64^3), align_corners=false"),
       {{1, 2, 4, 4, 4}, {4, 8, 8, 8, 8}},
       [](ProbeContext&, const at::Tensor& x) { return at::upsample_trilinear3d(x, scaled(x, 8), false); }));
   out.push_back(make_unary_backward_probe(
-               info("interpolate.nearest.backward", "aten::upsample_nearest2d", "", Role::Control,
-                    "float32 NCHW, x8 upsampling (CUDA: 32x32 -> 256x256); the backward gathers"),
-               {{2, 4, 8, 8}, {16, 32, 32, 32}},
-               [](ProbeContext&, const at::Tensor& x) { return at::upsample_nearest2d(x, scaled(x, 8)); }));
+      info("interpolate.nearest.backward", "aten::upsample_nearest2d", "", Role::Control,
+           "float32 NCHW, x8 upsampling (CUDA: 32x32 -> 256x256); the backward gathers"),
+      {{2, 4, 8, 8}, {16, 32, 32, 32}},
+      [](ProbeContext&, const at::Tensor& x) { return at::upsample_nearest2d(x, scaled(x, 8)); }));
 }
 
 // A pad of `p` on both sides of every spatial dimension of x, in ATen's (last dim first) order.
@@ -79,47 +78,53 @@ void add_padding(ProbeList& out) {
   auto reflect = [](ProbeContext&, const at::Tensor& x) {
     const int64_t p = x.size(-1) - 1;
     switch (x.dim()) {
-      case 3: return at::reflection_pad1d(x, pads(x, p));
-      case 4: return at::reflection_pad2d(x, pads(x, p));
-      default: return at::reflection_pad3d(x, pads(x, p));
+      case 3:
+        return at::reflection_pad1d(x, pads(x, p));
+      case 4:
+        return at::reflection_pad2d(x, pads(x, p));
+      default:
+        return at::reflection_pad3d(x, pads(x, p));
     }
   };
   // Replication: pad = size (an edge cell is read pad + 1 times per dimension).
   auto replicate = [](ProbeContext&, const at::Tensor& x) {
     const int64_t p = x.size(-1);
     switch (x.dim()) {
-      case 3: return at::replication_pad1d(x, pads(x, p));
-      case 4: return at::replication_pad2d(x, pads(x, p));
-      default: return at::replication_pad3d(x, pads(x, p));
+      case 3:
+        return at::replication_pad1d(x, pads(x, p));
+      case 4:
+        return at::replication_pad2d(x, pads(x, p));
+      default:
+        return at::replication_pad3d(x, pads(x, p));
     }
   };
   const Sizes maps1d{{2, 4, 16}, {64, 64, 256}};
   const Sizes maps2d{{2, 4, 8, 8}, {16, 32, 64, 64}};
   const Sizes maps3d{{1, 2, 6, 6, 6}, {4, 16, 16, 16, 16}};
   out.push_back(make_unary_backward_probe(
-               info("reflection_pad1d.backward", "aten::reflection_pad1d", "reflection_pad1d.backward.cuda",
-                    Role::Probe, "float32 NCL (CUDA L=256), pad L-1 on both sides: 3 adds per input cell"),
-               maps1d, reflect));
+      info("reflection_pad1d.backward", "aten::reflection_pad1d", "reflection_pad1d.backward.cuda", Role::Probe,
+           "float32 NCL (CUDA L=256), pad L-1 on both sides: 3 adds per input cell"),
+      maps1d, reflect));
   out.push_back(make_unary_backward_probe(
-               info("reflection_pad2d.backward", "aten::reflection_pad2d", "reflection_pad2d.backward.cuda",
-                    Role::Probe, "float32 NCHW (CUDA 64x64), pad size-1 on every side: 9 adds per input cell"),
-               maps2d, reflect));
+      info("reflection_pad2d.backward", "aten::reflection_pad2d", "reflection_pad2d.backward.cuda", Role::Probe,
+           "float32 NCHW (CUDA 64x64), pad size-1 on every side: 9 adds per input cell"),
+      maps2d, reflect));
   out.push_back(make_unary_backward_probe(
-               info("reflection_pad3d.backward", "aten::reflection_pad3d", "reflection_pad3d.backward.cuda",
-                    Role::Probe, "float32 NCDHW (CUDA 16^3), pad size-1 on every side: 27 adds per input cell"),
-               maps3d, reflect));
+      info("reflection_pad3d.backward", "aten::reflection_pad3d", "reflection_pad3d.backward.cuda", Role::Probe,
+           "float32 NCDHW (CUDA 16^3), pad size-1 on every side: 27 adds per input cell"),
+      maps3d, reflect));
   out.push_back(make_unary_backward_probe(
-               info("replication_pad1d.backward", "aten::replication_pad1d", "replication_pad1d.backward.cuda",
-                    Role::Probe, "float32 NCL (CUDA L=256), pad L on both sides: 257 adds into each edge cell"),
-               maps1d, replicate));
+      info("replication_pad1d.backward", "aten::replication_pad1d", "replication_pad1d.backward.cuda", Role::Probe,
+           "float32 NCL (CUDA L=256), pad L on both sides: 257 adds into each edge cell"),
+      maps1d, replicate));
   out.push_back(make_unary_backward_probe(
-               info("replication_pad2d.backward", "aten::replication_pad2d", "replication_pad2d.backward.cuda",
-                    Role::Probe, "float32 NCHW (CUDA 64x64), pad 64 on every side: 65^2 adds into each corner"),
-               maps2d, replicate));
+      info("replication_pad2d.backward", "aten::replication_pad2d", "replication_pad2d.backward.cuda", Role::Probe,
+           "float32 NCHW (CUDA 64x64), pad 64 on every side: 65^2 adds into each corner"),
+      maps2d, replicate));
   out.push_back(make_unary_backward_probe(
-               info("replication_pad3d.backward", "aten::replication_pad3d", "replication_pad3d.backward.cuda",
-                    Role::Probe, "float32 NCDHW (CUDA 16^3), pad 16 on every side: 17^3 adds into each corner"),
-               maps3d, replicate));
+      info("replication_pad3d.backward", "aten::replication_pad3d", "replication_pad3d.backward.cuda", Role::Probe,
+           "float32 NCDHW (CUDA 16^3), pad 16 on every side: 17^3 adds into each corner"),
+      maps3d, replicate));
 }
 
 void add_grid_sample(ProbeList& out) {

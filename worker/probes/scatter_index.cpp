@@ -183,8 +183,10 @@ void repeat_interleave_backward(ProbeContext& ctx) {
 
 void register_scatter_index(ProbeList& out) {
   const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
-  const char* rows = "float32, dim 0; CUDA 64Ki source rows onto 64x64 (1Ki per element), CPU 32Ki onto 8Ki x 16 (4 per row)";
-  const char* flat = "float32; CUDA 1Mi flat updates onto 64x64 (256 per element), CPU 128Ki onto 256x256 (2 per element)";
+  const char* rows =
+      "float32, dim 0; CUDA 64Ki source rows onto 64x64 (1Ki per element), CPU 32Ki onto 8Ki x 16 (4 per row)";
+  const char* flat =
+      "float32; CUDA 1Mi flat updates onto 64x64 (256 per element), CPU 128Ki onto 256x256 (2 per element)";
   const char* elementwise = "float32 [64Ki, 64] source onto 64 rows (CPU [32Ki, 16] onto 8Ki rows)";
 
   add({.name = "index_add",

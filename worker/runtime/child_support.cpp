@@ -4,8 +4,8 @@
 #include "worker/digest/digest.h"
 #include "worker/runtime/library_error.h"
 
-#include <ATen/Context.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/jit/codegen/fuser/interface.h>
@@ -118,7 +118,8 @@ c10::Device checked_device(const std::string& text) {
   if (device.is_cuda()) {
     const auto& cuda = at::detail::getCUDAHooks();
     if (!cuda.hasCUDA() || cuda.deviceCount() == 0)
-      throw TrialInputError(fmt::format("--device {} was asked for, but this machine has no CUDA device", text), "usage");
+      throw TrialInputError(fmt::format("--device {} was asked for, but this machine has no CUDA device", text),
+                            "usage");
     if (device.has_index() && device.index() >= cuda.deviceCount())
       throw TrialInputError(
           fmt::format("--device {} was asked for, but this machine has {} CUDA device(s)", text, cuda.deviceCount()),

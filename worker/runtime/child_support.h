@@ -11,8 +11,8 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
-#include <stdexcept>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

@@ -29,9 +29,10 @@ inline std::string export_schema_problem(const nlohmann::json& model) {
     return "is a torch.export archive whose schema_version is malformed";
   const auto major = v["major"].get<int64_t>(), minor = v["minor"].get<int64_t>();
   if (major == kExportSchemaMajor || (major == 0 && minor == 0)) return "";
-  return fmt::format("is a torch.export archive of schema version {}.{}, which this build's LibTorch (schema {}.x) "
-                     "does not read: export it again with the torch this tool is built with",
-                     major, minor, kExportSchemaMajor);
+  return fmt::format(
+      "is a torch.export archive of schema version {}.{}, which this build's LibTorch (schema {}.x) "
+      "does not read: export it again with the torch this tool is built with",
+      major, minor, kExportSchemaMajor);
 }
 
 // "L__self__,,__main__.Net;L__self__fc,fc,torch.nn.modules.linear.Linear" (a node's

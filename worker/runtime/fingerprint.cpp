@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "worker/runtime/fingerprint.h"
 
-#include "audit/trial/config.h"
 #include "audit/common/paths.h"
+#include "audit/trial/config.h"
 #include "worker/runtime/switches.h"
 
 #include <ATen/Context.h>
@@ -52,10 +52,18 @@ std::string cpu_model() {
   return "unknown";
 }
 
-const char* kEnvVars[] = {"CUBLAS_WORKSPACE_CONFIG", "MKL_CBWR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                          "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "CUDNN_LOGINFO_DBG",
-                          "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "ATEN_CPU_CAPABILITY",
-                          "PYTORCH_CUDA_ALLOC_CONF", "KMP_DETERMINISTIC_REDUCTION"};
+const char* kEnvVars[] = {"CUBLAS_WORKSPACE_CONFIG",
+                          "MKL_CBWR",
+                          "OMP_NUM_THREADS",
+                          "MKL_NUM_THREADS",
+                          "CUDA_VISIBLE_DEVICES",
+                          "CUDA_LAUNCH_BLOCKING",
+                          "CUDNN_LOGINFO_DBG",
+                          "NVIDIA_TF32_OVERRIDE",
+                          "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+                          "ATEN_CPU_CAPABILITY",
+                          "PYTORCH_CUDA_ALLOC_CONF",
+                          "KMP_DETERMINISTIC_REDUCTION"};
 
 }  // namespace
 
@@ -117,7 +125,8 @@ nlohmann::ordered_json cuda_device_record(int index, const CudaDeviceQueries& q)
 
 #if !defined(RA_WITH_CUDA)
 nlohmann::ordered_json cuda_fingerprint() {
-  return {{"available", false}, {"reason", "torch was built without CUDA"}, {"devices", nlohmann::ordered_json::array()}};
+  return {
+      {"available", false}, {"reason", "torch was built without CUDA"}, {"devices", nlohmann::ordered_json::array()}};
 }
 #endif
 

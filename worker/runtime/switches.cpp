@@ -55,9 +55,12 @@ std::string tf32_cublas() {
 // `allow_fp16_reduced_precision_reduction = (False, False)` sets).
 std::string reduction_state(at::CuBLASReductionOption option) {
   switch (option) {
-    case at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK: return "on";
-    case at::CuBLASReductionOption::DisallowReducedPrecisionAllowSplitK: return "off";
-    case at::CuBLASReductionOption::DisallowReducedPrecisionDisallowSplitK: return "off (split-K off too)";
+    case at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK:
+      return "on";
+    case at::CuBLASReductionOption::DisallowReducedPrecisionAllowSplitK:
+      return "off";
+    case at::CuBLASReductionOption::DisallowReducedPrecisionDisallowSplitK:
+      return "off (split-K off too)";
   }
   return "?";
 }
@@ -93,25 +96,37 @@ void apply_switches(const Config& config) {
   auto& ctx = at::globalContext();
   for (const auto& [key, value] : config.values) {
     const bool on = value == "on";
-    if (key == "cudnn.benchmark") ctx.setBenchmarkCuDNN(on);
-    else if (key == "cudnn.deterministic") ctx.setDeterministicCuDNN(on);
-    else if (key == "cudnn.enabled") ctx.setUserEnabledCuDNN(on);
-    else if (key == "deterministic") ctx.setDeterministicAlgorithms(value != "off", value == "warn");
-    else if (key == "fill_uninitialized_memory") ctx.setDeterministicFillUninitializedMemory(on);
+    if (key == "cudnn.benchmark")
+      ctx.setBenchmarkCuDNN(on);
+    else if (key == "cudnn.deterministic")
+      ctx.setDeterministicCuDNN(on);
+    else if (key == "cudnn.enabled")
+      ctx.setUserEnabledCuDNN(on);
+    else if (key == "deterministic")
+      ctx.setDeterministicAlgorithms(value != "off", value == "warn");
+    else if (key == "fill_uninitialized_memory")
+      ctx.setDeterministicFillUninitializedMemory(on);
     // TF32 through the legacy setters, which set the new per-op precision too: setting only the
     // new one leaves the two disagreeing, and every float32 GEMM then throws under TunableOp.
-    else if (key == "tf32.cublas") ctx.setAllowTF32CuBLAS(on);
+    else if (key == "tf32.cublas")
+      ctx.setAllowTF32CuBLAS(on);
     else if (key == "tf32.cudnn") {
       ctx.setAllowTF32CuDNN(on);
       for (auto op : {at::Float32Op::CONV, at::Float32Op::RNN})
-        ctx.setFloat32Precision(at::Float32Backend::CUDA, op, on ? at::Float32Precision::TF32 : at::Float32Precision::IEEE);
-    }
-    else if (key == "threads") at::set_num_threads(std::stoi(value));
-    else if (key == "sdpa.cudnn") ctx.setSDPUseCuDNN(on);
-    else if (key == "sdpa.flash") ctx.setSDPUseFlash(on);
-    else if (key == "sdpa.mem_efficient") ctx.setSDPUseMemEfficient(on);
-    else if (key == "cublas.fp16_reduction") ctx.setAllowFP16ReductionCuBLAS(on);
-    else if (key == "cublas.bf16_reduction") ctx.setAllowBF16ReductionCuBLAS(on);
+        ctx.setFloat32Precision(at::Float32Backend::CUDA, op,
+                                on ? at::Float32Precision::TF32 : at::Float32Precision::IEEE);
+    } else if (key == "threads")
+      at::set_num_threads(std::stoi(value));
+    else if (key == "sdpa.cudnn")
+      ctx.setSDPUseCuDNN(on);
+    else if (key == "sdpa.flash")
+      ctx.setSDPUseFlash(on);
+    else if (key == "sdpa.mem_efficient")
+      ctx.setSDPUseMemEfficient(on);
+    else if (key == "cublas.fp16_reduction")
+      ctx.setAllowFP16ReductionCuBLAS(on);
+    else if (key == "cublas.bf16_reduction")
+      ctx.setAllowBF16ReductionCuBLAS(on);
     // cublas_workspace and mkl_cbwr are environment switches, set by the parent before exec.
   }
 }

@@ -10,15 +10,15 @@
 //   __selftest DEVICE RESULT FOLDER  the self-test's in-process checks, and its traced models
 //                              (worker/child/selftest_child.h).
 //   __invariance REQUEST RESULT  one configuration's batch-invariance sweep (worker/services/service_invariance.cpp).
-#include "worker/child/trial_child.h"
-#include "worker/child/selftest_child.h"
-#include "worker/child/probe_child.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
-#include "worker/digest/tensor_stats.h"
-#include "worker/tensor_io/artifact_read.h"
 #include "audit/trial/worker.h"
+#include "worker/child/probe_child.h"
+#include "worker/child/selftest_child.h"
+#include "worker/child/trial_child.h"
+#include "worker/digest/tensor_stats.h"
 #include "worker/services/service_table.h"
+#include "worker/tensor_io/artifact_read.h"
 
 #include <nlohmann/json.hpp>
 
@@ -76,7 +76,9 @@ Action attach_artifacts(CLI::App& sub, const GlobalOptions&) {
     } catch (const nlohmann::json::exception& e) {
       throw InputError(std::string("malformed artifact request: ") + e.what());
     }
-    write_file_atomic(paths->second, to_json(answer_artifacts(request)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    write_file_atomic(
+        paths->second,
+        to_json(answer_artifacts(request)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   };
 }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // `diff` in the worker: torch.save files are read with LibTorch and our pickle reader.
 #include "audit/common/files.h"
-#include "worker/diff/tensor_diff.h"
 #include "cli/common.h"
-#include "worker/services/service_table.h"
 #include "cli/worker_options.h"
 #include "reports/diff_model.h"
+#include "worker/diff/tensor_diff.h"
+#include "worker/services/service_table.h"
 
 #include <cstdio>
 #include <memory>
@@ -15,7 +15,8 @@ namespace {
 
 int execute(const DiffArgs& a) {
   if (!a.report.empty()) check_writable_target(a.report);
-  const report::DiffReport result = diff_tensor_files(a.a, a.b, a.key, tolerance_option(a.tolerance), a.tolerance.tolerant);
+  const report::DiffReport result =
+      diff_tensor_files(a.a, a.b, a.key, tolerance_option(a.tolerance), a.tolerance.tolerant);
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_diff_json(result));
   const std::string out = a.json ? report::render_diff_json(result) : report::render_diff_text(result);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `env` in the worker: the fingerprint needs LibTorch (and its CUDA half, loaded for it).
-#include "worker/runtime/fingerprint.h"
 #include "cli/common.h"
-#include "worker/services/service_table.h"
 #include "cli/worker_options.h"
 #include "reports/render.h"
+#include "worker/runtime/fingerprint.h"
+#include "worker/services/service_table.h"
 
 #include <cstdio>
 #include <memory>

@@ -2,13 +2,13 @@
 // `lint` in the worker: the model's graphs are read with LibTorch (worker/lint/lint_graph.h).
 #include "audit/common/files.h"
 #include "audit/knowledge/knowledge.h"
-#include "worker/lint/lint_graph.h"
-#include "worker/tensor_io/model_file.h"
 #include "audit/trial/trials.h"
 #include "cli/common.h"
-#include "worker/services/service_table.h"
 #include "cli/worker_options.h"
 #include "reports/lint_model.h"
+#include "worker/lint/lint_graph.h"
+#include "worker/services/service_table.h"
+#include "worker/tensor_io/model_file.h"
 
 #include <cstdio>
 #include <memory>

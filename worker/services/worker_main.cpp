@@ -3,9 +3,9 @@
 // LibTorch's CUDA half only for work that asks for a CUDA device, before anything could ask torch
 // whether CUDA exists (worker/runtime/cuda_loader.h).
 #include "audit/common/device.h"
-#include "worker/runtime/library_error.h"
-#include "worker/runtime/cuda_loader.h"
 #include "cli/app.h"
+#include "worker/runtime/cuda_loader.h"
+#include "worker/runtime/library_error.h"
 #include "worker/services/service_table.h"
 
 #include <nlohmann/json.hpp>
@@ -34,13 +34,15 @@ bool needs_cuda(int argc, char** argv) {
     std::ifstream in(argv[i + 1]);
     const auto request = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!request.is_object() || !request.contains("spec") || !request["spec"].is_object()) return false;
-    return request.value("fingerprint", false) || ra::Device::of(request["spec"].value("device", std::string())).is_cuda();
+    return request.value("fingerprint", false) ||
+           ra::Device::of(request["spec"].value("device", std::string())).is_cuda();
   }
   if (command != "__child" || i + 1 >= argc) return false;
   std::ifstream in(argv[i + 1]);
   const auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!spec.is_object()) return false;  // the command itself reports the malformed spec
-  return ra::Device::of(spec.value("device", std::string())).is_cuda() || spec.value("task", std::string()) == "preflight";
+  return ra::Device::of(spec.value("device", std::string())).is_cuda() ||
+         spec.value("task", std::string()) == "preflight";
 }
 
 }  // namespace

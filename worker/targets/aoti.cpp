@@ -26,8 +26,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -83,7 +83,8 @@ std::string compiled_source_digest(const std::string& path) {
   caffe2::serialize::PyTorchStreamReader reader(path);
   std::vector<std::string> names;
   for (const auto& name : reader.getAllRecords())
-    if (name.find("aotinductor/") != std::string::npos && name.size() > 4 && name.compare(name.size() - 4, 4, ".cpp") == 0)
+    if (name.find("aotinductor/") != std::string::npos && name.size() > 4 &&
+        name.compare(name.size() - 4, 4, ".cpp") == 0)
       names.push_back(name);
   std::sort(names.begin(), names.end());
   std::string text;
@@ -127,8 +128,10 @@ class AotiTarget final : public Target {
 
   std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) override {
     if (spec.mode == "train")
-      throw TrialInputError("--mode train needs autograd, which an AOTInductor package's compiled code does not have: "
-                            "audit training with a TorchScript archive of the model", "usage");
+      throw TrialInputError(
+          "--mode train needs autograd, which an AOTInductor package's compiled code does not have: "
+          "audit training with a TorchScript archive of the model",
+          "usage");
     const std::string what = fmt::format("model '{}'", spec.model);
     AotiPackage package;
     try {
@@ -139,14 +142,16 @@ class AotiTarget final : public Target {
     package_ = package.metadata;
     const std::string key = package_.at("AOTI_DEVICE_KEY");
     if (key != c10::DeviceTypeName(device.type(), true))
-      throw TrialInputError(fmt::format("model '{}' is an AOTInductor package compiled for {}, not {}: compile it again for "
-                                        "{}, or audit it with --device {}",
-                                        spec.model, excerpt(key), spec.device, spec.device, excerpt(key)));
+      throw TrialInputError(
+          fmt::format("model '{}' is an AOTInductor package compiled for {}, not {}: compile it again for "
+                      "{}, or audit it with --device {}",
+                      spec.model, excerpt(key), spec.device, spec.device, excerpt(key)));
     if (device.is_cpu() && package_.count("AOTI_CPU_ISA"))
       if (const auto missing = missing_isa(package_.at("AOTI_CPU_ISA")); !missing.empty())
-        throw TrialInputError(fmt::format("model '{}' is an AOTInductor package compiled for CPUs with {}, which this CPU "
-                                          "lacks: compile it again on this machine",
-                                          spec.model, excerpt(fmt::format("{}", fmt::join(missing, ", ")))));
+        throw TrialInputError(
+            fmt::format("model '{}' is an AOTInductor package compiled for CPUs with {}, which this CPU "
+                        "lacks: compile it again on this machine",
+                        spec.model, excerpt(fmt::format("{}", fmt::join(missing, ", ")))));
     // Unpacked into the trial's scratch, which the parent removes whatever this process does.
     std::string library;
     try {
@@ -167,10 +172,12 @@ class AotiTarget final : public Target {
       } else if (device.is_cpu()) {
         runner_ = std::make_unique<torch::inductor::AOTIModelContainerRunnerCpu>(library, 1, false);
       } else {
-        throw TrialInputError(fmt::format("model '{}' is an AOTInductor package for {}, for which this LibTorch has no runner",
-                                          spec.model, excerpt(key)));
+        throw TrialInputError(
+            fmt::format("model '{}' is an AOTInductor package for {}, for which this LibTorch has no runner",
+                        spec.model, excerpt(key)));
       }
-      if (!package.layout.blob.empty()) runner_->update_constant_buffer_from_blob(unpacked_->path() + "/" + package.layout.blob);
+      if (!package.layout.blob.empty())
+        runner_->update_constant_buffer_from_blob(unpacked_->path() + "/" + package.layout.blob);
       graph_digest_ = compiled_source_digest(spec.model);
     } catch (const TrialInputError&) {
       throw;
@@ -180,9 +187,11 @@ class AotiTarget final : public Target {
     }
     const Inputs in = load_inputs(spec, device);
     if (!in.kwargs.empty())
-      throw TrialInputError("an AOTInductor package takes its inputs by position: give a tensor or a tuple of tensors, not a dict");
+      throw TrialInputError(
+          "an AOTInductor package takes its inputs by position: give a tensor or a tuple of tensors, not a dict");
     for (const auto& a : in.args) {
-      if (!a.isTensor()) throw TrialInputError("an AOTInductor package takes tensors only: its inputs file holds something else");
+      if (!a.isTensor())
+        throw TrialInputError("an AOTInductor package takes tensors only: its inputs file holds something else");
       inputs_.push_back(a.toTensor());
     }
     descriptions_ = in.descriptions;
@@ -196,9 +205,10 @@ class AotiTarget final : public Target {
       (void)runner_->run(inputs_);
     } catch (const std::exception& e) {
       // The runner's own text names only its failed call; the kernel's reason went to the log.
-      throw TrialInputError(fmt::format("the compiled package rejects the inputs ({}): a package runs the input shapes and "
-                                        "dtypes it was compiled for",
-                                        fmt::join(descriptions_, ", ")));
+      throw TrialInputError(
+          fmt::format("the compiled package rejects the inputs ({}): a package runs the input shapes and "
+                      "dtypes it was compiled for",
+                      fmt::join(descriptions_, ", ")));
     }
     return {};
   }

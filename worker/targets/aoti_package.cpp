@@ -29,7 +29,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 void make_parents(const std::string& root, const std::string& relative, const std::string& what) {
   for (size_t slash = relative.find('/'); slash != std::string::npos; slash = relative.find('/', slash + 1)) {
     const std::string dir = root + "/" + relative.substr(0, slash);
-    struct stat st{};
+    struct stat st {};
     if (::mkdir(dir.c_str(), 0700) != 0 && !(errno == EEXIST && ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
       throw InputError(fmt::format("{}: cannot unpack {} into the trial's scratch folder: {}", what, excerpt(relative),
                                    std::strerror(errno)));
@@ -41,8 +41,9 @@ void write_all(int fd, const char* p, size_t n, const std::string& target, const
     const ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
-      throw InputError(errno == ENOSPC ? fmt::format("{}: no space left in TMPDIR to unpack {}", what, excerpt(target))
-                                       : fmt::format("{}: cannot unpack {}: {}", what, excerpt(target), std::strerror(errno)));
+      throw InputError(errno == ENOSPC
+                           ? fmt::format("{}: no space left in TMPDIR to unpack {}", what, excerpt(target))
+                           : fmt::format("{}: cannot unpack {}: {}", what, excerpt(target), std::strerror(errno)));
     p += w;
     n -= static_cast<size_t>(w);
   }
@@ -64,7 +65,8 @@ AotiLayout aoti_layout(const std::vector<ZipEntry>& entries, const std::string& 
   std::set<std::string> targets;
   for (const auto& e : entries) {
     if (!starts_with(e.name, l.top) || e.name.size() == l.top.size())
-      throw refuse(fmt::format("entry '{}' is not below the top folder '{}', as torch writes packages", excerpt(e.name), excerpt(l.top)));
+      throw refuse(fmt::format("entry '{}' is not below the top folder '{}', as torch writes packages", excerpt(e.name),
+                               excerpt(l.top)));
     if (e.name.back() == '/') continue;  // a folder entry
     std::string target;
     if (starts_with(e.name, model_prefix)) {
@@ -74,8 +76,10 @@ AotiLayout aoti_layout(const std::vector<ZipEntry>& entries, const std::string& 
     } else {
       continue;
     }
-    if (!targets.insert(target).second) throw refuse(fmt::format("two entries would be unpacked to '{}'", excerpt(target)));
-    if (l.metadata.empty() && starts_with(e.name, model_prefix) && ends_with(e.name, "wrapper_metadata.json")) l.metadata = e.name;
+    if (!targets.insert(target).second)
+      throw refuse(fmt::format("two entries would be unpacked to '{}'", excerpt(target)));
+    if (l.metadata.empty() && starts_with(e.name, model_prefix) && ends_with(e.name, "wrapper_metadata.json"))
+      l.metadata = e.name;
     if (ends_with(e.name, ".so")) l.library = target;  // the last one, as the loader takes it
     if (ends_with(e.name, ".blob")) l.blob = target;
     l.files.emplace_back(e.name, target);
@@ -84,8 +88,9 @@ AotiLayout aoti_layout(const std::vector<ZipEntry>& entries, const std::string& 
     throw refuse(fmt::format("it holds no model '{}' (nothing under {}/)", excerpt(model_name), excerpt(l.model_dir)));
   if (l.metadata.empty()) throw refuse("it has no metadata (a ..._metadata.json beside the compiled code)");
   if (l.library.empty())
-    throw refuse("it holds no compiled library (.so), only what LibTorch's loader would compile with a compiler command "
-                 "taken from the package, which repro-audit never runs: package it again with its library");
+    throw refuse(
+        "it holds no compiled library (.so), only what LibTorch's loader would compile with a compiler command "
+        "taken from the package, which repro-audit never runs: package it again with its library");
   return l;
 }
 
@@ -94,18 +99,22 @@ std::map<std::string, std::string> aoti_metadata(std::string_view json, const st
   try {
     j = nlohmann::json::parse(json);
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{} is an AOTInductor package whose metadata is not JSON: {}", what, excerpt(e.what())));
+    throw InputError(
+        fmt::format("{} is an AOTInductor package whose metadata is not JSON: {}", what, excerpt(e.what())));
   }
-  if (!j.is_object()) throw InputError(fmt::format("{} is an AOTInductor package whose metadata is not a JSON object", what));
+  if (!j.is_object())
+    throw InputError(fmt::format("{} is an AOTInductor package whose metadata is not a JSON object", what));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : j.items()) {
     if (!value.is_string())
-      throw InputError(fmt::format("{} is an AOTInductor package whose metadata '{}' is not a string", what, excerpt(key)));
+      throw InputError(
+          fmt::format("{} is an AOTInductor package whose metadata '{}' is not a string", what, excerpt(key)));
     out[key] = value.get<std::string>();
   }
   const auto device = out.find("AOTI_DEVICE_KEY");
   if (device == out.end() || device->second.empty())
-    throw InputError(fmt::format("{} is an AOTInductor package whose metadata names no device (AOTI_DEVICE_KEY)", what));
+    throw InputError(
+        fmt::format("{} is an AOTInductor package whose metadata names no device (AOTI_DEVICE_KEY)", what));
   return out;
 }
 
@@ -115,15 +124,18 @@ AotiPackage read_aoti_package(const std::string& path, const std::string& model_
   p.layout = aoti_layout(p.entries, model_name, what);
   for (const auto& e : p.entries)
     if (e.name == p.layout.metadata && e.size > kMaxAotiMetadataBytes)
-      throw InputError(fmt::format("{} is an AOTInductor package whose metadata holds {} bytes, more than the {} repro-audit "
-                                   "reads", what, e.size, kMaxAotiMetadataBytes));
+      throw InputError(
+          fmt::format("{} is an AOTInductor package whose metadata holds {} bytes, more than the {} repro-audit "
+                      "reads",
+                      what, e.size, kMaxAotiMetadataBytes));
   std::string text;
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
     auto [data, size] = reader.getRecord(p.layout.metadata.substr(p.layout.top.size()));
     text.assign(static_cast<const char*>(data.get()), size);
   } catch (const std::exception& e) {
-    throw InputError(fmt::format("{} is an AOTInductor package whose metadata cannot be read: {}", what, excerpt(error_text(e))));
+    throw InputError(
+        fmt::format("{} is an AOTInductor package whose metadata cannot be read: {}", what, excerpt(error_text(e))));
   }
   p.metadata = aoti_metadata(text, what);
   return p;
@@ -146,7 +158,8 @@ std::string unpack_aoti_package(const std::string& path, const AotiPackage& pack
       make_parents(folder, target, what);
       const std::string out = folder + "/" + target;
       const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      if (fd < 0) throw InputError(fmt::format("{}: cannot unpack {}: {}", what, excerpt(target), std::strerror(errno)));
+      if (fd < 0)
+        throw InputError(fmt::format("{}: cannot unpack {}: {}", what, excerpt(target), std::strerror(errno)));
       try {
         auto chunks = reader.createChunkReaderIter(record, size, kChunk);
         for (size_t done = 0; done < size;) {
@@ -159,12 +172,14 @@ std::string unpack_aoti_package(const std::string& path, const AotiPackage& pack
         ::close(fd);
         throw;
       }
-      if (::close(fd) != 0) throw InputError(fmt::format("{}: cannot unpack {}: {}", what, excerpt(target), std::strerror(errno)));
+      if (::close(fd) != 0)
+        throw InputError(fmt::format("{}: cannot unpack {}: {}", what, excerpt(target), std::strerror(errno)));
     }
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(fmt::format("{} is an AOTInductor package that cannot be unpacked: {}", what, excerpt(error_text(e))));
+    throw InputError(
+        fmt::format("{} is an AOTInductor package that cannot be unpacked: {}", what, excerpt(error_text(e))));
   }
   return folder + "/" + package.layout.library;
 }

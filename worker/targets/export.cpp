@@ -23,9 +23,9 @@
 
 #include <fmt/format.h>
 
-#include <set>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include <limits>
 
@@ -55,15 +55,17 @@ class ExportTarget final : public Target {
     } catch (const TrialInputError&) {
       throw;
     } catch (const std::exception& e) {
-      throw TrialInputError(fmt::format("model '{}' is a torch.export archive that cannot be loaded: {}", spec.model, error_text(e)));
+      throw TrialInputError(
+          fmt::format("model '{}' is a torch.export archive that cannot be loaded: {}", spec.model, error_text(e)));
     }
     inputs_ = load_inputs(spec, device);
     if (inputs_.kwargs.empty() && inputs_.args.size() != names_.size()) {
       if (inputs_.args.empty())
-        throw TrialInputError(fmt::format("the exported program takes {} input{} ({}), but none was given: pass --input FILE "
-                                          "(a torch.save file) or --shape SIZES per input",
-                                          names_.size(), names_.size() == 1 ? "" : "s", fmt::join(names_, ", ")),
-                              "usage");
+        throw TrialInputError(
+            fmt::format("the exported program takes {} input{} ({}), but none was given: pass --input FILE "
+                        "(a torch.save file) or --shape SIZES per input",
+                        names_.size(), names_.size() == 1 ? "" : "s", fmt::join(names_, ", ")),
+            "usage");
       throw TrialInputError(fmt::format("the exported program takes {} input{} ({}), but {} {} given", names_.size(),
                                         names_.size() == 1 ? "" : "s", fmt::join(names_, ", "), inputs_.args.size(),
                                         inputs_.args.size() == 1 ? "was" : "were"));
@@ -80,8 +82,8 @@ class ExportTarget final : public Target {
     try {
       (void)runner_->run(inputs_.args, inputs_.kwargs);
     } catch (const std::exception& e) {
-      throw TrialInputError(
-          fmt::format("the exported program rejects the inputs ({}): {}", fmt::join(inputs_.descriptions, ", "), error_text(e)));
+      throw TrialInputError(fmt::format("the exported program rejects the inputs ({}): {}",
+                                        fmt::join(inputs_.descriptions, ", "), error_text(e)));
     }
     return {};
   }
@@ -107,13 +109,15 @@ class ExportTarget final : public Target {
     for (auto& r : t.records)
       if (r.thread == 0 && r.kind == "op" && r.phase == "forward" && r.parent == -1) top.push_back(&r);
     const size_t R = top.size(), N = nodes_.size();
-    static const std::set<std::string> helpers = {"aten::sum", "aten::div_", "aten::mul_", "aten::add_", "aten::fill_",
-                                                  "aten::zero_", "aten::copy_", "aten::empty", "aten::t", "aten::mm",
-                                                  "aten::addmm", "aten::as_strided", "aten::view", "aten::reshape"};
+    static const std::set<std::string> helpers = {
+        "aten::sum",   "aten::div_", "aten::mul_", "aten::add_",  "aten::fill_",      "aten::zero_", "aten::copy_",
+        "aten::empty", "aten::t",    "aten::mm",   "aten::addmm", "aten::as_strided", "aten::view",  "aten::reshape"};
     std::vector<int> match(R, -1);
     if (R * N <= size_t{50'000'000}) {
       std::vector<std::vector<int>> best(R + 1, std::vector<int>(N + 1, 0));
-      const auto weight = [&](size_t i, size_t k) { return top[i]->op != nodes_[k].op ? -1 : helpers.count(nodes_[k].op) ? 1 : 2; };
+      const auto weight = [&](size_t i, size_t k) {
+        return top[i]->op != nodes_[k].op ? -1 : helpers.count(nodes_[k].op) ? 1 : 2;
+      };
       for (size_t i = R; i-- > 0;)
         for (size_t k = N; k-- > 0;) {
           int b = std::max(best[i + 1][k], best[i][k + 1]);
@@ -136,7 +140,8 @@ class ExportTarget final : public Target {
       if (match[i] >= 0) {
         const GraphNode& g = nodes_[static_cast<size_t>(match[i])];
         top[i]->module = g.module;
-        top[i]->source = g.source.empty() ? fmt::format("node {}", g.name) : fmt::format("{} (node {})", g.source, g.name);
+        top[i]->source =
+            g.source.empty() ? fmt::format("node {}", g.name) : fmt::format("{} (node {})", g.source, g.name);
         seen[static_cast<size_t>(match[i])] = true;
         previous = match[i];
         continue;
@@ -169,11 +174,11 @@ class ExportTarget final : public Target {
     // What it means for the user, in a line: which nodes the trace cannot name, and where a
     // divergence inside one shows instead. (NativeRT's static CPU kernels bypass the dispatcher;
     // the wheel's ModelRunnerHandle has no switch to turn them off.)
-    return {fmt::format("{} of the graph's {} nodes ({}) run as fused kernels that the trace cannot see into: a divergence "
-                        "inside one is named at the nearest traced op (\"inside node ...\"), not at the node itself",
-                        count, N, fmt::join(hidden, ", "))};
+    return {
+        fmt::format("{} of the graph's {} nodes ({}) run as fused kernels that the trace cannot see into: a divergence "
+                    "inside one is named at the nearest traced op (\"inside node ...\"), not at the node itself",
+                    count, N, fmt::join(hidden, ", "))};
   }
-
 
  private:
   std::vector<GraphNode> nodes_;

@@ -8,8 +8,8 @@
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/export_graph.h"
 
-#include <caffe2/serialize/inline_container.h>
 #include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,25 +23,44 @@ namespace {
 // torch/_export/serde/schema.py, ScalarType.
 std::optional<at::ScalarType> export_dtype(int code) {
   switch (code) {
-    case 1: return at::kByte;
-    case 2: return at::kChar;
-    case 3: return at::kShort;
-    case 4: return at::kInt;
-    case 5: return at::kLong;
-    case 6: return at::kHalf;
-    case 7: return at::kFloat;
-    case 8: return at::kDouble;
-    case 9: return at::kComplexHalf;
-    case 10: return at::kComplexFloat;
-    case 11: return at::kComplexDouble;
-    case 12: return at::kBool;
-    case 13: return at::kBFloat16;
-    case 28: return at::kUInt16;
-    case 29: return at::kFloat8_e4m3fn;
-    case 30: return at::kFloat8_e5m2;
-    case 31: return at::kFloat8_e4m3fnuz;
-    case 32: return at::kFloat8_e5m2fnuz;
-    default: return std::nullopt;
+    case 1:
+      return at::kByte;
+    case 2:
+      return at::kChar;
+    case 3:
+      return at::kShort;
+    case 4:
+      return at::kInt;
+    case 5:
+      return at::kLong;
+    case 6:
+      return at::kHalf;
+    case 7:
+      return at::kFloat;
+    case 8:
+      return at::kDouble;
+    case 9:
+      return at::kComplexHalf;
+    case 10:
+      return at::kComplexFloat;
+    case 11:
+      return at::kComplexDouble;
+    case 12:
+      return at::kBool;
+    case 13:
+      return at::kBFloat16;
+    case 28:
+      return at::kUInt16;
+    case 29:
+      return at::kFloat8_e4m3fn;
+    case 30:
+      return at::kFloat8_e5m2;
+    case 31:
+      return at::kFloat8_e4m3fnuz;
+    case 32:
+      return at::kFloat8_e5m2fnuz;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -61,13 +80,15 @@ struct WeightBudget {
 
 // The tensor a weights or constants entry describes, copied out of its record after checking that
 // every element it reaches lies inside the record.
-at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std::string& folder, const std::string& name,
-                       const nlohmann::json& entry, const std::string& path, WeightBudget& budget) {
+at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std::string& folder,
+                       const std::string& name, const nlohmann::json& entry, const std::string& path,
+                       WeightBudget& budget) {
   const std::string what = fmt::format("model '{}': {} '{}'", path, folder, excerpt(name));
   const auto& meta = entry.at("tensor_meta");
   const auto dtype = export_dtype(meta.at("dtype").get<int>());
   if (!dtype)
-    throw TrialInputError(fmt::format("{} has dtype code {}, which this version does not read", what, excerpt(meta.at("dtype").dump())));
+    throw TrialInputError(
+        fmt::format("{} has dtype code {}, which this version does not read", what, excerpt(meta.at("dtype").dump())));
   if (meta.contains("layout") && meta["layout"].get<int>() != 7)
     throw TrialInputError(fmt::format("{} is not a strided tensor (layout {}), which this version does not read", what,
                                       excerpt(meta["layout"].dump())));
@@ -75,9 +96,11 @@ at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std
   for (const auto& s : meta.at("sizes")) sizes.push_back(as_int(s, what + " size"));
   for (const auto& s : meta.at("strides")) strides.push_back(as_int(s, what + " stride"));
   const int64_t offset = meta.contains("storage_offset") ? as_int(meta["storage_offset"], what + " offset") : 0;
-  if (sizes.size() != strides.size()) throw TrialInputError(fmt::format("{} has {} sizes but {} strides", what, sizes.size(), strides.size()));
+  if (sizes.size() != strides.size())
+    throw TrialInputError(fmt::format("{} has {} sizes but {} strides", what, sizes.size(), strides.size()));
   const std::string record = fmt::format("data/{}/{}", folder, entry.at("path_name").get<std::string>());
-  if (!reader.hasRecord(record)) throw TrialInputError(fmt::format("{}: the archive has no record {}", what, excerpt(record)));
+  if (!reader.hasRecord(record))
+    throw TrialInputError(fmt::format("{}: the archive has no record {}", what, excerpt(record)));
   auto [data, bytes] = reader.getRecord(record);
   // The last element it reaches: offset + sum((size - 1) * stride), each term checked.
   const int64_t item = static_cast<int64_t>(c10::elementSize(*dtype));
@@ -87,7 +110,8 @@ at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0 || strides[i] < 0) bad = true;
     if (sizes[i] == 0) empty = true;
-    if (sizes[i] > 0 && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &step) || __builtin_add_overflow(last, step, &last)))
+    if (sizes[i] > 0 &&
+        (__builtin_mul_overflow(sizes[i] - 1, strides[i], &step) || __builtin_add_overflow(last, step, &last)))
       bad = true;
     if (sizes[i] >= 0 && __builtin_mul_overflow(numel, sizes[i], &numel)) bad = true;
   }
@@ -96,12 +120,13 @@ at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std
     throw TrialInputError(fmt::format("{} reaches past its record ({} bytes)", what, bytes));
   if (empty) return at::empty(sizes, at::TensorOptions().dtype(*dtype));
   if (__builtin_mul_overflow(numel, item, &out_bytes) || static_cast<uint64_t>(out_bytes) > budget.left)
-    throw TrialInputError(fmt::format("{} would take {} bytes once read, more than is left of the archive's budget ({} "
-                                      "times its size plus {} MiB, for all its weights together)",
-                                      what, out_bytes, kMaxZipRatio, kZipExpansionSlack >> 20));
+    throw TrialInputError(
+        fmt::format("{} would take {} bytes once read, more than is left of the archive's budget ({} "
+                    "times its size plus {} MiB, for all its weights together)",
+                    what, out_bytes, kMaxZipRatio, kZipExpansionSlack >> 20));
   budget.left -= static_cast<uint64_t>(out_bytes);
-  const at::Tensor view = at::from_blob(static_cast<char*>(data.get()) + offset * item, sizes, strides,
-                                        at::TensorOptions().dtype(*dtype));
+  const at::Tensor view =
+      at::from_blob(static_cast<char*>(data.get()) + offset * item, sizes, strides, at::TensorOptions().dtype(*dtype));
   return view.clone();
 }
 
@@ -118,8 +143,10 @@ std::vector<std::pair<std::string, at::Tensor>> read_weights(caffe2::serialize::
                                                        fmt::format("model '{}': {}", path, config));
     for (const auto& [name, entry] : j.at("config").items()) {
       if (entry.value("use_pickle", false))
-        throw TrialInputError(fmt::format("model '{}': {} '{}' is pickled (a tensor subclass or an opaque object), which "
-                                          "this version does not read", path, folder, excerpt(name)));
+        throw TrialInputError(
+            fmt::format("model '{}': {} '{}' is pickled (a tensor subclass or an opaque object), which "
+                        "this version does not read",
+                        path, folder, excerpt(name)));
       const std::string kind = folder == "constants" ? "constant" : entry.value("is_param", false) ? "param" : "buffer";
       out.emplace_back(kind + "/" + name, read_tensor(reader, folder, name, entry, path, budget));
     }
@@ -148,7 +175,8 @@ std::vector<std::vector<int64_t>> user_input_sizes(const nlohmann::json& j) {
     const auto& arg = spec["user_input"].at("arg");
     std::vector<int64_t> sizes;
     if (arg.contains("as_tensor") && values.contains(arg["as_tensor"].value("name", std::string())))
-      for (const auto& d : values.at(arg["as_tensor"]["name"].get<std::string>()).value("sizes", nlohmann::json::array()))
+      for (const auto& d :
+           values.at(arg["as_tensor"]["name"].get<std::string>()).value("sizes", nlohmann::json::array()))
         sizes.push_back(d.contains("as_int") ? d["as_int"].get<int64_t>() : -1);
     out.push_back(std::move(sizes));
   }
@@ -171,7 +199,8 @@ std::vector<GraphNode> graph_nodes(const nlohmann::json& j) {
     GraphNode g;
     g.op = rest.substr(0, d1) + "::" + rest.substr(d1 + 1, d2 == std::string::npos ? std::string::npos : d2 - d1 - 1);
     g.name = node.value("name", std::string());
-    const nlohmann::json meta = node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
+    const nlohmann::json meta =
+        node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
     g.module = module_path_of(meta.value("nn_module_stack", std::string()));
     // The innermost frame of the program (outside torch) in the stack trace, outermost first.
     const std::string trace = meta.value("stack_trace", std::string());
@@ -198,7 +227,8 @@ ExportArchive read_export_archive(const std::string& path) {
     auto [data, size] = reader.getRecord("models/model.json");
     const auto graph = parse_json_document<nlohmann::json>(std::string(static_cast<const char*>(data.get()), size),
                                                            what + ": models/model.json");
-    if (const std::string schema = export_schema_problem(graph); !schema.empty()) throw TrialInputError(fmt::format("{} {}", what, schema));
+    if (const std::string schema = export_schema_problem(graph); !schema.empty())
+      throw TrialInputError(fmt::format("{} {}", what, schema));
     ExportArchive a;
     a.input_names = user_input_names(graph);
     a.input_sizes = user_input_sizes(graph);

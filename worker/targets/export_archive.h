@@ -25,10 +25,10 @@ struct GraphNode {
 };
 
 struct ExportArchive {
-  std::vector<std::string> input_names;  // the user inputs of the signature, in order
-  std::vector<std::vector<int64_t>> input_sizes;  // their sizes as the graph declares them, -1 where symbolic
-  std::vector<GraphNode> nodes;          // the graph's ATen nodes, in order
-  std::string graph_digest;              // audit/baseline/identity.h, canonical_export_graph
+  std::vector<std::string> input_names;                     // the user inputs of the signature, in order
+  std::vector<std::vector<int64_t>> input_sizes;            // their sizes as the graph declares them, -1 where symbolic
+  std::vector<GraphNode> nodes;                             // the graph's ATen nodes, in order
+  std::string graph_digest;                                 // audit/baseline/identity.h, canonical_export_graph
   std::vector<std::pair<std::string, at::Tensor>> weights;  // "param/fc.weight", "buffer/...", "constant/..."
 };
 

@@ -20,12 +20,14 @@ namespace {
 at::ScalarType scalar_type_of(const std::string& name) {
   static const std::map<std::string, at::ScalarType> types = {
       {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16},
-      {"int8", at::kChar},     {"uint8", at::kByte},     {"int16", at::kShort}, {"int32", at::kInt},
+      {"int8", at::kChar},     {"uint8", at::kByte},     {"int16", at::kShort},  {"int32", at::kInt},
       {"int64", at::kLong},    {"bool", at::kBool}};
   return types.at(name);
 }
 
-std::string describe(const at::Tensor& t) { return fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x")); }
+std::string describe(const at::Tensor& t) {
+  return fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x"));
+}
 
 }  // namespace
 
@@ -63,9 +65,11 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
       for (const auto& e : elems) in.args.push_back(e.isTensor() ? c10::IValue(e.toTensor().to(device)) : e);
     } else if (value.isGenericDict()) {
       for (const auto& kv : value.toGenericDict())
-        in.kwargs[kv.key().toStringRef()] = kv.value().isTensor() ? c10::IValue(kv.value().toTensor().to(device)) : kv.value();
+        in.kwargs[kv.key().toStringRef()] =
+            kv.value().isTensor() ? c10::IValue(kv.value().toTensor().to(device)) : kv.value();
     } else {
-      throw TrialInputError(fmt::format("{} holds a {}, not a tensor, tuple, list or dict of tensors", what, value.tagKind()));
+      throw TrialInputError(
+          fmt::format("{} holds a {}, not a tensor, tuple, list or dict of tensors", what, value.tagKind()));
     }
     for (const auto& [name, t] : check) in.descriptions.push_back(fmt::format("{}={}", name, describe(t)));
     return in;
@@ -89,7 +93,8 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
 
 std::string weights_identity(const NamedTensors& weights) {
   std::vector<WeightLine> lines;
-  for (const auto& [name, t] : weights) lines.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
+  for (const auto& [name, t] : weights)
+    lines.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
   return weights_digest(std::move(lines));
 }
 

@@ -4,9 +4,9 @@
 // not depend on what the model draws. Shared by every kind of model target.
 #pragma once
 
+#include "audit/trial/trial_spec.h"
 #include "worker/runtime/child_support.h"
 #include "worker/tensor_io/tensor_file.h"
-#include "audit/trial/trial_spec.h"
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>

@@ -23,10 +23,10 @@
 // (compiled code) say Tracing::None, and the child refuses --trace for them with a usage error.
 #pragma once
 
-#include "worker/runtime/child_support.h"
 #include "audit/trace/trace_record.h"
 #include "audit/trial/trial_spec.h"
 #include "reports/core_model.h"
+#include "worker/runtime/child_support.h"
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>

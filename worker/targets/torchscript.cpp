@@ -72,8 +72,8 @@ at::Tensor loss_of(const c10::IValue& out) {
 
 // Train mode: K optimizer steps from `spec.optimizer`; a restart-replay child resumes from or saves
 // a checkpoint (worker/train/checkpoint.h). `state` receives the training-state digests when the spec asks.
-void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in, Recorder& rec,
-           std::vector<report::TensorDigest>& state) {
+void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in,
+           Recorder& rec, std::vector<report::TensorDigest>& state) {
   module.train();
   ModelOptimizer optimizer(module, spec.optimizer, spec.lr);
   const CheckpointOmissions omit = checkpoint_omissions(spec.checkpoint.omit);
@@ -202,7 +202,8 @@ class TorchScriptTarget final : public Target {
     } catch (const std::exception& e) {
       const std::string why = not_torchscript_because(spec.model);
       if (!why.empty()) throw TrialInputError(fmt::format("model '{}' {}", spec.model, why));
-      throw TrialInputError(fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
+      throw TrialInputError(
+          fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
     }
     inputs_ = load_inputs(spec, device);
     check_arity(module_, inputs_);
@@ -242,9 +243,10 @@ class TorchScriptTarget final : public Target {
       for (const auto& p : module_.named_parameters(true)) has_float_param |= at::isFloatingType(p.value.scalar_type());
       if (!has_float_param) throw TrialInputError("train mode needs a model with floating-point parameters");
       if (const std::string frozen = eval_frozen_ops(module_); !frozen.empty())
-        return {fmt::format("the model was traced in eval mode: its {} keep eval behaviour under --mode train "
-                            "(torch.jit.trace records the mode as a constant); script it, or trace it after model.train()",
-                            frozen)};
+        return {
+            fmt::format("the model was traced in eval mode: its {} keep eval behaviour under --mode train "
+                        "(torch.jit.trace records the mode as a constant); script it, or trace it after model.train()",
+                        frozen)};
     }
     return {};
   }
@@ -271,9 +273,12 @@ class TorchScriptTarget final : public Target {
 
 std::unique_ptr<Target> open_model_target(const TrialSpec& spec) {
   switch (archive_kind(spec.model)) {
-    case ArchiveKind::Export: return open_export_target();
-    case ArchiveKind::Aoti: return open_aoti_target();
-    default: return std::make_unique<TorchScriptTarget>();  // whose load says what any other file is
+    case ArchiveKind::Export:
+      return open_export_target();
+    case ArchiveKind::Aoti:
+      return open_aoti_target();
+    default:
+      return std::make_unique<TorchScriptTarget>();  // whose load says what any other file is
   }
 }
 

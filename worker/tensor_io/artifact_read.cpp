@@ -21,11 +21,16 @@ constexpr size_t kMaxArtifactAnswerEntries = size_t{1} << 17;
 std::string kind_of_file(const std::string& path) {
   if (looks_like_safetensors(path)) return "safetensors";
   switch (archive_kind(path)) {
-    case ArchiveKind::TorchSave: return "torch.save";
-    case ArchiveKind::TorchScript: return "torchscript";
-    case ArchiveKind::Export: return "export";
-    case ArchiveKind::Aoti: return "aoti";
-    case ArchiveKind::Other: return "";
+    case ArchiveKind::TorchSave:
+      return "torch.save";
+    case ArchiveKind::TorchScript:
+      return "torchscript";
+    case ArchiveKind::Export:
+      return "export";
+    case ArchiveKind::Aoti:
+      return "aoti";
+    case ArchiveKind::Other:
+      return "";
   }
   return "";
 }
@@ -45,8 +50,9 @@ ArtifactContents read_one(const ArtifactRead& r) {
   ArtifactContents c;
   c.kind = kind_of_file(r.path);
   if (c.kind != "torch.save" && c.kind != "safetensors" && c.kind != "torchscript") {
-    c.note = c.kind.empty() ? "it starts like a torch.save archive, but PyTorch cannot read it as one: compared by bytes"
-                            : fmt::format("a {} archive, compared by bytes", c.kind == "export" ? "torch.export" : "AOTInductor");
+    c.note = c.kind.empty()
+                 ? "it starts like a torch.save archive, but PyTorch cannot read it as one: compared by bytes"
+                 : fmt::format("a {} archive, compared by bytes", c.kind == "export" ? "torch.export" : "AOTInductor");
     c.kind = "bytes";
     return c;
   }
@@ -60,7 +66,8 @@ ArtifactContents read_one(const ArtifactRead& r) {
       }
     }
   } catch (const std::exception& e) {
-    c.note = fmt::format("read as a {} file it failed ({}), so it is compared by bytes", c.kind, excerpt(e.what(), 400));
+    c.note =
+        fmt::format("read as a {} file it failed ({}), so it is compared by bytes", c.kind, excerpt(e.what(), 400));
     c.kind = "bytes";
     c.entries.clear();
   }
@@ -82,7 +89,9 @@ report::DivergenceStats stats_of(const report::DiffEntry& e) {
     return v.empty() ? std::string("scalar") : out;
   };
   switch (e.status) {
-    case DiffStatus::Identical: s.note = "identical in these two files"; break;
+    case DiffStatus::Identical:
+      s.note = "identical in these two files";
+      break;
     case DiffStatus::Differs:
       if (e.stats) return *e.stats;
       s.numel = 1;
@@ -90,10 +99,18 @@ report::DivergenceStats stats_of(const report::DiffEntry& e) {
       s.first_index = 0;
       s.note = fmt::format("value {} vs {}", e.value_a, e.value_b);
       break;
-    case DiffStatus::DtypeDiffers: s.note = fmt::format("type differs: {} vs {}", e.dtype, e.dtype_b); break;
-    case DiffStatus::ShapeDiffers: s.note = fmt::format("shape differs: {} vs {}", shape(e.shape), shape(e.shape_b)); break;
-    case DiffStatus::OnlyA: s.note = "only in the reference run's file"; break;
-    case DiffStatus::OnlyB: s.note = "only in the other run's file"; break;
+    case DiffStatus::DtypeDiffers:
+      s.note = fmt::format("type differs: {} vs {}", e.dtype, e.dtype_b);
+      break;
+    case DiffStatus::ShapeDiffers:
+      s.note = fmt::format("shape differs: {} vs {}", shape(e.shape), shape(e.shape_b));
+      break;
+    case DiffStatus::OnlyA:
+      s.note = "only in the reference run's file";
+      break;
+    case DiffStatus::OnlyB:
+      s.note = "only in the other run's file";
+      break;
   }
   return s;
 }
@@ -105,7 +122,8 @@ std::map<std::string, report::DivergenceStats> compare_one(const ArtifactCompare
     const auto a = file_leaves(c.path_a);
     const auto b = file_leaves(c.path_b);
     for (const auto& full : c.entries) {
-      std::string leaf = full == c.name ? std::string(kBareTensorName) : full.substr(std::min(full.size(), c.name.size() + 1));
+      std::string leaf =
+          full == c.name ? std::string(kBareTensorName) : full.substr(std::min(full.size(), c.name.size() + 1));
       const auto ia = a.find(leaf), ib = b.find(leaf);
       if (ia == a.end() && ib == b.end()) {
         out[full].note = "in neither file";
@@ -131,8 +149,10 @@ ArtifactAnswer answer_artifacts(const ArtifactRequest& request) {
   for (const auto& r : request.reads) {
     ArtifactContents c = read_one(r);
     if (entries + c.entries.size() > kMaxArtifactAnswerEntries) {
-      c.note = fmt::format("the files read before it hold {} entries, and it would pass the {} compared one by one, so it "
-                           "is compared by bytes", entries, kMaxArtifactAnswerEntries);
+      c.note = fmt::format(
+          "the files read before it hold {} entries, and it would pass the {} compared one by one, so it "
+          "is compared by bytes",
+          entries, kMaxArtifactAnswerEntries);
       c.kind = "bytes";
       c.entries.clear();
     }

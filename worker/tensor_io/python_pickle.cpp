@@ -66,13 +66,18 @@ struct Node {
 
 // The storage types torch.save names in persistent ids, by dtype.
 std::optional<at::ScalarType> storage_dtype(const std::string& global) {
-  static const std::map<std::string, at::ScalarType> types = {
-      {"torch.FloatStorage", at::kFloat},     {"torch.DoubleStorage", at::kDouble},
-      {"torch.HalfStorage", at::kHalf},       {"torch.BFloat16Storage", at::kBFloat16},
-      {"torch.LongStorage", at::kLong},       {"torch.IntStorage", at::kInt},
-      {"torch.ShortStorage", at::kShort},     {"torch.CharStorage", at::kChar},
-      {"torch.ByteStorage", at::kByte},       {"torch.BoolStorage", at::kBool},
-      {"torch.ComplexFloatStorage", at::kComplexFloat}, {"torch.ComplexDoubleStorage", at::kComplexDouble}};
+  static const std::map<std::string, at::ScalarType> types = {{"torch.FloatStorage", at::kFloat},
+                                                              {"torch.DoubleStorage", at::kDouble},
+                                                              {"torch.HalfStorage", at::kHalf},
+                                                              {"torch.BFloat16Storage", at::kBFloat16},
+                                                              {"torch.LongStorage", at::kLong},
+                                                              {"torch.IntStorage", at::kInt},
+                                                              {"torch.ShortStorage", at::kShort},
+                                                              {"torch.CharStorage", at::kChar},
+                                                              {"torch.ByteStorage", at::kByte},
+                                                              {"torch.BoolStorage", at::kBool},
+                                                              {"torch.ComplexFloatStorage", at::kComplexFloat},
+                                                              {"torch.ComplexDoubleStorage", at::kComplexDouble}};
   const auto it = types.find(global);
   if (it == types.end()) return std::nullopt;
   return it->second;
@@ -102,7 +107,6 @@ std::string path_of(const Step* s) {
   }
   return out;
 }
-
 
 class Machine {
  public:
@@ -135,7 +139,8 @@ class Machine {
     return *p_++;
   }
   std::string bytes(uint64_t n) {
-    if (static_cast<uint64_t>(end_ - p_) < n) bad(fmt::format("a string claims {} bytes, more than the pickle holds", n));
+    if (static_cast<uint64_t>(end_ - p_) < n)
+      bad(fmt::format("a string claims {} bytes, more than the pickle holds", n));
     std::string s(p_, p_ + n);
     p_ += n;
     return s;
@@ -205,8 +210,9 @@ class Machine {
   }
   void add_items(Node::Kind kind, std::vector<Obj>& items) {
     Node* n = node_of(top(), kind);
-    if (n == nullptr) bad(kind == Node::Kind::Dict ? "items are set on something that is not a dict"
-                                                   : "items are appended to something that is not a list");
+    if (n == nullptr)
+      bad(kind == Node::Kind::Dict ? "items are set on something that is not a dict"
+                                   : "items are appended to something that is not a list");
     if (kind == Node::Kind::Dict && items.size() % 2 != 0) bad("a dict has a key without a value");
     for (auto& item : items) n->items.push_back(std::move(item));
   }
@@ -235,7 +241,8 @@ class Machine {
     const std::string record = "data/" + key;
     const std::string& type = f[1].value.toStringRef();
     const auto dtype = storage_dtype(type);
-    if (!dtype) throw InputError(fmt::format("{} holds a storage of type {}, which repro-audit cannot read", where_, type));
+    if (!dtype)
+      throw InputError(fmt::format("{} holds a storage of type {}, which repro-audit cannot read", where_, type));
     const auto numel = int_of(f[4]);
     const uint64_t elem = c10::elementSize(*dtype);
     if (!numel || *numel < 0) bad(fmt::format("storage {} has no valid element count", record));
@@ -245,7 +252,9 @@ class Machine {
     const size_t nbytes = static_cast<size_t>(*numel) * elem;
     if (!archive_.hasRecord(record)) bad(fmt::format("storage record {} is missing", record));
     const size_t size = archive_.getRecordSize(record);
-    if (size != nbytes) bad(fmt::format("storage record {} holds {} bytes, not the {} its {} elements need", record, size, nbytes, *numel));
+    if (size != nbytes)
+      bad(fmt::format("storage record {} holds {} bytes, not the {} its {} elements need", record, size, nbytes,
+                      *numel));
     Obj s{Obj::Kind::Storage, {}, at::empty({*numel}, at::TensorOptions().dtype(*dtype)), 0};
     if (nbytes > 0) archive_.getRecord(record, s.storage.data_ptr(), nbytes);
     storages_.emplace(key, s);
@@ -280,13 +289,15 @@ class Machine {
       last += static_cast<__int128>(size[i] == 0 ? 0 : size[i] - 1) * stride[i];
     }
     if (numel > 0 && last >= storage.numel())
-      return invalid(fmt::format("it reaches element {} of a storage of {} elements",
-                                 last > INT64_MAX ? std::string("2^63 or beyond") : std::to_string(static_cast<int64_t>(last)),
-                                 storage.numel()));
+      return invalid(
+          fmt::format("it reaches element {} of a storage of {} elements",
+                      last > INT64_MAX ? std::string("2^63 or beyond") : std::to_string(static_cast<int64_t>(last)),
+                      storage.numel()));
     if (numel - storage.numel() > kMaxViewExcess)
-      return invalid(fmt::format("it views {} elements of a storage of {}; repro-audit reads views of at most {} elements "
-                                 "beyond their storage",
-                                 numel, storage.numel(), kMaxViewExcess));
+      return invalid(
+          fmt::format("it views {} elements of a storage of {}; repro-audit reads views of at most {} elements "
+                      "beyond their storage",
+                      numel, storage.numel(), kMaxViewExcess));
     return leaf(at::empty({0}, storage.options()).set_(storage.storage(), *offset, size, stride));
   }
   Obj invalid(const std::string& what) {
@@ -321,22 +332,44 @@ class Machine {
 
   void step(uint8_t op) {
     switch (op) {
-      case 0x80: byte(); break;                      // PROTO
-      case 0x95: uint_le(8); break;                  // FRAME: only a hint of the next frame's length
-      case '(':                                      // MARK
+      case 0x80:
+        byte();
+        break;  // PROTO
+      case 0x95:
+        uint_le(8);
+        break;   // FRAME: only a hint of the next frame's length
+      case '(':  // MARK
         made_one();
         marks_.push_back(stack_.size());
         break;
-      case '0': pop(); break;                        // POP
-      case '1': pop_mark(); break;                   // POP_MARK
-      case '2': push(Obj(top())); break;             // DUP
-      case 'N': push(leaf(c10::IValue())); break;
-      case 0x88: push(leaf(true)); break;
-      case 0x89: push(leaf(false)); break;
-      case 'J': push(leaf(static_cast<int64_t>(static_cast<int32_t>(uint_le(4))))); break;
-      case 'K': push(leaf(static_cast<int64_t>(uint_le(1)))); break;
-      case 'M': push(leaf(static_cast<int64_t>(uint_le(2)))); break;
-      case 0x8a: {                                   // LONG1
+      case '0':
+        pop();
+        break;  // POP
+      case '1':
+        pop_mark();
+        break;  // POP_MARK
+      case '2':
+        push(Obj(top()));
+        break;  // DUP
+      case 'N':
+        push(leaf(c10::IValue()));
+        break;
+      case 0x88:
+        push(leaf(true));
+        break;
+      case 0x89:
+        push(leaf(false));
+        break;
+      case 'J':
+        push(leaf(static_cast<int64_t>(static_cast<int32_t>(uint_le(4)))));
+        break;
+      case 'K':
+        push(leaf(static_cast<int64_t>(uint_le(1))));
+        break;
+      case 'M':
+        push(leaf(static_cast<int64_t>(uint_le(2))));
+        break;
+      case 0x8a: {  // LONG1
         const int n = static_cast<uint8_t>(byte());
         if (n > 8) bad("an integer does not fit in 64 bits");
         uint64_t v = n == 0 ? 0 : uint_le(n);
@@ -344,7 +377,7 @@ class Machine {
         push(leaf(static_cast<int64_t>(v)));
         break;
       }
-      case 'G': {                                    // BINFLOAT, big-endian
+      case 'G': {  // BINFLOAT, big-endian
         uint64_t bits = 0;
         for (int i = 0; i < 8; ++i) bits = bits << 8 | static_cast<uint8_t>(byte());
         double d;
@@ -352,25 +385,43 @@ class Machine {
         push(leaf(d));
         break;
       }
-      case 'X': push(leaf(bytes(uint_le(4)))); break;     // BINUNICODE
-      case 0x8c: push(leaf(bytes(uint_le(1)))); break;    // SHORT_BINUNICODE
-      case 0x8d: push(leaf(bytes(uint_le(8)))); break;    // BINUNICODE8
-      case 'B': push(leaf(bytes(uint_le(4)))); break;     // BINBYTES
-      case 'C': push(leaf(bytes(uint_le(1)))); break;     // SHORT_BINBYTES
-      case 0x8e: push(leaf(bytes(uint_le(8)))); break;    // BINBYTES8
-      case ')': push(make_node(Node::Kind::Tuple)); break;
+      case 'X':
+        push(leaf(bytes(uint_le(4))));
+        break;  // BINUNICODE
+      case 0x8c:
+        push(leaf(bytes(uint_le(1))));
+        break;  // SHORT_BINUNICODE
+      case 0x8d:
+        push(leaf(bytes(uint_le(8))));
+        break;  // BINUNICODE8
+      case 'B':
+        push(leaf(bytes(uint_le(4))));
+        break;  // BINBYTES
+      case 'C':
+        push(leaf(bytes(uint_le(1))));
+        break;  // SHORT_BINBYTES
+      case 0x8e:
+        push(leaf(bytes(uint_le(8))));
+        break;  // BINBYTES8
+      case ')':
+        push(make_node(Node::Kind::Tuple));
+        break;
       case 't': {
         auto items = pop_mark();
         push(make_node(Node::Kind::Tuple, std::move(items)));
         break;
       }
-      case 0x85: case 0x86: case 0x87: {             // TUPLE1..3
+      case 0x85:
+      case 0x86:
+      case 0x87: {  // TUPLE1..3
         std::vector<Obj> items(op - 0x84);
         for (size_t i = items.size(); i-- > 0;) items[i] = pop();
         push(make_node(Node::Kind::Tuple, std::move(items)));
         break;
       }
-      case ']': push(make_node(Node::Kind::List)); break;
+      case ']':
+        push(make_node(Node::Kind::List));
+        break;
       case 'l': {
         auto items = pop_mark();
         push(make_node(Node::Kind::List, std::move(items)));
@@ -387,7 +438,9 @@ class Machine {
         add_items(Node::Kind::List, items);
         break;
       }
-      case '}': push(make_node(Node::Kind::Dict)); break;
+      case '}':
+        push(make_node(Node::Kind::Dict));
+        break;
       case 'd': {
         auto items = pop_mark();
         if (items.size() % 2 != 0) bad("a dict has a key without a value");
@@ -406,38 +459,53 @@ class Machine {
         add_items(Node::Kind::Dict, items);
         break;
       }
-      case 'c': {                                    // GLOBAL
+      case 'c': {  // GLOBAL
         std::string module = line();
         push(named(Obj::Kind::Global, module + "." + line()));
         break;
       }
-      case 0x93: {                                   // STACK_GLOBAL
+      case 0x93: {  // STACK_GLOBAL
         const Obj name = pop(), module = pop();
         if (!is_string(module) || !is_string(name)) bad("a global is not named by strings");
         push(named(Obj::Kind::Global, module.value.toStringRef() + "." + name.value.toStringRef()));
         break;
       }
-      case 'q': memo_put(uint_le(1)); break;         // BINPUT
-      case 'r': memo_put(uint_le(4)); break;         // LONG_BINPUT
-      case 0x94: memo_put(memo_.size()); break;      // MEMOIZE
-      case 'h': memo_get(uint_le(1)); break;         // BINGET
-      case 'j': memo_get(uint_le(4)); break;         // LONG_BINGET
-      case 'R': case 0x81: {                         // REDUCE, NEWOBJ
+      case 'q':
+        memo_put(uint_le(1));
+        break;  // BINPUT
+      case 'r':
+        memo_put(uint_le(4));
+        break;  // LONG_BINPUT
+      case 0x94:
+        memo_put(memo_.size());
+        break;  // MEMOIZE
+      case 'h':
+        memo_get(uint_le(1));
+        break;  // BINGET
+      case 'j':
+        memo_get(uint_le(4));
+        break;  // LONG_BINGET
+      case 'R':
+      case 0x81: {  // REDUCE, NEWOBJ
         const Obj args = pop();
         const Obj callable = pop();
         push(call(callable, args));
         break;
       }
-      case 'b': {                                    // BUILD: an OrderedDict's or a tensor's attributes
+      case 'b': {  // BUILD: an OrderedDict's or a tensor's attributes
         pop();
         const Obj& target = top();
         if (target.kind == Obj::Kind::Opaque || target.kind == Obj::Kind::Invalid) break;  // an error where used
-        if (node_of(target, Node::Kind::Dict) == nullptr && !(target.kind == Obj::Kind::Value && target.value.isTensor()))
+        if (node_of(target, Node::Kind::Dict) == nullptr &&
+            !(target.kind == Obj::Kind::Value && target.value.isTensor()))
           bad("attributes are set on something that is neither a dict nor a tensor");
         break;
       }
-      case 'Q': push(persistent(pop())); break;      // BINPERSID
-      default: bad(fmt::format("unsupported pickle opcode 0x{:02x}", op));
+      case 'Q':
+        push(persistent(pop()));
+        break;  // BINPERSID
+      default:
+        bad(fmt::format("unsupported pickle opcode 0x{:02x}", op));
     }
   }
 
@@ -448,14 +516,18 @@ class Machine {
   // itself, are refused before the recursion could run away.
   c10::IValue convert(const Obj& o, const Step* path, int depth) {
     switch (o.kind) {
-      case Obj::Kind::Value: return o.value;
-      case Obj::Kind::Invalid: bad(at_path(o.value.toStringRef(), path));
+      case Obj::Kind::Value:
+        return o.value;
+      case Obj::Kind::Invalid:
+        bad(at_path(o.value.toStringRef(), path));
       case Obj::Kind::Global:
       case Obj::Kind::Opaque:
         throw InputError(fmt::format("{} holds a {}{}, which repro-audit cannot read", where_, o.value.toStringRef(),
                                      path == nullptr ? "" : fmt::format(" at '{}'", path_of(path))));
-      case Obj::Kind::Storage: bad(at_path("it holds a bare storage, not a tensor", path));
-      case Obj::Kind::Node: break;
+      case Obj::Kind::Storage:
+        bad(at_path("it holds a bare storage, not a tensor", path));
+      case Obj::Kind::Node:
+        break;
     }
     if (depth >= kMaxDepth) bad(at_path(fmt::format("containers nest deeper than {} levels", kMaxDepth), path));
     enum State : uint8_t { Fresh, Open, Done };
@@ -521,8 +593,10 @@ c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::Rea
   if (file_size == 0) throw InputError(fmt::format("{} is empty, not a torch.save file", where));
   if (in->read(0, magic, sizeof magic) != sizeof magic || std::memcmp(magic, "PK\x03\x04", 4) != 0) {
     if (static_cast<uint8_t>(magic[0]) == 0x80)  // a pickle: the format torch.save wrote before PyTorch 1.6
-      throw InputError(fmt::format("{} is in torch.save's legacy format; load it in Python and save it again with "
-                                   "torch.save (PyTorch 1.6 or later)", where));
+      throw InputError(
+          fmt::format("{} is in torch.save's legacy format; load it in Python and save it again with "
+                      "torch.save (PyTorch 1.6 or later)",
+                      where));
     throw InputError(fmt::format("{} is not a torch.save file: it is not a zip archive", where));
   }
   try {
@@ -532,8 +606,10 @@ c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::Rea
     auto record = [&](const std::string& name, uint64_t at_most) {
       const size_t size = archive.getRecordSize(name);
       if (size > at_most)
-        throw InputError(fmt::format("{} is not a readable torch.save file: record {} claims {} bytes, more than the "
-                                     "file's {}", where, name, size, file_size));
+        throw InputError(
+            fmt::format("{} is not a readable torch.save file: record {} claims {} bytes, more than the "
+                        "file's {}",
+                        where, name, size, file_size));
       return archive.getRecord(name);
     };
     if (archive.hasRecord("byteorder")) {
@@ -541,7 +617,8 @@ c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::Rea
       if (std::string(static_cast<const char*>(order.get()), size) != "little")
         throw InputError(fmt::format("{} was written on a big-endian machine, which repro-audit cannot read", where));
     }
-    if (!archive.hasRecord("data.pkl")) throw InputError(fmt::format("{} is not a torch.save file: it has no data.pkl", where));
+    if (!archive.hasRecord("data.pkl"))
+      throw InputError(fmt::format("{} is not a torch.save file: it has no data.pkl", where));
     auto [pickle, size] = record("data.pkl", file_size);
     return Machine(where, archive, file_size, static_cast<const char*>(pickle.get()), size).run();
   } catch (const InputError&) {

@@ -24,11 +24,21 @@ struct StDtype {
 
 const std::map<std::string, StDtype>& st_dtypes() {
   static const std::map<std::string, StDtype> m = {
-      {"F64", {at::kDouble, 8}},  {"F32", {at::kFloat, 4}},       {"F16", {at::kHalf, 2}},
-      {"BF16", {at::kBFloat16, 2}}, {"I64", {at::kLong, 8}},      {"I32", {at::kInt, 4}},
-      {"I16", {at::kShort, 2}},   {"I8", {at::kChar, 1}},         {"U8", {at::kByte, 1}},
-      {"BOOL", {at::kBool, 1}},   {"U16", {at::kUInt16, 2}},      {"U32", {at::kUInt32, 4}},
-      {"U64", {at::kUInt64, 8}},  {"F8_E4M3", {at::kFloat8_e4m3fn, 1}}, {"F8_E5M2", {at::kFloat8_e5m2, 1}},
+      {"F64", {at::kDouble, 8}},
+      {"F32", {at::kFloat, 4}},
+      {"F16", {at::kHalf, 2}},
+      {"BF16", {at::kBFloat16, 2}},
+      {"I64", {at::kLong, 8}},
+      {"I32", {at::kInt, 4}},
+      {"I16", {at::kShort, 2}},
+      {"I8", {at::kChar, 1}},
+      {"U8", {at::kByte, 1}},
+      {"BOOL", {at::kBool, 1}},
+      {"U16", {at::kUInt16, 2}},
+      {"U32", {at::kUInt32, 4}},
+      {"U64", {at::kUInt64, 8}},
+      {"F8_E4M3", {at::kFloat8_e4m3fn, 1}},
+      {"F8_E5M2", {at::kFloat8_e5m2, 1}},
       {"C64", {at::kComplexFloat, 8}},
   };
   return m;
@@ -68,8 +78,10 @@ std::string safetensors_header_problem(const std::string& path) {
   if (size < 9 || in.gcount() != 1 || c != '{') return "";
   const std::string looks = "looks like a safetensors file (an 8-byte header length, then a JSON header)";
   if (n > size - 8)
-    return fmt::format("{}, but its header length ({} bytes) exceeds the {} bytes that follow it: the file is truncated or "
-                       "damaged", looks, n, size - 8);
+    return fmt::format(
+        "{}, but its header length ({} bytes) exceeds the {} bytes that follow it: the file is truncated or "
+        "damaged",
+        looks, n, size - 8);
   if (n > kMaxSafetensorsHeader)
     return fmt::format("{}, but its header length ({} bytes) exceeds the format's limit of {} MB", looks, n,
                        kMaxSafetensorsHeader >> 20);
@@ -114,11 +126,14 @@ NamedTensors load_safetensors(const std::string& path) {
     const std::string name = item.key();  // not a structured binding: lambdas capture it (clang 14)
     const auto& entry = item.value();
     if (name == "__metadata__") continue;
-    const auto bad = [&](const std::string& why) { return InputError(fmt::format("{}: tensor '{}' {}", what, excerpt(name), why)); };
+    const auto bad = [&](const std::string& why) {
+      return InputError(fmt::format("{}: tensor '{}' {}", what, excerpt(name), why));
+    };
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
       throw bad("lacks dtype, shape or data_offsets");
     const auto& dt = entry["dtype"];
-    if (!dt.is_string() || !st_dtypes().count(dt.get<std::string>())) throw bad(fmt::format("has an unknown dtype {}", excerpt(dt.dump())));
+    if (!dt.is_string() || !st_dtypes().count(dt.get<std::string>()))
+      throw bad(fmt::format("has an unknown dtype {}", excerpt(dt.dump())));
     const StDtype d = st_dtypes().at(dt.get<std::string>());
     const auto& shape = entry["shape"];
     if (!shape.is_array() || shape.size() > 64) throw bad("has a shape that is not a list of sizes");
@@ -135,7 +150,8 @@ NamedTensors load_safetensors(const std::string& path) {
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       throw bad("has data_offsets that are not two byte offsets");
     const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    if (begin > end || end > data_size) throw bad(fmt::format("has bytes {}..{} outside the file's {} data bytes", begin, end, data_size));
+    if (begin > end || end > data_size)
+      throw bad(fmt::format("has bytes {}..{} outside the file's {} data bytes", begin, end, data_size));
     const auto item_size = static_cast<uint64_t>(d.size);  // numel * size could overflow: divide instead
     if ((end - begin) % item_size != 0 || (end - begin) / item_size != numel)
       throw bad(fmt::format("has {} bytes for {} elements of {}", end - begin, numel, dt.get<std::string>()));
@@ -149,7 +165,8 @@ NamedTensors load_safetensors(const std::string& path) {
   std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].begin < ranges[i - 1].end && ranges[i].begin != ranges[i].end)
-      throw InputError(fmt::format("{}: tensors '{}' and '{}' overlap", what, excerpt(ranges[i - 1].name), excerpt(ranges[i].name)));
+      throw InputError(
+          fmt::format("{}: tensors '{}' and '{}' overlap", what, excerpt(ranges[i - 1].name), excerpt(ranges[i].name)));
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
 }

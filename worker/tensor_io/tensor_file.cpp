@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "worker/tensor_io/tensor_file.h"
 
-#include "worker/runtime/child_support.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "worker/runtime/child_support.h"
 #include "worker/tensor_io/python_pickle.h"
 #include "worker/tensor_io/safetensors.h"
-
 
 #include <fmt/format.h>
 
@@ -16,8 +15,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 namespace ra {
@@ -123,7 +122,8 @@ c10::IValue select_key(const c10::IValue& root, const std::string& key, const st
     }
     if (!next) {
       const std::string at = path.empty() ? "" : fmt::format(" under '{}'", path);
-      if (here.empty()) throw InputError(fmt::format("{} has no entry '{}'{}: it holds a {} there", what, part, at, v.tagKind()));
+      if (here.empty())
+        throw InputError(fmt::format("{} has no entry '{}'{}: it holds a {} there", what, part, at, v.tagKind()));
       constexpr size_t kShown = 12;
       const size_t shown = std::min(here.size(), kShown);
       throw InputError(fmt::format("{} has no entry '{}'{} (it holds {}{})", what, part, at,
@@ -139,7 +139,9 @@ c10::IValue select_key(const c10::IValue& root, const std::string& key, const st
 namespace {
 
 ArchiveKind kind_of_records(const std::vector<std::string>& records) {
-  const auto has = [&](const std::string& name) { return std::find(records.begin(), records.end(), name) != records.end(); };
+  const auto has = [&](const std::string& name) {
+    return std::find(records.begin(), records.end(), name) != records.end();
+  };
   const auto any_under = [&](const std::string& prefix) {
     return std::any_of(records.begin(), records.end(), [&](const std::string& r) { return r.rfind(prefix, 0) == 0; });
   };
@@ -172,7 +174,8 @@ std::string not_torchscript_because(const std::string& path) {
     // Pickle protocol 2 starts with PROTO 2: what torch.save wrote before its zip format.
     if (in.gcount() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
       return "is a torch.save file in the legacy format (_use_new_zipfile_serialization=False, or torch before 1.6), "
-             "not a model; " + save;
+             "not a model; " +
+             save;
     if (const std::string why = safetensors_header_problem(path); !why.empty()) return why + "; " + save;
     return "is not a PyTorch file (not a zip archive); " + save;
   }
@@ -181,19 +184,24 @@ std::string not_torchscript_because(const std::string& path) {
     caffe2::serialize::PyTorchStreamReader reader(path);
     records = reader.getAllRecords();
   } catch (const std::exception& e) {
-    return fmt::format("is a zip archive that PyTorch cannot read (damaged, truncated, or not written by PyTorch: {}); {}",
-                       error_text(e), save);
+    return fmt::format(
+        "is a zip archive that PyTorch cannot read (damaged, truncated, or not written by PyTorch: {}); {}",
+        error_text(e), save);
   }
   switch (kind_of_records(records)) {
-    case ArchiveKind::TorchScript: return "";
+    case ArchiveKind::TorchScript:
+      return "";
     case ArchiveKind::Aoti:
-      return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs; its compiled "
+      return "is an AOTInductor package (torch._inductor.aoti_compile_and_package): run audits its outputs; its "
+             "compiled "
              "kernels cannot be linted (lint the torch.export archive it was compiled from)";
     case ArchiveKind::Export:
       return "is a torch.export archive (torch.export.save): run and lint read it; what needs TorchScript takes "
              "torch.jit.trace(torch.export.load(PATH).module(), example_inputs).save(NEW_PATH)";
-    case ArchiveKind::Other: return "is a zip archive that holds neither TorchScript code nor a torch.save pickle; " + save;
-    case ArchiveKind::TorchSave: break;
+    case ArchiveKind::Other:
+      return "is a zip archive that holds neither TorchScript code nor a torch.save pickle; " + save;
+    case ArchiveKind::TorchSave:
+      break;
   }
   try {
     (void)load_python_pickle_file(path);
@@ -207,13 +215,16 @@ std::string not_torchscript_because(const std::string& path) {
       // At the top: the pickled object itself (torch.save(model)); deeper: a value in a checkpoint.
       if (held.find(" at '") != std::string::npos)
         return fmt::format("is a torch.save file (a checkpoint holding a {}), not a model; {}", held, save);
-      return fmt::format("holds a pickled {} (torch.save(model)), whose loading would run Python code, which repro-audit "
-                         "never does; {}", held, save);
+      return fmt::format(
+          "holds a pickled {} (torch.save(model)), whose loading would run Python code, which repro-audit "
+          "never does; {}",
+          held, save);
     }
     return fmt::format("is a torch.save file that cannot be read ({}); {}", what, save);
   }
   return "holds tensors saved with torch.save (a state_dict or a checkpoint), not a model: the code that uses them "
-         "is missing; " + save + " (repro-audit diff compares two such files bit for bit)";
+         "is missing; " +
+         save + " (repro-audit diff compares two such files bit for bit)";
 }
 
 c10::IValue load_torch_file(const std::string& path) {
@@ -221,7 +232,8 @@ c10::IValue load_torch_file(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("file '{}' does not exist", path));
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("file '{}' is a directory", path));
   // A damaged safetensors file is not "not a zip archive": say what it looks like and what is wrong.
-  if (const std::string why = safetensors_header_problem(path); !why.empty()) throw InputError(fmt::format("file '{}' {}", path, why));
+  if (const std::string why = safetensors_header_problem(path); !why.empty())
+    throw InputError(fmt::format("file '{}' {}", path, why));
   // Never LibTorch's unpickler: it trusts the file (worker/tensor_io/python_pickle.h).
   return load_python_pickle_file(path);
 }
@@ -238,8 +250,8 @@ NamedTensors load_tensor_file(const std::string& path) {
       throw InputError(fmt::format("{} holds two tensors named '{}'", what, out[i].first));
     const at::Tensor& t = out[i].second;
     if (t.layout() != at::kStrided || t.is_quantized())
-      throw InputError(fmt::format("{} holds a sparse or quantized tensor '{}', which cannot be compared", what,
-                                   out[i].first));
+      throw InputError(
+          fmt::format("{} holds a sparse or quantized tensor '{}', which cannot be compared", what, out[i].first));
   }
   return out;
 }

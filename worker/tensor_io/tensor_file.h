@@ -5,8 +5,8 @@
 // tensors. Shared by the trial child (`--input` files, model outputs) and `repro-audit diff`.
 #pragma once
 
-#include "worker/tensor_io/model_file.h"
 #include "reports/diff_model.h"
+#include "worker/tensor_io/model_file.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
@@ -40,8 +40,6 @@ void flatten_leaves(const c10::IValue& v, const std::string& name, NamedLeaves& 
 // decimal) and list or tuple indices, separated by '/'. InputError naming `what`, the missing part
 // and what exists there.
 c10::IValue select_key(const c10::IValue& v, const std::string& key, const std::string& what);
-
-
 
 // Reads the torch.save file at `path` (zip format, as torch.save and torch::jit::pickle_save
 // write it) with the checked reader (worker/tensor_io/python_pickle.h). Throws InputError naming the

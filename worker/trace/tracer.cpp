@@ -2,8 +2,8 @@
 // See worker/trace/tracer.h for the design.
 #include "worker/trace/tracer.h"
 
-#include "worker/digest/digest.h"
 #include "audit/digest/digest_kernel.h"
+#include "worker/digest/digest.h"
 #include "worker/runtime/child_support.h"
 
 #include <ATen/Functions.h>
@@ -20,8 +20,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -50,7 +50,7 @@ struct RawTensor {
 
 struct RawRecord {
   uint32_t thread = 0;
-  uint32_t op = 0;        // name id
+  uint32_t op = 0;  // name id
   bool node = false;
   uint8_t phase = 0;
   int32_t step = 0;
@@ -129,8 +129,10 @@ bool for_each_tensor(const c10::IValue& v, const F& f) {
     const auto list = v.toListRef();
     bool tensors = false;
     for (const auto& e : list) {
-      if (e.isTensor()) f(e.toTensor()), tensors = true;
-      else if (e.isNone()) f(at::Tensor()), tensors = true;
+      if (e.isTensor())
+        f(e.toTensor()), tensors = true;
+      else if (e.isNone())
+        f(at::Tensor()), tensors = true;
     }
     return tensors;
   }
@@ -200,10 +202,10 @@ struct OpenNode {
 struct ThreadState {
   const void* owner = nullptr;  // the tracer this state belongs to
   uint32_t thread = 0;
-  int depth = 0;                // FUNCTION ops open on this thread (engine wrappers excluded)
+  int depth = 0;  // FUNCTION ops open on this thread (engine wrappers excluded)
   std::vector<OpenNode> nodes;
-  int wrappers = 0;             // autograd engine wrappers open
-  int64_t last_node = -1;       // the node that ended last inside the open wrapper
+  int wrappers = 0;        // autograd engine wrappers open
+  int64_t last_node = -1;  // the node that ended last inside the open wrapper
 };
 
 enum class What { Op, Node, Nested, Wrapper, Dropped };
@@ -217,10 +219,15 @@ struct Ctx : at::ObserverContext {
 
 // Batch norms update their running statistics in place, though their schemas do not say so.
 bool batch_norm_op(const char* name) {
-  static const std::unordered_set<std::string_view> ops = {
-      "aten::batch_norm",           "aten::native_batch_norm",      "aten::_native_batch_norm_legit",
-      "aten::_batch_norm_impl_index", "aten::_batch_norm_with_update", "aten::cudnn_batch_norm",
-      "aten::miopen_batch_norm",    "aten::instance_norm",          "aten::batch_norm_update_stats"};
+  static const std::unordered_set<std::string_view> ops = {"aten::batch_norm",
+                                                           "aten::native_batch_norm",
+                                                           "aten::_native_batch_norm_legit",
+                                                           "aten::_batch_norm_impl_index",
+                                                           "aten::_batch_norm_with_update",
+                                                           "aten::cudnn_batch_norm",
+                                                           "aten::miopen_batch_norm",
+                                                           "aten::instance_norm",
+                                                           "aten::batch_norm_update_stats"};
   return ops.count(name) > 0;
 }
 
@@ -366,10 +373,20 @@ struct Tracer::State {
   static std::optional<CacheKey> cache_key(const at::Tensor& t) {
     if (t.is_inference() || !t.has_storage()) return std::nullopt;
     if (t.is_contiguous())
-      return CacheKey{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.scalar_type(), {t.numel()}, {1},
-                      t.is_conj(), t.is_neg()};
-    return CacheKey{t.storage().unsafeGetStorageImpl(), t.storage_offset(), t.scalar_type(), t.sizes().vec(),
-                    t.strides().vec(), t.is_conj(), t.is_neg()};
+      return CacheKey{t.storage().unsafeGetStorageImpl(),
+                      t.storage_offset(),
+                      t.scalar_type(),
+                      {t.numel()},
+                      {1},
+                      t.is_conj(),
+                      t.is_neg()};
+    return CacheKey{t.storage().unsafeGetStorageImpl(),
+                    t.storage_offset(),
+                    t.scalar_type(),
+                    t.sizes().vec(),
+                    t.strides().vec(),
+                    t.is_conj(),
+                    t.is_neg()};
   }
 
   int64_t cached_slot(const std::optional<CacheKey>& key, const at::Tensor& t) {
@@ -388,8 +405,9 @@ struct Tracer::State {
       generations.clear();
     }
     const uint64_t gen = generation(key->storage);
-    cache.insert_or_assign(std::move(*key), Cached{c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()),
-                                                   t._version(), gen, slot});
+    cache.insert_or_assign(
+        std::move(*key),
+        Cached{c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()), t._version(), gen, slot});
   }
 
   // Digests `t` into a new slot, or reuses the slot of an unchanged digested tensor (the caller
@@ -513,7 +531,8 @@ struct Tracer::State {
       return std::make_unique<Ctx>(node ? What::Node : What::Dropped, -1);
     }
     rec.op = name_id(fn.name(), !node);
-    if (located && (!module.empty() || !source.empty())) rec.location = location_id(std::move(module), std::move(source));
+    if (located && (!module.empty() || !source.empty()))
+      rec.location = location_id(std::move(module), std::move(source));
     rec.in_begin = static_cast<uint32_t>(tensors.size());
     rec.in_count = static_cast<uint32_t>(inputs.size());
     for (const at::Tensor& t : inputs) add_tensor(t);
@@ -551,7 +570,9 @@ struct Tracer::State {
     c10::impl::ExcludeDispatchKeyGuard no_autograd(c10::autograd_dispatch_keyset_with_ADInplaceOrView);
     std::vector<at::Tensor> outputs;
     const std::vector<c10::IValue>& results = fn.outputs();
-    for (const c10::IValue& v : last(c10::ArrayRef<const c10::IValue>(results.data(), results.size()), fn.num_outputs())) for_each_tensor(v, [&](const at::Tensor& t) { outputs.push_back(t); });
+    for (const c10::IValue& v :
+         last(c10::ArrayRef<const c10::IValue>(results.data(), results.size()), fn.num_outputs()))
+      for_each_tensor(v, [&](const at::Tensor& t) { outputs.push_back(t); });
     std::lock_guard lock(mu);
     RawRecord& rec = records[static_cast<size_t>(ctx->record)];
     if (!room_for(outputs.size())) {
@@ -568,7 +589,8 @@ struct Tracer::State {
     // be in flight: wait for the device before reading it.
     const bool from_device = std::any_of(tensors.begin() + rec.in_begin, tensors.begin() + rec.in_begin + rec.in_count,
                                          [](const RawTensor& t) { return t.on_device; });
-    if (from_device && std::any_of(outputs.begin(), outputs.end(), [](const at::Tensor& t) { return t.defined() && t.is_cpu(); }))
+    if (from_device &&
+        std::any_of(outputs.begin(), outputs.end(), [](const at::Tensor& t) { return t.defined() && t.is_cpu(); }))
       synchronize(device);
     rec.out_begin = static_cast<uint32_t>(tensors.size());
     rec.out_count = static_cast<uint32_t>(outputs.size());
@@ -625,7 +647,8 @@ Trace Tracer::finish() {
     const auto* v = host.const_data_ptr<int64_t>();
     for (const RawTensor& t : s.tensors)
       if (t.on_device && t.slot >= 0)
-        s.cpu_slots[static_cast<size_t>(t.slot)] = {static_cast<uint64_t>(v[2 * t.slot]), static_cast<uint64_t>(v[2 * t.slot + 1])};
+        s.cpu_slots[static_cast<size_t>(t.slot)] = {static_cast<uint64_t>(v[2 * t.slot]),
+                                                    static_cast<uint64_t>(v[2 * t.slot + 1])};
   }
   Trace trace;
   trace.capacity = s.capacity;

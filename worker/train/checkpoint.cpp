@@ -3,10 +3,10 @@
 
 #include "worker/digest/digest.h"
 
-#include <ATen/record_function.h>
 #include <ATen/Context.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -60,18 +60,23 @@ std::vector<at::Tensor> params_of(const torch::jit::Module& module) {
   return out;
 }
 
-void write_tensors(torch::serialize::OutputArchive& archive, const std::string& kind, const std::vector<at::Tensor>& ts) {
-  archive.write(kind + "/size", at::scalar_tensor(static_cast<int64_t>(ts.size()), at::TensorOptions().dtype(at::kLong)),
+void write_tensors(torch::serialize::OutputArchive& archive, const std::string& kind,
+                   const std::vector<at::Tensor>& ts) {
+  archive.write(kind + "/size",
+                at::scalar_tensor(static_cast<int64_t>(ts.size()), at::TensorOptions().dtype(at::kLong)),
                 /*is_buffer=*/true);
-  for (size_t i = 0; i < ts.size(); ++i) archive.write(fmt::format("{}/{}", kind, i), ts[i].detach(), /*is_buffer=*/true);
+  for (size_t i = 0; i < ts.size(); ++i)
+    archive.write(fmt::format("{}/{}", kind, i), ts[i].detach(), /*is_buffer=*/true);
 }
 
 // Copies the archive's tensors into `targets`, which must match them in number, shape and dtype.
-void read_tensors(torch::serialize::InputArchive& archive, const std::string& kind, const std::vector<at::Tensor>& targets) {
+void read_tensors(torch::serialize::InputArchive& archive, const std::string& kind,
+                  const std::vector<at::Tensor>& targets) {
   at::Tensor size;
   archive.read(kind + "/size", size, /*is_buffer=*/true);
   if (size.item<int64_t>() != static_cast<int64_t>(targets.size()))
-    throw std::runtime_error(fmt::format("the checkpoint holds {} {}s, the model {}", size.item<int64_t>(), kind, targets.size()));
+    throw std::runtime_error(
+        fmt::format("the checkpoint holds {} {}s, the model {}", size.item<int64_t>(), kind, targets.size()));
   at::NoGradGuard no_grad;
   for (size_t i = 0; i < targets.size(); ++i) {
     at::Tensor t;
@@ -118,7 +123,8 @@ void save_checkpoint(const std::string& path, const torch::jit::Module& module, 
     archive.write("optimizer", nested);
   }
   if (!omit.generators)
-    for (const auto& slot : generator_slots()) archive.write(slot.key, generator_state(slot.device), /*is_buffer=*/true);
+    for (const auto& slot : generator_slots())
+      archive.write(slot.key, generator_state(slot.device), /*is_buffer=*/true);
   archive.save_to(path);
 }
 

@@ -10,8 +10,8 @@
 // optimizer/PARAM/KEY, generator/cpu, generator/cuda:N, in that order (training_state).
 #pragma once
 
-#include "worker/train/optimizer.h"
 #include "reports/core_model.h"
+#include "worker/train/optimizer.h"
 
 #include <c10/core/Device.h>
 
