@@ -257,6 +257,9 @@ NOT_RUN = {
         "no output block, and train.py is the reader's own script",
     "repro-audit exec --artifact '{out}/model-{rank}.pt' --ranks-equal -- torchrun --nproc-per-node 2 ddp.py":
         "ddp.py is not given in the docs",
+    "repro-audit exec -- python unseeded_train.py": "unseeded_train.py is not given in the docs",
+    "repro-audit exec --repeats 1 --configs default+compile=on,eager --metric 'loss=loss (\\S+)' -- python compiled_mlp.py":
+        "compiled_mlp.py is not given in the docs (tests/exec/programs/compiled_mlp.py is; ctest exec_compiled runs it)",
 }
 
 shared = work / "guide-baseline"  # the two baseline examples share golden.json
