@@ -63,7 +63,8 @@ NORMALISE = [
 
 def normalise(text, d):
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    text = text.replace(d, "<dir>").replace(repo, "<repo>").replace(d.replace("_", "\\_"), "<dir>").replace(sys.argv[2], "<python>")
+    venv = os.path.dirname(os.path.dirname(sys.argv[2]))  # the python's prefix: where torch lives
+    text = text.replace(d, "<dir>").replace(repo, "<repo>").replace(venv, "<venv>").replace(d.replace("_", "\\_"), "<dir>").replace(sys.argv[2], "<python>")
     for pattern, repl in NORMALISE:
         text = pattern.sub(repl, text)
     return text
