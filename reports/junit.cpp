@@ -282,6 +282,9 @@ std::string render_junit(const Report& r) {
     std::string props = property("kind", t.kind) + property("device", t.device);
     if (!t.mode.empty()) props += property("mode", t.mode);
     if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);
+    if (t.probe)  // a batch-invariance probe's classes of sizes, one property per configuration
+      for (const auto& b : t.probe->batch_classes)
+        props += property("batch-classes " + b.config, batch_classes_text(b.classes));
     props += property("seed", std::to_string(t.seed)) + property("verdict", verdict_text(t));
     if (r.auto_repeats) props += property("repeats", auto_repeats_text(r));
     suites += props;

@@ -189,6 +189,19 @@ std::string selftest_markdown(const Report& r) {
   return out;
 }
 
+// The batch-invariance probes' classes of sizes, as the text summary gives them under each probe.
+void batch_section(std::string& out, const Report& r) {
+  std::string rows;
+  for (const auto& t : r.targets)
+    if (t.probe)
+      for (const auto& b : t.probe->batch_classes)
+        rows += fmt::format("| {} | {} | {} | {} |\n", md(t.name), md(b.config), md(batch_classes_text(b.classes)),
+                            b.classes.size() == 1 ? "invariant" : "**variant**");
+  if (rows.empty()) return;
+  out += "\n**Batch invariance** (sizes whose anchor row has identical bits, one class per group)\n\n";
+  out += "| probe | configuration | classes of batch sizes | verdict |\n|---|---|---|---|\n" + rows;
+}
+
 std::string render_markdown_raw(const Report& r) {
   if (r.selftest) return selftest_markdown(r);
   if (r.invariance) return invariance_markdown(r);
@@ -280,6 +293,7 @@ std::string render_markdown_raw(const Report& r) {
       out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
     }
   }
+  batch_section(out, r);
   if (r.baseline) baseline_section(out, r);
   // Where a shard or a merged report's shards ran: as the text summary says it.
   // The fence is longer than any backtick run in it: a host named "```" cannot close it.
