@@ -8,6 +8,7 @@
 #include "audit/invariance/invariance_analysis.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
+#include "audit/trial/worker.h"
 
 #include <fmt/format.h>
 
@@ -59,14 +60,7 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
 
 // A worker that failed: its own line for a bad model or input (no report), else a crash.
 std::string failure(const ChildOutcome& out) {
-  std::string line = last_line(out.log_tail);
-  if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
-    throw UsageError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
-    throw InputError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
-    throw Interrupted();
+  const std::string line = worker_error_line(out);
   const std::string how = out.kind == ChildOutcome::Kind::TimedOut   ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
                           : out.kind == ChildOutcome::Kind::SpawnFailed
