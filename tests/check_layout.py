@@ -37,7 +37,7 @@ ALLOWED = {
     # The front's audits.
     "audit/run": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton"],
     # Batch invariance, the front's side: the protocol, the analysis, the driver.
-    "audit/invariance": TRIAL + ["audit/fleet", "audit/skeleton"],
+    "audit/invariance": TRIAL + ["audit/trace", "audit/fleet", "audit/skeleton"],
     "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/invariance"],
     # The torch side.
     "worker/digest": DIGEST,
