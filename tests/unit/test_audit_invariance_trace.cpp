@@ -41,7 +41,7 @@ Trace alone() {
 Trace batch(const std::string& linear_row) {
   return of({op("aten::layer_norm", "norm", {t({4, 8}, "X", "x"), t({8}, "g")}, {t({4, 8}, "N", "n")}),
              op("aten::linear", "proj", {t({4, 8}, "N", "n"), t({4, 8}, "w", "w0")}, {t({4, 4}, "Y", linear_row)}),
-             op("aten::relu", "", {t({4, 4}, "Y", linear_row)}, {t({4, 4}, "R", linear_row + "r")})});
+             op("aten::relu", "", {t({4, 4}, "Y", linear_row)}, {t({4, 4}, "R", linear_row == "y" ? "r" : "r'")})});
 }
 
 }  // namespace
