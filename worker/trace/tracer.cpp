@@ -46,7 +46,9 @@ struct RawTensor {
   bool on_device = false;
   uint32_t shape_begin = 0;
   uint32_t ndim = 0;
-  int64_t row_slot = kUndefined;  // row-slice mode: the digest of the row slice, where dim 0 is the batch
+  // Row-slice mode: the slot of the row slice's digest, where dim 0 is the batch (32 bits, so that
+  // a record's memory stays what it was; a slot beyond them gets no row digest).
+  int32_t row_slot = static_cast<int32_t>(kUndefined);
 };
 
 struct RawRecord {
@@ -433,14 +435,15 @@ struct Tracer::State {
 
   // Row-slice mode: the digest of `t`'s row where its dim 0 is the batch's size.
   void add_row(const at::Tensor& t, RawTensor& r) {
-    if (!rows || r.slot < 0 || t.dim() == 0 || t.size(0) != rows->batch) return;
-    const auto slot = static_cast<int64_t>(used++);
+    if (!rows || r.slot < 0 || t.dim() == 0 || t.size(0) != rows->batch || used >= static_cast<uint64_t>(INT32_MAX))
+      return;
+    const auto slot = static_cast<int32_t>(used++);
     cpu_slots.resize(used);
     try {
       digest_into_slot(t.narrow(0, rows->row, 1), slot, r.on_device);
       r.row_slot = slot;
     } catch (const std::exception&) {
-      r.row_slot = kUnsupported;
+      r.row_slot = static_cast<int32_t>(kUnsupported);
     }
   }
 
@@ -497,7 +500,7 @@ struct Tracer::State {
       RawTensor& r = tensors[i];
       if (r.on_device && r.row_slot >= 0 &&
           (all || std::find(failed.begin(), failed.end(), r.row_slot) != failed.end()))
-        r.row_slot = kUnsupported;
+        r.row_slot = static_cast<int32_t>(kUnsupported);
       if (r.on_device && r.slot >= 0 && (all || std::find(failed.begin(), failed.end(), r.slot) != failed.end())) {
         r.slot = kUnsupported;
         r.on_device = false;
