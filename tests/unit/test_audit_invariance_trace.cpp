@@ -87,6 +87,16 @@ TEST_CASE("invariance trace: a reduction over the batch stops the walk there") {
   CHECK(r.op == "aten::sum");
 }
 
+TEST_CASE("invariance trace: uninitialised memory (aten::empty) is not a difference") {
+  const Trace a =
+      of({op("aten::empty", "", {}, {t({1, 8}, "junk")}), op("aten::sum", "", {t({1, 8}, "x")}, {t({1}, "s")})});
+  const Trace b = of({op("aten::empty", "", {}, {t({4, 8}, "J", "other junk")}),
+                      op("aten::sum", "", {t({4, 8}, "X", "x")}, {t({4}, "S", "s'")})});
+  const auto r = ra::invariance::explain_row(a, b, 4);
+  CHECK(r.outcome == "found");
+  CHECK(r.op == "aten::sum");
+}
+
 TEST_CASE("invariance trace: the answer goes through the report's JSON and its renderers") {
   ra::report::RowTrace r = ra::invariance::explain_row(alone(), batch("y'"), 4);
   r.size = 4, r.anchor = 0, r.position = 0;
