@@ -145,6 +145,22 @@ v = subprocess.run(["/usr/bin/python3", str(source / "tests/validate_schema.py")
                    capture_output=True, text=True)
 check(v.returncode == 0, f"the traced report matches the schema: {(v.stdout + v.stderr)[-400:]}")
 
+# --- the same model as a torch.export archive (run by NativeRT): the Linear's GEMM is named -------
+ep = torch.export.export(NormLinear().eval(), (x,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+models["exported"] = work / "exported.pt2"
+torch.export.save(ep, str(models["exported"]))
+em = ep.module()
+with torch.inference_mode():
+    size = next((m for m in SIZES[1:] if not torch.equal(em(x[:m])[0], em(x[:1])[0])), None)
+weight, bias = ep.state_dict["proj.weight"], ep.state_dict["proj.bias"]
+print(f"python: the exported model's first variant size {size}", flush=True)
+p, rep, _ = audit("exported", "--trace")
+t = trace_of(rep)
+if t is not None and size is not None and row_differs(lambda v: F.linear(v, weight, bias), size):
+    check(t["size"] == size, f"exported: traced size {size}: {t}")
+    check(t["outcome"] == "found" and t["op"] in ("aten::linear", "aten::addmm", "aten::mm", "aten::matmul"),
+          f"exported: the Linear's op: {t}")
+
 # --- without --trace, no trace --------------------------------------------------------------------
 p, rep, _ = audit("norm_linear")
 check(rep is not None and "trace" not in rep["invariance"]["configs"][0], "without --trace the report has no trace")
