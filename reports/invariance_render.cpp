@@ -232,7 +232,8 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
     if (c.verdict == "variant") {
       ++f;
       body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n",
-                         xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c))));
+                         xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c)) +
+                             (c.trace ? "; " + c.trace->message : "")));
     } else if (c.verdict == "crashed") {
       ++e;
       body = fmt::format("      <error type=\"crashed\" message=\"{}\"/>\n", xml(c.message));

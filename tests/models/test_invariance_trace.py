@@ -112,8 +112,9 @@ lin = models["norm_linear"]
 plin = torch.jit.load(str(lin))
 size = first_variant_size(lin)
 print(f"python: norm_linear's first variant size {size}", flush=True)
-out = {k: work / f"norm_linear.{k}" for k in ("html", "md")}
-p, rep, report = audit("norm_linear", "--trace", "--html", str(out["html"]), "--markdown", str(out["md"]))
+out = {k: work / f"norm_linear.{k}" for k in ("html", "md", "xml")}
+p, rep, report = audit("norm_linear", "--trace", "--html", str(out["html"]), "--markdown", str(out["md"]), "--junit",
+                       str(out["xml"]))
 t = trace_of(rep)
 check(t is not None, "norm_linear: --trace puts a trace in the configuration")
 if size is None:
@@ -135,6 +136,7 @@ elif t is not None:
         check(f"in a batch of {size} than alone" in t["message"], f"norm_linear: the message: {t}")
         check(t["op"] in out["md"].read_text() and "trace (found)" in out["md"].read_text(), "markdown has the trace")
         check('data-outcome="found"' in out["html"].read_text(), "html has the trace")
+        check(f"; {t['op']} at proj" in out["xml"].read_text(), "the JUnit failure names the op")
         again = subprocess.run([binary, "report", str(report)], capture_output=True, text=True)
         check(f"trace: {t['op']} at proj" in again.stdout, f"`report` re-renders the trace: {again.stdout[-600:]}")
     else:
