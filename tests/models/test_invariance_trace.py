@@ -181,6 +181,22 @@ else:
     check(t is not None and t["message"].startswith("batch dimension not followed past aten::reshape")
           and "the first difference is at or after it" in t["message"], f"flattened: the message: {t}")
 
+# --- the batch at dim 1 of the input (--batch-dim 1): said, not traced -----------------------------
+class BatchSecond(nn.Module):
+    def forward(self, x):
+        return torch.tanh(x).transpose(0, 1).contiguous()
+
+
+models["batch_second"] = work / "batch_second.pt"
+torch.jit.script(BatchSecond()).save(str(models["batch_second"]))
+torch.save(torch.randn(3, 16, 8), work / "rows_dim1.pt")
+rows_dim0 = rows
+rows = work / "rows_dim1.pt"
+p, rep, _ = audit("batch_second", "--trace", "--batch-dim", "1")
+rows = rows_dim0
+t = trace_of(rep)
+check(t is not None and t["outcome"] == "not-traced" and "--batch-dim" in t["message"], f"batch_second: said: {t}")
+
 # --- an invariant model: nothing to trace ---------------------------------------------------------
 p, rep, _ = audit("elementwise", "--trace")
 t = trace_of(rep)

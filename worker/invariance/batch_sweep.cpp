@@ -407,7 +407,10 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   m.sweep_ms = now_ms() - t0;
   if (request.trace) {
     c10::InferenceMode guard;
-    if (const auto call = sweep.trace_call())
+    if (std::any_of(request.batch_dims.begin(), request.batch_dims.end(), [](int64_t d) { return d > 0; }))
+      m.trace =
+          not_traced("--trace follows the batch at dim 0 and an input has it elsewhere (--batch-dim): no op named");
+    else if (const auto call = sweep.trace_call())
       m.trace = trace_row(*target, *call, device);
     else
       m.trace = not_traced(
