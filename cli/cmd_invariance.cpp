@@ -24,6 +24,7 @@ struct InvarianceArgs : AuditArgs {
   std::string sizes = "auto";
   int64_t budget = 1024;
   std::vector<std::string> batch_dims;
+  bool trace = false;
 };
 
 std::optional<int64_t> whole_number(const std::string& text) {
@@ -84,6 +85,7 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   o.sizes = parse_sizes(a.sizes, a.budget);
   o.sizes_text = a.sizes;
   o.batch_dims = parse_batch_dims(a.batch_dims);
+  o.trace = a.trace;
   return finish_report(invariance::run_invariance(o), a.out, {});
 }
 
@@ -115,6 +117,9 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
                  "per input: its batch dimension, or none for an input passed whole (default 0)")
       ->delimiter(',');
   sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
+  sub.add_flag("--trace", a->trace,
+               "name the first op whose anchor-row slice differs between the anchor alone and the smallest batch of "
+               "another class while its inputs' slices matched, or where the batch dimension cannot be followed");
   sub.add_option(
          "--configs", a->configs,
          "configurations, one worker each: presets (default, det, strict, threads-1, threads-N, mkl-cbwr, ...) or "

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,19 @@ struct InvarianceTiming {
   double worker_ms = 0;   // the worker process from start to its result (load included)
 };
 
+// `--trace`: the first op whose anchor-row slice differs between the anchor alone and the
+// smallest batch of another class, while its inputs' slices matched (audit/invariance/invariance_trace.h).
+struct RowTrace {
+  std::string outcome;             // "found", "stopped" (the batch dim could not be followed), "none", "not-traced"
+  int64_t size = 0;                // the batch size traced against the anchor alone (0 when not traced)
+  int anchor = 0;                  // the anchor row traced
+  int64_t position = 0;            // its row in that batch
+  std::string op, module, source;  // found: the op; stopped: where the batch was lost
+  std::vector<std::string> inputs, outputs;  // the op's tensors at batch 1, "float32[1x64]"
+  uint64_t compared = 0;                     // ops compared before the answer (the op included)
+  std::string message;                       // one sentence that says it all
+};
+
 struct InvarianceConfig {
   std::string config;
   std::vector<SwitchValue> switches;  // as read back in the worker
@@ -76,6 +90,7 @@ struct InvarianceConfig {
   std::vector<int64_t> position_dependent;  // sizes where a placement's bits differ from the start's
   std::vector<int64_t> warmup_dependent;    // sizes whose second call differs from the first
   std::vector<std::string> advice;          // one sentence each
+  std::optional<RowTrace> trace;            // with --trace only
   InvarianceTiming timing;
 };
 
@@ -121,6 +136,8 @@ void finalize_invariance(Report& report);
 nlohmann::ordered_json invariance_to_json(const Invariance& inv);
 Invariance invariance_from_json(const nlohmann::ordered_json& j);
 nlohmann::ordered_json cells_to_json(const std::vector<InvarianceCell>& cells);
+nlohmann::ordered_json row_trace_to_json(const RowTrace& t);
+RowTrace row_trace_from_json(const nlohmann::ordered_json& j);
 std::vector<InvarianceCell> cells_from_json(const nlohmann::ordered_json& j);
 
 // The renderers' parts (invariance_render.cpp): the text summary, the Markdown summary, the HTML

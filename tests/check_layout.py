@@ -53,6 +53,8 @@ ALLOWED = {
     "worker/services": ["cli", "audit/run", "audit/selftest", "audit/invariance"] + WORKER_BASE + WORKER_CONCERNS +
                        ["worker/probes", "worker/targets", "worker/child", "worker/invariance"],
 }
+# invariance --trace compares op traces (audit/invariance/invariance_trace.h).
+ALLOWED["audit/invariance"] += ["audit/trace"]
 TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)
 TOPS = ("audit", "cli", "reports", "worker")
 

@@ -39,7 +39,7 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
   for (size_t i = 0; i < o.session.configs.size(); ++i) {
     Cell c;
     c.config = o.session.configs[i];
-    InvarianceRequest rq{{}, o.rows, o.filler, o.sizes, o.budget, o.batch_dims, i == 0};
+    InvarianceRequest rq{{}, o.rows, o.filler, o.sizes, o.budget, o.batch_dims, i == 0, o.trace};
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
     rq.spec.device = o.session.device.to_string();
@@ -109,6 +109,7 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r) {
   c.timing.forward_ms = r.measured->forward_ms;
   c.timing.calls = r.measured->calls;
   c.timing.sweep_ms = r.measured->sweep_ms;
+  c.trace = r.measured->trace;
   analyse(c);
   return c;
 }
