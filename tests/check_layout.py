@@ -38,8 +38,8 @@ ALLOWED = {
     # The front's audits.
     "audit/run": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton"],
     "audit/selftest": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/run"],
-    # Batch invariance, the front's side: the protocol, the analysis, the driver.
-    "audit/invariance": TRIAL + ["audit/fleet", "audit/skeleton"],
+    # Batch invariance, the front's side: the protocol, the analysis, the driver, --trace's comparison.
+    "audit/invariance": TRIAL + ["audit/trace", "audit/fleet", "audit/skeleton"],
     "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/selftest",
             "audit/invariance"],
     # The torch side.
@@ -53,8 +53,6 @@ ALLOWED = {
     "worker/services": ["cli", "audit/run", "audit/selftest", "audit/invariance"] + WORKER_BASE + WORKER_CONCERNS +
                        ["worker/probes", "worker/targets", "worker/child", "worker/invariance"],
 }
-# invariance --trace compares op traces (audit/invariance/invariance_trace.h).
-ALLOWED["audit/invariance"] += ["audit/trace"]
 TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)
 TOPS = ("audit", "cli", "reports", "worker")
 
