@@ -146,6 +146,7 @@ std::string invariance_text(const Report& r) {
   for (const auto& n : inv.notes) out += fmt::format("  note: {}\n", ln(n));
   out += fmt::format("  negative control: {}\n", ln(inv.control.evidence));
   for (const auto& c : inv.configs) config_text(out, c);
+  out += invariance_fix_text(inv);
   for (const auto& c : inv.configs)
     if (c.timing.calls > 0)
       out += fmt::format("timing ({}): {} calls, forward {:.0f} ms, sweep {:.0f} ms, worker {:.0f} ms\n", ln(c.config),
@@ -171,10 +172,12 @@ std::string invariance_markdown(const Report& r) {
   }
   for (const auto& c : inv.configs)
     for (const auto& a : c.advice) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
+  out += invariance_fix_markdown(inv);
   out += fmt::format("\n\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   for (const auto& c : inv.configs)
     out += fmt::format("\n- {}: {} calls, forward {:.0f} ms, sweep {:.0f} ms", md(c.config), c.timing.calls,
                        c.timing.forward_ms, c.timing.sweep_ms);
+  out += invariance_fix_markdown_timing(inv);
   out += fmt::format("\n{}\n", kTimingEnd);
   return out;
 }
@@ -200,7 +203,7 @@ std::string invariance_html_section(const Report& r) {
         esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
         esc(position_text(c, tried)), esc(warmup_text(c, tried)), esc(fmt::format("{}", fmt::join(c.advice, " "))));
   }
-  return out + "</tbody></table>\n</section>\n";
+  return out + "</tbody></table>\n" + invariance_fix_html(inv) + "</section>\n";
 }
 
 std::string invariance_junit_suites(const Report& r, int& tests, int& failures, int& errors) {
@@ -221,6 +224,7 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
     cases += fmt::format("    <testcase classname=\"invariance.{}\" name=\"{}\"{}", xml(inv.model), xml(c.config),
                          body.empty() ? "/>\n" : ">\n" + body + "    </testcase>\n");
   }
+  cases += invariance_fix_junit_case(inv, t, f);
   tests += t, failures += f, errors += e;
   return fmt::format(
       "  <testsuite name=\"invariance\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n    <properties>\n"
