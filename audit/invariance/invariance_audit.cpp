@@ -61,8 +61,8 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
   return cells;
 }
 
-// A worker that failed: its own line for a bad model or input (no report; with `fatal`: the fix
-// search's candidates only crash), else a crash.
+// A worker that failed: with `fatal`, its own line for a bad model or input (no report); else, or
+// for anything else, a crash (a fix search's candidate whose switch is not in effect only crashes).
 std::string failure(const ChildOutcome& out, bool fatal) {
   std::string line = last_line(out.log_tail);
   if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
