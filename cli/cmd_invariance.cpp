@@ -25,6 +25,7 @@ struct InvarianceArgs : AuditArgs {
   int64_t budget = 1024;
   std::vector<std::string> batch_dims;
   bool trace = false;
+  bool no_fix_search = false;
 };
 
 std::optional<int64_t> whole_number(const std::string& text) {
@@ -86,6 +87,7 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   o.sizes_text = a.sizes;
   o.batch_dims = parse_batch_dims(a.batch_dims);
   o.trace = a.trace;
+  o.fix_search = !a.no_fix_search;
   return finish_report(invariance::run_invariance(o), a.out, {});
 }
 
@@ -125,6 +127,8 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
          "configurations, one worker each: presets (default, det, strict, threads-1, threads-N, mkl-cbwr, ...) or "
          "key=value lists joined by '+'; default: default")
       ->delimiter(',');
+  sub.add_flag("--no-fix-search", a->no_fix_search,
+               "when the first configuration is variant, do not search for a switch that makes it invariant");
   sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
   sub.add_option("--junit", a->out.junit,
                  "write a JUnit XML report here (atomically; one test case per configuration)");

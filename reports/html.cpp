@@ -343,6 +343,7 @@ void timing_section(std::string& out, const Report& r) {
   out += fmt::format("<p class=\"wall\" data-ms=\"{:.1f}\">Audit wall time: <strong>{}</strong></p>\n", r.wall_ms,
                      ms(r.wall_ms));
   if (!r.contention.empty()) out += fmt::format("<p class=\"hint\">{}.</p>\n", esc(r.contention));
+  if (r.invariance) out += invariance_fix_html_timing(*r.invariance);
   for (size_t i = 0; i < r.targets.size(); ++i) {
     const Target& t = r.targets[i];
     for (size_t j = 0; j < t.configs.size(); ++j) {

@@ -161,7 +161,8 @@ json invariance_to_json(const Invariance& inv) {
           {"excluded", inv.excluded},
           {"notes", inv.notes},
           {"control", {{"detected", inv.control.detected}, {"evidence", inv.control.evidence}}},
-          {"configs", configs}};
+          {"configs", configs},
+          {"fix", invariance_fix_to_json(inv.fix)}};
 }
 
 Invariance invariance_from_json(const json& j) {
@@ -181,6 +182,7 @@ Invariance invariance_from_json(const json& j) {
   inv.notes = n.at("notes").strings();
   inv.control = {n.at("control").at("detected").boolean(), n.at("control").at("evidence").str()};
   inv.configs = n.at("configs").list(config_from);
+  if (n.has("fix")) inv.fix = invariance_fix_from_json(n.at("fix").v);  // reports before the fix search have none
   return inv;
 }
 

@@ -157,6 +157,7 @@ std::string invariance_text(const Report& r) {
   for (const auto& n : inv.notes) out += fmt::format("  note: {}\n", ln(n));
   out += fmt::format("  negative control: {}\n", ln(inv.control.evidence));
   for (const auto& c : inv.configs) config_text(out, c);
+  out += invariance_fix_text(inv);
   for (const auto& c : inv.configs)
     if (c.timing.calls > 0)
       out += fmt::format("timing ({}): {} calls, forward {:.0f} ms, sweep {:.0f} ms, worker {:.0f} ms\n", ln(c.config),
@@ -185,10 +186,12 @@ std::string invariance_markdown(const Report& r) {
   for (const auto& c : inv.configs)
     if (c.trace)
       out += fmt::format("\n- **{}** trace ({}): {}", md(c.config), md(c.trace->outcome), md(c.trace->message));
+  out += invariance_fix_markdown(inv);
   out += fmt::format("\n\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   for (const auto& c : inv.configs)
     out += fmt::format("\n- {}: {} calls, forward {:.0f} ms, sweep {:.0f} ms", md(c.config), c.timing.calls,
                        c.timing.forward_ms, c.timing.sweep_ms);
+  out += invariance_fix_markdown_timing(inv);
   out += fmt::format("\n{}\n", kTimingEnd);
   return out;
 }
@@ -219,7 +222,7 @@ std::string invariance_html_section(const Report& r) {
     if (c.trace)
       out += fmt::format("<p class=\"row-trace\" data-config=\"{}\" data-outcome=\"{}\">{} trace: {}</p>\n",
                          esc(c.config), esc(c.trace->outcome), esc(c.config), esc(c.trace->message));
-  return out + "</section>\n";
+  return out + invariance_fix_html(inv) + "</section>\n";
 }
 
 std::string invariance_junit_suites(const Report& r, int& tests, int& failures, int& errors) {
@@ -241,6 +244,7 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
     cases += fmt::format("    <testcase classname=\"invariance.{}\" name=\"{}\"{}", xml(inv.model), xml(c.config),
                          body.empty() ? "/>\n" : ">\n" + body + "    </testcase>\n");
   }
+  cases += invariance_fix_junit_case(inv, t, f);
   tests += t, failures += f, errors += e;
   return fmt::format(
       "  <testsuite name=\"invariance\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n    <properties>\n"

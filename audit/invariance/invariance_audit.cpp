@@ -6,6 +6,7 @@
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/invariance/invariance_analysis.h"
+#include "audit/invariance/invariance_fix.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/worker.h"
@@ -31,22 +32,26 @@ struct CellResult {
   double worker_ms = 0;
 };
 
-// One cell per configuration: its request written, its worker described.
-std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch) {
+// One cell per configuration: its request written, its worker described. `tag` names the files
+// ("" for the audit's own sweep; the fix search's sweeps have their own), the first of the audit's
+// own reads the fingerprint.
+std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs,
+                             const std::vector<int64_t>& sizes, const std::string& tag) {
   check_readable(o.model, "model");
   check_readable(o.input, "input");
   std::vector<Cell> cells;
-  for (size_t i = 0; i < o.session.configs.size(); ++i) {
+  for (size_t i = 0; i < configs.size(); ++i) {
     Cell c;
-    c.config = o.session.configs[i];
-    InvarianceRequest rq{{}, o.rows, o.filler, o.sizes, o.budget, o.batch_dims, i == 0, o.trace};
+    c.config = configs[i];
+    InvarianceRequest rq{
+        {}, o.rows, o.filler, sizes, o.budget, o.batch_dims, i == 0 && tag.empty(), o.trace && tag.empty()};
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
     rq.spec.device = o.session.device.to_string();
     rq.spec.seed = o.session.seed;
     rq.spec.config = c.config;
     rq.spec.load_libraries = o.session.load_libraries;
-    const std::string base = fmt::format("{}/invariance-{}", scratch.path(), i);
+    const std::string base = fmt::format("{}/invariance{}-{}", scratch.path(), tag, i);
     c.request_path = base + ".request.json", c.result_path = base + ".result.json";
     write_file_atomic(c.request_path, to_json(rq).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     c.job.argv = {worker_executable(), "__invariance", c.request_path, c.result_path};
@@ -58,9 +63,10 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
   return cells;
 }
 
-// A worker that failed: its own line for a bad model or input (no report), else a crash.
-std::string failure(const ChildOutcome& out) {
-  const std::string line = worker_error_line(out);
+// A worker that failed: with `fatal`, its own line for a bad model or input (no report); else, or
+// for anything else, a crash (a fix search's candidate whose switch is not in effect only crashes).
+std::string failure(const ChildOutcome& out, bool fatal) {
+  const std::string line = worker_error_line(out, fatal);
   const std::string how = out.kind == ChildOutcome::Kind::TimedOut   ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
                           : out.kind == ChildOutcome::Kind::SpawnFailed
@@ -69,10 +75,11 @@ std::string failure(const ChildOutcome& out) {
   return fmt::format("the invariance worker {}{}", how, line.empty() ? "" : ": " + line);
 }
 
-std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const InvarianceOptions& o) {
+std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const InvarianceOptions& o, int jobs_at_once,
+                                  bool fatal) {
   std::vector<ChildJob> jobs;
   for (const auto& c : cells) jobs.push_back(c.job);
-  const auto outcomes = run_children(jobs, o.session.jobs, [&](size_t i, const ChildOutcome& out) {
+  const auto outcomes = run_children(jobs, jobs_at_once, [&](size_t i, const ChildOutcome& out) {
     if (o.session.progress)
       log::info("[{}/{}] invariance under {}: {:.0f} ms", i + 1, cells.size(), cells[i].config.name, out.wall_ms);
   });
@@ -81,7 +88,7 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
     CellResult r;
     r.worker_ms = outcomes[i].wall_ms;
     if (outcomes[i].kind != ChildOutcome::Kind::Exited || outcomes[i].exit_code != 0) {
-      r.crash = failure(outcomes[i]);
+      r.crash = failure(outcomes[i], fatal);
     } else {
       try {
         std::ifstream in(cells[i].result_path);
@@ -133,6 +140,24 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   return inv;
 }
 
+// The fix search (invariance_fix.h) from the first configuration when it is variant: its sweeps
+// run one worker at a time, so that the forward passes it prices do not share the CPU.
+void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::Invariance& inv) {
+  if (!o.fix_search || inv.configs.empty() || inv.configs.front().verdict != "variant") return;
+  int round = 0;
+  const SweepFn sweep = [&](const std::vector<Config>& configs, const std::vector<int64_t>& sizes) {
+    const std::vector<Cell> cells = plan_cells(o, scratch, configs, sizes, fmt::format("-fix{}", round++));
+    const std::vector<CellResult> results = run_cells(cells, o, 1, false);
+    std::vector<report::InvarianceConfig> out;
+    for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i]));
+    return out;
+  };
+  if (o.session.progress)
+    log::info("invariance: {} is variant; searching for a switch that fixes it", inv.configs.front().config);
+  inv.fix = search_invariance_fix(inv.configs.front(), o.session.configs.front(), o.session.device.type(), sweep);
+  inv.configs.front().advice.push_back("fix search: " + inv.fix->conclusion);
+}
+
 // Batch invariance as an audit kind (audit/skeleton/audit_kind.h): the plan is one target (the
 // model) whose cells are the configurations, each one worker; analyse puts the sweep's answer in
 // the report's invariance section, which takes the place of per-target results.
@@ -141,7 +166,7 @@ class InvarianceKind : public AuditKind {
   explicit InvarianceKind(const InvarianceOptions& o) : o_(o) {}
 
   AuditPlan plan() override {
-    cells_ = plan_cells(o_, scratch_);
+    cells_ = plan_cells(o_, scratch_, o_.session.configs, o_.sizes, "");
     AuditPlan p;
     report::Target model;
     model.name = o_.model;
@@ -149,11 +174,12 @@ class InvarianceKind : public AuditKind {
     return p;
   }
 
-  void run(const Cells&) override { results_ = run_cells(cells_, o_); }
+  void run(const Cells&) override { results_ = run_cells(cells_, o_, o_.session.jobs, true); }
 
   void analyse(const Cells&, report::Report& report) override {
     nlohmann::ordered_json environment;
     report.invariance = analyse_cells(o_, cells_, results_, environment);
+    search_fix(o_, scratch_, *report.invariance);
     report.environment = std::move(environment);
     report.targets.clear();  // the invariance section is the result
   }

@@ -14,12 +14,12 @@
 
 namespace ra {
 
-std::string worker_error_line(const ChildOutcome& out) {
+std::string worker_error_line(const ChildOutcome& out, bool user_errors) {
   std::string line = last_line(out.log_tail);
   if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
+  if (user_errors && out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
     throw UsageError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
+  if (user_errors && out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
     throw InputError(line);
   if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
     throw Interrupted();
