@@ -71,15 +71,16 @@ struct Outcome {
 
 Outcome diverged_outcome(const ConfigResult& c) {
   Outcome o{"failure", "diverged", "", ""};
-  o.message = fmt::format("divergence rate {:.2f}: {}/{} repeats differ from the reference; {} tensor{}",
-                          c.divergence_rate, c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0,
-                          c.diverged_tensors.size(), c.diverged_tensors.size() == 1 ? " differs" : "s differ");
+  o.message =
+      fmt::format("divergence rate {:.2f}: {}/{} repeats differ from the reference; {} {} differ{}", c.divergence_rate,
+                  c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0, c.diverged_tensors.size(),
+                  findings_word(c, c.diverged_tensors.size()), c.diverged_tensors.size() == 1 ? "s" : "");
   if (!c.diverged_tensors.empty()) o.message += fmt::format(" (first: {})", c.diverged_tensors.front().name);
   o.body = fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {}/{} repeats diverged, {} distinct outcomes\n",
                        c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats,
                        c.completed > 0 ? c.completed - 1 : 0, c.distinct_outcomes);
   if (!c.diverged_tensors.empty()) {
-    o.body += fmt::format("diverged tensors ({}):\n", c.diverged_tensors.size());
+    o.body += fmt::format("diverged {} ({}):\n", findings_word(c, 2), c.diverged_tensors.size());
     tensor_lines(o.body, c.diverged_tensors);
   }
   if (c.trace) {
@@ -286,6 +287,8 @@ std::string render_junit(const Report& r) {
       for (const auto& b : t.probe->batch_classes)
         props += property("batch-classes " + b.config, batch_classes_text(b.classes));
     props += property("seed", std::to_string(t.seed)) + property("verdict", verdict_text(t));
+    for (const auto& c : t.configs)  // exec: what each run is compared by, per configuration
+      if (c.compared) props += property("compared per run: " + c.name, compared_text(c));
     if (r.auto_repeats) props += property("repeats", auto_repeats_text(r));
     suites += props;
     suites += "    </properties>\n" + cases + "  </testsuite>\n";

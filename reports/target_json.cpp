@@ -86,6 +86,7 @@ json config_json(const ConfigResult& c) {
   for (const auto& t : c.trials) trials.push_back(trial_json(t));
   json j = config_head_json(c);
   j["tensor_count"] = c.tensor_count;
+  if (c.compared) j["compared"] = {{"files", c.compared->files}, {"metrics", c.compared->metrics}};
   j["diverged_tensors"] = findings_json(c.diverged_tensors);
   j["reference_digests"] = digests_json(c.reference);
   j["trials"] = trials;
@@ -102,6 +103,8 @@ ConfigResult read_config(const Node& n) {
   ConfigResult c;
   read_config_head(n, c);
   c.tensor_count = size_t(n.at("tensor_count").u64());
+  if (n.has("compared"))
+    c.compared = ExecCompared{n.at("compared").at("files").i32(), n.at("compared").at("metrics").i32()};
   c.diverged_tensors = read_findings(n.at("diverged_tensors"));
   c.reference = read_digests(n.at("reference_digests"));
   c.trials = n.at("trials").list(read_trial);
@@ -190,6 +193,9 @@ Target read_target(const Node& n) {
   if (n.has("probe")) t.probe = read_probe(n.at("probe"));
   if (n.has("replay")) t.replay = read_replay(n.at("replay"));
   if (n.has("exec")) t.exec = read_exec(n.at("exec"));
+  if (t.exec)  // exec reports written before `compared` was recorded: counted from their digests
+    for (auto& c : t.configs)
+      if (!c.compared) c.compared = compared_from_digests(*t.exec, c.reference);
   return t;
 }
 

@@ -30,7 +30,11 @@ struct ConfigResult {
   double divergence_rate = 0;                // diverging_repeats / (completed - 1)
   double rate_ci_low = 0, rate_ci_high = 0;  // Wilson 95% interval
   int distinct_outcomes = 0;
+  // The digests compared per repeat (reference's size). For exec, one per file equal by bytes and
+  // per metric, one per entry of a file read because its bytes differed: a count of digests, which
+  // reports show as `compared` instead.
   size_t tensor_count = 0;
+  std::optional<ExecCompared> compared;         // exec only: files and metrics per run (exec_model.h)
   std::vector<TensorDigest> reference;          // digests of the reference repeat
   std::vector<TensorFinding> diverged_tensors;  // in execution order
   std::vector<Trial> trials;

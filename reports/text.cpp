@@ -113,6 +113,17 @@ std::vector<std::string> named_inputs(const Target& t) {
 
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
+std::string compared_text(const ConfigResult& c) {
+  if (!c.compared) return "";
+  return plural(static_cast<size_t>(c.compared->files), "file", "files") + ", " +
+         plural(static_cast<size_t>(c.compared->metrics), "metric", "metrics");
+}
+
+std::string findings_word(const ConfigResult& c, size_t n) {
+  if (c.compared) return n == 1 ? "entry" : "entries";
+  return n == 1 ? "tensor" : "tensors";
+}
+
 std::string auto_repeats_text(const Report& r) {
   if (!r.auto_repeats) return "";
   const AutoRepeats& a = *r.auto_repeats;
@@ -164,13 +175,13 @@ std::string tolerance_text(const DivergenceStats& s) {
 
 namespace {
 
-void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t limit) {
+void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t limit, const char* more = "tensors") {
   for (size_t i = 0; i < fs.size() && i < limit; ++i) {
     const auto& f = fs[i];
     out += fmt::format("      {} {}[{}]: {}\n", ln(f.name), ln(f.dtype), fmt::join(f.shape, "x"),
                        f.stats ? stats_text(*f.stats) : std::string("digests differ"));
   }
-  if (fs.size() > limit) out += fmt::format("      ... and {} more tensors\n", fs.size() - limit);
+  if (fs.size() > limit) out += fmt::format("      ... and {} more {}\n", fs.size() - limit, more);
 }
 
 std::string bytes_text(uint64_t b) {
@@ -246,8 +257,8 @@ void switches_set_lines(std::string& out, const ConfigResult& c) {
   }
 }
 
-// exec: the seeding checklist and the ranks' comparison.
-void exec_tail_lines(std::string& out, const ExecFacts& e) {
+// exec: the seeding checklist.
+void checklist_lines(std::string& out, const ExecFacts& e) {
   if (!e.checklist.empty()) out += "  seeding checklist (checked while the program ran):\n";
   for (const auto& item : e.checklist) {
     std::string line = fmt::format("    {:<14} {}", ln(item.status), ln(item.text));
@@ -257,6 +268,10 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
     if (!item.artifact.empty()) line += fmt::format(" -> diverged: {}", ln(item.artifact));
     out += line + "\n";
   }
+}
+
+// exec: the ranks' comparison.
+void exec_tail_lines(std::string& out, const ExecFacts& e) {
   if (e.ranks_equal) {
     const RanksEqual& r = *e.ranks_equal;
     if (r.equal)
@@ -402,23 +417,26 @@ std::string render_text_raw(const Report& r) {
     }
     size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
     for (const auto& c : t.configs) width = std::max(width, ln(c.name).size());
+    // exec: the checklist first, as it often holds the answer; its column counts files and metrics
+    // per run (compared_text), not the digests, whose number grows when a file is read entry by entry.
+    if (t.exec) checklist_lines(out, *t.exec);
     out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged",
-                       "tensors");
+                       t.exec ? "compared per run" : "tensors");
     for (const auto& c : t.configs) {
       out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", ln(c.name), width, to_string(c.verdict),
                          fmt::format("{}/{}", c.completed, c.repeats),
                          c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-",
-                         c.tensor_count);
+                         c.compared ? compared_text(c) : std::to_string(c.tensor_count));
       if (c.verdict == Verdict::Diverged)
-        out += fmt::format(
-            "    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensor{} differ{}\n",
-            c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size(),
-            c.diverged_tensors.size() == 1 ? "" : "s", c.diverged_tensors.size() == 1 ? "s" : "");
+        out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} {} differ{}\n",
+                           c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes,
+                           c.diverged_tensors.size(), findings_word(c, c.diverged_tensors.size()),
+                           c.diverged_tensors.size() == 1 ? "s" : "");
       if (c.allowed_by)
         out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(c.allowed_by->reason), c.allowed_by->entry);
       if (c.within_tolerance) out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
       if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
-      findings(out, c.diverged_tensors, 5);
+      findings(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
       if (c.trace) trace_lines(out, c, 5);
       if (t.exec) switches_set_lines(out, c);
       if (c.fix_search)

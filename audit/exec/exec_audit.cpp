@@ -719,6 +719,11 @@ class CommandAudit : public AuditKind {
     for (size_t c = 0; c < configs_.size(); ++c) {
       const int ref = reference_index(batch_.runs[c]);
       reference_dirs.push_back(ref >= 0 ? batch_.runs[c][static_cast<size_t>(ref)].dump_path : "");
+      // What a run is compared by, the same whether its runs agree or not (reports/exec_model.h);
+      // nothing when no run completed.
+      const RunRecord* rec = ref >= 0 ? batch_.records[c][static_cast<size_t>(ref)] : nullptr;
+      target.configs[c].compared = report::ExecCompared{rec ? static_cast<int>(rec->taken.size()) : 0,
+                                                        rec ? static_cast<int>(rec->metrics.size()) : 0};
     }
     session_->reset_stats();
     configuration_dependence(target.configs, reference_dirs, session_->collect());
