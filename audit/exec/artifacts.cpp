@@ -509,6 +509,32 @@ Fd open_regular(const std::string& path, int64_t* size) {
   return fd;
 }
 
+// Walks every pattern from its root (a bare one from the working directory and from {out}, whose
+// descriptor is `out`, -1 when it cannot be entered), marking in `matched` those that found a
+// file. One name found both below {out} and in the working directory: the latter is "./NAME".
+void walk_patterns(Walk& w, const std::vector<ArtifactPattern>& patterns, const ArtifactRoots& roots, int out,
+                   std::vector<bool>& matched) {
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const ArtifactPattern& p = patterns[i];
+    const int from = p.out ? out : roots.fd(p.root);
+    if (from < 0) continue;
+    std::vector<std::string> dirs, shown;
+    const size_t before = w.found.size();
+    walk_pattern(w, p, i, compiled(p), 0, from, dirs, shown, -1);
+    if (p.bare && out >= 0) {  // also below {out}, named as there
+      ArtifactPattern in_out = p;
+      in_out.root = -1;
+      walk_pattern(w, in_out, i, compiled(p), 0, out, dirs, shown, -1);
+    }
+    if (w.found.size() > before) matched[i] = true;
+  }
+  std::set<std::string> in_out;
+  for (const Candidate& c : w.found)
+    if (c.root < 0) in_out.insert(c.name);
+  for (Candidate& c : w.found)
+    if (c.root == 0 && in_out.count(c.name)) c.name = "./" + c.name;
+}
+
 }  // namespace
 
 ArtifactPattern parse_artifact_pattern(const std::string& text) {
@@ -663,28 +689,9 @@ TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int tria
     std::vector<std::string> dirs;
     walk_all(w, out.fd, dirs, 0);
   }
-  for (size_t i = 0; i < patterns.size(); ++i) {
-    const ArtifactPattern& p = patterns[i];
-    const int from = p.out ? out.fd : roots.fd(p.root);
-    if (from < 0) continue;
-    std::vector<std::string> dirs, shown;
-    const size_t before = w.found.size();
-    walk_pattern(w, p, i, compiled(p), 0, from, dirs, shown, -1);
-    if (p.bare && out.fd >= 0) {  // also below {out}, named as there
-      ArtifactPattern in_out = p;
-      in_out.root = -1;
-      walk_pattern(w, in_out, i, compiled(p), 0, out.fd, dirs, shown, -1);
-    }
-    if (w.found.size() > before) result.matched[i] = true;
-  }
+  walk_patterns(w, patterns, roots, out.fd, result.matched);
   result.skipped.insert(result.skipped.end(), w.skipped.begin(), w.skipped.end());
   if (w.found.empty()) return result;
-  // One name written both below {out} and in the working directory: the latter is "./NAME".
-  std::set<std::string> in_out;
-  for (const Candidate& c : w.found)
-    if (c.root < 0) in_out.insert(c.name);
-  for (Candidate& c : w.found)
-    if (c.root == 0 && in_out.count(c.name)) c.name = "./" + c.name;
 
   if (::mkdirat(run_dir.fd, "artifacts", 0700) != 0)
     throw InputError(fmt::format("cannot take artifacts into {}/{}/artifacts: {}", roots.scratch(), run,
