@@ -282,6 +282,24 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
   }
 }
 
+// A diverged configuration's repeats that did not complete, in one line, each with how it ended
+// ("1 of 3 repeats did not complete: repeat 1 killed from outside (by SIGKILL, signal 9: ...)"):
+// the verdict line counts only completed ones, and a diverged configuration prints no message.
+void unfinished_line(std::string& out, const ConfigResult& c) {
+  std::vector<std::string> parts;
+  for (const auto& t : c.trials)
+    if (t.status == TrialStatus::Crashed || t.status == TrialStatus::Timeout || t.status == TrialStatus::Raised ||
+        t.status == TrialStatus::Error || t.status == TrialStatus::ConfigError)
+      parts.push_back(fmt::format("repeat {} {}", t.repeat, ln(t.message.substr(0, t.message.find('\n')))));
+  if (parts.empty()) return;
+  constexpr size_t kShown = 3;
+  const size_t n = parts.size();
+  if (n > kShown) parts.resize(kShown);
+  out +=
+      fmt::format("    {} of {} repeat{} did not complete: {}{}\n", n, c.trials.size(), c.trials.size() == 1 ? "" : "s",
+                  fmt::join(parts, "; "), n > kShown ? fmt::format("; and {} more", n - kShown) : "");
+}
+
 // The fix search: every candidate, then the cheapest minimal fix with its snippets.
 void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const std::vector<SwitchValue>& failing,
                bool command = false) {
@@ -308,7 +326,8 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
       line += fmt::format(" fixes {}/{} root causes", c.fixes.size(), root_causes);
     if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
-    if (c.verdict == Verdict::Raised && !c.message.empty())
+    if ((c.verdict == Verdict::Raised || c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout) &&
+        !c.message.empty())
       line += "  (" + ln(c.message.substr(0, c.message.find('\n'))) + ")";
     while (!line.empty() && line.back() == ' ') line.pop_back();  // the verdict column's padding, at the end of a line
     out += line + "\n";
@@ -436,6 +455,7 @@ std::string render_text_raw(const Report& r) {
         out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(c.allowed_by->reason), c.allowed_by->entry);
       if (c.within_tolerance) out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
       if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
+      if (c.verdict == Verdict::Diverged) unfinished_line(out, c);
       findings(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
       if (c.trace) trace_lines(out, c, 5);
       if (t.exec) switches_set_lines(out, c);

@@ -29,7 +29,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -75,19 +74,13 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
     run.process = outcome;
     const std::string last = last_line(outcome.log_tail);
     // A crash signal here is the loader's or the model's own crash, never a verdict: say where to
-    // look. Any other signal (SIGKILL from the out-of-memory killer or a scheduler, SIGTERM) came
-    // from outside the process: say so, rather than blame the file.
-    const int sig = outcome.signal;
+    // look. Any other signal came from outside the process, which the trial's message says
+    // (signal_text, audit/trial/analysis.h), rather than blame the file.
     const bool signaled = outcome.kind == ChildOutcome::Kind::Signaled;
-    const bool crashed = sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGILL || sig == SIGFPE ||
-                         sig == SIGSYS || sig == SIGTRAP;
-    const std::string why =
-        !signaled ? ""
-        : crashed ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
-                  : fmt::format(
-                        "; the worker process was killed from outside (by {}: the out-of-memory "
-                        "killer, a job scheduler's limit, or a kill), not by the model",
-                        sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : fmt::format("signal {}", sig));
+    const std::string why = !signaled ? ""
+                            : crash_signal(outcome.signal)
+                                ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
+                                : "; not a fault of the file or the model";
     throw InputError(fmt::format("model '{}' could not be loaded and run once: {}{}{}", o.model,
                                  summarise_trial(run).message, last.empty() ? "" : " (" + last + ")", why));
   }
