@@ -46,6 +46,17 @@ void fence(std::string& out, const char* lang, const std::string& text) {
   out += escape::markdown_block(text, lang, "  ");
 }
 
+// run --calls K: each configuration's warm-up lines, as a list after the table.
+void warm_up_items(std::string& out, const Report& r) {
+  std::string items;
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs)
+      if (c.warm_up)
+        for (const auto& line : warm_up_lines(*c.warm_up))
+          items += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(line));
+  if (!items.empty()) out += "\n" + items;
+}
+
 void details(std::string& out, const Target& t, const ConfigResult& c) {
   out += fmt::format("\n**{} · {}: {}**", md(t.name), md(c.name), to_string(c.verdict));
   if (c.verdict == Verdict::Diverged)
@@ -215,6 +226,7 @@ std::string render_markdown_raw(const Report& r) {
         if (const std::string u = undecided_text(c); !u.empty())
           out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
   }
+  warm_up_items(out, r);
   for (const auto& t : r.targets) {
     for (const auto& c : t.configs)
       if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);
