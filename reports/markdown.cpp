@@ -204,9 +204,17 @@ std::string render_markdown_raw(const Report& r) {
   if (r.selftest) return selftest_markdown(r);
   if (r.invariance) return invariance_markdown(r);
   std::string out = fmt::format(
-      "## repro-audit: {}{}{} (exit {})\n\n", md(verdict_text(r)),
+      "## repro-audit: {}{}{}{} (exit {})\n\n", md(verdict_text(r)),
       std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
           ? ", configuration-dependent"
+          : "",
+      std::any_of(r.targets.begin(), r.targets.end(),
+                  [](const Target& t) {
+                    return std::any_of(t.configs.begin(), t.configs.end(), [](const ConfigResult& c) {
+                      return c.warm_up && warm_up_dependent(*c.warm_up);
+                    });
+                  })
+          ? ", warm-up-dependent"
           : "",
       md(baseline_verdict_text(r)), r.exit_code);
   out += "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";

@@ -174,6 +174,7 @@ if not lazy_equal:
     check(line in p.stdout, "lazy: the text line")
     check("warm-up-dependent (exit 1)" in p.stdout, "lazy: the verdict line says warm-up-dependent")
     check(line in outs["--markdown"].read_text(), "lazy: markdown has the line")
+    check("warm-up-dependent (exit 1)" in outs["--markdown"].read_text(), "lazy: markdown's head says it")
     check(line in outs["--html"].read_text(), "lazy: html has the line")
     check('type="warm-up"' in outs["--junit"].read_text(), "lazy: junit has a warm-up failure")
     r = subprocess.run([binary, "report", str(work / "lazy.json")], capture_output=True, text=True)
@@ -208,13 +209,16 @@ check(p.stdout.count(named) == 1 and "warm-up dependence" not in p.stdout, "coun
 check(w and w["mutated"] == ["buffer 'count'"] and w["trials_differing"] == 0, "counter: JSON names the buffer")
 
 # 5. Bad input: one line on stderr, exit 2, no report.
-for bad in (["--calls", "0"], ["--calls", "x"], ["--calls", "-1"], ["--calls", "2", "--mode", "train"]):
+for bad, said in ((["--calls", "0"], "--calls: expected an integer from 1 to 1000, got '0'"),
+                  (["--calls", "x"], "--calls: expected an integer from 1 to 1000, got 'x'"),
+                  (["--calls", "-1"], "--calls: expected an integer from 1 to 1000, got '-1'"),
+                  (["--calls", "2", "--mode", "train"], "--calls applies to --mode infer only")):
     report = work / "bad.json"
     cmd = [binary, "run", str(lazy), "--input", str(lazy_in), "--report", str(report), *bad]
     b = subprocess.run(cmd, capture_output=True, text=True)
     print(f"$ {' '.join(cmd[1:])}\n{b.stderr}exit {b.returncode}")
-    check(b.returncode == 2 and len(b.stderr.strip().splitlines()) == 1 and "--calls" in b.stderr,
-          f"{bad}: one line naming --calls, exit 2")
+    check(b.returncode == 2 and len(b.stderr.strip().splitlines()) == 1 and said in b.stderr,
+          f"{bad}: one line ({said}), exit 2")
     check(not report.exists(), f"{bad}: no report")
 
 # 6. --calls 1 is the default, byte for byte (timing and the command line aside).
