@@ -73,6 +73,8 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
                     plural(static_cast<size_t>(c.distinct_outcomes), "distinct outcome", "distinct outcomes")) +
         facts;
   out += fmt::format("<p class=\"facts\">{}.</p>\n", esc(facts));
+  if (c.warm_up)
+    for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("<p class=\"facts\">{}</p>\n", esc(line));
   if (c.allowed_by)
     out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry,
                        esc(c.allowed_by->reason),

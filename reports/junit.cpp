@@ -112,6 +112,13 @@ Outcome diverged_outcome(const ConfigResult& c) {
   return o;
 }
 
+// run --calls K: reproducible from run to run, but a later call differed from call 1 in the process.
+Outcome warm_up_outcome(const ConfigResult& c) {
+  if (!c.warm_up || !warm_up_dependent(*c.warm_up)) return {};
+  const std::vector<std::string> lines = warm_up_lines(*c.warm_up);
+  return {"failure", "warm-up", lines.front(), fmt::format("{}\n", fmt::join(lines, "\n"))};
+}
+
 Outcome config_outcome(const ConfigResult& c) {
   // Accepted by --allowlist: not a failure of this run, but still visible in CI test views.
   if (c.allowed_by && (c.verdict == Verdict::Diverged || c.verdict == Verdict::Raised))
@@ -122,7 +129,7 @@ Outcome config_outcome(const ConfigResult& c) {
   if (c.tolerated) return {"skipped", "", fmt::format("diverged, {}", tolerance_verdict(c)), ""};
   switch (c.verdict) {
     case Verdict::Reproducible:
-      return {};
+      return warm_up_outcome(c);
     case Verdict::Diverged:
       return diverged_outcome(c);
     case Verdict::Raised:

@@ -46,6 +46,17 @@ void fence(std::string& out, const char* lang, const std::string& text) {
   out += escape::markdown_block(text, lang, "  ");
 }
 
+// run --calls K: each configuration's warm-up lines, as a list after the table.
+void warm_up_items(std::string& out, const Report& r) {
+  std::string items;
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs)
+      if (c.warm_up)
+        for (const auto& line : warm_up_lines(*c.warm_up))
+          items += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(line));
+  if (!items.empty()) out += "\n" + items;
+}
+
 void details(std::string& out, const Target& t, const ConfigResult& c) {
   out += fmt::format("\n**{} · {}: {}**", md(t.name), md(c.name), to_string(c.verdict));
   if (c.verdict == Verdict::Diverged)
@@ -218,9 +229,17 @@ std::string render_markdown_raw(const Report& r) {
   if (r.selftest) return selftest_markdown(r);
   if (r.invariance) return invariance_markdown(r);
   std::string out = fmt::format(
-      "## repro-audit: {}{}{} (exit {})\n\n", md(verdict_text(r)),
+      "## repro-audit: {}{}{}{} (exit {})\n\n", md(verdict_text(r)),
       std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
           ? ", configuration-dependent"
+          : "",
+      std::any_of(r.targets.begin(), r.targets.end(),
+                  [](const Target& t) {
+                    return std::any_of(t.configs.begin(), t.configs.end(), [](const ConfigResult& c) {
+                      return c.warm_up && warm_up_dependent(*c.warm_up);
+                    });
+                  })
+          ? ", warm-up-dependent"
           : "",
       md(baseline_verdict_text(r)), r.exit_code);
   // exec: a column of what each run is compared by (compared_text), the same figure as in the other formats.
@@ -246,6 +265,7 @@ std::string render_markdown_raw(const Report& r) {
         if (const std::string u = undecided_text(c); !u.empty())
           out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
   }
+  warm_up_items(out, r);
   for (const auto& t : r.targets) {
     if (t.exec) checklist(out, t);  // first: it often holds the answer
     for (const auto& c : t.configs)

@@ -225,6 +225,14 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
   if (t.splits.size() > limit) out += fmt::format("    ... and {} more splits\n", t.splits.size() - limit);
 }
 
+// ", warm-up-dependent" when a later call of `run --calls K` differed from call 1 somewhere, else "".
+std::string warm_up_text(const Report& r) {
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs)
+      if (c.warm_up && warm_up_dependent(*c.warm_up)) return ", warm-up-dependent";
+  return "";
+}
+
 // exec: the command, what is compared, how the switches reached it.
 void exec_head_lines(std::string& out, const Target& t) {
   const ExecFacts& e = *t.exec;
@@ -458,6 +466,8 @@ std::string render_text_raw(const Report& r) {
       if (c.verdict == Verdict::Diverged) unfinished_line(out, c);
       findings(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
       if (c.trace) trace_lines(out, c, 5);
+      if (c.warm_up)
+        for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("    {}\n", ln(line));
       if (t.exec) switches_set_lines(out, c);
       if (c.fix_search)
         fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, t.exec.has_value());
@@ -495,9 +505,9 @@ std::string render_text_raw(const Report& r) {
   if (!r.contention.empty()) out += fmt::format("note: {}\n", ln(r.contention));
   out += render_baseline_text(r);
   out += shard_text(r) + fleet_text(r);
-  out += fmt::format("verdict: {}{}{} (exit {})\n", verdict_text(r),
+  out += fmt::format("verdict: {}{}{}{} (exit {})\n", verdict_text(r),
                      !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "",
-                     baseline_verdict_text(r), r.exit_code);
+                     warm_up_text(r), baseline_verdict_text(r), r.exit_code);
   return out;
 }
 

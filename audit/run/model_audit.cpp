@@ -4,6 +4,7 @@
 // (audit/trial/worker.h). The preflight child checks the model, the inputs and the device once,
 // and brings back the environment fingerprint.
 #include "audit/run/model_audit.h"
+#include "audit/run/warm_up.h"
 
 #include "audit/skeleton/audit_kind.h"
 
@@ -164,6 +165,7 @@ class BatchRunner {
       const auto [c, r] = jobs[i];
       const std::string name = fmt::format("{}c{}-r{}", tag_, c, r);
       TrialSpec spec = trial_spec(o_, scratch_, configs_[c], r, name, trace_);
+      if (tag_.empty()) spec.calls = o_.calls;  // the audit's own trials, not a fix search's
       std::vector<const TrialRun*> earlier;
       for (int k = 0; k < r; ++k)
         earlier.push_back(finished_[c][static_cast<size_t>(k)] ? &b_.runs[c][static_cast<size_t>(k)] : nullptr);
@@ -384,6 +386,7 @@ nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& targe
   plan["inputs"] = target.inputs;
   plan["mode"] = o.mode;
   if (o.mode == "train") plan["train"] = {o.steps, o.optimizer, o.lr};
+  if (o.calls > 1) plan["calls"] = o.calls;
   plan["trace"] =
       o.trace ? nlohmann::ordered_json{o.trace_capacity, o.fix_search, o.timed_runs} : nlohmann::ordered_json(false);
   return plan;
@@ -454,6 +457,9 @@ class ModelAudit : public AuditKind {
     if (placement_) rep.contention = contention_note(*placement_, o_.jobs);
     report::Target& target = rep.targets.front();
     analyse_configs(cells, target);
+    if (o_.calls > 1)
+      for (size_t c = 0; c < configs_.size(); ++c)
+        target.configs[c].warm_up = compare_calls(batch_.runs[c], batch_.traces[c], o_.calls);
     if (o_.trace) capture_stats(target);
     if (o_.trace && o_.fix_search) fix_search(target);
     if (o_.replay)
