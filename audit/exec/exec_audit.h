@@ -7,19 +7,7 @@
 // ones reach a Python program through the start-up hook (share/exec/sitecustomize.py, put first on
 // PYTHONPATH), which also records the seeding checklist (audit/exec/hook_report.h).
 //
-// What is compared. After each run its artifacts (audit/exec/artifacts.h) are taken into the run's
-// folder and digested by bytes, and the --metric values are read from its stdout
-// (audit/exec/metrics.h): a run's results are one entry per artifact and per metric. Where an
-// artifact's bytes differ between runs and it is a torch.save or safetensors file, the worker
-// reads every version once and the artifact's entry is replaced by one entry per tensor or plain
-// value ("ckpt.pt:model/fc.weight", "ckpt.pt:epoch"), so that the verdict, the divergence rates
-// and the statistics are those of `run` (audit/trial/analysis.h), entry by entry, and two files
-// whose bytes differ but whose contents do not are equal. A file that does not read as its kind is
-// compared by bytes, with a note.
-//
-// The cost per run, besides the command: moving its artifacts (a rename on one filesystem),
-// digesting their bytes once, reading its stdout, and the hook's work inside the program. The
-// worker (LibTorch) starts only when artifacts differ.
+// What a run is compared by, and what that costs: audit/exec/exec_session.h.
 #pragma once
 
 #include "audit/exec/artifacts.h"
