@@ -6,6 +6,7 @@
 #include "audit/invariance/invariance_audit.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
+#include "cli/invariance_options.h"
 
 #include <fmt/format.h>
 
@@ -84,7 +85,9 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   o.sizes = parse_sizes(a.sizes, a.budget);
   o.sizes_text = a.sizes;
   o.batch_dims = parse_batch_dims(a.batch_dims);
-  return finish_report(invariance::run_invariance(o), a.out, {});
+  const ReportJudges judges =
+      invariance_judges(a, o.session.device.to_string(), o.rows, a.filler, config_names(o.session.configs));
+  return finish_report(invariance::run_invariance(o), a.out, judges);
 }
 
 }  // namespace
@@ -136,6 +139,7 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
       ->check(integer_in(0, UINT64_MAX))
       ->capture_default_str();
   sub.add_option("--load-library", a->libraries, "shared library with custom ops the model needs (repeatable)");
+  add_invariance_fleet_options(sub, *a);
   return [a, &global] { return execute_invariance(*a, global); };
 }
 

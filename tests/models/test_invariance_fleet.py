@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# `repro-audit invariance` where the other audits go: baselines and `compare` (the classes of sizes
+# are part of the baseline, so a moved class boundary is a finding), allowlists, `--shard K/N` and
+# `merge`, and every exit code. The problem: whether a Linear layer's rows depend on the batch is a
+# fact of this CPU's library, so nothing here writes down expected sizes: Python measures first
+# (the Linear layer's rows alone and in batches, and layer_norm's), the tool's own unsharded run
+# is the reference of the shards, and a "moved boundary" is made by editing a saved baseline.
+# The cost: small models, sizes up to 64; about a minute on 2 cores.
+#
+# usage: test_invariance_fleet.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER TEST_OPS_LIBRARY
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import torch
+
+binary, source, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]).resolve()
+test_ops = pathlib.Path(sys.argv[4])
+shutil.rmtree(work, ignore_errors=True)
+work.mkdir(parents=True)
+failures = []
+SIZES = [1, 2, 3, 4, 5, 8, 9, 16]
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def tool(*args, env=None):
+    cmd = [binary, "-q", *map(str, args)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    print(f"$ {' '.join(cmd[2:])}\n[exit {p.returncode}]\n{p.stdout}{p.stderr}", flush=True)
+    return p
+
+
+def load(path):
+    return json.loads(pathlib.Path(path).read_text()) if pathlib.Path(path).exists() else None
+
+
+class Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(256, 256)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Norm(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, [x.shape[-1]])
+
+
+torch.manual_seed(0)
+x = torch.randn(20, 256)
+rows = work / "rows.pt"
+torch.save(x, rows)
+linear, norm = work / "linear.pt", work / "norm.pt"
+torch.jit.script(Linear().eval()).save(str(linear))
+torch.jit.script(Norm()).save(str(norm))
+
+# What Python sees on this machine: row 0 alone and at the start of a batch of the input's rows.
+with torch.inference_mode():
+    def differs(path):
+        m = torch.jit.load(str(path))
+        ref = m(x[:1])
+        return any(not torch.equal(m(torch.cat([x[:4], x[4:]])[:size])[:1], ref) for size in SIZES[1:])
+
+    linear_variant, norm_variant = differs(linear), differs(norm)
+print(f"Python: Linear rows differ across batch sizes here: {linear_variant}; layer_norm rows: {norm_variant}", flush=True)
+check(not norm_variant, "Python: layer_norm rows are batch-invariant here (the negative control this test needs)")
+sizes = ",".join(map(str, SIZES))
+allow = work / "allow.json"
+allow.write_text(json.dumps({"allowlist": 1, "entries": [{"target": "linear.pt", "reason": "MKL's GEMM blocking"}]}))
+
+# --- allowlists -------------------------------------------------------------------------------
+if linear_variant:
+    p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--allowlist", allow, "--report", work / "allowed.json")
+    rep = load(work / "allowed.json")
+    check(p.returncode == 0, f"an allowed batch-variant model: exit 0 (got {p.returncode})")
+    check("allowed: MKL's GEMM blocking" in p.stdout, "the finding is shown as allowed")
+    check(rep is not None and rep["invariance"]["configs"][0].get("allowed_by", {}).get("entry") == 0,
+          "the JSON says which entry allowed it")
+    other = work / "other.json"
+    other.write_text(json.dumps({"allowlist": 1, "entries": [
+        {"target": "linear.pt", "output": "output/7", "reason": "another output"}]}))
+    p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--allowlist", other)
+    check(p.returncode == 1, f"an entry for another output allows nothing: exit 1 (got {p.returncode})")
+    expired = work / "expired.json"
+    expired.write_text(json.dumps({"allowlist": 1, "entries": [
+        {"target": "linear.pt", "output": "output", "reason": "old", "expires": "2020-01-01"}]}))
+    p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--allowlist", expired)
+    check(p.returncode == 1 and "expired" in p.stdout, f"an expired entry: exit 1, said (got {p.returncode})")
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("invariance baselines, allowlists, shards and exit codes hold on this machine")
