@@ -1,9 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/invariance_options.h"
 
+#include "audit/baseline/invariance_baseline.h"
+
 namespace ra::cli {
 
 void add_invariance_fleet_options(CLI::App& sub, AuditArgs& a) {
+  sub.add_option("--save-baseline", a.out.save_baseline,
+                 "write a baseline here (atomically): every configuration's classes of sizes, joined and per output, "
+                 "with the environment fingerprint, for a later --baseline or compare");
+  sub.add_option("--baseline", a.baseline,
+                 "compare with an invariance baseline (--save-baseline) or report: a class boundary that moved, or "
+                 "position or warm-up dependence that appeared or went, is a finding (exit 1)");
+  add_fail_on_explained_option(sub, a.fail_on_explained);
   add_allowlist_option(sub, a.allowlist);
 }
 
@@ -11,7 +20,10 @@ ReportJudges invariance_judges(const AuditArgs& a, const std::string& device, in
                                const std::vector<std::string>& configs) {
   ReportJudges judges;
   load_allowlist_option(a.allowlist, judges);
-  (void)device, (void)rows, (void)filler, (void)configs;  // for --baseline
+  judges.fail_on_explained = a.fail_on_explained;
+  if (a.baseline.empty()) return judges;
+  judges.baseline = load_baseline(a.baseline);
+  check_invariance_plan(*judges.baseline, device, rows, filler, configs);
   return judges;
 }
 

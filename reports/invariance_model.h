@@ -59,8 +59,8 @@ struct SizeClass {
   bool reference = false;      // holds size 1
 };
 
-// One output's classes (every anchor row of that output alone), so that an allowlist entry can
-// name one output (invariance_outputs.cpp).
+// One output's classes (every anchor row of that output alone): what a baseline keeps, so that a
+// moved boundary can be named per output (invariance_outputs.cpp).
 struct OutputClasses {
   std::string output;
   std::vector<SizeClass> classes;
@@ -86,7 +86,7 @@ struct InvarianceConfig {
   std::vector<int64_t> position_dependent;  // sizes where a placement's bits differ from the start's
   std::vector<int64_t> warmup_dependent;    // sizes whose second call differs from the first
   std::vector<std::string> advice;          // one sentence each
-  std::vector<OutputClasses> by_output;     // classes per output where there are no cells to group; else empty
+  std::vector<OutputClasses> by_output;     // read from a baseline file, which keeps no cells; else empty
   std::optional<AllowedBy> allowed_by;      // --allowlist accepted this variant configuration
   InvarianceTiming timing;
 };
@@ -126,6 +126,9 @@ std::vector<int64_t> tried_sizes(const InvarianceConfig& c);
 std::vector<OutputClasses> output_classes(const InvarianceConfig& c);
 // The outputs that are batch-variant: several classes, or a placement or warm-up that differs.
 std::vector<std::string> variant_outputs(const InvarianceConfig& c);
+// The baseline file's "invariance" section (reports/baseline_file.h) and back: no cells, no paths.
+nlohmann::ordered_json invariance_baseline_to_json(const Invariance& inv);
+Invariance invariance_baseline_from_json(const nlohmann::ordered_json& j);
 
 // "invariant over every size tried", "variant: 2 classes of sizes, position-dependent at 3 sizes".
 std::string invariance_summary(const InvarianceConfig& c);

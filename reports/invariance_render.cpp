@@ -57,7 +57,7 @@ std::string head_line(const Invariance& inv) {
                      inv.sizes, inv.sizes == "auto" ? fmt::format(" up to {}", inv.budget) : "");
 }
 
-// The verdict, then what the allowlist added (--allowlist).
+// The verdict, then what the allowlist and the baseline added (--allowlist, --baseline, compare).
 std::string exit_words(const Report& r) {
   bool variant = false, allowed = false;
   for (const auto& c : r.invariance->configs) (c.allowed_by ? allowed : variant) |= c.verdict == "variant";
@@ -66,7 +66,7 @@ std::string exit_words(const Report& r) {
                       : allowed          ? "variant, allowed by the allowlist"
                                          : "invariant";
   if (!r.allowlist_expired.empty()) words += ", an allowlist entry expired";
-  return words;
+  return words + baseline_verdict_text(r);
 }
 
 void config_text(std::string& out, const InvarianceConfig& c) {
@@ -160,6 +160,7 @@ std::string invariance_text(const Report& r) {
     if (c.timing.calls > 0)
       out += fmt::format("timing ({}): {} calls, forward {:.0f} ms, sweep {:.0f} ms, worker {:.0f} ms\n", ln(c.config),
                          c.timing.calls, c.timing.forward_ms, c.timing.sweep_ms, c.timing.worker_ms);
+  out += render_baseline_text(r);
   for (const auto& e : r.allowlist_expired) out += fmt::format("allowlist: {}\n", ln(e));
   out += fmt::format("invariance: {} (exit {})\n", exit_words(r), r.exit_code);
   return out;

@@ -79,6 +79,66 @@ sizes = ",".join(map(str, SIZES))
 allow = work / "allow.json"
 allow.write_text(json.dumps({"allowlist": 1, "entries": [{"target": "linear.pt", "reason": "MKL's GEMM blocking"}]}))
 
+# --- baselines and compare (and exit 0 for the invariant model, 1 for the variant one) -----------
+p = tool("invariance", norm, "--input", rows, "--sizes", sizes, "--report", work / "norm.json",
+         "--save-baseline", work / "norm.baseline.json")
+check(p.returncode == 0, f"layer_norm, invariant in Python: exit 0 (got {p.returncode})")
+p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--report", work / "linear.json",
+         "--save-baseline", work / "linear.baseline.json")
+check(p.returncode == (1 if linear_variant else 0), f"Linear: exit {p.returncode} follows Python ({linear_variant})")
+base = load(work / "linear.baseline.json")
+check(base is not None and "invariance" in base, "the baseline holds the invariance section")
+v = subprocess.run(["/usr/bin/python3", str(source / "tests/validate_schema.py"),
+                    str(source / "share/schema/baseline-v1.schema.json"), str(work), "linear.baseline.json",
+                    "norm.baseline.json"], capture_output=True, text=True)
+check(v.returncode == 0, f"the baselines match the schema: {(v.stdout + v.stderr)[-400:]}")
+
+p = tool("compare", work / "linear.baseline.json", work / "linear.json", "--allowlist", allow)
+check(p.returncode == 0, f"compare with its own baseline, variance allowed: exit 0 (got {p.returncode})")
+check("classes of sizes are the baseline's" in p.stdout, "compare says the classes match")
+
+if linear_variant and base is not None:
+    cfg = base["invariance"]["configs"][0]
+    measured = cfg["outputs"][0]["classes"]
+    first = min(min(c) for c in measured if min(c) != 1)  # the measured first boundary
+    moved = next(s for s in SIZES[1:] if s != first)     # another tried size: the "old" boundary
+    edited = [[s for s in SIZES if s < moved], [s for s in SIZES if s >= moved]]
+    cfg["outputs"][0]["classes"] = edited
+    cfg["classes"] = edited
+    (work / "moved.baseline.json").write_text(json.dumps(base))
+    want = f"class boundary moved: {moved} -> {first} for the output"
+    p = tool("compare", work / "moved.baseline.json", work / "linear.json", "--allowlist", allow)
+    check(p.returncode == 1, f"compare: a moved class boundary is a finding, exit 1 (got {p.returncode})")
+    check(want in p.stdout, f"compare names it: '{want}'")
+    p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--baseline", work / "moved.baseline.json",
+             "--allowlist", allow, "--report", work / "moved.json")
+    check(p.returncode == 1, f"--baseline: a moved class boundary is a finding, exit 1 (got {p.returncode})")
+    check(want in p.stdout, f"--baseline names it: '{want}'")
+    rep = load(work / "moved.json")
+    check(rep is not None and any(want in r["reason"] for r in rep["baseline"]["results"]), "the JSON report says it")
+    p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--baseline", work / "linear.baseline.json",
+             "--allowlist", allow)
+    check(p.returncode == 0, f"--baseline unchanged, variance allowed: exit 0 (got {p.returncode})")
+
+# An invariant model whose baseline had a boundary: the boundary went, and that is a finding too.
+nb = load(work / "norm.baseline.json")
+if nb is not None:
+    split = [[1, 2, 3], [s for s in SIZES if s >= 4]]
+    nb["invariance"]["configs"][0]["classes"] = split
+    nb["invariance"]["configs"][0]["outputs"][0]["classes"] = split
+    (work / "norm.edited.json").write_text(json.dumps(nb))
+    p = tool("invariance", norm, "--input", rows, "--sizes", sizes, "--baseline", work / "norm.edited.json")
+    check(p.returncode == 1 and "class boundary at 4 gone for the output" in p.stdout,
+          f"a boundary that went: exit 1 and named (got {p.returncode})")
+    # Old baselines (no invariance section) still read; for invariance they are another experiment.
+    del nb["invariance"]
+    (work / "old.baseline.json").write_text(json.dumps(nb))
+    p = tool("invariance", norm, "--input", rows, "--sizes", "1,2", "--baseline", work / "old.baseline.json")
+    check(p.returncode == 3 and "holds no invariance audit" in p.stderr, f"an old baseline: exit 3 named ({p.returncode})")
+p = tool("invariance", norm, "--input", rows, "--sizes", sizes, "--device", "cpu", "--rows", "2",
+         "--baseline", work / "norm.baseline.json")
+check(p.returncode == 3 and "anchor rows" in p.stderr, f"another experiment (--rows 2): exit 3 (got {p.returncode})")
+
 # --- allowlists -------------------------------------------------------------------------------
 if linear_variant:
     p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--allowlist", allow, "--report", work / "allowed.json")
