@@ -85,6 +85,7 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   o.sizes = parse_sizes(a.sizes, a.budget);
   o.sizes_text = a.sizes;
   o.batch_dims = parse_batch_dims(a.batch_dims);
+  o.shard = shard_option(a);
   const ReportJudges judges =
       invariance_judges(a, o.session.device.to_string(), o.rows, a.filler, config_names(o.session.configs));
   return finish_report(invariance::run_invariance(o), a.out, judges);

@@ -14,6 +14,11 @@ void add_invariance_fleet_options(CLI::App& sub, AuditArgs& a) {
                  "position or warm-up dependence that appeared or went, is a finding (exit 1)");
   add_fail_on_explained_option(sub, a.fail_on_explained);
   add_allowlist_option(sub, a.allowlist);
+  sub.add_option("--shard", a.shard,
+                 "run only shard K of N (K from 1): the sizes and configurations are split, for `repro-audit merge`; "
+                 "without it, scheduler variables name the shard. Needs --report");
+  sub.add_option("--shards", a.shards, "the number of shards of a Kubernetes Indexed Job (with its completion index)")
+      ->check(integer_in(1, 100000));
 }
 
 ReportJudges invariance_judges(const AuditArgs& a, const std::string& device, int rows, const std::string& filler,

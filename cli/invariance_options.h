@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `invariance`'s options shared with the other audits: --save-baseline, --baseline,
-// --fail-on-explained and --allowlist, on the same code paths as run's (load_allowlist_option,
-// load_baseline; audit/baseline/invariance_baseline.h).
+// --fail-on-explained, --allowlist and --shard/--shards, on the same code paths as run's
+// (load_allowlist_option, load_baseline, shard_option; audit/baseline/invariance_baseline.h).
 #pragma once
 
 #include "cli/common.h"

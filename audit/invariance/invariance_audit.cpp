@@ -6,6 +6,7 @@
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/invariance/invariance_analysis.h"
+#include "audit/invariance/invariance_shard.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
 
@@ -30,15 +31,17 @@ struct CellResult {
   double worker_ms = 0;
 };
 
-// One cell per configuration: its request written, its worker described.
-std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch) {
-  check_readable(o.model, "model");
-  check_readable(o.input, "input");
+// One cell per configuration this process runs (`parts`, invariance_shard.h): its request
+// written, its worker described.
+std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch,
+                             const std::vector<SweepPart>& parts) {
   std::vector<Cell> cells;
   for (size_t i = 0; i < o.session.configs.size(); ++i) {
+    if (!parts[i].runs) continue;
     Cell c;
     c.config = o.session.configs[i];
-    InvarianceRequest rq{{}, o.rows, o.filler, o.sizes, o.budget, o.batch_dims, i == 0};
+    InvarianceRequest rq{{}, o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, cells.empty()};
+    rq.bisect = parts[i].bisect;
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
     rq.spec.device = o.session.device.to_string();
@@ -145,16 +148,25 @@ class InvarianceKind : public AuditKind {
  public:
   explicit InvarianceKind(const InvarianceOptions& o) : o_(o) {}
 
+  // The targets are size chunks (one unless sharded: invariance_shard.h), the cells' columns the
+  // configurations.
   AuditPlan plan() override {
-    cells_ = plan_cells(o_, scratch_);
+    check_readable(o_.model, "model");
+    check_readable(o_.input, "input");
     AuditPlan p;
-    report::Target model;
-    model.name = o_.model;
-    p.targets.push_back(std::move(model));
+    for (size_t t = 0; t < plan_chunks(o_); ++t) {
+      report::Target chunk;
+      chunk.name = o_.model;
+      p.targets.push_back(std::move(chunk));
+    }
+    if (o_.shard) p.identity = invariance_plan(o_);
     return p;
   }
 
-  void run(const Cells&) override { results_ = run_cells(cells_, o_); }
+  void run(const Cells& cells) override {
+    cells_ = plan_cells(o_, scratch_, sweep_parts(o_, cells));
+    results_ = run_cells(cells_, o_);
+  }
 
   void analyse(const Cells&, report::Report& report) override {
     nlohmann::ordered_json environment;
@@ -174,7 +186,7 @@ class InvarianceKind : public AuditKind {
 
 report::Report run_invariance(const InvarianceOptions& o) {
   InvarianceKind kind(o);
-  return run_kind(kind, o.session, std::nullopt);
+  return run_kind(kind, o.session, o.shard);
 }
 
 }  // namespace ra::invariance

@@ -12,7 +12,8 @@ nlohmann::json to_json(const InvarianceRequest& r) {
           {"sizes", r.sizes},
           {"budget", r.budget},
           {"batch_dims", r.batch_dims},
-          {"fingerprint", r.fingerprint}};
+          {"fingerprint", r.fingerprint},
+          {"bisect", r.bisect}};
 }
 
 InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
@@ -24,6 +25,7 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
   r.budget = j.at("budget").get<int64_t>();
   r.batch_dims = j.at("batch_dims").get<std::vector<int64_t>>();
   r.fingerprint = j.at("fingerprint").get<bool>();
+  r.bisect = j.value("bisect", false);
   return r;
 }
 

@@ -158,6 +158,32 @@ if linear_variant:
     p = tool("invariance", linear, "--input", rows, "--sizes", sizes, "--allowlist", expired)
     check(p.returncode == 1 and "expired" in p.stdout, f"an expired entry: exit 1, said (got {p.returncode})")
 
+# --- --shard K/N and merge give the classes of one unsharded run -------------------------------
+def classes_of(rep):
+    return {c["config"]: (c["verdict"], c["classes"], c["position_dependent"], c["warmup_dependent"],
+                          sorted({cell["size"] for cell in c["cells"]})) for c in rep["invariance"]["configs"]}
+
+
+for label, model, sweep in [("linear-auto", linear, ["--sizes", "auto", "--budget", "64"]),
+                            ("norm-list", norm, ["--sizes", sizes])]:
+    common = ["invariance", model, "--input", rows, *sweep, "--configs", "default,threads-1"]
+    whole = tool(*common, "--report", work / f"{label}.whole.json")
+    shards = []
+    for k in (1, 2, 3):
+        path = work / f"{label}.{k}.json"
+        p = tool(*common, "--shard", f"{k}/3", "--report", path)
+        check(p.returncode in (0, 1), f"{label}: shard {k}/3 ran (exit {p.returncode})")
+        shards.append(path)
+    merged = tool("merge", *shards, "--report", work / f"{label}.merged.json")
+    a, b = load(work / f"{label}.whole.json"), load(work / f"{label}.merged.json")
+    check(a is not None and b is not None, f"{label}: both reports written")
+    if a and b:
+        check(classes_of(a) == classes_of(b), f"{label}: merged classes {classes_of(b)} equal unsharded {classes_of(a)}")
+        check(merged.returncode == whole.returncode, f"{label}: merge exits {merged.returncode} as the whole run ({whole.returncode})")
+        check("shard" not in b, f"{label}: the merged report is not a shard")
+p = tool("merge", work / "linear-auto.1.json", work / "linear-auto.2.json")
+check(p.returncode == 3 and "missing" in p.stderr, f"a missing shard: exit 3 (got {p.returncode})")
+
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
