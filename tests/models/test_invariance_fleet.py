@@ -184,6 +184,35 @@ for label, model, sweep in [("linear-auto", linear, ["--sizes", "auto", "--budge
 p = tool("merge", work / "linear-auto.1.json", work / "linear-auto.2.json")
 check(p.returncode == 3 and "missing" in p.stderr, f"a missing shard: exit 3 (got {p.returncode})")
 
+# --- exit codes 2 (usage), 3 (bad input) and 4 (a crash); 0 and 1 are checked above ---------------
+for what, extra, code, words in [
+    ("--shard out of range", ["--shard", "3/2", "--report", work / "x.json"], 2, "shard"),
+    ("--shard without --report", ["--shard", "1/2"], 2, "--report"),
+    ("--baseline missing", ["--baseline", work / "missing.json"], 3, "missing.json"),
+    ("--allowlist malformed", ["--allowlist", rows], 3, "allowlist"),
+]:
+    p = tool("invariance", norm, "--input", rows, "--sizes", "1,2", *extra)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    check(p.returncode == code, f"{what}: exit {p.returncode}, expected {code}")
+    check(len(lines) == 1 and words in lines[0], f"{what}: one line naming it ({lines})")
+    check(not (work / "x.json").exists(), f"{what}: no report written")
+
+# A crash: ra_test::fault raises SIGSEGV under one intra-op thread (tests/support/test_ops.cpp).
+check(test_ops.exists(), f"the test ops library {test_ops} is built (cli_tests builds it)")
+if test_ops.exists():
+    torch.ops.load_library(str(test_ops))
+
+    class Fault(torch.nn.Module):
+        def forward(self, x):
+            return torch.ops.ra_test.fault(x)
+
+    torch.jit.script(Fault()).save(str(work / "fault.pt"))
+    p = tool("invariance", work / "fault.pt", "--input", rows, "--sizes", "1,2", "--configs", "threads-1",
+             "--load-library", test_ops, "--report", work / "fault.json")
+    rep = load(work / "fault.json")
+    check(p.returncode == 4, f"a worker that dies of SIGSEGV: exit 4 (got {p.returncode})")
+    check(rep is not None and rep["invariance"]["configs"][0]["verdict"] == "crashed", "the configuration is crashed")
+
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
