@@ -4,7 +4,7 @@
 // runs it once per shell and `cmake --install` installs the results (bash-completion's and zsh's
 // standard folders).
 #include "audit/common/errors.h"
-#include "audit/run/probe_audit.h"
+#include "audit/probes/probe_audit.h"
 #include "audit/trial/config.h"
 #include "cli/command_table.h"
 #include "cli/common.h"

@@ -25,6 +25,8 @@ struct InvarianceArgs : AuditArgs {
   std::string sizes = "auto";
   int64_t budget = 1024;
   std::vector<std::string> batch_dims;
+  bool trace = false;
+  bool no_fix_search = false;
 };
 
 std::optional<int64_t> whole_number(const std::string& text) {
@@ -86,6 +88,12 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   o.sizes_text = a.sizes;
   o.batch_dims = parse_batch_dims(a.batch_dims);
   o.shard = shard_option(a);
+  // --trace compares the anchor alone with the smallest batch of another class of the whole sweep,
+  // which a shard holds only in part, and merge runs no worker: it is left to an unsharded run.
+  if (o.shard && a.trace)
+    throw UsageError("--trace needs every size of a configuration in one process: run it without --shard");
+  o.trace = a.trace;
+  o.fix_search = !a.no_fix_search;
   const ReportJudges judges =
       invariance_judges(a, o.session.device.to_string(), o.rows, a.filler, config_names(o.session.configs));
   return finish_report(invariance::run_invariance(o), a.out, judges);
@@ -119,11 +127,16 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
                  "per input: its batch dimension, or none for an input passed whole (default 0)")
       ->delimiter(',');
   sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
+  sub.add_flag("--trace", a->trace,
+               "name the first op whose anchor-row slice differs between the anchor alone and the smallest batch of "
+               "another class while its inputs' slices matched, or where the batch dimension cannot be followed");
   sub.add_option(
          "--configs", a->configs,
          "configurations, one worker each: presets (default, det, strict, threads-1, threads-N, mkl-cbwr, ...) or "
          "key=value lists joined by '+'; default: default")
       ->delimiter(',');
+  sub.add_flag("--no-fix-search", a->no_fix_search,
+               "when the first configuration is variant, do not search for a switch that makes it invariant");
   sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
   sub.add_option("--junit", a->out.junit,
                  "write a JUnit XML report here (atomically; one test case per configuration)");

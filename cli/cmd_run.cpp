@@ -25,6 +25,7 @@ struct RunArgs : AuditArgs {
   bool replay = false;
   std::vector<std::string> replay_omit;
   bool no_native = false;
+  int calls = 1;
 };
 
 // Train-mode options: --optimizer and --lr, and the restart-replay's preconditions.
@@ -54,6 +55,9 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.fix_search = !a.no_fix_search;
   o.timed_runs = a.timed_runs;
   o.no_native = a.no_native;
+  o.calls = a.calls;
+  if (a.calls > 1 && a.mode == "train")
+    throw UsageError("--calls applies to --mode infer only (training changes the model from one call to the next)");
   fill_training(o, a);
   o.device = Device::parse(a.device);
   fill_session(o, a, global, default_config_names(o.device));
@@ -107,6 +111,11 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
                  "depends on it (repeatable)")
       ->check(CLI::IsMember({"rng", "optimizer"}))
       ->delimiter(',');
+  sub.add_option("--calls", a->calls,
+                 "call the model K times in each trial and compare calls 2..K with call 1 in the same process "
+                 "(warm-up dependence: cuDNN benchmark's first pick, lazy initialisation)")
+      ->check(integer_in(1, 1000))
+      ->capture_default_str();
   sub.add_flag("--no-native", a->no_native,
                "refuse a model that is native code (an AOTInductor package, whose compiled library would run in the "
                "audit's processes) with exit 3");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit selftest [--device cpu|cuda[:N]] [--report F] [--html F] ...`: does the tool work
-// on this machine and device? The checks are audit/run/selftest.h's; the report is a normal one.
-#include "audit/run/selftest.h"
+// on this machine and device? The checks are audit/selftest/selftest.h's; the report is a normal one.
+#include "audit/selftest/selftest.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
 

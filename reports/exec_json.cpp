@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ra::report::detail {
 
 json exec_json(const ExecFacts& e) {
@@ -77,6 +79,17 @@ ExecFacts read_exec(const Node& n) {
         RanksEqual{r.at("equal").boolean(), r.at("config").str(), r.at("repeat").i32(),  r.at("artifact").str(),
                    r.at("rank").i32(),      r.at("tensor").str(), r.at("compared").i32()};
   return e;
+}
+
+ExecCompared compared_from_digests(const ExecFacts& e, const std::vector<TensorDigest>& reference) {
+  ExecCompared out;
+  for (const auto& d : reference) out.metrics += d.name.rfind("metric:", 0) == 0;
+  for (const auto& a : e.artifacts)
+    out.files += std::any_of(reference.begin(), reference.end(), [&](const TensorDigest& d) {
+      return d.name == a.name || (d.name.size() > a.name.size() && d.name.compare(0, a.name.size(), a.name) == 0 &&
+                                  d.name[a.name.size()] == ':');
+    });
+  return out;
 }
 
 }  // namespace ra::report::detail

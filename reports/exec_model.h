@@ -36,6 +36,14 @@ struct ChecklistItem {
   std::vector<int> ranks;  // torchrun: the ranks that saw it (empty for a single process)
   std::string artifact;    // the diverged artifact or metric it may explain, "" when none
 };
+// What one run of a configuration is compared by, counted in its reference run: the files taken
+// (matched by --artifact, or found in $REPRO_AUDIT_OUT; a symlink counts as one) and the --metric
+// names. The same figures whether the runs agree or not: a file whose bytes differ is then read
+// entry by entry, and those entries are what diverged_tensors lists, never what is counted here.
+struct ExecCompared {
+  int files = 0;
+  int metrics = 0;
+};
 // --ranks-equal: data-parallel replicas compared within each run.
 struct RanksEqual {
   bool equal = true;

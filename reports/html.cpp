@@ -46,6 +46,9 @@
 #include <array>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace ra::report {
 namespace {
@@ -343,6 +346,7 @@ void timing_section(std::string& out, const Report& r) {
   out += fmt::format("<p class=\"wall\" data-ms=\"{:.1f}\">Audit wall time: <strong>{}</strong></p>\n", r.wall_ms,
                      ms(r.wall_ms));
   if (!r.contention.empty()) out += fmt::format("<p class=\"hint\">{}.</p>\n", esc(r.contention));
+  if (r.invariance) out += invariance_fix_html_timing(*r.invariance);
   for (size_t i = 0; i < r.targets.size(); ++i) {
     const Target& t = r.targets[i];
     for (size_t j = 0; j < t.configs.size(); ++j) {
@@ -424,6 +428,47 @@ void timing_section(std::string& out, const Report& r) {
       rows + "</tbody></table>\n</details>\n</section>\n";
 }
 
+// The page's sections in order, with the nav's label of each. exec's page leads with what answers
+// its question: the verdict, the seeding checklist (often the answer), what diverged, the fixes,
+// then the details and the environment; it has no trace (root causes) and no probe census.
+std::vector<std::pair<const char*, const char*>> sections(const Report& r) {
+  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
+  if (exec)
+    return {{"verdict", "Verdict"},        {"checklist", "Checklist"}, {"matrix", "Runs"},
+            {"baseline", "Baseline"},      {"fixes", "Fixes"},         {"details", "Details"},
+            {"environment", "Environment"}};
+  return {{"verdict", "Verdict"},   {"environment", "Environment"}, {"matrix", "Matrix"},
+          {"baseline", "Baseline"}, {"root-causes", "Root causes"}, {"fixes", "Fixes"},
+          {"census", "Census"},     {"details", "Details"}};
+}
+
+void section(std::string& out, const Report& r, const std::string& id) {
+  if (id == "verdict") {
+    if (r.selftest)
+      selftest_section(out, r);
+    else if (r.invariance)
+      out += invariance_html_section(r);
+    else
+      banner_section(out, r);
+  } else if (id == "checklist") {
+    html::checklist_section(out, r);
+  } else if (id == "environment") {
+    html::environment_section(out, r);
+  } else if (id == "matrix") {
+    matrix_section(out, r);
+  } else if (id == "baseline") {
+    html::baseline_section(out, r);
+  } else if (id == "root-causes") {
+    html::root_causes_section(out, r);
+  } else if (id == "fixes") {
+    html::fixes_section(out, r);
+  } else if (id == "census") {
+    html::census_section(out, r);
+  } else if (id == "details") {
+    html::details_section(out, r);
+  }
+}
+
 }  // namespace
 
 std::string render_html(const Report& r) {
@@ -435,28 +480,12 @@ std::string render_html(const Report& r) {
   out += fmt::format("<meta name=\"generator\" content=\"repro-audit {}\">\n", esc(r.tool_version));
   out += fmt::format("<title>{}</title>\n<style>\n{}</style>\n</head>\n", esc(title(r)), html::assets::kCss);
   out += fmt::format("<body data-verdict=\"{}\" data-exit-code=\"{}\">\n", to_string(r.verdict), r.exit_code);
-  out +=
-      "<nav><span class=\"brand\">repro-audit</span><a href=\"#verdict\">Verdict</a><a "
-      "href=\"#environment\">Environment</a>"
-      "<a href=\"#matrix\">Matrix</a>";
-  if (r.baseline) out += "<a href=\"#baseline\">Baseline</a>";
-  out +=
-      "<a href=\"#root-causes\">Root causes</a><a href=\"#fixes\">Fixes</a>"
-      "<a href=\"#census\">Census</a><a href=\"#details\">Details</a><a href=\"#timing\">Timing</a></nav>\n<main>\n";
-  if (r.selftest) {
-    selftest_section(out, r);
-  } else if (r.invariance) {
-    out += invariance_html_section(r);
-  } else {
-    banner_section(out, r);
-  }
-  html::environment_section(out, r);
-  matrix_section(out, r);
-  html::baseline_section(out, r);
-  html::root_causes_section(out, r);
-  html::fixes_section(out, r);
-  html::census_section(out, r);
-  html::details_section(out, r);
+  const auto order = sections(r);
+  out += "<nav><span class=\"brand\">repro-audit</span>";
+  for (const auto& [id, label] : order)
+    if (std::string(id) != "baseline" || r.baseline) out += fmt::format("<a href=\"#{}\">{}</a>", id, label);
+  out += "<a href=\"#timing\">Timing</a></nav>\n<main>\n";
+  for (const auto& [id, label] : order) section(out, r, id);
   out += fmt::format("{}\n", kTimingBegin);
   // Where a shard or a merged report's shards ran (kept with the timing: it differs between two
   // runs of one plan with the same results).

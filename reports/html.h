@@ -44,6 +44,7 @@ void root_causes_section(std::string& out, const Report& r);  // id="root-causes
 void fixes_section(std::string& out, const Report& r);        // id="fixes", html_sections.cpp
 void census_section(std::string& out, const Report& r);       // id="census", html_sections.cpp
 void details_section(std::string& out, const Report& r);      // id="details", html_details.cpp
+void checklist_section(std::string& out, const Report& r);    // id="checklist" (exec), html_details.cpp
 void baseline_section(std::string& out, const Report& r);     // id="baseline" (only with one), html_baseline.cpp
 
 }  // namespace ra::report::html

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ra::report::html {
@@ -44,12 +45,14 @@ std::string tensor_row(const TensorFinding& f, const char* cls, bool trials) {
   return row + "</tr>\n";
 }
 
-void tensor_table(std::string& out, const std::vector<TensorFinding>& fs, const char* cls, bool trials) {
-  out +=
-      "<table class=\"tensors\"><thead><tr><th>tensor</th><th>type</th><th class=\"num\">elements "
+void tensor_table(std::string& out, const std::vector<TensorFinding>& fs, const char* cls, bool trials,
+                  const char* what = "tensor") {
+  out += fmt::format(
+      "<table class=\"tensors\"><thead><tr><th>{}</th><th>type</th><th class=\"num\">elements "
       "differing</th><th>first at</th>"
       "<th class=\"num\">max abs diff</th><th class=\"num\">max rel diff</th><th class=\"num\">max ULP</th>"
-      "<th class=\"num\">NaN mismatches</th><th class=\"num\">beyond tolerance</th>";
+      "<th class=\"num\">NaN mismatches</th><th class=\"num\">beyond tolerance</th>",
+      what);
   if (trials) out += "<th class=\"num\">trials differing</th>";
   out += "</tr></thead><tbody>\n";
   for (const auto& f : fs) out += tensor_row(f, cls, trials);
@@ -60,8 +63,9 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   const ConfigResult& c = t.configs[j];
   out += fmt::format("<div class=\"config\" id=\"{}\" data-verdict=\"{}\">\n<h4>{} {}</h4>\n", config_id(i, j),
                      to_string(c.verdict), badge(c.verdict), esc(c.name));
-  std::string facts = fmt::format("{} of {} repeats completed; {} digested per run", c.completed, c.repeats,
-                                  plural(c.tensor_count, "tensor", "tensors"));
+  std::string facts = fmt::format("{} of {} repeats completed; {}", c.completed, c.repeats,
+                                  c.compared ? "compared per run: " + compared_text(c)
+                                             : plural(c.tensor_count, "tensor", "tensors") + " digested per run");
   if (c.completed >= 2)
     facts =
         fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}): {} of {} repeats differ from the reference, {}; ",
@@ -69,6 +73,8 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
                     plural(static_cast<size_t>(c.distinct_outcomes), "distinct outcome", "distinct outcomes")) +
         facts;
   out += fmt::format("<p class=\"facts\">{}.</p>\n", esc(facts));
+  if (c.warm_up)
+    for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("<p class=\"facts\">{}</p>\n", esc(line));
   if (c.allowed_by)
     out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry,
                        esc(c.allowed_by->reason),
@@ -79,9 +85,9 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   // A diverged configuration's message only counts the repeats, as the line above does.
   if (!c.message.empty() && c.verdict != Verdict::Diverged) out += message(c.message) + "\n";
   if (!c.diverged_tensors.empty()) {
-    out += fmt::format("<p>{} from the reference repeat:</p>\n",
-                       plural(c.diverged_tensors.size(), "tensor differs", "tensors differ"));
-    tensor_table(out, c.diverged_tensors, "diverged-tensor", true);
+    out += fmt::format("<p>{} {} differ{} from the reference repeat:</p>\n", c.diverged_tensors.size(),
+                       findings_word(c, c.diverged_tensors.size()), c.diverged_tensors.size() == 1 ? "s" : "");
+    tensor_table(out, c.diverged_tensors, "diverged-tensor", true, c.compared ? "entry" : "tensor");
   }
   for (const auto& trial : c.trials) {
     if (trial.status == TrialStatus::Ok) continue;
@@ -101,10 +107,17 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   out += "</div>\n";
 }
 
-// exec: the switches the program set itself, the seeding checklist, the ranks.
+// exec: what each run is compared by, the switches the program set itself, the ranks (the
+// checklist has its own section).
 void exec_block(std::string& out, const Target& t) {
   const ExecFacts& e = *t.exec;
+  std::vector<std::string> what;
+  for (const auto& a : e.artifacts)
+    what.push_back(code(a.name) + " (" + esc(a.kind) + (a.note.empty() ? "" : ": " + esc(a.note)) + ")");
+  for (const auto& m : e.metrics) what.push_back(fmt::format("metric {} ({} per run)", code(m.name), m.occurrences));
   out += "<div class=\"exec\">\n<h4>What the program did</h4>\n";
+  out += fmt::format("<p class=\"compared\">Compared: {}.</p>\n",
+                     what.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(what, ", ")));
   if (!e.hook_note.empty()) out += fmt::format("<p>{}</p>\n", esc(e.hook_note));
   for (const auto& c : t.configs)
     for (const auto& sw : c.switches)
@@ -113,18 +126,6 @@ void exec_block(std::string& out, const Target& t) {
             "<p class=\"switch-set\">{}: the program set <code>{}={}</code> at <code>{}</code>{}</p>\n", esc(c.name),
             esc(sw.key), esc(sw.effective), esc(sw.set_at),
             !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + esc(sw.requested) + ")" : "");
-  if (!e.checklist.empty()) {
-    out +=
-        "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding "
-        "checklist</th><th>where</th><th>diverged</th></tr>"
-        "</thead><tbody>\n";
-    for (const auto& item : e.checklist)
-      out += fmt::format(
-          "<tr class=\"checklist-item\" "
-          "data-status=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>\n",
-          esc(item.status), esc(item.status), esc(item.text), esc(item.where), esc(item.artifact));
-    out += "</tbody></table>\n";
-  }
   if (e.ranks_equal)
     out +=
         e.ranks_equal->equal
@@ -166,13 +167,45 @@ void replay_block(std::string& out, const Replay& rp) {
 
 }  // namespace
 
+void checklist_section(std::string& out, const Report& r) {
+  out += "<section id=\"checklist\">\n<h2>Seeding checklist</h2>\n";
+  bool any = false;
+  for (const auto& t : r.targets) {
+    if (!t.exec || t.exec->checklist.empty()) continue;
+    any = true;
+    out +=
+        "<p class=\"hint\">Checked while the program ran: what it seeded, where, and the diverged artifact or metric "
+        "each missing line may explain.</p>\n";
+    out +=
+        "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding "
+        "checklist</th><th>where</th><th>diverged</th></tr>"
+        "</thead><tbody>\n";
+    for (const auto& item : t.exec->checklist)
+      out += fmt::format(
+          "<tr class=\"checklist-item\" "
+          "data-status=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>\n",
+          esc(item.status), esc(item.status), esc(item.text), esc(item.where), esc(item.artifact));
+    out += "</tbody></table>\n";
+  }
+  if (!any)
+    out +=
+        "<p class=\"empty\">No checklist: the start-up hook did not report (not a Python program that imported "
+        "torch, or one started with -S or -I).</p>\n";
+  out += "</section>\n";
+}
+
 void details_section(std::string& out, const Report& r) {
   out += "<section id=\"details\">\n<h2>Per-target details</h2>\n";
+  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
   out +=
-      "<p class=\"hint\">Per configuration: the divergence rate, each tensor that differs (elements differing, first "
-      "index, largest absolute and ULP difference), failed trials with their messages; then configuration dependence "
-      "and "
-      "the restart-replay.</p>\n<div id=\"details-controls\" class=\"controls\"></div>\n";
+      exec ? "<p class=\"hint\">Per configuration: the divergence rate, each entry that differs (a tensor or value of "
+             "a file read because its bytes differed, a file compared by bytes, or a metric: elements differing, "
+             "first index, largest absolute and ULP difference), failed runs with their messages; then what the "
+             "program set itself.</p>\n"
+           : "<p class=\"hint\">Per configuration: the divergence rate, each tensor that differs (elements "
+             "differing, first index, largest absolute and ULP difference), failed trials with their messages; then "
+             "configuration dependence and the restart-replay.</p>\n";
+  out += "<div id=\"details-controls\" class=\"controls\"></div>\n";
   for (size_t i = 0; i < r.targets.size(); ++i) {
     const Target& t = r.targets[i];
     const bool open = r.targets.size() <= 5 && t.verdict != Verdict::Reproducible && t.verdict != Verdict::Skipped;

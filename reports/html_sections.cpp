@@ -87,27 +87,36 @@ void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, siz
   out += fmt::format("<div class=\"fix-search\" id=\"fixes-{}\" data-candidates=\"{}\">\n<h3>{}</h3>\n",
                      config_id(i, j), f.candidates.size(), heading(i, j, t, c));
   out += fmt::format("<p class=\"conclusion\">{}</p>\n", esc(f.conclusion));
+  if (f.candidates.empty() && f.repeats == 0) {  // exec: not searched (a missing seeding line explains it)
+    out += "</div>\n";
+    return;
+  }
+  // exec runs the command, untraced: each candidate is that many runs, and no root cause is counted.
+  const bool command = t.exec.has_value();
   out += fmt::format(
-      "<p class=\"hint\">From {}: each switch alone, then combinations, then reductions to minimal sets; {}{} traced "
-      "repeats per candidate{}. Costs are measured (see Timing).</p>\n",
-      code(f.from), f.repeats_auto ? "up to " : "", f.repeats, f.repeats_auto ? ", each until decided" : "");
-  out +=
+      "<p class=\"hint\">From {}: each switch alone, then combinations, then reductions to minimal sets; {}{} {} per "
+      "candidate{}. Costs are measured (see Timing).</p>\n",
+      code(f.from), f.repeats_auto ? "up to " : "", f.repeats, command ? "runs of the command" : "traced repeats",
+      f.repeats_auto ? ", each until decided" : "");
+  out += fmt::format(
       "<table class=\"fixes\"><thead><tr><th>#</th><th>switches on top of the failing configuration</th><th>stage</th>"
-      "<th>verdict</th><th>root causes "
-      "fixed</th><th>reproducible</th><th>minimal</th><th>cost</th></tr></thead><tbody>\n";
+      "<th>verdict</th>{}<th>reproducible</th><th>minimal</th><th>cost</th></tr></thead><tbody>\n",
+      command ? "" : "<th>root causes fixed</th>");
   for (size_t k = 0; k < f.candidates.size(); ++k) {
     const FixCandidate& fc = f.candidates[k];
     const bool counted = causes > 0 && (fc.verdict == Verdict::Reproducible || fc.verdict == Verdict::Diverged);
+    const std::string fixed =
+        command ? "" : fmt::format("<td>{}</td>", counted ? fmt::format("{}/{}", fc.fixes.size(), causes) : "-");
     out += fmt::format(
         "<tr class=\"fix-candidate{}\" id=\"{}\" data-verdict=\"{}\" data-minimal=\"{}\" data-fixes-all=\"{}\">"
-        "<td class=\"num\">{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td class=\"num\">{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td>{}<td>{}</td><td>{}</td>"
         "<td class=\"cost\" data-fix=\"{}\"></td></tr>\n",
         fc.minimal ? " minimal" : "", fix_id(i, j, k), to_string(fc.verdict), fc.minimal, fc.fixes_all, k + 1,
-        esc(fc.config), toggles_text(fc), esc(fc.stage), badge(fc.verdict),
-        counted ? fmt::format("{}/{}", fc.fixes.size(), causes) : "-", fc.fixes_all ? "yes" : "no",
+        esc(fc.config), toggles_text(fc), esc(fc.stage), badge(fc.verdict), fixed, fc.fixes_all ? "yes" : "no",
         fc.minimal ? "<strong>minimal</strong>" : "", fix_id(i, j, k));
     if (!fc.message.empty())
-      out += fmt::format("<tr class=\"fix-message\"><td></td><td colspan=\"7\">{}</td></tr>\n", message(fc.message));
+      out += fmt::format("<tr class=\"fix-message\"><td></td><td colspan=\"{}\">{}</td></tr>\n", command ? 6 : 7,
+                         message(fc.message));
   }
   out += "</tbody></table>\n";
   for (size_t k = 0; k < f.candidates.size(); ++k) {
@@ -295,7 +304,13 @@ void fixes_section(std::string& out, const Report& r) {
         fix_search(out, *c.fix_search, c, i, j, r.targets[i]);
         any = true;
       }
-  if (!any)
+  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
+  if (!any && exec)
+    out +=
+        "<p class=\"empty\">No fix search: no configuration diverged, or <code>--no-fix-search</code> was given. "
+        "<code>exec</code> searches, for each diverged configuration, the smallest set of switches that makes it "
+        "reproducible.</p>\n";
+  else if (!any)
     out +=
         "<p class=\"empty\">No fix search: <code>repro-audit run --trace</code> searches, for each diverged "
         "configuration, "

@@ -30,6 +30,24 @@ std::vector<SwitchValue> switches_from(const Node& n) {
   });
 }
 
+RowTrace row_trace_from(const Node& n) {
+  RowTrace t;
+  t.outcome = n.at("outcome").str();
+  if (t.outcome != "found" && t.outcome != "stopped" && t.outcome != "none" && t.outcome != "not-traced")
+    n.at("outcome").fail("expected found, stopped, none or not-traced");
+  t.size = n.at("size").i64();
+  t.anchor = n.at("anchor").i32();
+  t.position = n.at("position").i64();
+  t.op = n.at("op").str();
+  t.module = n.at("module").str();
+  t.source = n.at("source").str();
+  t.inputs = n.at("inputs").strings();
+  t.outputs = n.at("outputs").strings();
+  t.compared = n.at("compared").u64();
+  t.message = n.at("message").str();
+  return t;
+}
+
 json config_json(const InvarianceConfig& c) {
   json classes = json::array();
   for (const auto& k : c.classes) classes.push_back({{"sizes", k.sizes}, {"reference", k.reference}});
@@ -51,6 +69,13 @@ json config_json(const InvarianceConfig& c) {
   return j;
 }
 
+// The configuration with its --trace answer, when it has one.
+json traced_config_json(const InvarianceConfig& c) {
+  json out = config_json(c);
+  if (c.trace) out["trace"] = row_trace_to_json(*c.trace);
+  return out;
+}
+
 InvarianceConfig config_from(const Node& n) {
   InvarianceConfig c;
   c.config = n.at("config").str();
@@ -69,6 +94,7 @@ InvarianceConfig config_from(const Node& n) {
   const Node t = n.at("timing");
   c.timing = {t.at("forward_ms").num(), t.at("calls").i64(), t.at("sweep_ms").num(), t.at("worker_ms").num()};
   if (n.has("allowed_by")) c.allowed_by = detail::read_allowed_by(n.at("allowed_by"));
+  if (n.has("trace")) c.trace = row_trace_from(n.at("trace"));
   return c;
 }
 
@@ -115,9 +141,17 @@ std::vector<InvarianceCell> cells_from_json(const json& j) {
   });
 }
 
+json row_trace_to_json(const RowTrace& t) {
+  return {{"outcome", t.outcome}, {"size", t.size},         {"anchor", t.anchor},  {"position", t.position},
+          {"op", t.op},           {"module", t.module},     {"source", t.source},  {"inputs", t.inputs},
+          {"outputs", t.outputs}, {"compared", t.compared}, {"message", t.message}};
+}
+
+RowTrace row_trace_from_json(const json& j) { return row_trace_from(Node{j, "trace"}); }
+
 json invariance_to_json(const Invariance& inv) {
   json configs = json::array();
-  for (const auto& c : inv.configs) configs.push_back(config_json(c));
+  for (const auto& c : inv.configs) configs.push_back(traced_config_json(c));
   return {{"model", inv.model},
           {"kind", inv.kind},
           {"device", inv.device},
@@ -131,7 +165,8 @@ json invariance_to_json(const Invariance& inv) {
           {"excluded", inv.excluded},
           {"notes", inv.notes},
           {"control", {{"detected", inv.control.detected}, {"evidence", inv.control.evidence}}},
-          {"configs", configs}};
+          {"configs", configs},
+          {"fix", invariance_fix_to_json(inv.fix)}};
 }
 
 Invariance invariance_from_json(const json& j) {
@@ -151,6 +186,7 @@ Invariance invariance_from_json(const json& j) {
   inv.notes = n.at("notes").strings();
   inv.control = {n.at("control").at("detected").boolean(), n.at("control").at("evidence").str()};
   inv.configs = n.at("configs").list(config_from);
+  if (n.has("fix")) inv.fix = invariance_fix_from_json(n.at("fix").v);  // reports before the fix search have none
   return inv;
 }
 

@@ -74,6 +74,19 @@ struct InvarianceTiming {
   double worker_ms = 0;   // the worker process from start to its result (load included)
 };
 
+// `--trace`: the first op whose anchor-row slice differs between the anchor alone and the
+// smallest batch of another class, while its inputs' slices matched (audit/invariance/invariance_trace.h).
+struct RowTrace {
+  std::string outcome;             // "found", "stopped" (the batch dim could not be followed), "none", "not-traced"
+  int64_t size = 0;                // the batch size traced against the anchor alone (0 when not traced)
+  int anchor = 0;                  // the anchor row traced
+  int64_t position = 0;            // its row in that batch
+  std::string op, module, source;  // found: the op; stopped: where the batch was lost
+  std::vector<std::string> inputs, outputs;  // the op's tensors at batch 1, "float32[1x64]"
+  uint64_t compared = 0;                     // ops compared before the answer (the op included)
+  std::string message;                       // one sentence that says it all
+};
+
 struct InvarianceConfig {
   std::string config;
   std::vector<SwitchValue> switches;  // as read back in the worker
@@ -88,6 +101,7 @@ struct InvarianceConfig {
   std::vector<std::string> advice;          // one sentence each
   std::vector<OutputClasses> by_output;     // read from a baseline file, which keeps no cells; else empty
   std::optional<AllowedBy> allowed_by;      // --allowlist accepted this variant configuration
+  std::optional<RowTrace> trace;            // with --trace only
   InvarianceTiming timing;
 };
 
@@ -97,6 +111,32 @@ struct InvarianceConfig {
 struct NegativeControl {
   bool detected = false;
   std::string evidence;  // one sentence
+};
+
+// What fixes a variant configuration (audit/invariance/invariance_fix.h): the sizes that matter
+// (batch 1 and one size of each other class) swept again under each candidate switch, one worker
+// each, beside a rerun of the configuration itself that prices them. Clock figures (kept in the
+// JSON's fix.timing): baseline_forward_ms, forward_ms and cost_ratio.
+struct InvarianceFixCandidate {
+  std::string toggles;               // "threads=1", or several joined by '+' for the combination
+  std::string config;                // as --configs spells it: "default+threads=1"
+  std::string stage;                 // "single", "combined" or "skipped" (not run: `message` says why)
+  std::string verdict;               // "invariant", "variant", "crashed" or "not run"
+  std::string message;               // why not run ("no effect on cpu"), or why its worker crashed; "" otherwise
+  std::vector<SizeClass> classes;    // the sizes' classes under it
+  bool fixes = false;                // invariant where the configuration was not
+  std::optional<double> forward_ms;  // per forward pass
+  std::optional<double> cost_ratio;  // its forward passes' time over the rerun configuration's, same sitting
+  std::string cpp, python;           // how a program sets it
+};
+
+struct InvarianceFix {
+  std::string from;                           // the configuration searched from (the first of --configs)
+  std::vector<int64_t> sizes;                 // the sizes swept again
+  std::string baseline_verdict;               // the rerun of `from` on those sizes
+  std::optional<double> baseline_forward_ms;  // per forward pass, in that rerun
+  std::vector<InvarianceFixCandidate> candidates;
+  std::string conclusion;  // one sentence: which switch fixes it at what cost, or which class to pad to
 };
 
 struct Invariance {
@@ -114,6 +154,7 @@ struct Invariance {
   std::vector<std::string> notes;     // one sentence each
   NegativeControl control;
   std::vector<InvarianceConfig> configs;
+  std::optional<InvarianceFix> fix;  // when the first configuration was variant and the search ran
 };
 
 // "{1,2,3} | {4…257}": the classes in one line; a run of three or more consecutive tried sizes is
@@ -141,6 +182,8 @@ void finalize_invariance(Report& report);
 nlohmann::ordered_json invariance_to_json(const Invariance& inv);
 Invariance invariance_from_json(const nlohmann::ordered_json& j);
 nlohmann::ordered_json cells_to_json(const std::vector<InvarianceCell>& cells);
+nlohmann::ordered_json row_trace_to_json(const RowTrace& t);
+RowTrace row_trace_from_json(const nlohmann::ordered_json& j);
 std::vector<InvarianceCell> cells_from_json(const nlohmann::ordered_json& j);
 
 // The renderers' parts (invariance_render.cpp): the text summary, the Markdown summary, the HTML
@@ -150,5 +193,18 @@ std::string invariance_markdown(const Report& report);
 std::string invariance_html_section(const Report& report);
 // The JUnit suite adds its counts to the totals of <testsuites>.
 std::string invariance_junit_suites(const Report& report, int& tests, int& failures, int& errors);
+
+// The fix search's parts (invariance_fix_json.cpp, invariance_fix_render.cpp): JSON and back, and
+// its lines in each format ("" when no search ran).
+nlohmann::ordered_json invariance_fix_to_json(const std::optional<InvarianceFix>& fix);
+std::optional<InvarianceFix> invariance_fix_from_json(const nlohmann::ordered_json& j);
+// Markdown and HTML put the clock's figures (costs) in their timing block: the *_timing parts.
+std::string invariance_fix_text(const Invariance& inv);
+std::string invariance_fix_markdown(const Invariance& inv);
+std::string invariance_fix_markdown_timing(const Invariance& inv);
+std::string invariance_fix_html(const Invariance& inv);
+std::string invariance_fix_html_timing(const Invariance& inv);
+// A JUnit test case ("" when no search ran); adds its counts.
+std::string invariance_fix_junit_case(const Invariance& inv, int& tests, int& failures);
 
 }  // namespace ra::report

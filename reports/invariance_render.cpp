@@ -69,6 +69,16 @@ std::string exit_words(const Report& r) {
   return words + baseline_verdict_text(r);
 }
 
+// --trace: the answer in one sentence, then the op's tensors at batch 1.
+std::string trace_text(const RowTrace& t) {
+  std::string out = fmt::format("  trace: {}\n", ln(t.message));
+  if (t.outcome == "found" || t.outcome == "stopped")
+    out += fmt::format("    {} inputs {} -> outputs {} (anchor {} alone vs row {} of a batch of {})\n", ln(t.op),
+                       ln(fmt::format("{}", fmt::join(t.inputs, ", "))),
+                       ln(fmt::format("{}", fmt::join(t.outputs, ", "))), t.anchor, t.position, t.size);
+  return out;
+}
+
 void config_text(std::string& out, const InvarianceConfig& c) {
   out += fmt::format("{}: {}\n", ln(c.config), ln(invariance_summary(c)));
   if (c.verdict == "crashed") {
@@ -83,6 +93,7 @@ void config_text(std::string& out, const InvarianceConfig& c) {
   if (const std::string w = worst_text(c); !w.empty())
     out += fmt::format("  largest difference from batch 1: {}\n", ln(w));
   for (const auto& a : c.advice) out += fmt::format("  advice: {}\n", ln(a));
+  if (c.trace) out += trace_text(*c.trace);
 }
 
 }  // namespace
@@ -156,6 +167,7 @@ std::string invariance_text(const Report& r) {
   for (const auto& n : inv.notes) out += fmt::format("  note: {}\n", ln(n));
   out += fmt::format("  negative control: {}\n", ln(inv.control.evidence));
   for (const auto& c : inv.configs) config_text(out, c);
+  out += invariance_fix_text(inv);
   for (const auto& c : inv.configs)
     if (c.timing.calls > 0)
       out += fmt::format("timing ({}): {} calls, forward {:.0f} ms, sweep {:.0f} ms, worker {:.0f} ms\n", ln(c.config),
@@ -183,10 +195,15 @@ std::string invariance_markdown(const Report& r) {
   }
   for (const auto& c : inv.configs)
     for (const auto& a : c.advice) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
+  for (const auto& c : inv.configs)
+    if (c.trace)
+      out += fmt::format("\n- **{}** trace ({}): {}", md(c.config), md(c.trace->outcome), md(c.trace->message));
+  out += invariance_fix_markdown(inv);
   out += fmt::format("\n\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   for (const auto& c : inv.configs)
     out += fmt::format("\n- {}: {} calls, forward {:.0f} ms, sweep {:.0f} ms", md(c.config), c.timing.calls,
                        c.timing.forward_ms, c.timing.sweep_ms);
+  out += invariance_fix_markdown_timing(inv);
   out += fmt::format("\n{}\n", kTimingEnd);
   return out;
 }
@@ -212,7 +229,12 @@ std::string invariance_html_section(const Report& r) {
         esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
         esc(position_text(c, tried)), esc(warmup_text(c, tried)), esc(fmt::format("{}", fmt::join(c.advice, " "))));
   }
-  return out + "</tbody></table>\n</section>\n";
+  out += "</tbody></table>\n";
+  for (const auto& c : inv.configs)
+    if (c.trace)
+      out += fmt::format("<p class=\"row-trace\" data-config=\"{}\" data-outcome=\"{}\">{} trace: {}</p>\n",
+                         esc(c.config), esc(c.trace->outcome), esc(c.config), esc(c.trace->message));
+  return out + invariance_fix_html(inv) + "</section>\n";
 }
 
 std::string invariance_junit_suites(const Report& r, int& tests, int& failures, int& errors) {
@@ -225,7 +247,8 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
     if (c.verdict == "variant" && !c.allowed_by) {
       ++f;
       body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n",
-                         xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c))));
+                         xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c)) +
+                             (c.trace ? "; " + c.trace->message : "")));
     } else if (c.verdict == "crashed") {
       ++e;
       body = fmt::format("      <error type=\"crashed\" message=\"{}\"/>\n", xml(c.message));
@@ -233,6 +256,7 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
     cases += fmt::format("    <testcase classname=\"invariance.{}\" name=\"{}\"{}", xml(inv.model), xml(c.config),
                          body.empty() ? "/>\n" : ">\n" + body + "    </testcase>\n");
   }
+  cases += invariance_fix_junit_case(inv, t, f);
   tests += t, failures += f, errors += e;
   return fmt::format(
       "  <testsuite name=\"invariance\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n    <properties>\n"

@@ -71,6 +71,8 @@ Replay read_replay(const Node& n);
 // exec_json.cpp
 json exec_json(const ExecFacts& e);
 ExecFacts read_exec(const Node& n);
+// An older exec report's files and metrics per run, counted from a configuration's reference digests.
+ExecCompared compared_from_digests(const ExecFacts& e, const std::vector<TensorDigest>& reference);
 
 // target_json.cpp. Which document a target sits in: a report has the target's path, and may
 // predate the model and input digests; a baseline has no path and always has the digests.

@@ -71,15 +71,16 @@ struct Outcome {
 
 Outcome diverged_outcome(const ConfigResult& c) {
   Outcome o{"failure", "diverged", "", ""};
-  o.message = fmt::format("divergence rate {:.2f}: {}/{} repeats differ from the reference; {} tensor{}",
-                          c.divergence_rate, c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0,
-                          c.diverged_tensors.size(), c.diverged_tensors.size() == 1 ? " differs" : "s differ");
+  o.message =
+      fmt::format("divergence rate {:.2f}: {}/{} repeats differ from the reference; {} {} differ{}", c.divergence_rate,
+                  c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0, c.diverged_tensors.size(),
+                  findings_word(c, c.diverged_tensors.size()), c.diverged_tensors.size() == 1 ? "s" : "");
   if (!c.diverged_tensors.empty()) o.message += fmt::format(" (first: {})", c.diverged_tensors.front().name);
   o.body = fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {}/{} repeats diverged, {} distinct outcomes\n",
                        c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats,
                        c.completed > 0 ? c.completed - 1 : 0, c.distinct_outcomes);
   if (!c.diverged_tensors.empty()) {
-    o.body += fmt::format("diverged tensors ({}):\n", c.diverged_tensors.size());
+    o.body += fmt::format("diverged {} ({}):\n", findings_word(c, 2), c.diverged_tensors.size());
     tensor_lines(o.body, c.diverged_tensors);
   }
   if (c.trace) {
@@ -111,6 +112,13 @@ Outcome diverged_outcome(const ConfigResult& c) {
   return o;
 }
 
+// run --calls K: reproducible from run to run, but a later call differed from call 1 in the process.
+Outcome warm_up_outcome(const ConfigResult& c) {
+  if (!c.warm_up || !warm_up_dependent(*c.warm_up)) return {};
+  const std::vector<std::string> lines = warm_up_lines(*c.warm_up);
+  return {"failure", "warm-up", lines.front(), fmt::format("{}\n", fmt::join(lines, "\n"))};
+}
+
 Outcome config_outcome(const ConfigResult& c) {
   // Accepted by --allowlist: not a failure of this run, but still visible in CI test views.
   if (c.allowed_by && (c.verdict == Verdict::Diverged || c.verdict == Verdict::Raised))
@@ -121,7 +129,7 @@ Outcome config_outcome(const ConfigResult& c) {
   if (c.tolerated) return {"skipped", "", fmt::format("diverged, {}", tolerance_verdict(c)), ""};
   switch (c.verdict) {
     case Verdict::Reproducible:
-      return {};
+      return warm_up_outcome(c);
     case Verdict::Diverged:
       return diverged_outcome(c);
     case Verdict::Raised:
@@ -282,7 +290,12 @@ std::string render_junit(const Report& r) {
     std::string props = property("kind", t.kind) + property("device", t.device);
     if (!t.mode.empty()) props += property("mode", t.mode);
     if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);
+    if (t.probe)  // a batch-invariance probe's classes of sizes, one property per configuration
+      for (const auto& b : t.probe->batch_classes)
+        props += property("batch-classes " + b.config, batch_classes_text(b.classes));
     props += property("seed", std::to_string(t.seed)) + property("verdict", verdict_text(t));
+    for (const auto& c : t.configs)  // exec: what each run is compared by, per configuration
+      if (c.compared) props += property("compared per run: " + c.name, compared_text(c));
     if (r.auto_repeats) props += property("repeats", auto_repeats_text(r));
     suites += props;
     suites += "    </properties>\n" + cases + "  </testsuite>\n";

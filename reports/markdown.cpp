@@ -46,6 +46,17 @@ void fence(std::string& out, const char* lang, const std::string& text) {
   out += escape::markdown_block(text, lang, "  ");
 }
 
+// run --calls K: each configuration's warm-up lines, as a list after the table.
+void warm_up_items(std::string& out, const Report& r) {
+  std::string items;
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs)
+      if (c.warm_up)
+        for (const auto& line : warm_up_lines(*c.warm_up))
+          items += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(line));
+  if (!items.empty()) out += "\n" + items;
+}
+
 void details(std::string& out, const Target& t, const ConfigResult& c) {
   out += fmt::format("\n**{} · {}: {}**", md(t.name), md(c.name), to_string(c.verdict));
   if (c.verdict == Verdict::Diverged)
@@ -65,7 +76,7 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
     names.push_back(code(c.diverged_tensors[i].name));
   if (c.diverged_tensors.size() > kLimit)
     names.push_back(fmt::format("and {} more", c.diverged_tensors.size() - kLimit));
-  if (!names.empty()) out += fmt::format("- diverged tensors: {}\n", fmt::join(names, ", "));
+  if (!names.empty()) out += fmt::format("- diverged {}: {}\n", findings_word(c, 2), fmt::join(names, ", "));
   if (c.trace) {
     for (const auto& r : c.trace->root_causes)
       out += fmt::format("- root cause: {}; {}/{} runs\n", root_cause_text(r), r.runs_diverged, r.runs_compared);
@@ -83,6 +94,18 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   for (const auto& n : f.no_deterministic)
     out += fmt::format("- {} has no deterministic implementation here{}\n", code(n.op),
                        n.advice.empty() ? "" : ": " + md(n.advice));
+}
+
+// exec: the seeding checklist, before what diverged.
+void checklist(std::string& out, const Target& t) {
+  if (t.exec->checklist.empty()) return;
+  out += fmt::format(
+      "\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | diverged "
+      "|\n|---|---|---|---|\n",
+      md(t.name));
+  for (const auto& item : t.exec->checklist)
+    out += fmt::format("| {} | {} | {} | {} |\n", md(item.status), md(item.text),
+                       item.where.empty() ? "" : code(item.where), item.artifact.empty() ? "" : code(item.artifact));
 }
 
 // The measured part: the audit's wall time, then per diverged configuration with a fix search the
@@ -189,21 +212,48 @@ std::string selftest_markdown(const Report& r) {
   return out;
 }
 
+// The batch-invariance probes' classes of sizes, as the text summary gives them under each probe.
+void batch_section(std::string& out, const Report& r) {
+  std::string rows;
+  for (const auto& t : r.targets)
+    if (t.probe)
+      for (const auto& b : t.probe->batch_classes)
+        rows += fmt::format("| {} | {} | {} | {} |\n", md(t.name), md(b.config), md(batch_classes_text(b.classes)),
+                            b.classes.size() == 1 ? "invariant" : "**variant**");
+  if (rows.empty()) return;
+  out += "\n**Batch invariance** (sizes whose anchor row has identical bits, one class per group)\n\n";
+  out += "| probe | configuration | classes of batch sizes | verdict |\n|---|---|---|---|\n" + rows;
+}
+
 std::string render_markdown_raw(const Report& r) {
   if (r.selftest) return selftest_markdown(r);
   if (r.invariance) return invariance_markdown(r);
   std::string out = fmt::format(
-      "## repro-audit: {}{}{} (exit {})\n\n", md(verdict_text(r)),
+      "## repro-audit: {}{}{}{} (exit {})\n\n", md(verdict_text(r)),
       std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
           ? ", configuration-dependent"
           : "",
+      std::any_of(r.targets.begin(), r.targets.end(),
+                  [](const Target& t) {
+                    return std::any_of(t.configs.begin(), t.configs.end(), [](const ConfigResult& c) {
+                      return c.warm_up && warm_up_dependent(*c.warm_up);
+                    });
+                  })
+          ? ", warm-up-dependent"
+          : "",
       md(baseline_verdict_text(r)), r.exit_code);
-  out += "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
+  // exec: a column of what each run is compared by (compared_text), the same figure as in the other formats.
+  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
+  out +=
+      exec
+          ? "| target | configuration | verdict | diverged repeats (rate) | compared per run |\n|---|---|---|---|---|\n"
+          : "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
   for (const auto& t : r.targets)
     for (const auto& c : t.configs) {
       const bool bad = c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped;
-      out += fmt::format("| {} | {} | {} | {} |\n", md(t.name), md(c.name),
-                         bad ? fmt::format("**{}**", to_string(c.verdict)) : to_string(c.verdict), rate_cell(c));
+      out += fmt::format("| {} | {} | {} | {} |{}\n", md(t.name), md(c.name),
+                         bad ? fmt::format("**{}**", to_string(c.verdict)) : to_string(c.verdict), rate_cell(c),
+                         exec ? " " + md(compared_text(c)) + " |" : "");
     }
   for (const auto& t : r.targets)  // models only: a probe suite would repeat it a hundred times
     if (const std::string power = detection_power_text(t); !power.empty() && t.kind == "model")
@@ -215,7 +265,9 @@ std::string render_markdown_raw(const Report& r) {
         if (const std::string u = undecided_text(c); !u.empty())
           out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
   }
+  warm_up_items(out, r);
   for (const auto& t : r.targets) {
+    if (t.exec) checklist(out, t);  // first: it often holds the answer
     for (const auto& c : t.configs)
       if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);
     if (t.dependence) {
@@ -242,16 +294,6 @@ std::string render_markdown_raw(const Report& r) {
                 !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + md(sw.requested) + ")" : ""));
       if (!set.empty())
         out += fmt::format("\n**{}: switches the program set itself**\n\n{}\n", md(t.name), fmt::join(set, "\n"));
-      if (!e.checklist.empty()) {
-        out += fmt::format(
-            "\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | diverged "
-            "|\n|---|---|---|---|\n",
-            md(t.name));
-        for (const auto& item : e.checklist)
-          out +=
-              fmt::format("| {} | {} | {} | {} |\n", md(item.status), md(item.text),
-                          item.where.empty() ? "" : code(item.where), item.artifact.empty() ? "" : code(item.artifact));
-      }
       if (!e.hook_note.empty()) out += fmt::format("\nNote: {}\n", md(e.hook_note));
       if (e.ranks_equal)
         out += e.ranks_equal->equal
@@ -280,6 +322,7 @@ std::string render_markdown_raw(const Report& r) {
       out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
     }
   }
+  batch_section(out, r);
   if (r.baseline) baseline_section(out, r);
   // Where a shard or a merged report's shards ran: as the text summary says it.
   // The fence is longer than any backtick run in it: a host named "```" cannot close it.

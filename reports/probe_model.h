@@ -10,7 +10,7 @@
 namespace ra::report {
 
 // A batch-invariance probe's batch sizes grouped into classes whose anchor rows had identical bits
-// in one configuration's reference repeat (audit/run/batch_classes.h): one class is invariant.
+// in one configuration's reference repeat (audit/probes/batch_classes.h): one class is invariant.
 struct BatchClasses {
   std::string config;
   std::vector<std::vector<int64_t>> classes;  // sizes increasing; classes by their smallest size

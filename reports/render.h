@@ -85,6 +85,12 @@ std::string detection_power_text(const Target& t);
 std::vector<std::string> named_inputs(const Target& t);
 // "1 run" / "2 runs": the count with the word that agrees with it.
 std::string plural(size_t n, const char* one, const char* many);
+// exec (ConfigResult::compared set): what one run is compared by, "1 file, 1 metric", the figure
+// every format shows in place of run's tensor count; "" for other configurations.
+std::string compared_text(const ConfigResult& c);
+// What a configuration's findings are called: "tensor"/"tensors", or for exec, whose findings are a
+// file's entries, files compared by bytes and metrics, "entry"/"entries".
+std::string findings_word(const ConfigResult& c, size_t n);
 // --repeats auto, once per report: "repeats: auto, 3 to 20 runs per configuration, each until a
 // divergence, a failure, or no divergence in enough runs to rule out a rate above 20% (95%
 // confidence); 2 of 8 undecided at --max-repeats"; "" without it.

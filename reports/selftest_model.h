@@ -8,7 +8,7 @@
 
 namespace ra::report {
 
-// `repro-audit selftest`: checks that the tool works on this machine and device (audit/run/selftest.h),
+// `repro-audit selftest`: checks that the tool works on this machine and device (audit/selftest/selftest.h),
 // each passed or failed with its evidence in one sentence.
 struct SelfCheck {
   std::string name;  // digests | switches | detection | fingerprint | tracing

@@ -43,6 +43,28 @@ ConfigDependence read_dependence(const Node& d) {
   return dep;
 }
 
+json warm_up_json(const WarmUp& w) {
+  return {{"calls", w.calls},
+          {"trials_compared", w.trials_compared},
+          {"trials_differing", w.trials_differing},
+          {"first_call", w.first_call},
+          {"tensors", w.tensors},
+          {"mutated", w.mutated},
+          {"trace", w.trace ? trace_json(*w.trace) : json(nullptr)}};
+}
+
+WarmUp read_warm_up(const Node& n) {
+  WarmUp w;
+  w.calls = n.at("calls").i32();
+  w.trials_compared = n.at("trials_compared").i32();
+  w.trials_differing = n.at("trials_differing").i32();
+  w.first_call = n.at("first_call").i32();
+  w.tensors = n.at("tensors").strings();
+  w.mutated = n.at("mutated").strings();
+  if (const Node t = n.at("trace"); !t.null()) w.trace = read_trace(t);
+  return w;
+}
+
 }  // namespace
 
 json config_head_json(const ConfigResult& c) {
@@ -86,6 +108,7 @@ json config_json(const ConfigResult& c) {
   for (const auto& t : c.trials) trials.push_back(trial_json(t));
   json j = config_head_json(c);
   j["tensor_count"] = c.tensor_count;
+  if (c.compared) j["compared"] = {{"files", c.compared->files}, {"metrics", c.compared->metrics}};
   j["diverged_tensors"] = findings_json(c.diverged_tensors);
   j["reference_digests"] = digests_json(c.reference);
   j["trials"] = trials;
@@ -95,6 +118,7 @@ json config_json(const ConfigResult& c) {
   j["within_tolerance"] = c.within_tolerance;
   j["tolerated"] = c.tolerated;
   if (!c.stopped_by.empty()) j["stopped_by"] = c.stopped_by;
+  if (c.warm_up) j["warm_up"] = warm_up_json(*c.warm_up);
   return j;
 }
 
@@ -102,6 +126,8 @@ ConfigResult read_config(const Node& n) {
   ConfigResult c;
   read_config_head(n, c);
   c.tensor_count = size_t(n.at("tensor_count").u64());
+  if (n.has("compared"))
+    c.compared = ExecCompared{n.at("compared").at("files").i32(), n.at("compared").at("metrics").i32()};
   c.diverged_tensors = read_findings(n.at("diverged_tensors"));
   c.reference = read_digests(n.at("reference_digests"));
   c.trials = n.at("trials").list(read_trial);
@@ -110,6 +136,7 @@ ConfigResult read_config(const Node& n) {
   if (n.has("within_tolerance")) c.within_tolerance = n.at("within_tolerance").boolean();
   if (n.has("tolerated")) c.tolerated = n.at("tolerated").boolean();
   if (n.has("stopped_by")) c.stopped_by = n.at("stopped_by").str();
+  if (n.has("warm_up")) c.warm_up = read_warm_up(n.at("warm_up"));
   if (const Node a = n.at("allowed_by"); !a.null()) c.allowed_by = read_allowed_by(a);
   return c;
 }
@@ -190,6 +217,9 @@ Target read_target(const Node& n) {
   if (n.has("probe")) t.probe = read_probe(n.at("probe"));
   if (n.has("replay")) t.replay = read_replay(n.at("replay"));
   if (n.has("exec")) t.exec = read_exec(n.at("exec"));
+  if (t.exec)  // exec reports written before `compared` was recorded: counted from their digests
+    for (auto& c : t.configs)
+      if (!c.compared) c.compared = compared_from_digests(*t.exec, c.reference);
   return t;
 }
 

@@ -19,6 +19,21 @@
 
 namespace ra::report {
 
+// `run --calls K` (K >= 2): warm-up dependence. Each trial calls the model K times in its one process and
+// compares every later call's tensors with call 1's, so a result that depends on what already ran in the
+// process (cuDNN benchmark's first pick, a lazily built cache) is told apart from run-to-run divergence,
+// which compares call 1 of separate processes (the configuration's verdict). A forward that changes the
+// model's own buffers or parameters makes its calls incomparable: `mutated` names them instead.
+struct WarmUp {
+  int calls = 0;                      // K
+  int trials_compared = 0;            // trials whose later calls were compared with call 1
+  int trials_differing = 0;           // of those, trials in which a later call differed from call 1
+  int first_call = 0;                 // the earliest call that differed (2..K), 0 when none did
+  std::vector<std::string> tensors;   // tensors that differed at first_call, in record order (first such trial)
+  std::vector<std::string> mutated;   // "buffer 'count'": state the forward changed, sorted; calls not compared
+  std::optional<TraceSummary> trace;  // --trace: call 1's op trace aligned with first_call's (repeats: calls)
+};
+
 struct ConfigResult {
   std::string name;
   std::vector<SwitchValue> switches;
@@ -30,7 +45,11 @@ struct ConfigResult {
   double divergence_rate = 0;                // diverging_repeats / (completed - 1)
   double rate_ci_low = 0, rate_ci_high = 0;  // Wilson 95% interval
   int distinct_outcomes = 0;
+  // The digests compared per repeat (reference's size). For exec, one per file equal by bytes and
+  // per metric, one per entry of a file read because its bytes differed: a count of digests, which
+  // reports show as `compared` instead.
   size_t tensor_count = 0;
+  std::optional<ExecCompared> compared;         // exec only: files and metrics per run (exec_model.h)
   std::vector<TensorDigest> reference;          // digests of the reference repeat
   std::vector<TensorFinding> diverged_tensors;  // in execution order
   std::vector<Trial> trials;
@@ -45,6 +64,7 @@ struct ConfigResult {
   // --repeats auto: what ended this configuration's repeats ("divergence", "failure", "skipped",
   // "confidence", "max-repeats"; see AutoRepeats); "" for a fixed number of repeats.
   std::string stopped_by;
+  std::optional<WarmUp> warm_up;  // `run --calls K`, K >= 2 only
 };
 
 // A switch whose effective value differs between two configurations.
@@ -139,5 +159,11 @@ bool all_within_tolerance(const ConfigResult& config);
 // The informative verdict every renderer prints for a configuration within tolerance: "every
 // differing element is within tolerance", and "; accepted by --tolerant" when tolerated.
 std::string tolerance_verdict(const ConfigResult& config);
+// The lines every renderer prints for a configuration's warm-up comparison (`run --calls K`): what
+// was compared and what differed, or why the calls are not comparable; with --trace, where call 1 and
+// the first differing call part.
+std::vector<std::string> warm_up_lines(const WarmUp& w);
+// True when a later call differed from call 1 in some trial: a finding (exit 1), like a divergence.
+bool warm_up_dependent(const WarmUp& w);
 
 }  // namespace ra::report

@@ -113,6 +113,17 @@ std::vector<std::string> named_inputs(const Target& t) {
 
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
+std::string compared_text(const ConfigResult& c) {
+  if (!c.compared) return "";
+  return plural(static_cast<size_t>(c.compared->files), "file", "files") + ", " +
+         plural(static_cast<size_t>(c.compared->metrics), "metric", "metrics");
+}
+
+std::string findings_word(const ConfigResult& c, size_t n) {
+  if (c.compared) return n == 1 ? "entry" : "entries";
+  return n == 1 ? "tensor" : "tensors";
+}
+
 std::string auto_repeats_text(const Report& r) {
   if (!r.auto_repeats) return "";
   const AutoRepeats& a = *r.auto_repeats;
@@ -164,13 +175,13 @@ std::string tolerance_text(const DivergenceStats& s) {
 
 namespace {
 
-void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t limit) {
+void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t limit, const char* more = "tensors") {
   for (size_t i = 0; i < fs.size() && i < limit; ++i) {
     const auto& f = fs[i];
     out += fmt::format("      {} {}[{}]: {}\n", ln(f.name), ln(f.dtype), fmt::join(f.shape, "x"),
                        f.stats ? stats_text(*f.stats) : std::string("digests differ"));
   }
-  if (fs.size() > limit) out += fmt::format("      ... and {} more tensors\n", fs.size() - limit);
+  if (fs.size() > limit) out += fmt::format("      ... and {} more {}\n", fs.size() - limit, more);
 }
 
 std::string bytes_text(uint64_t b) {
@@ -214,6 +225,14 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
   if (t.splits.size() > limit) out += fmt::format("    ... and {} more splits\n", t.splits.size() - limit);
 }
 
+// ", warm-up-dependent" when a later call of `run --calls K` differed from call 1 somewhere, else "".
+std::string warm_up_text(const Report& r) {
+  for (const auto& t : r.targets)
+    for (const auto& c : t.configs)
+      if (c.warm_up && warm_up_dependent(*c.warm_up)) return ", warm-up-dependent";
+  return "";
+}
+
 // exec: the command, what is compared, how the switches reached it.
 void exec_head_lines(std::string& out, const Target& t) {
   const ExecFacts& e = *t.exec;
@@ -246,8 +265,8 @@ void switches_set_lines(std::string& out, const ConfigResult& c) {
   }
 }
 
-// exec: the seeding checklist and the ranks' comparison.
-void exec_tail_lines(std::string& out, const ExecFacts& e) {
+// exec: the seeding checklist.
+void checklist_lines(std::string& out, const ExecFacts& e) {
   if (!e.checklist.empty()) out += "  seeding checklist (checked while the program ran):\n";
   for (const auto& item : e.checklist) {
     std::string line = fmt::format("    {:<14} {}", ln(item.status), ln(item.text));
@@ -257,6 +276,10 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
     if (!item.artifact.empty()) line += fmt::format(" -> diverged: {}", ln(item.artifact));
     out += line + "\n";
   }
+}
+
+// exec: the ranks' comparison.
+void exec_tail_lines(std::string& out, const ExecFacts& e) {
   if (e.ranks_equal) {
     const RanksEqual& r = *e.ranks_equal;
     if (r.equal)
@@ -265,6 +288,24 @@ void exec_tail_lines(std::string& out, const ExecFacts& e) {
       out += fmt::format("  ranks differ: rank {} differs from rank 0 in {} of {} ({} repeat {})\n", r.rank,
                          ln(r.tensor), ln(r.artifact), ln(r.config), r.repeat);
   }
+}
+
+// A diverged configuration's repeats that did not complete, in one line, each with how it ended
+// ("1 of 3 repeats did not complete: repeat 1 killed from outside (by SIGKILL, signal 9: ...)"):
+// the verdict line counts only completed ones, and a diverged configuration prints no message.
+void unfinished_line(std::string& out, const ConfigResult& c) {
+  std::vector<std::string> parts;
+  for (const auto& t : c.trials)
+    if (t.status == TrialStatus::Crashed || t.status == TrialStatus::Timeout || t.status == TrialStatus::Raised ||
+        t.status == TrialStatus::Error || t.status == TrialStatus::ConfigError)
+      parts.push_back(fmt::format("repeat {} {}", t.repeat, ln(t.message.substr(0, t.message.find('\n')))));
+  if (parts.empty()) return;
+  constexpr size_t kShown = 3;
+  const size_t n = parts.size();
+  if (n > kShown) parts.resize(kShown);
+  out +=
+      fmt::format("    {} of {} repeat{} did not complete: {}{}\n", n, c.trials.size(), c.trials.size() == 1 ? "" : "s",
+                  fmt::join(parts, "; "), n > kShown ? fmt::format("; and {} more", n - kShown) : "");
 }
 
 // The fix search: every candidate, then the cheapest minimal fix with its snippets.
@@ -293,7 +334,8 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
       line += fmt::format(" fixes {}/{} root causes", c.fixes.size(), root_causes);
     if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
-    if (c.verdict == Verdict::Raised && !c.message.empty())
+    if ((c.verdict == Verdict::Raised || c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout) &&
+        !c.message.empty())
       line += "  (" + ln(c.message.substr(0, c.message.find('\n'))) + ")";
     while (!line.empty() && line.back() == ' ') line.pop_back();  // the verdict column's padding, at the end of a line
     out += line + "\n";
@@ -402,24 +444,30 @@ std::string render_text_raw(const Report& r) {
     }
     size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
     for (const auto& c : t.configs) width = std::max(width, ln(c.name).size());
+    // exec: the checklist first, as it often holds the answer; its column counts files and metrics
+    // per run (compared_text), not the digests, whose number grows when a file is read entry by entry.
+    if (t.exec) checklist_lines(out, *t.exec);
     out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged",
-                       "tensors");
+                       t.exec ? "compared per run" : "tensors");
     for (const auto& c : t.configs) {
       out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", ln(c.name), width, to_string(c.verdict),
                          fmt::format("{}/{}", c.completed, c.repeats),
                          c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-",
-                         c.tensor_count);
+                         c.compared ? compared_text(c) : std::to_string(c.tensor_count));
       if (c.verdict == Verdict::Diverged)
-        out += fmt::format(
-            "    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} tensor{} differ{}\n",
-            c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size(),
-            c.diverged_tensors.size() == 1 ? "" : "s", c.diverged_tensors.size() == 1 ? "s" : "");
+        out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} {} differ{}\n",
+                           c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes,
+                           c.diverged_tensors.size(), findings_word(c, c.diverged_tensors.size()),
+                           c.diverged_tensors.size() == 1 ? "s" : "");
       if (c.allowed_by)
         out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(c.allowed_by->reason), c.allowed_by->entry);
       if (c.within_tolerance) out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
       if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
-      findings(out, c.diverged_tensors, 5);
+      if (c.verdict == Verdict::Diverged) unfinished_line(out, c);
+      findings(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
       if (c.trace) trace_lines(out, c, 5);
+      if (c.warm_up)
+        for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("    {}\n", ln(line));
       if (t.exec) switches_set_lines(out, c);
       if (c.fix_search)
         fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, t.exec.has_value());
@@ -457,9 +505,9 @@ std::string render_text_raw(const Report& r) {
   if (!r.contention.empty()) out += fmt::format("note: {}\n", ln(r.contention));
   out += render_baseline_text(r);
   out += shard_text(r) + fleet_text(r);
-  out += fmt::format("verdict: {}{}{} (exit {})\n", verdict_text(r),
+  out += fmt::format("verdict: {}{}{}{} (exit {})\n", verdict_text(r),
                      !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "",
-                     baseline_verdict_text(r), r.exit_code);
+                     warm_up_text(r), baseline_verdict_text(r), r.exit_code);
   return out;
 }
 

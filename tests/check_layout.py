@@ -23,7 +23,8 @@ WORKER_BASE = TRIAL + CONCERNS + ["worker/digest", "worker/runtime"]
 WORKER_CONCERNS = ["worker/trace", "worker/lint", "worker/tensor_io", "worker/diff", "worker/train"]
 ALLOWED = {
     "reports": [],
-    "audit/probes": [],
+    # What a probe is (probe_info.h, which the worker's probes share) and the `probes` command's driver.
+    "audit/probes": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline", "audit/fleet", "audit/skeleton"],
     "audit/digest": BASE,
     "audit/common": DIGEST,
     "audit/trial": COMMON,
@@ -36,9 +37,11 @@ ALLOWED = {
     "audit/exec": TRIAL + ["audit/trace", "audit/fleet", "audit/skeleton"],
     # The front's audits.
     "audit/run": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton"],
-    # Batch invariance, the front's side: the protocol, the analysis, the driver.
-    "audit/invariance": TRIAL + ["audit/fleet", "audit/skeleton"],
-    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/invariance"],
+    "audit/selftest": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/run"],
+    # Batch invariance, the front's side: the protocol, the analysis, the driver, --trace's comparison.
+    "audit/invariance": TRIAL + ["audit/trace", "audit/fleet", "audit/skeleton"],
+    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/selftest",
+            "audit/invariance"],
     # The torch side.
     "worker/digest": DIGEST,
     "worker/runtime": TRIAL + ["worker/digest"],
@@ -47,7 +50,7 @@ ALLOWED = {
     "worker/targets": WORKER_BASE + WORKER_CONCERNS + ["worker/probes"],
     "worker/child": WORKER_BASE + WORKER_CONCERNS + ["worker/probes", "worker/targets"],
     "worker/invariance": WORKER_BASE + WORKER_CONCERNS + ["worker/targets", "audit/invariance"],
-    "worker/services": ["cli", "audit/run", "audit/invariance"] + WORKER_BASE + WORKER_CONCERNS +
+    "worker/services": ["cli", "audit/run", "audit/selftest", "audit/invariance"] + WORKER_BASE + WORKER_CONCERNS +
                        ["worker/probes", "worker/targets", "worker/child", "worker/invariance"],
 }
 TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)

@@ -16,7 +16,11 @@ For each STEM, DIR/STEM.html and DIR/STEM.json must exist. Per page:
     order), heat-map cells per verdict, target verdict counts, root causes, fix candidates and
     their measured costs, census classes, disagreements, diverged tensors, configuration
     dependence and restart-replay tensors, trial times;
-  - it prints to PDF.
+  - it prints to PDF;
+  - its sections come in the order of its kind (SECTIONS; an exec report's: EXEC_SECTIONS, the
+    checklist before what diverged and the fixes, and no root causes or census, which exec has not);
+  - at 1280 px, every <details> opened, the page is no wider than the window and no section hides
+    part of its content behind its own scroll bar (a copy of the page with a measuring script).
 Fails, never skips, when Chromium is missing: ./dev installs the Debian package chromium.
 """
 import collections
@@ -30,6 +34,28 @@ import tempfile
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 SECTIONS = ["verdict", "environment", "matrix", "root-causes", "fixes", "census", "details", "timing"]
+EXEC_SECTIONS = ["verdict", "checklist", "matrix", "fixes", "details", "environment", "timing"]
+WIDTH = 1280
+# Opens every <details>, then writes what is wider than its box on <html> for --dump-dom to show.
+MEASURE = """<script>(function () {
+  document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+  var cut = [];
+  document.querySelectorAll("section").forEach(function (s) {
+    if (s.scrollWidth > s.clientWidth) cut.push(s.id + " " + s.scrollWidth + ">" + s.clientWidth);
+  });
+  var root = document.documentElement;
+  root.setAttribute("data-scroll-width", String(root.scrollWidth));
+  root.setAttribute("data-cut", cut.join("; "));
+})();</script>"""
+
+
+def sections_of(report):
+    """The section ids a report's page has, in order."""
+    exec_ = any("exec" in t for t in report.get("targets", []))
+    order = list(EXEC_SECTIONS if exec_ else SECTIONS)
+    if report.get("baseline"):
+        order.insert(order.index("matrix") + 1, "baseline")
+    return order
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 URL_ATTRS = {"src", "href", "action", "formaction", "srcset", "poster", "data", "xlink:href", "background", "manifest"}
 
@@ -151,8 +177,11 @@ def check_counts(c, dom, report):
     configs = [cfg for t in targets for cfg in t["configs"]]
     body = dom.find("body")
     c.eq("body data-js (the script ran to the end)", body[0].attrs.get("data-js") if body else None, "ready")
-    for sid in SECTIONS:
+    for sid in sections_of(report):
         c.eq(f"<section id={sid}>", len(dom.find("section", id=sid)), 1)
+    known = set(SECTIONS + EXEC_SECTIONS + ["baseline"])
+    c.eq("section order", [n.attrs.get("id") for n in dom.find("section") if n.attrs.get("id") in known],
+         sections_of(report))
     banner = dom.find("section", id="verdict")
     if banner:
         c.eq("banner verdict", banner[0].attrs.get("data-verdict"), report["verdict"])
@@ -251,6 +280,24 @@ def check_selftest(c, dom, report):
          [(k["name"], str(k["passed"]).lower()) for k in checks])
 
 
+def check_layout(c, chromium, raw, profile, tmp, stem):
+    """At WIDTH px: the page no wider than the window, no section cut off behind its scroll bar."""
+    copy = os.path.join(tmp, stem + ".measure.html")
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(raw.replace("</body>", MEASURE + "\n</body>", 1))
+    r = run_chromium(chromium, [f"--window-size={WIDTH},900", "--dump-dom"], "file://" + copy, profile)
+    dom = Dom()
+    dom.feed(r.stdout)
+    dom.close()
+    root = dom.find("html")
+    attrs = root[0].attrs if root else {}
+    width = attrs.get("data-scroll-width")
+    c.true(f"layout: no measurement at {WIDTH} px (the measuring script did not run)", width is not None)
+    if width is not None:
+        c.true(f"layout: the page is {width} px wide at a {WIDTH} px window", int(width) <= WIDTH)
+        c.eq(f"layout: sections wider than their box at {WIDTH} px", attrs.get("data-cut"), "")
+
+
 def check_page(chromium, folder, stem, profile, pdf_dir):
     c = Checker(stem)
     html_path, json_path = os.path.join(folder, stem + ".html"), os.path.join(folder, stem + ".json")
@@ -275,6 +322,7 @@ def check_page(chromium, folder, stem, profile, pdf_dir):
     check_counts(c, dom, report)
     check_baseline(c, dom, report)
     check_selftest(c, dom, report)
+    check_layout(c, chromium, raw, profile, pdf_dir, stem)
     pdf = os.path.join(pdf_dir, stem + ".pdf")
     p = run_chromium(chromium, ["--no-pdf-header-footer", f"--print-to-pdf={pdf}"], url, profile)
     c.eq("chromium --print-to-pdf exit status", p.returncode, 0)

@@ -58,7 +58,7 @@
 // When. The baseline file is read before any work (load_baseline_option, cli/), which sets
 // SessionOptions::check_targets: the runners call it after the preflight and before any trial, so an
 // identity mismatch costs nothing. After the audit, apply_baseline fills Report::baseline and calls
-// report::finalize; name_changed_ops (audit/run/changed_ops.h) then names the first changed op.
+// report::finalize; name_changed_ops (audit/skeleton/changed_ops.h) then names the first changed op.
 // --save-baseline is written with the other outputs (reports/baseline_file.h).
 #pragma once
 

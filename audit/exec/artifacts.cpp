@@ -509,6 +509,32 @@ Fd open_regular(const std::string& path, int64_t* size) {
   return fd;
 }
 
+// Walks every pattern from its root (a bare one from the working directory and from {out}, whose
+// descriptor is `out`, -1 when it cannot be entered), marking in `matched` those that found a
+// file. One name found both below {out} and in the working directory: the latter is "./NAME".
+void walk_patterns(Walk& w, const std::vector<ArtifactPattern>& patterns, const ArtifactRoots& roots, int out,
+                   std::vector<bool>& matched) {
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const ArtifactPattern& p = patterns[i];
+    const int from = p.out ? out : roots.fd(p.root);
+    if (from < 0) continue;
+    std::vector<std::string> dirs, shown;
+    const size_t before = w.found.size();
+    walk_pattern(w, p, i, compiled(p), 0, from, dirs, shown, -1);
+    if (p.bare && out >= 0) {  // also below {out}, named as there
+      ArtifactPattern in_out = p;
+      in_out.root = -1;
+      walk_pattern(w, in_out, i, compiled(p), 0, out, dirs, shown, -1);
+    }
+    if (w.found.size() > before) matched[i] = true;
+  }
+  std::set<std::string> in_out;
+  for (const Candidate& c : w.found)
+    if (c.root < 0) in_out.insert(c.name);
+  for (Candidate& c : w.found)
+    if (c.root == 0 && in_out.count(c.name)) c.name = "./" + c.name;
+}
+
 }  // namespace
 
 ArtifactPattern parse_artifact_pattern(const std::string& text) {
@@ -557,8 +583,10 @@ void place_artifact_pattern(ArtifactPattern& p, const std::string& cwd, const st
   const bool absolute = p.text[0] == '/';
   const bool dotdot = std::find(given.begin(), given.end(), "..") != given.end();
   p.below.clear();
-  if (!absolute && !dotdot) {  // below the working directory, as written
+  p.bare = false;
+  if (!absolute && !dotdot) {  // below the working directory, as written, and below {out}
     p.root = 0;
+    p.bare = true;
     p.shown.clear();
     for (const auto& c : given)
       if (!c.empty() && c != ".") p.below.push_back(c);
@@ -661,15 +689,7 @@ TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int tria
     std::vector<std::string> dirs;
     walk_all(w, out.fd, dirs, 0);
   }
-  for (size_t i = 0; i < patterns.size(); ++i) {
-    const ArtifactPattern& p = patterns[i];
-    const int from = p.out ? out.fd : roots.fd(p.root);
-    if (from < 0) continue;
-    std::vector<std::string> dirs, shown;
-    const size_t before = w.found.size();
-    walk_pattern(w, p, i, compiled(p), 0, from, dirs, shown, -1);
-    if (w.found.size() > before) result.matched[i] = true;
-  }
+  walk_patterns(w, patterns, roots, out.fd, result.matched);
   result.skipped.insert(result.skipped.end(), w.skipped.begin(), w.skipped.end());
   if (w.found.empty()) return result;
 
@@ -694,6 +714,41 @@ TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int tria
     if (k) result.taken.push_back(std::move(*k));
   }
   return result;
+}
+
+TreeStamps stamp_tree(int dirfd, const ArtifactRoots& roots, int depth, size_t cap) {
+  TreeStamps out;
+  std::vector<std::string> dirs;
+  size_t seen = 0;
+  const std::function<void(int)> walk = [&](int fd) {
+    for_each_entry(fd, [&](const std::string& e) {
+      struct stat st {};
+      if (++seen > cap || e[0] == '.' || ::fstatat(fd, e.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+      dirs.push_back(e);
+      if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {
+        out[join(dirs)] = fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+      } else if (S_ISDIR(st.st_mode) && static_cast<int>(dirs.size()) < depth &&
+                 !roots.is_scratch(st.st_dev, st.st_ino)) {
+        const Fd sub = open_dir_at(fd, e);
+        if (sub.fd >= 0) walk(sub.fd);
+      }
+      dirs.pop_back();
+    });
+  };
+  walk(dirfd);
+  return out;
+}
+
+TreeStamps stamp_tree(const std::string& folder, const ArtifactRoots& roots, int depth, size_t cap) {
+  const Fd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  return fd.fd < 0 ? TreeStamps{} : stamp_tree(fd.fd, roots, depth, cap);
+}
+
+std::vector<std::string> changed_files(const TreeStamps& before, const TreeStamps& after) {
+  std::vector<std::string> out;
+  for (const auto& [name, stamp] : after)
+    if (const auto it = before.find(name); it == before.end() || it->second != stamp) out.push_back(name);
+  return out;
 }
 
 std::vector<std::string> existing_matches(const ArtifactPattern& pattern, const ArtifactRoots& roots,

@@ -10,6 +10,14 @@
 // {out} when the pattern starts there, with {trial} kept as written (the name is the same in every
 // run) and {rank} filled in (each rank's file is compared across runs).
 //
+// A bare pattern (relative, without `..`: `--artifact ckpt.pt`) is looked for in two places, the
+// working directory and the run's {out} (issue 33). The problem: a user names the file the script
+// saves, and the script saves it either where it runs or into $REPRO_AUDIT_OUT, as the GUIDE
+// suggests; a pattern read only against the working directory matched nothing for the second and
+// the first exec a user typed ended with exit 3. The approach: the pattern is walked from both
+// roots, named the same way in both (the path as matched); where one run wrote the same name in
+// both, the working directory's is named "./NAME". The cost: one more walk per pattern per run.
+//
 // Never touch what isn't ours (issue 28). The problem: a run is a hostile neighbour. It can make a
 // folder of the pattern a symlink to the user's data, replace $REPRO_AUDIT_OUT by one, or leave a
 // FIFO or a link to /proc/kmsg where a file was expected; glob(3) and a plain open() follow all of
@@ -29,6 +37,7 @@
 
 #include "reports/core_model.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +56,7 @@ struct ArtifactPattern {
   int root = 0;
   std::vector<std::string> below;  // the path's components below that root: no "", "." or ".."
   std::string shown;               // what names start with: "" below {out} or for a relative pattern, else the root
+  bool bare = false;               // relative without `..`: looked for in the working directory and in {out}
 };
 
 // Parses one --artifact. UsageError for an empty pattern (or one longer than PATH_MAX), an unknown
@@ -123,6 +133,16 @@ struct TakeResult {
 // InputError when a file cannot be moved, or the run made run/artifacts itself.
 TakeResult take_artifacts(const std::vector<ArtifactPattern>& patterns, int trial, const ArtifactRoots& roots,
                           const std::string& run);
+
+// What a command wrote, for the error that says a pattern matched nothing: a stamp (inode, size,
+// modification time) of every regular file or symlink below a folder, by its path below it, at
+// most `depth` folders down and `cap` entries (hidden names, symlinked folders and the scratch
+// folder not entered). Taken of the working directory before the first run and after the runs, and
+// of a run's {out}: a name whose stamp is new or changed is a file the command wrote.
+using TreeStamps = std::map<std::string, std::string>;
+TreeStamps stamp_tree(int dirfd, const ArtifactRoots& roots, int depth = 3, size_t cap = 4096);
+TreeStamps stamp_tree(const std::string& folder, const ArtifactRoots& roots, int depth = 3, size_t cap = 4096);
+std::vector<std::string> changed_files(const TreeStamps& before, const TreeStamps& after);
 
 // What `pattern` matches now, {trial} and {rank} read as any digits ({out} patterns match nothing
 // before a run): what would be mistaken for a run's artifacts; a symlinked folder the pattern names

@@ -3,6 +3,7 @@
 #include "audit/exec/compile_switches.h"
 
 #include "audit/common/errors.h"
+#include "audit/exec/hook_json.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,19 +18,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string text(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j.at(key).is_string()) return "";
-  return j.at(key).get<std::string>();
-}
-
-bool flag(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j.at(key).is_boolean() && j.at(key).get<bool>();
-}
-
-const json& member(const json& j, const char* key) {
-  static const json null;
-  return j.is_object() && j.contains(key) ? j.at(key) : null;
-}
+using hook_json::flag;
+using hook_json::member;
+using hook_json::text;
 
 std::string value_of(const Config& c, const std::string& key) {
   const auto it = c.values.find(key);

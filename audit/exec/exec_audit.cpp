@@ -504,7 +504,8 @@ class Session {
     throw InputError(fmt::format("no space left in TMPDIR: the command failed in every run{}",
                                  said.empty() ? "" : " (" + said + ")"));
   }
-  const std::string how = p.kind == ChildOutcome::Kind::Signaled      ? fmt::format("was killed by signal {}", p.signal)
+  const std::string how = p.kind == ChildOutcome::Kind::Signaled
+                              ? (crash_signal(p.signal) ? "" : "was ") + signal_text(p.signal)
                           : p.kind == ChildOutcome::Kind::TimedOut    ? "timed out"
                           : p.kind == ChildOutcome::Kind::SpawnFailed ? "could not be started"
                                                                       : fmt::format("exited with code {}", p.exit_code);
@@ -691,6 +692,7 @@ class CommandAudit : public AuditKind {
     // The folders artifacts are taken from, opened before the first run (audit/exec/artifacts.h).
     roots_.emplace(scratch_.path(), o_.artifact_roots);
     check_no_artifact_yet();
+    cwd_before_ = stamp_tree(roots_->fd(0), *roots_);
     session_.emplace(o_, scratch_, *roots_, executable_);
     AuditPlan plan{fingerprint(scratch_, o_.timeout_s), {command_target()}, {}};
     plan.identity = exec_plan(o_, plan.targets.front().model_digest);
@@ -719,6 +721,11 @@ class CommandAudit : public AuditKind {
     for (size_t c = 0; c < configs_.size(); ++c) {
       const int ref = reference_index(batch_.runs[c]);
       reference_dirs.push_back(ref >= 0 ? batch_.runs[c][static_cast<size_t>(ref)].dump_path : "");
+      // What a run is compared by, the same whether its runs agree or not (reports/exec_model.h);
+      // nothing when no run completed.
+      const RunRecord* rec = ref >= 0 ? batch_.records[c][static_cast<size_t>(ref)] : nullptr;
+      target.configs[c].compared = report::ExecCompared{rec ? static_cast<int>(rec->taken.size()) : 0,
+                                                        rec ? static_cast<int>(rec->metrics.size()) : 0};
     }
     session_->reset_stats();
     configuration_dependence(target.configs, reference_dirs, session_->collect());
@@ -770,8 +777,9 @@ class CommandAudit : public AuditKind {
     if (!any_ok) fail_everywhere(batch_.runs, o_.timeout_s);
     for (size_t i = 0; i < o_.artifacts.size(); ++i)
       if (!session_->matched().count(i))
-        throw InputError(fmt::format("--artifact '{}' matched no file in any run{}", o_.artifacts[i].text,
-                                     session_->skip_reason(o_.artifacts[i].text)));
+        throw InputError(fmt::format("--artifact '{}' matched no file in any run{}{}", o_.artifacts[i].text,
+                                     o_.artifacts[i].bare ? " (looked for in the working directory and in {out})" : "",
+                                     session_->skip_reason(o_.artifacts[i].text) + what_was_written(true)));
     for (const auto& m : o_.metrics)
       if (!session_->metrics_seen().count(m.name))
         throw InputError(fmt::format("--metric {} matched no line of the command's stdout in any run", m.name));
@@ -781,8 +789,44 @@ class CommandAudit : public AuditKind {
     if (!any_artifact && o_.metrics.empty())
       throw InputError(
           fmt::format("the command wrote no artifact in any run{}: name its files with --artifact, write them "
-                      "into $REPRO_AUDIT_OUT, or compare printed values with --metric",
-                      session_->skip_reason("")));
+                      "into $REPRO_AUDIT_OUT, or compare printed values with --metric{}",
+                      session_->skip_reason(""), what_was_written(false)));
+  }
+
+  // What the runs wrote, for an error that says a pattern matched nothing (issue 33): the files
+  // left in the first completed run's {out} and those new or changed in the working directory,
+  // a few of each, and a pattern that would take them. "" when `patterns` is false and nothing
+  // was written in the working directory (the caller's words say the rest).
+  std::string what_was_written(bool patterns) const {
+    std::string out_dir;
+    for (const auto& config : batch_.records)
+      for (const RunRecord* rec : config)
+        if (out_dir.empty() && rec != nullptr && rec->ok) out_dir = rec->dir + "/out";
+    std::vector<std::string> in_out;
+    for (const auto& [name, stamp] : stamp_tree(out_dir, *roots_)) in_out.push_back(name);
+    const std::vector<std::string> in_cwd = changed_files(cwd_before_, stamp_tree(roots_->fd(0), *roots_));
+    const auto few = [](const std::vector<std::string>& names) {
+      constexpr size_t kShown = 5;
+      std::vector<std::string> shown(names.begin(), names.begin() + static_cast<long>(std::min(names.size(), kShown)));
+      return fmt::format("{}{}", fmt::join(shown, ", "),
+                         names.size() > kShown ? fmt::format(" and {} more", names.size() - kShown) : "");
+    };
+    const auto it = [](const std::vector<std::string>& names) { return names.size() == 1 ? "it" : "the first"; };
+    if (!patterns)
+      return in_cwd.empty() ? ""
+                            : fmt::format("; it wrote into the working directory: {} (--artifact '{}' takes {})",
+                                          few(in_cwd), in_cwd.front(), it(in_cwd));
+    if (in_out.empty() && in_cwd.empty())
+      return "; the command wrote no file into $REPRO_AUDIT_OUT, and none new into the working directory";
+    std::string line =
+        fmt::format("; the command wrote into $REPRO_AUDIT_OUT: {}; into the working directory: {}",
+                    in_out.empty() ? "nothing" : few(in_out), in_cwd.empty() ? "nothing new" : few(in_cwd));
+    if (!in_out.empty())
+      return line + fmt::format(
+                        ": --artifact '{{out}}/{}' takes {}, or omit --artifact to compare every file in "
+                        "$REPRO_AUDIT_OUT",
+                        in_out.front(), it(in_out));
+    return line + fmt::format(": --artifact '{}' takes {}", in_cwd.front(), it(in_cwd));
   }
 
   // What the hook saw, from the first configuration's reference run (any completed run else), and
@@ -876,7 +920,8 @@ class CommandAudit : public AuditKind {
         log::info("fix search for {}: trying {}", failing.name, config.name);
         Batch b = session_->run({config}, o_.repeats, "fix");
         most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
-        const report::ConfigResult r = session_->analyse(b, {config}).front();
+        report::ConfigResult r = session_->analyse(b, {config}).front();
+        reword_failures(r);  // a crashed candidate says how, in the command's terms
         return CandidateOutcome{r.verdict, r.message, {}};
       };
       const TimeFn time = [&](const std::vector<Config>& timed) {
@@ -895,6 +940,7 @@ class CommandAudit : public AuditKind {
   ScratchDir scratch_;
   std::string executable_;
   std::optional<ArtifactRoots> roots_;
+  TreeStamps cwd_before_;  // the working directory before the first run
   std::optional<Session> session_;
   report::ExecFacts facts_;
   std::vector<Config> configs_;  // this process's configurations

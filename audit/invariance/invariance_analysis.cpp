@@ -126,6 +126,18 @@ void analyse(InvarianceConfig& c) {
                     report::sizes_text(c.warmup_dependent, all)));
 }
 
+std::string padding_advice(const InvarianceConfig& c) {
+  if (c.classes.size() <= 1) return "";
+  const std::vector<int64_t> all = tried(c);
+  const bool alone = c.classes.front().sizes == std::vector<int64_t>{1};
+  const std::vector<SizeClass> batched(c.classes.begin() + (alone ? 1 : 0), c.classes.end());
+  std::string out = fmt::format("pad every batch to a size in {{{}}}", report::sizes_text(widest(batched).sizes, all));
+  if (alone) out += " and never compare a row run alone with batched results";
+  if (c.classes.size() > 2)
+    out += fmt::format(", or bucket batches by class: {}", report::classes_text(c.classes, all));
+  return out;
+}
+
 void compare_configs(std::vector<InvarianceConfig>& configs) {
   std::vector<std::string> invariant;
   for (const auto& c : configs)

@@ -24,4 +24,8 @@ void analyse(report::InvarianceConfig& c);
 // tried and none is, that padding or bucketing is the fix.
 void compare_configs(std::vector<report::InvarianceConfig>& configs);
 
+// When no switch fixes `c`: the class of sizes to pad every batch to (the widest batched one), and
+// the bucketing alternative when there are more than two classes; "" with a single class.
+std::string padding_advice(const report::InvarianceConfig& c);
+
 }  // namespace ra::invariance

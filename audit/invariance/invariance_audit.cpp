@@ -6,9 +6,11 @@
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/invariance/invariance_analysis.h"
+#include "audit/invariance/invariance_fix.h"
 #include "audit/invariance/invariance_shard.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
+#include "audit/trial/worker.h"
 
 #include <fmt/format.h>
 
@@ -31,24 +33,29 @@ struct CellResult {
   double worker_ms = 0;
 };
 
-// One cell per configuration this process runs (`parts`, invariance_shard.h): its request
-// written, its worker described.
-std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch,
-                             const std::vector<SweepPart>& parts) {
+// One cell per configuration of `configs` that `parts` runs (parts[i] for configs[i]: the audit's
+// own sweep is cut by shard, invariance_shard.h; the fix search's sweeps run all, their own sizes):
+// its request written, its worker described. `tag` names the files ("" for the audit's own sweep;
+// the fix search's sweeps have their own); the first of the audit's own cells reads the fingerprint.
+// --trace rides on the audit's own sweep, never on a shard's (a shard holds only some sizes).
+std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs,
+                             const std::vector<SweepPart>& parts, const std::string& tag) {
   std::vector<Cell> cells;
-  for (size_t i = 0; i < o.session.configs.size(); ++i) {
+  for (size_t i = 0; i < configs.size(); ++i) {
     if (!parts[i].runs) continue;
     Cell c;
-    c.config = o.session.configs[i];
-    InvarianceRequest rq{{}, o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, cells.empty()};
+    c.config = configs[i];
+    const bool own = tag.empty();
+    InvarianceRequest rq{{}, o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, own && cells.empty()};
     rq.bisect = parts[i].bisect;
+    rq.trace = o.trace && own && !o.shard;
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
     rq.spec.device = o.session.device.to_string();
     rq.spec.seed = o.session.seed;
     rq.spec.config = c.config;
     rq.spec.load_libraries = o.session.load_libraries;
-    const std::string base = fmt::format("{}/invariance-{}", scratch.path(), i);
+    const std::string base = fmt::format("{}/invariance{}-{}", scratch.path(), tag, i);
     c.request_path = base + ".request.json", c.result_path = base + ".result.json";
     write_file_atomic(c.request_path, to_json(rq).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     c.job.argv = {worker_executable(), "__invariance", c.request_path, c.result_path};
@@ -60,16 +67,10 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
   return cells;
 }
 
-// A worker that failed: its own line for a bad model or input (no report), else a crash.
-std::string failure(const ChildOutcome& out) {
-  std::string line = last_line(out.log_tail);
-  if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
-    throw UsageError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
-    throw InputError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
-    throw Interrupted();
+// A worker that failed: with `fatal`, its own line for a bad model or input (no report); else, or
+// for anything else, a crash (a fix search's candidate whose switch is not in effect only crashes).
+std::string failure(const ChildOutcome& out, bool fatal) {
+  const std::string line = worker_error_line(out, fatal);
   const std::string how = out.kind == ChildOutcome::Kind::TimedOut   ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
                           : out.kind == ChildOutcome::Kind::SpawnFailed
@@ -78,10 +79,11 @@ std::string failure(const ChildOutcome& out) {
   return fmt::format("the invariance worker {}{}", how, line.empty() ? "" : ": " + line);
 }
 
-std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const InvarianceOptions& o) {
+std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const InvarianceOptions& o, int jobs_at_once,
+                                  bool fatal) {
   std::vector<ChildJob> jobs;
   for (const auto& c : cells) jobs.push_back(c.job);
-  const auto outcomes = run_children(jobs, o.session.jobs, [&](size_t i, const ChildOutcome& out) {
+  const auto outcomes = run_children(jobs, jobs_at_once, [&](size_t i, const ChildOutcome& out) {
     if (o.session.progress)
       log::info("[{}/{}] invariance under {}: {:.0f} ms", i + 1, cells.size(), cells[i].config.name, out.wall_ms);
   });
@@ -90,7 +92,7 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
     CellResult r;
     r.worker_ms = outcomes[i].wall_ms;
     if (outcomes[i].kind != ChildOutcome::Kind::Exited || outcomes[i].exit_code != 0) {
-      r.crash = failure(outcomes[i]);
+      r.crash = failure(outcomes[i], fatal);
     } else {
       try {
         std::ifstream in(cells[i].result_path);
@@ -118,6 +120,7 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r) {
   c.timing.forward_ms = r.measured->forward_ms;
   c.timing.calls = r.measured->calls;
   c.timing.sweep_ms = r.measured->sweep_ms;
+  c.trace = r.measured->trace;
   analyse(c);
   return c;
 }
@@ -139,6 +142,36 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   if (inv.kind.empty()) inv.control.evidence = "not run: no configuration's worker finished";
   compare_configs(inv.configs);
   return inv;
+}
+
+// A shard runs no fix search: it needs the whole sweep of the first configuration, which a shard
+// holds only in part, and merge does not run workers. The shard that finds that configuration
+// variant says so in a note, which merge keeps; the search is left to an unsharded run.
+constexpr const char* kFixLeft =
+    "fix search: not run in a shard (it needs every size of the first configuration in one process); run "
+    "the audit unsharded to search for a switch that makes it invariant";
+
+// The fix search (invariance_fix.h) from the first configuration when it is variant: its sweeps
+// run one worker at a time, so that the forward passes it prices do not share the CPU.
+void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::Invariance& inv) {
+  if (!o.fix_search || inv.configs.empty() || inv.configs.front().verdict != "variant") return;
+  if (o.shard) {
+    if (inv.configs.front().config == o.session.configs.front().name) inv.notes.push_back(kFixLeft);
+    return;
+  }
+  int round = 0;
+  const SweepFn sweep = [&](const std::vector<Config>& configs, const std::vector<int64_t>& sizes) {
+    const std::vector<SweepPart> all(configs.size(), SweepPart{true, sizes, false});
+    const std::vector<Cell> cells = plan_cells(o, scratch, configs, all, fmt::format("-fix{}", round++));
+    const std::vector<CellResult> results = run_cells(cells, o, 1, false);
+    std::vector<report::InvarianceConfig> out;
+    for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i]));
+    return out;
+  };
+  if (o.session.progress)
+    log::info("invariance: {} is variant; searching for a switch that fixes it", inv.configs.front().config);
+  inv.fix = search_invariance_fix(inv.configs.front(), o.session.configs.front(), o.session.device.type(), sweep);
+  inv.configs.front().advice.push_back("fix search: " + inv.fix->conclusion);
 }
 
 // Batch invariance as an audit kind (audit/skeleton/audit_kind.h): the plan is one target (the
@@ -164,13 +197,14 @@ class InvarianceKind : public AuditKind {
   }
 
   void run(const Cells& cells) override {
-    cells_ = plan_cells(o_, scratch_, sweep_parts(o_, cells));
-    results_ = run_cells(cells_, o_);
+    cells_ = plan_cells(o_, scratch_, o_.session.configs, sweep_parts(o_, cells), "");
+    results_ = run_cells(cells_, o_, o_.session.jobs, true);
   }
 
   void analyse(const Cells&, report::Report& report) override {
     nlohmann::ordered_json environment;
     report.invariance = analyse_cells(o_, cells_, results_, environment);
+    search_fix(o_, scratch_, *report.invariance);
     report.environment = std::move(environment);
     report.targets.clear();  // the invariance section is the result
   }

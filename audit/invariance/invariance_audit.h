@@ -32,6 +32,8 @@ struct InvarianceOptions {
   int64_t budget = 1024;
   std::vector<int64_t> batch_dims;           // per input; -1 for none
   std::optional<fleet::ShardOptions> shard;  // --shard: this process's sizes and configurations (invariance_shard.h)
+  bool trace = false;                        // --trace: name the op (audit/invariance/invariance_trace.h)
+  bool fix_search = true;                    // when the first configuration is variant (invariance_fix.h)
 };
 
 // Throws UsageError or InputError (one line) for what stops the audit before any report.

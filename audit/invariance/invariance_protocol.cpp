@@ -13,7 +13,8 @@ nlohmann::json to_json(const InvarianceRequest& r) {
           {"budget", r.budget},
           {"batch_dims", r.batch_dims},
           {"fingerprint", r.fingerprint},
-          {"bisect", r.bisect}};
+          {"bisect", r.bisect},
+          {"trace", r.trace}};
 }
 
 InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
@@ -26,6 +27,7 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
   r.batch_dims = j.at("batch_dims").get<std::vector<int64_t>>();
   r.fingerprint = j.at("fingerprint").get<bool>();
   r.bisect = j.value("bisect", false);
+  r.trace = j.at("trace").get<bool>();
   return r;
 }
 
@@ -44,6 +46,7 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
           {"forward_ms", m.forward_ms},
           {"calls", m.calls},
           {"sweep_ms", m.sweep_ms},
+          {"trace", m.trace ? report::row_trace_to_json(*m.trace) : nlohmann::ordered_json(nullptr)},
           {"environment", m.environment}};
 }
 
@@ -62,6 +65,7 @@ InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_j
   m.forward_ms = j.at("forward_ms").get<double>();
   m.calls = j.at("calls").get<int64_t>();
   m.sweep_ms = j.at("sweep_ms").get<double>();
+  if (!j.at("trace").is_null()) m.trace = report::row_trace_from_json(j.at("trace"));
   m.environment = j.at("environment");
   return m;
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct InvarianceRequest {
   std::vector<int64_t> batch_dims;  // per input; -1: no batch dimension (passed whole); missing: 0
   bool fingerprint = false;         // read the environment fingerprint (the worker then loads CUDA's half)
   bool bisect = false;              // bisect between `sizes` too, as auto does (a shard of auto: invariance_shard.h)
+  bool trace = false;               // --trace: name the op (worker/invariance/row_trace.h)
 };
 
 // What a worker measured.
@@ -46,7 +48,8 @@ struct InvarianceMeasurement {
   double forward_ms = 0;
   int64_t calls = 0;
   double sweep_ms = 0;
-  nlohmann::ordered_json environment;  // the fingerprint, when asked; null otherwise
+  std::optional<report::RowTrace> trace;  // with --trace
+  nlohmann::ordered_json environment;     // the fingerprint, when asked; null otherwise
 };
 
 nlohmann::json to_json(const InvarianceRequest& r);

@@ -153,6 +153,8 @@ report::Report merge_invariance(const std::vector<fleet::ShardFile>& shards) {
   for (const fleet::ShardFile* s : set) {
     inv.control.detected = inv.control.detected && s->report.invariance->control.detected;
     out.wall_ms = std::max(out.wall_ms, s->report.wall_ms);
+    for (const auto& note : s->report.invariance->notes)  // e.g. the fix search left to an unsharded run
+      if (std::find(inv.notes.begin(), inv.notes.end(), note) == inv.notes.end()) inv.notes.push_back(note);
   }
   for (const auto& name : first.shard->configs)
     if (auto joined = join_config(name, set, inv.notes)) inv.configs.push_back(std::move(*joined));

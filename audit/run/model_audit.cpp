@@ -4,6 +4,7 @@
 // (audit/trial/worker.h). The preflight child checks the model, the inputs and the device once,
 // and brings back the environment fingerprint.
 #include "audit/run/model_audit.h"
+#include "audit/run/warm_up.h"
 
 #include "audit/skeleton/audit_kind.h"
 
@@ -29,7 +30,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -75,19 +75,13 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
     run.process = outcome;
     const std::string last = last_line(outcome.log_tail);
     // A crash signal here is the loader's or the model's own crash, never a verdict: say where to
-    // look. Any other signal (SIGKILL from the out-of-memory killer or a scheduler, SIGTERM) came
-    // from outside the process: say so, rather than blame the file.
-    const int sig = outcome.signal;
+    // look. Any other signal came from outside the process, which the trial's message says
+    // (signal_text, audit/trial/analysis.h), rather than blame the file.
     const bool signaled = outcome.kind == ChildOutcome::Kind::Signaled;
-    const bool crashed = sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGILL || sig == SIGFPE ||
-                         sig == SIGSYS || sig == SIGTRAP;
-    const std::string why =
-        !signaled ? ""
-        : crashed ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
-                  : fmt::format(
-                        "; the worker process was killed from outside (by {}: the out-of-memory "
-                        "killer, a job scheduler's limit, or a kill), not by the model",
-                        sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : fmt::format("signal {}", sig));
+    const std::string why = !signaled ? ""
+                            : crash_signal(outcome.signal)
+                                ? "; a damaged file, or a crash in LibTorch's loader or in the model's own code"
+                                : "; not a fault of the file or the model";
     throw InputError(fmt::format("model '{}' could not be loaded and run once: {}{}{}", o.model,
                                  summarise_trial(run).message, last.empty() ? "" : " (" + last + ")", why));
   }
@@ -171,6 +165,7 @@ class BatchRunner {
       const auto [c, r] = jobs[i];
       const std::string name = fmt::format("{}c{}-r{}", tag_, c, r);
       TrialSpec spec = trial_spec(o_, scratch_, configs_[c], r, name, trace_);
+      if (tag_.empty()) spec.calls = o_.calls;  // the audit's own trials, not a fix search's
       std::vector<const TrialRun*> earlier;
       for (int k = 0; k < r; ++k)
         earlier.push_back(finished_[c][static_cast<size_t>(k)] ? &b_.runs[c][static_cast<size_t>(k)] : nullptr);
@@ -391,6 +386,7 @@ nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& targe
   plan["inputs"] = target.inputs;
   plan["mode"] = o.mode;
   if (o.mode == "train") plan["train"] = {o.steps, o.optimizer, o.lr};
+  if (o.calls > 1) plan["calls"] = o.calls;
   plan["trace"] =
       o.trace ? nlohmann::ordered_json{o.trace_capacity, o.fix_search, o.timed_runs} : nlohmann::ordered_json(false);
   return plan;
@@ -461,6 +457,9 @@ class ModelAudit : public AuditKind {
     if (placement_) rep.contention = contention_note(*placement_, o_.jobs);
     report::Target& target = rep.targets.front();
     analyse_configs(cells, target);
+    if (o_.calls > 1)
+      for (size_t c = 0; c < configs_.size(); ++c)
+        target.configs[c].warm_up = compare_calls(batch_.runs[c], batch_.traces[c], o_.calls);
     if (o_.trace) capture_stats(target);
     if (o_.trace && o_.fix_search) fix_search(target);
     if (o_.replay)

@@ -18,6 +18,7 @@
 //      that dump that op's outputs, for its statistics; search_fixes (audit/trace/fix_search.h) runs
 //      through two seams, EvaluateFn (run_batch of a candidate, traced) and TimeFn (time_configs:
 //      untraced timed children), so its unit tests need no processes.
+//   5b. With --calls K: each trial's calls 2..K compared with its call 1 (audit/run/warm_up.h).
 //   6. The restart-replay, when asked (audit/train/replay.h), then the report.
 #pragma once
 
@@ -49,6 +50,7 @@ struct RunOptions : SessionOptions {
   std::vector<std::string> replay_omit;      // state the replay's checkpoint leaves out: rng, optimizer
   std::optional<fleet::ShardOptions> shard;  // --shard: run only this shard's configurations (audit/fleet/shard_run.h)
   bool no_native = false;                    // --no-native: refuse a model that is native code (an AOTInductor package)
+  int calls = 1;                             // --calls K: calls per trial, later ones compared with call 1 (warm_up.h)
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every

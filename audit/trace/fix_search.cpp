@@ -267,6 +267,13 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
                                       fmt::join(raising, ", "), raising.size() == 1 ? "has" : "have");
   else
     s.result.conclusion = "no combination of the candidate switches makes it reproducible";
+  // A candidate that crashed or timed out was not judged: said, not dropped (issue 33).
+  for (const auto& c : s.result.candidates)
+    if (c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout)
+      s.result.conclusion +=
+          fmt::format("; {} {}, so whether it fixes it is unknown{}", c.config.substr(failing_config.name.size() + 1),
+                      c.verdict == Verdict::Crashed ? "crashed" : "timed out",
+                      c.message.empty() ? "" : " (" + c.message.substr(0, c.message.find('\n')) + ")");
   return s.result;
 }
 

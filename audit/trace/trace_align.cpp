@@ -189,15 +189,6 @@ bool inputs_match(const Record& a, const Record& b) {
   return true;
 }
 
-// Ops that return uninitialised memory: their outputs' bits are whatever the allocator held, and
-// differ between runs without meaning anything (unless fill_uninitialized_memory is on). What is
-// written into them later is compared where it is read.
-bool returns_uninitialised(const std::string& op) {
-  static const std::set<std::string> ops = {"aten::empty",     "aten::empty_like",        "aten::empty_strided",
-                                            "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
-  return ops.count(op) > 0;
-}
-
 std::vector<int> differing_outputs(const Record& a, const Record& b) {
   std::vector<int> out;
   if (returns_uninitialised(a.op) && a.op == b.op) return out;
@@ -223,6 +214,15 @@ size_t forward_of(const Trace& t, int64_t seq, int step) {
 }
 
 }  // namespace
+
+// (trace_align.h) Ops that return uninitialised memory: their outputs' bits are whatever the allocator held, and
+// differ between runs without meaning anything (unless fill_uninitialized_memory is on). What is
+// written into them later is compared where it is read.
+bool returns_uninitialised(const std::string& op) {
+  static const std::set<std::string> ops = {"aten::empty",     "aten::empty_like",        "aten::empty_strided",
+                                            "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"};
+  return ops.count(op) > 0;
+}
 
 std::vector<std::pair<size_t, size_t>> align_sequences(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
   Pairs out;

@@ -87,6 +87,9 @@ struct Alignment {
 // pairs, increasing on both sides.
 std::vector<std::pair<size_t, size_t>> align_sequences(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
 
+// Whether `op` returns uninitialised memory (aten::empty and kin): its outputs are not compared.
+bool returns_uninitialised(const std::string& op);
+
 // Aligns two traces thread by thread. Records must be sorted by `order` (read_trace does so).
 Alignment align_traces(const Trace& reference, const Trace& other);
 

@@ -21,6 +21,9 @@ struct TensorRef {
   std::string dtype;  // "float32", ...; "" for an undefined (None) tensor
   std::vector<int64_t> shape;
   std::string digest;  // 32 hex digits (worker/digest/digest.h), "" for an undefined tensor
+  // Row-slice mode only (worker/trace/tracer.h): the digest of the tensor's row slice along dim 0,
+  // as a tensor of one row, where dim 0 had the batch's size; "" otherwise. Never written to files.
+  std::string row_digest;
 };
 
 struct Record {

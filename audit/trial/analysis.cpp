@@ -30,6 +30,18 @@ std::map<std::string, const report::TensorDigest*> by_name(const std::vector<rep
 
 }  // namespace
 
+bool crash_signal(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGILL || sig == SIGFPE || sig == SIGSYS ||
+         sig == SIGTRAP;
+}
+
+std::string signal_text(int sig) {
+  if (crash_signal(sig)) return fmt::format("crashed with {} (signal {})", signal_name(sig), sig);
+  return fmt::format(
+      "killed from outside (by {}, signal {}: the out-of-memory killer, a job scheduler's limit, or a kill)",
+      signal_name(sig), sig);
+}
+
 std::vector<report::TensorFinding> differing_tensors(const std::vector<report::TensorDigest>& ref,
                                                      const std::vector<report::TensorDigest>& other) {
   std::vector<report::TensorFinding> out;
@@ -85,7 +97,7 @@ report::Trial summarise_trial(const TrialRun& run) {
       return t;
     case ChildOutcome::Kind::Signaled:
       t.status = TrialStatus::Crashed;
-      t.message = fmt::format("killed by {}", signal_name(run.process.signal));
+      t.message = signal_text(run.process.signal);
       t.stderr_tail = run.process.log_tail;
       return t;
     case ChildOutcome::Kind::SpawnFailed:

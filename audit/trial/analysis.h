@@ -55,6 +55,14 @@ void attach_stats(std::vector<report::TensorFinding>& findings, const std::strin
 void attach_stats(std::vector<report::TensorFinding>& findings, const TrialRun& a, const TrialRun& b,
                   const DiffFn& diff);
 
+// How a process that ended on signal `sig` ended, in words (issue 33): one of the signals a
+// process raises on itself when it faults or aborts (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE,
+// SIGSYS, SIGTRAP) is its own crash, "crashed with SIGSEGV (signal 11)"; any other (SIGKILL from
+// the out-of-memory killer or a scheduler, SIGTERM, a kill) came from outside it, "killed from
+// outside (by SIGKILL, signal 9: ...)". Every trial's message, run's and exec's, says it this way.
+bool crash_signal(int sig);
+std::string signal_text(int sig);
+
 report::Trial summarise_trial(const TrialRun& run);
 
 report::ConfigResult analyse_config(const Config& config, const std::vector<TrialRun>& runs, const DiffFn& diff);

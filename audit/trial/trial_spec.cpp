@@ -140,6 +140,7 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"capture_order", s.capture_order},
           {"capture_path", exact(s.capture_path)},
           {"timed_runs", s.timed_runs},
+          {"calls", s.calls},
           {"state_step", s.state_step},
           {"checkpoint",
            {{"save_path", exact(s.checkpoint.save_path)},
@@ -175,6 +176,7 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.capture_order = j.value("capture_order", int64_t{-1});
   s.capture_path = j.contains("capture_path") ? exact_string(j.at("capture_path")) : std::string();
   s.timed_runs = j.value("timed_runs", 0);
+  s.calls = j.value("calls", 1);
   s.optimizer = j.value("optimizer", std::string("sgd"));
   s.lr = j.value("lr", 0.01);
   s.state_step = j.value("state_step", 0);
@@ -195,6 +197,8 @@ nlohmann::json to_json(const TrialResult& r) {
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : r.tensors)
     tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
+  nlohmann::json later = nlohmann::json::array();
+  for (const auto& call : r.later_calls) later.push_back(digests_json(call));
   return {{"status", report::to_string(r.status)},
           {"message", r.message},
           {"error_kind", r.error_kind},
@@ -213,7 +217,10 @@ nlohmann::json to_json(const TrialResult& r) {
           {"startup_ms", r.startup_ms},
           {"wall_ms", r.wall_ms},
           {"run_ms", r.run_ms},
-          {"dump_error", r.dump_error}};
+          {"dump_error", r.dump_error},
+          {"later_calls", later},
+          {"mutated", r.mutated},
+          {"traced_call", r.traced_call}};
 }
 
 TrialResult trial_result_from_json(const nlohmann::json& j) {
@@ -241,8 +248,14 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
   r.wall_ms = j.at("wall_ms").get<double>();
   r.run_ms = j.value("run_ms", std::vector<double>{});
   r.dump_error = j.value("dump_error", std::string());
+  if (j.contains("later_calls"))
+    for (const auto& call : j.at("later_calls")) r.later_calls.push_back(digests_from_json(call));
+  r.mutated = j.value("mutated", std::vector<std::string>{});
+  r.traced_call = j.value("traced_call", 0);
   return r;
 }
+
+std::string call_trace_path(const std::string& trace_path) { return trace_path + ".call"; }
 
 std::string outcome_digest(const std::vector<report::TensorDigest>& tensors) {
   uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;

@@ -71,6 +71,7 @@ struct TrialSpec {
   int64_t capture_order = -1;   // Trial with trace: keep the outputs of the record at this order...
   std::string capture_path;     // ...and write them here (a dump: "output/0", "output/1", ...)
   int timed_runs = 0;           // Trial: after the recorded run, time this many unrecorded ones
+  int calls = 1;                // Trial, `run --calls K`: call the model K times and compare calls 2..K with call 1
   int state_step = 0;           // train mode: also digest the training state after this step (0 = never)
   CheckpointTask checkpoint;    // restart-replay children only
   // Not in the JSON: set by the worker to the folder of its result file, the parent's scratch, which
@@ -102,12 +103,21 @@ struct TrialResult {
   double wall_ms = 0;
   std::vector<double> run_ms;  // timed_runs: wall time of each unrecorded run, device synchronised
   std::string dump_error;      // why the dump could not be written ("No space left on device"), "" if it was
+  // `run --calls K`: the digests of calls 2..K, in the order of `tensors` (call 1's); what call 1
+  // changed of the model's own state ("buffer 'count'"), in which case no later call ran; and the
+  // first later call that differed from call 1 whose op trace is at call_trace_path (0: none).
+  std::vector<std::vector<report::TensorDigest>> later_calls;
+  std::vector<std::string> mutated;
+  int traced_call = 0;
 };
 
 nlohmann::json to_json(const TrialSpec& spec);
 TrialSpec trial_spec_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const TrialResult& result);
 TrialResult trial_result_from_json(const nlohmann::json& j);
+
+// Where a trial traced with `calls` > 1 writes the op trace of its first later call that differed.
+std::string call_trace_path(const std::string& trace_path);
 
 // Digest over a trial's tensor digests (names, dtypes, shapes and digests): equal outcomes mean
 // every tensor was bitwise equal.

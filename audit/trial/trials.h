@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Parent-side plumbing shared by `run` (audit/run/model_audit.cpp) and `probes` (audit/run/probe_audit.cpp):
+// Parent-side plumbing shared by `run` (audit/run/model_audit.cpp) and `probes` (audit/probes/probe_audit.cpp):
 // writing a trial spec and turning it into a child job, reading results back, and the checks of
 // input paths made before any child starts.
 #pragma once

@@ -14,6 +14,18 @@
 
 namespace ra {
 
+std::string worker_error_line(const ChildOutcome& out, bool user_errors) {
+  std::string line = last_line(out.log_tail);
+  if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  if (user_errors && out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
+    throw UsageError(line);
+  if (user_errors && out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
+    throw InputError(line);
+  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
+    throw Interrupted();
+  return line;
+}
+
 void run_worker_service(const ScratchDir& scratch, const std::string& tag, const std::vector<std::string>& args,
                         double timeout_s) {
   ChildJob job;
@@ -23,15 +35,7 @@ void run_worker_service(const ScratchDir& scratch, const std::string& tag, const
   job.timeout = std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000));
   const ChildOutcome out = run_children({job}, 1).front();
   if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == 0) return;
-  // The worker's own error line, without its "repro-audit: " prefix (the front adds it again).
-  std::string line = last_line(out.log_tail);
-  if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))
-    throw UsageError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Input))
-    throw InputError(line);
-  if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Interrupted))
-    throw Interrupted();
+  const std::string line = worker_error_line(out);
   // A full TMPDIR makes the worker fail in whatever way it meets it first (an exception, exit 1): say
   // what happened, as the documented "no space left in TMPDIR", an input error like any full disk.
   if (out.disk_full)

@@ -24,6 +24,12 @@
 
 namespace ra {
 
+// The one-line error a failed worker printed, without its "repro-audit: " prefix (the front adds it
+// again). A worker that exited 2 or 3 stood for the user's error: with `user_errors`, that error is
+// thrown here (UsageError, InputError), so that the user reads the worker's own line; an interrupt
+// (130) is always thrown.
+std::string worker_error_line(const ChildOutcome& out, bool user_errors = true);
+
 // Runs `repro-audit-worker ARGS...` (tagged `tag` in the scratch folder) and waits for it. On a
 // nonzero exit, throws the worker's own one-line error as UsageError, InputError or (a crash or a
 // timeout) Error(Incomplete).

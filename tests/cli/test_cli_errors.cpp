@@ -191,6 +191,12 @@ TEST_CASE("run: usage errors exit 2 and say what is valid") {
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--configs", "det+bogus=1"}, 2, "unknown switch 'bogus'");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repeats", "0"}, 2, "--repeats");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--device", "tpu"}, 2, "unknown device 'tpu'");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--calls", "0"}, 2,
+                         "--calls: expected an integer from 1 to 1000, got '0'");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--calls", "two"}, 2,
+                         "--calls: expected an integer from 1 to 1000, got 'two'");
+  ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--calls", "2", "--mode", "train"}, 2,
+                         "--calls applies to --mode infer only");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--mode", "fly"}, 2, "--mode");
   ra::test::expect_error(dir, {"run", m, "--shape", "2x4", "--repets", "2"}, 2,
                          "unknown option '--repets' for run (did you mean --repeats?)");

@@ -262,4 +262,13 @@ TEST_CASE(
   // `report` re-renders it from the JSON as it was printed.
   const auto again = run_cli({"report", dir.file("r.json")});
   CHECK(again.out == r.out);
+  // The Markdown and JUnit reports carry the same classes (a CI summary page shows them).
+  const auto other =
+      run_cli({"report", dir.file("r.json"), "--markdown", dir.file("r.md"), "--junit", dir.file("r.xml")});
+  REQUIRE(other.code == 0);
+  const std::string md = ra::test::read_file(dir.file("r.md")), xml = ra::test::read_file(dir.file("r.xml"));
+  CHECK(md.find("| batch.layer\\_norm | default | {1…257} | invariant |") != std::string::npos);
+  CHECK(md.find("| batch.detect-control | default | {1} \\| {2…257} | **variant** |") != std::string::npos);
+  CHECK(xml.find("<property name=\"batch-classes default\" value=\"{1…257}\"/>") != std::string::npos);
+  CHECK(xml.find("<property name=\"batch-classes default\" value=\"{1} | {2…257}\"/>") != std::string::npos);
 }

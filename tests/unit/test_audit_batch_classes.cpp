@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// batch_classes (audit/run/batch_classes.h): the batch sizes of a batch-invariance probe grouped
+// batch_classes (audit/probes/batch_classes.h): the batch sizes of a batch-invariance probe grouped
 // by the digest of their recorded anchor row.
-#include "audit/run/batch_classes.h"
+#include "audit/probes/batch_classes.h"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// `selftest`: how each check judges what the trials found (audit/run/selftest.h), and a self-test
+// `selftest`: how each check judges what the trials found (audit/selftest/selftest.h), and a self-test
 // report in every format and back from JSON. The checks themselves run through the binary in
 // tests/cli/test_cli_selftest.cpp.
-#include "audit/run/selftest.h"
-#include "audit/run/selftest_invariance.h"
+#include "audit/selftest/selftest.h"
+#include "audit/selftest/selftest_invariance.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 

@@ -86,7 +86,7 @@ def forward(self, x):
 // with it: a Linear layer (64 -> 48 features, seeded) applied to the first M rows of one batch, for
 // every size the batch-invariance probes try; row 0 of each result is compared with row 0 computed
 // alone. Written to FOLDER/invariance.json as {"linear_differs_at": [sizes], "sizes": [sizes]}; the
-// front (audit/run/selftest_invariance.h) then expects the probe batch.linear to be variant
+// front (audit/selftest/selftest_invariance.h) then expects the probe batch.linear to be variant
 // exactly when this list is not empty.
 void measure_linear_rows(const c10::Device& device, const std::string& folder) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(20261126);

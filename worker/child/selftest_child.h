@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The worker's half of `repro-audit selftest` (`repro-audit-worker __selftest DEVICE RESULT FOLDER`):
 // the checks that need LibTorch in-process, and the models the front then traces. The front's half,
-// which runs trials and judges them, is audit/run/selftest.h.
+// which runs trials and judges them, is audit/selftest/selftest.h.
 #pragma once
 
 #include "reports/selftest_model.h"

@@ -8,6 +8,7 @@
 //      and build its inputs (worker/targets/target.h: whatever its kind);
 //   4. run it once, recording its tensors' digests, under the tracer with --trace; then, for the
 //      fix search's costs, run it again unrecorded as often as the spec asks;
+//   4b. with `calls` > 1 (`run --calls K`), call it K-1 more times, each recorded apart (run_later_calls);
 //   5. optionally write every digested tensor to a dump file, so that the parent can compute
 //      divergence statistics for the tensors whose digests differ.
 #include "worker/child/trial_child.h"
@@ -22,11 +23,63 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace ra {
 
 using report::TrialStatus;
+
+namespace {
+
+// What a call changed of the model's own state: "buffer 'count'", "param 'w'", sorted.
+std::vector<std::string> changed_state(const std::vector<report::TensorDigest>& before,
+                                       const std::vector<report::TensorDigest>& after) {
+  std::vector<std::string> changed;
+  for (const auto& a : after) {
+    const auto same = std::find(before.begin(), before.end(), a);
+    if (same != before.end()) continue;
+    const size_t slash = a.name.find('/');
+    changed.push_back(
+        fmt::format("{} '{}'", a.name.substr(0, slash) == "param" ? "parameter" : "buffer", a.name.substr(slash + 1)));
+  }
+  std::sort(changed.begin(), changed.end());
+  return changed;
+}
+
+// `run --calls K`. The problem: a model whose results depend on what already ran in its process
+// (cuDNN benchmark's first pick, a lazily built cache) is reproducible from process to process, since
+// every trial's call 1 starts cold, yet its later calls differ from its first. The approach: after the
+// recorded call 1, calls 2..K run with recorders that keep digests only, which go back in the result
+// for the parent to compare with call 1 (audit/run/warm_up.h); under --trace, later calls are traced
+// until one differs from call 1, and that one's trace is written beside call 1's. A forward that
+// changes the model's own parameters or buffers (a call counter, batch norm's running statistics)
+// changes every later call: the state is digested before and after call 1, and when it changed,
+// what changed is named and no later call runs. The cost: K-1 more calls, the state digested twice.
+void run_later_calls(const TrialSpec& spec, targets::Target& target, const c10::Device& device,
+                     const std::vector<report::TensorDigest>& state_before,
+                     const std::vector<report::TensorDigest>& first, TrialResult& result) {
+  result.mutated = changed_state(state_before, target.state_digests());
+  if (!result.mutated.empty()) return;
+  for (int k = 2; k <= spec.calls; ++k) {
+    Recorder rec(false);
+    std::vector<report::TensorDigest> unused_state;
+    std::optional<trace::Tracer> tracer;
+    if (!spec.trace_path.empty() && result.traced_call == 0) tracer.emplace(device, spec.trace_capacity);
+    target.run(rec, unused_state);
+    if (tracer) {
+      trace::Trace t = tracer->finish();
+      if (rec.tensors() != first) {
+        (void)target.annotate(t);
+        trace::write_trace(call_trace_path(spec.trace_path), t);
+        result.traced_call = k;
+      }
+    }
+    result.later_calls.push_back(std::move(rec.tensors()));
+  }
+}
+
+}  // namespace
 
 TrialResult run_child(const TrialSpec& spec) {
   TrialResult result;
@@ -89,6 +142,8 @@ TrialResult run_child(const TrialSpec& spec) {
       }
     } else {
       try {
+        const std::vector<report::TensorDigest> state_before =
+            spec.calls > 1 ? target->state_digests() : std::vector<report::TensorDigest>{};
         std::optional<trace::Tracer> tracer;
         if (!spec.trace_path.empty()) tracer.emplace(device, spec.trace_capacity);
         if (tracer && spec.capture_order >= 0) tracer->capture(static_cast<uint64_t>(spec.capture_order));
@@ -105,6 +160,7 @@ TrialResult run_child(const TrialSpec& spec) {
           }
         }
         tracer.reset();
+        if (spec.calls > 1) run_later_calls(spec, *target, device, state_before, rec.tensors(), result);
         // Uninstrumented runs for the fix search's costs; the recorded run above was the warm-up.
         for (int i = 0; i < spec.timed_runs; ++i) {
           Recorder off = Recorder::off();

@@ -7,6 +7,7 @@
 #include "worker/digest/digest.h"
 #include "worker/digest/tensor_stats.h"
 #include "worker/invariance/batch_rows.h"
+#include "worker/invariance/row_trace.h"
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/switches.h"
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -59,6 +61,7 @@ class Sweep {
   std::string signature(int64_t m) const;
   report::NegativeControl control() const;
   void fill(InvarianceMeasurement& out) const;
+  std::optional<RowTraceCall> trace_call() const;
   double forward_ms = 0;
   int64_t calls = 0;
 
@@ -228,6 +231,25 @@ void Sweep::measure(int64_t m) {
   }
 }
 
+// --trace: the smallest size whose start bits differ from the anchor alone, its first differing
+// anchor, and the arguments of both calls (the batch as the sweep built it); none when every size
+// matched at the start.
+std::optional<RowTraceCall> Sweep::trace_call() const {
+  for (const auto& [key, cell] : cells_) {  // by size, then placement
+    if (key.first <= 1 || key.second != 0) continue;
+    for (const auto& r : cell.rows) {
+      if (r.equal) continue;
+      const int64_t m = key.first;
+      const int per = static_cast<int>(std::min<int64_t>(m, rows_.anchors)), first = (r.anchor / per) * per;
+      std::vector<int64_t> rows = filled(m);
+      for (int b = first; b < std::min(first + per, rows_.anchors); ++b) rows[static_cast<size_t>(b - first)] = b;
+      return RowTraceCall{make_batch(rows_, {r.anchor}, device_), make_batch(rows_, rows, device_), m, r.anchor,
+                          r.position};
+    }
+  }
+  return std::nullopt;
+}
+
 std::string Sweep::signature(int64_t m) const {
   const auto it = cells_.find({m, 0});
   std::string s;
@@ -383,6 +405,18 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   }
   sweep.fill(m);
   m.sweep_ms = now_ms() - t0;
+  if (request.trace) {
+    c10::InferenceMode guard;
+    if (std::any_of(request.batch_dims.begin(), request.batch_dims.end(), [](int64_t d) { return d > 0; }))
+      m.trace =
+          not_traced("--trace follows the batch at dim 0 and an input has it elsewhere (--batch-dim): no op named");
+    else if (const auto call = sweep.trace_call())
+      m.trace = trace_row(*target, *call, device);
+    else
+      m.trace = not_traced(
+          "every batch size tried gives the anchor rows their bits alone at the start of the batch: "
+          "no op to trace");
+  }
   return m;
 }
 

@@ -8,7 +8,7 @@
 // runs the op on its prefix of M rows for every M of a fixed list, in one process, and records
 // the anchor row's slice of each result as "row@M=<M>" (row 0: the first matrix of a bmm, the
 // first image of a conv2d). The rows are tiny, so recording costs nothing beside the ops. The
-// front (audit/run/batch_classes.h) groups the sizes whose rows have the same digest into
+// front (audit/probes/batch_classes.h) groups the sizes whose rows have the same digest into
 // classes, "{1,2,3} | {4…257}": one class means invariant over every size tried. Run to run,
 // every recorded row is compared as for any probe.
 //

@@ -13,7 +13,7 @@ namespace ra::probes {
 // 1025 on CUDA.
 std::vector<int64_t> batch_invariance_sizes(bool cuda);
 
-// The name of the recorded anchor-row slice at batch size m: "row@M=17" (audit/run/batch_classes.h reads it).
+// The name of the recorded anchor-row slice at batch size m: "row@M=17" (audit/probes/batch_classes.h reads it).
 std::string batch_row_name(int64_t m);
 
 }  // namespace ra::probes

@@ -70,6 +70,9 @@ class Target {
   // After load: the model's identity by content, which a re-save keeps; empty for kinds whose
   // computation cannot be read back and for probes.
   virtual Identity identity() const { return {}; }
+  // After load: digests of the model's own state by name ("param/fc.weight", "buffer/count"), so that
+  // `run --calls K` can tell a forward that changes it; empty for kinds whose state cannot be read.
+  virtual std::vector<report::TensorDigest> state_digests() { return {}; }
   // The preflight's check: one run without recording, turning a mismatch of the target and its
   // inputs into a TrialInputError. Returns what the user should be warned about (one sentence
   // each), e.g. a model traced in eval mode audited with --mode train.

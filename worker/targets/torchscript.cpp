@@ -257,6 +257,13 @@ class TorchScriptTarget final : public Target {
 
   Identity identity() const override { return torchscript_identity(module_); }
 
+  std::vector<report::TensorDigest> state_digests() override {
+    Recorder rec(false);
+    for (const auto& p : module_.named_parameters(true)) rec.add("param/" + p.name, p.value);
+    for (const auto& b : module_.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
+    return std::move(rec.tensors());
+  }
+
   c10::IValue call(const std::vector<c10::IValue>& args) override {
     c10::InferenceMode guard;
     return module_.forward(args);

@@ -46,6 +46,9 @@ struct RawTensor {
   bool on_device = false;
   uint32_t shape_begin = 0;
   uint32_t ndim = 0;
+  // Row-slice mode: the slot of the row slice's digest, where dim 0 is the batch (32 bits, so that
+  // a record's memory stays what it was; a slot beyond them gets no row digest).
+  int32_t row_slot = static_cast<int32_t>(kUndefined);
 };
 
 struct RawRecord {
@@ -242,6 +245,7 @@ void set_phase(const char* phase, int step) {
 struct Tracer::State {
   c10::Device device;
   uint64_t capacity;
+  std::optional<RowSlice> rows;
   at::CallbackHandle handle = 0;
 
   std::mutex mu;
@@ -267,7 +271,7 @@ struct Tracer::State {
   std::unordered_map<std::string, int64_t> location_ids;
   uint32_t threads = 0;
 
-  State(const c10::Device& d, uint64_t cap) : device(d), capacity(cap) {
+  State(const c10::Device& d, uint64_t cap, std::optional<RowSlice> r) : device(d), capacity(cap), rows(r) {
     cpu_slots.reserve(cap);
     const char* batch_env = std::getenv("REPRO_AUDIT_TRACE_BATCH");
     batch_wanted = batch_env == nullptr || std::string_view(batch_env) != "0";
@@ -410,6 +414,42 @@ struct Tracer::State {
         Cached{c10::weak_intrusive_ptr<c10::StorageImpl>(t.storage().getWeakStorageImpl()), t._version(), gen, slot});
   }
 
+  // Digests `t` into slot `slot`: at once on the CPU, queued on a device.
+  void digest_into_slot(const at::Tensor& t, int64_t slot, bool on_device) {
+    if (!on_device) {
+      cpu_slots[static_cast<size_t>(slot)] = digest_lanes_cpu(t);
+      return;
+    }
+    if (!device_slots.defined()) {
+      device_slots = at::zeros({static_cast<int64_t>(capacity), 2}, t.options().dtype(at::kLong));
+      if (batch_wanted && t.is_cuda() && CudaLanesBatch::available())
+        batch = std::make_unique<CudaLanesBatch>(device_slots);
+    }
+    if (batch) {
+      batch->add(t, slot);
+    } else {
+      at::Tensor s = device_slots.select(0, slot);
+      digest_lanes_into(t, s);
+    }
+  }
+
+  // Row-slice mode: the digest of `t`'s row where its dim 0 is the batch's size.
+  void add_row(const at::Tensor& t, RawTensor& r) {
+    if (!rows || r.slot < 0 || t.dim() == 0 || t.size(0) != rows->batch || used >= static_cast<uint64_t>(INT32_MAX))
+      return;
+    const auto slot = static_cast<int32_t>(used++);
+    cpu_slots.resize(used);
+    try {
+      digest_into_slot(t.narrow(0, rows->row, 1), slot, r.on_device);
+      r.row_slot = slot;
+    } catch (const std::exception&) {
+      r.row_slot = static_cast<int32_t>(kUnsupported);
+    }
+  }
+
+  // Digest slots a tensor may take.
+  size_t slots_per_tensor() const { return rows ? 2 : 1; }
+
   // Digests `t` into a new slot, or reuses the slot of an unchanged digested tensor (the caller
   // holds `mu` and checked the capacity).
   void add_tensor(const at::Tensor& t) {
@@ -431,27 +471,14 @@ struct Tracer::State {
           r.slot = static_cast<int64_t>(used++);
           cpu_slots.resize(used);
           try {
-            if (!r.on_device) {
-              cpu_slots.back() = digest_lanes_cpu(t);
-            } else {
-              if (!device_slots.defined()) {
-                device_slots = at::zeros({static_cast<int64_t>(capacity), 2}, t.options().dtype(at::kLong));
-                if (batch_wanted && t.is_cuda() && CudaLanesBatch::available())
-                  batch = std::make_unique<CudaLanesBatch>(device_slots);
-              }
-              if (batch) {
-                batch->add(t, r.slot);
-              } else {
-                at::Tensor slot = device_slots.select(0, r.slot);
-                digest_lanes_into(t, slot);
-              }
-            }
+            digest_into_slot(t, r.slot, r.on_device);
             remember(std::move(key), t, r.slot);
           } catch (const std::exception&) {
             r.slot = kUnsupported;  // a tensor the digest cannot read (no storage, ...): never the model's failure
             r.on_device = false;
           }
         }
+        add_row(t, r);
       }
     }
     tensors.push_back(r);
@@ -471,6 +498,9 @@ struct Tracer::State {
     const bool all = failed.front() == -1;
     for (size_t i = from; i < tensors.size(); ++i) {
       RawTensor& r = tensors[i];
+      if (r.on_device && r.row_slot >= 0 &&
+          (all || std::find(failed.begin(), failed.end(), r.row_slot) != failed.end()))
+        r.row_slot = static_cast<int32_t>(kUnsupported);
       if (r.on_device && r.slot >= 0 && (all || std::find(failed.begin(), failed.end(), r.slot) != failed.end())) {
         r.slot = kUnsupported;
         r.on_device = false;
@@ -525,7 +555,7 @@ struct Tracer::State {
     }
 
     std::lock_guard lock(mu);
-    if (!room_for(inputs.size())) {
+    if (!room_for(inputs.size() * slots_per_tensor())) {
       ++dropped;
       if (node) ts.nodes.push_back({-1, ts.depth});
       return std::make_unique<Ctx>(node ? What::Node : What::Dropped, -1);
@@ -575,7 +605,7 @@ struct Tracer::State {
       for_each_tensor(v, [&](const at::Tensor& t) { outputs.push_back(t); });
     std::lock_guard lock(mu);
     RawRecord& rec = records[static_cast<size_t>(ctx->record)];
-    if (!room_for(outputs.size())) {
+    if (!room_for(outputs.size() * slots_per_tensor())) {
       rec.dropped = true;
       ++dropped;
       return;
@@ -615,7 +645,8 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 }  // namespace
 
-Tracer::Tracer(const c10::Device& device, uint64_t capacity) : state_(std::make_unique<State>(device, capacity)) {
+Tracer::Tracer(const c10::Device& device, uint64_t capacity, std::optional<RowSlice> rows)
+    : state_(std::make_unique<State>(device, capacity, rows)) {
   TORCH_CHECK(g_state == nullptr, "only one Tracer may record at a time");
   g_state = state_.get();
   state_->handle = at::addGlobalCallback(at::RecordFunctionCallback(on_start, on_end)
@@ -645,10 +676,14 @@ Trace Tracer::finish() {
     synchronize(s.device_slots.device());
     const at::Tensor host = s.device_slots.narrow(0, 0, static_cast<int64_t>(s.used)).cpu().contiguous();
     const auto* v = host.const_data_ptr<int64_t>();
-    for (const RawTensor& t : s.tensors)
-      if (t.on_device && t.slot >= 0)
-        s.cpu_slots[static_cast<size_t>(t.slot)] = {static_cast<uint64_t>(v[2 * t.slot]),
-                                                    static_cast<uint64_t>(v[2 * t.slot + 1])};
+    const auto read = [&](int64_t slot) {
+      s.cpu_slots[static_cast<size_t>(slot)] = {static_cast<uint64_t>(v[2 * slot]),
+                                                static_cast<uint64_t>(v[2 * slot + 1])};
+    };
+    for (const RawTensor& t : s.tensors) {
+      if (t.on_device && t.slot >= 0) read(t.slot);
+      if (t.on_device && t.row_slot >= 0) read(t.row_slot);
+    }
   }
   Trace trace;
   trace.capacity = s.capacity;
@@ -670,6 +705,11 @@ Trace Tracer::finish() {
       ref.dtype = dtype_name(t.dtype);
       ref.shape.assign(s.shapes.begin() + t.shape_begin, s.shapes.begin() + t.shape_begin + t.ndim);
       if (t.slot >= 0) ref.digest = dk::finish(s.cpu_slots[static_cast<size_t>(t.slot)], ref.dtype, ref.shape);
+      if (t.row_slot >= 0) {
+        std::vector<int64_t> row_shape = ref.shape;
+        row_shape[0] = 1;
+        ref.row_digest = dk::finish(s.cpu_slots[static_cast<size_t>(t.row_slot)], ref.dtype, row_shape);
+      }
       out.push_back(std::move(ref));
     }
     return out;

@@ -28,6 +28,13 @@
 //
 // The cost: the digests read each op's inputs and outputs once more (memory speed), plus a few
 // microseconds per op of bookkeeping. bench/trace_overhead measures it against an untraced step.
+//
+// Row-slice mode (`invariance --trace`, worker/invariance/row_trace.h). To say which op first gave
+// one row of a batch other bits than the row alone, each tensor whose dim 0 has the batch's size
+// also gets the digest of its row slice (narrow(0, row, 1), a view digested where it lies, like any
+// other tensor: no copy to the host), in TensorRef::row_digest. The whole tensor is digested as
+// well, since a weight may have as many rows as the batch by chance: the comparison decides which
+// digest to read by the shapes of the two traces. Cost: one more digest of one row per such tensor.
 #pragma once
 
 #include "audit/trace/trace_record.h"
@@ -37,6 +44,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace ra::trace {
@@ -45,11 +53,17 @@ namespace ra::trace {
 // thread reads it).
 void set_phase(const char* phase, int step);
 
+// Row-slice mode: tensors whose dim 0 is `batch` also get the digest of their row `row`.
+struct RowSlice {
+  int64_t batch = 0;
+  int64_t row = 0;
+};
+
 // Records while alive; at most one at a time.
 class Tracer {
  public:
   // `capacity`: tensor digests the trace can hold. A GPU trace's slots live on `device`.
-  Tracer(const c10::Device& device, uint64_t capacity);
+  Tracer(const c10::Device& device, uint64_t capacity, std::optional<RowSlice> rows = std::nullopt);
   ~Tracer();
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;

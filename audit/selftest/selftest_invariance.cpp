@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/run/selftest_invariance.h"
+#include "audit/selftest/selftest_invariance.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"

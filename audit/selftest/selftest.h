@@ -13,7 +13,7 @@
 //                device's autograd thread) in two small models the worker writes.
 //   invariance   the batch-invariance probes find a Linear layer variant where the worker measured
 //                it so in-process, layer_norm invariant, and a one-ulp difference visible
-//                (audit/run/selftest_invariance.h).
+//                (audit/selftest/selftest_invariance.h).
 // The report is a normal report with no targets: `report`, `compare` and every format read it,
 // and a failed check makes the exit code 1.
 #pragma once

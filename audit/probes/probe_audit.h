@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `repro-audit probes`: the parent side of the probe suite.
 //
-// The design is told at the top of audit/run/probe_audit.cpp; what its loop also handles:
+// The design is told at the top of audit/probes/probe_audit.cpp; what its loop also handles:
 //   * a sticky device error (c10::AcceleratorError: an illegal address, a device-side assert)
 //     poisons the CUDA context, so the child files that probe, logs `restart` and exits; the probes
 //     left run in a new child and nobody is charged a crash;

@@ -10,7 +10,7 @@
 // whose trials are its entries in the children's logs. On top of that come the census (one more
 // child under det-warn collecting alerts) and the comparison with the knowledge base
 // (audit/knowledge/probe_findings.h).
-#include "audit/run/probe_audit.h"
+#include "audit/probes/probe_audit.h"
 
 #include "audit/skeleton/audit_kind.h"
 
@@ -20,8 +20,8 @@
 #include "audit/common/progress.h"
 #include "audit/digest/digest_kernel.h"
 #include "audit/knowledge/probe_findings.h"
+#include "audit/probes/batch_classes.h"
 #include "audit/probes/probe_info.h"
-#include "audit/run/batch_classes.h"
 #include "audit/trial/analysis.h"
 #include "audit/trial/probe_protocol.h"
 #include "audit/trial/trials.h"

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/run/selftest.h"
-#include "audit/run/selftest_invariance.h"
+#include "audit/selftest/selftest.h"
+#include "audit/selftest/selftest_invariance.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/paths.h"
 #include "audit/knowledge/knowledge.h"
+#include "audit/probes/probe_audit.h"
 #include "audit/run/model_audit.h"
-#include "audit/run/probe_audit.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/config.h"
 #include "audit/trial/worker.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "audit/run/batch_classes.h"
+#include "audit/probes/batch_classes.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// See audit/invariance/invariance_fix.h for the design.
+#include "audit/invariance/invariance_fix.h"
+
+#include "audit/invariance/invariance_analysis.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace ra::invariance {
+namespace {
+
+using report::InvarianceConfig;
+using report::InvarianceFix;
+using report::InvarianceFixCandidate;
+
+// The switches that can change which kernel a batch size gets: their deterministic setting and
+// where they matter, as in run's fix search (audit/trace/fix_search.cpp), with two differences:
+// the cuBLAS workspace is the smaller :16:8, and cuBLAS's fp16/bf16 reduced-precision reductions
+// are here only: reproducible run to run, they cannot fix what run looks for, but their result
+// depends on the GEMM's shape, so on the batch size.
+struct Target {
+  const char* value;
+  bool cpu;
+  bool cuda;
+};
+
+const std::map<std::string, Target>& targets() {
+  static const std::map<std::string, Target> t = {
+      {"deterministic", {"on", true, true}},
+      {"cublas_workspace", {":16:8", false, true}},
+      {"tf32.cublas", {"off", false, true}},
+      {"tf32.cudnn", {"off", false, true}},
+      {"threads", {"1", true, true}},
+      {"mkl_cbwr", {"COMPATIBLE", true, false}},
+      {"cublas.fp16_reduction", {"off", false, true}},
+      {"cublas.bf16_reduction", {"off", false, true}},
+  };
+  return t;
+}
+
+using Toggles = std::vector<std::pair<std::string, std::string>>;
+
+std::string effective_value(const InvarianceConfig& c, const std::string& key) {
+  for (const auto& s : c.switches)
+    if (s.key == key) return s.effective;
+  return "";
+}
+
+InvarianceFixCandidate candidate(const Config& from, const Toggles& toggles, const char* stage) {
+  InvarianceFixCandidate c;
+  std::vector<std::string> parts, cpp, python;
+  for (const auto& [key, value] : toggles) {
+    parts.push_back(key + "=" + value);
+    const Snippet s = switch_snippet(key, value);
+    cpp.push_back(s.cpp);
+    python.push_back(s.python);
+  }
+  c.toggles = fmt::format("{}", fmt::join(parts, "+"));
+  c.config = from.name + "+" + c.toggles;
+  c.stage = stage;
+  c.cpp = fmt::format("{}", fmt::join(cpp, " "));
+  c.python = fmt::format("{}", fmt::join(python, "; "));
+  return c;
+}
+
+// `toggles` applied to `from`, named as the candidate (as --configs spells it).
+Config toggled(const Config& from, const Toggles& toggles, const InvarianceFixCandidate& c) {
+  Config out = from;
+  for (const auto& [key, value] : toggles) out.values[key] = value;
+  out.name = c.config;
+  return out;
+}
+
+std::optional<double> per_call(const InvarianceConfig& c) {
+  if (c.verdict == "crashed" || c.timing.calls <= 0) return std::nullopt;
+  return c.timing.forward_ms / static_cast<double>(c.timing.calls);
+}
+
+// Fills a candidate from its sweep, priced against `baseline` (the rerun of the same sitting).
+void record(InvarianceFixCandidate& c, const InvarianceConfig& result, const InvarianceConfig& baseline) {
+  c.verdict = result.verdict;
+  c.message = result.verdict == "crashed" ? result.message : "";
+  c.classes = result.classes;
+  c.fixes = result.verdict == "invariant" && baseline.verdict == "variant";
+  c.forward_ms = per_call(result);
+  if (const auto base = per_call(baseline); base && c.forward_ms && *base > 0) c.cost_ratio = *c.forward_ms / *base;
+}
+
+std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, const std::string& device_type) {
+  if (f.baseline_verdict != "variant")
+    return fmt::format(
+        "{} swept again over sizes {} was {}: the variance did not come back, so no switch can be credited", f.from,
+        fmt::join(f.sizes, ","), f.baseline_verdict);
+  std::vector<std::string> fixes, tried;
+  for (const auto& c : f.candidates) {
+    if (c.fixes) fixes.push_back(c.toggles);
+    if (c.stage != "skipped") tried.push_back(c.toggles);
+  }
+  if (!fixes.empty())
+    return fmt::format("{} from {} make{} it invariant: every size swept again gives a row the same bits",
+                       fmt::join(fixes, " or "), f.from, fixes.size() == 1 ? "s" : "");
+  const std::string pad = padding_advice(from);
+  const std::string none = tried.empty()
+                               ? fmt::format("no candidate switch can change it on {}", device_type)
+                               : fmt::format("no switch tried ({}) makes it invariant", fmt::join(tried, ", "));
+  return pad.empty() ? none + ": keep each row at the same place in the batch and warm each batch size up"
+                     : none + ": padding or bucketing to one class is the fix: " + pad;
+}
+
+}  // namespace
+
+std::vector<int64_t> fix_sizes(const InvarianceConfig& c) {
+  if (c.verdict != "variant") return {};
+  std::set<int64_t> sizes = {1};
+  if (c.classes.size() > 1) {
+    for (const auto& k : c.classes)
+      if (!k.reference) sizes.insert(k.sizes.front());
+  } else {
+    sizes.insert(c.position_dependent.begin(), c.position_dependent.end());
+    sizes.insert(c.warmup_dependent.begin(), c.warmup_dependent.end());
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
+std::vector<InvarianceFixCandidate> fix_candidates(const InvarianceConfig& from, const std::string& device_type) {
+  std::vector<InvarianceFixCandidate> out;
+  const bool cuda = device_type == "cuda";
+  const Config base{from.config, {}};
+  for (const auto& s : switch_table()) {
+    const auto it = targets().find(s.key);
+    if (it == targets().end()) continue;
+    InvarianceFixCandidate c = candidate(base, {{s.key, it->second.value}}, "single");
+    const std::string effective = effective_value(from, s.key);
+    if (!(cuda ? it->second.cuda : it->second.cpu))
+      c.message = "no effect on " + device_type;
+    else if (effective == it->second.value)
+      c.message = fmt::format("already {} in {}", effective, from.config);
+    else if (effective.rfind("no effect", 0) == 0)
+      c.message = effective;
+    if (!c.message.empty()) c.stage = "skipped", c.verdict = "not run", c.cpp.clear(), c.python.clear();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& from_config,
+                                    const std::string& device_type, const SweepFn& sweep) {
+  InvarianceFix f;
+  f.from = from_config.name;
+  f.sizes = fix_sizes(from);
+  f.candidates = fix_candidates(from, device_type);
+  // 1. The rerun of `from`, then every single toggle, in one sitting.
+  std::vector<Config> configs = {from_config};
+  std::vector<size_t> singles;
+  std::vector<Toggles> toggles;
+  for (size_t i = 0; i < f.candidates.size(); ++i) {
+    if (f.candidates[i].stage != "single") continue;
+    const std::string& t = f.candidates[i].toggles;
+    toggles.push_back({{t.substr(0, t.find('=')), t.substr(t.find('=') + 1)}});
+    singles.push_back(i);
+    configs.push_back(toggled(from_config, toggles.back(), f.candidates[i]));
+  }
+  const std::vector<InvarianceConfig> first = sweep(configs, f.sizes);
+  f.baseline_verdict = first.at(0).verdict;
+  f.baseline_forward_ms = per_call(first.at(0));
+  Toggles usable;
+  bool fixed = false;
+  for (size_t k = 0; k < singles.size(); ++k) {
+    InvarianceFixCandidate& c = f.candidates[singles[k]];
+    record(c, first.at(k + 1), first.at(0));
+    fixed = fixed || c.fixes;
+    if (c.verdict != "crashed") usable.push_back(toggles[k].front());
+  }
+  // 2. None alone: all that ran, together, beside a rerun of `from` for its price.
+  if (!fixed && f.baseline_verdict == "variant" && usable.size() >= 2) {
+    InvarianceFixCandidate c = candidate(from_config, usable, "combined");
+    const std::vector<InvarianceConfig> second = sweep({from_config, toggled(from_config, usable, c)}, f.sizes);
+    record(c, second.at(1), second.at(0));
+    f.candidates.push_back(std::move(c));
+  }
+  f.conclusion = conclusion(f, from, device_type);
+  return f;
+}
+
+}  // namespace ra::invariance

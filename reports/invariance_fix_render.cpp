@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// The invariance fix search in words, for every format: the conclusion, then one line (row) per
+// candidate switch: what it gave over the sizes swept again, and for a fix how a program sets it.
+// Costs are clock figures: in text as `cost 1.05x` (render.h allows cost ratios there), in
+// Markdown and HTML only inside the timing block (the *_timing parts), in JUnit nowhere.
+#include "reports/escape.h"
+#include "reports/invariance_model.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ra::report {
+namespace {
+
+std::string ln(std::string_view s) { return escape::text_line(s); }
+std::string md(std::string_view s) { return escape::markdown(s); }
+std::string esc(std::string_view s) { return escape::html(s); }
+std::string xml(std::string_view s) { return escape::xml(s); }
+
+// "invariant: fixes it", "variant: {1} | {2}", "not run: no effect on cpu", "crashed: ...".
+std::string outcome(const InvarianceFixCandidate& c, const std::vector<int64_t>& sizes) {
+  if (c.verdict == "not run" || c.verdict == "crashed") return fmt::format("{}: {}", c.verdict, c.message);
+  if (c.fixes) return "invariant: fixes it";
+  return fmt::format("{}: {}", c.verdict, classes_text(c.classes, sizes));
+}
+
+std::string head(const InvarianceFix& f) {
+  return fmt::format("fix search from {} over sizes {} (rerun there: {})", f.from, fmt::join(f.sizes, ","),
+                     f.baseline_verdict);
+}
+
+std::string ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}x", *r) : std::string("-"); }
+
+}  // namespace
+
+std::string invariance_fix_text(const Invariance& inv) {
+  if (!inv.fix) return "";
+  const InvarianceFix& f = *inv.fix;
+  std::string out = fmt::format("{}\n  {}\n", ln(head(f)), ln(f.conclusion));
+  for (const auto& c : f.candidates) {
+    out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)),
+                       c.cost_ratio ? fmt::format(", cost {:.2f}x", *c.cost_ratio) : "");
+    if (c.fixes) out += fmt::format("    C++: {}\n    Python: {}\n", ln(c.cpp), ln(c.python));
+  }
+  return out;
+}
+
+std::string invariance_fix_markdown(const Invariance& inv) {
+  if (!inv.fix) return "";
+  const InvarianceFix& f = *inv.fix;
+  std::string out =
+      fmt::format("\n\n### {}\n\n{}\n\n| switch | outcome | Python |\n|---|---|---|\n", md(head(f)), md(f.conclusion));
+  for (const auto& c : f.candidates)
+    out += fmt::format("| {} | {} | {} |\n", md(c.toggles), md(outcome(c, f.sizes)), c.fixes ? md(c.python) : "-");
+  return out;
+}
+
+std::string invariance_fix_markdown_timing(const Invariance& inv) {
+  if (!inv.fix) return "";
+  std::string out = fmt::format(
+      "\n- fix search: forward pass {} ms under {}",
+      inv.fix->baseline_forward_ms ? fmt::format("{:.3f}", *inv.fix->baseline_forward_ms) : std::string("-"),
+      md(inv.fix->from));
+  for (const auto& c : inv.fix->candidates)
+    if (c.forward_ms) out += fmt::format("\n- fix search: {}: cost {}", md(c.toggles), ratio(c.cost_ratio));
+  return out;
+}
+
+std::string invariance_fix_html(const Invariance& inv) {
+  if (!inv.fix) return "";
+  const InvarianceFix& f = *inv.fix;
+  std::string out = fmt::format("<section id=\"invariance-fix\">\n<h2>{}</h2>\n<p class=\"conclusion\">{}</p>\n",
+                                esc(head(f)), esc(f.conclusion));
+  out +=
+      "<table class=\"invariance-fix\"><thead><tr><th>switch</th><th>outcome</th><th>C++</th><th>Python</th></tr>"
+      "</thead><tbody>\n";
+  for (const auto& c : f.candidates)
+    out +=
+        fmt::format("<tr data-toggles=\"{}\" data-verdict=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                    esc(c.toggles), esc(c.verdict), c.fixes ? " data-fixes=\"true\"" : "", esc(c.toggles),
+                    esc(outcome(c, f.sizes)), c.fixes ? esc(c.cpp) : "", c.fixes ? esc(c.python) : "");
+  return out + "</tbody></table>\n</section>\n";
+}
+
+std::string invariance_fix_html_timing(const Invariance& inv) {
+  if (!inv.fix) return "";
+  std::string out = fmt::format(
+      "<h3>Invariance fix costs (forward passes against {})</h3>\n<table class=\"fix-costs\"><thead><tr>"
+      "<th>candidate</th><th>forward pass</th><th>cost</th></tr></thead><tbody>\n",
+      esc(inv.fix->from));
+  for (const auto& c : inv.fix->candidates)
+    if (c.forward_ms)
+      out += fmt::format("<tr data-toggles=\"{}\"><td>{}</td><td>{:.3f} ms</td><td>{}</td></tr>\n", esc(c.toggles),
+                         esc(c.toggles), *c.forward_ms, ratio(c.cost_ratio));
+  return out + "</tbody></table>\n";
+}
+
+std::string invariance_fix_junit_case(const Invariance& inv, int& tests, int& failures) {
+  if (!inv.fix) return "";
+  const InvarianceFix& f = *inv.fix;
+  bool fixed = false;
+  for (const auto& c : f.candidates) fixed = fixed || c.fixes;
+  ++tests;
+  // A failure when no switch fixes it (the rows still diverge across batches): the message says
+  // which class to pad or bucket to.
+  if (!fixed) ++failures;
+  const std::string name = xml("fix search from " + f.from);
+  if (fixed) return fmt::format("    <testcase classname=\"invariance.{}\" name=\"{}\"/>\n", xml(inv.model), name);
+  return fmt::format(
+      "    <testcase classname=\"invariance.{}\" name=\"{}\">\n      <failure type=\"diverged\" message=\"{}\"/>\n"
+      "    </testcase>\n",
+      xml(inv.model), name, xml(f.conclusion));
+}
+
+}  // namespace ra::report

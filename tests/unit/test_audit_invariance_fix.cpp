@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// invariance's fix search (audit/invariance/invariance_fix.h) with a fake sweep: which sizes run
+// again, which switches are candidates on each device (cuBLAS's reduced-precision reductions among
+// them), the verdicts, the costs against the rerun, the padding advice when nothing fixes it, and
+// the report's JSON round trip of the result.
+#include "audit/invariance/invariance_analysis.h"
+#include "audit/invariance/invariance_fix.h"
+#include "reports/json_read.h"
+#include "reports/render.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+namespace {
+
+using ra::Config;
+using ra::report::InvarianceCell;
+using ra::report::InvarianceConfig;
+
+// A configuration whose one anchor got `digest` at each size (start placement only), analysed.
+InvarianceConfig swept(const std::string& name, const std::map<int64_t, std::string>& digests, double forward_ms = 10) {
+  InvarianceConfig c;
+  c.config = name;
+  for (const auto& [size, d] : digests) {
+    InvarianceCell cell{size, "start", {}};
+    cell.rows.push_back({0, "output", 0, d, d == digests.at(1), 0, 0});
+    c.cells.push_back(cell);
+  }
+  c.switches = {{"deterministic", "", "off"},
+                {"cublas_workspace", "", "unset"},
+                {"tf32.cublas", "", "off"},
+                {"tf32.cudnn", "", "on"},
+                {"threads", "", "2"},
+                {"mkl_cbwr", "", "unset"},
+                {"cublas.fp16_reduction", "", "on"},
+                {"cublas.bf16_reduction", "", "on"}};
+  c.timing.forward_ms = forward_ms;
+  c.timing.calls = static_cast<int64_t>(digests.size());
+  ra::invariance::analyse(c);
+  return c;
+}
+
+// A fake machine: a row differs at sizes >= 4 unless every switch of `fixing` has its value; each
+// switch named in `costs` multiplies the forward time.
+struct FakeSweep {
+  std::map<std::string, std::string> fixing;
+  std::map<std::string, double> costs;
+  std::vector<std::vector<std::string>> calls;  // the configurations of each call
+  std::vector<std::vector<int64_t>> sizes;
+  std::vector<InvarianceConfig> operator()(const std::vector<Config>& configs, const std::vector<int64_t>& s) {
+    calls.emplace_back();
+    sizes.push_back(s);
+    std::vector<InvarianceConfig> out;
+    for (const auto& c : configs) {
+      calls.back().push_back(c.name);
+      bool fixed = !fixing.empty();
+      for (const auto& [k, v] : fixing) fixed = fixed && c.values.count(k) && c.values.at(k) == v;
+      double ms = 10;
+      for (const auto& [k, f] : costs)
+        if (c.values.count(k)) ms *= f;
+      std::map<int64_t, std::string> d;
+      for (int64_t m : s) d[m] = (m >= 4 && !fixed) ? "y" : "x";
+      out.push_back(swept(c.name, d, ms * static_cast<double>(d.size())));
+    }
+    return out;
+  }
+};
+
+std::vector<std::string> keys(const std::vector<ra::report::InvarianceFixCandidate>& cs, const char* stage) {
+  std::vector<std::string> out;
+  for (const auto& c : cs)
+    if (c.stage == stage) out.push_back(c.toggles + (c.message.empty() ? "" : " (" + c.message + ")"));
+  return out;
+}
+
+const InvarianceConfig kDefault = swept("default", {{1, "x"}, {2, "x"}, {4, "y"}, {8, "y"}, {16, "y"}});
+
+}  // namespace
+
+TEST_CASE("fix_sizes: batch 1 and the smallest size of each other class") {
+  CHECK(ra::invariance::fix_sizes(kDefault) == std::vector<int64_t>{1, 4});
+  const InvarianceConfig three = swept("default", {{1, "x"}, {2, "z"}, {3, "z"}, {4, "y"}, {8, "y"}});
+  CHECK(ra::invariance::fix_sizes(three) == std::vector<int64_t>{1, 2, 4});
+  CHECK(ra::invariance::fix_sizes(swept("default", {{1, "x"}, {2, "x"}})).empty());  // invariant: nothing to fix
+}
+
+TEST_CASE("fix_candidates: the switches that matter on each device, the others said why") {
+  const auto cpu = ra::invariance::fix_candidates(kDefault, "cpu");
+  CHECK(keys(cpu, "single") == std::vector<std::string>{"deterministic=on", "threads=1", "mkl_cbwr=COMPATIBLE"});
+  CHECK(keys(cpu, "skipped") ==
+        std::vector<std::string>{"cublas_workspace=:16:8 (no effect on cpu)", "tf32.cublas=off (no effect on cpu)",
+                                 "tf32.cudnn=off (no effect on cpu)", "cublas.fp16_reduction=off (no effect on cpu)",
+                                 "cublas.bf16_reduction=off (no effect on cpu)"});
+  for (const auto& c : cpu) CHECK(c.verdict == (c.stage == "skipped" ? "not run" : ""));
+  const auto cuda = ra::invariance::fix_candidates(kDefault, "cuda");
+  CHECK(keys(cuda, "single") == std::vector<std::string>{"deterministic=on", "cublas_workspace=:16:8", "tf32.cudnn=off",
+                                                         "threads=1", "cublas.fp16_reduction=off",
+                                                         "cublas.bf16_reduction=off"});
+  CHECK(keys(cuda, "skipped") == std::vector<std::string>{"tf32.cublas=off (already off in default)",
+                                                          "mkl_cbwr=COMPATIBLE (no effect on cuda)"});
+  for (const auto& c : cuda)
+    if (c.toggles == "cublas.fp16_reduction=off") {
+      CHECK(c.config == "default+cublas.fp16_reduction=off");
+      CHECK(c.cpp == "at::globalContext().setAllowFP16ReductionCuBLAS(false);");
+      CHECK(c.python == "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False");
+    }
+}
+
+TEST_CASE("search_invariance_fix: the switch that fixes it, priced against the rerun of the same sitting") {
+  FakeSweep fake;
+  fake.fixing = {{"threads", "1"}};
+  fake.costs = {{"threads", 1.5}};
+  const Config from = ra::parse_config("default", 2);
+  const auto f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(fake));
+  REQUIRE(fake.calls.size() == 1);  // a single toggle fixed it: no combination
+  CHECK(fake.calls[0] == std::vector<std::string>{"default", "default+deterministic=on", "default+threads=1",
+                                                  "default+mkl_cbwr=COMPATIBLE"});
+  CHECK(fake.sizes[0] == std::vector<int64_t>{1, 4});
+  CHECK(f.baseline_verdict == "variant");
+  REQUIRE(f.baseline_forward_ms);
+  CHECK(*f.baseline_forward_ms == doctest::Approx(10));
+  for (const auto& c : f.candidates) {
+    if (c.stage == "skipped") continue;
+    CHECK_MESSAGE(c.fixes == (c.toggles == "threads=1"), c.toggles);
+    CHECK(c.verdict == (c.fixes ? "invariant" : "variant"));
+    REQUIRE(c.cost_ratio);
+    CHECK(*c.cost_ratio == doctest::Approx(c.fixes ? 1.5 : 1.0));
+  }
+  CHECK(f.conclusion == "threads=1 from default makes it invariant: every size swept again gives a row the same bits");
+}
+
+TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pad to the widest class") {
+  FakeSweep together;
+  together.fixing = {{"threads", "1"}, {"mkl_cbwr", "COMPATIBLE"}};
+  const Config from = ra::parse_config("default", 2);
+  auto f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(together));
+  REQUIRE(together.calls.size() == 2);
+  CHECK(together.calls[1] ==
+        std::vector<std::string>{"default", "default+deterministic=on+threads=1+mkl_cbwr=COMPATIBLE"});
+  REQUIRE(f.candidates.back().stage == "combined");
+  CHECK(f.candidates.back().fixes);
+  CHECK(f.conclusion.find("deterministic=on+threads=1+mkl_cbwr=COMPATIBLE from default makes it invariant") == 0);
+
+  FakeSweep never;
+  f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(never));
+  CHECK(f.candidates.back().stage == "combined");
+  CHECK_FALSE(f.candidates.back().fixes);
+  CHECK(f.conclusion ==
+        "no switch tried (deterministic=on, threads=1, mkl_cbwr=COMPATIBLE, "
+        "deterministic=on+threads=1+mkl_cbwr=COMPATIBLE) makes it invariant: padding or bucketing to one class is "
+        "the fix: pad every batch to a size in {4…16}");
+}
+
+TEST_CASE("search_invariance_fix: a rerun that is invariant credits no switch") {
+  FakeSweep fake;
+  fake.fixing = {{"threads", "1"}};
+  Config from = ra::parse_config("threads=1", 2);  // the fake machine is then invariant everywhere
+  from.name = "default";
+  const auto f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(fake));
+  CHECK(f.baseline_verdict == "invariant");
+  for (const auto& c : f.candidates) CHECK_FALSE(c.fixes);
+  CHECK(f.conclusion.find("the variance did not come back") != std::string::npos);
+}
+
+TEST_CASE("the fix search in the report: JSON round trip and every format") {
+  FakeSweep fake;
+  fake.fixing = {{"threads", "1"}};
+  ra::report::Report r;
+  r.invariance = ra::report::Invariance{};
+  r.invariance->model = "m.pt";
+  r.invariance->configs = {kDefault};
+  r.invariance->fix =
+      ra::invariance::search_invariance_fix(kDefault, ra::parse_config("default", 2), "cpu", std::ref(fake));
+  ra::report::finalize(r);
+  const auto back = ra::report::report_from_json(ra::report::to_json(r));
+  REQUIRE(back.invariance);
+  REQUIRE(back.invariance->fix);
+  const auto& f = *back.invariance->fix;
+  CHECK(f.conclusion == r.invariance->fix->conclusion);
+  CHECK(f.sizes == std::vector<int64_t>{1, 4});
+  REQUIRE(f.candidates.size() == r.invariance->fix->candidates.size());
+  for (size_t i = 0; i < f.candidates.size(); ++i) {
+    CHECK(f.candidates[i].toggles == r.invariance->fix->candidates[i].toggles);
+    CHECK(f.candidates[i].fixes == r.invariance->fix->candidates[i].fixes);
+    CHECK(f.candidates[i].cost_ratio.has_value() == r.invariance->fix->candidates[i].cost_ratio.has_value());
+  }
+  CHECK(ra::report::to_json(back).dump() == ra::report::to_json(r).dump());
+  CHECK(ra::report::render_text(r).find("threads=1: invariant: fixes it, cost 1.00x") != std::string::npos);
+  CHECK(ra::report::render_text(r).find("cublas.fp16_reduction=off: not run: no effect on cpu") != std::string::npos);
+  CHECK(ra::report::render_markdown(r).find("| threads=1 | invariant: fixes it | torch.set\\_num\\_threads(1) |") !=
+        std::string::npos);
+  const std::string html = ra::report::render_html(r);
+  CHECK(html.find("data-toggles=\"threads=1\" data-verdict=\"invariant\" data-fixes=\"true\"") != std::string::npos);
+  // The costs sit in the timing block only.
+  CHECK(html.find("Invariance fix costs") > html.find(ra::report::kTimingBegin));
+  CHECK(ra::report::render_junit(r).find("name=\"fix search from default\"/>") != std::string::npos);
+  // A report written before the fix search has none.
+  auto old = ra::report::to_json(r);
+  old["invariance"].erase("fix");
+  CHECK_FALSE(ra::report::report_from_json(old).invariance->fix);
+}
