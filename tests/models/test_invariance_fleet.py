@@ -181,6 +181,13 @@ for label, model, sweep in [("linear-auto", linear, ["--sizes", "auto", "--budge
         check(classes_of(a) == classes_of(b), f"{label}: merged classes {classes_of(b)} equal unsharded {classes_of(a)}")
         check(merged.returncode == whole.returncode, f"{label}: merge exits {merged.returncode} as the whole run ({whole.returncode})")
         check("shard" not in b, f"{label}: the merged report is not a shard")
+        # The fix search runs only unsharded; the shard that finds the first configuration variant
+        # says it left the search to an unsharded run, and merge keeps that note.
+        check(all((load(s) or {}).get("invariance", {}).get("fix") is None for s in shards),
+              f"{label}: no shard ran the fix search")
+        if a["invariance"].get("fix") is not None:
+            check(any("fix search: not run in a shard" in n for n in b["invariance"]["notes"]),
+                  f"{label}: the merged report says the fix search was left to an unsharded run")
 p = tool("merge", work / "linear-auto.1.json", work / "linear-auto.2.json")
 check(p.returncode == 3 and "missing" in p.stderr, f"a missing shard: exit 3 (got {p.returncode})")
 
@@ -188,6 +195,7 @@ check(p.returncode == 3 and "missing" in p.stderr, f"a missing shard: exit 3 (go
 for what, extra, code, words in [
     ("--shard out of range", ["--shard", "3/2", "--report", work / "x.json"], 2, "shard"),
     ("--shard without --report", ["--shard", "1/2"], 2, "--report"),
+    ("--trace with --shard", ["--trace", "--shard", "1/2", "--report", work / "x.json"], 2, "--trace"),
     ("--baseline missing", ["--baseline", work / "missing.json"], 3, "missing.json"),
     ("--allowlist malformed", ["--allowlist", rows], 3, "allowlist"),
 ]:
