@@ -6,6 +6,7 @@
 #include "audit/invariance/invariance_audit.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
+#include "cli/invariance_options.h"
 
 #include <fmt/format.h>
 
@@ -86,9 +87,16 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
   o.sizes = parse_sizes(a.sizes, a.budget);
   o.sizes_text = a.sizes;
   o.batch_dims = parse_batch_dims(a.batch_dims);
+  o.shard = shard_option(a);
+  // --trace compares the anchor alone with the smallest batch of another class of the whole sweep,
+  // which a shard holds only in part, and merge runs no worker: it is left to an unsharded run.
+  if (o.shard && a.trace)
+    throw UsageError("--trace needs every size of a configuration in one process: run it without --shard");
   o.trace = a.trace;
   o.fix_search = !a.no_fix_search;
-  return finish_report(invariance::run_invariance(o), a.out, {});
+  const ReportJudges judges =
+      invariance_judges(a, o.session.device.to_string(), o.rows, a.filler, config_names(o.session.configs));
+  return finish_report(invariance::run_invariance(o), a.out, judges);
 }
 
 }  // namespace
@@ -145,6 +153,7 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
       ->check(integer_in(0, UINT64_MAX))
       ->capture_default_str();
   sub.add_option("--load-library", a->libraries, "shared library with custom ops the model needs (repeatable)");
+  add_invariance_fleet_options(sub, *a);
   return [a, &global] { return execute_invariance(*a, global); };
 }
 

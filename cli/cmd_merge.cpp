@@ -5,6 +5,7 @@
 // written then).
 #include "audit/common/errors.h"
 #include "audit/fleet/merge.h"
+#include "audit/invariance/invariance_shard.h"
 #include "audit/knowledge/knowledge.h"
 #include "cli/command_table.h"
 #include "cli/common.h"
@@ -47,7 +48,9 @@ int execute(const MergeArgs& a) {
   fleet::MergeOptions options;
   options.knowledge = kb ? &*kb : nullptr;
   options.timeout_s = a.timeout;
-  report::Report merged = fleet::merge_shards(shards, options);
+  // Shards of `invariance` join their sweeps' cells instead of targets (audit/invariance/invariance_shard.h).
+  report::Report merged = invariance::invariance_shards(shards) ? invariance::merge_invariance(shards)
+                                                                : fleet::merge_shards(shards, options);
   // apply_baseline (in finish_report) checks that the baseline was made from the same targets.
   if (!a.baseline.empty()) judges.baseline = load_baseline(a.baseline);
   return finish_report(std::move(merged), a.out, judges);

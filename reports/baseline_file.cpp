@@ -67,13 +67,15 @@ json baseline_to_json(const Report& r) {
   for (const auto& [section, key] : {std::pair{"tool", "share_dir"}, std::pair{"torch", "library_dir"}})
     if (environment.is_object() && environment.contains(section) && environment[section].is_object())
       environment[section].erase(key);
-  return {{"schema", kBaselineSchema},
-          {"schema_version", kBaselineSchemaVersion},
-          {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
-          {"command", command},
-          {"verdict", to_string(r.verdict)},
-          {"environment", environment},
-          {"targets", targets}};
+  json j = {{"schema", kBaselineSchema},
+            {"schema_version", kBaselineSchemaVersion},
+            {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
+            {"command", command},
+            {"verdict", to_string(r.verdict)},
+            {"environment", environment},
+            {"targets", targets}};
+  if (r.invariance) j["invariance"] = invariance_baseline_to_json(*r.invariance);  // optional: older files lack it
+  return j;
 }
 
 std::string render_baseline(const Report& r) {
@@ -102,6 +104,7 @@ Report baseline_from_json(const json& j) {
   if (!env.v.is_object()) env.fail("expected an object");
   r.environment = env.v;
   r.targets = root.at("targets").list(target);
+  if (root.has("invariance")) r.invariance = invariance_baseline_from_json(root.at("invariance").v);
   return r;
 }
 

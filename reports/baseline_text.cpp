@@ -89,8 +89,9 @@ std::string render_baseline_text(const Report& r) {
     explained = explained || res.status == BaselineStatus::Explained;
     if (!baseline_listed(b, res)) continue;
     out += fmt::format("  {} / {}: {}", ln(res.target), ln(res.config), to_string(res.status));
-    out += res.status == BaselineStatus::Match ? fmt::format(" ({} tensors)\n", res.tensors)
-                                               : fmt::format(": {}\n", ln(res.reason));
+    // An invariance match compares classes, not tensors (tensors 0): its reason says which.
+    out += res.status == BaselineStatus::Match && res.tensors > 0 ? fmt::format(" ({} tensors)\n", res.tensors)
+                                                                  : fmt::format(": {}\n", ln(res.reason));
     for (const auto& c : res.switch_changes)
       out += fmt::format("    switch {}: {} -> {}\n", ln(c.key.substr(c.key.find('.') + 1)), ln(c.baseline),
                          ln(c.current));

@@ -3,6 +3,7 @@
 // side by side: every field the writer puts is read back, so `repro-audit report` re-renders it.
 #include "reports/invariance_model.h"
 #include "reports/json_node.h"
+#include "reports/json_parts.h"
 
 #include <cmath>
 
@@ -50,20 +51,22 @@ RowTrace row_trace_from(const Node& n) {
 json config_json(const InvarianceConfig& c) {
   json classes = json::array();
   for (const auto& k : c.classes) classes.push_back({{"sizes", k.sizes}, {"reference", k.reference}});
-  return {{"config", c.config},
-          {"verdict", c.verdict},
-          {"message", c.message},
-          {"switches", switches_json(c.switches)},
-          {"classes", classes},
-          {"position_dependent", c.position_dependent},
-          {"warmup_dependent", c.warmup_dependent},
-          {"advice", c.advice},
-          {"cells", cells_to_json(c.cells)},
-          {"timing",
-           {{"forward_ms", c.timing.forward_ms},
-            {"calls", c.timing.calls},
-            {"sweep_ms", c.timing.sweep_ms},
-            {"worker_ms", c.timing.worker_ms}}}};
+  json j = {{"config", c.config},
+            {"verdict", c.verdict},
+            {"message", c.message},
+            {"switches", switches_json(c.switches)},
+            {"classes", classes},
+            {"position_dependent", c.position_dependent},
+            {"warmup_dependent", c.warmup_dependent},
+            {"advice", c.advice},
+            {"cells", cells_to_json(c.cells)},
+            {"timing",
+             {{"forward_ms", c.timing.forward_ms},
+              {"calls", c.timing.calls},
+              {"sweep_ms", c.timing.sweep_ms},
+              {"worker_ms", c.timing.worker_ms}}}};
+  if (c.allowed_by) j["allowed_by"] = detail::allowed_by_json(*c.allowed_by);
+  return j;
 }
 
 // The configuration with its --trace answer, when it has one.
@@ -90,6 +93,7 @@ InvarianceConfig config_from(const Node& n) {
   c.cells = cells_from_json(n.at("cells").v);
   const Node t = n.at("timing");
   c.timing = {t.at("forward_ms").num(), t.at("calls").i64(), t.at("sweep_ms").num(), t.at("worker_ms").num()};
+  if (n.has("allowed_by")) c.allowed_by = detail::read_allowed_by(n.at("allowed_by"));
   if (n.has("trace")) c.trace = row_trace_from(n.at("trace"));
   return c;
 }

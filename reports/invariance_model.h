@@ -14,6 +14,8 @@
 // figure that depends on the clock sits in `InvarianceTiming`, which renderers keep apart.
 #pragma once
 
+#include "reports/core_model.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -57,6 +59,13 @@ struct SizeClass {
   bool reference = false;      // holds size 1
 };
 
+// One output's classes (every anchor row of that output alone): what a baseline keeps, so that a
+// moved boundary can be named per output (invariance_outputs.cpp).
+struct OutputClasses {
+  std::string output;
+  std::vector<SizeClass> classes;
+};
+
 // The clock's figures of one configuration's sweep (kept apart from the results).
 struct InvarianceTiming {
   double forward_ms = 0;  // the model's calls alone, device synchronised
@@ -90,6 +99,8 @@ struct InvarianceConfig {
   std::vector<int64_t> position_dependent;  // sizes where a placement's bits differ from the start's
   std::vector<int64_t> warmup_dependent;    // sizes whose second call differs from the first
   std::vector<std::string> advice;          // one sentence each
+  std::vector<OutputClasses> by_output;     // read from a baseline file, which keeps no cells; else empty
+  std::optional<AllowedBy> allowed_by;      // --allowlist accepted this variant configuration
   std::optional<RowTrace> trace;            // with --trace only
   InvarianceTiming timing;
 };
@@ -152,6 +163,14 @@ std::string classes_text(const std::vector<SizeClass>& classes, const std::vecto
 std::string sizes_text(const std::vector<int64_t>& sizes, const std::vector<int64_t>& tried);
 // The sizes a configuration tried, ascending.
 std::vector<int64_t> tried_sizes(const InvarianceConfig& c);
+// Per output: the classes read from a baseline (by_output), else grouped from the start cells.
+std::vector<OutputClasses> output_classes(const InvarianceConfig& c);
+// The outputs that are batch-variant: several classes, or a placement or warm-up that differs.
+std::vector<std::string> variant_outputs(const InvarianceConfig& c);
+// The baseline file's "invariance" section (reports/baseline_file.h) and back: no cells, no paths.
+nlohmann::ordered_json invariance_baseline_to_json(const Invariance& inv);
+Invariance invariance_baseline_from_json(const nlohmann::ordered_json& j);
+
 // "invariant over every size tried", "variant: 2 classes of sizes, position-dependent at 3 sizes".
 std::string invariance_summary(const InvarianceConfig& c);
 

@@ -57,8 +57,16 @@ std::string head_line(const Invariance& inv) {
                      inv.sizes, inv.sizes == "auto" ? fmt::format(" up to {}", inv.budget) : "");
 }
 
+// The verdict, then what the allowlist and the baseline added (--allowlist, --baseline, compare).
 std::string exit_words(const Report& r) {
-  return r.exit_code == 0 ? "invariant" : r.exit_code == 1 ? "variant" : "incomplete: a worker crashed";
+  bool variant = false, allowed = false;
+  for (const auto& c : r.invariance->configs) (c.allowed_by ? allowed : variant) |= c.verdict == "variant";
+  std::string words = variant            ? "variant"
+                      : r.exit_code == 4 ? "incomplete: a worker crashed"
+                      : allowed          ? "variant, allowed by the allowlist"
+                                         : "invariant";
+  if (!r.allowlist_expired.empty()) words += ", an allowlist entry expired";
+  return words + baseline_verdict_text(r);
 }
 
 // --trace: the answer in one sentence, then the op's tensors at batch 1.
@@ -135,12 +143,14 @@ std::string invariance_summary(const InvarianceConfig& c) {
   if (!c.warmup_dependent.empty())
     why.push_back(fmt::format("warm-up-dependent at {} size{}", c.warmup_dependent.size(),
                               c.warmup_dependent.size() == 1 ? "" : "s"));
-  return fmt::format("variant: {}", fmt::join(why, ", "));
+  const std::string allowed = c.allowed_by ? fmt::format(" (allowed: {})", c.allowed_by->reason) : "";
+  return fmt::format("variant: {}{}", fmt::join(why, ", "), allowed);
 }
 
 void finalize_invariance(Report& report) {
   bool variant = false, crashed = false;
-  for (const auto& c : report.invariance->configs) variant |= c.verdict == "variant", crashed |= c.verdict == "crashed";
+  for (const auto& c : report.invariance->configs)
+    variant |= c.verdict == "variant" && !c.allowed_by, crashed |= c.verdict == "crashed";
   report.verdict = variant ? Verdict::Diverged : crashed ? Verdict::Crashed : Verdict::Reproducible;
   report.exit_code = variant ? 1 : crashed ? 4 : 0;
   // An audit whose comparison could not see a one-bit change proves nothing: incomplete.
@@ -162,6 +172,8 @@ std::string invariance_text(const Report& r) {
     if (c.timing.calls > 0)
       out += fmt::format("timing ({}): {} calls, forward {:.0f} ms, sweep {:.0f} ms, worker {:.0f} ms\n", ln(c.config),
                          c.timing.calls, c.timing.forward_ms, c.timing.sweep_ms, c.timing.worker_ms);
+  out += render_baseline_text(r);
+  for (const auto& e : r.allowlist_expired) out += fmt::format("allowlist: {}\n", ln(e));
   out += fmt::format("invariance: {} (exit {})\n", exit_words(r), r.exit_code);
   return out;
 }
@@ -232,7 +244,7 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
   for (const auto& c : inv.configs) {
     ++t;
     std::string body;
-    if (c.verdict == "variant") {
+    if (c.verdict == "variant" && !c.allowed_by) {
       ++f;
       body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n",
                          xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c)) +

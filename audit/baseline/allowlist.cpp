@@ -85,6 +85,32 @@ std::vector<std::string> expired_messages(const Allowlist& list, const std::set<
 
 bool finding(report::Verdict v) { return v == report::Verdict::Diverged || v == report::Verdict::Raised; }
 
+// An invariance report's variant configurations: allowed when every batch-variant output is covered
+// by an unexpired entry whose `target` is the model's file name and whose `output`, if any, is it.
+void allow_invariance(report::Report& report, const Allowlist& list, const std::string& today, std::set<int>& seen,
+                      std::set<int>& used) {
+  if (!report.invariance) return;
+  const std::string model = std::filesystem::path(report.invariance->model).filename().string();
+  for (auto& c : report.invariance->configs) {
+    c.allowed_by.reset();
+    if (c.verdict != "variant") continue;
+    const AllowEntry* first = nullptr;
+    bool all = true;
+    for (const auto& output : report::variant_outputs(c)) {
+      const Matches m = match(list, today, [&](const AllowEntry& e) {
+        return config_matches(e, c.config) && e.target == model && (e.output.empty() || e.output == output);
+      });
+      note_expired(seen, m);
+      note_used(used, m);
+      if (!m.allowed)
+        all = false;
+      else if (!first)
+        first = m.allowed;
+    }
+    if (all && first) c.allowed_by = allowed_by(*first);
+  }
+}
+
 }  // namespace
 
 std::string normalise_op(const std::string& op) {
@@ -127,7 +153,7 @@ Allowlist parse_allowlist(const std::string& text, const std::string& path) {
     const json& e = entries[i];
     if (!e.is_object()) bad_entry(path, i, "must be an object");
     for (const auto& [key, value] : e.items())
-      if (key != "op" && key != "target" && key != "reason" && key != "expires" && key != "config")
+      if (key != "op" && key != "target" && key != "reason" && key != "expires" && key != "config" && key != "output")
         bad_entry(path, i, fmt::format("unknown key '{}'", key));
     AllowEntry a;
     a.index = static_cast<int>(i);
@@ -140,6 +166,9 @@ Allowlist parse_allowlist(const std::string& text, const std::string& path) {
     if (e.contains("expires") && !valid_date(a.expires))
       bad_entry(path, i, fmt::format("'expires' must be a date YYYY-MM-DD, not '{}'", a.expires));
     a.config = string_field(e, "config", path, i);
+    a.output = string_field(e, "output", path, i);
+    if (!a.output.empty() && a.target.empty())
+      bad_entry(path, i, "'output' narrows a 'target' entry (an invariance audit's model file): add 'target'");
     list.entries.push_back(std::move(a));
   }
   return list;
@@ -171,7 +200,7 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
       c.allowed_by.reset();
       if (!finding(c.verdict)) continue;
       const Matches by_target = match(list, today, [&](const AllowEntry& e) {
-        return config_matches(e, c.name) &&
+        return config_matches(e, c.name) && e.output.empty() &&
                (e.target == t.name || (t.probe && !e.op.empty() && same_op(e.op, t.probe->op)));
       });
       note_expired(seen, by_target);
@@ -198,6 +227,7 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
       if (all && first) c.allowed_by = allowed_by(*first);
     }
   }
+  allow_invariance(report, list, today, seen, used);
   report.allowlist_expired = expired_messages(list, seen);
   report.allowlist_notes.clear();
   for (const auto& e : list.entries) {
@@ -219,7 +249,8 @@ void apply_allowlist(report::LintReport& report, const Allowlist& list, const st
   const std::string model = std::filesystem::path(report.model).filename().string();
   for (auto& f : report.findings) {
     const Matches m = match(list, today, [&](const AllowEntry& e) {
-      return e.config.empty() && ((!e.op.empty() && same_op(e.op, f.op)) || (!e.target.empty() && e.target == model));
+      return e.config.empty() && e.output.empty() &&
+             ((!e.op.empty() && same_op(e.op, f.op)) || (!e.target.empty() && e.target == model));
     });
     note_expired(seen, m);
     f.allowed_by.reset();

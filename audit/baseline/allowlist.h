@@ -18,6 +18,9 @@
 // For `lint`, a finding is allowed by an `op` entry equal to its op, or a `target` entry equal to
 // the model's file name; entries with a `config` never match a lint finding (lint runs none).
 // Crashes and timeouts (exit 4) and a diverged restart-replay are never allowed.
+// For `invariance`, a variant configuration is allowed when each of its batch-variant outputs is
+// covered by a `target` entry naming the model's file name, narrowed by an optional `output`
+// ("output/0"; an entry with `output` matches nothing else).
 //
 // Expiry. An entry expires after its `expires` day: it holds through that day, and from the next
 // day on it allows nothing, and each expired entry that matches a finding is reported as a failure
@@ -60,6 +63,7 @@ struct AllowEntry {
   std::string reason;
   std::string expires;  // "" when it never expires
   std::string config;   // "" for every configuration
+  std::string output;   // with `target`: only this output of an invariance audit ("output/0"); "" for all
 };
 
 struct Allowlist {

@@ -4,6 +4,7 @@
 #include "audit/common/device.h"
 
 #include "audit/baseline/identity.h"
+#include "audit/baseline/invariance_baseline.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -425,6 +426,8 @@ EnvironmentDiff diff_environments(const json& baseline, const json& current) {
 }
 
 void apply_baseline(report::Report& current, const Baseline& base) {
+  // An invariance report has no targets: its classes of sizes are compared (invariance_baseline.h).
+  if (current.invariance || base.results.invariance) return apply_invariance_baseline(current, base);
   std::vector<std::string> configs;
   for (const auto& t : current.targets)
     for (const auto& c : t.configs)

@@ -7,6 +7,7 @@
 #include "audit/common/paths.h"
 #include "audit/invariance/invariance_analysis.h"
 #include "audit/invariance/invariance_fix.h"
+#include "audit/invariance/invariance_shard.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/worker.h"
@@ -32,19 +33,22 @@ struct CellResult {
   double worker_ms = 0;
 };
 
-// One cell per configuration: its request written, its worker described. `tag` names the files
-// ("" for the audit's own sweep; the fix search's sweeps have their own), the first of the audit's
-// own reads the fingerprint.
+// One cell per configuration of `configs` that `parts` runs (parts[i] for configs[i]: the audit's
+// own sweep is cut by shard, invariance_shard.h; the fix search's sweeps run all, their own sizes):
+// its request written, its worker described. `tag` names the files ("" for the audit's own sweep;
+// the fix search's sweeps have their own); the first of the audit's own cells reads the fingerprint.
+// --trace rides on the audit's own sweep, never on a shard's (a shard holds only some sizes).
 std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs,
-                             const std::vector<int64_t>& sizes, const std::string& tag) {
-  check_readable(o.model, "model");
-  check_readable(o.input, "input");
+                             const std::vector<SweepPart>& parts, const std::string& tag) {
   std::vector<Cell> cells;
   for (size_t i = 0; i < configs.size(); ++i) {
+    if (!parts[i].runs) continue;
     Cell c;
     c.config = configs[i];
-    InvarianceRequest rq{
-        {}, o.rows, o.filler, sizes, o.budget, o.batch_dims, i == 0 && tag.empty(), o.trace && tag.empty()};
+    const bool own = tag.empty();
+    InvarianceRequest rq{{}, o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, own && cells.empty()};
+    rq.bisect = parts[i].bisect;
+    rq.trace = o.trace && own && !o.shard;
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
     rq.spec.device = o.session.device.to_string();
@@ -140,13 +144,25 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   return inv;
 }
 
+// A shard runs no fix search: it needs the whole sweep of the first configuration, which a shard
+// holds only in part, and merge does not run workers. The shard that finds that configuration
+// variant says so in a note, which merge keeps; the search is left to an unsharded run.
+constexpr const char* kFixLeft =
+    "fix search: not run in a shard (it needs every size of the first configuration in one process); run "
+    "the audit unsharded to search for a switch that makes it invariant";
+
 // The fix search (invariance_fix.h) from the first configuration when it is variant: its sweeps
 // run one worker at a time, so that the forward passes it prices do not share the CPU.
 void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::Invariance& inv) {
   if (!o.fix_search || inv.configs.empty() || inv.configs.front().verdict != "variant") return;
+  if (o.shard) {
+    if (inv.configs.front().config == o.session.configs.front().name) inv.notes.push_back(kFixLeft);
+    return;
+  }
   int round = 0;
   const SweepFn sweep = [&](const std::vector<Config>& configs, const std::vector<int64_t>& sizes) {
-    const std::vector<Cell> cells = plan_cells(o, scratch, configs, sizes, fmt::format("-fix{}", round++));
+    const std::vector<SweepPart> all(configs.size(), SweepPart{true, sizes, false});
+    const std::vector<Cell> cells = plan_cells(o, scratch, configs, all, fmt::format("-fix{}", round++));
     const std::vector<CellResult> results = run_cells(cells, o, 1, false);
     std::vector<report::InvarianceConfig> out;
     for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i]));
@@ -165,16 +181,25 @@ class InvarianceKind : public AuditKind {
  public:
   explicit InvarianceKind(const InvarianceOptions& o) : o_(o) {}
 
+  // The targets are size chunks (one unless sharded: invariance_shard.h), the cells' columns the
+  // configurations.
   AuditPlan plan() override {
-    cells_ = plan_cells(o_, scratch_, o_.session.configs, o_.sizes, "");
+    check_readable(o_.model, "model");
+    check_readable(o_.input, "input");
     AuditPlan p;
-    report::Target model;
-    model.name = o_.model;
-    p.targets.push_back(std::move(model));
+    for (size_t t = 0; t < plan_chunks(o_); ++t) {
+      report::Target chunk;
+      chunk.name = o_.model;
+      p.targets.push_back(std::move(chunk));
+    }
+    if (o_.shard) p.identity = invariance_plan(o_);
     return p;
   }
 
-  void run(const Cells&) override { results_ = run_cells(cells_, o_, o_.session.jobs, true); }
+  void run(const Cells& cells) override {
+    cells_ = plan_cells(o_, scratch_, o_.session.configs, sweep_parts(o_, cells), "");
+    results_ = run_cells(cells_, o_, o_.session.jobs, true);
+  }
 
   void analyse(const Cells&, report::Report& report) override {
     nlohmann::ordered_json environment;
@@ -195,7 +220,7 @@ class InvarianceKind : public AuditKind {
 
 report::Report run_invariance(const InvarianceOptions& o) {
   InvarianceKind kind(o);
-  return run_kind(kind, o.session, std::nullopt);
+  return run_kind(kind, o.session, o.shard);
 }
 
 }  // namespace ra::invariance

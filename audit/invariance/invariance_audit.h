@@ -10,10 +10,12 @@
 //   finish    the report (reports/invariance_model.h), its verdict and exit code.
 #pragma once
 
+#include "audit/fleet/shard_run.h"
 #include "audit/invariance/invariance_protocol.h"
 #include "audit/trial/trials.h"
 #include "reports/model.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,9 +30,10 @@ struct InvarianceOptions {
   std::vector<int64_t> sizes;  // empty: auto
   std::string sizes_text = "auto";
   int64_t budget = 1024;
-  std::vector<int64_t> batch_dims;  // per input; -1 for none
-  bool trace = false;               // --trace: name the op (audit/invariance/invariance_trace.h)
-  bool fix_search = true;           // when the first configuration is variant (invariance_fix.h)
+  std::vector<int64_t> batch_dims;           // per input; -1 for none
+  std::optional<fleet::ShardOptions> shard;  // --shard: this process's sizes and configurations (invariance_shard.h)
+  bool trace = false;                        // --trace: name the op (audit/invariance/invariance_trace.h)
+  bool fix_search = true;                    // when the first configuration is variant (invariance_fix.h)
 };
 
 // Throws UsageError or InputError (one line) for what stops the audit before any report.

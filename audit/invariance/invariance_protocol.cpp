@@ -13,6 +13,7 @@ nlohmann::json to_json(const InvarianceRequest& r) {
           {"budget", r.budget},
           {"batch_dims", r.batch_dims},
           {"fingerprint", r.fingerprint},
+          {"bisect", r.bisect},
           {"trace", r.trace}};
 }
 
@@ -25,6 +26,7 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
   r.budget = j.at("budget").get<int64_t>();
   r.batch_dims = j.at("batch_dims").get<std::vector<int64_t>>();
   r.fingerprint = j.at("fingerprint").get<bool>();
+  r.bisect = j.value("bisect", false);
   r.trace = j.at("trace").get<bool>();
   return r;
 }

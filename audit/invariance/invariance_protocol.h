@@ -31,6 +31,7 @@ struct InvarianceRequest {
   int64_t budget = 1024;            // the largest batch size auto tries
   std::vector<int64_t> batch_dims;  // per input; -1: no batch dimension (passed whole); missing: 0
   bool fingerprint = false;         // read the environment fingerprint (the worker then loads CUDA's half)
+  bool bisect = false;              // bisect between `sizes` too, as auto does (a shard of auto: invariance_shard.h)
   bool trace = false;               // --trace: name the op (worker/invariance/row_trace.h)
 };
 

@@ -401,7 +401,7 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
     c10::InferenceMode guard;
     sweep.reference();
     for (const int64_t s : sizes) sweep.measure(s);
-    if (request.sizes.empty()) bisect(sweep, {sizes.begin(), sizes.end()});
+    if (request.sizes.empty() || request.bisect) bisect(sweep, {sizes.begin(), sizes.end()});
   }
   sweep.fill(m);
   m.sweep_ms = now_ms() - t0;
