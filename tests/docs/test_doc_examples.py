@@ -221,6 +221,17 @@ def diff_tolerance(folder, commands, files, expected):
     run_example("GUIDE diff --rtol", commands, files, expected, folder)
 
 
+def guide_exec_no_match(folder, commands, files, expected):
+    # The reader's train.py saves into $REPRO_AUDIT_OUT; the docs' line is the error on stderr.
+    (folder / "train.py").write_text("import os\n"
+                                     "with open(os.path.join(os.environ['REPRO_AUDIT_OUT'], 'ckpt.pt'), 'wb') as f:\n"
+                                     "    f.write(b'weights')\n")
+    r = subprocess.run(["bash", "-c", shell_line(commands[-1])], cwd=folder, capture_output=True, text=True,
+                       timeout=1200)
+    compare("GUIDE exec --artifact that matches nothing", expected, r.stderr)
+    check(r.returncode == 3, f"GUIDE exec --artifact that matches nothing: exit {r.returncode}, expected 3")
+
+
 FIXTURES = {
     "build/repro-audit selftest --device cpu": plain("README selftest"),
     "~/.cache/repro-audit/venv/bin/python make_model.py": readme_first_audit,
@@ -237,6 +248,7 @@ FIXTURES = {
     "build/repro-audit probes --only 'index_put*,put,sum.threads,max_unpool2d'": plain("GUIDE probes"),
     "repro-audit diff a.pt b.pt": diff_pair,
     "repro-audit diff a.pt b.pt --rtol 1e-3": diff_tolerance,
+    "repro-audit exec --artifact model.pt -- python train.py": guide_exec_no_match,
 }
 # Examples not run here, each with its reason (a fixture would have to reproduce a rare event or
 # files the docs do not give).
