@@ -3,6 +3,7 @@
 #include "audit/invariance/invariance_fix.h"
 
 #include "audit/invariance/invariance_analysis.h"
+#include "audit/trace/fix_search.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,11 +24,7 @@ using report::InvarianceFixCandidate;
 // the cuBLAS workspace is the smaller :16:8, and cuBLAS's fp16/bf16 reduced-precision reductions
 // are here only: reproducible run to run, they cannot fix what run looks for, but their result
 // depends on the GEMM's shape, so on the batch size.
-struct Target {
-  const char* value;
-  bool cpu;
-  bool cuda;
-};
+using Target = SwitchTarget;
 
 const std::map<std::string, Target>& targets() {
   static const std::map<std::string, Target> t = {

@@ -17,12 +17,7 @@ namespace {
 using report::FixCandidate;
 using report::Verdict;
 
-// The deterministic setting of each switch, and where it matters.
-struct Target {
-  const char* value;
-  bool cpu;
-  bool cuda;
-};
+using Target = SwitchTarget;
 
 const std::map<std::string, Target>& targets() {
   static const std::map<std::string, Target> t = {
