@@ -18,7 +18,7 @@ constexpr size_t kListAllUpTo = 12;  // results; beyond that, only the noteworth
 constexpr size_t kTensorsShown = 5;
 
 // Every string from the baseline or the report is one line here (reports/escape.h).
-std::string ln(std::string_view s) { return escape::text_line(s); }
+using escaped::ln;
 
 std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) : d; }
 

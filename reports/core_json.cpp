@@ -13,8 +13,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using detail::Node;
-
-json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+using detail::number_or_null;
 
 TrialStatus trial_status(const Node& n) {
   const auto s = trial_status_from_string(n.str());

@@ -53,3 +53,12 @@ enum class XmlContext { Text, Attribute };
 std::string xml(std::string_view s, XmlContext where = XmlContext::Attribute);
 
 }  // namespace ra::report::escape
+
+// The renderers' short names for the calls above, brought in with `using` where a renderer makes
+// many of them.
+namespace ra::report::escaped {
+inline std::string ln(std::string_view s) { return escape::text_line(s); }
+inline std::string md(std::string_view s) { return escape::markdown(s); }
+inline std::string esc(std::string_view s) { return escape::html(s); }
+inline std::string xml(std::string_view s) { return escape::xml(s); }
+}  // namespace ra::report::escaped

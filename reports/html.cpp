@@ -36,6 +36,7 @@
 // removed. Outside the block the fix tables list candidates in candidate order with their
 // deterministic facts; their cost cells are empty until the JS copies the costs in from the block.
 #include "reports/html.h"
+#include "reports/escape.h"
 #include "reports/html_assets.h"
 #include "reports/render.h"
 
@@ -53,8 +54,8 @@
 namespace ra::report {
 namespace {
 
+using escaped::esc;  // the same function as html::esc (both are escape::html)
 using html::badge;
-using html::esc;
 
 constexpr std::array<Verdict, 6> kVerdictOrder = {Verdict::Diverged, Verdict::Raised,  Verdict::Crashed,
                                                   Verdict::Timeout,  Verdict::Skipped, Verdict::Reproducible};

@@ -12,10 +12,10 @@
 namespace ra::report {
 namespace {
 
-std::string ln(std::string_view s) { return escape::text_line(s); }
-std::string md(std::string_view s) { return escape::markdown(s); }
-std::string esc(std::string_view s) { return escape::html(s); }
-std::string xml(std::string_view s) { return escape::xml(s); }
+using escaped::esc;
+using escaped::ln;
+using escaped::md;
+using escaped::xml;
 
 // "invariant: fixes it", "variant: {1} | {2}", "not run: no effect on cpu", "crashed: ...".
 std::string outcome(const InvarianceFixCandidate& c, const std::vector<int64_t>& sizes) {

@@ -12,8 +12,7 @@ namespace {
 
 using detail::json;
 using detail::Node;
-
-json number_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+using detail::number_or_null;
 
 json switches_json(const std::vector<SwitchValue>& switches) {
   json out = json::array();

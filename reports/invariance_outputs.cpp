@@ -64,41 +64,41 @@ bool placement_differs(const InvarianceConfig& c, const std::string& output) {
   return false;
 }
 
-json classes_json(const std::vector<SizeClass>& classes) {
+json baseline_classes_json(const std::vector<SizeClass>& classes) {
   json out = json::array();
   for (const auto& k : classes) out.push_back(k.sizes);
   return out;
 }
 
-std::vector<SizeClass> classes_from(const Node& n) {
+std::vector<SizeClass> baseline_classes_from(const Node& n) {
   std::vector<SizeClass> classes = n.list([](const Node& k) { return SizeClass{k.i64s(), false}; });
   for (auto& k : classes) k.reference = !k.sizes.empty() && k.sizes.front() == 1;
   return classes;
 }
 
-json config_json(const InvarianceConfig& c) {
+json baseline_config_json(const InvarianceConfig& c) {
   json outputs = json::array();
   for (const auto& o : output_classes(c))
-    outputs.push_back({{"output", o.output}, {"classes", classes_json(o.classes)}});
+    outputs.push_back({{"output", o.output}, {"classes", baseline_classes_json(o.classes)}});
   return {{"config", c.config},
           {"verdict", c.verdict},
-          {"classes", classes_json(c.classes)},
+          {"classes", baseline_classes_json(c.classes)},
           {"position_dependent", c.position_dependent},
           {"warmup_dependent", c.warmup_dependent},
           {"outputs", outputs}};
 }
 
-InvarianceConfig config_from(const Node& n) {
+InvarianceConfig baseline_config_from(const Node& n) {
   InvarianceConfig c;
   c.config = n.at("config").str();
   c.verdict = n.at("verdict").str();
   if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed")
     n.at("verdict").fail("expected invariant, variant or crashed");
-  c.classes = classes_from(n.at("classes"));
+  c.classes = baseline_classes_from(n.at("classes"));
   c.position_dependent = n.at("position_dependent").i64s();
   c.warmup_dependent = n.at("warmup_dependent").i64s();
   c.by_output = n.at("outputs").list([](const Node& o) {
-    return OutputClasses{o.at("output").str(), classes_from(o.at("classes"))};
+    return OutputClasses{o.at("output").str(), baseline_classes_from(o.at("classes"))};
   });
   return c;
 }
@@ -132,7 +132,7 @@ std::vector<std::string> variant_outputs(const InvarianceConfig& c) {
 
 json invariance_baseline_to_json(const Invariance& inv) {
   json configs = json::array();
-  for (const auto& c : inv.configs) configs.push_back(config_json(c));
+  for (const auto& c : inv.configs) configs.push_back(baseline_config_json(c));
   return {{"model", std::filesystem::path(inv.model).filename().string()},
           {"kind", inv.kind},
           {"device", inv.device},
@@ -157,7 +157,7 @@ Invariance invariance_baseline_from_json(const json& j) {
   inv.sizes = n.at("sizes").str();
   inv.budget = n.at("budget").i64();
   inv.outputs = n.at("outputs").strings();
-  inv.configs = n.at("configs").list(config_from);
+  inv.configs = n.at("configs").list(baseline_config_from);
   inv.control.detected = true;  // a baseline keeps findings only; its control was judged when it was saved
   return inv;
 }

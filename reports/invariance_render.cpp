@@ -17,10 +17,10 @@
 namespace ra::report {
 namespace {
 
-std::string ln(std::string_view s) { return escape::text_line(s); }
-std::string md(std::string_view s) { return escape::markdown(s); }
-std::string esc(std::string_view s) { return escape::html(s); }
-std::string xml(std::string_view s) { return escape::xml(s); }
+using escaped::esc;
+using escaped::ln;
+using escaped::md;
+using escaped::xml;
 
 // The largest difference from the reference over every cell but the warm-up's, in words.
 std::string worst_text(const InvarianceConfig& c) {

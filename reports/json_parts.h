@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ namespace ra::report::detail {
 
 // A string that is written as null when empty (read back by Node::str_or_null).
 inline json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+// A number that is written as null when it is not finite (JSON has no NaN or infinity).
+inline json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // core_json.cpp (stats_to_json and stats_from_json, the public pair, are there too).
 DivergenceStats read_stats(const Node& n);

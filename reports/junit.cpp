@@ -31,7 +31,7 @@ namespace {
 enum class Context { Text, Attribute };
 
 // Element text or a double-quoted attribute value, escaped by the shared layer (reports/escape.h).
-std::string xml(const std::string& raw, Context where = Context::Attribute) {
+std::string xml_value(const std::string& raw, Context where = Context::Attribute) {
   return escape::xml(raw, where == Context::Text ? escape::XmlContext::Text : escape::XmlContext::Attribute);
 }
 
@@ -222,21 +222,22 @@ struct Counts {
 
 std::string testcase(const std::string& classname, const std::string& name, const Outcome& o,
                      const std::string& system_out = "") {
-  std::string out = fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml(classname), xml(name));
+  std::string out = fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml_value(classname), xml_value(name));
   if (o.element.empty() && system_out.empty()) return out + "/>\n";
   out += ">\n";
   if (!o.element.empty()) {
     out += fmt::format("      <{}", o.element);
-    if (!o.type.empty()) out += fmt::format(" type=\"{}\"", xml(o.type));
-    out += fmt::format(" message=\"{}\"", xml(o.message));
-    out += o.body.empty() ? "/>\n" : fmt::format(">{}</{}>\n", xml(o.body, Context::Text), o.element);
+    if (!o.type.empty()) out += fmt::format(" type=\"{}\"", xml_value(o.type));
+    out += fmt::format(" message=\"{}\"", xml_value(o.message));
+    out += o.body.empty() ? "/>\n" : fmt::format(">{}</{}>\n", xml_value(o.body, Context::Text), o.element);
   }
-  if (!system_out.empty()) out += fmt::format("      <system-out>{}</system-out>\n", xml(system_out, Context::Text));
+  if (!system_out.empty())
+    out += fmt::format("      <system-out>{}</system-out>\n", xml_value(system_out, Context::Text));
   return out + "    </testcase>\n";
 }
 
 std::string property(const std::string& name, const std::string& value) {
-  return fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml(name), xml(value));
+  return fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_value(name), xml_value(value));
 }
 
 }  // namespace
@@ -286,7 +287,7 @@ std::string render_junit(const Report& r) {
       cases += testcase(t.name, t.replay->config.empty() ? "restart-replay" : "restart-replay " + t.replay->config, o);
     }
     all.add(counts);
-    suites += fmt::format("  <testsuite name=\"{}\" {}>\n    <properties>\n", xml(t.name), counts.attributes());
+    suites += fmt::format("  <testsuite name=\"{}\" {}>\n    <properties>\n", xml_value(t.name), counts.attributes());
     std::string props = property("kind", t.kind) + property("device", t.device);
     if (!t.mode.empty()) props += property("mode", t.mode);
     if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);

@@ -14,7 +14,7 @@ namespace ra::report {
 namespace {
 
 // Every string from the model or the knowledge base is one line here (reports/escape.h).
-std::string ln(std::string_view s) { return escape::text_line(s); }
+using escaped::ln;
 
 }  // namespace
 

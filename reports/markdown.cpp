@@ -22,7 +22,7 @@ namespace ra::report {
 namespace {
 
 // Inline text and code spans, escaped by the shared layer (reports/escape.h).
-std::string md(std::string_view s) { return escape::markdown(s); }
+using escaped::md;
 std::string code(std::string_view s) { return escape::markdown_code(s); }
 
 std::string rate_cell(const ConfigResult& c) {
@@ -30,7 +30,7 @@ std::string rate_cell(const ConfigResult& c) {
   return fmt::format("{}/{} ({:.2f})", c.diverging_repeats, c.completed - 1, c.divergence_rate);
 }
 
-std::string root_cause_text(const RootCause& r) {
+std::string root_cause_md(const RootCause& r) {
   std::string s = fmt::format("{} ({}", code(r.op), md(r.direction));
   if (r.step > 0) s += fmt::format(", step {}", r.step);
   if (!r.node.empty()) s += ", in " + code(r.node) + (r.forward_op.empty() ? "" : " of " + code(r.forward_op));
@@ -79,7 +79,7 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   if (!names.empty()) out += fmt::format("- diverged {}: {}\n", findings_word(c, 2), fmt::join(names, ", "));
   if (c.trace) {
     for (const auto& r : c.trace->root_causes)
-      out += fmt::format("- root cause: {}; {}/{} runs\n", root_cause_text(r), r.runs_diverged, r.runs_compared);
+      out += fmt::format("- root cause: {}; {}/{} runs\n", root_cause_md(r), r.runs_diverged, r.runs_compared);
     if (c.trace->root_causes.empty()) out += "- root cause: none in the trace\n";
   }
   if (!c.fix_search) return;

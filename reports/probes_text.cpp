@@ -15,7 +15,7 @@ namespace ra::report {
 namespace {
 
 // Every string from the model is one line here (reports/escape.h).
-std::string ln(std::string_view s) { return escape::text_line(s); }
+using escaped::ln;
 
 // A determinism alert up to "... does not have a deterministic implementation"; other messages
 // up to 160 characters.

@@ -15,7 +15,7 @@ namespace {
 
 // Every string from the model is one line here, whatever it holds (reports/escape.h): a name with a
 // line break must not print a line of its own, such as a fake verdict.
-std::string ln(std::string_view s) { return escape::text_line(s); }
+using escaped::ln;
 // A message of several lines: its lines after the first indented under the line it starts.
 std::string block(std::string_view s, std::string_view indent) { return escape::text_block(s, indent); }
 

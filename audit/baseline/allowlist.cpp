@@ -18,8 +18,6 @@
 namespace ra {
 namespace {
 
-using nlohmann::json;
-
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
   throw InputError(fmt::format("allowlist '{}': {}", path, what));
 }
@@ -28,7 +26,7 @@ using nlohmann::json;
   throw InputError(fmt::format("allowlist '{}': entry {}: {}", path, i, what));
 }
 
-std::string string_field(const json& e, const char* key, const std::string& path, size_t i) {
+std::string string_field(const nlohmann::json& e, const char* key, const std::string& path, size_t i) {
   if (!e.contains(key)) return "";
   if (!e[key].is_string()) bad_entry(path, i, fmt::format("'{}' must be a string", key));
   const std::string s = e[key].get<std::string>();
@@ -134,10 +132,10 @@ bool valid_date(const std::string& d) {
 }
 
 Allowlist parse_allowlist(const std::string& text, const std::string& path) {
-  json doc;
+  nlohmann::json doc;
   try {
-    doc = parse_json_document<json>(text, fmt::format("allowlist '{}'", path));
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
+    doc = parse_json_document<nlohmann::json>(text, fmt::format("allowlist '{}'", path));
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     bad(path, fmt::format("not valid JSON ({})", e.what()));
   }
   if (!doc.is_object()) bad(path, "the document must be an object");
@@ -148,9 +146,9 @@ Allowlist parse_allowlist(const std::string& text, const std::string& path) {
   if (!doc.contains("entries") || !doc["entries"].is_array()) bad(path, "\"entries\" must be an array");
   Allowlist list;
   list.path = path;
-  const json& entries = doc["entries"];
+  const nlohmann::json& entries = doc["entries"];
   for (size_t i = 0; i < entries.size(); ++i) {
-    const json& e = entries[i];
+    const nlohmann::json& e = entries[i];
     if (!e.is_object()) bad_entry(path, i, "must be an object");
     for (const auto& [key, value] : e.items())
       if (key != "op" && key != "target" && key != "reason" && key != "expires" && key != "config" && key != "output")

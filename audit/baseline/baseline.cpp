@@ -55,12 +55,6 @@ void flatten(const json& j, const std::string& prefix, std::vector<std::pair<std
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// "cpu" or "cuda:N" (plain "cuda" is device 0), so that device strings compare by meaning.
-std::string normal_device(const std::string& device) {
-  const std::optional<Device> d = Device::from_string(device);
-  return d && d->is_cuda() && d->index < 0 ? "cuda:0" : device;
-}
-
 std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) + "..." : d; }
 
 std::string describe_target(const report::Target& t) { return fmt::format("{} {}", t.kind, t.name); }
@@ -109,7 +103,7 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
                        c.name, short_digest(c.model_digest), older);
   }
   const std::string of = fmt::format("for {}", c.name);
-  if (normal_device(b.device) != normal_device(c.device))
+  if (Device::canonical(b.device) != Device::canonical(c.device))
     return fmt::format("{} on {}, not on {}", of, b.device, c.device);
   if (b.mode != c.mode) return fmt::format("{} in {} mode, not {} mode", of, b.mode, c.mode);
   if (b.steps != c.steps) return fmt::format("{} with {} train steps, not {}", of, b.steps, c.steps);
@@ -238,15 +232,15 @@ report::BaselineResult compare_config(const report::Target& target, const report
   if (!relevant.empty()) {
     r.status = BaselineStatus::Explained;
     for (const auto* ch : relevant) r.explained_by.push_back(ch->key);
-    r.reason = fmt::format("{}; explained by changes that can affect {}: {}", what, normal_device(target.device),
+    r.reason = fmt::format("{}; explained by changes that can affect {}: {}", what, Device::canonical(target.device),
                            keys_text(relevant));
     return r;
   }
   r.status = BaselineStatus::Regression;
-  r.reason = fmt::format("{} and nothing that can affect {} changed", what, normal_device(target.device));
+  r.reason = fmt::format("{} and nothing that can affect {} changed", what, Device::canonical(target.device));
   if (!irrelevant.empty())
     r.reason +=
-        fmt::format(" (changed, but cannot affect {}: {})", normal_device(target.device), keys_text(irrelevant));
+        fmt::format(" (changed, but cannot affect {}: {})", Device::canonical(target.device), keys_text(irrelevant));
   return r;
 }
 
@@ -396,7 +390,7 @@ std::string switch_affects(const std::string& key) {
 
 bool affects_device(const std::string& affects, const std::string& device) {
   if (affects == "any") return true;
-  const std::string d = normal_device(device);
+  const std::string d = Device::canonical(device);
   if (d == "cpu") return affects == "cpu";
   return affects == "cuda" || affects == d;
 }

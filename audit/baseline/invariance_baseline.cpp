@@ -20,11 +20,6 @@ using report::Invariance;
 using report::InvarianceConfig;
 using report::SizeClass;
 
-std::string normal_device(const std::string& device) {
-  const std::optional<Device> d = Device::from_string(device);
-  return d && d->is_cuda() && d->index < 0 ? "cuda:0" : device;
-}
-
 const Invariance& held(const Baseline& base) {
   if (!base.results.invariance)
     throw InputError(
@@ -194,7 +189,7 @@ std::string environment_note(const EnvironmentDiff& env, const std::string& devi
 void check_invariance_plan(const Baseline& base, const std::string& device, int rows, const std::string& filler,
                            const std::vector<std::string>& configs) {
   const Invariance& b = held(base);
-  if (normal_device(b.device) != normal_device(device))
+  if (Device::canonical(b.device) != Device::canonical(device))
     throw InputError(fmt::format("baseline {} was made on {}, not on {}", base.path, b.device, device));
   if (b.rows != rows)
     throw InputError(fmt::format("baseline {} was made with {} anchor rows, not {}", base.path, b.rows, rows));

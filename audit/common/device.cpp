@@ -34,4 +34,9 @@ Device Device::of(const std::string& text) {
   return text.rfind("cuda", 0) == 0 ? Device{Kind::Cuda, -1} : Device{};
 }
 
+std::string Device::canonical(const std::string& text) {
+  const std::optional<Device> d = from_string(text);
+  return d && d->is_cuda() && d->index < 0 ? "cuda:0" : text;
+}
+
 }  // namespace ra

@@ -31,6 +31,9 @@ struct Device {
   // The device a spec, a report or the worker's argv names, where anything not CUDA is the CPU
   // (that text was parsed at the edge already).
   static Device of(const std::string& text);
+  // "cpu" or "cuda:N" for a device text (plain "cuda" is device 0), so that the devices two
+  // reports name compare by meaning; a text that names no device comes back as it is.
+  static std::string canonical(const std::string& text);
 };
 
 }  // namespace ra

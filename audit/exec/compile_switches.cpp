@@ -67,8 +67,8 @@ std::string call_text(const json& c) {
   return fmt::format("torch.compile({})", fmt::join(parts, ", "));
 }
 
-void add(std::vector<report::ChecklistItem>& out, const char* id, const char* status, std::string sentence,
-         std::string where, int rank = -1) {
+void add_or_merge(std::vector<report::ChecklistItem>& out, const char* id, const char* status, std::string sentence,
+                  std::string where, int rank = -1) {
   for (auto& m : out)
     if (m.id == id && m.status == status && m.text == sentence && m.where == where) {
       if (rank >= 0 && std::find(m.ranks.begin(), m.ranks.end(), rank) == m.ranks.end()) m.ranks.push_back(rank);
@@ -186,9 +186,9 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
     if (r.hook != nullptr)
       for (const auto& p : r.hook->processes)
         for (const auto& c : member(p.report, "compiles"))
-          add(out, "compile", "note", call_text(c), text(c, "where"), p.rank);
+          add_or_merge(out, "compile", "note", call_text(c), text(c, "where"), p.rank);
   if (!any_call && asks_off)
-    add(out, "compile", "note", "the program never called torch.compile: compile=off changed nothing", "");
+    add_or_merge(out, "compile", "note", "the program never called torch.compile: compile=off changed nothing", "");
   for (const auto& r : runs) {
     if (r.hook == nullptr) continue;
     for (const auto& p : r.hook->processes) {
@@ -196,7 +196,8 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
         // Under compile=off torch.compile returns the eager function: nothing is autotuned.
         if (!flag(c, "autotune") || text(c, "deterministic") == "on" || switch_value(r.switches, "compile") == "off")
           continue;
-        add(out, "compile.autotune", "missing",
+        add_or_merge(
+            out, "compile.autotune", "missing",
             fmt::format(
                 "{} autotunes without Inductor's deterministic mode: it picks kernels by timing them, so two runs may "
                 "compile different kernels (inductor.deterministic=on, or inductor.autotune=off)",
@@ -207,7 +208,8 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
       const json& n = member(p.report, "random_ops");
       if (eager && compiled && n.is_number_integer() && n.get<int64_t>() > 0 &&
           switch_value(r.switches, "inductor.fallback_random") != "on" && switch_value(r.switches, "compile") == "on")
-        add(out, "compile.random", "missing",
+        add_or_merge(
+            out, "compile.random", "missing",
             fmt::format(
                 "random ops (dropout, rand_like ...) ran in a compiled region with fallback_random off, so compiled "
                 "code "
@@ -220,7 +222,8 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
   if (jobs > 1 && any_call)
     for (const auto& r : runs)
       if (r.hook != nullptr && called_compile(*r.hook) && cache_mode(*r.config) != CacheMode::Cold)
-        add(out, "compile.cache", "missing",
+        add_or_merge(
+            out, "compile.cache", "missing",
             fmt::format("--jobs {} runs {} side by side on one Inductor cache folder ({}): a run may load what another "
                         "is still "
                         "writing (inductor.cache=cold gives each run its own)",
@@ -249,7 +252,8 @@ std::vector<report::ChecklistItem> compile_checklist(const std::vector<ConfigRun
         if (!want.empty() && want_var != v) differs = true;
       }
       const std::string backend = text(p.report, "backend");
-      add(out, "collectives", differs ? "missing" : "ok",
+      add_or_merge(
+          out, "collectives", differs ? "missing" : "ok",
           fmt::format(
               "under {}: {} in this rank's environment{}{}", r.config->name, fmt::join(seen, ", "),
               differs ? ", not what the configuration asked" : "",

@@ -128,7 +128,7 @@ class LineScanner {
   size_t lines_ = 0;
 };
 
-constexpr size_t kChunk = size_t{64} << 10;
+constexpr size_t kMetricsChunk = size_t{64} << 10;
 
 }  // namespace
 
@@ -163,7 +163,7 @@ MetricSpec parse_metric(const std::string& arg) {
 
 MetricScan extract_metrics(const std::vector<MetricSpec>& metrics, std::istream& in) {
   LineScanner scanner(metrics);
-  std::vector<char> chunk(kChunk);
+  std::vector<char> chunk(kMetricsChunk);
   while (in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     scanner.feed(chunk.data(), static_cast<size_t>(in.gcount()));
@@ -188,7 +188,7 @@ MetricScan extract_metrics_file(const std::vector<MetricSpec>& metrics, const st
     if (fd >= 0) ::close(fd);
     return scan;
   }
-  std::vector<char> chunk(kChunk);
+  std::vector<char> chunk(kMetricsChunk);
   for (;;) {
     const ssize_t n = ::read(fd, chunk.data(), chunk.size());
     if (n < 0 && errno == EINTR) continue;

@@ -41,7 +41,7 @@ namespace {
 
 // One child to run: a configuration (index into options.configs, or -1 for the census), a
 // repeat, and the probes still to do.
-struct Batch {
+struct ProbeChild {
   int config = 0;
   int repeat = 0;
   std::vector<std::string> probes;
@@ -80,7 +80,7 @@ class SuiteRunner {
   }
 
   void run() {
-    std::vector<Batch> pending;
+    std::vector<ProbeChild> pending;
     if (names_.empty()) return;
     std::vector<std::vector<std::string>> groups(1);
     for (const auto& name : names_) {
@@ -92,7 +92,7 @@ class SuiteRunner {
     if (groups.front().empty()) groups.erase(groups.begin());
     // The first repeats (and the census) run first; the later ones then know each probe's reference
     // digests and dump only the tensors that differ from them (TrialSpec::dump_only_differing).
-    std::vector<Batch> later;
+    std::vector<ProbeChild> later;
     const int first = o_.auto_repeats ? o_.auto_repeats->min : o_.repeats;
     for (size_t g = 0; g < groups.size(); ++g) {
       const int id = static_cast<int>(g);
@@ -108,7 +108,7 @@ class SuiteRunner {
     while (!pending.empty()) pending = run_round(pending);
     while (!later.empty()) later = run_round(later);
     if (o_.auto_repeats)
-      for (std::vector<Batch> more = next_rounds(groups); !more.empty(); more = next_rounds(groups)) {
+      for (std::vector<ProbeChild> more = next_rounds(groups); !more.empty(); more = next_rounds(groups)) {
         progress_.add(more.size());
         while (!more.empty()) more = run_round(more);
       }
@@ -127,8 +127,8 @@ class SuiteRunner {
   // --repeats auto: decides each probe in each configuration, and returns the batches of the next
   // round for the undecided ones (none when every one is decided). The probes of a group share
   // their children, so those still undecided in a configuration have run the same repeats.
-  std::vector<Batch> next_rounds(const std::vector<std::vector<std::string>>& groups) {
-    std::vector<Batch> out;
+  std::vector<ProbeChild> next_rounds(const std::vector<std::vector<std::string>>& groups) {
+    std::vector<ProbeChild> out;
     for (size_t g = 0; g < groups.size(); ++g)
       for (size_t c = 0; c < o_.configs.size(); ++c) {
         std::vector<std::string> undecided;
@@ -158,7 +158,9 @@ class SuiteRunner {
     return out;
   }
 
-  size_t slot(const Batch& b) const { return b.config < 0 ? 0 : placement_->slot_of(static_cast<size_t>(b.config)); }
+  size_t slot(const ProbeChild& b) const {
+    return b.config < 0 ? 0 : placement_->slot_of(static_cast<size_t>(b.config));
+  }
 
   Config census_config() const {
     Config c = parse_config("det-warn", logical_cpu_count());
@@ -166,7 +168,7 @@ class SuiteRunner {
     return c;
   }
 
-  std::vector<Batch> run_round(const std::vector<Batch>& batches) {
+  std::vector<ProbeChild> run_round(const std::vector<ProbeChild>& batches) {
     std::vector<PreparedChild> prepared;
     std::vector<ChildJob> jobs;
     for (const auto& b : batches) {
@@ -195,7 +197,7 @@ class SuiteRunner {
       jobs.push_back(prepared.back().job);
     }
     const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-      const Batch& b = batches[i];
+      const ProbeChild& b = batches[i];
       const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
       progress_.done(
           fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
@@ -204,7 +206,7 @@ class SuiteRunner {
     if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(batches[i])); };
     const std::vector<ChildOutcome> outcomes =
         run_children(jobs, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1);
-    std::vector<Batch> again;
+    std::vector<ProbeChild> again;
     for (size_t i = 0; i < batches.size(); ++i)
       if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty()) {
         again.push_back(std::move(rest));
@@ -214,9 +216,9 @@ class SuiteRunner {
   }
 
   // Files the batch's results; returns the probes left to run after a crash.
-  Batch collect(const Batch& b, const PreparedChild& p, const ChildOutcome& outcome) {
+  ProbeChild collect(const ProbeChild& b, const PreparedChild& p, const ChildOutcome& outcome) {
     const ProbeLog log = read_probe_log(p.result_path);
-    Batch rest{b.config, b.repeat, {}, b.attempt + 1, b.group};
+    ProbeChild rest{b.config, b.repeat, {}, b.attempt + 1, b.group};
     // Where a child's time goes (-v): its start-up up to the device being ready, then its probes.
     log::debug("child {} repeat {} ({} probes): {:.0f} ms, of which start-up {:.0f} ms",
                b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name, b.repeat,
@@ -259,7 +261,7 @@ class SuiteRunner {
     return rest;
   }
 
-  void file(const Batch& b, const std::string& name, TrialRun run, const PreparedChild& p) {
+  void file(const ProbeChild& b, const std::string& name, TrialRun run, const PreparedChild& p) {
     const size_t i = index_.at(name);
     if (b.config < 0) {
       CensusRun census;
