@@ -30,7 +30,10 @@ function(ra_unity)
     foreach(src IN LISTS sources)
       cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY ${dir} OUTPUT_VARIABLE path)
       get_source_file_property(skip "${path}" SKIP_UNITY_BUILD_INCLUSION)
-      if(NOT src MATCHES "\\.cpp$" OR skip OR NOT path MATCHES "^${PROJECT_SOURCE_DIR}/")
+      # Generated files (under the build folder, which may sit inside the source tree) keep their
+      # own unit: the unit would be compiled before the file exists.
+      if(NOT src MATCHES "\\.cpp$" OR skip OR NOT path MATCHES "^${PROJECT_SOURCE_DIR}/"
+         OR path MATCHES "^${PROJECT_BINARY_DIR}/")
         list(APPEND kept ${src})
         continue()
       endif()
