@@ -11,6 +11,8 @@
 #include "cli/command_table.h"
 #include "reports/escape.h"
 
+#include <CLI/CLI.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -3,11 +3,15 @@
 // options on `sub` and returns the action to run once parsing succeeded.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include <functional>
 #include <span>
 #include <string>
+
+// Only a reference to CLI11's App here: its headers cost every file that includes them about 4 s
+// of a 2-core build (the files that register options include <CLI/CLI.hpp> themselves).
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace ra::cli {
 

@@ -20,6 +20,8 @@
 #include "worker/services/service_table.h"
 #include "worker/tensor_io/artifact_read.h"
 
+#include <CLI/CLI.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

@@ -7,6 +7,8 @@
 #include "worker/invariance/batch_sweep.h"
 #include "worker/services/service_table.h"
 
+#include <CLI/CLI.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `lint` in the worker: the model's graphs are read with LibTorch (worker/lint/lint_graph.h).
+#include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/trial/trials.h"
@@ -9,6 +10,9 @@
 #include "worker/lint/lint_graph.h"
 #include "worker/services/service_table.h"
 #include "worker/tensor_io/model_file.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <cstdio>
 #include <memory>
