@@ -9,6 +9,7 @@
 // configurations), baseline_model.h, fleet_model.h and selftest_model.h. Each concern's JSON writer
 // and reader sit side by side in the file beside its header (trace_json.cpp, ...; json_parts.h),
 // so a new field touches one header and that file; json.cpp writes and reads the `Report` itself.
+// What is computed over a concern's structs sits in <concern>_model.cpp (model.cpp: the report's).
 // Include the concern headers you need rather than this one.
 //
 // Determinism of the tool's own output: every list here is kept in a defined order (targets as

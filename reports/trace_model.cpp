@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fix search's cheapest fixes and an op stream's sizes (reports/trace_model.h).
+#include "reports/trace_model.h"
+
+#include <algorithm>
+
+namespace ra::report {
+
+bool fix_costs_measured(const FixSearch& f) {
+  return f.baseline_median_ms.has_value() || std::any_of(f.candidates.begin(), f.candidates.end(),
+                                                         [](const FixCandidate& c) { return c.median_ms.has_value(); });
+}
+
+const FixCandidate* cheapest_fix(const FixSearch& f) {
+  const FixCandidate* best = nullptr;
+  for (const size_t i : f.best) {
+    if (i >= f.candidates.size()) continue;
+    const FixCandidate& c = f.candidates[i];
+    if (!best || (c.cost_ratio && (!best->cost_ratio || *c.cost_ratio < *best->cost_ratio))) best = &c;
+  }
+  return best;
+}
+
+bool same_cost(const FixCandidate& a, const FixCandidate& b) {
+  if (!a.cost_low || !a.cost_high || !b.cost_low || !b.cost_high) return false;
+  return *a.cost_low <= *b.cost_high && *b.cost_low <= *a.cost_high;
+}
+
+std::vector<const FixCandidate*> fixes_costing_the_same(const FixSearch& f) {
+  std::vector<const FixCandidate*> out;
+  const FixCandidate* cheapest = cheapest_fix(f);
+  if (!cheapest) return out;
+  for (const size_t i : f.best)
+    if (i < f.candidates.size() && &f.candidates[i] != cheapest && same_cost(f.candidates[i], *cheapest))
+      out.push_back(&f.candidates[i]);
+  return out;
+}
+
+uint64_t OpStream::records() const {
+  uint64_t n = 0;
+  for (const auto& t : threads) n += t.records;
+  return n;
+}
+
+uint64_t OpStream::packed_bytes() const {
+  uint64_t n = 0;
+  for (const auto& t : threads) n += t.packed.size();
+  return n;
+}
+
+OpStream OpStream::without_names() const {
+  OpStream out;
+  for (const auto& t : threads) out.threads.push_back({t.thread, t.records, t.packed, ""});
+  return out;
+}
+
+}  // namespace ra::report
