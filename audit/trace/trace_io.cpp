@@ -56,7 +56,7 @@ std::vector<TensorRef> tensors_from(const json& a) {
     std::vector<int64_t> shape;
     if (!t[1].is_array()) throw std::runtime_error("a tensor's shape is not an array");
     for (const auto& d : t[1]) shape.push_back(integer<int64_t>(d));
-    ts.push_back({t[0].get<std::string>(), std::move(shape), t[2].get<std::string>()});
+    ts.push_back({t[0].get<std::string>(), std::move(shape), t[2].get<std::string>(), ""});  // no row digest in files
   }
   return ts;
 }
