@@ -171,16 +171,8 @@ json invariance_to_json(const Invariance& inv) {
 Invariance invariance_from_json(const json& j) {
   const Node n{j, "invariance"};
   Invariance inv;
-  inv.model = n.at("model").str();
-  inv.kind = n.at("kind").str();
-  inv.device = n.at("device").str();
+  detail::read_invariance_head(n, inv);
   inv.input = n.at("input").str();
-  inv.inputs = n.at("inputs").strings();
-  inv.rows = n.at("rows").i32();
-  inv.filler = n.at("filler").str();
-  inv.sizes = n.at("sizes").str();
-  inv.budget = n.at("budget").i64();
-  inv.outputs = n.at("outputs").strings();
   inv.excluded = n.at("excluded").strings();
   inv.notes = n.at("notes").strings();
   inv.control = {n.at("control").at("detected").boolean(), n.at("control").at("evidence").str()};

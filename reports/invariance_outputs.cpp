@@ -12,6 +12,7 @@
 // The cost: one pass over the cells; a baseline grows by a few sizes per output.
 #include "reports/invariance_model.h"
 #include "reports/json_node.h"
+#include "reports/json_parts.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -130,6 +131,18 @@ std::vector<std::string> variant_outputs(const InvarianceConfig& c) {
   return out;
 }
 
+void detail::read_invariance_head(const Node& n, Invariance& inv) {
+  inv.model = n.at("model").str();
+  inv.kind = n.at("kind").str();
+  inv.device = n.at("device").str();
+  inv.inputs = n.at("inputs").strings();
+  inv.rows = n.at("rows").i32();
+  inv.filler = n.at("filler").str();
+  inv.sizes = n.at("sizes").str();
+  inv.budget = n.at("budget").i64();
+  inv.outputs = n.at("outputs").strings();
+}
+
 json invariance_baseline_to_json(const Invariance& inv) {
   json configs = json::array();
   for (const auto& c : inv.configs) configs.push_back(baseline_config_json(c));
@@ -148,15 +161,7 @@ json invariance_baseline_to_json(const Invariance& inv) {
 Invariance invariance_baseline_from_json(const json& j) {
   const Node n{j, "invariance"};
   Invariance inv;
-  inv.model = n.at("model").str();
-  inv.kind = n.at("kind").str();
-  inv.device = n.at("device").str();
-  inv.inputs = n.at("inputs").strings();
-  inv.rows = n.at("rows").i32();
-  inv.filler = n.at("filler").str();
-  inv.sizes = n.at("sizes").str();
-  inv.budget = n.at("budget").i64();
-  inv.outputs = n.at("outputs").strings();
+  detail::read_invariance_head(n, inv);
   inv.configs = n.at("configs").list(baseline_config_from);
   inv.control.detected = true;  // a baseline keeps findings only; its control was judged when it was saved
   return inv;

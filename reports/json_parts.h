@@ -109,4 +109,8 @@ Fleet read_fleet(const Node& n);
 json selftest_json(const SelfTest& s);
 SelfTest read_selftest(const Node& n);
 
+// invariance_outputs.cpp: what an invariance report and an invariance baseline both hold (model,
+// kind, device, inputs, rows, filler, sizes, budget, outputs), read by one reader.
+void read_invariance_head(const Node& n, Invariance& inv);
+
 }  // namespace ra::report::detail

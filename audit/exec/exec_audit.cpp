@@ -104,6 +104,25 @@ std::string joined(const std::vector<std::string>& argv) {
 }
 
 // --ranks-equal: within each completed run, every {rank} artifact equal to rank 0's.
+// What differs between rank 0's copy of an artifact and another rank's whose bytes differ: the first
+// entry that differs (a torch.save archive names its records after its file, so the entries are
+// compared), "(its bytes)" for a file that is not a tensor file, or "" when every entry is equal.
+std::string first_differing_entry(Session& s, const Taken& zero, const Taken& other) {
+  if (sniff_kind(zero.path) == "bytes") return "(its bytes)";
+  ArtifactRequest req;
+  req.reads = {{zero.path, "rank0"}, {other.path, "rankN"}};
+  const ArtifactAnswer a = s.read(req);
+  if (a.reads[0].kind == "bytes" || a.reads[1].kind == "bytes") return "(its bytes)";
+  std::map<std::string, std::string> first;
+  for (const auto& e : a.reads[0].entries) first[e.name.substr(std::min<size_t>(e.name.size(), 6))] = e.digest;
+  for (const auto& e : a.reads[1].entries) {
+    const std::string leaf = e.name.substr(std::min<size_t>(e.name.size(), 6));
+    const auto it = first.find(leaf);
+    if (it == first.end() || it->second != e.digest) return leaf.empty() ? "(the file's one tensor)" : leaf;
+  }
+  return a.reads[0].entries.size() != a.reads[1].entries.size() ? "(an entry only rank 0 holds)" : "";
+}
+
 report::RanksEqual check_ranks(Session& s, const Batch& b, const std::vector<Config>& configs, const ExecOptions& o) {
   report::RanksEqual result;
   struct Pair {
@@ -133,28 +152,7 @@ report::RanksEqual check_ranks(Session& s, const Batch& b, const std::vector<Con
   result.compared = static_cast<int>(pairs.size());
   for (const auto& p : pairs) {
     if (p.zero->digest == p.other->digest) continue;
-    // Bytes differ (a torch.save archive names its records after its file): compare the entries.
-    std::string differing = "(its bytes)";
-    if (sniff_kind(p.zero->path) != "bytes") {
-      ArtifactRequest req;
-      req.reads = {{p.zero->path, "rank0"}, {p.other->path, "rankN"}};
-      const ArtifactAnswer a = s.read(req);
-      if (a.reads[0].kind != "bytes" && a.reads[1].kind != "bytes") {
-        differing.clear();
-        std::map<std::string, std::string> zero;
-        for (const auto& e : a.reads[0].entries) zero[e.name.substr(std::min<size_t>(e.name.size(), 6))] = e.digest;
-        for (const auto& e : a.reads[1].entries) {
-          const std::string leaf = e.name.substr(std::min<size_t>(e.name.size(), 6));
-          const auto it = zero.find(leaf);
-          if (it == zero.end() || it->second != e.digest) {
-            differing = leaf.empty() ? "(the file's one tensor)" : leaf;
-            break;
-          }
-        }
-        if (differing.empty() && a.reads[0].entries.size() != a.reads[1].entries.size())
-          differing = "(an entry only rank 0 holds)";
-      }
-    }
+    const std::string differing = first_differing_entry(s, *p.zero, *p.other);
     if (differing.empty()) continue;
     result.equal = false;
     result.config = configs[p.c].name;

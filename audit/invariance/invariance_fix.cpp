@@ -2,6 +2,7 @@
 // See audit/invariance/invariance_fix.h for the design.
 #include "audit/invariance/invariance_fix.h"
 
+#include "audit/common/device.h"
 #include "audit/invariance/invariance_analysis.h"
 #include "audit/trace/fix_search.h"
 
@@ -126,7 +127,7 @@ std::vector<int64_t> fix_sizes(const InvarianceConfig& c) {
 
 std::vector<InvarianceFixCandidate> fix_candidates(const InvarianceConfig& from, const std::string& device_type) {
   std::vector<InvarianceFixCandidate> out;
-  const bool cuda = device_type == "cuda";
+  const bool cuda = Device::of(device_type).is_cuda();
   const Config base{from.config, {}};
   for (const auto& s : switch_table()) {
     const auto it = targets().find(s.key);

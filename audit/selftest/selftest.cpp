@@ -148,6 +148,34 @@ SelfCheck switches_check(const Report& probes) {
   return check;
 }
 
+// True when a fingerprint value is known: not null, not "" and not "unknown".
+bool known(const nlohmann::ordered_json& v) {
+  return !v.is_null() && !(v.is_string() && (v.get<std::string>().empty() || v.get<std::string>() == "unknown"));
+}
+
+// The GPUs the fingerprint lists, one line each; what a GPU's entry lacks goes to `missing`.
+std::vector<std::string> fingerprint_gpus(const nlohmann::ordered_json& env, std::vector<std::string>& missing) {
+  std::vector<std::string> gpus;
+  const auto* devices = env.contains("cuda") && env["cuda"].is_object() && env["cuda"].contains("devices")
+                            ? &env["cuda"]["devices"]
+                            : nullptr;
+  if (devices == nullptr || !devices->is_array() || devices->empty()) {
+    missing.push_back("cuda.devices");
+    return gpus;
+  }
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const auto& v = (*devices)[i];
+    for (const char* key : {"name", "compute_capability", "sm_count", "uuid"})
+      if (!v.is_object() || !v.contains(key) || !known(v[key]))
+        missing.push_back(fmt::format("cuda.devices[{}].{}", i, key));
+    if (v.is_object())
+      gpus.push_back(fmt::format(
+          "{} (sm {}, {} SMs, {})", v.value("name", std::string("?")), v.value("compute_capability", std::string("?")),
+          v.contains("sm_count") ? v["sm_count"].dump() : "?", v.value("uuid", std::string("?"))));
+  }
+  return gpus;
+}
+
 SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string& device_type) {
   SelfCheck check{"fingerprint", false, ""};
   std::vector<std::string> missing;
@@ -162,8 +190,7 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
       }
       node = &(*node)[key];
     }
-    if (node->is_null() ||
-        (node->is_string() && (node->get<std::string>().empty() || node->get<std::string>() == "unknown"))) {
+    if (!known(*node)) {
       missing.push_back(name);
       return "";
     }
@@ -180,29 +207,7 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
   if (Device::of(device_type).is_cuda()) {
     text({"cuda", "driver"});
     text({"cuda", "runtime"});
-    const auto* devices = env.contains("cuda") && env["cuda"].is_object() && env["cuda"].contains("devices")
-                              ? &env["cuda"]["devices"]
-                              : nullptr;
-    if (devices == nullptr || !devices->is_array() || devices->empty()) {
-      missing.push_back("cuda.devices");
-    } else {
-      for (size_t i = 0; i < devices->size(); ++i) {
-        std::string d;
-        for (const char* key : {"name", "compute_capability", "sm_count", "uuid"}) {
-          const auto& v = (*devices)[i];
-          const bool present =
-              v.is_object() && v.contains(key) && !v[key].is_null() &&
-              !(v[key].is_string() && (v[key].get<std::string>().empty() || v[key].get<std::string>() == "unknown"));
-          if (!present) missing.push_back(fmt::format("cuda.devices[{}].{}", i, key));
-        }
-        const auto& v = (*devices)[i];
-        if (v.is_object())
-          gpus.push_back(fmt::format("{} (sm {}, {} SMs, {})", v.value("name", std::string("?")),
-                                     v.value("compute_capability", std::string("?")),
-                                     v.contains("sm_count") ? v["sm_count"].dump() : "?",
-                                     v.value("uuid", std::string("?"))));
-      }
-    }
+    gpus = fingerprint_gpus(env, missing);
   }
   check.passed = missing.empty();
   check.evidence = check.passed ? fmt::format("torch {} ({}), {} ({} CPUs, {}), {} switches{}", torch,

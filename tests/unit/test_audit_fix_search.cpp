@@ -245,7 +245,7 @@ TEST_CASE("search_fixes: cuDNN attention under det is fixed by sdpa.cudnn=off al
   failing.switches = {
       {"deterministic", "on", "on"}, {"cudnn.benchmark", "off", "off"}, {"cublas_workspace", ":4096:8", ":4096:8"}};
   failing.trace->root_causes.front().op = "aten::_scaled_dot_product_cudnn_attention_backward";
-  FakeModel model{{{"sdpa.cudnn", "off"}}};
+  FakeModel model{{{"sdpa.cudnn", "off"}}, false, {}};
   const auto r = ra::search_fixes(failing, ra::parse_config("det", 2), "cuda", std::ref(model), fake_time);
   REQUIRE(r.best.size() == 1);
   const auto& fix = r.candidates[r.best.front()];

@@ -11,8 +11,8 @@
 #include "worker/services/service_table.h"
 #include "worker/tensor_io/model_file.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <memory>
