@@ -77,17 +77,12 @@ json traced_config_json(const InvarianceConfig& c) {
 
 InvarianceConfig config_from(const Node& n) {
   InvarianceConfig c;
-  c.config = n.at("config").str();
-  c.verdict = n.at("verdict").str();
-  if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed")
-    n.at("verdict").fail("expected invariant, variant or crashed");
+  detail::read_invariance_config_head(n, c);
   c.message = n.at("message").str();
   c.switches = switches_from(n.at("switches"));
   c.classes = n.at("classes").list([](const Node& k) {
     return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()};
   });
-  c.position_dependent = n.at("position_dependent").i64s();
-  c.warmup_dependent = n.at("warmup_dependent").i64s();
   c.advice = n.at("advice").strings();
   c.cells = cells_from_json(n.at("cells").v);
   const Node t = n.at("timing");

@@ -91,13 +91,8 @@ json baseline_config_json(const InvarianceConfig& c) {
 
 InvarianceConfig baseline_config_from(const Node& n) {
   InvarianceConfig c;
-  c.config = n.at("config").str();
-  c.verdict = n.at("verdict").str();
-  if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed")
-    n.at("verdict").fail("expected invariant, variant or crashed");
+  detail::read_invariance_config_head(n, c);
   c.classes = baseline_classes_from(n.at("classes"));
-  c.position_dependent = n.at("position_dependent").i64s();
-  c.warmup_dependent = n.at("warmup_dependent").i64s();
   c.by_output = n.at("outputs").list([](const Node& o) {
     return OutputClasses{o.at("output").str(), baseline_classes_from(o.at("classes"))};
   });
@@ -129,6 +124,15 @@ std::vector<std::string> variant_outputs(const InvarianceConfig& c) {
   for (const auto& o : output_classes(c))
     if (o.classes.size() > 1 || placement_differs(c, o.output)) out.push_back(o.output);
   return out;
+}
+
+void detail::read_invariance_config_head(const Node& n, InvarianceConfig& c) {
+  c.config = n.at("config").str();
+  c.verdict = n.at("verdict").str();
+  if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed")
+    n.at("verdict").fail("expected invariant, variant or crashed");
+  c.position_dependent = n.at("position_dependent").i64s();
+  c.warmup_dependent = n.at("warmup_dependent").i64s();
 }
 
 void detail::read_invariance_head(const Node& n, Invariance& inv) {

@@ -112,5 +112,7 @@ SelfTest read_selftest(const Node& n);
 // invariance_outputs.cpp: what an invariance report and an invariance baseline both hold (model,
 // kind, device, inputs, rows, filler, sizes, budget, outputs), read by one reader.
 void read_invariance_head(const Node& n, Invariance& inv);
+// ... and what a configuration of each holds: config, verdict, position and warm-up dependence.
+void read_invariance_config_head(const Node& n, InvarianceConfig& c);
 
 }  // namespace ra::report::detail
