@@ -17,11 +17,12 @@
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
-binary, source, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]).resolve()
+from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker
+
+binary, source, work = arguments()
 try:
     import torch
     import torchvision
@@ -29,19 +30,9 @@ except ImportError as e:
     print(f"FAIL: {e}: ./dev setup installs torchvision into the venv")
     sys.exit(1)
 
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
+fresh_folder(work)
 ROWS = 4
-torch._C._jit_set_profiling_executor(False)
-torch._C._jit_set_profiling_mode(False)
-torch._C._set_graph_executor_optimize(False)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
+jit_as_the_worker(torch)
 
 
 def audit(model, rows, *extra, name=None):

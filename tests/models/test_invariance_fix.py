@@ -16,27 +16,19 @@
 # usage: test_invariance_fix.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
 import json
 import os
-import pathlib
-import shutil
 import subprocess
 import sys
 
-binary, source, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]).resolve()
+from model_test import arguments, check, failures, fresh_folder
+
+binary, source, work = arguments()
 import torch
 
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
+fresh_folder(work)
 ROWS = 4
 SIZES = [1, 2, 4, 8]
 CUDA_ONLY = ["cublas_workspace=:16:8", "tf32.cublas=off", "tf32.cudnn=off", "cublas.fp16_reduction=off",
              "cublas.bf16_reduction=off"]
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 # One configuration measured in a fresh process, as the worker applies it: the environment before

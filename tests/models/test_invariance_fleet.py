@@ -12,24 +12,17 @@
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
 import torch
 
-binary, source, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]).resolve()
+from model_test import arguments, check, failures, fresh_folder
+
+binary, source, work = arguments()
 test_ops = pathlib.Path(sys.argv[4])
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
+fresh_folder(work)
 SIZES = [1, 2, 3, 4, 5, 8, 9, 16]
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def tool(*args, env=None):

@@ -15,8 +15,6 @@
 # usage: test_invariance_trace.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
 import json
 import os
-import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -24,20 +22,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-binary, source, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]).resolve()
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
+from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker
+
+binary, source, work = arguments()
+fresh_folder(work)
 SIZES = [1, 2, 3, 4, 8]
-torch._C._jit_set_profiling_executor(False)
-torch._C._jit_set_profiling_mode(False)
-torch._C._set_graph_executor_optimize(False)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
+jit_as_the_worker(torch)
 
 
 class NormLinear(nn.Module):

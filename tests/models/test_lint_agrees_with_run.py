@@ -13,12 +13,12 @@
 # usage: test_lint_agrees_with_run.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
 import json
 import os
-import pathlib
-import shutil
 import subprocess
 import sys
 
-binary, source, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]).resolve()
+from model_test import arguments, check, failures, fresh_folder
+
+binary, source, work = arguments()
 if (os.cpu_count() or 1) < 2:
     print("one CPU: default and threads-1 are the same configuration; nothing to compare")
     sys.exit(77)
@@ -29,15 +29,7 @@ except ImportError as e:
     print(f"FAIL: {e}: ./dev setup installs torchvision into the venv")
     sys.exit(1)
 
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
+fresh_folder(work)
 
 
 torch.manual_seed(0)

@@ -22,13 +22,13 @@
 # usage: test_run_calls.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER PYTHON3_WITH_JSONSCHEMA
 import json
 import os
-import pathlib
-import shutil
 import subprocess
 import sys
 from typing import Optional
 
-binary, source, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]).resolve()
+from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker
+
+binary, source, work = arguments()
 python3 = sys.argv[4] if len(sys.argv) > 4 else "python3"
 try:
     import torch
@@ -38,19 +38,9 @@ except ImportError as e:
     print(f"FAIL: {e}: ./dev setup installs torchvision into the venv")
     sys.exit(1)
 
-shutil.rmtree(work, ignore_errors=True)
-work.mkdir(parents=True)
-failures = []
+fresh_folder(work)
 CALLS = 3
-torch._C._jit_set_profiling_executor(False)
-torch._C._jit_set_profiling_mode(False)
-torch._C._set_graph_executor_optimize(False)
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
+jit_as_the_worker(torch)
 
 
 class Mlp(nn.Module):
