@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # What the model tests in this folder share: their first three arguments, a fresh work folder, the
 # list of failures and check(), and TorchScript run as the worker runs it. A test imports it by name
-# (Python puts a script's own folder first on sys.path).
+# (Python puts a script's own folder first on sys.path); the tests run with python -B
+# (tests/CMakeLists.txt), so the import writes no __pycache__ into the source tree.
 import os
 import pathlib
 import shutil
