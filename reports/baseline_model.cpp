@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Baseline statuses by name (reports/baseline_model.h).
 #include "reports/baseline_model.h"
-
-#include <array>
-#include <utility>
+#include "reports/enum_names.h"
 
 namespace ra::report {
 
 namespace {
-constexpr std::array<std::pair<BaselineStatus, const char*>, 7> kBaselineStatuses = {
+constexpr detail::NameTable<BaselineStatus, 7> kBaselineStatuses = {
     {{BaselineStatus::Match, "match"},
      {BaselineStatus::Explained, "explained"},
      {BaselineStatus::Regression, "regression"},
@@ -18,15 +16,9 @@ constexpr std::array<std::pair<BaselineStatus, const char*>, 7> kBaselineStatuse
      {BaselineStatus::Added, "added"}}};
 }  // namespace
 
-const char* to_string(BaselineStatus v) {
-  for (const auto& [k, s] : kBaselineStatuses)
-    if (k == v) return s;
-  return "?";
-}
+const char* to_string(BaselineStatus v) { return detail::name_of(kBaselineStatuses, v); }
 std::optional<BaselineStatus> baseline_status_from_string(const std::string& s) {
-  for (const auto& [k, name] : kBaselineStatuses)
-    if (s == name) return k;
-  return std::nullopt;
+  return detail::value_named(kBaselineStatuses, s);
 }
 
 }  // namespace ra::report

@@ -1,52 +1,36 @@
 // SPDX-License-Identifier: Apache-2.0
 // Verdict and trial-status names, the median, and tolerances (reports/core_model.h).
 #include "reports/core_model.h"
+#include "reports/enum_names.h"
 
 #include <algorithm>
-#include <array>
-#include <utility>
 
 namespace ra::report {
 
 namespace {
 
-constexpr std::array<std::pair<Verdict, const char*>, 6> kVerdicts = {{{Verdict::Reproducible, "reproducible"},
-                                                                       {Verdict::Diverged, "diverged"},
-                                                                       {Verdict::Raised, "raised"},
-                                                                       {Verdict::Crashed, "crashed"},
-                                                                       {Verdict::Timeout, "timeout"},
-                                                                       {Verdict::Skipped, "skipped"}}};
+constexpr detail::NameTable<Verdict, 6> kVerdicts = {{{Verdict::Reproducible, "reproducible"},
+                                                      {Verdict::Diverged, "diverged"},
+                                                      {Verdict::Raised, "raised"},
+                                                      {Verdict::Crashed, "crashed"},
+                                                      {Verdict::Timeout, "timeout"},
+                                                      {Verdict::Skipped, "skipped"}}};
 
-constexpr std::array<std::pair<TrialStatus, const char*>, 7> kStatuses = {{{TrialStatus::Ok, "ok"},
-                                                                           {TrialStatus::Raised, "raised"},
-                                                                           {TrialStatus::Error, "error"},
-                                                                           {TrialStatus::ConfigError, "config_error"},
-                                                                           {TrialStatus::Crashed, "crashed"},
-                                                                           {TrialStatus::Timeout, "timeout"},
-                                                                           {TrialStatus::Skipped, "skipped"}}};
+constexpr detail::NameTable<TrialStatus, 7> kStatuses = {{{TrialStatus::Ok, "ok"},
+                                                          {TrialStatus::Raised, "raised"},
+                                                          {TrialStatus::Error, "error"},
+                                                          {TrialStatus::ConfigError, "config_error"},
+                                                          {TrialStatus::Crashed, "crashed"},
+                                                          {TrialStatus::Timeout, "timeout"},
+                                                          {TrialStatus::Skipped, "skipped"}}};
 
 }  // namespace
 
-const char* to_string(Verdict v) {
-  for (const auto& [k, s] : kVerdicts)
-    if (k == v) return s;
-  return "?";
-}
-std::optional<Verdict> verdict_from_string(const std::string& s) {
-  for (const auto& [k, name] : kVerdicts)
-    if (s == name) return k;
-  return std::nullopt;
-}
-const char* to_string(TrialStatus v) {
-  for (const auto& [k, s] : kStatuses)
-    if (k == v) return s;
-  return "?";
-}
-std::optional<TrialStatus> trial_status_from_string(const std::string& s) {
-  for (const auto& [k, name] : kStatuses)
-    if (s == name) return k;
-  return std::nullopt;
-}
+const char* to_string(Verdict v) { return detail::name_of(kVerdicts, v); }
+std::optional<Verdict> verdict_from_string(const std::string& s) { return detail::value_named(kVerdicts, s); }
+const char* to_string(TrialStatus v) { return detail::name_of(kStatuses, v); }
+std::optional<TrialStatus> trial_status_from_string(const std::string& s) { return detail::value_named(kStatuses, s); }
+
 std::optional<double> median(std::vector<double> values) {
   if (values.empty()) return std::nullopt;
   std::sort(values.begin(), values.end());
