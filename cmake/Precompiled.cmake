@@ -15,13 +15,13 @@ function(ra_plain_target target)
 endfunction()
 
 # ra_unity(TARGET...): each TARGET's files compile as one translation unit, a generated file that
-# includes them. Most of a file's compile time here is instantiating the templates of the headers
-# it shares with its neighbours (LibTorch's, json's, fmt's, CLI11's); one unit per library does
-# that once. Only for libraries whose files share no file-local names (a clash is a compile error,
-# not a bug; a same-named function on other parameter types is an overload the later files see, so
-# give file-local helpers names of their own). Not CMake's UNITY_BUILD: before CMake 3.32 it includes the files by absolute path, so
-# ccache could never reuse a unit across clones (CI builds in a fresh clone). A file marked
-# SKIP_UNITY_BUILD_INCLUSION keeps its own unit.
+# includes them. Most of a file's compile time here is instantiating the templates of the headers it
+# shares with its neighbours (LibTorch's, json's, fmt's, CLI11's); one unit per library does that
+# once. Only for libraries whose files share no file-local names (a clash is a compile error, not a
+# bug; a same-named function on other parameter types is an overload the later files see, so give
+# file-local helpers names of their own). Not CMake's UNITY_BUILD: before CMake 3.32 it includes the
+# files by absolute path, so ccache could never reuse a unit across clones (CI builds in a fresh
+# clone). A file marked SKIP_UNITY_BUILD_INCLUSION keeps its own unit.
 function(ra_unity)
   foreach(target IN LISTS ARGN)
     get_target_property(sources ${target} SOURCES)
