@@ -85,6 +85,25 @@ bool finding(report::Verdict v) { return v == report::Verdict::Diverged || v == 
 
 // An invariance report's variant configurations: allowed when every batch-variant output is covered
 // by an unexpired entry whose `target` is the model's file name and whose `output`, if any, is it.
+// The entry that allows the first of `items` when every item has an entry that `allows(entry, item)`
+// and that has not expired, else nullptr; expired and used entries are noted on the way.
+template <class Items, class Allows>
+const AllowEntry* allow_every(const Allowlist& list, const std::string& today, const Items& items, Allows allows,
+                              std::set<int>& seen, std::set<int>& used) {
+  const AllowEntry* first = nullptr;
+  bool all = true;
+  for (const auto& item : items) {
+    const Matches m = match(list, today, [&](const AllowEntry& e) { return allows(e, item); });
+    note_expired(seen, m);
+    note_used(used, m);
+    if (!m.allowed)
+      all = false;
+    else if (!first)
+      first = m.allowed;
+  }
+  return all ? first : nullptr;
+}
+
 void allow_invariance(report::Report& report, const Allowlist& list, const std::string& today, std::set<int>& seen,
                       std::set<int>& used) {
   if (!report.invariance) return;
@@ -92,20 +111,11 @@ void allow_invariance(report::Report& report, const Allowlist& list, const std::
   for (auto& c : report.invariance->configs) {
     c.allowed_by.reset();
     if (c.verdict != "variant") continue;
-    const AllowEntry* first = nullptr;
-    bool all = true;
-    for (const auto& output : report::variant_outputs(c)) {
-      const Matches m = match(list, today, [&](const AllowEntry& e) {
-        return config_matches(e, c.config) && e.target == model && (e.output.empty() || e.output == output);
-      });
-      note_expired(seen, m);
-      note_used(used, m);
-      if (!m.allowed)
-        all = false;
-      else if (!first)
-        first = m.allowed;
-    }
-    if (all && first) c.allowed_by = allowed_by(*first);
+    const auto allows = [&](const AllowEntry& e, const std::string& output) {
+      return config_matches(e, c.config) && e.target == model && (e.output.empty() || e.output == output);
+    };
+    if (const AllowEntry* first = allow_every(list, today, report::variant_outputs(c), allows, seen, used))
+      c.allowed_by = allowed_by(*first);
   }
 }
 
@@ -209,20 +219,11 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
       }
       // A model's divergence by its root causes: every one must be covered.
       if (t.probe || !c.trace || c.trace->root_causes.empty()) continue;
-      const AllowEntry* first = nullptr;
-      bool all = true;
-      for (const auto& rc : c.trace->root_causes) {
-        const Matches m = match(list, today, [&](const AllowEntry& e) {
-          return config_matches(e, c.name) && !e.op.empty() && same_op(e.op, rc.op);
-        });
-        note_expired(seen, m);
-        note_used(used, m);
-        if (!m.allowed)
-          all = false;
-        else if (!first)
-          first = m.allowed;
-      }
-      if (all && first) c.allowed_by = allowed_by(*first);
+      const auto allows = [&](const AllowEntry& e, const report::RootCause& rc) {
+        return config_matches(e, c.name) && !e.op.empty() && same_op(e.op, rc.op);
+      };
+      if (const AllowEntry* first = allow_every(list, today, c.trace->root_causes, allows, seen, used))
+        c.allowed_by = allowed_by(*first);
     }
   }
   allow_invariance(report, list, today, seen, used);
