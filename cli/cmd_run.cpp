@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// `repro-audit run MODEL ...`: audit one TorchScript model.
+// `repro-audit run MODEL ...`: audit one model (TorchScript, torch.export archive or AOTInductor package).
 #include "audit/common/errors.h"
 #include "audit/run/model_audit.h"
 #include "cli/command_table.h"
