@@ -4,7 +4,7 @@
 
 usage: check_architecture.py REPO
 
-A name with a folder (`audit/trial/runner.h`, `worker/probes/`) must exist at that path; a bare file
+A name with a folder (`audit/trial/runner.h`, `probes/`) must exist at that path; a bare file
 name (`report_finish.h`) somewhere in the tree, since basenames are unique; a pattern
 (`cli/cmd_<command>.cpp`, `*_json.cpp`) must match at least one file. Commands, options and install
 paths (`./dev test`, `--shard K/N`, `<prefix>/...`) are not paths of the repository and are skipped.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The layout test: the torch side lives under worker/ and only there; every #include "folder/..."
+"""The layout test: the torch side lives under worker/ and probes/ (the probe catalogue) and only there; every #include "folder/..."
 in the product code goes in an allowed direction (docs/ARCHITECTURE.md, "Dependency rule"); every source
 file has a unique basename; and the front executable links no LibTorch.
 
@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 # Folder -> the folders its files may include (besides their own). The rule a reader needs: a file
-# links LibTorch if and only if its path starts with worker/. audit/, cli/ and reports/ are the
+# links LibTorch if and only if its path starts with worker/ or probes/ (the probe catalogue, torch code at the
+# top level because it is the product's second face). audit/, cli/ and reports/ are the
 # torch-free side (the front, and what the worker shares with it); they never include worker/.
 BASE = ["reports"]
 DIGEST = BASE + ["audit/digest"]
@@ -46,15 +47,15 @@ ALLOWED = {
     "worker/digest": DIGEST,
     "worker/runtime": TRIAL + ["worker/digest"],
     **{c: WORKER_BASE + ["worker/tensor_io"] for c in WORKER_CONCERNS},
-    "worker/probes": ["audit/probes"] + WORKER_BASE,
-    "worker/targets": WORKER_BASE + WORKER_CONCERNS + ["worker/probes"],
-    "worker/child": WORKER_BASE + WORKER_CONCERNS + ["worker/probes", "worker/targets"],
+    "probes": ["audit/probes"] + WORKER_BASE,
+    "worker/targets": WORKER_BASE + WORKER_CONCERNS + ["probes"],
+    "worker/child": WORKER_BASE + WORKER_CONCERNS + ["probes", "worker/targets"],
     "worker/invariance": WORKER_BASE + WORKER_CONCERNS + ["worker/targets", "audit/invariance"],
     "worker/services": ["cli", "audit/run", "audit/selftest", "audit/invariance"] + WORKER_BASE + WORKER_CONCERNS +
-                       ["worker/probes", "worker/targets", "worker/child", "worker/invariance"],
+                       ["probes", "worker/targets", "worker/child", "worker/invariance"],
 }
 TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)
-TOPS = ("audit", "cli", "reports", "worker")
+TOPS = ("audit", "cli", "reports", "worker", "probes")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -87,8 +88,8 @@ def main():
                     problems.append(f"{rel}: basename {stem} is also {other} (every source basename is unique)")
                 with open(os.path.join(root, name), encoding="utf-8") as f:
                     text = f.read()
-                if not rel.startswith("worker/") and TORCH_HEADER.search(text):
-                    problems.append(f"{rel}: includes a LibTorch or CUDA header outside worker/ (the torch side)")
+                if not rel.startswith(("worker/", "probes/")) and TORCH_HEADER.search(text):
+                    problems.append(f"{rel}: includes a LibTorch or CUDA header outside worker/ and probes/ (the torch side)")
                 for inc in INCLUDE.findall(text):
                     if "/" not in inc:
                         continue

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The front's half of the batch-invariance probes (worker/probes/batch_invariance.cpp): from the
+// The front's half of the batch-invariance probes (probes/batch_invariance.cpp): from the
 // digests one run recorded, the batch sizes grouped into classes whose anchor rows have identical
 // bits. Torch-free: it reads names and digests only.
 #pragma once

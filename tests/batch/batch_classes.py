@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """What the batch-invariance probes should find on this machine, measured here with the torch of
-the build's venv: the CPU probes' shapes (worker/probes/batch_invariance.cpp) on seeded inputs, row 0
+the build's venv: the CPU probes' shapes (probes/batch_invariance.cpp) on seeded inputs, row 0
 of each batch of M compared bit for bit, the sizes grouped into classes of identical rows.
 
 usage: batch_classes.py OP...   prints {"OP": [[1, 2, 3], [4, ...]], ...} as JSON

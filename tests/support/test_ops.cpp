@@ -13,12 +13,12 @@
 //       when intra-op threads == 3: the crash/timeout control, selected by configuration.
 //   ra_test::killed(x) -> never returns: the process gets SIGKILL, as from the out-of-memory killer
 //       or a scheduler (a signal from outside, not a crash).
-// It is also a probe plugin (ra_probe_plugin_v1, see worker/probes/registry.h) adding test-only probes to
+// It is also a probe plugin (ra_probe_plugin_v1, see probes/registry.h) adding test-only probes to
 // `repro-audit probes`: test.nondet-sum, test.fault and test.alert use the ops above and an alert
 // of their own; test.stable is a deterministic neighbour that must keep running after a crash.
 // The plugin uses only the virtual members of ProbeContext and inline code: the executable does
 // not export its symbols.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>

@@ -2,7 +2,7 @@
 // Every built-in probe: its description is complete and consistent with the knowledge base, and
 // (for probes that run on the CPU) it runs on the CPU through a fake context, records tensors, and
 // gives the same bits twice in one process with the same seed.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include "audit/knowledge/knowledge.h"
 #include "worker/digest/digest.h"

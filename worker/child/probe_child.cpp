@@ -19,7 +19,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/trial/probe_protocol.h"
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/switches.h"

@@ -3,8 +3,8 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "probes/batch_invariance.h"
 #include "worker/digest/digest.h"
-#include "worker/probes/batch_invariance.h"
 #include "worker/runtime/child_support.h"
 
 #include <ATen/ATen.h>

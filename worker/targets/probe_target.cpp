@@ -5,7 +5,7 @@
 // before every run. A probe that cannot run here throws probes::ProbeSkip from run().
 #include "worker/targets/target.h"
 
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

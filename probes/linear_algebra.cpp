@@ -15,7 +15,7 @@
 // The sparse (COO) x dense bmm on CUDA runs cuSPARSE's SpMM, whose default COO algorithm is
 // nondeterministic (deterministic mode selects another); its backward for the dense operand is the
 // transposed sparse product. 5% density over a 1024-wide K gives ~50 products per output element.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

@@ -23,7 +23,7 @@
 // divergence needs different values at the duplicates: the unpooled tensor is a fresh map of the
 // pooled shape (as in a decoder, where features change between pool and unpool), not the pooled
 // maxima themselves, which are equal at every duplicate.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

@@ -4,7 +4,7 @@
 // by a `--load-library` plugin (see ra_probe_plugin_v1 below).
 #pragma once
 
-#include "worker/probes/probe.h"
+#include "probes/probe.h"
 
 #include <memory>
 #include <string>

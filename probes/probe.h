@@ -2,7 +2,7 @@
 // To add a probe, implement this interface: give it a ProbeInfo and a run() that builds seeded inputs
 // through the context, calls the op once, and records the tensors whose bits must be reproducible.
 // Most probes are a function handed to `make_probe` inside their family's file (one file per
-// family, `worker/probes/<family>.cpp`), registered by that file's `register_<family>` function, which
+// family, `probes/<family>.cpp`), registered by that file's `register_<family>` function, which
 // `registry.cpp` calls in a fixed order.
 //
 // A probe knows nothing about processes, configurations or reports: the trial child calls run()

@@ -17,7 +17,7 @@
 // The math backend is matmul, softmax and matmul, whose backward has no atomics: it runs with the
 // same shapes and dtype as a control (kb "": it is the documented way to get determinism, not a
 // nondeterministic op), and it is the only one that runs on the CPU.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 #include <c10/util/Exception.h>

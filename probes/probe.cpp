@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "worker/probes/probe.h"
+#include "probes/probe.h"
 
 #include <ATen/Functions.h>
 

@@ -12,7 +12,7 @@
 // As nn.RNNBase does before a call, the weights are first copied into one cuDNN-layout buffer
 // (_cudnn_rnn_flatten_weight, under no_grad, the weights becoming views of it); otherwise cuDNN
 // would compact them at every call and warn.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 #include <c10/core/GradMode.h>

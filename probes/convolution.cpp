@@ -6,7 +6,7 @@
 // On CUDA the nondeterminism lives in cuDNN's backward-weight (and some backward-data) algorithms,
 // which accumulate partial sums with atomics: a large batch over a small filter means many
 // partial sums per weight element, so a reordering shows in the low bits of nearly every run.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

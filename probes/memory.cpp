@@ -14,7 +14,7 @@
 // difference between processes there is that leftover state, which is exactly the hazard. So that
 // the verdict does not depend on which probes ran before it in the same child, the probe runs in a
 // process of its own (ProbeInfo::isolated; on the CPU too, where it costs one process start).
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

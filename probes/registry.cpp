@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <algorithm>
 #include <mutex>

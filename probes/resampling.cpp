@@ -15,7 +15,7 @@
 //   * grid_sample draws a 256x256 grid of random points over a 16x16 map: about 1000 bilinear
 //     samples (4 adds each) land on every input pixel.
 // Nearest upsampling's backward gathers each input cell's outputs in a fixed order: a control.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

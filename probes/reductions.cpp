@@ -18,7 +18,7 @@
 // the rounding follows the thread count; measured here, 16 rows of 64Ki floats give 12 to 14
 // differing row sums of 16 between 1 and 2..16 threads, and 14 to 16 of 16 row dots differ (BLAS
 // splits too), while sum along a dim (one output per thread) did not change: the control.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

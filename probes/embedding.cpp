@@ -14,7 +14,7 @@
 //
 // Vocabularies stay small (32 to 64 rows) for the same reason on every form: duplicates are what
 // a reordering needs. CPU sizes are 16 to 32 times smaller and run in about a millisecond.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

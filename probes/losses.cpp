@@ -15,7 +15,7 @@
 // different warps. The cuDNN path (taken for int32 concatenated targets on the CPU, equal input
 // lengths, targets of at most 256 labels) computes the gradient inside cuDNN, and ATen always asks
 // for cuDNN's deterministic CTC algorithm: with the same sizes it is the control.
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Context.h>
 

@@ -25,7 +25,7 @@
 // Controls run the same ops where the order cannot matter: a permutation index (one contribution
 // per slot, a single rounding), unique indices for index_put, an integer scatter_add (integer
 // addition is associative, so atomics commute exactly) and scatter_reduce amax (max is exact).
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 

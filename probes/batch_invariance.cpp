@@ -21,9 +21,9 @@
 // M = 4 (linear also at 2), conv2d at 2; layer_norm, rms_norm, softmax, log_softmax, sum, mean,
 // bmm and SDPA stay one class up to 257. This depends on the CPU and the library: the tests
 // measure it again in Python instead of trusting these lines.
-#include "worker/probes/batch_invariance.h"
+#include "probes/batch_invariance.h"
 
-#include "worker/probes/registry.h"
+#include "probes/registry.h"
 
 #include <ATen/Functions.h>
 #include <fmt/format.h>

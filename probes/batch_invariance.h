@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The batch-invariance probes' sizes and row names (worker/probes/batch_invariance.cpp), shared
+// The batch-invariance probes' sizes and row names (probes/batch_invariance.cpp), shared
 // with the self-test's in-process measurement (worker/child/selftest_child.cpp).
 #pragma once
 
