@@ -265,7 +265,7 @@ NOT_RUN = {
         "sum2.py is not given in the docs",
     "repro-audit diff checkpoint_a.pt checkpoint_b.pt | grep -v identical": "the 38-entry checkpoints are not given",
     "repro-audit exec --metric 'loss=loss=([0-9.]+)' -- python train.py": "train.py is not given in the docs",
-    "build/repro-audit exec --artifact ckpt.pt --metric 'loss=loss ([0-9.]+)' -- python train.py":
+    "build/repro-audit exec --artifact ckpt.pt --metric 'loss=loss ([0-9.]+)' -- ~/.cache/repro-audit/venv/bin/python train.py":
         "no output block, and train.py is the reader's own script",
     "repro-audit exec --artifact '{out}/model-{rank}.pt' --ranks-equal -- torchrun --nproc-per-node 2 ddp.py":
         "ddp.py is not given in the docs",
