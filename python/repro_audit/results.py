@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The typed view of a report that the Python API returns. Every field is read from the JSON report
+the binary wrote (share/schema/report-v1.schema.json); nothing here computes a digest, a verdict or
+an analysis. `summary` is the binary's own human summary (its stdout), as the CLI prints it."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigVerdict:
+    """One configuration's verdict: reproducible/diverged/raised/... for run, invariant/variant/crashed
+    for invariance. `classes` (invariance only) groups the batch sizes of identical bits."""
+    config: str
+    verdict: str
+    message: str
+    classes: tuple[tuple[int, ...], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class FirstOp:
+    """The first differing op the trace found (run --trace: a root cause; invariance --trace: the
+    first op whose anchor-row slice differs), with where it is in the model."""
+    config: str
+    op: str
+    module: str
+    source: str
+    detail: str  # run: "forward"/"backward"; invariance: "batch of N"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fix:
+    """A fix the fix search measured to work: the switches it toggles and the snippet to paste."""
+    toggles: str
+    python: str
+    cpp: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    verdict: str          # the report's verdict
+    exit_code: int        # the binary's exit code: 0 reproducible/invariant, 1 a finding
+    configs: tuple[ConfigVerdict, ...]
+    first_op: Optional[FirstOp]
+    fixes: tuple[Fix, ...]
+    advice: tuple[str, ...]  # invariance: padding, bucketing or switches the report advises
+    summary: str          # the binary's human summary (stdout)
+    report: dict[str, Any]  # the whole JSON report
+    report_path: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def classes(self) -> tuple[tuple[int, ...], ...]:
+        """invariance: the first configuration's classes of batch sizes."""
+        return self.configs[0].classes if self.configs else ()
+
+    def describe(self) -> str:
+        """One line with what the report found: the classes, the first op and the first fix, in the
+        CLI's words; the summary follows it in pytest's messages."""
+        parts = [f"verdict {self.verdict}"]
+        for c in self.configs:
+            if c.classes and len(c.classes) > 1:
+                parts.append(f"{c.config}: classes " + " | ".join(format_sizes(s) for s in c.classes))
+            elif c.verdict not in ("reproducible", "invariant"):
+                parts.append(f"{c.config}: {c.verdict}" + (f" ({c.message})" if c.message else ""))
+        if self.first_op:
+            where = ", ".join(x for x in (self.first_op.module, self.first_op.source) if x)
+            parts.append(f"first differing op {self.first_op.op}" + (f" at {where}" if where else "") +
+                         f" ({self.first_op.detail})")
+        if self.fixes:
+            parts.append(f"fix: {self.fixes[0].python or self.fixes[0].toggles}")
+        elif self.advice:
+            parts.append(f"advice: {self.advice[0]}")
+        return "; ".join(parts)
+
+
+def format_sizes(sizes) -> str:
+    """{1} or {4..16} for a run of consecutive sizes, else {1,2,5}: the CLI's notation."""
+    s = list(sizes)
+    if len(s) > 2 and s == list(range(s[0], s[-1] + 1)):
+        return f"{{{s[0]}..{s[-1]}}}"
+    return "{" + ",".join(str(x) for x in s) + "}"
+
+
+def _classes(cfg) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(c.get("sizes", ())) for c in cfg.get("classes", ()))
+
+
+def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
+    configs, first_op, fixes, advice = [], None, [], []
+    inv = doc.get("invariance")
+    if inv:
+        for cfg in inv.get("configs", ()):
+            configs.append(ConfigVerdict(cfg.get("config", ""), cfg.get("verdict", ""), cfg.get("message", ""),
+                                         _classes(cfg)))
+            advice += [a for a in cfg.get("advice", ()) if a not in advice]
+            t = cfg.get("trace") or {}
+            if first_op is None and t.get("outcome") == "found":
+                first_op = FirstOp(cfg.get("config", ""), t.get("op", ""), t.get("module", ""), t.get("source", ""),
+                                   f"batch of {t.get('size', 0)}")
+        for cand in (inv.get("fix") or {}).get("candidates", ()):
+            if cand.get("fixes"):
+                fixes.append(Fix(cand.get("toggles", ""), cand.get("python", ""), cand.get("cpp", "")))
+    for target in doc.get("targets", ()):
+        for cfg in target.get("configs", ()):
+            configs.append(ConfigVerdict(cfg.get("config", ""), cfg.get("verdict", ""), cfg.get("message", "")))
+            for rc in (cfg.get("trace") or {}).get("root_causes", ()):
+                if first_op is None:
+                    first_op = FirstOp(cfg.get("config", ""), rc.get("op", ""), rc.get("module", ""),
+                                       rc.get("source", ""), rc.get("direction", ""))
+            for cand in (cfg.get("fix_search") or {}).get("candidates", ()):
+                if cand.get("minimal") and cand.get("reproducible"):
+                    snippet = cand.get("snippet") or {}
+                    toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
+                    fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
+    return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), summary,
+                  doc, path)
