@@ -25,8 +25,9 @@ execute_process(COMMAND "${_ra_python}" "${CMAKE_CURRENT_SOURCE_DIR}/python/repr
                 OUTPUT_VARIABLE _ra_torch ERROR_VARIABLE _ra_torch_err RESULT_VARIABLE _ra_rc
                 OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT _ra_rc EQUAL 0)
-  message(FATAL_ERROR "repro-audit builds against the torch installed in this environment, and ${_ra_python} "
-                      "finds none: pip install torch first, then pip install --no-build-isolation .")
+  message(NOTICE "repro-audit builds against the torch installed in this environment, and ${_ra_python} finds "
+                 "none: pip install torch first, then pip install --no-build-isolation again")
+  message(FATAL_ERROR "no torch in the environment (the line above)")
 endif()
 list(GET _ra_torch 0 RA_WHEEL_TORCH_DIR)
 list(GET _ra_torch 1 RA_WHEEL_TORCH_VERSION)
@@ -58,7 +59,9 @@ if(NOT TARGET re2::re2 AND NOT _RA_RE2_PROBE_FOUND)
 endif()
 if(_ra_missing)
   list(JOIN _ra_missing " " _ra_missing)
-  message(FATAL_ERROR "repro-audit needs Debian packages that are not on PyPI: sudo apt-get install ${_ra_missing}")
+  # NOTICE prints the line as it is (FATAL_ERROR would wrap it); the error follows.
+  message(NOTICE "repro-audit needs Debian packages that are not on PyPI: sudo apt-get install ${_ra_missing}")
+  message(FATAL_ERROR "missing Debian build packages (the line above)")
 endif()
 
 # ra_wheel_layout(): after every target is defined. The relative RPATH, and the build's torch for

@@ -46,6 +46,11 @@ check((len(r.classes) > 1) == python_variant, f"invariance: classes {r.classes} 
 check(r.first_op is not None and r.first_op.op.startswith("aten::") if python_variant else r.first_op is None,
       f"invariance --trace: the first differing op ({r.first_op})")
 
+# exec: a command compared by what it prints.
+r = repro_audit.exec([sys.executable, "-c", "print('loss 0.25')"], metrics={"loss": r"loss ([0-9.]+)"},
+                     configs="default", repeats=2)
+check(r.exit_code == 0 and r.verdict == "reproducible", f"exec: a constant metric is reproducible ({r.verdict}, {r.exit_code})")
+
 # An error of the binary is an exception with its one line and exit code.
 try:
     repro_audit.invariance(model, rows, sizes="0,x")

@@ -76,6 +76,13 @@ if p.returncode != 0:
     print(f"FAIL: pip could not install {SCIKIT_BUILD_CORE} and {PYTEST} from PyPI or its cache")
     sys.exit(1)
 
+# A missing Debian package: one line with the apt command (configure only; CLI11 hidden from CMake).
+p = sh(["cmake", "-S", source, "-B", work / "no-cli11", "-G", "Ninja", "-DSKBUILD=ON", f"-DPython_EXECUTABLE={py}",
+        "-DRA_TESTS=OFF", "-DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON"])
+check(p.returncode != 0 and any(line.startswith("repro-audit needs Debian packages") and
+                                line.endswith("sudo apt-get install libcli11-dev") for line in p.stderr.splitlines()),
+      "a missing Debian package is one line with the apt command")
+
 before = tree(venv)
 pip_build = pathlib.Path(f"{build_dir}-pip")
 start = time.monotonic()
