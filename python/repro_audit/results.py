@@ -64,7 +64,7 @@ class Result:
         parts = [f"verdict {self.verdict}"]
         for c in self.configs:
             if c.classes and len(c.classes) > 1:
-                parts.append(f"{c.config}: classes " + " | ".join(format_sizes(s) for s in c.classes))
+                parts.append(f"{c.config}: classes {format_classes(c.classes)}")
             elif c.verdict not in ("reproducible", "invariant"):
                 parts.append(f"{c.config}: {c.verdict}" + (f" ({c.message})" if c.message else ""))
         if self.first_op:
@@ -78,12 +78,24 @@ class Result:
         return "; ".join(parts)
 
 
-def format_sizes(sizes) -> str:
-    """{1} or {4..16} for a run of consecutive sizes, else {1,2,5}: the CLI's notation."""
-    s = list(sizes)
-    if len(s) > 2 and s == list(range(s[0], s[-1] + 1)):
-        return f"{{{s[0]}..{s[-1]}}}"
-    return "{" + ",".join(str(x) for x in s) + "}"
+def format_classes(classes) -> str:
+    """{1} | {2,3} | {4…16}: the CLI's notation (reports/invariance_render.cpp), where a…b is a run of
+    three or more sizes that are consecutive among the sizes tried."""
+    tried = sorted({x for c in classes for x in c})
+    parts = []
+    for sizes in classes:
+        members, items, i = set(sizes), [], 0
+        while i < len(tried):
+            if tried[i] not in members:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(tried) and tried[j + 1] in members:
+                j += 1
+            items += [f"{tried[i]}…{tried[j]}"] if j - i >= 2 else [str(x) for x in tried[i:j + 1]]
+            i = j + 1
+        parts.append("{" + ",".join(items) + "}")
+    return " | ".join(parts)
 
 
 def _classes(cfg) -> tuple[tuple[int, ...], ...]:
