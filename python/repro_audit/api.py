@@ -35,7 +35,9 @@ def save_model(model, example, path: pathlib.Path, *, train: bool = False, dynam
     if isinstance(model, torch.jit.ScriptModule):
         model.save(str(path))
         return "torchscript"
-    args = _as_args(example)
+    # Aliases of the user's tensors: torch.export records a dynamic dimension as an attribute of the
+    # tensors it traced, which would then pickle as a subclass in the user's own torch.save.
+    args = tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in _as_args(example))
     was_training = model.training
     model.train(train)
     try:
@@ -108,9 +110,9 @@ def run(model, inputs, *, configs: Union[str, Sequence[str], None] = None, mode:
     with tempfile.TemporaryDirectory(prefix="repro-audit-") as tmp:
         folder = pathlib.Path(tmp)
         model_path, input_path = folder / "model.pt2", folder / "inputs.pt"
+        torch.save(inputs, str(input_path))
         if save_model(model, inputs, model_path, train=mode == "train") == "torchscript":
             model_path = model_path.rename(folder / "model.pt")
-        torch.save(inputs, str(input_path))
         argv = ["run", str(model_path), "--input", str(input_path), "--mode", "train" if mode == "train" else "infer",
                 *_options(configs, repeats, trace, device, extra), *_reports(junit, markdown, html)]
         return _run_binary(argv, folder, report)
@@ -129,9 +131,9 @@ def invariance(model, rows, *, sizes: Sizes = None, configs: Union[str, Sequence
     with tempfile.TemporaryDirectory(prefix="repro-audit-") as tmp:
         folder = pathlib.Path(tmp)
         model_path, input_path = folder / "model.pt2", folder / "rows.pt"
+        torch.save(rows, str(input_path))
         if save_model(model, rows, model_path) == "torchscript":
             model_path = model_path.rename(folder / "model.pt")
-        torch.save(rows, str(input_path))
         opts = []
         if sizes is not None:
             opts += ["--sizes", sizes if isinstance(sizes, str) else ",".join(str(s) for s in sizes)]
