@@ -47,7 +47,7 @@ def sh(cmd, **kw):
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
     p = subprocess.run([str(c) for c in cmd], **kw)
-    print(f"$ {' '.join(str(c) for c in cmd)}  -> {p.returncode}\n{(p.stdout or '')[-3000:]}{(p.stderr or '')[-3000:]}",
+    print(f"$ {' '.join(str(c) for c in cmd)}  -> {p.returncode}\n{(p.stdout or '')[-12000:]}{(p.stderr or '')[-3000:]}",
           flush=True)
     return p
 
@@ -122,6 +122,7 @@ check(p.returncode == 0, "repro_audit.run and repro_audit.invariance (check_api.
 cases = work / "plugin"
 cases.mkdir()
 shutil.copy(source / "tests/pip/pytest_models.py", cases / "test_models.py")
+(cases / "pytest.ini").write_text("[pytest]\n")  # the rootdir, so that test ids (and report names) start here
 reports = work / "plugin-reports"
 p = sh([py, "-m", "pytest", "-p", "no:cacheprovider", "-rA", cases / "test_models.py", "--repro-audit-reports", reports],
        env=env, cwd=cases)
