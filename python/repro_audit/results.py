@@ -45,6 +45,7 @@ class Result:
     first_op: Optional[FirstOp]
     fixes: tuple[Fix, ...]
     advice: tuple[str, ...]  # invariance: padding, bucketing or switches the report advises
+    fix_conclusion: str   # the fix search's conclusion ("" when none ran)
     summary: str          # the binary's human summary (stdout)
     report: dict[str, Any]  # the whole JSON report
     report_path: str
@@ -59,23 +60,29 @@ class Result:
         return self.configs[0].classes if self.configs else ()
 
     def describe(self) -> str:
-        """One line with what the report found: the classes, the first op and the first fix, in the
-        CLI's words; the summary follows it in pytest's messages."""
-        parts = [f"verdict {self.verdict}"]
+        """One line with what the report found, in the CLI's words: each failing configuration with its
+        classes, the first differing op and where it is, and the fix (or the advice)."""
+        parts = []
         for c in self.configs:
-            if c.classes and len(c.classes) > 1:
-                parts.append(f"{c.config}: classes {format_classes(c.classes)}")
-            elif c.verdict not in ("reproducible", "invariant"):
-                parts.append(f"{c.config}: {c.verdict}" + (f" ({c.message})" if c.message else ""))
+            if c.verdict in ("reproducible", "invariant"):
+                continue
+            text = f"{c.config}: {c.verdict}"
+            if len(c.classes) > 1:
+                text += f", classes {format_classes(c.classes)}"
+            elif c.message:
+                text += f" ({c.message})"
+            parts.append(text)
         if self.first_op:
-            where = ", ".join(x for x in (self.first_op.module, self.first_op.source) if x)
-            parts.append(f"first differing op {self.first_op.op}" + (f" at {where}" if where else "") +
-                         f" ({self.first_op.detail})")
+            where = f"in {self.first_op.module}" if self.first_op.module else "at the model's top level"
+            source = f", {self.first_op.source}" if self.first_op.source else ""
+            parts.append(f"first differing op {self.first_op.op} {where} ({self.first_op.detail}{source})")
         if self.fixes:
             parts.append(f"fix: {self.fixes[0].python or self.fixes[0].toggles}")
+        elif self.fix_conclusion:
+            parts.append(f"fix search: {self.fix_conclusion}")
         elif self.advice:
             parts.append(f"advice: {self.advice[0]}")
-        return "; ".join(parts)
+        return "; ".join(parts) or f"verdict {self.verdict}"
 
 
 def format_classes(classes) -> str:
@@ -103,7 +110,7 @@ def _classes(cfg) -> tuple[tuple[int, ...], ...]:
 
 
 def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
-    configs, first_op, fixes, advice = [], None, [], []
+    configs, first_op, fixes, advice, conclusion = [], None, [], [], ""
     inv = doc.get("invariance")
     if inv:
         for cfg in inv.get("configs", ()):
@@ -114,6 +121,7 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
             if first_op is None and t.get("outcome") == "found":
                 first_op = FirstOp(cfg.get("config", ""), t.get("op", ""), t.get("module", ""), t.get("source", ""),
                                    f"batch of {t.get('size', 0)}")
+        conclusion = (inv.get("fix") or {}).get("conclusion", "")
         for cand in (inv.get("fix") or {}).get("candidates", ()):
             if cand.get("fixes"):
                 fixes.append(Fix(cand.get("toggles", ""), cand.get("python", ""), cand.get("cpp", "")))
@@ -124,10 +132,11 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
                 if first_op is None:
                     first_op = FirstOp(cfg.get("config", ""), rc.get("op", ""), rc.get("module", ""),
                                        rc.get("source", ""), rc.get("direction", ""))
+            conclusion = conclusion or (cfg.get("fix_search") or {}).get("conclusion", "")
             for cand in (cfg.get("fix_search") or {}).get("candidates", ()):
                 if cand.get("minimal") and cand.get("reproducible"):
                     snippet = cand.get("snippet") or {}
                     toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
                     fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
-    return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), summary,
-                  doc, path)
+    return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), conclusion,
+                  summary, doc, path)

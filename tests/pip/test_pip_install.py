@@ -159,7 +159,8 @@ if linear.exists():
     trace = doc["invariance"]["configs"][0].get("trace") or {}
     check(trace.get("outcome") == "found" and f"first differing op {trace.get('op')}" in out,
           f"the failure names the first differing op ({trace.get('op')})")
-    check("fix: " in out or "advice: " in out, "the failure names the fix or the advice")
+    conclusion = (doc["invariance"].get("fix") or {}).get("conclusion", "")
+    check(conclusion and conclusion in out, f"the failure names the fix search's conclusion ({conclusion[:80]})")
 
 p = sh([py, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:repro_audit", cases / "test_models.py"], env=env, cwd=cases)
 check(p.returncode != 0 and "fixture 'repro_audit' not found" in p.stdout, "-p no:repro_audit turns the plugin off")
