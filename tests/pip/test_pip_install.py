@@ -20,7 +20,9 @@
 #
 # Cost: the build is the expensive part. It builds in BUILD_DIR-pip (a sibling of the ctest build
 # folder, at the same depth under the source tree), so with CCACHE_BASEDIR (cmake/Ccache.cmake) and
-# the same real torch path its compile lines equal the ctest build's and ccache hits them.
+# the same real torch path its compile lines equal the ctest build's and ccache hits them. Measured on
+# the shared 2-core machine under load: the whole test 6.6 min, of which pip install 164 s with a warm
+# ccache, 115 s of it nvcc for the CUDA digest module (ccache is not nvcc's launcher).
 #
 # usage: test_pip_install.py SOURCE_DIR BUILD_DIR WORK_FOLDER  (run with ./dev's venv Python)
 import os
