@@ -12,7 +12,9 @@ find_package(CLI11 2.1 REQUIRED)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(fmt 9 REQUIRED)
 find_package(spdlog 1.10 REQUIRED)
-find_package(doctest 2.4 REQUIRED)
+if(RA_TESTS)
+  find_package(doctest 2.4 REQUIRED)
+endif()
 find_package(Threads REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/Re2.cmake)  # re2::re2, for exec's --metric matcher
 

@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The typed view of a report that the Python API returns. Every field is read from the JSON report
+the binary wrote (share/schema/report-v1.schema.json); nothing here computes a digest, a verdict or
+an analysis. `summary` is the binary's own human summary (its stdout), as the CLI prints it."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigVerdict:
+    """One configuration's verdict: reproducible/diverged/raised/... for run, invariant/variant/crashed
+    for invariance. `classes` (invariance only) groups the batch sizes of identical bits."""
+    config: str
+    verdict: str
+    message: str
+    classes: tuple[tuple[int, ...], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class FirstOp:
+    """The first differing op the trace found (run --trace: a root cause; invariance --trace: the
+    first op whose anchor-row slice differs), with where it is in the model."""
+    config: str
+    op: str
+    module: str
+    source: str
+    detail: str  # run: "forward"/"backward"; invariance: "batch of N"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fix:
+    """A fix the fix search measured to work: the switches it toggles and the snippet to paste."""
+    toggles: str
+    python: str
+    cpp: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    verdict: str          # the report's verdict
+    exit_code: int        # the binary's exit code: 0 reproducible/invariant, 1 a finding
+    configs: tuple[ConfigVerdict, ...]
+    first_op: Optional[FirstOp]
+    fixes: tuple[Fix, ...]
+    advice: tuple[str, ...]  # invariance: padding, bucketing or switches the report advises
+    fix_conclusion: str   # the fix search's conclusion ("" when none ran)
+    summary: str          # the binary's human summary (stdout)
+    report: dict[str, Any]  # the whole JSON report
+    report_path: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def classes(self) -> tuple[tuple[int, ...], ...]:
+        """invariance: the first configuration's classes of batch sizes."""
+        return self.configs[0].classes if self.configs else ()
+
+    def describe(self) -> str:
+        """One line with what the report found, in the CLI's words: each failing configuration with its
+        classes, the first differing op and where it is, and the fix (or the advice)."""
+        parts = []
+        for c in self.configs:
+            if c.verdict in ("reproducible", "invariant"):
+                continue
+            text = f"{c.config}: {c.verdict}"
+            if len(c.classes) > 1:
+                text += f", classes {format_classes(c.classes)}"
+            elif c.message:
+                text += f" ({c.message})"
+            parts.append(text)
+        if self.first_op:
+            where = f"in {self.first_op.module}" if self.first_op.module else "at the model's top level"
+            source = f", {self.first_op.source}" if self.first_op.source else ""
+            parts.append(f"first differing op {self.first_op.op} {where} ({self.first_op.detail}{source})")
+        if self.fixes:
+            parts.append(f"fix: {self.fixes[0].python or self.fixes[0].toggles}")
+        elif self.fix_conclusion:
+            parts.append(f"fix search: {self.fix_conclusion}")
+        elif self.advice:
+            parts.append(f"advice: {self.advice[0]}")
+        return "; ".join(parts) or f"verdict {self.verdict}"
+
+
+def format_classes(classes) -> str:
+    """{1} | {2,3} | {4…16}: the CLI's notation (reports/invariance_render.cpp), where a…b is a run of
+    three or more sizes that are consecutive among the sizes tried."""
+    tried = sorted({x for c in classes for x in c})
+    parts = []
+    for sizes in classes:
+        members, items, i = set(sizes), [], 0
+        while i < len(tried):
+            if tried[i] not in members:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(tried) and tried[j + 1] in members:
+                j += 1
+            items += [f"{tried[i]}…{tried[j]}"] if j - i >= 2 else [str(x) for x in tried[i:j + 1]]
+            i = j + 1
+        parts.append("{" + ",".join(items) + "}")
+    return " | ".join(parts)
+
+
+def _classes(cfg) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(c.get("sizes", ())) for c in cfg.get("classes", ()))
+
+
+def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
+    configs, first_op, fixes, advice, conclusion = [], None, [], [], ""
+    inv = doc.get("invariance")
+    if inv:
+        for cfg in inv.get("configs", ()):
+            configs.append(ConfigVerdict(cfg.get("config", ""), cfg.get("verdict", ""), cfg.get("message", ""),
+                                         _classes(cfg)))
+            advice += [a for a in cfg.get("advice", ()) if a not in advice]
+            t = cfg.get("trace") or {}
+            if first_op is None and t.get("outcome") == "found":
+                first_op = FirstOp(cfg.get("config", ""), t.get("op", ""), t.get("module", ""), t.get("source", ""),
+                                   f"batch of {t.get('size', 0)}")
+        conclusion = (inv.get("fix") or {}).get("conclusion", "")
+        for cand in (inv.get("fix") or {}).get("candidates", ()):
+            if cand.get("fixes"):
+                fixes.append(Fix(cand.get("toggles", ""), cand.get("python", ""), cand.get("cpp", "")))
+    for target in doc.get("targets", ()):
+        for cfg in target.get("configs", ()):
+            configs.append(ConfigVerdict(cfg.get("config", ""), cfg.get("verdict", ""), cfg.get("message", "")))
+            for rc in (cfg.get("trace") or {}).get("root_causes", ()):
+                if first_op is None:
+                    first_op = FirstOp(cfg.get("config", ""), rc.get("op", ""), rc.get("module", ""),
+                                       rc.get("source", ""), rc.get("direction", ""))
+            conclusion = conclusion or (cfg.get("fix_search") or {}).get("conclusion", "")
+            for cand in (cfg.get("fix_search") or {}).get("candidates", ()):
+                if cand.get("minimal") and cand.get("reproducible"):
+                    snippet = cand.get("snippet") or {}
+                    toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
+                    fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
+    return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), conclusion,
+                  summary, doc, path)
