@@ -24,11 +24,11 @@ void check_worker_loaded(const ChildOutcome& out) {
   if (out.exit_code != 127) return;
   for (const char* loader : {"error while loading shared libraries", "symbol lookup error"})
     if (line.find(loader) != std::string::npos)
-      throw InputError(fmt::format(
-          "the worker ({}) cannot load the torch it was built against ({}): its torch environment was moved, "
-          "replaced or upgraded, or LD_LIBRARY_PATH names another torch; rebuild against the torch you run "
-          "(./dev build, or REPRO_AUDIT_PYTHON=... ./dev build) or restore that environment",
-          worker_executable(), line));
+      throw InputError(
+          fmt::format("the worker cannot load the torch it was built against ({}): its torch environment was moved, "
+                      "replaced or upgraded, or LD_LIBRARY_PATH names another torch; rebuild against the torch you run "
+                      "(./dev build, or REPRO_AUDIT_PYTHON=... ./dev build) or restore that environment",
+                      line));
 }
 
 std::string worker_error_line(const ChildOutcome& out, bool user_errors) {

@@ -619,7 +619,8 @@ TEST_CASE(
   CHECK(changes.newly_divergent == std::vector<std::string>{"m.pt / threads-1"});
   CHECK(changes.newly_raising == std::vector<std::string>{"m.pt / det"});
   CHECK(changes.newly_fixed == std::vector<std::string>{"m.pt / deterministic"});
-  CHECK(changes.kept_bits == 0);
+  CHECK(changes.kept_bits == 2);     // threads-1 and deterministic: other verdicts, the same bits
+  CHECK(changes.changed_bits == 1);  // default
   const std::string text = ra::report::render_text(now);
   CHECK(text.find("upgrade: torch 2.11.0 -> 2.15.0, CUDA 13.0, cuDNN 9.19.0, cuBLAS 13.1.0.3 -> 13.2.1.1, "
                   "NCCL 2.28.9\n") != std::string::npos);

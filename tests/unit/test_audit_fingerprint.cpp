@@ -6,9 +6,11 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include <stdlib.h>
 #include <unistd.h>
 
 namespace {
@@ -56,8 +58,11 @@ TEST_CASE("cuda_device_record: a failing query leaves its field unknown, and the
 
 TEST_CASE("nvidia_wheels: the nvidia-* wheels beside torch, by name, from their dist-info folders") {
   // The folder names pip writes for torch 2.11.0's CUDA wheels; a file or another package is not read.
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("ra-wheels-{}", ::getpid());
-  std::filesystem::remove_all(dir);
+  // mkdtemp and rm, not std::filesystem::remove_all: libtorch.so exports its own copy, which crashes
+  // when a test binary's call binds to it.
+  char templ[] = "/tmp/ra-wheels.XXXXXX";
+  REQUIRE(::mkdtemp(templ) != nullptr);
+  const std::filesystem::path dir = templ;
   for (const char* name :
        {"nvidia_cublas-13.1.0.3.dist-info", "nvidia_cudnn_cu13-9.19.0.56.dist-info",
         "nvidia_nccl_cu13-2.28.9.dist-info", "torch-2.11.0.dist-info", "nvidia", "nvidia_broken.dist-info"})
@@ -66,5 +71,5 @@ TEST_CASE("nvidia_wheels: the nvidia-* wheels beside torch, by name, from their 
   const auto wheels = ra::nvidia_wheels(dir.string());
   CHECK(wheels.dump() == R"({"nvidia-cublas":"13.1.0.3","nvidia-cudnn-cu13":"9.19.0.56","nvidia-nccl-cu13":"2.28.9"})");
   CHECK(ra::nvidia_wheels((dir / "absent").string()).empty());  // a CPU-only or source-built torch
-  std::filesystem::remove_all(dir);
+  CHECK(std::system(fmt::format("rm -rf '{}'", dir.string()).c_str()) == 0);
 }

@@ -85,7 +85,10 @@ std::string torch_version_mismatch(const std::string& built, const std::string& 
 std::string torch_library_mismatch() {
   const std::string lib = torch_library_dir();
   if (lib.empty()) return "";
-  std::ifstream in(std::filesystem::path(lib).parent_path() / "version.py");
+  // torch/lib/.. is torch/: through any link to the folder (a venv moved and linked back).
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(lib, ec);
+  std::ifstream in((ec ? std::filesystem::path(lib) : real).parent_path() / "version.py");
   if (!in) return "";
   std::stringstream text;
   text << in.rdbuf();
