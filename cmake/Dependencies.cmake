@@ -6,8 +6,25 @@
 if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(TORCH_CUDA_ARCH_LIST "9.0")
 endif()
+# torch's cuda.cmake sets an unset CMAKE_CUDA_STANDARD to CMAKE_CXX_STANDARD (20), which CMake 3.25
+# cannot express for nvcc: name one it can until the CUDA digest's dialect is chosen (below).
 set(CMAKE_CUDA_STANDARD 17)
-find_package(Torch 2.11 REQUIRED)
+find_package(Torch REQUIRED)
+# The supported releases (docs/TORCH_RELEASES.md): one line naming the range, never a page of
+# compiler errors from headers or a link that cannot work. Keep in step with `supported_torch` in dev.
+set(RA_TORCH_MIN 2.11)
+set(RA_TORCH_BELOW 2.16)
+if(NOT Torch_VERSION OR Torch_VERSION VERSION_LESS RA_TORCH_MIN OR NOT Torch_VERSION VERSION_LESS RA_TORCH_BELOW)
+  message(FATAL_ERROR "torch ${Torch_VERSION} at ${Torch_DIR}: repro-audit supports torch ${RA_TORCH_MIN} <= version < "
+                      "${RA_TORCH_BELOW} (choose one with REPRO_AUDIT_TORCH=2.15.0 ./dev build, or CMAKE_PREFIX_PATH)")
+endif()
+# The python of that torch's environment: the tests ask it what torch measures. ./dev passes it;
+# otherwise the venv around Torch_DIR (<venv>/lib/pythonX.Y/site-packages/torch/share/cmake/Torch).
+set(RA_TORCH_PYTHON "" CACHE FILEPATH "python of the environment whose torch the build uses")
+if(NOT RA_TORCH_PYTHON)
+  string(REGEX REPLACE "/lib/python[^/]*/site-packages/.*$" "/bin/python" _ra_guess "${Torch_DIR}")
+  set(RA_TORCH_PYTHON "${_ra_guess}" CACHE FILEPATH "python of the environment whose torch the build uses" FORCE)
+endif()
 find_package(CLI11 2.1 REQUIRED)
 find_package(nlohmann_json 3.11 REQUIRED)
 find_package(fmt 9 REQUIRED)
@@ -17,6 +34,13 @@ if(RA_TESTS)
 endif()
 find_package(Threads REQUIRED)
 include(${CMAKE_CURRENT_LIST_DIR}/Re2.cmake)  # re2::re2, for exec's --metric matcher
+
+# Our binaries find LibTorch through DT_RPATH, not DT_RUNPATH: LD_LIBRARY_PATH naming another torch
+# (a second venv, a LibTorch archive) cannot then slip other libraries under a worker built against
+# this one. A moved or replaced environment is still caught: the worker compares the torch it
+# loaded with the one it was built against (worker/runtime/fingerprint.h), and the front names a
+# worker the loader could not start (audit/trial/worker.h).
+add_link_options(LINKER:--disable-new-dtags)
 
 # Directory of libtorch*.so, for RPATH and for the fingerprint.
 list(GET TORCH_LIBRARIES 0 _ra_first_torch_lib)
@@ -45,6 +69,16 @@ if(RA_WITH_CUDA AND RA_CUDA_DIGEST)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # C++20 for CUDA as for C++: from torch 2.14 on its headers use std::bit_width and
+    # std::strong_ordering (c10/util/intrusive_ptr.h), which worker/digest/digest_cuda.cu includes.
+    # CMake 3.25 (Debian 12) knows no C++20 flag for nvcc, so it is passed by hand there.
+    if(DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA_STANDARD 20)
+    else()
+      unset(CMAKE_CUDA_STANDARD)
+      set(CMAKE_CUDA_STANDARD_REQUIRED OFF)
+      string(APPEND CMAKE_CUDA_FLAGS " -std=c++20")
+    endif()
     find_library(RA_C10_CUDA_LIBRARY c10_cuda PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
     if(RA_C10_CUDA_LIBRARY)
       set(RA_WITH_CUDA_DIGEST ON)

@@ -82,11 +82,14 @@ json baseline_json(const BaselineComparison& b) {
   for (const auto& m : b.models)
     models.push_back({{"target", m.target}, {"relation", m.relation}, {"reason", m.reason}});
   for (const auto& r : b.results) results.push_back(result_json(r));
+  json stack = json::array();
+  for (const auto& v : b.stack) stack.push_back({{"name", v.name}, {"baseline", v.baseline}, {"current", v.current}});
   return {{"source", b.source},
           {"schema", b.schema},
           {"tool_version", b.tool_version},
           {"environment_changes", changes},
           {"ignored_changes", ignored},
+          {"stack", stack},
           {"models", models},
           {"fail_on_explained", b.fail_on_explained},
           {"results", results}};
@@ -99,6 +102,11 @@ BaselineComparison read_baseline(const Node& n) {
   b.tool_version = n.at("tool_version").str();
   b.changes = n.at("environment_changes").list([](const Node& c) { return read_change(c); });
   b.ignored = n.at("ignored_changes").list([](const Node& c) { return read_change(c, false); });
+  // Reports written before the stack was named have none.
+  if (n.has("stack"))
+    b.stack = n.at("stack").list([](const Node& v) {
+      return StackVersion{v.at("name").str(), v.at("baseline").str(), v.at("current").str()};
+    });
   // Reports written before identities by content have none.
   if (n.has("models"))
     b.models = n.at("models").list([](const Node& m) {

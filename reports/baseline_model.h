@@ -65,12 +65,40 @@ struct ModelChange {
   std::string reason;    // one sentence, with the digests
 };
 
+// One component of the software stack as each side's fingerprint names it ("torch", "CUDA",
+// "cuDNN", "cuBLAS", "NCCL"), whether or not it changed, so that a comparison across an upgrade
+// says what was upgraded. A side without the component has "(absent)".
+struct StackVersion {
+  std::string name;
+  std::string baseline;
+  std::string current;
+  bool changed() const { return baseline != current; }
+};
+
+// What an upgrade did to determinism, read from each result's two verdicts: a configuration that
+// was reproducible and now diverges, one that diverged and now reproduces, and one that now raises
+// (under `det`, an op that lost or gained its deterministic implementation). "target / config".
+struct BehaviourChanges {
+  std::vector<std::string> newly_divergent;
+  std::vector<std::string> newly_fixed;
+  std::vector<std::string> newly_raising;
+  std::vector<std::string> no_longer_raising;
+  size_t kept_bits = 0;     // results whose reference digests all match
+  size_t changed_bits = 0;  // results whose digests differ (explained, regression, nondeterministic)
+  bool empty() const {
+    return newly_divergent.empty() && newly_fixed.empty() && newly_raising.empty() && no_longer_raising.empty();
+  }
+};
+struct BaselineComparison;
+BehaviourChanges behaviour_changes(const BaselineComparison& b);
+
 struct BaselineComparison {
   std::string source;                      // the baseline file as given
   std::string schema;                      // what it was: repro-audit/baseline or repro-audit/report
   std::string tool_version;                // the repro-audit that wrote it
   std::vector<EnvironmentChange> changes;  // fingerprint keys that differ and can change results
   std::vector<EnvironmentChange> ignored;  // fingerprint keys that differ but cannot (paths, identifiers)
+  std::vector<StackVersion> stack;         // torch, CUDA, cuDNN, cuBLAS, NCCL on each side (absent in older reports)
   std::vector<ModelChange> models;         // models matched by content, not bytes
   std::vector<BaselineResult>
       results;                     // current targets x configurations in order, the baseline's own after each target

@@ -51,6 +51,35 @@ bool baseline_listed(const BaselineComparison& b, const BaselineResult& r) {
   return b.results.size() <= kListAllUpTo || baseline_noteworthy(r);
 }
 
+std::string upgrade_text(const BaselineComparison& b) {
+  if (std::none_of(b.stack.begin(), b.stack.end(), [](const StackVersion& v) { return v.changed(); })) return "";
+  std::vector<std::string> parts;
+  for (const auto& v : b.stack)
+    parts.push_back(v.changed() ? fmt::format("{} {} -> {}", ln(v.name), ln(v.baseline), ln(v.current))
+                                : fmt::format("{} {}", ln(v.name), ln(v.current)));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string behaviour_text(const BaselineComparison& b) {
+  const BehaviourChanges c = behaviour_changes(b);
+  if (c.empty() && upgrade_text(b).empty()) return "";
+  std::string out =
+      fmt::format("{} kept their bits, {} changed\n", plural(c.kept_bits, "result", "results"), c.changed_bits);
+  const auto line = [&out](const char* what, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    constexpr size_t kNamed = 8;
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < names.size() && i < kNamed; ++i) shown.push_back(ln(names[i]));
+    out += fmt::format("{} ({}): {}{}\n", what, names.size(), fmt::join(shown, ", "),
+                       names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : "");
+  };
+  line("newly divergent", c.newly_divergent);
+  line("newly fixed", c.newly_fixed);
+  line("newly raising", c.newly_raising);
+  line("no longer raising", c.no_longer_raising);
+  return out;
+}
+
 std::string baseline_counts(const BaselineComparison& b) {
   constexpr std::array<BaselineStatus, 7> kOrder = {BaselineStatus::Regression, BaselineStatus::Nondeterministic,
                                                     BaselineStatus::Explained,  BaselineStatus::Incomparable,
@@ -77,6 +106,12 @@ std::string render_baseline_text(const Report& r) {
     for (const auto& c : b.changes)
       out += fmt::format("    {}: {} -> {} (can affect {})\n", ln(c.key), ln(c.baseline), ln(c.current),
                          affects_text(c.affects));
+  }
+  if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("  upgrade: {}\n", up);
+  if (const std::string behaviour = behaviour_text(b); !behaviour.empty()) {
+    size_t from = 0;
+    for (size_t end = behaviour.find('\n'); end != std::string::npos; from = end + 1, end = behaviour.find('\n', from))
+      out += fmt::format("  {}\n", behaviour.substr(from, end - from));
   }
   if (!b.ignored.empty()) {
     std::vector<std::string> keys;

@@ -161,6 +161,13 @@ void baseline_section(std::string& out, const Report& r) {
       out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
     out += "\n";
   }
+  if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("**Upgrade:** {}.\n\n", md(up));
+  if (const std::string behaviour = behaviour_text(b); !behaviour.empty()) {
+    size_t from = 0;
+    for (size_t end = behaviour.find('\n'); end != std::string::npos; from = end + 1, end = behaviour.find('\n', from))
+      out += fmt::format("- {}\n", md(behaviour.substr(from, end - from)));
+    out += "\n";
+  }
   for (const auto& m : b.models) out += fmt::format("**Model:** {}.\n\n", md(m.reason));
   out += "| target | configuration | against the baseline | tensors |\n|---|---|---|---|\n";
   size_t unlisted = 0;

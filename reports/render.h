@@ -119,6 +119,13 @@ bool baseline_listed(const BaselineComparison& baseline, const BaselineResult& r
 std::string baseline_counts(const BaselineComparison& baseline);
 std::string baseline_tensor_text(const BaselineTensor& tensor);
 std::string affects_text(const std::string& affects);
+// Across an upgrade (a component of BaselineComparison::stack changed): "torch 2.11.0 -> 2.15.0,
+// CUDA 13.0, cuDNN 9.19.0, cuBLAS 13.1.0.3 -> 13.2.1.1, NCCL 2.28.9"; "" when nothing changed.
+std::string upgrade_text(const BaselineComparison& baseline);
+// What the upgrade did to determinism, one line per kind that has members ("newly divergent (1):
+// put / default"), and what kept its bits ("420 results kept their bits, 3 changed"); each line
+// ends with a newline, "" when neither side changed behaviour and nothing was upgraded.
+std::string behaviour_text(const BaselineComparison& baseline);
 // For the verdict line: ", 1 baseline regression", ", changed with the environment since the
 // baseline", ", matches the baseline"; "" without a baseline.
 std::string baseline_verdict_text(const Report& report);

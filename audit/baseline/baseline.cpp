@@ -254,7 +254,54 @@ report::BaselineResult one_side(const std::string& target, const report::ConfigR
   return r;
 }
 
+// The value at `path` ("cuda.cudnn") as text, or "" where the fingerprint has none or says it
+// does not know ("unknown", "not loaded").
+std::string fingerprint_value(const json& env, const std::string& path) {
+  const json* at = &env;
+  for (size_t from = 0; from <= path.size();) {
+    const size_t dot = std::min(path.find('.', from), path.size());
+    const std::string key = path.substr(from, dot - from);
+    if (!at->is_object() || !at->contains(key)) return "";
+    at = &(*at)[key];
+    from = dot + 1;
+  }
+  const std::string v = value_text(*at);
+  return v == "unknown" || v == "not loaded" || v == "(unset)" ? "" : v;
+}
+
+// The version of the first nvidia-* wheel whose name starts with `prefix` ("nvidia-nccl").
+std::string wheel_version(const json& env, const std::string& prefix) {
+  const json* wheels = env.contains("cuda") && env["cuda"].contains("wheels") ? &env["cuda"]["wheels"] : nullptr;
+  if (wheels == nullptr || !wheels->is_object()) return "";
+  for (auto it = wheels->begin(); it != wheels->end(); ++it)
+    if (starts_with(it.key(), prefix) && it->is_string()) return it->get<std::string>();
+  return "";
+}
+
+// torch, CUDA, cuDNN, cuBLAS and NCCL as one fingerprint names them: torch's version; the CUDA
+// torch was built for; the cuDNN loaded (else the one compiled in); cuBLAS and NCCL from their
+// wheels (a patch level: "13.1.0.3"), else cuBLASLt's own version. "(absent)" where none is named.
+std::vector<std::pair<std::string, std::string>> stack_of(const json& env) {
+  const auto or_absent = [](std::string v) { return v.empty() ? std::string(kAbsent) : v; };
+  std::string cudnn = fingerprint_value(env, "cuda.cudnn");
+  if (cudnn.empty()) cudnn = fingerprint_value(env, "cuda.compiled_cudnn");
+  std::string cublas = wheel_version(env, "nvidia-cublas");
+  if (cublas.empty()) cublas = fingerprint_value(env, "cuda.cublas");
+  return {{"torch", or_absent(fingerprint_value(env, "torch.version"))},
+          {"CUDA", or_absent(fingerprint_value(env, "cuda.compiled_cuda"))},
+          {"cuDNN", or_absent(cudnn)},
+          {"cuBLAS", or_absent(cublas)},
+          {"NCCL", or_absent(wheel_version(env, "nvidia-nccl"))}};
+}
+
 }  // namespace
+
+std::vector<report::StackVersion> stack_versions(const json& baseline, const json& current) {
+  const auto before = stack_of(baseline), after = stack_of(current);
+  std::vector<report::StackVersion> out;
+  for (size_t i = 0; i < before.size(); ++i) out.push_back({before[i].first, before[i].second, after[i].second});
+  return out;
+}
 
 Baseline parse_baseline(const std::string& text, const std::string& path, const std::string& what) {
   json j;
@@ -368,6 +415,8 @@ std::string key_affects(const std::string& key) {
   if (const auto it = kKeys.find(key); it != kKeys.end()) return it->second;
   // Compared per configuration, as its effective switches.
   if (starts_with(key, "switches.")) return "";
+  // The nvidia-* wheels beside torch (cuBLAS, cuDNN, NCCL, the CUDA runtime): GPU kernels only.
+  if (starts_with(key, "cuda.wheels.")) return "cuda";
   // cuda.devices[N].field: that device's SKU, SM count, compute capability, memory.
   if (starts_with(key, "cuda.devices[")) {
     const size_t close = key.find(']');
@@ -436,6 +485,7 @@ void apply_baseline(report::Report& current, const Baseline& base) {
   cmp.tool_version = base.results.tool_version;
   cmp.changes = env.changes;
   cmp.ignored = env.ignored;
+  cmp.stack = stack_versions(base.results.environment, current.environment);
   const std::vector<int> pair = pair_targets(held, current.targets);
   std::vector<bool> used(held.size(), false);
   for (size_t i = 0; i < current.targets.size(); ++i) {

@@ -27,7 +27,8 @@
 // 2. The environment diff. Both fingerprints are flattened to keys ("cuda.devices[0].sm_count")
 //    and compared. Each key says which results it can change (`key_affects`): cpu (CPU model,
 //    logical CPUs, inter-op threads, OpenMP/MKL, MKL_CBWR, OMP_NUM_THREADS), cuda (CUDA runtime,
-//    compiled CUDA/cuDNN, driver, cuDNN, cuBLAS, cuBLAS/TF32 variables), cuda:N (the SKU, SM
+//    compiled CUDA/cuDNN, driver, cuDNN, cuBLAS, the nvidia-* wheels beside torch
+//    ("cuda.wheels.nvidia-cublas"), cuBLAS/TF32 variables), cuda:N (the SKU, SM
 //    count, compute capability and memory of device N), or any (torch version and build, tool
 //    version, ATen CPU capability and machine: synthetic inputs are drawn on the CPU, so those
 //    change every device's inputs; unknown keys, conservatively). Keys that cannot change bits
@@ -110,6 +111,11 @@ struct EnvironmentDiff {
   std::vector<report::EnvironmentChange> ignored;
 };
 EnvironmentDiff diff_environments(const nlohmann::ordered_json& baseline, const nlohmann::ordered_json& current);
+
+// torch, CUDA, cuDNN, cuBLAS and NCCL as each fingerprint names them (report::StackVersion), in
+// that order: what `compare` names across an upgrade, changed or not.
+std::vector<report::StackVersion> stack_versions(const nlohmann::ordered_json& baseline,
+                                                 const nlohmann::ordered_json& current);
 
 // Compares `current` with the baseline (step 3 of the essay), sets `current.baseline` and calls
 // report::finalize. Throws InputError where check_baseline_targets does.

@@ -71,6 +71,7 @@ TrialResult preflight(const RunOptions& o, const ScratchDir& scratch) {
   if (outcome.kind == ChildOutcome::Kind::TimedOut)
     throw InputError(fmt::format("the model did not load and run once within --timeout {:g} s", o.timeout_s));
   if (!result || outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0) {
+    check_worker_loaded(outcome);  // the worker itself could not start: not the model's fault
     TrialRun run;
     run.process = outcome;
     const std::string last = last_line(outcome.log_tail);

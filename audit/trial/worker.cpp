@@ -14,7 +14,25 @@
 
 namespace ra {
 
+void check_worker_loaded(const ChildOutcome& out) {
+  if (out.kind != ChildOutcome::Kind::Exited) return;
+  std::string line = last_line(out.log_tail);
+  // The worker's own check (worker/runtime/fingerprint.h): its line as it is.
+  if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
+  if (out.exit_code == static_cast<int>(ExitCode::Input) && line.find(" was built against torch ") != std::string::npos)
+    throw InputError(line);
+  if (out.exit_code != 127) return;
+  for (const char* loader : {"error while loading shared libraries", "symbol lookup error"})
+    if (line.find(loader) != std::string::npos)
+      throw InputError(
+          fmt::format("the worker cannot load the torch it was built against ({}): its torch environment was moved, "
+                      "replaced or upgraded, or LD_LIBRARY_PATH names another torch; rebuild against the torch you run "
+                      "(./dev build, or REPRO_AUDIT_PYTHON=... ./dev build) or restore that environment",
+                      line));
+}
+
 std::string worker_error_line(const ChildOutcome& out, bool user_errors) {
+  check_worker_loaded(out);
   std::string line = last_line(out.log_tail);
   if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
   if (user_errors && out.kind == ChildOutcome::Kind::Exited && out.exit_code == static_cast<int>(ExitCode::Usage))

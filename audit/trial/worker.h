@@ -28,7 +28,13 @@ namespace ra {
 // again). A worker that exited 2 or 3 stood for the user's error: with `user_errors`, that error is
 // thrown here (UsageError, InputError), so that the user reads the worker's own line; an interrupt
 // (130) is always thrown.
+// A worker that the dynamic loader could not start (exit 127 with the loader's "error while
+// loading shared libraries" or "symbol lookup error"), or that found other torch libraries than it
+// was built against, is thrown here as one InputError naming the cause and the cure, whatever
+// `user_errors` says: a moved or replaced torch environment, or LD_LIBRARY_PATH naming another.
 std::string worker_error_line(const ChildOutcome& out, bool user_errors = true);
+// The same check alone, for callers that read a worker's failure themselves (the preflight).
+void check_worker_loaded(const ChildOutcome& out);
 
 // Runs `repro-audit-worker ARGS...` (tagged `tag` in the scratch folder) and waits for it. On a
 // nonzero exit, throws the worker's own one-line error as UsageError, InputError or (a crash or a

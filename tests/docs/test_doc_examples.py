@@ -253,6 +253,8 @@ FIXTURES = {
 # Examples not run here, each with its reason (a fixture would have to reproduce a rare event or
 # files the docs do not give).
 NOT_RUN = {
+    "repro-audit compare probes-2.11.0.json probes-2.15.0.json":
+        "needs a build under each of two torch releases (docs/evidence/cpu-torch-2.11-vs-2.15)",
     "repro-audit run net.pt --shape 64x4096 --configs default,mkl-cbwr --repeats auto --detect-rate 5% --max-repeats 80":
         "a divergence in one process of ten to twenty, up to 160 runs",
     "repro-audit run bigsum.pt --shape 4096x4096 --configs threads-N,threads-1 --repeats 2 --trace":

@@ -4,6 +4,7 @@
 
 #include "audit/common/errors.h"
 #include "reports/baseline_file.h"
+#include "reports/json_read.h"
 #include "reports/render.h"
 
 #include <doctest/doctest.h>
@@ -582,4 +583,62 @@ TEST_CASE("identity: canonical forms") {
   changed = w;
   changed[0].name = "param/c";
   CHECK(ra::weights_digest(w) != ra::weights_digest(changed));
+}
+
+TEST_CASE(
+    "apply_baseline: across a torch upgrade the comparison names the stack on both sides and what changed "
+    "behaviour") {
+  // Issue 40: compare of a 2.11 report with a 2.15 one re-rendered the second; it now says what was
+  // upgraded (torch, CUDA, cuDNN, cuBLAS, NCCL, changed or not) and which configurations changed
+  // determinism behaviour.
+  auto before = report();
+  before.environment["cuda"]["wheels"] = {{"nvidia-cublas", "13.1.0.3"}, {"nvidia-nccl-cu13", "2.28.9"}};
+  before.targets[0].configs.push_back(config("det", Verdict::Reproducible));
+  before.targets[0].configs.push_back(config("deterministic", Verdict::Diverged));
+  ra::report::finalize(before);
+  auto now = report();
+  now.environment["torch"]["version"] = "2.15.0";
+  now.environment["cuda"]["wheels"] = {{"nvidia-cublas", "13.2.1.1"}, {"nvidia-nccl-cu13", "2.28.9"}};
+  now.targets[0].configs[1].verdict = Verdict::Diverged;                             // threads-1: newly divergent
+  now.targets[0].configs.push_back(config("det", Verdict::Raised));                  // newly raising
+  now.targets[0].configs.push_back(config("deterministic", Verdict::Reproducible));  // newly fixed
+  now.targets[0].configs[0].reference[1].digest = hex('c');                          // default: changed bits, explained
+  ra::report::finalize(now);
+  ra::apply_baseline(now, baseline_of(before));
+  const auto& stack = now.baseline->stack;
+  REQUIRE(stack.size() == 5);
+  CHECK(stack[0].name == "torch");
+  CHECK(stack[0].baseline == "2.11.0");
+  CHECK(stack[0].current == "2.15.0");
+  CHECK(stack[3].name == "cuBLAS");
+  CHECK(stack[3].baseline == "13.1.0.3");  // the wheel's patch level, not cuBLASLt's 13.1.0
+  CHECK(stack[3].current == "13.2.1.1");
+  CHECK_FALSE(stack[4].changed());  // NCCL
+  CHECK(result(now, "default").status == BaselineStatus::Explained);
+  const auto changes = ra::report::behaviour_changes(*now.baseline);
+  CHECK(changes.newly_divergent == std::vector<std::string>{"m.pt / threads-1"});
+  CHECK(changes.newly_raising == std::vector<std::string>{"m.pt / det"});
+  CHECK(changes.newly_fixed == std::vector<std::string>{"m.pt / deterministic"});
+  CHECK(changes.kept_bits == 2);     // threads-1 and deterministic: other verdicts, the same bits
+  CHECK(changes.changed_bits == 1);  // default
+  const std::string text = ra::report::render_text(now);
+  CHECK(text.find("upgrade: torch 2.11.0 -> 2.15.0, CUDA 13.0, cuDNN 9.19.0, cuBLAS 13.1.0.3 -> 13.2.1.1, "
+                  "NCCL 2.28.9\n") != std::string::npos);
+  CHECK(text.find("  newly divergent (1): m.pt / threads-1\n") != std::string::npos);
+  CHECK(text.find("  newly raising (1): m.pt / det\n") != std::string::npos);
+  CHECK(text.find("  newly fixed (1): m.pt / deterministic\n") != std::string::npos);
+  // The stack travels in the JSON and back.
+  const auto back = ra::report::report_from_json(ra::report::to_json(now));
+  REQUIRE(back.baseline);
+  REQUIRE(back.baseline->stack.size() == 5);
+  CHECK(back.baseline->stack[3].current == "13.2.1.1");
+}
+
+TEST_CASE("apply_baseline: the same stack on both sides prints no upgrade line") {
+  auto r = report();
+  ra::apply_baseline(r, baseline_of(report()));
+  REQUIRE(r.baseline->stack.size() == 5);
+  CHECK(ra::report::upgrade_text(*r.baseline).empty());
+  CHECK(ra::report::render_text(r).find("upgrade:") == std::string::npos);
+  CHECK(r.baseline->stack[4].baseline == "(absent)");  // no NCCL wheel named
 }

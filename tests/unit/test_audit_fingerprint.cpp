@@ -4,6 +4,14 @@
 #include "worker/runtime/fingerprint.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <stdlib.h>
+#include <unistd.h>
 
 namespace {
 
@@ -46,4 +54,22 @@ TEST_CASE("cuda_device_record: a failing query leaves its field unknown, and the
   CHECK(d["uuid"] == "unknown");
   CHECK(d["sm_count"].is_null());
   CHECK(d["compute_capability"] == "9.0");
+}
+
+TEST_CASE("nvidia_wheels: the nvidia-* wheels beside torch, by name, from their dist-info folders") {
+  // The folder names pip writes for torch 2.11.0's CUDA wheels; a file or another package is not read.
+  // mkdtemp and rm, not std::filesystem::remove_all: libtorch.so exports its own copy, which crashes
+  // when a test binary's call binds to it.
+  char templ[] = "/tmp/ra-wheels.XXXXXX";
+  REQUIRE(::mkdtemp(templ) != nullptr);
+  const std::filesystem::path dir = templ;
+  for (const char* name :
+       {"nvidia_cublas-13.1.0.3.dist-info", "nvidia_cudnn_cu13-9.19.0.56.dist-info",
+        "nvidia_nccl_cu13-2.28.9.dist-info", "torch-2.11.0.dist-info", "nvidia", "nvidia_broken.dist-info"})
+    std::filesystem::create_directories(dir / name);
+  std::ofstream(dir / "nvidia_cufft-12.0.0.61.dist-info.txt") << "not a folder's name";
+  const auto wheels = ra::nvidia_wheels(dir.string());
+  CHECK(wheels.dump() == R"({"nvidia-cublas":"13.1.0.3","nvidia-cudnn-cu13":"9.19.0.56","nvidia-nccl-cu13":"2.28.9"})");
+  CHECK(ra::nvidia_wheels((dir / "absent").string()).empty());  // a CPU-only or source-built torch
+  CHECK(std::system(fmt::format("rm -rf '{}'", dir.string()).c_str()) == 0);
 }

@@ -12,9 +12,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -67,6 +69,55 @@ const char* kEnvVars[] = {"CUBLAS_WORKSPACE_CONFIG",
 
 }  // namespace
 
+std::string torch_version_mismatch(const std::string& built, const std::string& version_py, const std::string& where) {
+  std::smatch m;
+  static const std::regex re(R"(__version__\s*=\s*'([0-9][^'+]*))");
+  if (!std::regex_search(version_py, m, re)) return "";
+  const std::string loaded = m[1];
+  if (loaded == built) return "";
+  return fmt::format(
+      "repro-audit was built against torch {} but loaded torch {} from {} (a moved or upgraded environment, or "
+      "LD_LIBRARY_PATH naming another torch): rebuild against the torch you run (./dev build, or "
+      "REPRO_AUDIT_PYTHON=... ./dev build), or run with the environment it was built against",
+      built, loaded, where);
+}
+
+std::string torch_library_mismatch() {
+  const std::string lib = torch_library_dir();
+  if (lib.empty()) return "";
+  // torch/lib/.. is torch/: through any link to the folder (a venv moved and linked back).
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(lib, ec);
+  std::ifstream in((ec ? std::filesystem::path(lib) : real).parent_path() / "version.py");
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  return torch_version_mismatch(TORCH_VERSION, text.str(), lib);
+}
+
+nlohmann::ordered_json nvidia_wheels(const std::string& site_packages) {
+  // "nvidia_cudnn_cu13-9.19.0.56.dist-info" -> "nvidia-cudnn-cu13": "9.19.0.56" (wheel names use
+  // '_' where the distribution's name has '-'; the version has no '-').
+  std::map<std::string, std::string> found;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(site_packages, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string suffix = ".dist-info";
+    if (name.rfind("nvidia", 0) != 0 || name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    const size_t dash = stem.rfind('-');
+    if (dash == std::string::npos || dash == 0 || dash + 1 == stem.size()) continue;
+    std::string package = stem.substr(0, dash);
+    std::replace(package.begin(), package.end(), '_', '-');
+    found[package] = stem.substr(dash + 1);
+  }
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [package, version] : found) out[package] = version;
+  return out;
+}
+
 nlohmann::ordered_json environment_fingerprint() {
   using json = nlohmann::ordered_json;
   json env;
@@ -76,6 +127,9 @@ nlohmann::ordered_json environment_fingerprint() {
                   {"library_dir", torch_library_dir()},
                   {"cuda_compiled", at::detail::getCUDAHooks().versionCUDART() > 0}};
   env["cuda"] = cuda_fingerprint();
+  // <site-packages>/torch/lib/libtorch_cpu.so: the wheels are <site-packages>/nvidia_*.dist-info.
+  if (const std::string lib = torch_library_dir(); !lib.empty())
+    env["cuda"]["wheels"] = nvidia_wheels(std::filesystem::path(lib).parent_path().parent_path().string());
   struct utsname u {};
   uname(&u);
   env["cpu"] = {{"model", cpu_model()},

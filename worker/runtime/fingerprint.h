@@ -29,6 +29,22 @@ nlohmann::ordered_json cuda_device_record(int index, const CudaDeviceQueries& qu
 
 nlohmann::ordered_json environment_fingerprint();
 
+// "" when the torch libraries this process loaded are the release it was built against; else one
+// line naming both (from version.py beside the loaded libtorch_cpu.so): the worker then stops
+// before it runs anything, rather than fail later with a symbol-lookup error or, worse, audit with
+// kernels other than the report would name. A library folder without version.py (a LibTorch
+// archive) is taken as matching.
+std::string torch_library_mismatch();
+// The check itself: `built` (TORCH_VERSION, "2.11.0") against a version.py's text.
+std::string torch_version_mismatch(const std::string& built, const std::string& version_py, const std::string& where);
+
+// The CUDA libraries that came as wheels beside torch (pip's nvidia-* packages: cuBLAS, cuDNN,
+// NCCL, the CUDA runtime, ...), read from the names of the *.dist-info folders in `site_packages`
+// without importing Python: {"nvidia-cublas": "13.1.0.3", "nvidia-cudnn-cu13": "9.19.0.56", ...},
+// sorted by name. A patch level matters (a cuBLAS fix in 13.1.1 changed results), and the wheels
+// are what a `pip install torch` upgrade changes. Empty for a CPU-only torch or a source build.
+nlohmann::ordered_json nvidia_wheels(const std::string& site_packages);
+
 // The CUDA part: {"available": bool, "reason": ..., versions, "devices": [...]}. Without a CUDA
 // build of torch it says so.
 nlohmann::ordered_json cuda_fingerprint();

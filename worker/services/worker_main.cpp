@@ -3,8 +3,10 @@
 // LibTorch's CUDA half only for work that asks for a CUDA device, before anything could ask torch
 // whether CUDA exists (worker/runtime/cuda_loader.h).
 #include "audit/common/device.h"
+#include "audit/common/errors.h"
 #include "cli/app.h"
 #include "worker/runtime/cuda_loader.h"
+#include "worker/runtime/fingerprint.h"
 #include "worker/runtime/library_error.h"
 #include "worker/services/service_table.h"
 
@@ -48,6 +50,12 @@ bool needs_cuda(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Another torch's libraries (LD_LIBRARY_PATH, a replaced environment): one line, exit 3, before
+  // anything can fail with a symbol-lookup error (worker/runtime/fingerprint.h).
+  if (const std::string mismatch = ra::torch_library_mismatch(); !mismatch.empty()) {
+    std::fprintf(stderr, "repro-audit: %s\n", mismatch.c_str());
+    return static_cast<int>(ra::ExitCode::Input);
+  }
   if (needs_cuda(argc, argv)) ra::load_cuda();
   const int code = ra::cli::run(argc, argv, ra::cli::Program{ra::cli::worker::commands(), ra::library_error_text});
   // Every file the command wrote is closed (they are written and renamed in scope), so what is
