@@ -16,7 +16,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <unordered_map>
 
 namespace ra::invariance {
 namespace {
@@ -144,6 +146,49 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   return inv;
 }
 
+// Whatever invariance writes, its own readers must read (issue 39): --rows 4096 made a report of 80 MB
+// and more JSON values than parse_json_document reads. So a report keeps at most kMaxReportRows
+// row comparisons in its cells: those of the first anchors (and, past one anchor, of its first
+// outputs), a note saying how many. The verdicts, classes and dependence are computed before, from
+// every row; what reads the cells again (compare's per-output classes, merge's analysis of shards)
+// sees the rows kept. 150,000 rows are about 1.2 million values, within kMaxJsonValues.
+constexpr size_t kMaxReportRows = 150000;
+
+void bound_rows(report::Invariance& inv) {
+  size_t total = 0;
+  for (const auto& c : inv.configs)
+    for (const auto& cell : c.cells) total += cell.rows.size();
+  if (total <= kMaxReportRows) return;
+  std::unordered_map<std::string, int64_t> output_index;
+  for (const auto& name : inv.outputs) output_index.emplace(name, static_cast<int64_t>(output_index.size()));
+  const auto outputs = static_cast<int64_t>(output_index.size()) + 1;
+  const auto rank = [&](const report::RowComparison& r) {
+    const auto it = output_index.find(r.output);
+    return static_cast<int64_t>(r.anchor) * outputs + (it == output_index.end() ? outputs - 1 : it->second);
+  };
+  std::map<int64_t, size_t> per_rank;  // rows per (anchor, output), in that order
+  for (const auto& c : inv.configs)
+    for (const auto& cell : c.cells)
+      for (const auto& r : cell.rows) ++per_rank[rank(r)];
+  int64_t limit = 0;  // rows of a rank below it are kept
+  size_t kept = 0;
+  for (const auto& [k, n] : per_rank) {
+    if (kept + n > kMaxReportRows) break;
+    kept += n;
+    limit = k + 1;
+  }
+  for (auto& c : inv.configs)
+    for (auto& cell : c.cells)
+      std::erase_if(cell.rows, [&](const report::RowComparison& r) { return rank(r) >= limit; });
+  const int64_t anchors = limit / outputs;
+  inv.notes.push_back(fmt::format(
+      "the cells keep {} of the {} row comparisons ({}): all of them would make a report larger than repro-audit "
+      "reads; the verdicts, classes and dependence above count every row",
+      kept, total,
+      anchors >= 1 ? fmt::format("anchors 0 to {} of {}", anchors - 1, inv.rows)
+                   : fmt::format("anchor 0's first {} outputs", limit)));
+}
+
 // A shard runs no fix search: it needs the whole sweep of the first configuration, which a shard
 // holds only in part, and merge does not run workers. The shard that finds that configuration
 // variant says so in a note, which merge keeps; the search is left to an unsharded run.
@@ -205,6 +250,7 @@ class InvarianceKind : public AuditKind {
     nlohmann::ordered_json environment;
     report.invariance = analyse_cells(o_, cells_, results_, environment);
     search_fix(o_, scratch_, *report.invariance);
+    bound_rows(*report.invariance);
     report.environment = std::move(environment);
     report.targets.clear();  // the invariance section is the result
   }
