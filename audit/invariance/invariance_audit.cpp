@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -72,6 +73,15 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
 // A worker that failed: with `fatal`, its own line for a bad model or input (no report); else, or
 // for anything else, a crash (a fix search's candidate whose switch is not in effect only crashes).
 std::string failure(const ChildOutcome& out, bool fatal) {
+  // A full TMPDIR makes the worker fail wherever it meets it first, often after the model printed
+  // a line of its own: say what happened, as run does (an input error, exit 3), never that line.
+  if (out.disk_full) {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string why = fmt::format("no space left in TMPDIR ({}): the invariance worker could not write its files",
+                                        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+    if (fatal) throw InputError(why);
+    return why;
+  }
   const std::string line = worker_error_line(out, fatal);
   const std::string how = out.kind == ChildOutcome::Kind::TimedOut   ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
@@ -93,7 +103,7 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
   for (size_t i = 0; i < cells.size(); ++i) {
     CellResult r;
     r.worker_ms = outcomes[i].wall_ms;
-    if (outcomes[i].kind != ChildOutcome::Kind::Exited || outcomes[i].exit_code != 0) {
+    if (outcomes[i].kind != ChildOutcome::Kind::Exited || outcomes[i].exit_code != 0 || outcomes[i].disk_full) {
       r.crash = failure(outcomes[i], fatal);
     } else {
       try {
