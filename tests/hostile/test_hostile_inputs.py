@@ -6,6 +6,7 @@
 #  - the '=' form of an option works as the spaced one (`run --configs=default m.pt` said "model is
 #    required");
 #  - merge refuses invariance shards whose batch sizes are not from 1 to their budget (-5, 0, 2^63-1);
+#  - --trace-capacity at the largest value it accepts runs (2^32 made every trial fail: bad_alloc);
 #  - exec reads at most 512 hook reports of at most 4 MiB each, and says so;
 #  - a front killed with SIGKILL leaves its cgroup folder; the next run removes it (skipped where
 #    trials get no cgroup).
@@ -91,6 +92,17 @@ if all(os.path.exists(s) for s in shards):
         edited = path(f"shard2-{bad}.json")
         json.dump(doc, open(edited, "w"))
         one_line(tool("merge", shards[0], edited), 3, f"batch size {bad}", f"merge with a batch size of {bad}")
+
+# 3b. --trace-capacity at the largest value it accepts runs (2^32 made every trial fail with
+# std::bad_alloc): the maximum is read from the tool's own refusal of a larger value.
+r = tool("run", path("m.pt"), "--shape", "2x3", "--trace", "--trace-capacity", "99999999999999")
+words = r.stderr.split("expected an integer from 1024 to ")
+check(r.returncode == 2 and len(words) == 2, f"--trace-capacity 99999999999999: exit {r.returncode}: {r.stderr[-300:]}")
+if len(words) == 2:
+    largest = words[1].split(",")[0]
+    r = tool("run", path("m.pt"), "--shape", "2x3", "--trace", "--trace-capacity", largest, "--configs", "default",
+             "--repeats", "2", "--no-fix-search")
+    check(r.returncode == 0, f"--trace-capacity {largest} (the largest accepted): exit {r.returncode}: {r.stderr[-300:]}")
 
 # 4. exec's hook reports: their number and size are capped, and the report says so.
 r = tool("exec", "--repeats", "2", "--report", path("hooks.json"), "--", "sh", "-c",
