@@ -6,7 +6,9 @@
 #    at --budget 8 on a real model);
 #  - whatever it writes, its own readers read: --rows 4096 --budget 32 makes more row comparisons
 #    than a report may hold (80 MB, more than 2^21 values, which report and compare refused), so the
-#    report keeps the first anchors' rows with a note, and report and compare read it.
+#    report keeps the first anchors' rows with a note, and report and compare read it;
+#  - a model that fails at one batch size, an output whose shape changes with the batch, and rows
+#    of no elements: one line naming it, exit 3.
 # Prints the audit's peak memory (its children's maximum resident set, as wait4 counts it).
 #
 # usage: test_invariance_limits.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
@@ -58,6 +60,39 @@ if report.exists():
         check(r.returncode in (0, 1), f"{args[0]} of the invariance report: exit {r.returncode}: {r.stderr[-300:]}")
 else:
     check(False, "no report written")
+
+
+
+# Unusual models: one line and exit 3 each, naming what happened (a raw ATen message, "internal
+# error" or "max abs 0" before).
+class FailsAtThree(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] == 3:
+            raise RuntimeError("the model refuses three rows")
+        return x * 2
+
+
+class Narrows(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 2:
+            return x[:, :1] * 2
+        return x * 2
+
+
+torch.save(torch.randn(16, 4), str(work / "small.pt"))
+torch.save(torch.randn(16, 0), str(work / "empty-rows.pt"))
+for name, module, rows_file, needle in (
+        ("fails-at-three", FailsAtThree(), "small.pt", "fails on a batch of 3: the model refuses three rows"),
+        ("narrows", Narrows(), "small.pt", "changes with the batch"),
+        ("zero-width", Narrows(), "empty-rows.pt", "has rows of no elements")):
+    path = work / f"{name}.pt"
+    torch.jit.script(module).save(str(path))
+    r = subprocess.run([binary, "-q", "invariance", str(path), "--input", str(work / rows_file), "--rows", "2",
+                        "--sizes", "1,2,3,4", "--configs", "default", "--no-fix-search"],
+                       capture_output=True, text=True, timeout=600)
+    lines = r.stderr.strip().splitlines()
+    check(r.returncode == 3 and len(lines) == 1 and needle in r.stderr,
+          f"{name}: exit 3 and one line saying '{needle}' expected, got exit {r.returncode}: {r.stderr[-300:]}")
 
 if failures:
     sys.exit(1)

@@ -95,6 +95,8 @@ std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
   const double t0 = now_ms();
   try {
     out = target_.call(args);
+  } catch (const TrialInputError&) {
+    throw;
   } catch (const std::exception& e) {
     if (export_ && m != rows_.count)
       throw TrialInputError(fmt::format(
@@ -102,7 +104,8 @@ std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
           "torch.export.export(model, args, dynamic_shapes=({{0: torch.export.Dim(\"batch\")}},)), and audit that "
           "archive",
           rows_.count, m));
-    throw;
+    // The model's own failure at one size is the model's, not ours: the size and its message, exit 3.
+    throw TrialInputError(fmt::format("the model fails on a batch of {}: {}", m, error_text(e)));
   }
   synchronize(device_);
   forward_ms += now_ms() - t0;
@@ -155,6 +158,12 @@ void Sweep::record(int64_t m, const char* placement, const std::vector<at::Tenso
       RowComparison row{anchor, names_[i], pos, digest(slice), true, 0, 0};
       if (against != nullptr) {
         const Slice& ref = (*against)[static_cast<size_t>(anchor)][i];
+        if (ref.t.defined() && (ref.t.scalar_type() != slice.scalar_type() || ref.t.sizes() != slice.sizes()))
+          throw TrialInputError(fmt::format(
+              "the model's {} changes with the batch: a row is {}[{}] in a batch of {} ({}) but {}[{}] in the one it "
+              "is compared with",
+              names_[i], dtype_name(slice.scalar_type()), fmt::join(slice.sizes(), "x"), m, placement,
+              dtype_name(ref.t.scalar_type()), fmt::join(ref.t.sizes(), "x")));
         row.equal = row.digest == ref.digest;
         if (!row.equal) {
           const report::DivergenceStats s = tensor_difference(ref.t, slice);
