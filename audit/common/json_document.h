@@ -70,8 +70,11 @@ class JsonDocumentBuilder : public nlohmann::json_sax<Json> {
   }
   bool end_object() override { return close(); }
   bool end_array() override { return close(); }
+  // nlohmann's parse_error or out_of_range (a number too large), of its own type, for the caller's message.
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    throw e;  // nlohmann's parse_error or out_of_range (a number too large), for the caller's message
+    if (const auto* p = dynamic_cast<const nlohmann::detail::parse_error*>(&e)) throw *p;
+    if (const auto* o = dynamic_cast<const nlohmann::detail::out_of_range*>(&e)) throw *o;
+    throw e;
   }
 
  private:
