@@ -69,6 +69,8 @@ if r.returncode == 0:
     rep = json.load(open(path("eq.json")))
     configs = [c["name"] for t in rep["targets"] for c in t["configs"]]
     check(configs == ["default"], f"run --configs=default: configurations {configs}")
+r = tool("run", "--configs", "default", path("m.pt"), "--shape", "2x3", "--repeats", "2")
+check(r.returncode == 0, f"run --configs default m.pt --shape 2x3: exit {r.returncode}: {r.stderr[-300:]}")
 r = tool("invariance", "--input=" + path("rows.pt"), path("m.pt"), "--rows=2", "--sizes=1,2", "--configs=default")
 check(r.returncode == 0, f"invariance --input=rows.pt m.pt: exit {r.returncode}: {r.stderr[-300:]}")
 
