@@ -62,10 +62,12 @@ check(r.returncode == 0, f"the genuine run: exit {r.returncode}: {r.stderr[-300:
 
 arrays = "[" * 100000 + "]" * 100000
 objects = '{"a": ' * 50000 + "1" + "}" * 50000
+# Members after the deep one: the object's growth copied the deep value (a recursion per level).
+TAIL = ', "a": 1, "b": 2, "c": 3, "d": 4, "e": 5}'
 DEEP = {
-    "arrays": write("deep-arrays.json", '{"zz": ' + arrays + "}"),
-    "objects": write("deep-objects.json", '{"zz": ' + objects + "}"),
-    "257": write("deep-257.json", '{"zz": ' + "[" * 256 + "]" * 256 + "}"),
+    "arrays": write("deep-arrays.json", '{"zz": ' + arrays + TAIL),
+    "objects": write("deep-objects.json", '{"zz": ' + objects + TAIL),
+    "257": write("deep-257.json", '{"zz": ' + "[" * 256 + "]" * 256 + TAIL),
 }
 for kind, deep in DEEP.items():
     refused(tool("report", deep), f"report ({kind})")
@@ -80,12 +82,12 @@ for kind, deep in DEEP.items():
     refused(tool("probes", "--knowledge", deep, "--list"), f"probes --knowledge ({kind})")
 
 # 256 levels are within the limit: the reader gets the document and names what is wrong with it.
-r = tool("report", write("deep-256.json", '{"zz": ' + "[" * 255 + "]" * 255 + "}"))
+r = tool("report", write("deep-256.json", '{"zz": ' + "[" * 255 + "]" * 255 + TAIL))
 check(r.returncode == 3 and "deeper than" not in r.stderr and len(r.stderr.strip().splitlines()) == 1,
       f"report (256 levels): exit {r.returncode}: {r.stderr[-300:]}")
 
 # A safetensors header (diff) and an exported program's graph (lint).
-header = ('{"zz": ' + arrays + "}").encode()
+header = ('{"zz": ' + arrays + TAIL).encode()
 st = write("deep.safetensors", struct.pack("<Q", len(header)) + header)
 refused(tool("diff", st, st), "diff of a safetensors file")
 exported = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "exported.pt2")
@@ -95,7 +97,7 @@ with zipfile.ZipFile(exported) as zin, zipfile.ZipFile(path("deep.pt2"), "w", zi
 refused(tool("lint", path("deep.pt2")), "lint of an exported program")
 
 # A hook report is the user's program's: a deep one is skipped with a warning, and the audit goes on.
-hook = write("hook.json", '{"format": "repro-audit/exec-hook-1", "zz": ' + arrays + "}")
+hook = write("hook.json", '{"format": "repro-audit/exec-hook-1", "zz": ' + arrays + TAIL)
 r = tool("exec", "--repeats", "2", "--report", path("exec.json"), "--", "sh", "-c",
          f'cp {hook} "$REPRO_AUDIT_HOOK_DIR/hook-9.json"; echo a > "$REPRO_AUDIT_OUT/a"')
 check(r.returncode in (0, 1), f"exec with a deep hook report: exit {r.returncode}: {r.stderr[-300:]}")
