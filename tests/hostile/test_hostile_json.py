@@ -78,7 +78,7 @@ for kind, deep in DEEP.items():
     refused(tool("invariance", path("m.pt"), "--input", path("rows.pt"), "--baseline", deep),
             f"invariance --baseline ({kind})")
     refused(tool("run", path("m.pt"), "--shape", "2x3", "--allowlist", deep), f"run --allowlist ({kind})")
-    refused(tool("report", path("good.json"), "--allowlist", deep), f"report --allowlist ({kind})")
+    refused(tool("compare", path("good.json"), path("good.json"), "--allowlist", deep), f"compare --allowlist ({kind})")
     refused(tool("probes", "--knowledge", deep, "--list"), f"probes --knowledge ({kind})")
 
 # 256 levels are within the limit: the reader gets the document and names what is wrong with it.
