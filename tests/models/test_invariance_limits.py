@@ -82,7 +82,7 @@ class Narrows(torch.nn.Module):
 torch.save(torch.randn(16, 4), str(work / "small.pt"))
 torch.save(torch.randn(16, 0), str(work / "empty-rows.pt"))
 for name, module, rows_file, needle in (
-        ("fails-at-three", FailsAtThree(), "small.pt", "fails on a batch of 3: the model refuses three rows"),
+        ("fails-at-three", FailsAtThree(), "small.pt", "fails on a batch of 3: builtins.RuntimeError: the model refuses"),
         ("narrows", Narrows(), "small.pt", "changes with the batch"),
         ("zero-width", Narrows(), "empty-rows.pt", "has rows of no elements")):
     path = work / f"{name}.pt"
