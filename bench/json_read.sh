@@ -25,10 +25,10 @@ report = json.load(open(sys.argv[1]), object_pairs_hook=dict)
 report["environment"].update({f"k{i}": i for i in range(int(sys.argv[3]))})
 json.dump(report, open(sys.argv[2], "w"))
 EOF
-  if out=$( { /usr/bin/time -f "%e %M" timeout "$limit" "$binary" report "$file" --json >/dev/null 2>/dev/null; } 2>&1 ); then
-    read -r secs kb <<<"$(tail -1 <<<"$out")"
+  if /usr/bin/time -o "$work/time" -f "%e %M" timeout "$limit" "$binary" report "$file" --json >/dev/null 2>"$work/err"; then
+    read -r secs kb <"$work/time"
     echo "$n keys ($(du -h "$file" | cut -f1)): $secs s, peak $((kb / 1024)) MiB"
   else
-    echo "$n keys ($(du -h "$file" | cut -f1)): not read within $limit s (or refused): $(tail -1 <<<"$out")"
+    echo "$n keys ($(du -h "$file" | cut -f1)): not read within $limit s, or refused: $(tail -1 "$work/err")"
   fi
 done
