@@ -119,6 +119,12 @@ int run(int argc, char** argv, const Program& program) {
     if (c.hidden) sub->group("");
     sub->fallthrough();
     actions.emplace_back(sub, c.attach(*sub, global));
+    // A repeatable option (--configs, --shape, ...) takes one value an occurrence, never the
+    // arguments after it: CLI11 let it go on eating words up to the next option, so `run
+    // --configs=default m.pt --shape 2x3` took the model as a configuration ("model is required").
+    // Several values are given as --configs a,b or --configs a --configs b.
+    for (CLI::Option* o : sub->get_options())
+      if (!o->get_lnames().empty() && o->get_items_expected_max() > 1) o->allow_extra_args(false);
   }
 
   // "--report=" with nothing after the "=" made CLI11 take the next argument as its value (a report

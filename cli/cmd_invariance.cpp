@@ -121,7 +121,7 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
                  "between neighbouring sizes that disagree")
       ->capture_default_str();
   sub.add_option("--budget", a->budget, "the largest batch size tried")
-      ->check(integer_in(1, 1 << 20))
+      ->check(integer_in(1, static_cast<uint64_t>(invariance::kMaxBudget)))
       ->capture_default_str();
   sub.add_option("--batch-dim", a->batch_dims,
                  "per input: its batch dimension, or none for an input passed whole (default 0)")

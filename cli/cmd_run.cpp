@@ -90,10 +90,12 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--trace", a->trace,
                "record every op (forward, backward, optimizer) with digests of its inputs and outputs; name the "
                "first op that diverged and search for the cheapest switches that fix it");
-  CLI::Option* capacity = sub.add_option("--trace-capacity", a->trace_capacity,
-                                         "tensor digests a trace may hold (16 bytes each); later ops are dropped")
-                              ->check(integer_in(1024, uint64_t{1} << 32))
-                              ->capture_default_str();
+  CLI::Option* capacity =
+      sub.add_option("--trace-capacity", a->trace_capacity,
+                     "tensor digests and records a trace may hold (16 bytes a digest, a few dozen a "
+                     "record; at most 16777216); later ops are dropped")
+          ->check(integer_in(1024, kMaxTraceCapacity))
+          ->capture_default_str();
   sub.add_flag("--no-fix-search", a->no_fix_search, "with --trace: name root causes only, do not search for fixes");
   CLI::Option* timed =
       sub.add_option("--timed-runs", a->timed_runs, "fix search: timed runs per configuration after a warm-up (median)")

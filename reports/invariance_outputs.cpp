@@ -9,7 +9,7 @@
 // them for all outputs (audit/invariance/invariance_analysis.cpp), written into the baseline's
 // "invariance" section beside the joined classes, position and warm-up dependence; read back into
 // InvarianceConfig::by_output. No paths: the model is kept by its file name.
-// The cost: one pass over the cells; a baseline grows by a few sizes per output.
+// The cost: one pass over the cells (rows_by_output); a baseline grows by a few sizes per output.
 #include "reports/invariance_model.h"
 #include "reports/json_node.h"
 #include "reports/json_parts.h"
@@ -22,6 +22,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace ra::report {
 namespace {
@@ -41,28 +42,58 @@ std::vector<SizeClass> group(const std::map<int64_t, std::string>& signatures) {
   return classes;
 }
 
-std::vector<std::string> output_names(const InvarianceConfig& c) {
-  std::vector<std::string> names;
-  for (const auto& cell : c.cells)
-    for (const auto& r : cell.rows)
-      if (std::find(names.begin(), names.end(), r.output) == names.end()) names.push_back(r.output);
-  return names;
-}
+// Each output's rows, gathered in one pass over the cells in first-seen order of the outputs, so
+// that the per-output functions below cost the rows once, not once per output (an invariance
+// report may name 250,000 outputs).
+struct OutputRows {
+  std::string output;
+  std::vector<std::pair<const InvarianceCell*, const RowComparison*>> rows;  // in cell order
+};
 
-// True when a placement other than the start, or the second call, gave `output` other bits.
-bool placement_differs(const InvarianceConfig& c, const std::string& output) {
-  std::map<std::pair<int64_t, int>, std::string> start;
-  for (const auto& cell : c.cells)
-    if (cell.placement == std::string("start"))
-      for (const auto& r : cell.rows)
-        if (r.output == output) start[{cell.size, r.anchor}] = r.digest;
+std::vector<OutputRows> rows_by_output(const InvarianceConfig& c) {
+  std::vector<OutputRows> out;
+  std::unordered_map<std::string, size_t> index;
   for (const auto& cell : c.cells)
     for (const auto& r : cell.rows) {
-      if (r.output != output || cell.placement == std::string("start")) continue;
-      if (cell.placement == std::string("second-call") ? !r.equal : start[{cell.size, r.anchor}] != r.digest)
-        return true;
+      const auto [it, fresh] = index.emplace(r.output, out.size());
+      if (fresh) out.push_back({r.output, {}});
+      out[it->second].rows.emplace_back(&cell, &r);
     }
+  return out;
+}
+
+// True when a placement other than the start, or the second call, gave the output other bits.
+bool placement_differs(const OutputRows& o) {
+  std::map<std::pair<int64_t, int>, std::string> start;
+  for (const auto& [cell, r] : o.rows)
+    if (cell->placement == std::string("start")) start[{cell->size, r->anchor}] = r->digest;
+  for (const auto& [cell, r] : o.rows) {
+    if (cell->placement == std::string("start")) continue;
+    const auto at = start.find({cell->size, r->anchor});
+    const std::string& reference = at == start.end() ? std::string() : at->second;
+    if (cell->placement == std::string("second-call") ? !r->equal : reference != r->digest) return true;
+  }
   return false;
+}
+
+// The output's classes of sizes, from the start cells (a start cell without a row of the output
+// counts as an empty signature, and a later start cell of the same size replaces an earlier one).
+std::vector<SizeClass> classes_of(const InvarianceConfig& c, const OutputRows& o) {
+  std::unordered_map<const InvarianceCell*, std::vector<std::string>> rows;
+  for (const auto& [cell, r] : o.rows)
+    if (cell->placement == std::string("start")) rows[cell].push_back(fmt::format("{}:{}", r->anchor, r->digest));
+  std::map<int64_t, std::string> signatures;
+  for (const auto& cell : c.cells) {
+    if (cell.placement != std::string("start")) continue;
+    auto it = rows.find(&cell);
+    if (it == rows.end()) {
+      signatures[cell.size].clear();
+      continue;
+    }
+    std::sort(it->second.begin(), it->second.end());
+    signatures[cell.size] = fmt::format("{}", fmt::join(it->second, ";"));
+  }
+  return group(signatures);
 }
 
 json baseline_classes_json(const std::vector<SizeClass>& classes) {
@@ -104,25 +135,19 @@ InvarianceConfig baseline_config_from(const Node& n) {
 std::vector<OutputClasses> output_classes(const InvarianceConfig& c) {
   if (c.cells.empty()) return c.by_output;
   std::vector<OutputClasses> out;
-  for (const auto& name : output_names(c)) {
-    std::map<int64_t, std::string> signatures;
-    for (const auto& cell : c.cells) {
-      if (cell.placement != std::string("start")) continue;
-      std::vector<std::string> rows;
-      for (const auto& r : cell.rows)
-        if (r.output == name) rows.push_back(fmt::format("{}:{}", r.anchor, r.digest));
-      std::sort(rows.begin(), rows.end());
-      signatures[cell.size] = fmt::format("{}", fmt::join(rows, ";"));
-    }
-    out.push_back({name, group(signatures)});
-  }
+  for (const auto& o : rows_by_output(c)) out.push_back({o.output, classes_of(c, o)});
   return out;
 }
 
 std::vector<std::string> variant_outputs(const InvarianceConfig& c) {
   std::vector<std::string> out;
-  for (const auto& o : output_classes(c))
-    if (o.classes.size() > 1 || placement_differs(c, o.output)) out.push_back(o.output);
+  if (c.cells.empty()) {
+    for (const auto& o : c.by_output)
+      if (o.classes.size() > 1) out.push_back(o.output);
+    return out;
+  }
+  for (const auto& o : rows_by_output(c))
+    if (classes_of(c, o).size() > 1 || placement_differs(o)) out.push_back(o.output);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 
 namespace ra {
 namespace {
@@ -114,9 +115,13 @@ std::vector<std::string> changes(const InvarianceConfig& b, const InvarianceConf
   std::set_intersection(tb.begin(), tb.end(), tc.begin(), tc.end(), std::inserter(common, common.end()));
   std::vector<std::string> out;
   const auto before = report::output_classes(b);
+  std::unordered_map<std::string, const report::OutputClasses*> by_name;  // a report may name 250,000 outputs
+  for (const auto& x : before) by_name.emplace(x.output, &x);
   for (const auto& o : report::output_classes(c)) {
-    const auto it = std::find_if(before.begin(), before.end(), [&](const auto& x) { return x.output == o.output; });
-    if (it == before.end() || restricted(it->classes, common) == restricted(o.classes, common)) continue;
+    const auto found = by_name.find(o.output);
+    if (found == by_name.end()) continue;
+    const report::OutputClasses* it = found->second;
+    if (restricted(it->classes, common) == restricted(o.classes, common)) continue;
     for (auto& line : boundary_changes(it->classes, o.classes, o.output)) out.push_back(std::move(line));
   }
   if (out.empty() && restricted(b.classes, common) != restricted(c.classes, common))

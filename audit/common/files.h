@@ -8,6 +8,11 @@
 
 namespace ra {
 
+// Throws InputError naming `what` when `path` (symlinks followed) exists but is not a regular file or
+// a folder: a FIFO, socket or device would block a reader (a FIFO given as the model held the worker
+// until --timeout) or feed it without end, so every file the user names is refused at once.
+void check_not_special(const std::string& path, const std::string& what);
+
 // Reads a whole file; throws InputError naming `what` ("model", "report", ...) when it cannot.
 std::string read_file(const std::string& path, const std::string& what);
 

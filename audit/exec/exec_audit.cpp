@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/exec/exec_audit.h"
+#include "audit/common/json_document.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -192,7 +193,7 @@ nlohmann::ordered_json fingerprint(const ScratchDir& scratch, double timeout_s) 
   const ChildOutcome out = run_children({job}, 1).front();
   try {
     if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == 0)
-      return nlohmann::ordered_json::parse(read_file(job.stdout_path, "environment"));
+      return parse_json_document<nlohmann::ordered_json>(read_file(job.stdout_path, "environment"), "environment");
   } catch (const std::exception&) {}
   throw Error(ExitCode::Incomplete,
               fmt::format("the worker could not read this machine's environment: {}", last_line(out.log_tail)));

@@ -44,6 +44,13 @@ std::map<std::string, std::optional<std::string>> Session::environment(const Con
   }
   env["REPRO_AUDIT_SWITCHES"] = requested.dump();
   for (auto& [var, value] : compile_environment(config, cache_folder(config, dir))) env[var] = value;
+  // Under inductor.cache=cold|warm nothing of a run outlives it (issue 39): Inductor's precompiled
+  // headers ($TMPDIR/torchinductor_$USER), an interrupted compiler's cc*.s files and Triton's home
+  // (its dump and override folders) go into the run's own folder, which the audit removes.
+  if (cache_mode(config) != CacheMode::Unset) {
+    env["TMPDIR"] = dir + "/tmp";
+    env["TRITON_HOME"] = dir + "/triton-home";
+  }
   return env;
 }
 
@@ -85,6 +92,10 @@ ChildJob Session::job(const Config& config, const std::string& dir, int trial) c
   fs::create_directories(dir + "/hook", ec);
   fs::create_directories(dir + "/out", ec);
   if (cache_mode(config) == CacheMode::Cold) make_cache_folder(cache_folder(config, dir));
+  if (cache_mode(config) != CacheMode::Unset) {
+    fs::create_directories(dir + "/tmp", ec);
+    fs::create_directories(dir + "/triton-home", ec);
+  }
   ChildJob j;
   j.argv = o_.argv;
   j.argv[0] = executable_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/exec/hook_report.h"
 
+#include "audit/common/json_document.h"
 #include "audit/exec/artifacts.h"
 #include "audit/exec/compile_switches.h"
 #include "audit/exec/hook_json.h"
@@ -92,8 +93,12 @@ void seed_item(Items& out, const json& r, const char* id, const char* rng, const
 
 // A hook file is written by the user's program into the run's tree, so it may be anything: it is
 // read only if it is a regular file (never through a symlink, never blocking on a FIFO or a
-// device), and only up to kMaxHookReport bytes (a real one holds a few KB).
-constexpr off_t kMaxHookReport = off_t{16} << 20;
+// device), and only up to kMaxHookReport bytes (a real one holds a few KB). A run's tree may hold
+// any number of them, so at most kMaxHookReports are read, kMaxHookBytes in all (16 files of 15 MB
+// once took 2.7 GB): one per process of a distributed run of a few hundred ranks fits.
+constexpr off_t kMaxHookReport = off_t{4} << 20;
+constexpr size_t kMaxHookReports = 512;
+constexpr off_t kMaxHookBytes = off_t{64} << 20;
 
 std::string read_report(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -141,17 +146,37 @@ HookRun read_hook_run(const std::string& dir) {
     run.notes.push_back("the hook folder was replaced by a symlink: not followed");
     return run;
   }
+  std::vector<std::filesystem::path> files;  // sorted, so that which ones a cap leaves out is the same each run
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("hook-", 0) != 0 || e.path().extension() != ".json") continue;
+    if (name.rfind("hook-", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.size() > kMaxHookReports) {
+    run.notes.push_back(fmt::format("{} hook reports, more than the {} read: the first {} by name were read",
+                                    files.size(), kMaxHookReports, kMaxHookReports));
+    files.resize(kMaxHookReports);
+  }
+  off_t total = 0;
+  for (const auto& path : files) {
+    const std::string name = path.filename().string();
     try {
       HookProcess p;
-      p.report = json::parse(read_report(e.path().string()));
+      std::string body = read_report(path.string());
+      if (total + static_cast<off_t>(body.size()) > kMaxHookBytes) {
+        run.notes.push_back(fmt::format("{}: not read, the hook reports before it hold the {} MiB read in all", name,
+                                        kMaxHookBytes >> 20));
+        break;
+      }
+      total += static_cast<off_t>(body.size());
+      p.report = parse_json_document<json>(body, "hook report " + name);
       if (!p.report.is_object() || text(p.report, "format") != "repro-audit/exec-hook-1")
         throw std::runtime_error("not a hook report");
       const std::string rank = text(member(p.report, "env"), "RANK");
       p.rank = rank.empty() ? -1 : std::atoi(rank.c_str());
       all.push_back(std::move(p));
+    } catch (const Interrupted&) {
+      throw;
     } catch (const std::exception& ex) {
       run.notes.push_back(fmt::format("{}: {}", name, ex.what()));
     }

@@ -15,8 +15,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <unordered_map>
 
 namespace ra::invariance {
 namespace {
@@ -70,6 +73,15 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
 // A worker that failed: with `fatal`, its own line for a bad model or input (no report); else, or
 // for anything else, a crash (a fix search's candidate whose switch is not in effect only crashes).
 std::string failure(const ChildOutcome& out, bool fatal) {
+  // A full TMPDIR makes the worker fail wherever it meets it first, often after the model printed
+  // a line of its own: say what happened, as run does (an input error, exit 3), never that line.
+  if (out.disk_full) {
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string why = fmt::format("no space left in TMPDIR ({}): the invariance worker could not write its files",
+                                        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+    if (fatal) throw InputError(why);
+    return why;
+  }
   const std::string line = worker_error_line(out, fatal);
   const std::string how = out.kind == ChildOutcome::Kind::TimedOut   ? "timed out"
                           : out.kind == ChildOutcome::Kind::Signaled ? fmt::format("died of signal {}", out.signal)
@@ -91,7 +103,7 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
   for (size_t i = 0; i < cells.size(); ++i) {
     CellResult r;
     r.worker_ms = outcomes[i].wall_ms;
-    if (outcomes[i].kind != ChildOutcome::Kind::Exited || outcomes[i].exit_code != 0) {
+    if (outcomes[i].kind != ChildOutcome::Kind::Exited || outcomes[i].exit_code != 0 || outcomes[i].disk_full) {
       r.crash = failure(outcomes[i], fatal);
     } else {
       try {
@@ -142,6 +154,49 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   if (inv.kind.empty()) inv.control.evidence = "not run: no configuration's worker finished";
   compare_configs(inv.configs);
   return inv;
+}
+
+// Whatever invariance writes, its own readers must read (issue 39): --rows 4096 made a report of 80 MB
+// and more JSON values than parse_json_document reads. So a report keeps at most kMaxReportRows
+// row comparisons in its cells: those of the first anchors (and, past one anchor, of its first
+// outputs), a note saying how many. The verdicts, classes and dependence are computed before, from
+// every row; what reads the cells again (compare's per-output classes, merge's analysis of shards)
+// sees the rows kept. 150,000 rows are about 1.2 million values, within kMaxJsonValues.
+constexpr size_t kMaxReportRows = 150000;
+
+void bound_rows(report::Invariance& inv) {
+  size_t total = 0;
+  for (const auto& c : inv.configs)
+    for (const auto& cell : c.cells) total += cell.rows.size();
+  if (total <= kMaxReportRows) return;
+  std::unordered_map<std::string, int64_t> output_index;
+  for (const auto& name : inv.outputs) output_index.emplace(name, static_cast<int64_t>(output_index.size()));
+  const auto outputs = static_cast<int64_t>(output_index.size()) + 1;
+  const auto rank = [&](const report::RowComparison& r) {
+    const auto it = output_index.find(r.output);
+    return static_cast<int64_t>(r.anchor) * outputs + (it == output_index.end() ? outputs - 1 : it->second);
+  };
+  std::map<int64_t, size_t> per_rank;  // rows per (anchor, output), in that order
+  for (const auto& c : inv.configs)
+    for (const auto& cell : c.cells)
+      for (const auto& r : cell.rows) ++per_rank[rank(r)];
+  int64_t limit = 0;  // rows of a rank below it are kept
+  size_t kept = 0;
+  for (const auto& [k, n] : per_rank) {
+    if (kept + n > kMaxReportRows) break;
+    kept += n;
+    limit = k + 1;
+  }
+  for (auto& c : inv.configs)
+    for (auto& cell : c.cells)
+      std::erase_if(cell.rows, [&](const report::RowComparison& r) { return rank(r) >= limit; });
+  const int64_t anchors = limit / outputs;
+  inv.notes.push_back(fmt::format(
+      "the cells keep {} of the {} row comparisons ({}): all of them would make a report larger than repro-audit "
+      "reads; the verdicts, classes and dependence above count every row",
+      kept, total,
+      anchors >= 1 ? fmt::format("anchors 0 to {} of {}", anchors - 1, inv.rows)
+                   : fmt::format("anchor 0's first {} outputs", limit)));
 }
 
 // A shard runs no fix search: it needs the whole sweep of the first configuration, which a shard
@@ -205,6 +260,7 @@ class InvarianceKind : public AuditKind {
     nlohmann::ordered_json environment;
     report.invariance = analyse_cells(o_, cells_, results_, environment);
     search_fix(o_, scratch_, *report.invariance);
+    bound_rows(*report.invariance);
     report.environment = std::move(environment);
     report.targets.clear();  // the invariance section is the result
   }

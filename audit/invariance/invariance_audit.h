@@ -21,6 +21,9 @@
 
 namespace ra::invariance {
 
+// The largest --budget (batch size) an invariance run tries, and so the largest size merge accepts.
+inline constexpr int64_t kMaxBudget = int64_t{1} << 20;
+
 struct InvarianceOptions {
   SessionOptions session;  // device, configurations, jobs, timeout, seed, libraries, argv, progress
   std::string model;

@@ -39,21 +39,40 @@ const InvarianceConfig* find_config(const report::Report& r, const std::string& 
   return nullptr;
 }
 
+// The cells already joined, by (size, placement): an index into InvarianceConfig::cells, so that
+// joining costs n log n in the cells, not a search of every cell held for each new one.
+using CellIndex = std::map<std::pair<int64_t, size_t>, size_t>;
+
 // Adds a shard's cells; a (size, placement) already held is kept once, and a size whose start
 // bits differ between shards is noted (the model's bits then depend on the process).
-void add_cells(InvarianceConfig& joined, const InvarianceConfig& piece, std::set<int64_t>& differing) {
+void add_cells(InvarianceConfig& joined, const InvarianceConfig& piece, CellIndex& held, std::set<int64_t>& differing) {
   for (const auto& cell : piece.cells) {
-    const auto it = std::find_if(joined.cells.begin(), joined.cells.end(), [&](const InvarianceCell& x) {
-      return x.size == cell.size && x.placement == cell.placement;
-    });
-    if (it == joined.cells.end()) {
+    const auto [it, fresh] =
+        held.emplace(std::make_pair(cell.size, placement_index(cell.placement)), joined.cells.size());
+    if (fresh) {
       joined.cells.push_back(cell);
       continue;
     }
     if (cell.placement != std::string("start")) continue;
-    for (size_t r = 0; r < cell.rows.size() && r < it->rows.size(); ++r)
-      if (cell.rows[r].digest != it->rows[r].digest) differing.insert(cell.size);
+    const InvarianceCell& have = joined.cells[it->second];
+    for (size_t r = 0; r < cell.rows.size() && r < have.rows.size(); ++r)
+      if (cell.rows[r].digest != have.rows[r].digest) differing.insert(cell.size);
   }
+}
+
+// A shard's batch sizes are those an invariance run can try: its budget from 1 to the largest
+// --budget, and every cell's size from 1 to that budget (merge is given files, which anyone can edit).
+void check_sizes(const fleet::ShardFile& s) {
+  const report::Invariance& inv = *s.report.invariance;
+  if (inv.budget < 1 || inv.budget > kMaxBudget)
+    throw InputError(fmt::format("{}: budget {} is not a batch size from 1 to {}", s.path, inv.budget, kMaxBudget));
+  for (const auto& c : inv.configs)
+    for (const auto& cell : c.cells)
+      if (cell.size < 1 || cell.size > inv.budget)
+        throw InputError(
+            fmt::format("{}: configuration {} holds a cell of batch size {}, not a size from 1 to its "
+                        "budget of {}",
+                        s.path, c.config, cell.size, inv.budget));
 }
 
 // One configuration joined from the shards that ran it; nullopt when none did.
@@ -61,12 +80,13 @@ std::optional<InvarianceConfig> join_config(const std::string& name, const std::
                                             std::vector<std::string>& notes) {
   std::optional<InvarianceConfig> joined;
   std::set<int64_t> differing;
+  CellIndex held;
   for (const fleet::ShardFile* s : set) {
     const InvarianceConfig* piece = find_config(s->report, name);
     if (!piece) continue;
     if (!joined) joined = InvarianceConfig{}, joined->config = name, joined->switches = piece->switches;
     if (piece->verdict == "crashed") joined->verdict = "crashed", joined->message = piece->message;
-    add_cells(*joined, *piece, differing);
+    add_cells(*joined, *piece, held, differing);
     joined->timing.forward_ms += piece->timing.forward_ms, joined->timing.calls += piece->timing.calls;
     joined->timing.sweep_ms += piece->timing.sweep_ms, joined->timing.worker_ms += piece->timing.worker_ms;
   }
@@ -139,10 +159,12 @@ bool invariance_shards(const std::vector<fleet::ShardFile>& shards) {
 report::Report merge_invariance(const std::vector<fleet::ShardFile>& shards) {
   const fleet::ShardSets sets = fleet::check_shards(shards);
   const std::vector<const fleet::ShardFile*>& set = sets.sets.front();
-  for (const fleet::ShardFile* s : set)
+  for (const fleet::ShardFile* s : set) {
     if (!s->report.invariance)
       throw InputError(fmt::format("{}: shard {}/{} holds no invariance result, unlike the others", s->path,
                                    s->report.shard->index, s->report.shard->count));
+    check_sizes(*s);
+  }
   const report::Report& first = set.front()->report;
   report::Report out;
   out.tool_version = first.tool_version;
@@ -150,11 +172,12 @@ report::Report merge_invariance(const std::vector<fleet::ShardFile>& shards) {
   out.environment = first.environment;
   report::Invariance inv = *first.invariance;
   inv.configs.clear();
+  std::set<std::string> noted(inv.notes.begin(), inv.notes.end());
   for (const fleet::ShardFile* s : set) {
     inv.control.detected = inv.control.detected && s->report.invariance->control.detected;
     out.wall_ms = std::max(out.wall_ms, s->report.wall_ms);
     for (const auto& note : s->report.invariance->notes)  // e.g. the fix search left to an unsharded run
-      if (std::find(inv.notes.begin(), inv.notes.end(), note) == inv.notes.end()) inv.notes.push_back(note);
+      if (noted.insert(note).second) inv.notes.push_back(note);
   }
   for (const auto& name : first.shard->configs)
     if (auto joined = join_config(name, set, inv.notes)) inv.configs.push_back(std::move(*joined));

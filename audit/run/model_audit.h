@@ -34,6 +34,11 @@
 
 namespace ra {
 
+// The largest --trace-capacity: a trace holds at most this many digests and records together, so its
+// memory in the trial is bounded (16 bytes a digest, a record's few dozen bytes: about 1.5 GiB at
+// most); 2^32 once made every trial fail with std::bad_alloc.
+inline constexpr uint64_t kMaxTraceCapacity = uint64_t{1} << 24;
+
 struct RunOptions : SessionOptions {
   std::string model;
   std::string input_file;
@@ -41,7 +46,7 @@ struct RunOptions : SessionOptions {
   std::string mode = "infer";
   int steps = 1;
   bool trace = false;                        // record op traces, name root causes, search fixes
-  uint64_t trace_capacity = 1 << 21;         // tensor digests a trace may hold (16 bytes each)
+  uint64_t trace_capacity = 1 << 21;         // tensor digests and records a trace may hold (kMaxTraceCapacity)
   bool fix_search = true;                    // with trace: search fixes for diverged configurations
   int timed_runs = 5;                        // fix search: timed runs per timing child, after a warm-up run
   std::string optimizer = "sgd";             // train mode: sgd | adam

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/trace/trace_io.h"
+#include "audit/common/json_document.h"
 
 #include "audit/common/files.h"
 
@@ -119,7 +120,7 @@ Trace read_trace(const std::string& path) {
   if (!std::getline(in, line)) throw TraceError(fmt::format("trace '{}' is empty", path));
   uint64_t expected = 0;
   try {
-    const json h = json::parse(line);
+    const json h = parse_json_document<json>(line, fmt::format("trace '{}' line 1", path));
     if (!h.is_object() || h.value("format", std::string()) != kFormat)
       throw TraceError(fmt::format("'{}' line 1: not a repro-audit trace", path));
     if (integer<int>(h.at("version")) != kTraceVersion)
@@ -149,7 +150,8 @@ Trace read_trace(const std::string& path) {
     if (trace.records.size() == expected)
       throw TraceError(fmt::format("'{}' line {}: more records than the {} the header says", path, line_no, expected));
     try {
-      trace.records.push_back(record_from(json::parse(line)));
+      trace.records.push_back(
+          record_from(parse_json_document<json>(line, fmt::format("trace '{}' line {}", path, line_no))));
     } catch (const std::exception& e) {
       throw TraceError(fmt::format("'{}' line {}: malformed record: {}", path, line_no, e.what()));
     }

@@ -3,6 +3,7 @@
 
 #include "audit/common/log.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -126,6 +128,43 @@ std::string unescape(const std::string& s) {
   return out;
 }
 
+// The pid in a cgroup folder name of ours, "repro-audit.<pid>.<n>" or "repro-audit.<pid>.probe"; 0
+// for any other name.
+pid_t owner_of(const std::string& name) {
+  static const std::string prefix = "repro-audit.";
+  if (name.rfind(prefix, 0) != 0) return 0;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size() || dot - prefix.size() > 9) return 0;
+  for (size_t i = prefix.size(); i < dot; ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return 0;
+  const std::string rest = name.substr(dot + 1);
+  if (rest.empty() || (rest != "probe" && !std::all_of(rest.begin(), rest.end(), [](char c) {
+                         return std::isdigit(static_cast<unsigned char>(c)) != 0;
+                       })))
+    return 0;
+  return static_cast<pid_t>(std::stol(name.substr(prefix.size(), dot - prefix.size())));
+}
+
+// Removes the cgroups a front killed outright left behind (SIGKILL runs no destructor, issue 39):
+// folders of our naming under `folder` whose front (the pid in the name) no longer runs. Only
+// those: a folder of a running front, or of a pid that was reused, is left alone, and rmdir
+// removes nothing but an empty cgroup, so one that still holds a process stays.
+void remove_stale_cgroups(const std::string& folder) {
+  DIR* d = ::opendir(folder.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const pid_t owner = owner_of(name);
+    if (owner <= 0 || owner == ::getpid()) continue;
+    if (::kill(owner, 0) == 0 || errno != ESRCH) continue;  // running, or not ours to ask about
+    stale.push_back(folder + "/" + name);
+  }
+  ::closedir(d);
+  for (const auto& dir : stale)
+    if (::rmdir(dir.c_str()) == 0) log::debug("removed the cgroup {} a killed audit left", dir);
+}
+
 Containment find_containment() {
   const char* setting = std::getenv("REPRO_AUDIT_CGROUP");
   if (setting != nullptr && std::string(setting) == "off") return {false, "REPRO_AUDIT_CGROUP=off"};
@@ -157,6 +196,7 @@ Containment find_containment() {
   if (::mkdir(probe.c_str(), 0755) != 0)
     return {false, folder + " does not take a cgroup of ours (" + std::strerror(errno) + ")"};
   ::rmdir(probe.c_str());
+  remove_stale_cgroups(folder);
   return {true, folder};
 }
 

@@ -14,7 +14,9 @@
 //     a gate (a pipe) between fork and exec until the parent has moved it into
 //     <own cgroup>/repro-audit.<pid>.<n>, so every process it ever starts is born there. When the
 //     trial ends (or the audit stops), the cgroup is killed whole (cgroup.kill; before Linux 5.14:
-//     frozen, then each member killed) and removed once empty. REPRO_AUDIT_CGROUP=off skips this.
+//     frozen, then each member killed) and removed once empty. A front killed outright (SIGKILL)
+//     removes nothing; the next front to find the hierarchy removes the empty folders of that
+//     naming whose pid no longer runs. REPRO_AUDIT_CGROUP=off skips this.
 //  2. Otherwise (and for a trial whose move failed), the fallback: this process is a child
 //     subreaper (PR_SET_CHILD_SUBREAPER), so whatever a trial orphans is re-parented here, and only
 //     a descendant can be; and while the trial runs, its descendants (/proc/PID/task/*/children,

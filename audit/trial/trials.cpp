@@ -2,6 +2,7 @@
 #include "audit/trial/trials.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "audit/common/paths.h"
 #include "audit/trial/config.h"
 
@@ -60,6 +61,7 @@ void check_readable(const std::string& path, const char* what) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{} '{}' is a directory", what, path));
+  check_not_special(path, what);
   if (::access(path.c_str(), R_OK) != 0) throw InputError(fmt::format("{} '{}' is not readable", what, path));
 }
 

@@ -3,6 +3,7 @@
 // report holds, the page is rendered without a crash, and every value from it is escaped
 // (reports/escape.h): the page must never hold a '<' that a value put there. A report whose
 // target names carry markup is checked for that.
+#include "audit/common/json_document.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 #include "tests/fuzz/fuzz_common.h"
@@ -15,8 +16,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(ra::fuzz::text(data, size));
+    j = ra::parse_json_document<nlohmann::ordered_json>(ra::fuzz::text(data, size), "report");
   } catch (const nlohmann::json::exception&) {  // cli/cmd_report.cpp: "not valid JSON", exit 3
+    return 0;
+  } catch (const ra::InputError&) {  // parse_json_document: too deep or too many values, exit 3
     return 0;
   }
   try {

@@ -5,6 +5,7 @@
 // so that a pair, or a set, of shards can disagree in every way a hand or another machine can make
 // them.
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 #include "audit/fleet/merge_checks.h"
 #include "reports/json_read.h"
 #include "tests/fuzz/fuzz_common.h"
@@ -21,11 +22,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t nul = input.find('\0', start);
     const std::string doc = input.substr(start, nul == std::string::npos ? std::string::npos : nul - start);
     try {
-      const auto j = nlohmann::ordered_json::parse(doc);
+      const auto j = ra::parse_json_document<nlohmann::ordered_json>(doc, "shard");
       shards.push_back({"shard" + std::to_string(shards.size() + 1) + ".json", ra::report::report_from_json(j)});
     } catch (const nlohmann::json::exception&) {  // read_report: "not valid JSON", exit 3
       return 0;
     } catch (const ra::report::ReportError&) {  // read_report: the field that is wrong, exit 3
+      return 0;
+    } catch (const ra::InputError&) {  // parse_json_document: too deep or too many values, exit 3
       return 0;
     }
     if (nul == std::string::npos) break;

@@ -2,6 +2,7 @@
 // Report JSON, as `report` and `compare` read it (cli/cmd_report.cpp): parse, read the model, and
 // render what was read the way `report` does (text, Markdown, JUnit, JSON).
 #include "audit/common/errors.h"
+#include "audit/common/json_document.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 #include "tests/fuzz/fuzz_common.h"
@@ -11,8 +12,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(ra::fuzz::text(data, size));
+    j = ra::parse_json_document<nlohmann::ordered_json>(ra::fuzz::text(data, size), "report");
   } catch (const nlohmann::json::exception&) {  // cli/cmd_report.cpp: "not valid JSON", exit 3
+    return 0;
+  } catch (const ra::InputError&) {  // parse_json_document: too deep or too many values, exit 3
     return 0;
   }
   try {

@@ -7,6 +7,8 @@
 #   - the results do not fit (a model with 400 parameters, 24 KiB left): the trials are crashed
 #     with the reason "no space left in TMPDIR", exit 4, in a complete report;
 #   - nothing fits (the disk is full before the audit): "no space left", exit 3, no report;
+#   - invariance: the worker that cannot write its files says "no space left in TMPDIR", exit 3,
+#     never the last line the model printed (issue 39);
 #   - exec: a command that cannot write its outputs, or an artifact that cannot be taken, says "no
 #     space left" and where (issue 28), exit 3.
 # Never "exited with code 3 without a result", never a crash of the tool, and the scratch folder
@@ -103,6 +105,34 @@ try:
     code, err, rep = audit("nothing", double, "4", filler_kib=1024)
     if code != 3 or "no space left" not in err.lower() or rep is not None:
         failures.append(f"nothing: exit 3 saying 'no space left' and no report expected, got {code}: {err.strip()}")
+
+    # invariance (issue 39): the worker that cannot write its files is named with the full disk, never
+    # with the last line the model printed.
+    class Chatty(torch.nn.Module):
+        def forward(self, x):
+            print("a line the model printed")
+            return x * 2
+
+    chatty = os.path.join(WORK, "chatty.pt")
+    torch.jit.script(Chatty()).save(chatty)
+    rows = os.path.join(WORK, "rows.pt")
+    torch.save(torch.randn(64, 8), rows)
+    with open(os.path.join(FULL, "filler"), "wb") as f:
+        try:
+            f.write(b"\0" * (1000 << 10))
+        except OSError:
+            pass
+    proc = subprocess.run([TOOL, "invariance", chatty, "--input", rows, "--configs", "default", "--no-fix-search"],
+                          capture_output=True, env=dict(os.environ, TMPDIR=FULL), cwd=WORK)
+    err = proc.stderr.decode(errors="replace")
+    print(f"invariance: exit {proc.returncode}\n{err.strip()}", file=sys.stderr)
+    os.remove(os.path.join(FULL, "filler"))
+    if proc.returncode != 3 or "no space left in TMPDIR" not in err or "a line the model printed" in err:
+        failures.append(f"invariance: exit 3 saying 'no space left in TMPDIR' expected, got {proc.returncode}: "
+                        f"{err.strip()}")
+    left = [f for f in os.listdir(FULL) if f != "filler"]
+    if left:
+        failures.append(f"invariance: the scratch folder is left on the full disk: {left}")
 
     # exec (issue 28, defect 10): a command that cannot write to $REPRO_AUDIT_OUT (in TMPDIR), and an
     # artifact that cannot be moved from the working directory into the full scratch folder, say

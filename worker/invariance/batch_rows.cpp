@@ -79,6 +79,11 @@ BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int
           fmt::format("the inputs' rows do not match: {} rows along the batch dim in one input, {} in input {} ({}); "
                       "give every batched input the same rows, or --batch-dim none for one passed whole",
                       b.count, n, i, describe(t)));
+    if (n > 0 && t.numel() == 0)  // zero-width rows: ATen's own message came out of the first slice
+      throw TrialInputError(
+          fmt::format("input {} ({}) has rows of no elements: invariance compares rows, and these "
+                      "hold nothing",
+                      i, describe(t)));
     b.count = n;
     b.descriptions.push_back(fmt::format("input/{}={} (batch dim {})", i, describe(t), d));
   }

@@ -4,6 +4,7 @@
 #include "worker/invariance/batch_sweep.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "worker/digest/digest.h"
 #include "worker/digest/tensor_stats.h"
 #include "worker/invariance/batch_rows.h"
@@ -16,6 +17,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,6 +28,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <unordered_set>
 
 namespace ra::invariance {
 namespace {
@@ -92,6 +95,8 @@ std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
   const double t0 = now_ms();
   try {
     out = target_.call(args);
+  } catch (const TrialInputError&) {
+    throw;
   } catch (const std::exception& e) {
     if (export_ && m != rows_.count)
       throw TrialInputError(fmt::format(
@@ -99,7 +104,8 @@ std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
           "torch.export.export(model, args, dynamic_shapes=({{0: torch.export.Dim(\"batch\")}},)), and audit that "
           "archive",
           rows_.count, m));
-    throw;
+    // The model's own failure at one size is the model's, not ours: the size and its message, exit 3.
+    throw TrialInputError(fmt::format("the model fails on a batch of {}: {}", m, error_text(e)));
   }
   synchronize(device_);
   forward_ms += now_ms() - t0;
@@ -152,6 +158,12 @@ void Sweep::record(int64_t m, const char* placement, const std::vector<at::Tenso
       RowComparison row{anchor, names_[i], pos, digest(slice), true, 0, 0};
       if (against != nullptr) {
         const Slice& ref = (*against)[static_cast<size_t>(anchor)][i];
+        if (ref.t.defined() && (ref.t.scalar_type() != slice.scalar_type() || ref.t.sizes() != slice.sizes()))
+          throw TrialInputError(fmt::format(
+              "the model's {} changes with the batch: a row is {}[{}] in a batch of {} ({}) but {}[{}] in the one it "
+              "is compared with",
+              names_[i], dtype_name(slice.scalar_type()), fmt::join(slice.sizes(), "x"), m, placement,
+              dtype_name(ref.t.scalar_type()), fmt::join(ref.t.sizes(), "x")));
         row.equal = row.digest == ref.digest;
         if (!row.equal) {
           const report::DivergenceStats s = tensor_difference(ref.t, slice);
@@ -308,10 +320,11 @@ report::NegativeControl Sweep::control() const {
 void Sweep::fill(InvarianceMeasurement& m) const {
   for (size_t i = 0; i < names_.size(); ++i)
     (excluded_[i].empty() ? m.outputs : m.excluded).push_back(excluded_[i].empty() ? names_[i] : excluded_[i]);
+  const std::unordered_set<std::string> kept(m.outputs.begin(), m.outputs.end());  // a model may have many outputs
   for (const auto& [key, cell] : cells_) {
     InvarianceCell c{cell.size, cell.placement, {}};
     for (const auto& r : cell.rows)
-      if (std::find(m.outputs.begin(), m.outputs.end(), r.output) != m.outputs.end()) c.rows.push_back(r);
+      if (kept.count(r.output) != 0) c.rows.push_back(r);
     m.cells.push_back(std::move(c));
   }
   m.control = control();
@@ -355,6 +368,29 @@ void check_dynamic_batch(const TrialSpec& spec, const targets::Target& target, c
   }
 }
 
+// The preflight's one call (Target::check) runs the inputs load() reads, the whole --input: a 4,096-row
+// input with --budget 8 asked for 4,096 rows at once (16 GB; on a GPU, out of memory). When the input
+// holds more rows than the largest batch the sweep makes, the target loads a copy cut to that many
+// rows instead (written into the trial's scratch folder), so that no call exceeds the budget.
+void cut_input(TrialSpec& spec, const targets::Inputs& in, const BatchRows& rows, int64_t largest) {
+  if (rows.count <= largest || spec.input_file.empty() || !in.kwargs.empty()) return;
+  std::vector<c10::IValue> cut;
+  for (size_t i = 0; i < in.args.size(); ++i) {
+    const int64_t d = i < rows.dims.size() ? rows.dims[i] : -1;
+    if (d < 0 || !in.args[i].isTensor()) {
+      cut.push_back(in.args[i]);
+      continue;
+    }
+    const at::Tensor t = in.args[i].toTensor();
+    cut.emplace_back(t.narrow(d, 0, std::min(largest, t.size(d))).contiguous().cpu());
+  }
+  const c10::IValue value = cut.size() == 1 && cut.front().isTensor() ? cut.front() : c10::ivalue::Tuple::create(cut);
+  const std::vector<char> bytes = torch::jit::pickle_save(value);
+  const std::string path = spec.scratch + "/invariance-check-input.pt";
+  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+  spec.input_file = path;
+}
+
 // A trial child's first steps (worker/child/trial_child.cpp): switches, then the model.
 std::vector<report::SwitchValue> apply_configuration(const TrialSpec& spec) {
   try {
@@ -385,12 +421,15 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   if (request.fingerprint) m.environment = environment_fingerprint();
   seed_generators(spec.seed);
   const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
-  (void)target->load(spec, device);
-  m.kind = target->kind();
   const std::vector<int64_t> sizes = request.sizes.empty() ? auto_sizes(request.budget) : request.sizes;
   const int64_t largest = std::max(request.budget, sizes.empty() ? 1 : sizes.back());
-  // The rows first (their counts, --rows), then the archive's batch, then one call of the whole input.
-  BatchRows rows = split_rows(request, targets::load_inputs(spec, device), largest, device);
+  // The rows first (their counts, --rows), then the archive's batch, then one call of at most the
+  // largest batch's rows (cut_input).
+  const targets::Inputs inputs = targets::load_inputs(spec, device);
+  BatchRows rows = split_rows(request, inputs, largest, device);
+  cut_input(spec, inputs, rows, largest);
+  (void)target->load(spec, device);
+  m.kind = target->kind();
   check_dynamic_batch(spec, *target, rows);
   (void)target->check();
   m.inputs = named(rows.descriptions, target->input_names());

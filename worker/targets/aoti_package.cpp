@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "worker/targets/aoti_package.h"
+#include "audit/common/json_document.h"
 
 #include "audit/common/errors.h"
 #include "worker/runtime/child_support.h"
@@ -97,7 +98,7 @@ AotiLayout aoti_layout(const std::vector<ZipEntry>& entries, const std::string& 
 std::map<std::string, std::string> aoti_metadata(std::string_view json, const std::string& what) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(json);
+    j = parse_json_document<nlohmann::json>(std::string(json), what + "'s metadata");
   } catch (const nlohmann::json::exception& e) {
     throw InputError(
         fmt::format("{} is an AOTInductor package whose metadata is not JSON: {}", what, excerpt(e.what())));

@@ -231,6 +231,7 @@ c10::IValue load_torch_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("file '{}' does not exist", path));
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("file '{}' is a directory", path));
+  check_not_special(path, "file");
   // A damaged safetensors file is not "not a zip archive": say what it looks like and what is wrong.
   if (const std::string why = safetensors_header_problem(path); !why.empty())
     throw InputError(fmt::format("file '{}' {}", path, why));

@@ -272,7 +272,8 @@ struct Tracer::State {
   uint32_t threads = 0;
 
   State(const c10::Device& d, uint64_t cap, std::optional<RowSlice> r) : device(d), capacity(cap), rows(r) {
-    cpu_slots.reserve(cap);
+    cpu_slots.reserve(
+        std::min<uint64_t>(cap, uint64_t{1} << 16));  // grown as used: a large capacity costs nothing unused
     const char* batch_env = std::getenv("REPRO_AUDIT_TRACE_BATCH");
     batch_wanted = batch_env == nullptr || std::string_view(batch_env) != "0";
   }
@@ -510,9 +511,11 @@ struct Tracer::State {
     generations.clear();
   }
 
-  // Reserves room for `n` digests; false (and the trace is full from now on) when there is none.
-  bool room_for(size_t n) {
-    if (!full && used + n <= capacity) return true;
+  // Reserves room for `n` digests (and a new record); false (and the trace is full from now on) when
+  // there is none. Records count against the capacity too, so that ops without tensors cannot grow
+  // the trace past it (a forward of 1M ops once took 1.76 GB).
+  bool room_for(size_t n, bool record) {
+    if (!full && used + records.size() + n + (record ? 1 : 0) <= capacity) return true;
     full = true;
     return false;
   }
@@ -555,7 +558,7 @@ struct Tracer::State {
     }
 
     std::lock_guard lock(mu);
-    if (!room_for(inputs.size() * slots_per_tensor())) {
+    if (!room_for(inputs.size() * slots_per_tensor(), true)) {
       ++dropped;
       if (node) ts.nodes.push_back({-1, ts.depth});
       return std::make_unique<Ctx>(node ? What::Node : What::Dropped, -1);
@@ -605,7 +608,7 @@ struct Tracer::State {
       for_each_tensor(v, [&](const at::Tensor& t) { outputs.push_back(t); });
     std::lock_guard lock(mu);
     RawRecord& rec = records[static_cast<size_t>(ctx->record)];
-    if (!room_for(outputs.size() * slots_per_tensor())) {
+    if (!room_for(outputs.size() * slots_per_tensor(), false)) {
       rec.dropped = true;
       ++dropped;
       return;
