@@ -424,8 +424,8 @@ TEST_CASE(
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3,
                          "takes 1 input (x), but 2 were given");
   // Train mode differentiates through the same ops: per step the loss and the gradients.
-  const auto train = run_cli({"run", model, "--shape", "2x4", "--mode", "train", "--steps", "2", "--configs",
-                              "default", "--report", dir.file("t.json")});
+  const auto train = run_cli({"run", model, "--shape", "2x4", "--mode", "train", "--steps", "2", "--configs", "default",
+                              "--report", dir.file("t.json")});
   CAPTURE(train.err);
   CHECK(train.code == 0);
   names.clear();

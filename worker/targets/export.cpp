@@ -23,6 +23,7 @@
 #include "audit/baseline/identity.h"
 #include "audit/common/errors.h"
 #include "worker/runtime/export_graph.h"
+#include "worker/trace/tracer.h"
 
 #include <caffe2/serialize/inline_container.h>
 #ifdef RA_HAVE_NATIVERT
@@ -193,6 +194,7 @@ class ExportTarget final : public Target {
   void run(Recorder& rec, std::vector<report::TensorDigest>&) override {
     for (const auto& [name, t] : weights_) rec.add(name, t);
     if (spec_.mode != "train") {
+      trace::set_phase("forward", 0);
       record_value(rec, "output", forward(inputs_.args));
       return;
     }
@@ -203,9 +205,12 @@ class ExportTarget final : public Target {
     for (int step = 0; step < std::max(1, spec_.steps); ++step) {
       const std::string prefix = fmt::format("step{}/", step);
       for (const auto& [n, p] : params) p.mutable_grad() = at::Tensor();
+      trace::set_phase("forward", step);
       const at::Tensor loss = export_loss(forward(inputs_.args));
       rec.add(prefix + "loss", loss.detach());
+      trace::set_phase("backward", step);
       loss.backward();
+      trace::set_phase("optimizer", step);
       at::NoGradGuard no_grad;
       for (const auto& [n, p] : params) {
         if (!p.grad().defined()) continue;
@@ -250,13 +255,12 @@ class ExportTarget final : public Target {
     size_t next = 0;
     for (auto& r : t.records) {
       if (r.thread != 0 || r.kind != "op" || r.phase != "forward" || r.parent != -1) continue;
-      // The program runs again in each traced forward (train steps): start over at its first node.
+      // The program runs again in each traced forward (train steps): it starts over at its first node.
       size_t k = next;
       while (k < order.size() && order[k]->op != r.op) ++k;
       if (k == order.size()) {
+        if (order.empty() || order[0]->op != r.op) continue;  // not a node's (a train step's loss)
         k = 0;
-        while (k < next && order[k]->op != r.op) ++k;
-        if (k == next) continue;
       }
       const GraphNode& g = *order[k];
       r.module = g.module;

@@ -229,7 +229,7 @@ ExportArchive read_export_archive(const std::string& path) {
     caffe2::serialize::PyTorchStreamReader reader(path);
     auto [data, size] = reader.getRecord("models/model.json");
     auto graph = parse_json_document<nlohmann::json>(std::string(static_cast<const char*>(data.get()), size),
-                                                           what + ": models/model.json");
+                                                     what + ": models/model.json");
     if (const std::string schema = export_schema_problem(graph); !schema.empty())
       throw TrialInputError(fmt::format("{} {}", what, schema));
     ExportArchive a;

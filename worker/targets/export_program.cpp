@@ -21,12 +21,24 @@ using nlohmann::json;
 
 // torch/_export/serde/schema.py's enums, which number differently from c10's.
 std::optional<c10::ScalarType> serde_dtype(int64_t code) {
-  static const std::unordered_map<int64_t, c10::ScalarType> map = {
-      {1, c10::kByte},          {2, c10::kChar},           {3, c10::kShort},           {4, c10::kInt},
-      {5, c10::kLong},          {6, c10::kHalf},           {7, c10::kFloat},           {8, c10::kDouble},
-      {9, c10::kComplexHalf},   {10, c10::kComplexFloat},  {11, c10::kComplexDouble},  {12, c10::kBool},
-      {13, c10::kBFloat16},     {28, c10::kUInt16},        {29, c10::kFloat8_e4m3fn},  {30, c10::kFloat8_e5m2},
-      {31, c10::kFloat8_e4m3fnuz}, {32, c10::kFloat8_e5m2fnuz}};
+  static const std::unordered_map<int64_t, c10::ScalarType> map = {{1, c10::kByte},
+                                                                   {2, c10::kChar},
+                                                                   {3, c10::kShort},
+                                                                   {4, c10::kInt},
+                                                                   {5, c10::kLong},
+                                                                   {6, c10::kHalf},
+                                                                   {7, c10::kFloat},
+                                                                   {8, c10::kDouble},
+                                                                   {9, c10::kComplexHalf},
+                                                                   {10, c10::kComplexFloat},
+                                                                   {11, c10::kComplexDouble},
+                                                                   {12, c10::kBool},
+                                                                   {13, c10::kBFloat16},
+                                                                   {28, c10::kUInt16},
+                                                                   {29, c10::kFloat8_e4m3fn},
+                                                                   {30, c10::kFloat8_e5m2},
+                                                                   {31, c10::kFloat8_e4m3fnuz},
+                                                                   {32, c10::kFloat8_e5m2fnuz}};
   const auto it = map.find(code);
   if (it == map.end()) return std::nullopt;
   return it->second;
@@ -34,24 +46,37 @@ std::optional<c10::ScalarType> serde_dtype(int64_t code) {
 
 std::optional<c10::Layout> serde_layout(int64_t code) {
   switch (code) {
-    case 1: return c10::kSparse;
-    case 2: return c10::kSparseCsr;
-    case 3: return c10::kSparseCsc;
-    case 4: return c10::kSparseBsr;
-    case 5: return c10::kSparseBsc;
-    case 6: return c10::kMkldnn;
-    case 7: return c10::kStrided;
-    default: return std::nullopt;
+    case 1:
+      return c10::kSparse;
+    case 2:
+      return c10::kSparseCsr;
+    case 3:
+      return c10::kSparseCsc;
+    case 4:
+      return c10::kSparseBsr;
+    case 5:
+      return c10::kSparseBsc;
+    case 6:
+      return c10::kMkldnn;
+    case 7:
+      return c10::kStrided;
+    default:
+      return std::nullopt;
   }
 }
 
 std::optional<c10::MemoryFormat> serde_memory_format(int64_t code) {
   switch (code) {
-    case 1: return c10::MemoryFormat::Contiguous;
-    case 2: return c10::MemoryFormat::ChannelsLast;
-    case 3: return c10::MemoryFormat::ChannelsLast3d;
-    case 4: return c10::MemoryFormat::Preserve;
-    default: return std::nullopt;
+    case 1:
+      return c10::MemoryFormat::Contiguous;
+    case 2:
+      return c10::MemoryFormat::ChannelsLast;
+    case 3:
+      return c10::MemoryFormat::ChannelsLast3d;
+    case 4:
+      return c10::MemoryFormat::Preserve;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -87,13 +112,13 @@ int64_t pymod(int64_t a, int64_t b) {
 
 const std::unordered_map<std::string, int>& sym_arity() {
   static const std::unordered_map<std::string, int> ops = {
-      {"_operator.add", 2},      {"_operator.sub", 2},     {"_operator.mul", 2},      {"_operator.floordiv", 2},
-      {"_operator.mod", 2},      {"_operator.truediv", 2}, {"_operator.pow", 2},      {"_operator.eq", 2},
-      {"_operator.ne", 2},       {"_operator.lt", 2},      {"_operator.le", 2},       {"_operator.gt", 2},
-      {"_operator.ge", 2},       {"_operator.and_", 2},    {"_operator.or_", 2},      {"_operator.lshift", 2},
-      {"_operator.rshift", 2},   {"_operator.neg", 1},     {"_operator.pos", 1},      {"math.trunc", 1},
-      {"torch.sym_not", 1},      {"torch.sym_int", 1},     {"torch.sym_float", 1},    {"torch.sym_sqrt", 1},
-      {"torch.sym_max", 2},      {"torch.sym_min", 2},     {"torch.sym_ite", 3},      {"builtins.getattr", -1}};
+      {"_operator.add", 2},    {"_operator.sub", 2},     {"_operator.mul", 2},   {"_operator.floordiv", 2},
+      {"_operator.mod", 2},    {"_operator.truediv", 2}, {"_operator.pow", 2},   {"_operator.eq", 2},
+      {"_operator.ne", 2},     {"_operator.lt", 2},      {"_operator.le", 2},    {"_operator.gt", 2},
+      {"_operator.ge", 2},     {"_operator.and_", 2},    {"_operator.or_", 2},   {"_operator.lshift", 2},
+      {"_operator.rshift", 2}, {"_operator.neg", 1},     {"_operator.pos", 1},   {"math.trunc", 1},
+      {"torch.sym_not", 1},    {"torch.sym_int", 1},     {"torch.sym_float", 1}, {"torch.sym_sqrt", 1},
+      {"torch.sym_max", 2},    {"torch.sym_min", 2},     {"torch.sym_ite", 3},   {"builtins.getattr", -1}};
   return ops;
 }
 
@@ -154,16 +179,21 @@ struct Builder {
     ArgRecipe r;
     if (key == "as_none") return r;
     if (key == "as_int" || key == "as_float" || key == "as_bool" || key == "as_string") {
-      if (key == "as_int" && v.is_number_integer()) r.constant = v.get<int64_t>();
-      else if (key == "as_float" && v.is_number()) r.constant = v.get<double>();
+      if (key == "as_int" && v.is_number_integer())
+        r.constant = v.get<int64_t>();
+      else if (key == "as_float" && v.is_number())
+        r.constant = v.get<double>();
       else if (key == "as_float" && v.is_string()) {  // inf, -inf, nan
         const std::string s = v.get<std::string>();
-        r.constant = s == "Infinity" || s == "inf" ? std::numeric_limits<double>::infinity()
+        r.constant = s == "Infinity" || s == "inf"     ? std::numeric_limits<double>::infinity()
                      : s == "-Infinity" || s == "-inf" ? -std::numeric_limits<double>::infinity()
                                                        : std::numeric_limits<double>::quiet_NaN();
-      } else if (key == "as_bool" && v.is_boolean()) r.constant = v.get<bool>();
-      else if (key == "as_string" && v.is_string()) r.constant = v.get<std::string>();
-      else fail(fmt::format("has a malformed {} argument", key));
+      } else if (key == "as_bool" && v.is_boolean())
+        r.constant = v.get<bool>();
+      else if (key == "as_string" && v.is_string())
+        r.constant = v.get<std::string>();
+      else
+        fail(fmt::format("has a malformed {} argument", key));
       return r;
     }
     if (key == "as_sym_int" || key == "as_sym_bool" || key == "as_sym_float") {
@@ -223,6 +253,13 @@ struct Builder {
       if (!optional && kind != c10::TypeKind::NoneType) mismatch();
       return ArgRecipe{};
     }
+    if (kind == c10::TypeKind::TensorType && (key == "as_int" || key == "as_float" || key == "as_bool" ||
+                                              key == "as_sym_int" || key == "as_sym_float" || key == "as_sym_bool")) {
+      ArgRecipe r = scalar(key, v, step);
+      r.slots = {r.kind == ArgRecipe::Kind::Slot ? r.slot : -1};
+      r.kind = ArgRecipe::Kind::Wrapped;
+      return r;
+    }
     if (key == "as_tensor" || key == "as_optional_tensor") {
       if (kind != c10::TypeKind::TensorType) mismatch();
       const json& t = key == "as_tensor" ? v : v.at("as_tensor");
@@ -247,16 +284,20 @@ struct Builder {
       }
       return r;
     }
-    if (key == "as_ints" || key == "as_sym_ints" || key == "as_floats" || key == "as_sym_floats" ||
-        key == "as_bools" || key == "as_sym_bools" || key == "as_strings") {
+    if (key == "as_ints" || key == "as_sym_ints" || key == "as_floats" || key == "as_sym_floats" || key == "as_bools" ||
+        key == "as_sym_bools" || key == "as_strings") {
       if (kind != c10::TypeKind::ListType || !v.is_array()) mismatch();
       const auto ek = type->expectRef<c10::ListType>().getElementType()->kind();
       ArgRecipe r;
-      const std::string ekey = key == "as_ints" ? "as_int" : key == "as_floats" ? "as_float"
-                             : key == "as_bools" ? "as_bool" : key == "as_strings" ? "as_string"
-                             : key == "as_sym_ints" ? "as_sym_int" : key == "as_sym_floats" ? "as_sym_float"
-                                                                                          : "as_sym_bool";
-      if (ek == c10::TypeKind::IntType && (ekey == "as_int" || ekey == "as_sym_int")) r.kind = ArgRecipe::Kind::IntList;
+      const std::string ekey = key == "as_ints"         ? "as_int"
+                               : key == "as_floats"     ? "as_float"
+                               : key == "as_bools"      ? "as_bool"
+                               : key == "as_strings"    ? "as_string"
+                               : key == "as_sym_ints"   ? "as_sym_int"
+                               : key == "as_sym_floats" ? "as_sym_float"
+                                                        : "as_sym_bool";
+      if (ek == c10::TypeKind::IntType && (ekey == "as_int" || ekey == "as_sym_int"))
+        r.kind = ArgRecipe::Kind::IntList;
       else if (ek == c10::TypeKind::FloatType && (ekey == "as_float" || ekey == "as_sym_float" || ekey == "as_int"))
         r.kind = ArgRecipe::Kind::FloatList;
       else if (ek == c10::TypeKind::BoolType && (ekey == "as_bool" || ekey == "as_sym_bool"))
@@ -308,8 +349,10 @@ struct Builder {
     if (!ok) mismatch();
     ArgRecipe r = scalar(key, v, step);
     if (kind == c10::TypeKind::FloatType) {
-      if (r.kind == ArgRecipe::Kind::Slot) r.to_double = true;
-      else if (r.constant.isInt()) r.constant = static_cast<double>(r.constant.toInt());
+      if (r.kind == ArgRecipe::Kind::Slot)
+        r.to_double = true;
+      else if (r.constant.isInt())
+        r.constant = static_cast<double>(r.constant.toInt());
     }
     return r;
   }
@@ -356,8 +399,7 @@ void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::s
       const json ctx = json::parse(spec["context"].get<std::string>());
       if (ctx.is_array())
         for (const auto& k : ctx) keys.push_back(k.is_string() ? k.get<std::string>() : k.dump());
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   const auto& children = spec.value("children_spec", json::array());
   for (size_t i = 0; i < children.size(); ++i) {
@@ -371,7 +413,8 @@ void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::s
 }  // namespace
 
 ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std::string, at::Tensor>>& weights,
-                             const std::string& path, const c10::Device& device) try : path_(path) {
+                             const std::string& path, const c10::Device& device) try
+    : path_(path) {
   Builder b;
   b.path = path;
   b.device = device;
@@ -381,7 +424,8 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
   const json& values = graph.value("tensor_values", json::object());
 
   // Ranges of the dynamic dimensions.
-  for (const auto& [sym, range] : model.value("range_constraints", json::object()).items()) {
+  const json ranges = model.value("range_constraints", json::object());
+  for (const auto& [sym, range] : ranges.items()) {
     int64_t lo = 0, hi = std::numeric_limits<int64_t>::max();
     if (range.contains("min_val") && range["min_val"].is_number_integer()) lo = range["min_val"].get<int64_t>();
     if (range.contains("max_val") && range["max_val"].is_number_integer()) hi = range["max_val"].get<int64_t>();
@@ -412,9 +456,12 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
             }
           }
           for (const auto& d : meta.value("sizes", json::array())) {
-            if (d.contains("as_int")) in.dims.push_back(std::to_string(d["as_int"].get<int64_t>()));
-            else if (d.contains("as_expr")) in.dims.push_back(d["as_expr"].value("expr_str", std::string("?")));
-            else in.dims.push_back("?");
+            if (d.contains("as_int"))
+              in.dims.push_back(std::to_string(d["as_int"].get<int64_t>()));
+            else if (d.contains("as_expr"))
+              in.dims.push_back(d["as_expr"].value("expr_str", std::string("?")));
+            else
+              in.dims.push_back("?");
           }
         }
       } else if (ak == "as_sym_int" || ak == "as_int" || ak == "as_float" || ak == "as_bool" || ak == "as_none" ||
@@ -452,8 +499,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
         std::vector<int64_t> want;
         bool known = true;
         for (const auto& d : meta.value("sizes", json::array())) {
-          if (d.contains("as_int")) want.push_back(d["as_int"].get<int64_t>());
-          else known = false;
+          if (d.contains("as_int"))
+            want.push_back(d["as_int"].get<int64_t>());
+          else
+            known = false;
         }
         if (known && want != t.sizes().vec())
           b.fail(fmt::format("{} '{}' has shape [{}] in its record, but the graph declares [{}]", key, excerpt(fqn),
@@ -519,9 +568,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
       std::string overload = d2 == std::string::npos ? "" : rest.substr(d2 + 1);
       if (overload == "default") overload = "";
       if (ns == "higher_order")
-        b.fail(fmt::format("is the higher-order op {}, which the interpreter does not run (export the model without "
-                           "control flow, or use a TorchScript archive)",
-                           excerpt(opname)));
+        b.fail(
+            fmt::format("is the higher-order op {}, which the interpreter does not run (export the model without "
+                        "control flow, or use a TorchScript archive)",
+                        excerpt(opname)));
       const auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + opname, overload});
       if (!handle)
         b.fail(ns == "aten" || ns == "prims"
@@ -535,6 +585,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
         const std::string an = in.value("name", std::string());
         if (!given.emplace(an, &in.at("arg")).second) b.fail(fmt::format("gives argument '{}' twice", excerpt(an)));
       }
+      for (const auto& [an, unused] : given)
+        if (!schema.argumentIndexWithName(an))
+          b.fail(fmt::format("gives argument '{}', which the op's schema does not have ({})", excerpt(an),
+                             excerpt(toString(schema))));
       for (const auto& a : schema.arguments()) {
         const auto it = given.find(a.name());
         if (it != given.end()) {
@@ -545,8 +599,8 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
           r.constant = *a.default_value();
           st.args.push_back(std::move(r));
         } else {
-          b.fail(fmt::format("misses argument '{}' of the op's schema ({})", a.name(), excerpt(fmt::format(
-                                                                                       "{}", toString(schema)))));
+          b.fail(fmt::format("misses argument '{}' of the op's schema ({})", a.name(),
+                             excerpt(fmt::format("{}", toString(schema)))));
         }
       }
       if (!given.empty())
@@ -647,8 +701,8 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
 } catch (const TrialInputError&) {
   throw;
 } catch (const std::exception& e) {  // a field missing or of the wrong JSON type
-  throw TrialInputError(fmt::format("model '{}' is a torch.export archive whose program is malformed: {}", path,
-                                    excerpt(error_text(e))));
+  throw TrialInputError(
+      fmt::format("model '{}' is a torch.export archive whose program is malformed: {}", path, excerpt(error_text(e))));
 }
 
 std::vector<size_t> ExportProgram::dispatched_nodes() const {
@@ -676,8 +730,7 @@ void ExportProgram::bind_inputs(const std::vector<c10::IValue>& args, std::vecto
     const ProgramInput& in = inputs_[k];
     const c10::IValue& a = args[k];
     if (in.tensor) {
-      if (!a.isTensor())
-        throw TrialInputError(fmt::format("input {} ({}) must be a tensor", k + 1, in.name));
+      if (!a.isTensor()) throw TrialInputError(fmt::format("input {} ({}) must be a tensor", k + 1, in.name));
       const at::Tensor& t = a.toTensor();
       if (!in.dims.empty() && static_cast<size_t>(t.dim()) != in.dims.size())
         throw TrialInputError(fmt::format("input {} ({}) has {} dimensions, but the program was exported with {}",
@@ -716,22 +769,23 @@ void ExportProgram::bind_inputs(const std::vector<c10::IValue>& args, std::vecto
 
 c10::IValue ExportProgram::sym_op(const ProgramStep& st, std::vector<c10::IValue>& values) const {
   std::vector<c10::IValue> a;
-  for (const auto& r : st.args) a.push_back(r.kind == ArgRecipe::Kind::Slot ? values[static_cast<size_t>(r.slot)] : r.constant);
+  for (const auto& r : st.args)
+    a.push_back(r.kind == ArgRecipe::Kind::Slot ? values[static_cast<size_t>(r.slot)] : r.constant);
   const std::string& op = st.sym;
   const auto num = [](const c10::IValue& v) -> double {
     return v.isInt() ? static_cast<double>(v.toInt()) : v.isBool() ? (v.toBool() ? 1.0 : 0.0) : v.toDouble();
   };
   const auto integral = [](const c10::IValue& v) { return v.isInt() || v.isBool(); };
-  const auto as_int = [](const c10::IValue& v) { return v.isBool() ? int64_t{v.toBool()} : v.toInt(); };
+  const auto int_of = [](const c10::IValue& v) { return v.isBool() ? int64_t{v.toBool()} : v.toInt(); };
   for (const auto& v : a)
     if (!v.isInt() && !v.isDouble() && !v.isBool())
       throw std::runtime_error(fmt::format("{} reads a value that is not a number", op));
   if (a.size() == 1) {
     const auto& x = a[0];
-    if (op == "_operator.neg") return integral(x) ? c10::IValue(-as_int(x)) : c10::IValue(-x.toDouble());
+    if (op == "_operator.neg") return integral(x) ? c10::IValue(-int_of(x)) : c10::IValue(-x.toDouble());
     if (op == "_operator.pos") return x;
     if (op == "math.trunc" || op == "torch.sym_int")
-      return integral(x) ? c10::IValue(as_int(x)) : c10::IValue(static_cast<int64_t>(std::trunc(x.toDouble())));
+      return integral(x) ? c10::IValue(int_of(x)) : c10::IValue(static_cast<int64_t>(std::trunc(x.toDouble())));
     if (op == "torch.sym_not") return c10::IValue(num(x) == 0.0);
     if (op == "torch.sym_float") return c10::IValue(num(x));
     if (op == "torch.sym_sqrt") return c10::IValue(std::sqrt(num(x)));
@@ -740,18 +794,18 @@ c10::IValue ExportProgram::sym_op(const ProgramStep& st, std::vector<c10::IValue
   const auto& x = a[0];
   const auto& y = a[1];
   const bool ints = integral(x) && integral(y);
-  if (op == "_operator.eq") return c10::IValue(ints ? as_int(x) == as_int(y) : num(x) == num(y));
-  if (op == "_operator.ne") return c10::IValue(ints ? as_int(x) != as_int(y) : num(x) != num(y));
-  if (op == "_operator.lt") return c10::IValue(ints ? as_int(x) < as_int(y) : num(x) < num(y));
-  if (op == "_operator.le") return c10::IValue(ints ? as_int(x) <= as_int(y) : num(x) <= num(y));
-  if (op == "_operator.gt") return c10::IValue(ints ? as_int(x) > as_int(y) : num(x) > num(y));
-  if (op == "_operator.ge") return c10::IValue(ints ? as_int(x) >= as_int(y) : num(x) >= num(y));
+  if (op == "_operator.eq") return c10::IValue(ints ? int_of(x) == int_of(y) : num(x) == num(y));
+  if (op == "_operator.ne") return c10::IValue(ints ? int_of(x) != int_of(y) : num(x) != num(y));
+  if (op == "_operator.lt") return c10::IValue(ints ? int_of(x) < int_of(y) : num(x) < num(y));
+  if (op == "_operator.le") return c10::IValue(ints ? int_of(x) <= int_of(y) : num(x) <= num(y));
+  if (op == "_operator.gt") return c10::IValue(ints ? int_of(x) > int_of(y) : num(x) > num(y));
+  if (op == "_operator.ge") return c10::IValue(ints ? int_of(x) >= int_of(y) : num(x) >= num(y));
   if (op == "_operator.truediv") {
     if (num(y) == 0.0) throw std::runtime_error("symbolic division by zero");
     return c10::IValue(num(x) / num(y));
   }
   if (ints) {
-    const int64_t i = as_int(x), j = as_int(y);
+    const int64_t i = int_of(x), j = int_of(y);
     int64_t r = 0;
     if (op == "_operator.add") {
       if (__builtin_add_overflow(i, j, &r)) throw std::runtime_error("symbolic int overflow");
@@ -849,6 +903,13 @@ c10::IValue ExportProgram::run(const std::vector<c10::IValue>& args) {
             l.push_back(v.isInt() ? static_cast<double>(v.toInt()) : v.toDouble());
           }
           stack.emplace_back(std::move(l));
+          break;
+        }
+        case ArgRecipe::Kind::Wrapped: {
+          const c10::IValue& v = r.slots[0] < 0 ? r.constant : values[static_cast<size_t>(r.slots[0])];
+          at::Tensor t = at::scalar_to_tensor(v.toScalar());
+          t.unsafeGetTensorImpl()->set_wrapped_number(true);
+          stack.emplace_back(std::move(t));
           break;
         }
         case ArgRecipe::Kind::BoolList: {

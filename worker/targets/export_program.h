@@ -34,7 +34,9 @@ namespace ra::targets {
 // How a step gets one argument of its op: a constant, a value of the program, or a list of
 // either (a tensor list, an int list with symbolic elements).
 struct ArgRecipe {
-  enum class Kind { Constant, Slot, TensorList, OptionalTensorList, IntList, FloatList, BoolList };
+  // Wrapped: a number where the schema wants a Tensor (`aten.add.Tensor(x, 1)`), made a wrapped-number
+  // tensor as Python's argument parser makes it.
+  enum class Kind { Constant, Slot, TensorList, OptionalTensorList, IntList, FloatList, BoolList, Wrapped };
   Kind kind = Kind::Constant;
   c10::IValue constant;
   int slot = -1;
@@ -111,10 +113,10 @@ class ExportProgram {
   std::vector<ProgramOutput> outputs_;
   bool single_output_ = false;
   bool dict_output_ = false;
-  std::vector<std::pair<int, int>> buffer_writes_;  // (value slot, buffer slot) after each run
-  std::vector<std::pair<int, size_t>> input_writes_;  // (value slot, user input index)
+  std::vector<std::pair<int, int>> buffer_writes_;             // (value slot, buffer slot) after each run
+  std::vector<std::pair<int, size_t>> input_writes_;           // (value slot, user input index)
   std::map<std::string, std::pair<int64_t, int64_t>> ranges_;  // symbol -> [min, max]
-  std::vector<std::pair<std::string, int>> params_;           // name, slot
+  std::vector<std::pair<std::string, int>> params_;            // name, slot
   std::vector<std::pair<std::string, at::Tensor>> weights_;
   size_t slot_count_ = 0;
   bool inference_only_ = true;
