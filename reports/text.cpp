@@ -426,7 +426,9 @@ std::string render_text_raw(const Report& r) {
                          t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
     for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
-    if (!t.package.empty()) {
+    if (t.package.size() == 1 && t.package.count("runtime")) {  // a torch.export archive's runtime
+      out += fmt::format("  runtime: {}\n", ln(t.package.at("runtime")));
+    } else if (!t.package.empty()) {
       std::vector<std::string> facts;
       for (const auto& [k, v] : t.package) facts.push_back(fmt::format("{} {}", ln(k), v.empty() ? "-" : ln(v)));
       out += fmt::format("  AOTInductor package: {}\n", fmt::join(facts, ", "));

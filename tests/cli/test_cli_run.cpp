@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -396,8 +397,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "run: a torch.export archive runs under NativeRT: its weights and outputs are digested; train and bad inputs say "
-    "why not") {
+    "run: a torch.export archive runs under the interpreter: its weights and outputs are digested, the report names "
+    "the runtime, train mode steps, bad inputs say why not") {
   ra::test::TempDir dir;
   // tests/data/make_model_kinds.py: Linear(4, 3) then relu, exported with an input of 2x4.
   const std::string model = std::string(RA_TEST_DATA) + "/exported.pt2";
@@ -412,6 +413,8 @@ TEST_CASE(
     names.push_back(t["name"].get<std::string>());
   CHECK(names == std::vector<std::string>{"param/fc.bias", "param/fc.weight", "output"});
   CHECK(j["targets"][0]["verdict"] == "reproducible");
+  CHECK(j["targets"][0]["package"]["runtime"] == "interpreter");
+  CHECK(r.out.find("  runtime: interpreter") != std::string::npos);
   // The weights are read from the archive's records with their exported shapes.
   CHECK(j["targets"][0]["configs"][0]["reference_digests"][1]["shape"] == nlohmann::json({3, 4}));
 
@@ -420,14 +423,26 @@ TEST_CASE(
   ra::test::expect_error(dir, {"run", model}, 2, "the exported program takes 1 input (x), but none was given");
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3,
                          "takes 1 input (x), but 2 were given");
-  ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--mode", "train"}, 2,
-                         "--mode train needs autograd, which the torch.export runtime (NativeRT) does not have");
+  // Train mode differentiates through the same ops: per step the loss and the gradients.
+  const auto train = run_cli({"run", model, "--shape", "2x4", "--mode", "train", "--steps", "2", "--configs", "default",
+                              "--report", dir.file("t.json")});
+  CAPTURE(train.err);
+  CHECK(train.code == 0);
+  names.clear();
+  for (const auto& t : ra::test::read_json(dir.file("t.json"))["targets"][0]["configs"][0]["reference_digests"])
+    names.push_back(t["name"].get<std::string>());
+  for (const char* want : {"step0/loss", "step0/grad/fc.weight", "step1/grad/fc.bias", "final/param/fc.weight"})
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), want) != names.end(), want);
+  // The runtime variable: anything but the two runtimes is a usage error, in one line.
+  ::setenv("REPRO_AUDIT_EXPORT_RUNTIME", "fast", 1);
+  ra::test::expect_error(dir, {"run", model, "--shape", "2x4"}, 2, "the runtimes are interpreter and nativert");
+  ::unsetenv("REPRO_AUDIT_EXPORT_RUNTIME");
 }
 
 TEST_CASE("run --trace on an exported image model: reproducible in infer mode, every weight digested, no root cause") {
   ra::test::TempDir dir;
   // tests/data/make_model_kinds.py: SmallCNN (conv, batch norm, relu, max pool, conv, average pool,
-  // linear), returning its logits and their squared norm (a sum NativeRT runs as a static kernel).
+  // linear), returning its logits and their squared norm.
   const std::string model = std::string(RA_TEST_DATA) + "/exported_cnn.pt2";
   const auto r = run_cli({"run", model, "--shape", "1x3x16x16", "--trace", "--configs", "default,threads-1",
                           "--repeats", "3", "--report", dir.file("r.json")});
@@ -444,8 +459,7 @@ TEST_CASE("run --trace on an exported image model: reproducible in infer mode, e
                            "param/features.4.weight", "param/classifier.weight", "output/0", "output/1"})
     CHECK_MESSAGE(std::find(names.begin(), names.end(), want) != names.end(), want);
   // Traced: both configurations carry a trace, and the graph's identity by content is recorded.
-  // Every compared run traced identically: NativeRT's static kernels leave uninitialised memory
-  // that traced views and fills touch, which differs run to run without counting.
+  // Every compared run traced identically.
   for (const auto& c : t["configs"]) {
     REQUIRE(c["trace"].is_object());
     CHECK(c["trace"]["runs_compared"] == 2);
@@ -474,18 +488,6 @@ TEST_CASE("run --trace on a torch.export archive: the root cause names the graph
   const auto clean = run_cli({"run", std::string(RA_TEST_DATA) + "/exported.pt2", "--shape", "2x4", "--trace"});
   CHECK(clean.code == 0);
   CHECK(clean.out.find("    root cause:") == std::string::npos);
-  // What the static kernels hide is said once, in the report and its summary (not again on
-  // stderr), in a line a user can act on.
-  REQUIRE(j["targets"][0].contains("notes"));
-  const std::string note = j["targets"][0]["notes"][0].get<std::string>();
-  CHECK(
-      note.find("run as fused kernels that the trace cannot see into: a divergence inside one is named at the nearest "
-                "traced op") != std::string::npos);
-  CHECK(note.find("ModelRunnerHandle") == std::string::npos);
-  CHECK(note.size() < 300);
-  const auto once = run_cli(
-      {"run", model, "--shape", "20000x4", "--trace", "--configs", "default", "--repeats", "2", "--no-fix-search"});
-  CHECK(once.out.find("the trace cannot see into") != std::string::npos);
-  CHECK(once.out.find("the trace cannot see into") == once.out.rfind("the trace cannot see into"));
-  CHECK(once.err.find("the trace cannot see into") == std::string::npos);
+  // The interpreter dispatches every node: nothing is hidden from the trace, so no note says so.
+  CHECK(!j["targets"][0].contains("notes"));
 }

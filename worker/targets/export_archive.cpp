@@ -190,13 +190,16 @@ bool torch_file(const std::string& file) {
 // The graph's ATen nodes in order, with their metadata.
 std::vector<GraphNode> graph_nodes(const nlohmann::json& j) {
   std::vector<GraphNode> out;
+  size_t index = 0;
   for (const auto& node : j.at("graph_module").at("graph").at("nodes")) {
+    const size_t at_index = index++;
     const std::string target = node.value("target", std::string());
     if (target.rfind("torch.ops.", 0) != 0) continue;
     const std::string rest = target.substr(10);
     const size_t d1 = rest.find('.'), d2 = rest.find('.', d1 == std::string::npos ? 0 : d1 + 1);
     if (d1 == std::string::npos) continue;
     GraphNode g;
+    g.index = at_index;
     g.op = rest.substr(0, d1) + "::" + rest.substr(d1 + 1, d2 == std::string::npos ? std::string::npos : d2 - d1 - 1);
     g.name = node.value("name", std::string());
     const nlohmann::json meta =
@@ -225,8 +228,8 @@ ExportArchive read_export_archive(const std::string& path) {
     const uint64_t file_size = std::filesystem::file_size(path);
     caffe2::serialize::PyTorchStreamReader reader(path);
     auto [data, size] = reader.getRecord("models/model.json");
-    const auto graph = parse_json_document<nlohmann::json>(std::string(static_cast<const char*>(data.get()), size),
-                                                           what + ": models/model.json");
+    auto graph = parse_json_document<nlohmann::json>(std::string(static_cast<const char*>(data.get()), size),
+                                                     what + ": models/model.json");
     if (const std::string schema = export_schema_problem(graph); !schema.empty())
       throw TrialInputError(fmt::format("{} {}", what, schema));
     ExportArchive a;
@@ -235,6 +238,7 @@ ExportArchive read_export_archive(const std::string& path) {
     a.nodes = graph_nodes(graph);
     a.graph_digest = text_digest(canonical_export_graph(graph));
     a.weights = read_weights(reader, path, file_size);
+    a.model = std::move(graph);
     return a;
   } catch (const TrialInputError&) {
     throw;

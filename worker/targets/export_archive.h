@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// What `run` reads of a torch.export archive (torch.export.save) before NativeRT runs it, without
+// What `run` reads of a torch.export archive (torch.export.save) before it runs, without
 // running anything: the zip checked first (audit/common/zip_check.h: entry names, declared sizes,
 // the expansion budget), then models/model.json (its schema, the user inputs' names, the ATen nodes
 // with their module paths and source lines, the graph's canonical digest), and the parameters,
 // buffers and constants from their data/ records, each checked against its record. Split from
-// export.cpp so that the reader is fuzzed (tests/fuzz/fuzz_export.cpp) without NativeRT.
+// export.cpp so that the reader is fuzzed (tests/fuzz/fuzz_export.cpp) without running anything.
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
@@ -22,6 +23,7 @@ struct GraphNode {
   std::string name;    // the node's name in the graph ("linear_1")
   std::string module;  // innermost module path from nn_module_stack ("fc"), "" for the top
   std::string source;  // the program's line from stack_trace ("model.py:26")
+  size_t index = 0;    // its position among all the graph's nodes
 };
 
 struct ExportArchive {
@@ -30,6 +32,7 @@ struct ExportArchive {
   std::vector<GraphNode> nodes;                             // the graph's ATen nodes, in order
   std::string graph_digest;                                 // audit/baseline/identity.h, canonical_export_graph
   std::vector<std::pair<std::string, at::Tensor>> weights;  // "param/fc.weight", "buffer/...", "constant/..."
+  nlohmann::json model;                                     // models/model.json, for the interpreter (export_program.h)
 };
 
 // Reads the archive at `path` as above. Throws TrialInputError (one line, naming the file) for

@@ -2,7 +2,7 @@
 // targets/: what a trial runs. To add a kind of target, implement this interface.
 //
 // A target is anything whose tensors a trial can compute and digest: a TorchScript model
-// (torchscript.cpp), a torch.export archive run by NativeRT (export.cpp), an AOTInductor package
+// (torchscript.cpp), a torch.export archive run by our interpreter (export.cpp), an AOTInductor package
 // (aoti.cpp) and a probe of the built-in suite (probe_target.cpp). The trial children
 // (worker/child/) drive every kind alike: apply the configuration, load the target, run it once
 // recording its tensors, maybe under the tracer, maybe again for timing. Nothing above the worker knows the kind: the front
@@ -96,7 +96,7 @@ class Target {
 // torch.export archive (export.cpp). Any other file gets the TorchScript target, whose load says
 // what the file is instead (not_torchscript_because).
 std::unique_ptr<Target> open_model_target(const TrialSpec& spec);
-// A torch.export archive run by NativeRT (export.cpp).
+// A torch.export archive, run by our interpreter or NativeRT (export.cpp).
 std::unique_ptr<Target> open_export_target();
 // An AOTInductor package (aoti.cpp).
 std::unique_ptr<Target> open_aoti_target();
