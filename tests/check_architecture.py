@@ -7,7 +7,7 @@ usage: check_architecture.py REPO
 A name with a folder (`audit/trial/runner.h`, `probes/`) must exist at that path; a bare file
 name (`report_finish.h`) somewhere in the tree, since basenames are unique; a pattern
 (`cli/cmd_<command>.cpp`, `*_json.cpp`) must match at least one file. Commands, options and install
-paths (`./dev test`, `--shard K/N`, `<prefix>/...`) are not paths of the repository and are skipped.
+paths (`./dev test`, `--shard K/N`, `<prefix>/...`, `.../share/`) are not paths of the repository and are skipped.
 """
 import fnmatch
 import os
@@ -27,7 +27,7 @@ def main():
         names = re.findall(r"`([^`\s]+)`", f.read())
     missing = []
     for name in sorted(set(names)):
-        if name.startswith(("./", "-", "<prefix>", "$")) or ("/" not in name and not FILE.match(name)):
+        if name.startswith(("./", "-", "<", "...", "$")) or ("/" not in name and not FILE.match(name)):
             continue
         pattern = re.sub(r"<[^>]*>", "*", name.rstrip("/"))
         if name.endswith("/") or "." not in os.path.basename(pattern):

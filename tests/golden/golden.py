@@ -75,10 +75,12 @@ NORMALISE = [
 # The fingerprint's machine fields: the keys of the environment's "cpu", "cuda" and "torch" groups
 # whose values say which machine and which library build ran, not what the tool decided.
 MACHINE_KEYS = ("model", "kernel", "logical_cpus", "aten_capability", "git_version", "version", "compiled_cuda",
-                "compiled_cudnn", "cublas", "cudnn", "nccl", "driver", "reason", "devices", "nvidia_wheels")
+                "compiled_cudnn", "cublas", "cudnn", "nccl", "driver", "reason", "devices", "wheels")
 _KEY = "|".join(MACHINE_KEYS)
-_JSON_GROUP = re.compile(r'("(?:cpu|cuda|torch)": \{)(.*?)(\n *\})', re.S)
+_JSON_GROUP = re.compile(r'((\n *)"(?:cpu|cuda|torch)": \{)(.*?)(\2\})', re.S)  # to its own closing brace
 _JSON_VALUE = re.compile(r'("(?:' + _KEY + r')": )("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\{[^}]*\}|[-0-9.e+]+|true|false|null)')
+_JSON_STACK = re.compile(r'("stack": \[)(.*?)(\n *\])', re.S)
+_STACK_VALUE = re.compile(r'("(?:baseline|current)": )("(?:[^"\\]|\\.)*"|null)')
 _HTML_GROUP = re.compile(r'(<div class="env-group" data-key="(?:cpu|cuda|torch)">)(.*?)(</table>)', re.S)
 _HTML_VALUE = re.compile(r'(<th scope="row">(?:' + _KEY + r')</th><td>)(.*?)(</td>)', re.S)
 _HTML_SUMMARY = re.compile(r'(<dt>(?:torch|CUDA|GPUs|CPU)</dt><dd>)(.*?)(</dd>)', re.S)
@@ -90,7 +92,9 @@ _DIGEST = re.compile(r'(?<![0-9a-zA-Z])[0-9a-f]{32}(?![0-9a-zA-Z])')
 def normalise_machine(text):
     """The fingerprint's machine fields, in every format, as <machine>; digests as <d1>, <d2>, ... by
     first appearance, so that equal digests stay equal and different ones different."""
-    text = _JSON_GROUP.sub(lambda m: m.group(1) + _JSON_VALUE.sub(r'\1"<machine>"', m.group(2)) + m.group(3), text)
+    text = _JSON_GROUP.sub(lambda m: m.group(1) + _JSON_VALUE.sub(r'\1"<machine>"', m.group(3)) + m.group(4), text)
+    # compare's stacks: the library versions of the baseline and the current run
+    text = _JSON_STACK.sub(lambda m: m.group(1) + _STACK_VALUE.sub(r'\1"<machine>"', m.group(2)) + m.group(3), text)
     text = _HTML_GROUP.sub(lambda m: m.group(1) + _HTML_VALUE.sub(r'\1<machine>\3', m.group(2)) + m.group(3), text)
     text = _HTML_SUMMARY.sub(r'\1<machine>\3', text)
     text = _SELFTEST_FINGERPRINT.sub("torch <machine>, <machine>", text)
@@ -177,6 +181,10 @@ def other_machine(report):
         for key, value in fields.items():
             if key in env.get(group, {}):
                 env[group][key] = value
+    if "wheels" in env.get("cuda", {}):
+        env["cuda"]["wheels"] = {"nvidia-cublas": "99.3.4.5", "nvidia-other": "1.2.3"}
+    for entry in (report.get("baseline") or {}).get("stack", []):
+        entry.update(baseline="99.0.1", current="99.0.2")
     for check in (report.get("selftest") or {}).get("checks", []):
         if check.get("name") == "fingerprint":
             check["evidence"] = "torch 2.99.1 (0123456789ab), Other Vendor CPU @ 9.99GHz (96 CPUs, AVX2), 15 switches"
@@ -184,7 +192,7 @@ def other_machine(report):
 
 
 def machine_free(binary, python):
-    """The normaliser's own test: a run report and a self-test report, each re-rendered in every
+    """The normaliser's own test: a run, a compare and a self-test report, each re-rendered in every
     format as written here and as another machine would have written it, must normalise alike."""
     d = tempfile.mkdtemp(prefix="golden-machine.")
     try:
@@ -194,7 +202,10 @@ def machine_free(binary, python):
         env = dict(os.environ, OMP_NUM_THREADS="2")
         env.pop("REPRO_AUDIT_HOME", None)
         made = {"run": [binary, "-q", "run", f"{d}/net.pt", "--input", f"{d}/input.pt", "--mode", "train", "--steps",
-                        "2", "--configs", "default", "--repeats", "2", "--report", f"{d}/run.json"],
+                        "2", "--configs", "default", "--repeats", "2", "--report", f"{d}/run.json",
+                        "--save-baseline", f"{d}/base.json"],
+                # compare's report: the baseline section with both stacks
+                "compare": [binary, "-q", "compare", f"{d}/base.json", f"{d}/run.json", "--report", f"{d}/compare.json"],
                 "selftest": [binary, "-q", "selftest", "--device", "cpu", "--report", f"{d}/selftest.json"]}
         failed = 0
         for name, argv in made.items():
