@@ -95,7 +95,9 @@ def main():
     without_paths(scatter)
     # For --trace on an export archive: a root cause at index_put_ (exported_index_put.pt2).
     accumulate = here / "exported_index_put.pt2"
-    torch.export.save(torch.export.export(Accumulate().eval(), (torch.randn(16, 4),)), accumulate)
+    # (a dynamic batch: the test feeds it 20000 rows, and the interpreter checks the exported sizes)
+    torch.export.save(torch.export.export(Accumulate().eval(), (torch.randn(16, 4),),
+                                          dynamic_shapes={"x": {0: torch.export.Dim("batch")}}), accumulate)
     without_paths(accumulate)
     # For identity by content: a Linear exported twice (other bytes, the same graph and weights)
     # and once more with one weight changed (exported_linear*.pt2).
