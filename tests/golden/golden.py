@@ -75,13 +75,14 @@ NORMALISE = [
 # The fingerprint's machine fields: the keys of the environment's "cpu", "cuda" and "torch" groups
 # whose values say which machine and which library build ran, not what the tool decided.
 MACHINE_KEYS = ("model", "kernel", "logical_cpus", "aten_capability", "git_version", "version", "compiled_cuda",
-                "compiled_cudnn", "cublas", "cudnn", "nccl", "driver", "reason", "devices", "wheels")
+                "compiled_cudnn", "cublas", "cudnn", "nccl", "driver", "reason", "devices", "wheels", "runtime")
 _KEY = "|".join(MACHINE_KEYS)
 _JSON_GROUP = re.compile(r'((\n *)"(?:cpu|cuda|torch)": \{)(.*?)(\2\})', re.S)  # to its own closing brace
 _JSON_VALUE = re.compile(r'("(?:' + _KEY + r')": )("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\{[^}]*\}|[-0-9.e+]+|true|false|null)')
 _JSON_STACK = re.compile(r'("stack": \[)(.*?)(\n *\])', re.S)
 _STACK_VALUE = re.compile(r'("(?:baseline|current)": )("(?:[^"\\]|\\.)*"|null)')
-_HTML_GROUP = re.compile(r'(<div class="env-group" data-key="(?:cpu|cuda|torch)">)(.*?)(</table>)', re.S)
+_HTML_GROUP = re.compile(r'(<div class="env-group" data-key="(?:cpu|cuda|torch)">)(.*?)(</table></div>)', re.S)
+_HTML_NESTED = re.compile(r'(<th scope="row">(?:' + _KEY + r')</th><td>)<table.*?</table>(</td>)', re.S)  # cuda.wheels
 _HTML_VALUE = re.compile(r'(<th scope="row">(?:' + _KEY + r')</th><td>)(.*?)(</td>)', re.S)
 _HTML_SUMMARY = re.compile(r'(<dt>(?:torch|CUDA|GPUs|CPU)</dt><dd>)(.*?)(</dd>)', re.S)
 # selftest's fingerprint check: "torch 2.11.0 (70d99e998b49), AMD EPYC (2 CPUs, AVX512), 15 switches"
@@ -95,7 +96,8 @@ def normalise_machine(text):
     text = _JSON_GROUP.sub(lambda m: m.group(1) + _JSON_VALUE.sub(r'\1"<machine>"', m.group(3)) + m.group(4), text)
     # compare's stacks: the library versions of the baseline and the current run
     text = _JSON_STACK.sub(lambda m: m.group(1) + _STACK_VALUE.sub(r'\1"<machine>"', m.group(2)) + m.group(3), text)
-    text = _HTML_GROUP.sub(lambda m: m.group(1) + _HTML_VALUE.sub(r'\1<machine>\3', m.group(2)) + m.group(3), text)
+    text = _HTML_GROUP.sub(lambda m: m.group(1) + _HTML_VALUE.sub(r'\1<machine>\3', _HTML_NESTED.sub(r'\1<machine>\2', m.group(2)))
+                           + m.group(3), text)
     text = _HTML_SUMMARY.sub(r'\1<machine>\3', text)
     text = _SELFTEST_FINGERPRINT.sub("torch <machine>, <machine>", text)
     numbers = {}
