@@ -60,6 +60,8 @@ TEST_CASE("render_baseline_text: changes, one line per result, differing tensors
                       "  environment: 2 changes\n"
                       "    torch.version: 2.11.0 -> 2.12.0 (can affect any device)\n"
                       "    cuda.cudnn: 9.19.0 -> 9.20.0 (can affect cuda)\n"
+                      "  1 result kept their bits, 3 changed\n"
+                      "  newly divergent (1): m<1>&\"'.pt / default\n"
                       "  ignored, cannot change results: torch.library_dir\n"
                       "  m<1>&\"'.pt / det: match (3 tensors)\n",
                       0) == 0);
