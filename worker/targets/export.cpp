@@ -63,22 +63,6 @@ std::string export_runtime() {
       fmt::format("REPRO_AUDIT_EXPORT_RUNTIME='{}': the runtimes are interpreter and nativert", excerpt(r)), "usage");
 }
 
-// Loss for train mode: the output if it is a scalar, else the sum of every floating output's sum
-// (as the TorchScript target's).
-at::Tensor export_loss(const c10::IValue& out) {
-  std::vector<std::pair<std::string, at::Tensor>> flat;
-  collect_tensors(out, "output", flat, "the model's output");
-  if (flat.empty()) throw TrialInputError("train mode needs the model to return at least one tensor");
-  if (flat.size() == 1 && flat[0].second.numel() == 1) return flat[0].second.reshape({});
-  at::Tensor loss;
-  for (const auto& [name, t] : flat) {
-    if (!at::isFloatingType(t.scalar_type())) continue;
-    loss = loss.defined() ? loss + t.sum() : t.sum();
-  }
-  if (!loss.defined()) throw TrialInputError("train mode needs a floating-point output to differentiate");
-  return loss;
-}
-
 class ExportTarget final : public Target {
  public:
   std::string kind() const override { return "a torch.export archive"; }
@@ -177,7 +161,7 @@ class ExportTarget final : public Target {
       throw TrialInputError(fmt::format("the exported program rejects the inputs ({}): {}",
                                         fmt::join(inputs_.descriptions, ", "), error_text(e)));
     }
-    if (spec_.mode == "train") (void)export_loss(forward(inputs_.args));
+    if (spec_.mode == "train") (void)train_loss(forward(inputs_.args));
     return {};
   }
 
@@ -206,7 +190,7 @@ class ExportTarget final : public Target {
       const std::string prefix = fmt::format("step{}/", step);
       for (const auto& [n, p] : params) p.mutable_grad() = at::Tensor();
       trace::set_phase("forward", step);
-      const at::Tensor loss = export_loss(forward(inputs_.args));
+      const at::Tensor loss = train_loss(forward(inputs_.args));
       rec.add(prefix + "loss", loss.detach());
       trace::set_phase("backward", step);
       loss.backward();

@@ -39,6 +39,20 @@ void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors
   }
 }
 
+at::Tensor train_loss(const c10::IValue& out) {
+  NamedTensors flat;
+  collect_tensors(out, "output", flat, "the model's output");
+  if (flat.empty()) throw TrialInputError("train mode needs the model to return at least one tensor");
+  if (flat.size() == 1 && flat[0].second.numel() == 1) return flat[0].second.reshape({});
+  at::Tensor loss;
+  for (const auto& [name, t] : flat) {
+    if (!at::isFloatingType(t.scalar_type())) continue;
+    loss = loss.defined() ? loss + t.sum() : t.sum();
+  }
+  if (!loss.defined()) throw TrialInputError("train mode needs a floating-point output to differentiate");
+  return loss;
+}
+
 void record_value(Recorder& rec, const std::string& name, const c10::IValue& v) {
   NamedTensors flat;
   collect_tensors(v, name, flat, "the model's output");

@@ -30,6 +30,11 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device);
 // TrialInputError for anything else. `what` names the value in messages.
 void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const char* what);
 
+// The loss a train-mode step differentiates, for every kind of model target: the output if it is a
+// scalar, else the sum of every floating output's sum. Throws TrialInputError for an output without
+// a floating tensor.
+at::Tensor train_loss(const c10::IValue& out);
+
 // Flattens a model's output into named tensors ("output", "output/0", ...) and records each.
 void record_value(Recorder& rec, const std::string& name, const c10::IValue& v);
 

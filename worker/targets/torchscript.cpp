@@ -55,21 +55,6 @@ c10::IValue call_forward(torch::jit::Module& module, const Inputs& in) {
   return module.forward(in.args);
 }
 
-// Loss for train mode: the output if it is a scalar, else the sum of every output tensor's sum.
-at::Tensor loss_of(const c10::IValue& out) {
-  std::vector<std::pair<std::string, at::Tensor>> flat;
-  collect_tensors(out, "output", flat, "the model's output");
-  if (flat.empty()) throw TrialInputError("train mode needs the model to return at least one tensor");
-  if (flat.size() == 1 && flat[0].second.numel() == 1) return flat[0].second.reshape({});
-  at::Tensor loss;
-  for (const auto& [name, t] : flat) {
-    if (!at::isFloatingType(t.scalar_type())) continue;
-    loss = loss.defined() ? loss + t.sum() : t.sum();
-  }
-  if (!loss.defined()) throw TrialInputError("train mode needs a floating-point output to differentiate");
-  return loss;
-}
-
 // Train mode: K optimizer steps from `spec.optimizer`; a restart-replay child resumes from or saves
 // a checkpoint (worker/train/checkpoint.h). `state` receives the training-state digests when the spec asks.
 void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module& module, const Inputs& in,
@@ -89,7 +74,7 @@ void train(const TrialSpec& spec, const c10::Device& device, torch::jit::Module&
     optimizer.zero_grad();
     // forward
     const c10::IValue out = call_forward(module, in);
-    const at::Tensor loss = loss_of(out);
+    const at::Tensor loss = train_loss(out);
     record_value(rec, prefix + "output", out);
     rec.add(prefix + "loss", loss.detach());
     // backward
@@ -238,7 +223,7 @@ class TorchScriptTarget final : public Target {
           fmt::format("the model rejects the inputs ({}): {}", fmt::join(inputs_.descriptions, ", "), error_text(e)));
     }
     if (spec_.mode == "train") {
-      (void)loss_of(out);
+      (void)train_loss(out);
       bool has_float_param = false;
       for (const auto& p : module_.named_parameters(true)) has_float_param |= at::isFloatingType(p.value.scalar_type());
       if (!has_float_param) throw TrialInputError("train mode needs a model with floating-point parameters");
