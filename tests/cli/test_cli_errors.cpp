@@ -73,7 +73,7 @@ TEST_CASE("run and lint: a tampered torch.export archive exits 3 with one line, 
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"future.pt2",
        "is a torch.export archive of schema version 99.0, which this build's LibTorch (schema 8.x) does not read"},
-      {"unknown_op.pt2", "is a torch.export archive that cannot be loaded"},
+      {"unknown_op.pt2", "node linear (torch.ops.aten.no_such_op.default): names an op that this torch does not have"},
       {"not_json.pt2", "is a torch.export archive that cannot be loaded"},
       {"no_weight.pt2", "the archive has no record data/weights/"},
       {"truncated.pt2",
