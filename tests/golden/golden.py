@@ -186,7 +186,9 @@ def other_machine(report):
     if "wheels" in env.get("cuda", {}):
         env["cuda"]["wheels"] = {"nvidia-cublas": "99.3.4.5", "nvidia-other": "1.2.3"}
     for entry in (report.get("baseline") or {}).get("stack", []):
-        entry.update(baseline="99.0.1", current="99.0.2")
+        # other versions, but the same relation: a release that did not change stays unchanged
+        same = entry.get("baseline") == entry.get("current")
+        entry.update(baseline="99.0.1", current="99.0.1" if same else "99.0.2")
     for check in (report.get("selftest") or {}).get("checks", []):
         if check.get("name") == "fingerprint":
             check["evidence"] = "torch 2.99.1 (0123456789ab), Other Vendor CPU @ 9.99GHz (96 CPUs, AVX2), 15 switches"
