@@ -85,16 +85,18 @@ def leaves(value):
     return [t for t in torch.utils._pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
-def agrees(name, model, inputs, dynamic_shapes=None):
-    """Exports `model` on `inputs`, and checks the tool's outputs equal Python's, bit for bit."""
+def agrees(name, model, inputs, dynamic_shapes=None, at=None):
+    """Exports `model` on `inputs`, and checks the tool's outputs equal Python's, bit for bit, on
+    `at` (other inputs the exported program accepts; default: `inputs`)."""
     torch.manual_seed(0)
     model = model.eval()
     ep = torch.export.export(model, inputs, dynamic_shapes=dynamic_shapes)
     pt2 = work / f"{name}.pt2"
     torch.export.save(ep, str(pt2))
     inp = work / f"{name}.in.pt"
-    torch.save(inputs[0] if len(inputs) == 1 else inputs, str(inp))
-    expected = leaves(torch.export.load(str(pt2)).module()(*inputs))
+    at = at or inputs
+    torch.save(at[0] if len(at) == 1 else at, str(inp))
+    expected = leaves(torch.export.load(str(pt2)).module()(*at))
     const = work / f"{name}.expected.pt"
     torch.jit.script(Returns(expected)).save(str(const))
     p, doc = run_tool(pt2, inp, name)
@@ -182,6 +184,10 @@ p, doc = run_tool(pt2, work / "too_big.pt", "too_big")
 check(p.returncode == 3 and "outside the range the program was exported for" in p.stderr and "[2, 8]" in p.stderr,
       f"a batch outside the exported range: exit {p.returncode}: {p.stderr.strip()[-400:]}")
 check(len(p.stderr.strip().splitlines()) == 1, f"the range error is one line: {p.stderr!r}")
+# Dim.DYNAMIC records [2, inf] (the exporter's 0/1 specialisation); Python's module still takes a
+# batch of 1, and so must the interpreter (invariance's first size is 1).
+agrees("mlp_dynamic_batch_of_one", nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), (torch.randn(3, 4),),
+       dynamic_shapes=({0: torch.export.Dim.DYNAMIC},), at=(torch.randn(1, 4),))
 
 
 class Counter(nn.Module):

@@ -747,8 +747,11 @@ void ExportProgram::bind_inputs(const std::vector<c10::IValue>& args, std::vecto
         }
         const std::string s = symbol_of(want);
         if (s.empty()) continue;  // an expression of symbols: the ops check it
+        // As torch's own input check (_check_input_constraints_for_graph): a lower bound of 2 is
+        // the exporter's 0/1 specialisation, not the user's, so sizes 0 and 1 are let through.
         const auto r = ranges_.find(s);
-        if (r != ranges_.end() && (size < r->second.first || size > r->second.second))
+        const int64_t low = r == ranges_.end() || r->second.first <= 2 ? 0 : r->second.first;
+        if (r != ranges_.end() && (size < low || size > r->second.second))
           throw TrialInputError(fmt::format(
               "input {} ({}) has size {} in dimension {}, outside the range the program was exported for: {} in "
               "[{}, {}]",
