@@ -423,6 +423,18 @@ TEST_CASE(
   ra::test::expect_error(dir, {"run", model}, 2, "the exported program takes 1 input (x), but none was given");
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4", "--shape", "2x4"}, 3,
                          "takes 1 input (x), but 2 were given");
+  // Train mode differentiates through the same ops: per step the loss and the gradients.
+  const auto train = run_cli({"run", model, "--shape", "2x4", "--mode", "train", "--steps", "2", "--configs", "default",
+                              "--report", dir.file("t.json")});
+  CAPTURE(train.err);
+  CHECK(train.code == 0);
+  names.clear();
+  // A named document: a range-for over a subobject of read_json's temporary would read freed memory.
+  const nlohmann::json trained = ra::test::read_json(dir.file("t.json"));
+  for (const auto& t : trained["targets"][0]["configs"][0]["reference_digests"])
+    names.push_back(t["name"].get<std::string>());
+  for (const char* want : {"step0/loss", "step0/grad/fc.weight", "step1/grad/fc.bias", "final/param/fc.weight"})
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), want) != names.end(), want);
   // The runtime variable: anything but the two runtimes is a usage error, in one line.
   ::setenv("REPRO_AUDIT_EXPORT_RUNTIME", "fast", 1);
   ra::test::expect_error(dir, {"run", model, "--shape", "2x4"}, 2, "the runtimes are interpreter and nativert");
