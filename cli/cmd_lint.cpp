@@ -26,9 +26,9 @@ void add_lint_options(CLI::App& sub, LintArgs& a) {
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();
   sub.add_flag("--strict", a.strict, "notes (configuration or machine dependence) exit 1 too, not only errors");
-  sub.add_flag(
-      "--batch-invariance", a.batch_invariance,
-      "ops whose rows depend on the batch size (measured by the batch-invariance probes) are errors, not notes");
+  sub.add_flag("--batch-invariance", a.batch_invariance,
+               "ops whose rows depend on the batch size (measured by the batch-invariance probes) are warnings ranked "
+               "by the rows each GEMM multiplies, not notes");
   sub.add_flag("--verbose", a.verbose, "every finding in full, instead of one block per knowledge-base entry");
 }
 

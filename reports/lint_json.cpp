@@ -38,6 +38,8 @@ json finding_json(const LintFinding& f) {
           {"measured", f.measured},
           {"alert", f.alert.empty() ? json(nullptr) : json(f.alert)},
           {"advice", f.advice},
+          {"rows", f.rows},
+          {"risk", f.risk.empty() ? json(nullptr) : json(f.risk)},
           {"allowed_by",
            f.allowed_by ? json{{"entry", f.allowed_by->entry},
                                {"reason", f.allowed_by->reason},
@@ -49,10 +51,11 @@ json finding_json(const LintFinding& f) {
 
 nlohmann::ordered_json lint_to_json(const LintReport& r) {
   json findings = json::array();
-  size_t errors = 0;
+  size_t errors = 0, warnings = 0;
   for (const auto& f : r.findings) {
     findings.push_back(finding_json(f));
-    errors += f.severity != "note";
+    errors += f.severity == "error";
+    warnings += f.severity == "warning";
   }
   return {{"schema", "repro-audit/lint"},
           {"schema_version", kLintSchemaVersion},
@@ -71,7 +74,8 @@ nlohmann::ordered_json lint_to_json(const LintReport& r) {
           {"summary",
            {{"findings", r.findings.size()},
             {"errors", errors},
-            {"notes", r.findings.size() - errors},
+            {"warnings", warnings},
+            {"notes", r.findings.size() - errors - warnings},
             {"raise", raising_findings(r)}}},
           {"findings", findings},
           {"notes", r.notes},

@@ -32,7 +32,7 @@ struct LintFinding {
   std::string op;           // the graph op that matched, "aten::index_add"
   std::string direction;    // forward | backward (the entry's)
   std::string device;       // cpu | cuda | any (the entry's)
-  std::string severity;     // error | note (the entry's)
+  std::string severity;     // error | warning | note (the entry's; batch-invariance: worker/lint/lint_graph.h)
   std::string module_path;  // "encoder.layers.0.conv"; "" is the top module
   SourceLocation source;    // the op's own line (innermost frame)
   // Calls to free functions (or TorchScript class methods) that lead from the module's method to
@@ -52,6 +52,11 @@ struct LintFinding {
   std::string alert;                  // the alert's name, "" when none
   std::string advice;
   std::optional<AllowedBy> allowed_by;  // --allowlist: the entry that accepted it
+  // Batch-invariance entries: the rows (M) each matched node multiplies, ranked against the
+  // measured batch classes, one sentence per distinct node (worker/lint/gemm_rows.h), and the
+  // worst rank: none (M fixed) | low | unknown | high; "" for other entries.
+  std::vector<std::string> rows;
+  std::string risk;
 };
 
 struct LintReport {

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 
 namespace ra::report {
 namespace {
@@ -28,7 +29,7 @@ std::string display_location(const SourceLocation& loc) {
 int lint_exit_code(const LintReport& report) {
   if (!report.allowlist_expired.empty()) return 1;
   for (const auto& f : report.findings)
-    if (!f.allowed_by && (f.severity != "note" || report.strict)) return 1;
+    if (!f.allowed_by && (f.severity == "error" || report.strict)) return 1;
   return 0;
 }
 
@@ -71,6 +72,7 @@ void verbose_findings(std::string& out, const LintReport& r) {
     if (f.entry_methods.size() != 1 || f.entry_methods.front() != "forward")
       out += fmt::format("    reached from:  {}\n", ln(fmt::format("{}", fmt::join(f.entry_methods, ", "))));
     out += fmt::format("    when:          {}\n", ln(f.condition));
+    for (const auto& rows : f.rows) out += fmt::format("    rows:          {}\n", ln(rows));
     out += fmt::format("    documented:    {}\n", ln(f.documented));
     out += deterministic_lines(f);
     out += fmt::format("    advice:        {}\n", ln(f.advice));
@@ -82,11 +84,10 @@ void verbose_findings(std::string& out, const LintReport& r) {
 // One block per knowledge-base entry, errors first: its findings' count, where they are (module
 // paths), and the entry's text once.
 void grouped_findings(std::string& out, const LintReport& r) {
-  std::vector<std::string> order;  // entry ids: errors, then notes, each in first-finding order
-  for (const char* severity : {"error", "note"})
+  std::vector<std::string> order;  // entry ids: errors, warnings, then notes, each in first-finding order
+  for (const char* severity : {"error", "warning", "note"})
     for (const auto& f : r.findings)
-      if ((f.severity == severity || (std::string(severity) == "error" && f.severity != "note")) &&
-          std::find(order.begin(), order.end(), f.entry) == order.end())
+      if (f.severity == severity && std::find(order.begin(), order.end(), f.entry) == order.end())
         order.push_back(f.entry);
   for (const auto& id : order) {
     std::vector<const LintFinding*> fs;
@@ -106,9 +107,8 @@ void grouped_findings(std::string& out, const LintReport& r) {
         "{}",
         fmt::join(places.begin(), places.begin() + static_cast<long>(std::min(places.size(), kPlacesShown)), ", "));
     if (places.size() > kPlacesShown) where += fmt::format(", ... and {} more", places.size() - kPlacesShown);
-    out +=
-        fmt::format("\n{} {}  {} ({}): {} finding{}\n", first.severity == "note" ? "note " : "error", ln(first.entry),
-                    fmt::join(ops, ", "), ln(first.direction), fs.size(), fs.size() == 1 ? "" : "s");
+    out += fmt::format("\n{:<5} {}  {} ({}): {} finding{}\n", first.severity, ln(first.entry), fmt::join(ops, ", "),
+                       ln(first.direction), fs.size(), fs.size() == 1 ? "" : "s");
     out += fmt::format("    {}\n", ln(first.title));
     out += fmt::format("    in:            {}\n", where);
     if (fs.size() == 1) {
@@ -116,6 +116,15 @@ void grouped_findings(std::string& out, const LintReport& r) {
       out += fmt::format("    at:            {} in {}\n", display_location(at), ln(at.function));
     }
     out += fmt::format("    when:          {}\n", ln(first.condition));
+    // Each distinct M of the entry's nodes ("high risk: M = x.size(0): ..."), with how many
+    // findings share it, highest rank first.
+    std::map<std::string, size_t> rows;
+    for (const LintFinding* f : fs)
+      for (const auto& line : f->rows) ++rows[line];
+    for (const char* rank : {"high", "unknown", "low", "none"})
+      for (const auto& [line, n] : rows)
+        if (line.rfind(std::string(rank) + " risk: ", 0) == 0)
+          out += fmt::format("    rows:          {}{}\n", ln(line), n > 1 ? fmt::format(" ({} findings)", n) : "");
     out += deterministic_lines(first);
     out += fmt::format("    advice:        {}\n", ln(first.advice));
     for (const LintFinding* f : fs)
@@ -139,14 +148,20 @@ std::string render_lint_text_raw(const LintReport& r, bool verbose) {
     grouped_findings(out, r);
   if (!r.notes.empty()) out += "\n";
   for (const auto& n : r.notes) out += fmt::format("note: {}\n", ln(n));
-  size_t errors = 0, notes = 0, allowed = 0;
+  size_t errors = 0, warnings = 0, notes = 0, allowed = 0;
   for (const auto& f : r.findings) {
-    (f.severity == "note" ? notes : errors) += 1;
+    (f.severity == "note" ? notes : f.severity == "warning" ? warnings : errors) += 1;
     allowed += f.allowed_by.has_value();
   }
-  out += fmt::format("\n{} error{}, {} note{} ({} raise under use_deterministic_algorithms){}\n", errors,
-                     errors == 1 ? "" : "s", notes, notes == 1 ? "" : "s", raising_findings(r),
-                     notes > 0 && errors == 0 && !r.strict ? "; notes do not fail (--strict makes them)" : "");
+  out += fmt::format(
+      "\n{} error{}, {}{} note{} ({} raise under use_deterministic_algorithms){}\n", errors, errors == 1 ? "" : "s",
+      warnings > 0 ? fmt::format("{} warning{}, ", warnings, warnings == 1 ? "" : "s") : "", notes,
+      notes == 1 ? "" : "s", raising_findings(r),
+      notes + warnings > 0 && errors == 0 && !r.strict
+          ? fmt::format("; {} do not fail (--strict makes them)", warnings > 0 && notes > 0 ? "warnings and notes"
+                                                                  : warnings > 0            ? "warnings"
+                                                                                            : "notes")
+          : "");
   if (allowed > 0) out += fmt::format("{} allowed by the allowlist\n", allowed);
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
   return out;

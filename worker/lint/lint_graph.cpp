@@ -51,6 +51,7 @@
 #include "audit/common/paths.h"
 #include "audit/common/zip_check.h"
 #include "audit/trial/trials.h"
+#include "worker/lint/gemm_rows.h"
 #include "worker/runtime/export_graph.h"
 
 #include <caffe2/serialize/inline_container.h>
@@ -345,13 +346,18 @@ class Scanner {
   // One node of a torch.export graph (lint_export): its op, a checker of its arguments against
   // an entry's condition, its innermost source line and module path, and its stack (outermost first).
   void match_node(const std::string& op, const ArgCheck& check, const SourceLocation& loc,
-                  const std::string& module_path, std::vector<SourceLocation> chain) {
+                  const std::string& module_path, std::vector<SourceLocation> chain,
+                  const std::optional<lint::GemmRows>& rows, const std::map<std::string, lint::SymbolInfo>& symbols) {
     entry_method_ = "forward";
+    rows_ = rows;
+    symbols_ = &symbols;
     // `unless` conditions about uniqueness need the index's values, which a static scan lacks.
     const auto excluded_by = [&](const std::string& name, const std::string& expected) {
       return expected != "\"unique\"" && check(name, expected) == ArgState::Holds;
     };
     match_entries(op, check, excluded_by, loc, Frame{module_path, "forward", {}, 0, std::move(chain)});
+    rows_.reset();
+    symbols_ = nullptr;
   }
 
   void note_text(const std::string& text) { note(text); }
@@ -362,6 +368,7 @@ class Scanner {
       LintFinding f = found.finding;
       f.entry_methods.assign(found.entry_methods.begin(), found.entry_methods.end());
       if (!f.depends_on.empty()) f.condition += fmt::format(" [depends on {}]", fmt::join(f.depends_on, ", "));
+      f.rows.assign(found.rows.begin(), found.rows.end());
       out.push_back(std::move(f));
     }
     return out;
@@ -373,7 +380,32 @@ class Scanner {
   struct Found {
     LintFinding finding;
     std::set<std::string> entry_methods;
+    std::set<std::string> rows;  // batch-invariance: each node's M and its rank
+    lint::Risk risk = lint::Risk::None;
   };
+
+  // A batch-invariance entry's node: its M ranked against the entry's measured batch classes on
+  // this device type (gemm_rows.h); the finding keeps the worst rank of its nodes.
+  void rank_rows(const KnowledgeEntry& e, Found& found) {
+    if (e.concern != "batch-invariance") return;
+    lint::BatchClasses classes;
+    for (const auto& m : e.measured)
+      if (m.device_type == device_type_ && classes.empty()) classes = lint::parse_batch_classes(m.note);
+    static const std::map<std::string, lint::SymbolInfo> none;
+    const lint::RowsAssessment a = lint::assess_rows(rows_, symbols_ ? *symbols_ : none, classes);
+    const auto name = [](lint::Risk r) {
+      return r == lint::Risk::High      ? "high"
+             : r == lint::Risk::Unknown ? "unknown"
+             : r == lint::Risk::Low     ? "low"
+                                        : "none";
+    };
+    found.rows.insert(fmt::format("{} risk: {}", name(a.risk), a.sentence));
+    const auto order = [](lint::Risk r) {
+      return r == lint::Risk::High ? 3 : r == lint::Risk::Unknown ? 2 : r == lint::Risk::Low ? 1 : 0;
+    };
+    if (order(a.risk) > order(found.risk)) found.risk = a.risk;
+    found.finding.risk = name(found.risk);
+  }
 
   void note(const std::string& text) {
     if (note_set_.insert(text).second) notes_.push_back(text);
@@ -536,6 +568,7 @@ class Scanner {
     auto [it, inserted] = findings_.try_emplace(key);
     Found& found = it->second;
     found.entry_methods.insert(entry_method_);
+    rank_rows(e, found);
     if (!inserted) {
       // The same line reached again: it is decided when any occurrence decided it.
       if (depends_on.empty()) found.finding.depends_on.clear();
@@ -583,6 +616,8 @@ class Scanner {
   std::set<std::string> note_set_;
   std::string entry_method_;
   std::string device_type_;
+  std::optional<lint::GemmRows> rows_;  // the node being matched (torch.export graphs only)
+  const std::map<std::string, lint::SymbolInfo>* symbols_ = nullptr;
 };
 
 // A serialized argument of a torch.export node as a constant, when it is one (int, float, bool,
@@ -646,6 +681,45 @@ std::string pt2_kind(const std::string& path) {
   }
 }
 
+// The symbols of the user inputs' dimensions ("s77" -> x.size(0)), with the least value each takes
+// at run time: the recorded lower bound, except the exporter's 2 (its 0/1 specialisation), which
+// torch's input check lets 0 and 1 pass (worker/targets/export_program.cpp does the same).
+std::map<std::string, lint::SymbolInfo> input_symbols(const nlohmann::json& model,
+                                                      const nlohmann::json& tensor_values) {
+  std::map<std::string, lint::SymbolInfo> out;
+  const nlohmann::json* specs = nullptr;
+  if (model["graph_module"].contains("signature") && model["graph_module"]["signature"].is_object() &&
+      model["graph_module"]["signature"].contains("input_specs") &&
+      model["graph_module"]["signature"]["input_specs"].is_array())
+    specs = &model["graph_module"]["signature"]["input_specs"];
+  if (specs == nullptr || !tensor_values.is_object()) return out;
+  const nlohmann::json ranges = model.contains("range_constraints") && model["range_constraints"].is_object()
+                                    ? model["range_constraints"]
+                                    : nlohmann::json::object();
+  for (const auto& spec : *specs) {
+    const nlohmann::json* arg = nullptr;
+    if (spec.is_object() && spec.contains("user_input") && spec["user_input"].is_object())
+      arg = spec["user_input"].contains("arg") ? &spec["user_input"]["arg"] : nullptr;
+    if (arg == nullptr || !arg->is_object() || !arg->contains("as_tensor") || !(*arg)["as_tensor"].is_object() ||
+        !(*arg)["as_tensor"].contains("name") || !(*arg)["as_tensor"]["name"].is_string())
+      continue;
+    const std::string name = (*arg)["as_tensor"]["name"].get<std::string>();
+    const auto t = tensor_values.find(name);
+    if (t == tensor_values.end() || !t->is_object() || !t->contains("sizes") || !(*t)["sizes"].is_array()) continue;
+    for (size_t d = 0; d < (*t)["sizes"].size(); ++d) {
+      const auto p = lint::size_product((*t)["sizes"][d]);
+      if (!p || p->factor != 1 || p->symbols.size() != 1 || out.count(p->symbols.front())) continue;
+      int64_t least = 1;
+      const auto r = ranges.find(p->symbols.front());
+      if (r != ranges.end() && r->is_object() && r->contains("min_val") && (*r)["min_val"].is_number_integer() &&
+          (*r)["min_val"].get<int64_t>() > 2)
+        least = (*r)["min_val"].get<int64_t>();
+      out[p->symbols.front()] = {fmt::format("{}.size({})", name, d), least};
+    }
+  }
+  return out;
+}
+
 // lint of a torch.export archive: the graph in its models/model.json, node by node.
 LintResult lint_export(const std::string& path, const std::string& device_type, const KnowledgeBase& kb,
                        const std::string& mode) {
@@ -670,7 +744,10 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
     throw InputError(fmt::format("model '{}' {}", path, schema));
   Scanner scanner(kb, device_type, mode == "train");
   r.methods = {"forward"};
-  for (const auto& node : model["graph_module"]["graph"]["nodes"]) {
+  const nlohmann::json& graph = model["graph_module"]["graph"];
+  const nlohmann::json tensor_values = graph.contains("tensor_values") ? graph["tensor_values"] : nlohmann::json();
+  const std::map<std::string, lint::SymbolInfo> symbols = input_symbols(model, tensor_values);
+  for (const auto& node : graph["nodes"]) {
     if (!node.is_object() || !node.contains("target") || !node["target"].is_string()) continue;
     std::string target = node["target"].get<std::string>();
     // "torch.ops.aten.index_add.default" -> "aten::index_add", overload "default" -> "".
@@ -711,7 +788,8 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
         node.contains("metadata") && node["metadata"].is_object() ? node["metadata"] : nlohmann::json::object();
     const std::vector<SourceLocation> chain = parse_stack_trace(meta.value("stack_trace", std::string()));
     const SourceLocation loc = chain.empty() ? SourceLocation{"", 0, "forward"} : chain.back();
-    scanner.match_node(op, check, loc, module_path_of(meta.value("nn_module_stack", std::string())), chain);
+    scanner.match_node(op, check, loc, module_path_of(meta.value("nn_module_stack", std::string())), chain,
+                       lint::gemm_rows(op, args, tensor_values), symbols);
   }
   r.findings = scanner.findings();
   r.notes = scanner.notes();
@@ -758,10 +836,16 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
     r.findings = scanner.findings();
     r.notes = scanner.notes();
   }
-  // Batch variance is a concern of its own: a note unless the user asks for it.
+  // Batch variance is a concern of its own: a note unless the user asks for it, and then a
+  // warning, never an error: the graph can rank the risk (gemm_rows.h) but not prove it, and
+  // `repro-audit invariance` measures it. M fixed by the exported shapes stays a note.
   for (auto& f : r.findings)
-    if (const KnowledgeEntry* e = kb.find(f.entry); e && e->concern == "batch-invariance")
-      f.severity = batch == BatchVariant::Error ? "error" : "note";
+    if (const KnowledgeEntry* e = kb.find(f.entry); e && e->concern == "batch-invariance") {
+      f.severity = batch == BatchVariant::Error && f.risk != "none" ? "warning" : "note";
+      if (f.severity == "warning")
+        f.advice +=
+            fmt::format(" A graph cannot prove it either way: measure it with `repro-audit invariance {}`.", model);
+    }
   if (mode != "train") {
     int backward = 0;
     for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device_type) && e.direction == "backward";
