@@ -90,8 +90,10 @@ struct RowTrace {
 struct InvarianceConfig {
   std::string config;
   std::vector<SwitchValue> switches;  // as read back in the worker
-  std::string verdict;                // "invariant", "variant", "crashed"
-  std::string message;                // why it crashed; "" otherwise
+  std::string verdict;                // "invariant", "variant", "nondeterministic", "crashed"
+  // Why it crashed; why it is nondeterministic (a row alone changes from call to call); else where
+  // the model failed ("the model fails on a batch of 5: ..."), the sweep stopping there (exit 3); or "".
+  std::string message;
   std::vector<InvarianceCell> cells;
   // Derived by the analysis (audit/invariance/invariance_analysis.h), written out so that readers
   // of the JSON need not redo it, and read back as written.
@@ -174,8 +176,9 @@ Invariance invariance_baseline_from_json(const nlohmann::ordered_json& j);
 // "invariant over every size tried", "variant: 2 classes of sizes, position-dependent at 3 sizes".
 std::string invariance_summary(const InvarianceConfig& c);
 
-// The report's verdict and exit code from its invariance part: 1 when a configuration is variant, 4
-// when one crashed (a variant finding wins), else 0 (report::finalize calls it).
+// The report's verdict and exit code from its invariance part: 3 when the model failed at a batch
+// size (its message kept), else 1 when a configuration is variant or nondeterministic, 4 when one
+// crashed (a finding wins), else 0 (report::finalize calls it).
 void finalize_invariance(Report& report);
 
 // JSON (the report's "invariance" object; the schema's InvarianceReport) and back (throws ReportError).

@@ -154,8 +154,8 @@ std::vector<std::string> variant_outputs(const InvarianceConfig& c) {
 void detail::read_invariance_config_head(const Node& n, InvarianceConfig& c) {
   c.config = n.at("config").str();
   c.verdict = n.at("verdict").str();
-  if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed")
-    n.at("verdict").fail("expected invariant, variant or crashed");
+  if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed" && c.verdict != "nondeterministic")
+    n.at("verdict").fail("expected invariant, variant, nondeterministic or crashed");
   c.position_dependent = n.at("position_dependent").i64s();
   c.warmup_dependent = n.at("warmup_dependent").i64s();
 }

@@ -60,8 +60,14 @@ std::string head_line(const Invariance& inv) {
 // The verdict, then what the allowlist and the baseline added (--allowlist, --baseline, compare).
 std::string exit_words(const Report& r) {
   bool variant = false, allowed = false;
-  for (const auto& c : r.invariance->configs) (c.allowed_by ? allowed : variant) |= c.verdict == "variant";
-  std::string words = variant            ? "variant"
+  bool nondeterministic = false;
+  for (const auto& c : r.invariance->configs) {
+    (c.allowed_by ? allowed : variant) |= c.verdict == "variant";
+    nondeterministic |= c.verdict == "nondeterministic";
+  }
+  std::string words = r.exit_code == 3   ? "stopped: the model failed at a batch size"
+                      : nondeterministic ? "nondeterministic"
+                      : variant          ? "variant"
                       : r.exit_code == 4 ? "incomplete: a worker crashed"
                       : allowed          ? "variant, allowed by the allowlist"
                                          : "invariant";
@@ -83,6 +89,10 @@ void config_text(std::string& out, const InvarianceConfig& c) {
   out += fmt::format("{}: {}\n", ln(c.config), ln(invariance_summary(c)));
   if (c.verdict == "crashed") {
     out += fmt::format("  {}\n", ln(c.message));
+    return;
+  }
+  if (c.verdict == "nondeterministic") {
+    for (const auto& a : c.advice) out += fmt::format("  advice: {}\n", ln(a));
     return;
   }
   const std::vector<int64_t> tried = tried_sizes(c);
@@ -134,7 +144,10 @@ std::vector<int64_t> tried_sizes(const InvarianceConfig& c) {
 
 std::string invariance_summary(const InvarianceConfig& c) {
   if (c.verdict == "crashed") return "crashed";
-  if (c.verdict == "invariant") return "invariant over every size and placement tried";
+  if (c.verdict == "nondeterministic") return "nondeterministic: " + c.message;
+  // The model failed at one size: the sweep stopped there, and the verdict is that of the sizes before.
+  const std::string stopped = c.message.empty() ? "" : "; stopped where " + c.message;
+  if (c.verdict == "invariant") return "invariant over every size and placement tried" + stopped;
   std::vector<std::string> why;
   if (c.classes.size() > 1) why.push_back(fmt::format("{} classes of sizes", c.classes.size()));
   if (!c.position_dependent.empty())
@@ -144,15 +157,20 @@ std::string invariance_summary(const InvarianceConfig& c) {
     why.push_back(fmt::format("warm-up-dependent at {} size{}", c.warmup_dependent.size(),
                               c.warmup_dependent.size() == 1 ? "" : "s"));
   const std::string allowed = c.allowed_by ? fmt::format(" (allowed: {})", c.allowed_by->reason) : "";
-  return fmt::format("variant: {}{}", fmt::join(why, ", "), allowed);
+  return fmt::format("variant: {}{}{}", fmt::join(why, ", "), allowed, stopped);
 }
 
 void finalize_invariance(Report& report) {
-  bool variant = false, crashed = false;
-  for (const auto& c : report.invariance->configs)
-    variant |= c.verdict == "variant" && !c.allowed_by, crashed |= c.verdict == "crashed";
+  bool variant = false, crashed = false, failed = false;
+  for (const auto& c : report.invariance->configs) {
+    variant |= (c.verdict == "variant" && !c.allowed_by) || c.verdict == "nondeterministic";
+    crashed |= c.verdict == "crashed";
+    failed |= c.verdict != "crashed" && c.verdict != "nondeterministic" && !c.message.empty();
+  }
   report.verdict = variant ? Verdict::Diverged : crashed ? Verdict::Crashed : Verdict::Reproducible;
-  report.exit_code = variant ? 1 : crashed ? 4 : 0;
+  // The model's own failure at one size is an input error (exit 3), which wins: the sizes measured
+  // before it are in the report, and the size and message in the configuration's summary.
+  report.exit_code = failed ? 3 : variant ? 1 : crashed ? 4 : 0;
   // An audit whose comparison could not see a one-bit change proves nothing: incomplete.
   if (report.exit_code == 0 && !report.invariance->control.detected) report.exit_code = 4;
 }
@@ -244,7 +262,10 @@ std::string invariance_junit_suites(const Report& r, int& tests, int& failures, 
   for (const auto& c : inv.configs) {
     ++t;
     std::string body;
-    if (c.verdict == "variant" && !c.allowed_by) {
+    if (c.verdict == "nondeterministic") {
+      ++f;
+      body = fmt::format("      <failure type=\"nondeterministic\" message=\"{}\"/>\n", xml(invariance_summary(c)));
+    } else if (c.verdict == "variant" && !c.allowed_by) {
       ++f;
       body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n",
                          xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c)) +

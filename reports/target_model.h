@@ -22,15 +22,16 @@ namespace ra::report {
 // `run --calls K` (K >= 2): warm-up dependence. Each trial calls the model K times in its one process and
 // compares every later call's tensors with call 1's, so a result that depends on what already ran in the
 // process (cuDNN benchmark's first pick, a lazily built cache) is told apart from run-to-run divergence,
-// which compares call 1 of separate processes (the configuration's verdict). A forward that changes the
-// model's own buffers or parameters makes its calls incomparable: `mutated` names them instead.
+// which compares call 1 of separate processes (the configuration's verdict). A forward that changes what
+// its next call computes from (its inputs, parameters, buffers, plain attributes) makes its calls
+// incomparable: `mutated` names them instead.
 struct WarmUp {
   int calls = 0;                      // K
   int trials_compared = 0;            // trials whose later calls were compared with call 1
   int trials_differing = 0;           // of those, trials in which a later call differed from call 1
   int first_call = 0;                 // the earliest call that differed (2..K), 0 when none did
   std::vector<std::string> tensors;   // tensors that differed at first_call, in record order (first such trial)
-  std::vector<std::string> mutated;   // "buffer 'count'": state the forward changed, sorted; calls not compared
+  std::vector<std::string> mutated;   // "buffer 'count'", "input 'x'": what a call changed, sorted; not compared
   std::optional<TraceSummary> trace;  // --trace: call 1's op trace aligned with first_call's (repeats: calls)
 };
 

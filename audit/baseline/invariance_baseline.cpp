@@ -133,7 +133,8 @@ std::vector<std::string> changes(const InvarianceConfig& b, const InvarianceConf
 
 std::optional<report::Verdict> verdict_of(const InvarianceConfig& c) {
   if (c.verdict == "crashed") return report::Verdict::Crashed;
-  return c.verdict == "variant" ? report::Verdict::Diverged : report::Verdict::Reproducible;
+  return c.verdict == "variant" || c.verdict == "nondeterministic" ? report::Verdict::Diverged
+                                                                   : report::Verdict::Reproducible;
 }
 
 BaselineResult compare_config(const std::string& model, const InvarianceConfig& b, const InvarianceConfig& c,

@@ -105,8 +105,18 @@ std::vector<std::string> size_advice(const InvarianceConfig& c) {
 
 }  // namespace
 
+void nondeterministic(InvarianceConfig& c, const std::string& why) {
+  c.verdict = "nondeterministic";
+  c.message = why;
+  c.classes.clear(), c.position_dependent.clear(), c.warmup_dependent.clear();
+  c.advice = {
+      "no batch size makes a nondeterministic model's rows reproducible, so padding does not help: find what draws "
+      "new numbers on every call (dropout left in training mode, a sampling step, a noise term) and turn it off or "
+      "seed it before each call, then audit again"};
+}
+
 void analyse(InvarianceConfig& c) {
-  if (c.verdict == "crashed") return;
+  if (c.verdict == "crashed" || c.verdict == "nondeterministic") return;
   c.classes = size_classes(start_signatures(c));
   c.position_dependent = position_sizes(c);
   c.warmup_dependent = warmup_sizes(c);

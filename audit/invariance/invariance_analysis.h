@@ -16,8 +16,13 @@
 namespace ra::invariance {
 
 // Fills classes, position_dependent, warmup_dependent, verdict and advice of `c` from its cells
-// (a crashed configuration is left as it is).
+// (a crashed or nondeterministic configuration is left as it is).
 void analyse(report::InvarianceConfig& c);
+
+// A configuration whose anchors alone changed from call to call (`why`, the worker's sentence):
+// verdict "nondeterministic", no classes, and the advice to remove the randomness, never padding
+// (issue 39: a model drawing random numbers every call was told "pad every batch to {16}").
+void nondeterministic(report::InvarianceConfig& c, const std::string& why);
 
 // Across configurations: each variant configuration learns which other configurations were
 // invariant (an advice line naming them), since their switches are then a fix; where several were

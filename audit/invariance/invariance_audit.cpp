@@ -133,6 +133,11 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r) {
   c.timing.calls = r.measured->calls;
   c.timing.sweep_ms = r.measured->sweep_ms;
   c.trace = r.measured->trace;
+  if (!r.measured->nondeterministic.empty()) {
+    nondeterministic(c, r.measured->nondeterministic);
+    return c;
+  }
+  c.message = r.measured->stopped;  // the model failed at one size: the sizes before it are kept (exit 3)
   analyse(c);
   return c;
 }
@@ -153,6 +158,14 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   }
   if (inv.kind.empty()) inv.control.evidence = "not run: no configuration's worker finished";
   compare_configs(inv.configs);
+  // The model's failure at one size is the run's error (exit 3, report::finalize): its one line on
+  // stderr, as any input error, and the sizes measured before it stay in the report.
+  for (const auto& c : inv.configs)
+    if (c.verdict != "crashed" && c.verdict != "nondeterministic" && !c.message.empty()) {
+      log::write(log::Level::Error,
+                 fmt::format("{} (under {}; the sizes measured before it are in the report)", c.message, c.config));
+      break;
+    }
   return inv;
 }
 
@@ -209,7 +222,10 @@ constexpr const char* kFixLeft =
 // The fix search (invariance_fix.h) from the first configuration when it is variant: its sweeps
 // run one worker at a time, so that the forward passes it prices do not share the CPU.
 void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::Invariance& inv) {
-  if (!o.fix_search || inv.configs.empty() || inv.configs.front().verdict != "variant") return;
+  // Not after the model failed at a size: every candidate's sweep would stop there too.
+  if (!o.fix_search || inv.configs.empty() || inv.configs.front().verdict != "variant" ||
+      !inv.configs.front().message.empty())
+    return;
   if (o.shard) {
     if (inv.configs.front().config == o.session.configs.front().name) inv.notes.push_back(kFixLeft);
     return;

@@ -46,6 +46,8 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
           {"forward_ms", m.forward_ms},
           {"calls", m.calls},
           {"sweep_ms", m.sweep_ms},
+          {"nondeterministic", m.nondeterministic},
+          {"stopped", m.stopped},
           {"trace", m.trace ? report::row_trace_to_json(*m.trace) : nlohmann::ordered_json(nullptr)},
           {"environment", m.environment}};
 }
@@ -65,6 +67,8 @@ InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_j
   m.forward_ms = j.at("forward_ms").get<double>();
   m.calls = j.at("calls").get<int64_t>();
   m.sweep_ms = j.at("sweep_ms").get<double>();
+  m.nondeterministic = j.value("nondeterministic", std::string());
+  m.stopped = j.value("stopped", std::string());
   if (!j.at("trace").is_null()) m.trace = report::row_trace_from_json(j.at("trace"));
   m.environment = j.at("environment");
   return m;

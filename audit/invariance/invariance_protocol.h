@@ -48,6 +48,12 @@ struct InvarianceMeasurement {
   double forward_ms = 0;
   int64_t calls = 0;
   double sweep_ms = 0;
+  // One sentence each, "" when not so: the anchors alone gave other bits from one call to the next
+  // (random numbers drawn every call: nothing was swept past batch 1); the model raised at one size
+  // ("the model fails on a batch of 5: ..."), so the sweep stopped there and `cells` holds the sizes
+  // measured before.
+  std::string nondeterministic;
+  std::string stopped;
   std::optional<report::RowTrace> trace;  // with --trace
   nlohmann::ordered_json environment;     // the fingerprint, when asked; null otherwise
 };

@@ -85,7 +85,10 @@ std::optional<InvarianceConfig> join_config(const std::string& name, const std::
     const InvarianceConfig* piece = find_config(s->report, name);
     if (!piece) continue;
     if (!joined) joined = InvarianceConfig{}, joined->config = name, joined->switches = piece->switches;
-    if (piece->verdict == "crashed") joined->verdict = "crashed", joined->message = piece->message;
+    if (piece->verdict == "crashed" || (piece->verdict == "nondeterministic" && joined->verdict != "crashed"))
+      joined->verdict = piece->verdict, joined->message = piece->message, joined->advice = piece->advice;
+    else if (!piece->message.empty() && joined->message.empty())
+      joined->message = piece->message;  // a shard stopped where the model failed
     add_cells(*joined, *piece, held, differing);
     joined->timing.forward_ms += piece->timing.forward_ms, joined->timing.calls += piece->timing.calls;
     joined->timing.sweep_ms += piece->timing.sweep_ms, joined->timing.worker_ms += piece->timing.worker_ms;
@@ -99,7 +102,7 @@ std::optional<InvarianceConfig> join_config(const std::string& name, const std::
         fmt::format("{}: shards measured sizes {} with other bits: the model's bits depend on the process, "
                     "so classes joined across shards may not be those of one process",
                     name, fmt::join(differing, ",")));
-  if (joined->verdict != "crashed") analyse(*joined);
+  analyse(*joined);  // keeps a crashed or nondeterministic verdict
   return joined;
 }
 

@@ -3,7 +3,8 @@
 // reports/target_model.h). Each trial child called the model K times and sent back the digests of
 // calls 2..K (worker/child/trial_child.cpp); here each later call is compared with call 1 of the
 // same trial, never across processes (that is the configuration's run-to-run verdict). A trial
-// whose call 1 changed the model's own state names it and is not compared. With --trace, call 1's
+// in which a call changed what the next computes from (inputs, parameters, buffers, attributes:
+// worker/targets/call_state.h) names it and is not compared. With --trace, call 1's
 // op trace and that of its first differing later call are aligned like two repeats
 // (audit/trace/trace_align.h), to name the first op whose output differs between calls. Cost: a
 // comparison of digests per call, and at most one alignment of two traces per configuration.

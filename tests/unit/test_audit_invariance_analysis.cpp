@@ -104,3 +104,43 @@ TEST_CASE("invariance_to_json: read back as written, and finalize's exit code") 
   CHECK(back.invariance->configs[0].classes.size() == 2);
   CHECK(back.invariance->configs[0].cells[2].rows[0].max_ulp == 2.0);
 }
+
+TEST_CASE("nondeterministic: no classes and no padding advice; finalize exits 1") {
+  InvarianceConfig c = sweep({{1, "a"}});
+  ra::invariance::nondeterministic(c, "anchor 0's output alone gets other bits on every call");
+  ra::invariance::analyse(c);  // leaves it as it is
+  CHECK(c.verdict == "nondeterministic");
+  CHECK(c.classes.empty());
+  CHECK(ra::invariance::padding_advice(c).empty());
+  REQUIRE(c.advice.size() == 1);
+  CHECK(c.advice[0].find("pad every batch") == std::string::npos);
+  std::vector<InvarianceConfig> configs{c};
+  ra::invariance::compare_configs(configs);
+  CHECK(configs[0].advice.size() == 1);  // no "padding or bucketing is the fix"
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.command = {"repro-audit", "invariance", "m.pt"};
+  r.invariance = ra::report::Invariance{};
+  r.invariance->model = "m.pt", r.invariance->kind = "torchscript", r.invariance->device = "cpu";
+  r.invariance->control = {true, "passed"};
+  r.invariance->configs = {c};
+  ra::report::finalize(r);
+  CHECK(r.exit_code == 1);
+  CHECK(ra::report::invariance_summary(c).rfind("nondeterministic: anchor 0", 0) == 0);
+  const auto back = ra::report::report_from_json(ra::report::to_json(r));
+  CHECK(back.invariance->configs[0].verdict == "nondeterministic");
+}
+
+TEST_CASE("finalize_invariance: a model that failed at one size exits 3, its sizes before kept") {
+  InvarianceConfig c = sweep({{1, "a"}, {2, "x"}});
+  c.message = "the model fails on a batch of 3: RuntimeError: no";
+  ra::invariance::analyse(c);
+  CHECK(c.verdict == "variant");  // the sizes measured before it
+  ra::report::Report r;
+  r.invariance = ra::report::Invariance{};
+  r.invariance->control = {true, "passed"};
+  r.invariance->configs = {c};
+  ra::report::finalize(r);
+  CHECK(r.exit_code == 3);
+  CHECK(ra::report::invariance_summary(c).find("stopped where the model fails on a batch of 3") != std::string::npos);
+}

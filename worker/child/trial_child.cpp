@@ -18,6 +18,7 @@
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/switches.h"
+#include "worker/targets/call_state.h"
 #include "worker/targets/target.h"
 #include "worker/trace/tracer.h"
 
@@ -32,36 +33,24 @@ using report::TrialStatus;
 
 namespace {
 
-// What a call changed of the model's own state: "buffer 'count'", "param 'w'", sorted.
-std::vector<std::string> changed_state(const std::vector<report::TensorDigest>& before,
-                                       const std::vector<report::TensorDigest>& after) {
-  std::vector<std::string> changed;
-  for (const auto& a : after) {
-    const auto same = std::find(before.begin(), before.end(), a);
-    if (same != before.end()) continue;
-    const size_t slash = a.name.find('/');
-    changed.push_back(
-        fmt::format("{} '{}'", a.name.substr(0, slash) == "param" ? "parameter" : "buffer", a.name.substr(slash + 1)));
-  }
-  std::sort(changed.begin(), changed.end());
-  return changed;
-}
-
 // `run --calls K`. The problem: a model whose results depend on what already ran in its process
 // (cuDNN benchmark's first pick, a lazily built cache) is reproducible from process to process, since
 // every trial's call 1 starts cold, yet its later calls differ from its first. The approach: after the
 // recorded call 1, calls 2..K run with recorders that keep digests only, which go back in the result
 // for the parent to compare with call 1 (audit/run/warm_up.h); under --trace, later calls are traced
 // until one differs from call 1, and that one's trace is written beside call 1's. A forward that
-// changes the model's own parameters or buffers (a call counter, batch norm's running statistics)
-// changes every later call: the state is digested before and after call 1, and when it changed,
-// what changed is named and no later call runs. The cost: K-1 more calls, the state digested twice.
+// changes what the next call computes from (its inputs in place, a parameter, a buffer, a plain
+// attribute such as a call counter) makes later calls differ for that reason, not warm-up: the state
+// (targets/call_state.h) is digested before call 1 and after every call, and when a call changed it,
+// what changed is named and no later call runs. Call 1 alone may set plain attributes (a lazily
+// built cache), which is warm-up; any change of an input, parameter or buffer, and any change of an
+// attribute from call 2 on, is a mutation. The cost: K-1 more calls, the state digested K+1 times.
 void run_later_calls(const TrialSpec& spec, targets::Target& target, const c10::Device& device,
                      const std::vector<report::TensorDigest>& state_before,
                      const std::vector<report::TensorDigest>& first, TrialResult& result) {
-  result.mutated = changed_state(state_before, target.state_digests());
-  if (!result.mutated.empty()) return;
-  for (int k = 2; k <= spec.calls; ++k) {
+  std::vector<report::TensorDigest> state = target.state_digests();
+  result.mutated = targets::changed_state(state_before, state, /*caches_allowed=*/true);
+  for (int k = 2; k <= spec.calls && result.mutated.empty(); ++k) {
     Recorder rec(false);
     std::vector<report::TensorDigest> unused_state;
     std::optional<trace::Tracer> tracer;
@@ -76,6 +65,9 @@ void run_later_calls(const TrialSpec& spec, targets::Target& target, const c10::
       }
     }
     result.later_calls.push_back(std::move(rec.tensors()));
+    std::vector<report::TensorDigest> after = target.state_digests();
+    result.mutated = targets::changed_state(state, after, /*caches_allowed=*/false);
+    state = std::move(after);
   }
 }
 

@@ -42,6 +42,12 @@ struct Slice {
 };
 using Slices = std::vector<std::vector<Slice>>;  // [anchor][output]
 
+// The model raised on a batch of some size (its own failure, not ours): the sweep stops there and
+// keeps the sizes measured before (issue 39: "internal error", and everything measured lost).
+struct ModelFailure : TrialInputError {
+  using TrialInputError::TrialInputError;
+};
+
 // Where a batch's anchors sit: anchor index -> row of the batch.
 using Placement = std::vector<std::pair<int, int64_t>>;
 
@@ -67,6 +73,7 @@ class Sweep {
   std::optional<RowTraceCall> trace_call() const;
   double forward_ms = 0;
   int64_t calls = 0;
+  std::string nondeterministic;  // one sentence when a row alone changes from call to call
 
  private:
   std::vector<at::Tensor> call(const std::vector<int64_t>& batch);
@@ -105,7 +112,7 @@ std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
           "archive",
           rows_.count, m));
     // The model's own failure at one size is the model's, not ours: the size and its message, exit 3.
-    throw TrialInputError(fmt::format("the model fails on a batch of {}: {}", m, error_text(e)));
+    throw ModelFailure(fmt::format("the model fails on a batch of {}: {}", m, error_text(e)));
   }
   synchronize(device_);
   forward_ms += now_ms() - t0;
@@ -183,7 +190,21 @@ void Sweep::reference() {
     for (auto& r : reference_) r.resize(out.size());
     record(1, "start", out, {{a, 0}}, nullptr, &reference_);
   }
-  for (int a = 0; a < rows_.anchors; ++a) record(1, "second-call", call({a}), {{a, 0}}, &reference_, nullptr);
+  Slices second(reference_.size(), std::vector<Slice>(names_.size()));
+  for (int a = 0; a < rows_.anchors; ++a) record(1, "second-call", call({a}), {{a, 0}}, &reference_, &second);
+  // A third call of each anchor alone: a model whose first call differs from its second (a cache
+  // filled) gives its second call's bits again; one that draws random numbers every call does not,
+  // and no batch size, padding or bucketing can give its rows stable bits: it is nondeterministic.
+  for (int a = 0; a < rows_.anchors && nondeterministic.empty(); ++a) {
+    const std::vector<at::Tensor> out = call({a});
+    for (size_t i = 0; i < out.size() && nondeterministic.empty(); ++i)
+      if (excluded_[i].empty() && digest(out[i].select(0, 0)) != second[static_cast<size_t>(a)][i].digest)
+        nondeterministic = fmt::format(
+            "anchor {}'s {} alone gets other bits on every call in one process (call 3 differs from call 2): the model "
+            "is nondeterministic (random numbers drawn on every call, or state it changes), so no batch size gives a "
+            "row stable bits",
+            a, names_[i]);
+  }
 }
 
 // Filler rows for a batch of m, the same rows at the same places whatever the anchors.
@@ -236,10 +257,15 @@ void Sweep::chunk(int64_t m, const std::vector<int>& anchors) {
 void Sweep::measure(int64_t m) {
   if (m <= 1 || cells_.count({m, 0})) return;
   const int per = static_cast<int>(std::min<int64_t>(m, rows_.anchors));
-  for (int a = 0; a < rows_.anchors; a += per) {
-    std::vector<int> anchors;
-    for (int b = a; b < std::min(a + per, rows_.anchors); ++b) anchors.push_back(b);
-    chunk(m, anchors);
+  try {
+    for (int a = 0; a < rows_.anchors; a += per) {
+      std::vector<int> anchors;
+      for (int b = a; b < std::min(a + per, rows_.anchors); ++b) anchors.push_back(b);
+      chunk(m, anchors);
+    }
+  } catch (const ModelFailure&) {
+    std::erase_if(cells_, [m](const auto& cell) { return cell.first.first == m; });  // a size is measured whole
+    throw;
   }
 }
 
@@ -439,14 +465,23 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   {
     c10::InferenceMode guard;
     sweep.reference();
-    for (const int64_t s : sizes) sweep.measure(s);
-    if (request.sizes.empty() || request.bisect) bisect(sweep, {sizes.begin(), sizes.end()});
+    try {
+      if (sweep.nondeterministic.empty())
+        for (const int64_t s : sizes) sweep.measure(s);
+      if (sweep.nondeterministic.empty() && (request.sizes.empty() || request.bisect))
+        bisect(sweep, {sizes.begin(), sizes.end()});
+    } catch (const ModelFailure& e) {
+      m.stopped = e.what();
+    }
   }
+  m.nondeterministic = sweep.nondeterministic;
   sweep.fill(m);
   m.sweep_ms = now_ms() - t0;
   if (request.trace) {
     c10::InferenceMode guard;
-    if (std::any_of(request.batch_dims.begin(), request.batch_dims.end(), [](int64_t d) { return d > 0; }))
+    if (!m.nondeterministic.empty())
+      m.trace = not_traced("a row alone gets other bits on every call (nondeterministic): no batch size to trace");
+    else if (std::any_of(request.batch_dims.begin(), request.batch_dims.end(), [](int64_t d) { return d > 0; }))
       m.trace =
           not_traced("--trace follows the batch at dim 0 and an input has it elsewhere (--batch-dim): no op named");
     else if (const auto call = sweep.trace_call())

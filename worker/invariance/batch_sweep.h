@@ -15,9 +15,14 @@
 // output, reaches the host). `--sizes auto` then bisects between neighbouring sizes whose start
 // bits differ, so each boundary is exact.
 //
-// The cost. Five calls per size (four placements and the warm-up), each on a batch built by one
-// index_select per input on the device, plus a digest per anchor row and output: the model's own
-// forward passes dominate (bench/invariance_overhead.sh).
+// Unusual models (issue 39). Each anchor alone is called a third time: when call 3 differs from call
+// 2, the model draws new numbers on every call (or changes state it reads), no size can be judged,
+// and the sweep ends there, `nondeterministic`. A model that raises at some size stops the sweep at
+// that size: the sizes measured before it are returned with the size and message (`stopped`).
+//
+// The cost. Three calls per anchor alone, then five per size (four placements and the warm-up), each
+// on a batch built by one index_select per input on the device, plus a digest per anchor row and
+// output: the model's own forward passes dominate (bench/invariance_overhead.sh).
 #pragma once
 
 #include "audit/invariance/invariance_protocol.h"

@@ -231,6 +231,13 @@ class AotiTarget final : public Target {
     return {weights_identity(weights), graph_digest_};
   }
 
+  std::vector<report::TensorDigest> state_digests() override {
+    Recorder rec(false);
+    for (const auto& [name, t] : constants()) rec.add("constant/" + name, t);
+    for (size_t i = 0; i < inputs_.size(); ++i) rec.add(fmt::format("input/{}", i), inputs_[i]);
+    return std::move(rec.tensors());
+  }
+
   c10::IValue call(const std::vector<c10::IValue>& args) override {
     std::vector<at::Tensor> tensors;
     for (const auto& a : args) tensors.push_back(a.toTensor());

@@ -15,6 +15,7 @@
 //   * every output ("output", "output/0", "output/logits" ...);
 //   * in train mode, per step the loss and the parameters' gradients, then the parameters.
 // The report names the runtime (package "runtime").
+#include "worker/targets/call_state.h"
 #include "worker/targets/export_archive.h"
 #include "worker/targets/export_program.h"
 #include "worker/targets/inputs.h"
@@ -170,6 +171,7 @@ class ExportTarget final : public Target {
   std::vector<report::TensorDigest> state_digests() override {
     Recorder rec(false);
     for (const auto& [name, t] : weights_) rec.add(name, t);
+    record_inputs(rec, inputs_.args, names_);
     return std::move(rec.tensors());
   }
 

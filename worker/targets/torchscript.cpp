@@ -5,6 +5,7 @@
 //          optimizer step, recording outputs, the loss, gradients and parameters as they come; a
 //          restart-replay child restores a checkpoint before its first step or saves one after
 //          its last (audit/train/replay.h).
+#include "worker/targets/call_state.h"
 #include "worker/targets/inputs.h"
 #include "worker/targets/target.h"
 
@@ -246,6 +247,10 @@ class TorchScriptTarget final : public Target {
     Recorder rec(false);
     for (const auto& p : module_.named_parameters(true)) rec.add("param/" + p.name, p.value);
     for (const auto& b : module_.named_buffers(true)) rec.add("buffer/" + b.name, b.value);
+    record_attributes(rec, module_);
+    record_inputs(rec, inputs_.args, input_names());
+    std::map<std::string, c10::IValue> kwargs(inputs_.kwargs.begin(), inputs_.kwargs.end());  // sorted
+    for (const auto& [name, v] : kwargs) record_state_value(rec, "input/" + name, v);
     return std::move(rec.tensors());
   }
 
