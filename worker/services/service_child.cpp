@@ -27,7 +27,7 @@
 #include <filesystem>
 #include <memory>
 
-namespace ra::cli::worker {
+namespace ra::services {
 
 Action attach_child(CLI::App& sub, const GlobalOptions&) {
   auto paths = std::make_shared<std::pair<std::string, std::string>>();
@@ -112,4 +112,4 @@ Action attach_catalogue(CLI::App& sub, const GlobalOptions&) {
   };
 }
 
-}  // namespace ra::cli::worker
+}  // namespace ra::services
