@@ -331,9 +331,9 @@ class Scanner {
   using ArgCheck = std::function<ArgState(const std::string&, const std::string&)>;
   using Exclusion = std::function<bool(const std::string&, const std::string&)>;
 
-  Scanner(const KnowledgeBase& kb, const std::string& device_type, bool backward) : device_type_(device_type) {
+  Scanner(const KnowledgeBase& kb, const Device& device, bool backward) : device_(device) {
     for (const auto& e : kb.entries)
-      if (KnowledgeBase::applies_to(e, device_type) && (backward || e.direction != "backward"))
+      if (KnowledgeBase::applies_to(e, device) && (backward || e.direction != "backward"))
         for (const auto& op : e.ops) by_op_.emplace(op, &e);
   }
 
@@ -564,7 +564,7 @@ class Scanner {
     f.documented = to_string(e.documented);
     f.deterministic = to_string(KnowledgeBase::behaviour_under(e, "deterministic"));
     // Measured on a real machine of this device type: the measurement wins, the documentation is shown.
-    if (const Measurement* m = e.measured_on(device_type_); m != nullptr) {
+    if (const Measurement* m = e.measured_on(device_); m != nullptr) {
       const std::string measured = to_string(*measured_under_det(*m));
       if (measured != f.deterministic) {
         f.deterministic_documented = f.deterministic;
@@ -572,7 +572,7 @@ class Scanner {
       }
     }
     for (const auto& m : e.measured)
-      if (m.device_type == device_type_) f.measured.push_back(fmt::format("{} ({})", describe(m), m.evidence));
+      if (m.device_type == device_.type()) f.measured.push_back(fmt::format("{} ({})", describe(m), m.evidence));
     f.alert = e.alert;
     f.advice = e.advice;
   }
@@ -582,7 +582,7 @@ class Scanner {
   std::vector<std::string> notes_;
   std::set<std::string> note_set_;
   std::string entry_method_;
-  std::string device_type_;
+  Device device_;
 };
 
 // A serialized argument of a torch.export node as a constant, when it is one (int, float, bool,
@@ -647,7 +647,7 @@ std::string pt2_kind(const std::string& path) {
 }
 
 // lint of a torch.export archive: the graph in its models/model.json, node by node.
-LintResult lint_export(const std::string& path, const std::string& device_type, const KnowledgeBase& kb,
+LintResult lint_export(const std::string& path, const Device& device, const KnowledgeBase& kb,
                        const std::string& mode) {
   LintResult r;
   nlohmann::json model;
@@ -668,7 +668,7 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
     throw InputError(fmt::format("model '{}': its models/model.json has no graph_module.graph.nodes", path));
   if (const std::string schema = export_schema_problem(model); !schema.empty())
     throw InputError(fmt::format("model '{}' {}", path, schema));
-  Scanner scanner(kb, device_type, mode == "train");
+  Scanner scanner(kb, device, mode == "train");
   r.methods = {"forward"};
   for (const auto& node : model["graph_module"]["graph"]["nodes"]) {
     if (!node.is_object() || !node.contains("target") || !node["target"].is_string()) continue;
@@ -720,7 +720,7 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
 
 }  // namespace
 
-LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
+LintResult lint_model(const std::string& model, const Device& device, const KnowledgeBase& kb,
                       const std::vector<std::string>& libraries, const std::string& mode, bool strict,
                       BatchVariant batch) {
   LintResult r;
@@ -728,10 +728,10 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
   r.strict = strict;
   r.tool_version = tool_version();
   r.model = model;
-  r.device_type = device_type;
+  r.device_type = device.type();
   r.knowledge_torch = kb.torch_version;
   r.knowledge_entries = static_cast<int>(kb.entries.size());
-  for (const auto& e : kb.entries) r.applicable_entries += KnowledgeBase::applies_to(e, device_type);
+  for (const auto& e : kb.entries) r.applicable_entries += KnowledgeBase::applies_to(e, device);
 
   open_libraries(libraries);
   check_readable(model, "model");
@@ -744,13 +744,13 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
                     "torch.export archive it was compiled from (torch.export.save(ep, \"model.pt2\"))",
                     model));
   if (kind == "export") {
-    const LintResult graph = lint_export(model, device_type, kb, mode);
+    const LintResult graph = lint_export(model, device, kb, mode);
     r.methods = graph.methods;
     r.findings = graph.findings;
     r.notes = graph.notes;
   } else {
     torch::jit::Module module = load_model(model);
-    Scanner scanner(kb, device_type, mode == "train");
+    Scanner scanner(kb, device, mode == "train");
     for (const auto& method : module.get_methods()) {
       r.methods.push_back(method.name());
       scanner.scan_method(method, module._ivalue());
@@ -764,7 +764,7 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
       f.severity = batch == BatchVariant::Error ? "error" : "note";
   if (mode != "train") {
     int backward = 0;
-    for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device_type) && e.direction == "backward";
+    for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device) && e.direction == "backward";
     if (backward > 0)
       r.notes.push_back(fmt::format("{} about the backward pass {} not checked: lint --mode train checks {}",
                                     backward == 1 ? "1 entry" : fmt::format("{} entries", backward),

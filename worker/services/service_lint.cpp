@@ -36,7 +36,7 @@ int execute(const cmdline::LintArgs& a) {
   if (const ArchiveKind kind = archive_kind(a.model); kind != ArchiveKind::Export && kind != ArchiveKind::Aoti)
     if (const std::string why = not_torchscript_because(a.model); !why.empty())
       throw InputError(fmt::format("model '{}' {}", a.model, why));
-  LintResult result = lint_model(a.model, device.type(), kb, a.libraries, a.mode, a.strict,
+  LintResult result = lint_model(a.model, device, kb, a.libraries, a.mode, a.strict,
                                  a.batch_invariance ? BatchVariant::Error : BatchVariant::Note);
   result.device = a.device;
   result.knowledge_path = knowledge;
