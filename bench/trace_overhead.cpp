@@ -100,7 +100,7 @@ int run(const std::string& device_name, int argc, char** argv) {
   // ResNet-18's first two stages are 64 and 128 channels wide; a narrower net is more memory-bound.
   const int64_t width = argc > 3 ? std::max(8, std::atoi(argv[3])) : 64;
   ra::disable_jit_optimisations();  // as in a trial child
-  const c10::Device device = ra::checked_device(device_name);
+  const c10::Device device = ra::checked_device(ra::Device::parse(device_name));
   ra::seed_generators(0);
   torch::jit::Module model = resnet_like(device, width);
   const int64_t batch = device.is_cpu() ? 16 : 128;

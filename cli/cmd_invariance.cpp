@@ -94,8 +94,7 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
     throw UsageError("--trace needs every size of a configuration in one process: run it without --shard");
   o.trace = a.trace;
   o.fix_search = !a.no_fix_search;
-  const ReportJudges judges =
-      invariance_judges(a, o.session.device.to_string(), o.rows, a.filler, config_names(o.session.configs));
+  const ReportJudges judges = invariance_judges(a, o.session.device, o.rows, a.filler, config_names(o.session.configs));
   return finish_report(invariance::run_invariance(o), a.out, judges);
 }
 

@@ -58,6 +58,8 @@ const Command kFrontCommands[] = {
 
 std::span<const Command> front_commands() { return kFrontCommands; }
 
+int run(int argc, char** argv) { return cmdline::run(argc, argv, cmdline::Program{front_commands()}); }
+
 Action forward_to_worker(const GlobalOptions& global) {
   return [&global] {
     const std::string worker = worker_executable();

@@ -1,39 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// One registration list feeds the parser, --help and "did you mean". A subcommand registers its
-// options on `sub` and returns the action to run once parsing succeeded.
+// The front's command table: one registration list feeds the parser, --help and "did you mean". A
+// subcommand registers its options on `sub` and returns the action to run once parsing succeeded.
 #pragma once
 
-#include <functional>
+#include "audit/cmdline/command_line.h"
+
 #include <span>
 #include <string>
 
-// Only a reference to CLI11's App here: its headers cost every file that includes them about 4 s
-// of a 2-core build (the files that register options include <CLI/CLI.hpp> themselves).
-namespace CLI {
-class App;
-}  // namespace CLI
-
 namespace ra::cli {
 
-struct GlobalOptions {
-  bool quiet = false;
-  bool verbose = false;
-  std::vector<std::string> argv;  // as given, for reports
-  // exec: the command after the first "--", taken out of argv before the parser sees it (CLI11
-  // reads "--" as the end of one vector option's values, and would take the command's own
-  // options, such as --seed, as exec's). `dashdash` is whether there was a "--".
-  bool dashdash = false;
-  std::vector<std::string> after_dashdash;
-};
-
-using Action = std::function<int()>;
-
-struct Command {
-  const char* name;
-  const char* summary;
-  bool hidden;
-  Action (*attach)(CLI::App& sub, const GlobalOptions& global);
-};
+// The parser, the catch site and "did you mean" are the ground floor both executables share
+// (audit/cmdline/command_line.h); this table and its commands are the front's.
+using cmdline::Action;
+using cmdline::closest;
+using cmdline::Command;
+using cmdline::GlobalOptions;
 
 // Front subcommands (cli/cmd_*.cpp). env, lint and diff register their options in the front too
 // (so that --help, "did you mean" and usage errors never start LibTorch), and then hand the whole
@@ -54,11 +36,11 @@ Action attach_completion(CLI::App& sub, const GlobalOptions& global);
 // The front's subcommands, in --help order (cli/command_table.cpp).
 std::span<const Command> front_commands();
 
+// The front, in-process: repro-audit's own subcommands through the shared catch site.
+int run(int argc, char** argv);
+
 // An action that replaces this process with the worker, given the same command line (execv), so
 // that its output, exit code and signals are the command's own.
 Action forward_to_worker(const GlobalOptions& global);
-
-// The closest of `candidates` to `word`, or "" when none is close.
-std::string closest(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace ra::cli

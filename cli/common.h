@@ -4,6 +4,7 @@
 
 #include "audit/baseline/allowlist.h"
 #include "audit/baseline/baseline.h"
+#include "audit/cmdline/shared_options.h"
 #include "audit/fleet/shard_run.h"
 #include "audit/skeleton/report_finish.h"
 #include "audit/trial/trials.h"
@@ -19,16 +20,19 @@
 
 namespace ra::cli {
 
-// --atol, --rtol and --tolerant (run, probes, diff): the informative tolerance verdict
-// (report::Tolerance). Either of --atol and --rtol alone leaves the other 0.
-struct ToleranceArgs {
-  std::optional<double> atol;
-  std::optional<double> rtol;
-  bool tolerant = false;
-};
-void add_tolerance_options(CLI::App& sub, ToleranceArgs& a);
-// The tolerance given, or nullopt (each dtype's default, report::default_tolerance).
-std::optional<report::Tolerance> tolerance_option(const ToleranceArgs& a);
+// Options and validators the worker registers too (audit/cmdline/shared_options.h).
+using cmdline::add_allowlist_option;
+using cmdline::add_tolerance_options;
+using cmdline::check_writable_target;
+using cmdline::integer_in;
+using cmdline::kMaxTimeoutSeconds;
+using cmdline::non_negative_real;
+using cmdline::parse_rate;
+using cmdline::positive_real;
+using cmdline::rate_fraction;
+using cmdline::seconds_up_to;
+using cmdline::tolerance_option;
+using cmdline::ToleranceArgs;
 
 // The options `run` and `probes` share.
 struct AuditArgs {
@@ -83,8 +87,6 @@ report::Report read_report(const std::string& path);
 void load_allowlist_option(const std::string& path, ReportJudges& judges);
 // Registers --fail-on-explained on `sub`, storing into `flag`.
 void add_fail_on_explained_option(CLI::App& sub, bool& flag);
-// Registers --allowlist FILE on `sub`, storing into `path`.
-void add_allowlist_option(CLI::App& sub, std::string& path);
 
 // What judges an audit's report (audit/skeleton/report_finish.h), read and checked before any
 // work: --allowlist, --fail-on-explained and --baseline (InputError for a file that is missing, not
@@ -96,22 +98,5 @@ ReportJudges load_judges(const AuditArgs& a, SessionOptions& session);
 // Throws UsageError unless the folder of each output file asked for is writable
 // (check_writable_target).
 void check_outputs(const ReportOutputs& out);
-
-// Throws UsageError unless the folder of `path` exists and is writable (checked before any work,
-// so that a report is never lost after a long audit).
-void check_writable_target(const std::string& path);
-
-// Validators whose messages say in words what an option takes (CLI11's own ones print the range as
-// "0.000000 to 1.797...e308" and let "-1" wrap around to 2^64-1 for an unsigned option):
-// an integer in [min, max]; a finite number of seconds in (0, max]; a positive finite number.
-inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;  // a week
-CLI::Validator integer_in(uint64_t min, uint64_t max);
-CLI::Validator seconds_up_to(double max);
-CLI::Validator positive_real();
-CLI::Validator non_negative_real();
-// A rate written as a fraction ("0.2") or a percentage ("20%"): its value, or -1 when it is
-// neither; and the validator of one in (0, 1).
-double parse_rate(const std::string& text);
-CLI::Validator rate_fraction();
 
 }  // namespace ra::cli

@@ -21,7 +21,7 @@ void add_invariance_fleet_options(CLI::App& sub, AuditArgs& a) {
       ->check(integer_in(1, 100000));
 }
 
-ReportJudges invariance_judges(const AuditArgs& a, const std::string& device, int rows, const std::string& filler,
+ReportJudges invariance_judges(const AuditArgs& a, const Device& device, int rows, const std::string& filler,
                                const std::vector<std::string>& configs) {
   ReportJudges judges;
   load_allowlist_option(a.allowlist, judges);

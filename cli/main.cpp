@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/common/stop.h"
-#include "cli/app.h"
+#include "cli/command_table.h"
 
 int main(int argc, char** argv) {
   ra::install_stop_handlers();

@@ -29,6 +29,9 @@ ALLOWED = {
     "audit/digest": BASE,
     "audit/common": DIGEST,
     "audit/trial": COMMON,
+    # The command line both executables share (the parser, the catch site, the options both register):
+    # the ground floor under cli/ and worker/services/.
+    "audit/cmdline": COMMON,
     **{c: TRIAL for c in CONCERNS if c != "audit/probes"},
     # Scale-out (shards, merge): above the concerns it joins.
     "audit/fleet": TRIAL + ["audit/trace", "audit/knowledge", "audit/baseline"],
@@ -41,7 +44,7 @@ ALLOWED = {
     "audit/selftest": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/run"],
     # Batch invariance, the front's side: the protocol, the analysis, the driver, --trace's comparison.
     "audit/invariance": TRIAL + ["audit/trace", "audit/fleet", "audit/skeleton"],
-    "cli": TRIAL + CONCERNS + ["audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/selftest",
+    "cli": TRIAL + CONCERNS + ["audit/cmdline", "audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/selftest",
             "audit/invariance"],
     # The torch side.
     "worker/digest": DIGEST,
@@ -51,9 +54,12 @@ ALLOWED = {
     "worker/targets": WORKER_BASE + WORKER_CONCERNS + ["probes"],
     "worker/child": WORKER_BASE + WORKER_CONCERNS + ["probes", "worker/targets"],
     "worker/invariance": WORKER_BASE + WORKER_CONCERNS + ["worker/targets", "audit/invariance"],
-    "worker/services": ["cli", "audit/run", "audit/selftest", "audit/invariance"] + WORKER_BASE + WORKER_CONCERNS +
+    "worker/services": ["audit/cmdline"] + WORKER_BASE + WORKER_CONCERNS +
                        ["probes", "worker/targets", "worker/child", "worker/invariance"],
 }
+# The two towers: the worker (worker/, probes/) stands on the ground floor it shares with the front,
+# never on the front's command line or its audits' drivers (the `worker_tower` test checks the binary).
+FRONT_ONLY = ["cli", "audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/selftest"]
 TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)
 TOPS = ("audit", "cli", "reports", "worker", "probes")
 
@@ -71,6 +77,11 @@ def main():
     src = sys.argv[1]
     problems = []
     checked = 0
+    for here, allowed in ALLOWED.items():
+        if here.startswith(("worker/", "probes")):
+            for there in allowed:
+                if there in FRONT_ONLY:
+                    problems.append(f"layout table: {here} may include {there}, the front's (the worker stands on its own)")
     basenames = {}
     for top in TOPS:
         for root, _, files in os.walk(os.path.join(src, top)):

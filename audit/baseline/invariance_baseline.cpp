@@ -175,7 +175,7 @@ void check_same(const Baseline& base, const report::Report& current) {
   const Invariance &b = held(base), &c = *current.invariance;
   std::vector<std::string> names;
   for (const auto& k : c.configs) names.push_back(k.config);
-  check_invariance_plan(base, c.device, c.rows, c.filler, names);
+  check_invariance_plan(base, Device::of(c.device), c.rows, c.filler, names);  // the report's text, read back
   if (!b.inputs.empty() && !c.inputs.empty() && b.inputs != c.inputs)
     throw InputError(fmt::format("baseline {} was made with inputs {}, not {}", base.path, fmt::join(b.inputs, ", "),
                                  fmt::join(c.inputs, ", ")));
@@ -192,11 +192,11 @@ std::string environment_note(const EnvironmentDiff& env, const std::string& devi
 
 }  // namespace
 
-void check_invariance_plan(const Baseline& base, const std::string& device, int rows, const std::string& filler,
+void check_invariance_plan(const Baseline& base, const Device& device, int rows, const std::string& filler,
                            const std::vector<std::string>& configs) {
   const Invariance& b = held(base);
-  if (Device::canonical(b.device) != Device::canonical(device))
-    throw InputError(fmt::format("baseline {} was made on {}, not on {}", base.path, b.device, device));
+  if (Device::canonical(b.device) != Device::canonical(device.to_string()))
+    throw InputError(fmt::format("baseline {} was made on {}, not on {}", base.path, b.device, device.to_string()));
   if (b.rows != rows)
     throw InputError(fmt::format("baseline {} was made with {} anchor rows, not {}", base.path, b.rows, rows));
   if (b.filler != filler)

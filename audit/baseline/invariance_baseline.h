@@ -18,6 +18,7 @@
 #pragma once
 
 #include "audit/baseline/baseline.h"
+#include "audit/common/device.h"
 
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ namespace ra {
 
 // Before any work: throws InputError unless `base` holds an invariance audit on `device` with
 // `rows` anchor rows and `filler`, sharing a configuration with `configs`.
-void check_invariance_plan(const Baseline& base, const std::string& device, int rows, const std::string& filler,
+void check_invariance_plan(const Baseline& base, const Device& device, int rows, const std::string& filler,
                            const std::vector<std::string>& configs);
 
 // Compares current.invariance with the baseline's (see above), sets current.baseline and calls

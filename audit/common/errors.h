@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // common/: errors and exit codes, logging, files, paths, progress: what every folder uses.
 // The error vocabulary and the exit codes. Two recoverable error kinds reach the user (a usage
-// error and an input error); anything else is a bug and is reported as such by cli/app.cpp.
+// error and an input error); anything else is a bug and is reported as such by audit/cmdline/command_line.cpp.
 // Findings (divergence, a raised alert, a crashed trial) are data in the report, never exceptions.
 #pragma once
 

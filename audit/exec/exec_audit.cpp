@@ -476,8 +476,7 @@ class CommandAudit : public AuditKind {
       const TimeFn time = [&](const std::vector<Config>& timed) {
         return session_->time(timed, std::max(o_.timed_runs, 1));
       };
-      const std::string device = o_.device.type();
-      failing.fix_search = search_fixes(failing, configs_[c], device, evaluate, time);
+      failing.fix_search = search_fixes(failing, configs_[c], o_.device, evaluate, time);
       failing.fix_search->repeats = o_.auto_repeats ? most_runs : o_.repeats;
       failing.fix_search->repeats_auto = o_.auto_repeats.has_value();
       failing.fix_search->timed_runs = o_.timed_runs;

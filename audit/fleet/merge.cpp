@@ -67,7 +67,7 @@ Joined join(const std::vector<Piece>& parts, size_t target_index, const std::map
     }
   }
   if (j.target.probe) {
-    const std::string off_device = probe_off_device_message(Device::of(j.target.device).type());
+    const std::string off_device = probe_off_device_message(Device::of(j.target.device));
     j.judge = !std::all_of(j.target.configs.begin(), j.target.configs.end(), [&](const report::ConfigResult& c) {
       return c.verdict == report::Verdict::Skipped && c.message == off_device;
     });
@@ -132,7 +132,7 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
       facts.alerts.clear();
       facts.disagreements.clear();
       const KnowledgeEntry* entry = facts.knowledge_id.empty() ? nullptr : options.knowledge->find(facts.knowledge_id);
-      judge_probe(j.target, entry, Device::of(j.target.device).type(), j.census);
+      judge_probe(j.target, entry, Device::of(j.target.device), j.census);
     }
     rep.targets.push_back(std::move(j.target));
   }

@@ -54,7 +54,7 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
     rq.trace = o.trace && own && !o.shard;
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
-    rq.spec.device = o.session.device.to_string();
+    rq.spec.device = o.session.device;
     rq.spec.seed = o.session.seed;
     rq.spec.config = c.config;
     rq.spec.load_libraries = o.session.load_libraries;
@@ -241,7 +241,7 @@ void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::I
   };
   if (o.session.progress)
     log::info("invariance: {} is variant; searching for a switch that fixes it", inv.configs.front().config);
-  inv.fix = search_invariance_fix(inv.configs.front(), o.session.configs.front(), o.session.device.type(), sweep);
+  inv.fix = search_invariance_fix(inv.configs.front(), o.session.configs.front(), o.session.device, sweep);
   inv.configs.front().advice.push_back("fix search: " + inv.fix->conclusion);
 }
 

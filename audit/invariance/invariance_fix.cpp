@@ -89,7 +89,7 @@ void record(InvarianceFixCandidate& c, const InvarianceConfig& result, const Inv
   if (const auto base = per_call(baseline); base && c.forward_ms && *base > 0) c.cost_ratio = *c.forward_ms / *base;
 }
 
-std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, const std::string& device_type) {
+std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, const Device& device) {
   if (f.baseline_verdict != "variant")
     return fmt::format(
         "{} swept again over sizes {} was {}: the variance did not come back, so no switch can be credited", f.from,
@@ -104,7 +104,7 @@ std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, con
                        fmt::join(fixes, " or "), f.from, fixes.size() == 1 ? "s" : "");
   const std::string pad = padding_advice(from);
   const std::string none = tried.empty()
-                               ? fmt::format("no candidate switch can change it on {}", device_type)
+                               ? fmt::format("no candidate switch can change it on {}", device.type())
                                : fmt::format("no switch tried ({}) makes it invariant", fmt::join(tried, ", "));
   return pad.empty() ? none + ": keep each row at the same place in the batch and warm each batch size up"
                      : none + ": padding or bucketing to one class is the fix: " + pad;
@@ -125,9 +125,9 @@ std::vector<int64_t> fix_sizes(const InvarianceConfig& c) {
   return {sizes.begin(), sizes.end()};
 }
 
-std::vector<InvarianceFixCandidate> fix_candidates(const InvarianceConfig& from, const std::string& device_type) {
+std::vector<InvarianceFixCandidate> fix_candidates(const InvarianceConfig& from, const Device& device) {
   std::vector<InvarianceFixCandidate> out;
-  const bool cuda = Device::of(device_type).is_cuda();
+  const bool cuda = device.is_cuda();
   const Config base{from.config, {}};
   for (const auto& s : switch_table()) {
     const auto it = targets().find(s.key);
@@ -135,7 +135,7 @@ std::vector<InvarianceFixCandidate> fix_candidates(const InvarianceConfig& from,
     InvarianceFixCandidate c = candidate(base, {{s.key, it->second.value}}, "single");
     const std::string effective = effective_value(from, s.key);
     if (!(cuda ? it->second.cuda : it->second.cpu))
-      c.message = "no effect on " + device_type;
+      c.message = "no effect on " + device.type();
     else if (effective == it->second.value)
       c.message = fmt::format("already {} in {}", effective, from.config);
     else if (effective.rfind("no effect", 0) == 0)
@@ -146,12 +146,12 @@ std::vector<InvarianceFixCandidate> fix_candidates(const InvarianceConfig& from,
   return out;
 }
 
-InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& from_config,
-                                    const std::string& device_type, const SweepFn& sweep) {
+InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& from_config, const Device& device,
+                                    const SweepFn& sweep) {
   InvarianceFix f;
   f.from = from_config.name;
   f.sizes = fix_sizes(from);
-  f.candidates = fix_candidates(from, device_type);
+  f.candidates = fix_candidates(from, device);
   // 1. The rerun of `from`, then every single toggle, in one sitting.
   std::vector<Config> configs = {from_config};
   std::vector<size_t> singles;
@@ -181,7 +181,7 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
     record(c, second.at(1), second.at(0));
     f.candidates.push_back(std::move(c));
   }
-  f.conclusion = conclusion(f, from, device_type);
+  f.conclusion = conclusion(f, from, device);
   return f;
 }
 

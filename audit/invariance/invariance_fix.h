@@ -23,6 +23,7 @@
 // its rerun), one at a time so that their timings do not share the CPU, each on few sizes.
 #pragma once
 
+#include "audit/common/device.h"
 #include "audit/trial/config.h"
 #include "reports/model.h"
 
@@ -37,8 +38,7 @@ std::vector<int64_t> fix_sizes(const report::InvarianceConfig& c);
 
 // The candidates, in switch-table order: stage "single" with the toggle to run, or "skipped" with
 // the reason (verdict "not run").
-std::vector<report::InvarianceFixCandidate> fix_candidates(const report::InvarianceConfig& from,
-                                                           const std::string& device_type);
+std::vector<report::InvarianceFixCandidate> fix_candidates(const report::InvarianceConfig& from, const Device& device);
 
 // The seam that runs workers: one sweep per configuration over `sizes`, analysed, in order (a
 // worker that failed gives verdict "crashed" and its message).
@@ -47,6 +47,6 @@ using SweepFn =
 
 // The search from `from` (run under `from_config`); see above.
 report::InvarianceFix search_invariance_fix(const report::InvarianceConfig& from, const Config& from_config,
-                                            const std::string& device_type, const SweepFn& sweep);
+                                            const Device& device, const SweepFn& sweep);
 
 }  // namespace ra::invariance

@@ -227,9 +227,9 @@ std::string describe(const Measurement& m) {
                      m.note.empty() ? "" : "; " + m.note);
 }
 
-const Measurement* KnowledgeEntry::measured_on(const std::string& device_type) const {
+const Measurement* KnowledgeEntry::measured_on(const Device& device) const {
   for (const auto& m : measured)
-    if (m.device_type == device_type && measured_under_det(m)) return &m;
+    if (m.device_type == device.type() && measured_under_det(m)) return &m;
   return nullptr;
 }
 
@@ -239,8 +239,8 @@ const KnowledgeEntry* KnowledgeBase::find(const std::string& id) const {
   return nullptr;
 }
 
-bool KnowledgeBase::applies_to(const KnowledgeEntry& e, const std::string& device_type) {
-  return e.device == "any" || e.device == device_type;
+bool KnowledgeBase::applies_to(const KnowledgeEntry& e, const Device& device) {
+  return e.device == "any" || e.device == device.type();
 }
 
 Behaviour KnowledgeBase::behaviour_under(const KnowledgeEntry& e, const std::string& key) {

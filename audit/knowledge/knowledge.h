@@ -14,6 +14,8 @@
 // unit tests load the shipped file and check that a probe covers every entry.
 #pragma once
 
+#include "audit/common/device.h"
+
 #include <map>
 #include <optional>
 #include <string>
@@ -90,8 +92,8 @@ struct KnowledgeEntry {
   std::string alert;   // the name in the alert "<alert> does not have a deterministic implementation", or ""
   std::string advice;  // what to do about it
   std::vector<Measurement> measured;  // what probes measured on real machines, in the file's order
-  // The first measurement on `device_type` that says what deterministic mode does, or nullptr.
-  const Measurement* measured_on(const std::string& device_type) const;
+  // The first measurement on `device`'s type that says what deterministic mode does, or nullptr.
+  const Measurement* measured_on(const Device& device) const;
 };
 
 struct KnowledgeBase {
@@ -100,8 +102,8 @@ struct KnowledgeBase {
   std::vector<KnowledgeEntry> entries;
 
   const KnowledgeEntry* find(const std::string& id) const;
-  // True when the entry concerns `device_type` ("cpu" or "cuda").
-  static bool applies_to(const KnowledgeEntry& e, const std::string& device_type);
+  // True when the entry concerns `device`'s type (cpu or cuda).
+  static bool applies_to(const KnowledgeEntry& e, const Device& device);
   // The behaviour under `key`, Unaffected when the entry does not name it.
   static Behaviour behaviour_under(const KnowledgeEntry& e, const std::string& key);
 };

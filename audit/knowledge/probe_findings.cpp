@@ -22,10 +22,10 @@ bool deterministic_off(const report::ConfigResult& c) {
 
 }  // namespace
 
-void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std::string& device_type,
+void judge_probe(report::Target& target, const KnowledgeEntry* entry, const Device& device,
                  const std::optional<CensusRun>& census) {
   report::ProbeFacts& facts = *target.probe;
-  const bool applies = entry && KnowledgeBase::applies_to(*entry, device_type);
+  const bool applies = entry && KnowledgeBase::applies_to(*entry, device);
   const bool documented = applies && entry->documented != Documented::Undocumented;
   const bool documented_raises =
       applies && KnowledgeBase::behaviour_under(*entry, "deterministic") == Behaviour::Raises;
@@ -43,25 +43,26 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
                       "stable",
                       c.name));
     else if (c.verdict == Verdict::Diverged && !applies)
-      note(fmt::format("diverged under '{}', but nothing documents it as nondeterministic on {}", c.name, device_type));
+      note(fmt::format("diverged under '{}', but nothing documents it as nondeterministic on {}", c.name,
+                       device.type()));
     if (deterministic_on(c)) {
       if (documented_raises && c.verdict != Verdict::Raised && c.completed > 0)
         note(
             fmt::format("documented to raise under use_deterministic_algorithms on {}, but ran without an error "
                         "under '{}'",
-                        device_type, c.name));
+                        device.type(), c.name));
       if (!documented_raises && c.verdict == Verdict::Raised)
         note(fmt::format("raised under '{}', but the documentation does not list it as raising on {}", c.name,
-                         device_type));
+                         device.type()));
       if (applies && entry->documented == Documented::MadeDeterministic && c.verdict == Verdict::Diverged)
-        note(fmt::format("documented as made deterministic on {}, but diverged under '{}'", device_type, c.name));
+        note(fmt::format("documented as made deterministic on {}, but diverged under '{}'", device.type(), c.name));
     } else if (deterministic_off(c)) {
       diverged_off |= c.verdict == Verdict::Diverged;
       observed_off |= c.completed >= 2 && c.verdict != Verdict::Diverged;
     }
   }
   if (documented && !control && observed_off && !diverged_off)
-    note(fmt::format("documented as nondeterministic on {}, but never diverged here (not observed)", device_type));
+    note(fmt::format("documented as nondeterministic on {}, but never diverged here (not observed)", device.type()));
 
   // The knowledge base's measurements of this probe on this device type (another machine, another
   // date): a verdict that differs from one measured there is shown, since the measurement is what
@@ -69,7 +70,7 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
   // compared with this one.
   if (applies)
     for (const auto& m : entry->measured) {
-      if (m.device_type != device_type || m.probe != target.name) continue;  // another probe of the entry
+      if (m.device_type != device.type() || m.probe != target.name) continue;  // another probe of the entry
       for (const auto& c : target.configs) {
         const auto it = m.observed.find(c.name);
         const std::string here = report::to_string(c.verdict);
@@ -86,16 +87,16 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std:
     const bool alerted = !census->alerts.empty();
     if (alerted && !documented_raises)
       note(fmt::format("raised a determinism alert in warn_only mode, but is not documented to raise on {}",
-                       device_type));
+                       device.type()));
     if (!alerted && documented_raises)
-      note(fmt::format("documented to raise on {}, but no alert fired in warn_only mode", device_type));
+      note(fmt::format("documented to raise on {}, but no alert fired in warn_only mode", device.type()));
     facts.census =
         alerted ? (diverged ? "alerted-diverged" : "alerted-stable") : (diverged ? "silent-diverged" : "stable");
   }
 }
 
-std::string probe_off_device_message(const std::string& device_type) {
-  return fmt::format("the probe does not run on {}", device_type);
+std::string probe_off_device_message(const Device& device) {
+  return fmt::format("the probe does not run on {}", device.type());
 }
 
 report::Census cross_tabulate(const std::vector<report::Target>& targets, const std::string& config_name) {

@@ -33,12 +33,12 @@ struct CensusRun {
 };
 
 // Fills target.probe->census, ->alerts and ->disagreements from target.configs.
-void judge_probe(report::Target& target, const KnowledgeEntry* entry, const std::string& device_type,
+void judge_probe(report::Target& target, const KnowledgeEntry* entry, const Device& device,
                  const std::optional<CensusRun>& census);
 
-// Why each configuration of a probe that does not run on `device_type` is skipped ("the probe
-// does not run on cuda"); such a probe is not judged.
-std::string probe_off_device_message(const std::string& device_type);
+// Why each configuration of a probe that does not run on `device` is skipped ("the probe does not
+// run on cuda": its type); such a probe is not judged.
+std::string probe_off_device_message(const Device& device);
 
 // Cross-tabulates the census over probe targets, in their order.
 report::Census cross_tabulate(const std::vector<report::Target>& targets, const std::string& config_name);

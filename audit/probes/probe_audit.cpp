@@ -174,7 +174,7 @@ class SuiteRunner {
     for (const auto& b : batches) {
       TrialSpec spec;
       spec.task = ChildTask::Probes;
-      spec.device = o_.device.to_string();
+      spec.device = o_.device;
       spec.seed = o_.seed;
       spec.load_libraries = o_.load_libraries;
       spec.config = b.config < 0 ? census_config() : o_.configs[static_cast<size_t>(b.config)];
@@ -301,7 +301,7 @@ class SuiteRunner {
 TrialResult preflight(const ProbeRunOptions& o, const ScratchDir& scratch) {
   TrialSpec spec;
   spec.task = ChildTask::Preflight;
-  spec.device = o.device.to_string();
+  spec.device = o.device;
   spec.load_libraries = o.load_libraries;
   spec.config = Config{"preflight", {}};
   const PreparedChild p = prepare_child(scratch, "preflight", spec, o.timeout_s);
@@ -428,7 +428,7 @@ class ProbeSuite : public AuditKind {
       report::Target& t = rep.targets[n];
       t.probe = probe_facts(info, kb_);
       if (!runs_here(info)) {
-        t = skipped_target(std::move(t), o_, mine, probe_off_device_message(o_.device.type()));
+        t = skipped_target(std::move(t), o_, mine, probe_off_device_message(o_.device));
         continue;
       }
       const size_t i = index++;
@@ -439,7 +439,7 @@ class ProbeSuite : public AuditKind {
         for (const auto& c : t.configs)
           if (auto classes = batch_classes(c.reference); !classes.empty())
             t.probe->batch_classes.push_back({c.name, std::move(classes)});
-      judge_probe(t, entry, o_.device.type(), runner_->census(i));
+      judge_probe(t, entry, o_.device, runner_->census(i));
       if (const auto& c = runner_->census(i); c) census_.push_back({t.name, c->completed, c->alerts});
     }
   }

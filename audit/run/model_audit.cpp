@@ -47,7 +47,7 @@ TrialSpec base_spec(const RunOptions& o) {
   s.model = std::filesystem::absolute(o.model).string();
   s.input_file = o.input_file.empty() ? "" : std::filesystem::absolute(o.input_file).string();
   s.shapes = o.shapes;
-  s.device = o.device.to_string();
+  s.device = o.device;
   s.mode = o.mode;
   s.steps = o.steps;
   s.optimizer = o.optimizer;
@@ -342,7 +342,7 @@ void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, co
 // switch made it reproducible, the conclusion also gives the advice of each entry for a root cause's
 // op that deterministic mode leaves nondeterministic (as documented, or as measured on a real card:
 // adaptive_max_pool3d's backward on CUDA), which says what to do instead of a switch.
-void annotate_fixes(report::ConfigResult& result, const std::string& device_type) {
+void annotate_fixes(report::ConfigResult& result, const Device& device) {
   auto& fs = *result.fix_search;
   std::optional<KnowledgeBase> kb;
   try {
@@ -359,11 +359,11 @@ void annotate_fixes(report::ConfigResult& result, const std::string& device_type
     std::set<std::string> advised;
     for (const auto& rc : result.trace->root_causes)
       for (const auto& e : kb->entries) {
-        if (!KnowledgeBase::applies_to(e, device_type) || advised.count(e.id)) continue;
+        if (!KnowledgeBase::applies_to(e, device) || advised.count(e.id)) continue;
         if (std::find(e.ops.begin(), e.ops.end(), rc.op) == e.ops.end() &&
             std::find(e.ops.begin(), e.ops.end(), rc.forward_op) == e.ops.end())
           continue;
-        const Measurement* m = e.measured_on(device_type);
+        const Measurement* m = e.measured_on(device);
         const Behaviour det =
             m != nullptr ? *measured_under_det(*m) : KnowledgeBase::behaviour_under(e, "deterministic");
         if (det != Behaviour::Unaffected || e.severity != "error") continue;
@@ -543,7 +543,6 @@ class ModelAudit : public AuditKind {
 
   // The fix search of each diverged configuration: candidates run on the failing configuration's GPU.
   void fix_search(report::Target& target) {
-    const std::string device = o_.device.type();
     int searches = 0;
     for (size_t c = 0; c < configs_.size(); ++c) {
       report::ConfigResult& failing = target.configs[c];
@@ -562,11 +561,11 @@ class ModelAudit : public AuditKind {
         return out;
       };
       const TimeFn time = [&](const std::vector<Config>& configs) { return time_configs(o_, scratch_, configs, tag); };
-      failing.fix_search = search_fixes(failing, configs_[c], device, evaluate, time);
+      failing.fix_search = search_fixes(failing, configs_[c], o_.device, evaluate, time);
       failing.fix_search->repeats = o_.auto_repeats ? most_runs : o_.repeats;
       failing.fix_search->repeats_auto = o_.auto_repeats.has_value();
       failing.fix_search->timed_runs = o_.timed_runs;
-      annotate_fixes(failing, device);
+      annotate_fixes(failing, o_.device);
     }
   }
 

@@ -74,7 +74,7 @@ std::string cause_text(const report::RootCause& c) {
 }  // namespace
 
 SelfCheck detection_check(const Report& probes, const std::string& positive, const std::string& negative, unsigned cpus,
-                          const std::string& device_type) {
+                          const Device& device) {
   SelfCheck check{"detection", false, ""};
   const Target* pos = find_target(probes, positive);
   const Target* neg = find_target(probes, negative);
@@ -90,7 +90,7 @@ SelfCheck detection_check(const Report& probes, const std::string& positive, con
     check.evidence = "the controls did not run under both default and det";
     return check;
   }
-  if (device_type == "cpu" && cpus < 2) {
+  if (!device.is_cuda() && cpus < 2) {
     // One thread cannot race: the positive control has nothing to show here.
     check.passed = pos_det->verdict == Verdict::Reproducible && neg_default->verdict == Verdict::Reproducible;
     check.evidence = fmt::format(
@@ -176,7 +176,7 @@ std::vector<std::string> fingerprint_gpus(const nlohmann::ordered_json& env, std
   return gpus;
 }
 
-SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string& device_type) {
+SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const Device& device) {
   SelfCheck check{"fingerprint", false, ""};
   std::vector<std::string> missing;
   const auto text = [&](std::initializer_list<const char*> path) -> std::string {
@@ -204,7 +204,7 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
   const bool switches = env.contains("switches") && env["switches"].is_object() && !env["switches"].empty();
   if (!switches) missing.push_back("switches");
   std::vector<std::string> gpus;
-  if (Device::of(device_type).is_cuda()) {
+  if (device.is_cuda()) {
     text({"cuda", "driver"});
     text({"cuda", "runtime"});
     gpus = fingerprint_gpus(env, missing);
@@ -217,7 +217,7 @@ SelfCheck fingerprint_check(const nlohmann::ordered_json& env, const std::string
   return check;
 }
 
-SelfCheck tracing_check(const Report& forward, const Report& backward, const std::string& device_type) {
+SelfCheck tracing_check(const Report& forward, const Report& backward, const Device& device) {
   SelfCheck check{"tracing", false, ""};
   const report::RootCause* f = find_cause(forward, "forward");
   const report::RootCause* b = find_cause(backward, "backward");
@@ -228,7 +228,7 @@ SelfCheck tracing_check(const Report& forward, const Report& backward, const std
     wrong.push_back(fmt::format("no backward root cause in backward.pt (verdict {})", to_string(backward.verdict)));
   // CUDA's autograd engine runs a device's backward on a thread of its own; the CPU's runs it on
   // the caller's. A backward root cause on thread 0 under CUDA means the tracer missed that thread.
-  if (b != nullptr && Device::of(device_type).is_cuda() && b->thread == 0)
+  if (b != nullptr && device.is_cuda() && b->thread == 0)
     wrong.push_back("the backward root cause was found on the model's thread, not the device's autograd thread");
   check.passed = wrong.empty();
   check.evidence = check.passed ? fmt::format("forward: {}; backward: {}", cause_text(*f), cause_text(*b))
@@ -257,7 +257,7 @@ std::vector<SelfCheck> read_worker_checks(const std::string& path) {
 // analysis judges each check.
 class SelfTest : public AuditKind {
  public:
-  explicit SelfTest(const SelfTestOptions& o) : o_(o), device_type_(o.device.type()), cpus_(logical_cpu_count()) {}
+  explicit SelfTest(const SelfTestOptions& o) : o_(o), cpus_(logical_cpu_count()) {}
 
   AuditPlan plan() override {
     const std::string worker_result = scratch_.path() + "/selftest-checks.json";
@@ -292,13 +292,13 @@ class SelfTest : public AuditKind {
 
   void analyse(const Cells&, Report& r) override {
     checks_.push_back(switches_);
-    checks_.push_back(detection_check(probes_, positive(), positive() + ".unique-control", cpus_, device_type_));
+    checks_.push_back(detection_check(probes_, positive(), positive() + ".unique-control", cpus_, o_.device));
     if (second_round_)
       checks_.back().evidence += fmt::format(
           " (under default in a second round of {} repeats: the first {} did not race)", kSecondRound, kRepeats);
-    checks_.push_back(fingerprint_check(probes_.environment, device_type_));
+    checks_.push_back(fingerprint_check(probes_.environment, o_.device));
     checks_.push_back(invariance_check(batch_, read_linear_rows(scratch_.path() + "/invariance.json")));
-    checks_.push_back(tracing_check(forward_, backward_, device_type_));
+    checks_.push_back(tracing_check(forward_, backward_, o_.device));
     r.environment = probes_.environment;
     r.selftest =
         report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
@@ -356,7 +356,6 @@ class SelfTest : public AuditKind {
   }
 
   const SelfTestOptions& o_;
-  const std::string device_type_;  // "cpu" or "cuda": what the checks judge by
   const unsigned cpus_;
   ScratchDir scratch_;
   std::vector<SelfCheck> checks_;

@@ -39,10 +39,9 @@ report::Report run_selftest(const SelfTestOptions& options);
 
 // The judging, apart from the running, for tests: each returns one check from the reports it reads.
 report::SelfCheck detection_check(const report::Report& probes, const std::string& positive,
-                                  const std::string& negative, unsigned cpus, const std::string& device_type);
+                                  const std::string& negative, unsigned cpus, const Device& device);
 report::SelfCheck switches_check(const report::Report& probes);
-report::SelfCheck fingerprint_check(const nlohmann::ordered_json& environment, const std::string& device_type);
-report::SelfCheck tracing_check(const report::Report& forward, const report::Report& backward,
-                                const std::string& device_type);
+report::SelfCheck fingerprint_check(const nlohmann::ordered_json& environment, const Device& device);
+report::SelfCheck tracing_check(const report::Report& forward, const report::Report& backward, const Device& device);
 
 }  // namespace ra

@@ -133,13 +133,13 @@ class Search {
 
 }  // namespace
 
-std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const std::string& device_type) {
+std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const Device& device) {
   std::vector<Toggle> out;
   for (const auto& s : switch_table()) {
     const auto it = targets().find(s.key);
     if (it == targets().end()) continue;
     const Target& t = it->second;
-    if (!(Device::of(device_type).is_cuda() ? t.cuda : t.cpu)) continue;
+    if (!(device.is_cuda() ? t.cuda : t.cpu)) continue;
     std::string effective;
     bool listed = false;
     for (const auto& sw : failing.switches)
@@ -175,11 +175,11 @@ std::string alerted_op(const std::string& message) {
   return message.substr(begin, at - begin);
 }
 
-report::FixSearch search_fixes(const report::ConfigResult& failing, const Config& failing_config,
-                               const std::string& device_type, const EvaluateFn& evaluate, const TimeFn& time) {
+report::FixSearch search_fixes(const report::ConfigResult& failing, const Config& failing_config, const Device& device,
+                               const EvaluateFn& evaluate, const TimeFn& time) {
   Search s(failing, failing_config, evaluate);
   s.result.from = failing_config.name;
-  const std::vector<Toggle> toggles = candidate_toggles(failing, device_type);
+  const std::vector<Toggle> toggles = candidate_toggles(failing, device);
   std::vector<size_t> minimal;
 
   // 1. One switch at a time.

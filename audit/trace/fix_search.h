@@ -27,6 +27,7 @@
 // baseline.
 #pragma once
 
+#include "audit/common/device.h"
 #include "audit/trial/config.h"
 #include "reports/target_model.h"
 #include "reports/trace_model.h"
@@ -51,9 +52,9 @@ struct Toggle {
   std::string value;
 };
 
-// Toggles toward determinism that can change `failing` on `device_type` ("cpu" or "cuda"): a
-// switch is left out when its effective value in the failing trials already is the target.
-std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const std::string& device_type);
+// Toggles toward determinism that can change `failing` on `device`: a switch is left out when its
+// effective value in the failing trials already is the target.
+std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const Device& device);
 
 // `base` with `toggles` applied, named as --configs would spell it ("default+threads=1").
 Config with_toggles(const Config& base, const std::vector<Toggle>& toggles);
@@ -79,7 +80,7 @@ std::string root_cause_key(const report::RootCause& r);
 std::string alerted_op(const std::string& message);
 
 // Runs the search for `failing` (run under `failing_config`); see above.
-report::FixSearch search_fixes(const report::ConfigResult& failing, const Config& failing_config,
-                               const std::string& device_type, const EvaluateFn& evaluate, const TimeFn& time);
+report::FixSearch search_fixes(const report::ConfigResult& failing, const Config& failing_config, const Device& device,
+                               const EvaluateFn& evaluate, const TimeFn& time);
 
 }  // namespace ra

@@ -38,11 +38,6 @@ std::vector<int> parse_devices(const std::string& text) {
   return out;
 }
 
-std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const std::string& device, int jobs,
-                                             int available, const std::optional<std::string>& parent_visible) {
-  return place_devices(requested, Device::of(device), jobs, available, parent_visible);
-}
-
 std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const Device& device, int jobs,
                                              int available, const std::optional<std::string>& parent_visible) {
   std::vector<int> gpus = requested;

@@ -47,9 +47,6 @@ std::vector<int> parse_devices(const std::string& text);
 // or --devices with a CPU device.
 std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const Device& device, int jobs,
                                              int available, const std::optional<std::string>& parent_visible);
-// The same for a device's text ("cuda", "cuda:1").
-std::optional<DevicePlacement> place_devices(const std::vector<int>& requested, const std::string& device, int jobs,
-                                             int available, const std::optional<std::string>& parent_visible);
 
 // "4 children at once shared cuda:0" (or "... each of cuda:0, cuda:1") where the placement puts
 // more than one child on a GPU at a time, "" otherwise: for the report. `jobs` caps the children.

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
 #include <set>
 
 namespace ra {
@@ -122,7 +123,7 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"model", exact(s.model)},
           {"input_file", exact(s.input_file)},
           {"shapes", shapes},
-          {"device", s.device},
+          {"device", s.device.to_string()},
           {"mode", s.mode},
           {"steps", s.steps},
           {"optimizer", s.optimizer},
@@ -157,7 +158,10 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.input_file = exact_string(j.at("input_file"));
   for (const auto& sh : j.at("shapes"))
     s.shapes.push_back({sh.at("sizes").get<std::vector<int64_t>>(), sh.at("dtype").get<std::string>()});
-  s.device = j.at("device").get<std::string>();
+  const std::string device = j.at("device").get<std::string>();
+  const std::optional<Device> parsed = Device::from_string(device);  // the worker's edge: parsed once
+  if (!parsed) throw InputError(fmt::format("malformed trial spec: unknown device '{}' (use cpu or cuda[:N])", device));
+  s.device = *parsed;
   s.mode = j.at("mode").get<std::string>();
   s.steps = j.at("steps").get<int>();
   s.seed = j.at("seed").get<uint64_t>();

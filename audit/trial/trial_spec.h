@@ -5,6 +5,7 @@
 // back from RESULT. A child that exits without writing a valid RESULT has crashed.
 #pragma once
 
+#include "audit/common/device.h"
 #include "audit/trial/config.h"
 #include "reports/core_model.h"
 
@@ -50,7 +51,7 @@ struct TrialSpec {
   std::string model;
   std::string input_file;  // torch.save file, or "" for synthetic inputs
   std::vector<ShapeSpec> shapes;
-  std::string device = "cpu";  // "cpu", "cuda", "cuda:1"
+  Device device;               // in the JSON as its text: "cpu", "cuda", "cuda:1"
   std::string mode = "infer";  // infer | train
   int steps = 1;
   std::string optimizer = "sgd";  // train mode: sgd | adam

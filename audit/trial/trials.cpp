@@ -19,7 +19,7 @@ namespace ra {
 PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, TrialSpec spec, double timeout_s,
                             bool dump, const std::string& gpu) {
   PreparedChild p;
-  if (!gpu.empty()) spec.device = "cuda:0";
+  if (!gpu.empty()) spec.device = Device::cuda(0);
   const std::string base = scratch.path() + "/" + tag;
   p.result_path = base + ".result.json";
   p.dump_path = spec.task == ChildTask::Preflight || !dump ? "" : base + ".dump";

@@ -81,12 +81,12 @@ std::vector<std::vector<std::optional<double>>> fake_time(const std::vector<Conf
 }  // namespace
 
 TEST_CASE("candidate_toggles") {
-  const auto toggles = ra::candidate_toggles(failing_cpu(), "cpu");
+  const auto toggles = ra::candidate_toggles(failing_cpu(), ra::Device::cpu());
   std::vector<std::string> keys;
   for (const auto& t : toggles) keys.push_back(t.key + "=" + t.value);
   // fill_uninitialized_memory is already on; CUDA-only switches are left out on the CPU.
   CHECK(keys == std::vector<std::string>{"deterministic=on", "threads=1", "mkl_cbwr=COMPATIBLE"});
-  const auto cuda = ra::candidate_toggles(failing_cpu(), "cuda");
+  const auto cuda = ra::candidate_toggles(failing_cpu(), ra::Device::cuda());
   std::set<std::string> cuda_keys;
   for (const auto& t : cuda) cuda_keys.insert(t.key);
   CHECK(cuda_keys.count("cudnn.deterministic") == 1);
@@ -115,7 +115,8 @@ TEST_CASE("alerted_op") {
 TEST_CASE("search_fixes: single toggles that fix are minimal, timed against the failing configuration") {
   FakeModel model{{{"threads", "1"}}, false, {}};
   const auto failing = failing_cpu();
-  const auto fs = ra::search_fixes(failing, ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  const auto fs =
+      ra::search_fixes(failing, ra::parse_config("default", 2), ra::Device::cpu(), std::ref(model), fake_time);
   REQUIRE(fs.candidates.size() == 3);
   CHECK(model.tried ==
         std::vector<std::string>{"default+deterministic=on", "default+threads=1", "default+mkl_cbwr=COMPATIBLE"});
@@ -137,7 +138,8 @@ TEST_CASE("search_fixes: single toggles that fix are minimal, timed against the 
 
 TEST_CASE("search_fixes: when no toggle fixes alone, the combination is reduced to a minimal set") {
   FakeModel model{{{"deterministic", "on"}, {"threads", "1"}}, false, {}};
-  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  const auto fs =
+      ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), ra::Device::cpu(), std::ref(model), fake_time);
   // 3 singles, the combination of 3, then dropping each toggle while it stays reproducible.
   REQUIRE(fs.candidates.size() >= 5);
   CHECK(fs.candidates[3].stage == "combined");
@@ -153,7 +155,8 @@ TEST_CASE("search_fixes: when no toggle fixes alone, the combination is reduced 
 
 TEST_CASE("search_fixes: an op that raises under deterministic mode is named, with alternatives") {
   FakeModel model{{{"never", "x"}}, true, {}};
-  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  const auto fs =
+      ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), ra::Device::cpu(), std::ref(model), fake_time);
   CHECK(fs.candidates[0].verdict == Verdict::Raised);
   CHECK(fs.best.empty());
   REQUIRE(fs.no_deterministic.size() == 1);
@@ -172,7 +175,7 @@ TEST_CASE("search_fixes: nothing to toggle") {
                       {"threads", "", "1"},
                       {"mkl_cbwr", "", "COMPATIBLE"}};
   FakeModel model{{{"never", "x"}}, false, {}};
-  const auto fs = ra::search_fixes(failing, ra::parse_config("det", 2), "cpu", std::ref(model), fake_time);
+  const auto fs = ra::search_fixes(failing, ra::parse_config("det", 2), ra::Device::cpu(), std::ref(model), fake_time);
   CHECK(fs.candidates.empty());
   CHECK(model.tried.empty());
   CHECK(fs.conclusion.find("already at its deterministic setting") != std::string::npos);
@@ -180,7 +183,8 @@ TEST_CASE("search_fixes: nothing to toggle") {
 
 TEST_CASE("search_fixes: every candidate that ran is timed, raising ones are not") {
   FakeModel model{{{"threads", "1"}}, true, {}};
-  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), fake_time);
+  const auto fs =
+      ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), ra::Device::cpu(), std::ref(model), fake_time);
   REQUIRE(fs.candidates.size() == 3);
   CHECK_FALSE(fs.candidates[0].cost_ratio.has_value());  // deterministic=on raised
   REQUIRE(fs.candidates[2].cost_ratio.has_value());      // mkl_cbwr ran and did not fix: still priced
@@ -195,7 +199,8 @@ TEST_CASE("search_fixes: when no candidate fixes it, nothing is timed") {
     ++timings;
     return fake_time(configs);
   };
-  const auto fs = ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), "cpu", std::ref(model), counting);
+  const auto fs =
+      ra::search_fixes(failing_cpu(), ra::parse_config("default", 2), ra::Device::cpu(), std::ref(model), counting);
   CHECK(fs.best.empty());
   CHECK(fs.conclusion == "no combination of the candidate switches makes it reproducible");
   CHECK(timings == 0);
@@ -214,29 +219,29 @@ TEST_CASE("same_cost: fixes whose intervals overlap cost the same within noise")
 }
 
 TEST_CASE("candidate_toggles: the attention backends are tried only where attention is the root cause") {
-  const auto keys_of = [](const ra::report::ConfigResult& failing, const char* device) {
+  const auto keys_of = [](const ra::report::ConfigResult& failing, const ra::Device& device) {
     std::set<std::string> keys;
     for (const auto& t : ra::candidate_toggles(failing, device)) keys.insert(t.key + "=" + t.value);
     return keys;
   };
   // index_put_ is the root cause: no SDPA switch on either device.
-  for (const char* device : {"cpu", "cuda"})
+  for (const ra::Device& device : {ra::Device::cpu(), ra::Device::cuda()})
     for (const auto& k : keys_of(failing_cpu(), device)) CHECK_MESSAGE(k.rfind("sdpa.", 0) != 0, k);
   // cuDNN attention's backward is (as measured on an H200 under det): all three backends on CUDA,
   // flash (which has a CPU kernel) on the CPU.
   auto attention = failing_cpu();
   attention.trace->root_causes.front().op = "aten::_scaled_dot_product_cudnn_attention_backward";
   attention.trace->root_causes.front().direction = "backward";
-  const auto cuda = keys_of(attention, "cuda");
+  const auto cuda = keys_of(attention, ra::Device::cuda());
   CHECK(cuda.count("sdpa.cudnn=off") == 1);
   CHECK(cuda.count("sdpa.flash=off") == 1);
   CHECK(cuda.count("sdpa.mem_efficient=off") == 1);
-  const auto cpu = keys_of(attention, "cpu");
+  const auto cpu = keys_of(attention, ra::Device::cpu());
   CHECK(cpu.count("sdpa.flash=off") == 1);
   CHECK(cpu.count("sdpa.cudnn=off") == 0);
   // Already off in the failing trials: not a candidate.
   attention.switches.push_back({"sdpa.cudnn", "off", "off"});
-  CHECK(keys_of(attention, "cuda").count("sdpa.cudnn=off") == 0);
+  CHECK(keys_of(attention, ra::Device::cuda()).count("sdpa.cudnn=off") == 0);
 }
 
 TEST_CASE("search_fixes: cuDNN attention under det is fixed by sdpa.cudnn=off alone") {
@@ -246,7 +251,7 @@ TEST_CASE("search_fixes: cuDNN attention under det is fixed by sdpa.cudnn=off al
       {"deterministic", "on", "on"}, {"cudnn.benchmark", "off", "off"}, {"cublas_workspace", ":4096:8", ":4096:8"}};
   failing.trace->root_causes.front().op = "aten::_scaled_dot_product_cudnn_attention_backward";
   FakeModel model{{{"sdpa.cudnn", "off"}}, false, {}};
-  const auto r = ra::search_fixes(failing, ra::parse_config("det", 2), "cuda", std::ref(model), fake_time);
+  const auto r = ra::search_fixes(failing, ra::parse_config("det", 2), ra::Device::cuda(), std::ref(model), fake_time);
   REQUIRE(r.best.size() == 1);
   const auto& fix = r.candidates[r.best.front()];
   CHECK(fix.config == "det+sdpa.cudnn=off");

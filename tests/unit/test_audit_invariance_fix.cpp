@@ -87,14 +87,14 @@ TEST_CASE("fix_sizes: batch 1 and the smallest size of each other class") {
 }
 
 TEST_CASE("fix_candidates: the switches that matter on each device, the others said why") {
-  const auto cpu = ra::invariance::fix_candidates(kDefault, "cpu");
+  const auto cpu = ra::invariance::fix_candidates(kDefault, ra::Device::cpu());
   CHECK(keys(cpu, "single") == std::vector<std::string>{"deterministic=on", "threads=1", "mkl_cbwr=COMPATIBLE"});
   CHECK(keys(cpu, "skipped") ==
         std::vector<std::string>{"cublas_workspace=:16:8 (no effect on cpu)", "tf32.cublas=off (no effect on cpu)",
                                  "tf32.cudnn=off (no effect on cpu)", "cublas.fp16_reduction=off (no effect on cpu)",
                                  "cublas.bf16_reduction=off (no effect on cpu)"});
   for (const auto& c : cpu) CHECK(c.verdict == (c.stage == "skipped" ? "not run" : ""));
-  const auto cuda = ra::invariance::fix_candidates(kDefault, "cuda");
+  const auto cuda = ra::invariance::fix_candidates(kDefault, ra::Device::cuda());
   CHECK(keys(cuda, "single") == std::vector<std::string>{"deterministic=on", "cublas_workspace=:16:8", "tf32.cudnn=off",
                                                          "threads=1", "cublas.fp16_reduction=off",
                                                          "cublas.bf16_reduction=off"});
@@ -113,7 +113,7 @@ TEST_CASE("search_invariance_fix: the switch that fixes it, priced against the r
   fake.fixing = {{"threads", "1"}};
   fake.costs = {{"threads", 1.5}};
   const Config from = ra::parse_config("default", 2);
-  const auto f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(fake));
+  const auto f = ra::invariance::search_invariance_fix(kDefault, from, ra::Device::cpu(), std::ref(fake));
   REQUIRE(fake.calls.size() == 1);  // a single toggle fixed it: no combination
   CHECK(fake.calls[0] == std::vector<std::string>{"default", "default+deterministic=on", "default+threads=1",
                                                   "default+mkl_cbwr=COMPATIBLE"});
@@ -135,7 +135,7 @@ TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pa
   FakeSweep together;
   together.fixing = {{"threads", "1"}, {"mkl_cbwr", "COMPATIBLE"}};
   const Config from = ra::parse_config("default", 2);
-  auto f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(together));
+  auto f = ra::invariance::search_invariance_fix(kDefault, from, ra::Device::cpu(), std::ref(together));
   REQUIRE(together.calls.size() == 2);
   CHECK(together.calls[1] ==
         std::vector<std::string>{"default", "default+deterministic=on+threads=1+mkl_cbwr=COMPATIBLE"});
@@ -144,7 +144,7 @@ TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pa
   CHECK(f.conclusion.find("deterministic=on+threads=1+mkl_cbwr=COMPATIBLE from default makes it invariant") == 0);
 
   FakeSweep never;
-  f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(never));
+  f = ra::invariance::search_invariance_fix(kDefault, from, ra::Device::cpu(), std::ref(never));
   CHECK(f.candidates.back().stage == "combined");
   CHECK_FALSE(f.candidates.back().fixes);
   CHECK(f.conclusion ==
@@ -158,7 +158,7 @@ TEST_CASE("search_invariance_fix: a rerun that is invariant credits no switch") 
   fake.fixing = {{"threads", "1"}};
   Config from = ra::parse_config("threads=1", 2);  // the fake machine is then invariant everywhere
   from.name = "default";
-  const auto f = ra::invariance::search_invariance_fix(kDefault, from, "cpu", std::ref(fake));
+  const auto f = ra::invariance::search_invariance_fix(kDefault, from, ra::Device::cpu(), std::ref(fake));
   CHECK(f.baseline_verdict == "invariant");
   for (const auto& c : f.candidates) CHECK_FALSE(c.fixes);
   CHECK(f.conclusion.find("the variance did not come back") != std::string::npos);
@@ -171,8 +171,8 @@ TEST_CASE("the fix search in the report: JSON round trip and every format") {
   r.invariance = ra::report::Invariance{};
   r.invariance->model = "m.pt";
   r.invariance->configs = {kDefault};
-  r.invariance->fix =
-      ra::invariance::search_invariance_fix(kDefault, ra::parse_config("default", 2), "cpu", std::ref(fake));
+  r.invariance->fix = ra::invariance::search_invariance_fix(kDefault, ra::parse_config("default", 2), ra::Device::cpu(),
+                                                            std::ref(fake));
   ra::report::finalize(r);
   const auto back = ra::report::report_from_json(ra::report::to_json(r));
   REQUIRE(back.invariance);

@@ -43,8 +43,8 @@ TEST_CASE("parse_knowledge: a valid entry is read field by field") {
   CHECK(e.args.at("alpha") == "1");
   CHECK(ra::KnowledgeBase::behaviour_under(e, "deterministic") == ra::Behaviour::MadeDeterministic);
   CHECK(ra::KnowledgeBase::behaviour_under(e, "cudnn.benchmark") == ra::Behaviour::Unaffected);
-  CHECK(ra::KnowledgeBase::applies_to(e, "cuda"));
-  CHECK(!ra::KnowledgeBase::applies_to(e, "cpu"));
+  CHECK(ra::KnowledgeBase::applies_to(e, ra::Device::cuda()));
+  CHECK(!ra::KnowledgeBase::applies_to(e, ra::Device::cpu()));
   CHECK(kb.find("index_add.cuda") == &e);
   CHECK(kb.find("nope") == nullptr);
 }
@@ -135,8 +135,8 @@ TEST_CASE("parse_knowledge: measured blocks are read, checked, and say what dete
   REQUIRE(e.measured.size() == 1);
   CHECK(e.measured[0].observed.at("det") == "raised");
   CHECK(ra::measured_under_det(e.measured[0]) == ra::Behaviour::Raises);
-  CHECK(e.measured_on("cuda") == &e.measured[0]);
-  CHECK(e.measured_on("cpu") == nullptr);
+  CHECK(e.measured_on(ra::Device::cuda()) == &e.measured[0]);
+  CHECK(e.measured_on(ra::Device::cpu()) == nullptr);
   CHECK(ra::describe(e.measured[0]) ==
         "NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0, cuDNN 91900), 2026-11-26, probe index_add: default diverged, det "
         "raised; "

@@ -29,7 +29,7 @@ TEST_CASE("--devices takes distinct cuda:N, and nothing else") {
 
 TEST_CASE("a placement: --devices, or --device cuda with --jobs over several GPUs; none otherwise") {
   // --devices names the GPUs; each child sees only its own.
-  auto p = ra::place_devices({0, 2}, "cuda", 1, 4, std::nullopt);
+  auto p = ra::place_devices({0, 2}, ra::Device::cuda(), 1, 4, std::nullopt);
   REQUIRE(p);
   CHECK(p->visible == std::vector<std::string>{"0", "2"});
   CHECK(p->names == std::vector<std::string>{"cuda:0", "cuda:2"});
@@ -38,30 +38,30 @@ TEST_CASE("a placement: --devices, or --device cuda with --jobs over several GPU
   CHECK(p->slot_of(1) == 1);
   CHECK(p->slot_of(2) == 0);
   // The parent's own CUDA_VISIBLE_DEVICES maps cuda:N to its N-th entry (an index or a UUID).
-  p = ra::place_devices({1}, "cuda", 1, 2, std::string("GPU-aaaa,GPU-bbbb"));
+  p = ra::place_devices({1}, ra::Device::cuda(), 1, 2, std::string("GPU-aaaa,GPU-bbbb"));
   REQUIRE(p);
   CHECK(p->visible == std::vector<std::string>{"GPU-bbbb"});
   // --device cuda --jobs 3 on 4 GPUs: the first 3; on 2 GPUs: both.
-  p = ra::place_devices({}, "cuda", 3, 4, std::nullopt);
+  p = ra::place_devices({}, ra::Device::cuda(), 3, 4, std::nullopt);
   REQUIRE(p);
   CHECK(p->slots() == 3);
-  CHECK(ra::place_devices({}, "cuda", 3, 2, std::nullopt)->slots() == 2);
+  CHECK(ra::place_devices({}, ra::Device::cuda(), 3, 2, std::nullopt)->slots() == 2);
   // No placement: one job, the CPU.
-  CHECK_FALSE(ra::place_devices({}, "cuda", 1, 4, std::nullopt));
-  CHECK_FALSE(ra::place_devices({}, "cuda", 1, 1, std::nullopt));
-  CHECK_FALSE(ra::place_devices({}, "cuda:1", 1, 4, std::nullopt));
-  CHECK_FALSE(ra::place_devices({}, "cpu", 4, 0, std::nullopt));
+  CHECK_FALSE(ra::place_devices({}, ra::Device::cuda(), 1, 4, std::nullopt));
+  CHECK_FALSE(ra::place_devices({}, ra::Device::cuda(), 1, 1, std::nullopt));
+  CHECK_FALSE(ra::place_devices({}, ra::Device::cuda(1), 1, 4, std::nullopt));
+  CHECK_FALSE(ra::place_devices({}, ra::Device::cpu(), 4, 0, std::nullopt));
   // A GPU the machine does not have, or --devices with another --device.
-  CHECK_THROWS_AS(ra::place_devices({0, 4}, "cuda", 1, 4, std::nullopt), ra::UsageError);
-  CHECK_THROWS_AS(ra::place_devices({0}, "cpu", 1, 0, std::nullopt), ra::UsageError);
-  CHECK_THROWS_AS(ra::place_devices({0}, "cuda:0", 1, 2, std::nullopt), ra::UsageError);
+  CHECK_THROWS_AS(ra::place_devices({0, 4}, ra::Device::cuda(), 1, 4, std::nullopt), ra::UsageError);
+  CHECK_THROWS_AS(ra::place_devices({0}, ra::Device::cpu(), 1, 0, std::nullopt), ra::UsageError);
+  CHECK_THROWS_AS(ra::place_devices({0}, ra::Device::cuda(0), 1, 2, std::nullopt), ra::UsageError);
 }
 
 TEST_CASE("--jobs J on one GPU: J children share it, and the report is told so") {
   // Issue 31: with one GPU there was no placement, so J children ran on it unrecorded; now the one
   // GPU is a slot that J children hold at once, the report says so, and the children see what the
   // parent sees (no CUDA_VISIBLE_DEVICES of their own).
-  auto p = ra::place_devices({}, "cuda", 4, 1, std::nullopt);
+  auto p = ra::place_devices({}, ra::Device::cuda(), 4, 1, std::nullopt);
   REQUIRE(p);
   CHECK(p->slots() == 1);
   CHECK(p->per_slot == 4);
@@ -71,27 +71,27 @@ TEST_CASE("--jobs J on one GPU: J children share it, and the report is told so")
   CHECK(ra::contention_note(*p, 4) ==
         "up to 4 children at once shared cuda:0; their timings include each other's work");
   // A named GPU on a machine of several: it is shared, and stays the one the children use.
-  p = ra::place_devices({}, "cuda:1", 3, 4, std::string("2,3"));
+  p = ra::place_devices({}, ra::Device::cuda(1), 3, 4, std::string("2,3"));
   REQUIRE(p);
   CHECK(p->per_slot == 3);
   CHECK(p->visible == std::vector<std::string>{""});
   CHECK(p->names == std::vector<std::string>{"cuda:1"});
   // More jobs than GPUs: each GPU takes its share (rounded up), the runner caps the total at J.
-  p = ra::place_devices({}, "cuda", 5, 2, std::nullopt);
+  p = ra::place_devices({}, ra::Device::cuda(), 5, 2, std::nullopt);
   REQUIRE(p);
   CHECK(p->slots() == 2);
   CHECK(p->per_slot == 3);
   CHECK(ra::contention_note(*p, 5) ==
         "up to 3 children at once shared each of cuda:0, cuda:1; their timings include each other's work");
-  p = ra::place_devices({0, 2}, "cuda", 4, 4, std::nullopt);
+  p = ra::place_devices({0, 2}, ra::Device::cuda(), 4, 4, std::nullopt);
   REQUIRE(p);
   CHECK(p->per_slot == 2);
   // One child per GPU, as before: nothing to say.
-  p = ra::place_devices({}, "cuda", 3, 4, std::nullopt);
+  p = ra::place_devices({}, ra::Device::cuda(), 3, 4, std::nullopt);
   REQUIRE(p);
   CHECK(p->per_slot == 1);
   CHECK(ra::contention_note(*p, 3).empty());
-  p = ra::place_devices({0, 2}, "cuda", 1, 4, std::nullopt);
+  p = ra::place_devices({0, 2}, ra::Device::cuda(), 1, 4, std::nullopt);
   REQUIRE(p);
   CHECK(p->per_slot == 1);
   CHECK(ra::contention_note(*p, 1).empty());

@@ -49,7 +49,7 @@ bool mentions(const ra::report::Target& t, const std::string& text) {
 TEST_CASE("judge_probe: measurement that matches the documentation gives no disagreement") {
   const auto e = entry(ra::Documented::Raises, "cuda");
   auto t = probe_target({config("default", "off", Verdict::Diverged), config("det", "on", Verdict::Raised, 0)});
-  ra::judge_probe(t, &e, "cuda", ra::CensusRun{true, {"op does not have a deterministic implementation"}});
+  ra::judge_probe(t, &e, ra::Device::cuda(), ra::CensusRun{true, {"op does not have a deterministic implementation"}});
   CHECK(t.probe->disagreements.empty());
   CHECK(t.probe->census == "alerted-diverged");
   CHECK(t.probe->alerts.size() == 1);
@@ -58,7 +58,7 @@ TEST_CASE("judge_probe: measurement that matches the documentation gives no disa
 TEST_CASE("judge_probe: documented to raise but ran, and no alert in the census") {
   const auto e = entry(ra::Documented::Raises, "cuda");
   auto t = probe_target({config("default", "off", Verdict::Reproducible), config("det", "on", Verdict::Reproducible)});
-  ra::judge_probe(t, &e, "cuda", ra::CensusRun{true, {}});
+  ra::judge_probe(t, &e, ra::Device::cuda(), ra::CensusRun{true, {}});
   CHECK(mentions(t, "documented to raise under use_deterministic_algorithms on cuda, but ran without an error"));
   CHECK(mentions(t, "no alert fired"));
   CHECK(mentions(t, "never diverged here (not observed)"));
@@ -68,11 +68,11 @@ TEST_CASE("judge_probe: documented to raise but ran, and no alert in the census"
 TEST_CASE("judge_probe: an entry for another device documents nothing here") {
   const auto e = entry(ra::Documented::Raises, "cuda");
   auto t = probe_target({config("default", "off", Verdict::Reproducible), config("det", "on", Verdict::Reproducible)});
-  ra::judge_probe(t, &e, "cpu", ra::CensusRun{true, {}});
+  ra::judge_probe(t, &e, ra::Device::cpu(), ra::CensusRun{true, {}});
   CHECK(t.probe->disagreements.empty());
 
   auto diverging = probe_target({config("default", "off", Verdict::Diverged)});
-  ra::judge_probe(diverging, &e, "cpu", std::nullopt);
+  ra::judge_probe(diverging, &e, ra::Device::cpu(), std::nullopt);
   CHECK(mentions(diverging, "nothing documents it as nondeterministic on cpu"));
   CHECK(diverging.probe->census.empty());  // no census run
 }
@@ -80,11 +80,11 @@ TEST_CASE("judge_probe: an entry for another device documents nothing here") {
 TEST_CASE("judge_probe: made deterministic but diverged under det; raised though not documented to") {
   const auto e = entry(ra::Documented::MadeDeterministic, "any");
   auto t = probe_target({config("det", "on", Verdict::Diverged)});
-  ra::judge_probe(t, &e, "cpu", std::nullopt);
+  ra::judge_probe(t, &e, ra::Device::cpu(), std::nullopt);
   CHECK(mentions(t, "documented as made deterministic on cpu, but diverged under 'det'"));
 
   auto raised = probe_target({config("det", "on", Verdict::Raised, 0)});
-  ra::judge_probe(raised, &e, "cpu", ra::CensusRun{true, {"alert"}});
+  ra::judge_probe(raised, &e, ra::Device::cpu(), ra::CensusRun{true, {"alert"}});
   CHECK(mentions(raised, "raised under 'det', but the documentation does not list it as raising on cpu"));
   CHECK(mentions(raised, "raised a determinism alert in warn_only mode"));
 }
@@ -92,18 +92,18 @@ TEST_CASE("judge_probe: made deterministic but diverged under det; raised though
 TEST_CASE("judge_probe: a control that diverges is a disagreement; one that is stable is not 'not observed'") {
   const auto e = entry(ra::Documented::MadeDeterministic, "cpu");
   auto diverged = probe_target({config("default", "off", Verdict::Diverged)}, "control");
-  ra::judge_probe(diverged, &e, "cpu", std::nullopt);
+  ra::judge_probe(diverged, &e, ra::Device::cpu(), std::nullopt);
   CHECK(mentions(diverged, "control diverged under 'default'"));
 
   auto stable = probe_target({config("default", "off", Verdict::Reproducible)}, "control");
-  ra::judge_probe(stable, &e, "cpu", std::nullopt);
+  ra::judge_probe(stable, &e, ra::Device::cpu(), std::nullopt);
   CHECK(stable.probe->disagreements.empty());
 }
 
 TEST_CASE("judge_probe: 'not observed' needs two completed repeats under a deterministic-off configuration") {
   const auto e = entry(ra::Documented::MadeDeterministic, "cpu");
   auto one = probe_target({config("default", "off", Verdict::Reproducible, 1)});
-  ra::judge_probe(one, &e, "cpu", std::nullopt);
+  ra::judge_probe(one, &e, ra::Device::cpu(), std::nullopt);
   CHECK(one.probe->disagreements.empty());
 }
 
@@ -140,13 +140,13 @@ TEST_CASE("judge_probe: a verdict that differs from the knowledge base's measure
   other.observed = {{"default", "reproducible"}, {"det", "reproducible"}};
   e.measured.push_back(other);
   auto t = probe_target({config("default", "off", Verdict::Diverged), config("det", "on", Verdict::Reproducible)});
-  ra::judge_probe(t, &e, "cuda", std::nullopt);
+  ra::judge_probe(t, &e, ra::Device::cuda(), std::nullopt);
   CHECK(mentions(t, "reproducible under 'det' here, but raised on NVIDIA H200 (2026-11-26, torch 2.11.0+cu130)"));
   CHECK(!mentions(t, "under 'default' here"));  // the same as measured; the other probe's is not compared
   // A CPU run is not compared with a CUDA measurement.
   auto cpu = probe_target({config("default", "off", Verdict::Diverged), config("det", "on", Verdict::Reproducible)});
   auto any = e;
   any.device = "any";
-  ra::judge_probe(cpu, &any, "cpu", std::nullopt);
+  ra::judge_probe(cpu, &any, ra::Device::cpu(), std::nullopt);
   CHECK(!mentions(cpu, "NVIDIA H200"));
 }

@@ -85,24 +85,28 @@ Report traced(const std::string& direction, uint32_t thread, Verdict v = Verdict
 
 TEST_CASE("selftest detection: the positive control must diverge under default only, the negative one never") {
   const std::string pos = "index_put.accumulate", neg = "index_put.accumulate.unique-control";
-  const auto pass = ra::detection_check(probes(Verdict::Diverged, Verdict::Reproducible), pos, neg, 2, "cpu");
+  const auto pass =
+      ra::detection_check(probes(Verdict::Diverged, Verdict::Reproducible), pos, neg, 2, ra::Device::cpu());
   CHECK(pass.passed);
   CHECK(contains(pass.evidence, "diverged under default (3/3 repeats differ)"));
-  const auto missed = ra::detection_check(probes(Verdict::Reproducible, Verdict::Reproducible), pos, neg, 2, "cpu");
+  const auto missed =
+      ra::detection_check(probes(Verdict::Reproducible, Verdict::Reproducible), pos, neg, 2, ra::Device::cpu());
   CHECK_FALSE(missed.passed);
   CHECK(contains(missed.evidence, "was reproducible under default, not diverged"));
-  const auto unfixed = ra::detection_check(probes(Verdict::Diverged, Verdict::Diverged), pos, neg, 2, "cpu");
+  const auto unfixed =
+      ra::detection_check(probes(Verdict::Diverged, Verdict::Diverged), pos, neg, 2, ra::Device::cpu());
   CHECK_FALSE(unfixed.passed);
   CHECK(contains(unfixed.evidence, "under det, not reproducible"));
-  const auto false_alarm =
-      ra::detection_check(probes(Verdict::Diverged, Verdict::Reproducible, Verdict::Diverged), pos, neg, 2, "cpu");
+  const auto false_alarm = ra::detection_check(probes(Verdict::Diverged, Verdict::Reproducible, Verdict::Diverged), pos,
+                                               neg, 2, ra::Device::cpu());
   CHECK_FALSE(false_alarm.passed);
   CHECK(contains(false_alarm.evidence, "negative control"));
   // One CPU cannot race: said so, not counted as a failure of the tool.
-  const auto one_cpu = ra::detection_check(probes(Verdict::Reproducible, Verdict::Reproducible), pos, neg, 1, "cpu");
+  const auto one_cpu =
+      ra::detection_check(probes(Verdict::Reproducible, Verdict::Reproducible), pos, neg, 1, ra::Device::cpu());
   CHECK(one_cpu.passed);
   CHECK(contains(one_cpu.evidence, "not checked for divergence"));
-  CHECK_FALSE(ra::detection_check(Report{}, pos, neg, 2, "cpu").passed);
+  CHECK_FALSE(ra::detection_check(Report{}, pos, neg, 2, ra::Device::cpu()).passed);
 }
 
 TEST_CASE("selftest switches: every requested switch must read back as requested, in every configuration") {
@@ -127,43 +131,44 @@ TEST_CASE("selftest switches: every requested switch must read back as requested
 }
 
 TEST_CASE("selftest fingerprint: every field present, and on CUDA every GPU's name, SM count, capability and UUID") {
-  const auto cpu = ra::fingerprint_check(environment(false), "cpu");
+  const auto cpu = ra::fingerprint_check(environment(false), ra::Device::cpu());
   CHECK(cpu.passed);
   CHECK(contains(cpu.evidence, "torch 2.11.0"));
   CHECK(contains(cpu.evidence, "AMD EPYC (2 CPUs, AVX512)"));
   // A CUDA self-test on a fingerprint that lists no GPU fails (the defect of CUDA 13's missing
   // cudaGetDeviceProperties_v2 looked exactly like this).
-  const auto no_gpu = ra::fingerprint_check(environment(false), "cuda");
+  const auto no_gpu = ra::fingerprint_check(environment(false), ra::Device::cuda());
   CHECK_FALSE(no_gpu.passed);
   CHECK(contains(no_gpu.evidence, "cuda.devices"));
-  const auto gpu = ra::fingerprint_check(environment(true), "cuda");
+  const auto gpu = ra::fingerprint_check(environment(true), ra::Device::cuda());
   CHECK(gpu.passed);
   CHECK(contains(gpu.evidence, "NVIDIA H100 (sm 9.0, 132 SMs, GPU-1234)"));
   auto env = environment(true);
   env["cuda"]["devices"][0]["uuid"] = "";
   env["cuda"]["devices"][0]["name"] = "unknown";
-  const auto partial = ra::fingerprint_check(env, "cuda");
+  const auto partial = ra::fingerprint_check(env, ra::Device::cuda());
   CHECK_FALSE(partial.passed);
   CHECK(contains(partial.evidence, "cuda.devices[0].name, cuda.devices[0].uuid"));
   env = environment(false);
   env["cpu"].erase("model");
-  CHECK_FALSE(ra::fingerprint_check(env, "cpu").passed);
+  CHECK_FALSE(ra::fingerprint_check(env, ra::Device::cpu()).passed);
 }
 
 TEST_CASE("selftest tracing: a forward and a backward root cause; on CUDA the backward one off the model's thread") {
-  const auto cpu = ra::tracing_check(traced("forward", 0), traced("backward", 0), "cpu");
+  const auto cpu = ra::tracing_check(traced("forward", 0), traced("backward", 0), ra::Device::cpu());
   CHECK(cpu.passed);
   CHECK(cpu.evidence ==
         "forward: aten::index_put_ (thread 0); backward: aten::_index_put_impl_ in IndexBackward0 (thread 0)");
-  CHECK(ra::tracing_check(traced("forward", 0), traced("backward", 1), "cuda").passed);
-  const auto missed_thread = ra::tracing_check(traced("forward", 0), traced("backward", 0), "cuda");
+  CHECK(ra::tracing_check(traced("forward", 0), traced("backward", 1), ra::Device::cuda()).passed);
+  const auto missed_thread = ra::tracing_check(traced("forward", 0), traced("backward", 0), ra::Device::cuda());
   CHECK_FALSE(missed_thread.passed);
   CHECK(contains(missed_thread.evidence, "not the device's autograd thread"));
-  const auto stable = ra::tracing_check(traced("forward", 0, Verdict::Reproducible), traced("backward", 0), "cpu");
+  const auto stable =
+      ra::tracing_check(traced("forward", 0, Verdict::Reproducible), traced("backward", 0), ra::Device::cpu());
   CHECK_FALSE(stable.passed);
   CHECK(contains(stable.evidence, "no forward root cause in forward.pt (verdict reproducible)"));
   // A backward root cause in the forward model's place does not count as a forward one.
-  CHECK_FALSE(ra::tracing_check(traced("backward", 0), traced("backward", 0), "cpu").passed);
+  CHECK_FALSE(ra::tracing_check(traced("backward", 0), traced("backward", 0), ra::Device::cpu()).passed);
 }
 
 TEST_CASE("selftest report: a failed check makes exit 1 in every format, and JSON reads back with it") {

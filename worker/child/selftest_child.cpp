@@ -109,10 +109,10 @@ void measure_linear_rows(const c10::Device& device, const std::string& folder) {
 
 }  // namespace
 
-std::vector<report::SelfCheck> worker_selftest(const std::string& device_text, const std::string& model_folder) {
+std::vector<report::SelfCheck> worker_selftest(const Device& asked, const std::string& model_folder) {
   c10::Device device(c10::kCPU);
   try {
-    device = checked_device(device_text);
+    device = checked_device(asked);
   } catch (const TrialInputError& e) {
     if (e.kind == "usage") throw UsageError(e.what());
     throw InputError(e.what());

@@ -332,9 +332,9 @@ class Scanner {
   using ArgCheck = std::function<ArgState(const std::string&, const std::string&)>;
   using Exclusion = std::function<bool(const std::string&, const std::string&)>;
 
-  Scanner(const KnowledgeBase& kb, const std::string& device_type, bool backward) : device_type_(device_type) {
+  Scanner(const KnowledgeBase& kb, const Device& device, bool backward) : device_(device) {
     for (const auto& e : kb.entries)
-      if (KnowledgeBase::applies_to(e, device_type) && (backward || e.direction != "backward"))
+      if (KnowledgeBase::applies_to(e, device) && (backward || e.direction != "backward"))
         for (const auto& op : e.ops) by_op_.emplace(op, &e);
   }
 
@@ -390,7 +390,7 @@ class Scanner {
     if (e.concern != "batch-invariance") return;
     lint::BatchClasses classes;
     for (const auto& m : e.measured)
-      if (m.device_type == device_type_ && classes.empty()) classes = lint::parse_batch_classes(m.note);
+      if (m.device_type == device_.type() && classes.empty()) classes = lint::parse_batch_classes(m.note);
     static const std::map<std::string, lint::SymbolInfo> none;
     const lint::RowsAssessment a = lint::assess_rows(rows_, symbols_ ? *symbols_ : none, classes);
     const auto name = [](lint::Risk r) {
@@ -597,7 +597,7 @@ class Scanner {
     f.documented = to_string(e.documented);
     f.deterministic = to_string(KnowledgeBase::behaviour_under(e, "deterministic"));
     // Measured on a real machine of this device type: the measurement wins, the documentation is shown.
-    if (const Measurement* m = e.measured_on(device_type_); m != nullptr) {
+    if (const Measurement* m = e.measured_on(device_); m != nullptr) {
       const std::string measured = to_string(*measured_under_det(*m));
       if (measured != f.deterministic) {
         f.deterministic_documented = f.deterministic;
@@ -605,7 +605,7 @@ class Scanner {
       }
     }
     for (const auto& m : e.measured)
-      if (m.device_type == device_type_) f.measured.push_back(fmt::format("{} ({})", describe(m), m.evidence));
+      if (m.device_type == device_.type()) f.measured.push_back(fmt::format("{} ({})", describe(m), m.evidence));
     f.alert = e.alert;
     f.advice = e.advice;
   }
@@ -615,7 +615,7 @@ class Scanner {
   std::vector<std::string> notes_;
   std::set<std::string> note_set_;
   std::string entry_method_;
-  std::string device_type_;
+  Device device_;
   std::optional<lint::GemmRows> rows_;  // the node being matched (torch.export graphs only)
   const std::map<std::string, lint::SymbolInfo>* symbols_ = nullptr;
 };
@@ -721,7 +721,7 @@ std::map<std::string, lint::SymbolInfo> input_symbols(const nlohmann::json& mode
 }
 
 // lint of a torch.export archive: the graph in its models/model.json, node by node.
-LintResult lint_export(const std::string& path, const std::string& device_type, const KnowledgeBase& kb,
+LintResult lint_export(const std::string& path, const Device& device, const KnowledgeBase& kb,
                        const std::string& mode) {
   LintResult r;
   nlohmann::json model;
@@ -742,7 +742,7 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
     throw InputError(fmt::format("model '{}': its models/model.json has no graph_module.graph.nodes", path));
   if (const std::string schema = export_schema_problem(model); !schema.empty())
     throw InputError(fmt::format("model '{}' {}", path, schema));
-  Scanner scanner(kb, device_type, mode == "train");
+  Scanner scanner(kb, device, mode == "train");
   r.methods = {"forward"};
   const nlohmann::json& graph = model["graph_module"]["graph"];
   const nlohmann::json tensor_values = graph.contains("tensor_values") ? graph["tensor_values"] : nlohmann::json();
@@ -798,7 +798,7 @@ LintResult lint_export(const std::string& path, const std::string& device_type, 
 
 }  // namespace
 
-LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
+LintResult lint_model(const std::string& model, const Device& device, const KnowledgeBase& kb,
                       const std::vector<std::string>& libraries, const std::string& mode, bool strict,
                       BatchVariant batch) {
   LintResult r;
@@ -806,10 +806,10 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
   r.strict = strict;
   r.tool_version = tool_version();
   r.model = model;
-  r.device_type = device_type;
+  r.device_type = device.type();
   r.knowledge_torch = kb.torch_version;
   r.knowledge_entries = static_cast<int>(kb.entries.size());
-  for (const auto& e : kb.entries) r.applicable_entries += KnowledgeBase::applies_to(e, device_type);
+  for (const auto& e : kb.entries) r.applicable_entries += KnowledgeBase::applies_to(e, device);
 
   open_libraries(libraries);
   check_readable(model, "model");
@@ -822,13 +822,13 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
                     "torch.export archive it was compiled from (torch.export.save(ep, \"model.pt2\"))",
                     model));
   if (kind == "export") {
-    const LintResult graph = lint_export(model, device_type, kb, mode);
+    const LintResult graph = lint_export(model, device, kb, mode);
     r.methods = graph.methods;
     r.findings = graph.findings;
     r.notes = graph.notes;
   } else {
     torch::jit::Module module = load_model(model);
-    Scanner scanner(kb, device_type, mode == "train");
+    Scanner scanner(kb, device, mode == "train");
     for (const auto& method : module.get_methods()) {
       r.methods.push_back(method.name());
       scanner.scan_method(method, module._ivalue());
@@ -848,7 +848,7 @@ LintResult lint_model(const std::string& model, const std::string& device_type, 
     }
   if (mode != "train") {
     int backward = 0;
-    for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device_type) && e.direction == "backward";
+    for (const auto& e : kb.entries) backward += KnowledgeBase::applies_to(e, device) && e.direction == "backward";
     if (backward > 0)
       r.notes.push_back(fmt::format("{} about the backward pass {} not checked: lint --mode train checks {}",
                                     backward == 1 ? "1 entry" : fmt::format("{} entries", backward),

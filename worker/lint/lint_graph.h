@@ -20,14 +20,14 @@ enum class BatchVariant { Note, Error };
 
 // Loads `model` on the CPU (CUDA is never initialised) and reports every op in the graphs of the
 // top module's methods, and of everything they call, that matches a knowledge-base entry for
-// `device_type` ("cpu" or "cuda"); with `mode` "infer", entries about the backward pass are left
+// `device`'s type (cpu or cuda); with `mode` "infer", entries about the backward pass are left
 // out (their count is noted). `libraries` (custom ops the model needs) are loaded first. The exit
 // code is 1 for an error finding, or with `strict` for any finding. Batch-variant ops are notes
 // unless `batch` is Error.
 // Fills every field of the result but `device` and `knowledge_path`, which the caller knows.
 // Throws InputError when a library or the model is missing or unreadable, or the model is not a
 // TorchScript archive.
-LintResult lint_model(const std::string& model, const std::string& device_type, const KnowledgeBase& kb,
+LintResult lint_model(const std::string& model, const Device& device, const KnowledgeBase& kb,
                       const std::vector<std::string>& libraries = {}, const std::string& mode = "train",
                       bool strict = false, BatchVariant batch = BatchVariant::Note);
 

@@ -108,28 +108,21 @@ void seed_generators(uint64_t seed) {
   }
 }
 
-c10::Device checked_device(const std::string& text) {
-  c10::Device device(c10::kCPU);
-  try {
-    device = c10::Device(text);
-  } catch (const c10::Error&) {
-    throw TrialInputError(fmt::format("unknown device '{}' (use cpu or cuda[:N])", text), "usage");
-  }
-  if (device.is_cuda()) {
-    const auto& cuda = at::detail::getCUDAHooks();
-    if (!cuda.hasCUDA() || cuda.deviceCount() == 0)
-      throw TrialInputError(fmt::format("--device {} was asked for, but this machine has no CUDA device", text),
-                            "usage");
-    if (device.has_index() && device.index() >= cuda.deviceCount())
-      throw TrialInputError(
-          fmt::format("--device {} was asked for, but this machine has {} CUDA device(s)", text, cuda.deviceCount()),
-          "usage");
-  } else if (!device.is_cpu()) {
-    throw TrialInputError(fmt::format("device '{}' is not supported (use cpu or cuda[:N])", text), "usage");
-  }
+c10::Device checked_device(const Device& asked) {
+  if (!asked.is_cuda()) return c10::Device(c10::kCPU);
+  const std::string text = asked.to_string();
+  const auto& cuda = at::detail::getCUDAHooks();
+  if (!cuda.hasCUDA() || cuda.deviceCount() == 0)
+    throw TrialInputError(fmt::format("--device {} was asked for, but this machine has no CUDA device", text), "usage");
+  if (asked.index >= cuda.deviceCount())
+    throw TrialInputError(
+        fmt::format("--device {} was asked for, but this machine has {} CUDA device(s)", text, cuda.deviceCount()),
+        "usage");
+  if (asked.index < 0) return c10::Device(c10::kCUDA);
+  const c10::Device device(c10::kCUDA, static_cast<c10::DeviceIndex>(asked.index));
   // Make cuda:N current, so that a model's own `.cuda()` or `device="cuda"` lands on N too. Through
   // c10's guard registry: CUDAHooks has no setCurrentDevice in torch 2.11 (it would throw).
-  if (device.is_cuda() && device.has_index()) c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(device);
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(device);
   return device;
 }
 

@@ -47,9 +47,9 @@ void disable_jit_optimisations();
 std::vector<void*> load_libraries(const std::vector<std::string>& paths);
 // Seeds the CPU generator and every CUDA device's default generator.
 void seed_generators(uint64_t seed);
-// Parses "cpu", "cuda", "cuda:N" and checks that the device exists (TrialInputError "usage");
-// makes cuda:N the current device.
-c10::Device checked_device(const std::string& text);
+// The c10::Device of `device`, checked to exist (TrialInputError "usage"); makes cuda:N the
+// current device. The one place a ra::Device becomes torch's.
+c10::Device checked_device(const Device& device);
 // Waits for the device's queued work (a no-op on the CPU), for timing.
 void synchronize(const c10::Device& device);
 

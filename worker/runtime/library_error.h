@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// For the worker's catch site (cli/app.h, Program::library_error), without LibTorch's headers.
+// For the worker's catch site (audit/cmdline/command_line.h, Program::library_error), without LibTorch's headers.
 #pragma once
 
 #include <exception>

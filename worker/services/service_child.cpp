@@ -27,7 +27,7 @@
 #include <filesystem>
 #include <memory>
 
-namespace ra::cli::worker {
+namespace ra::services {
 
 Action attach_child(CLI::App& sub, const GlobalOptions&) {
   auto paths = std::make_shared<std::pair<std::string, std::string>>();
@@ -95,7 +95,8 @@ Action attach_selftest(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("models", a->model, "the folder to write the models the front traces into")->required();
   return [a] {
     nlohmann::json checks = nlohmann::json::array();
-    for (const auto& c : worker_selftest(a->device, a->model))
+    // The worker's command line is an edge: the device is parsed here, once (a UsageError for a bad one).
+    for (const auto& c : worker_selftest(Device::parse(a->device), a->model))
       checks.push_back({{"name", c.name}, {"passed", c.passed}, {"evidence", c.evidence}});
     write_file_atomic(a->result, checks.dump());
     return 0;
@@ -112,4 +113,4 @@ Action attach_catalogue(CLI::App& sub, const GlobalOptions&) {
   };
 }
 
-}  // namespace ra::cli::worker
+}  // namespace ra::services

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `env` in the worker: the fingerprint needs LibTorch (and its CUDA half, loaded for it).
-#include "cli/common.h"
-#include "cli/worker_options.h"
+#include "audit/cmdline/worker_options.h"
+#include "audit/common/files.h"
 #include "reports/render.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/services/service_table.h"
@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <memory>
 
-namespace ra::cli::worker {
+namespace ra::services {
 
 Action attach_env(CLI::App& sub, const GlobalOptions&) {
-  auto a = std::make_shared<EnvArgs>();
-  add_env_options(sub, *a);
+  auto a = std::make_shared<cmdline::EnvArgs>();
+  cmdline::add_env_options(sub, *a);
   return [a] {
     const auto env = environment_fingerprint();
     const std::string out = a->json ? env.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"
@@ -23,4 +23,4 @@ Action attach_env(CLI::App& sub, const GlobalOptions&) {
   };
 }
 
-}  // namespace ra::cli::worker
+}  // namespace ra::services

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <memory>
 
-namespace ra::cli::worker {
+namespace ra::services {
 
 Action attach_invariance(CLI::App& sub, const GlobalOptions&) {
   auto paths = std::make_shared<std::pair<std::string, std::string>>();
@@ -34,4 +34,4 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions&) {
   };
 }
 
-}  // namespace ra::cli::worker
+}  // namespace ra::services

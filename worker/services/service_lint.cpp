@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // `lint` in the worker: the model's graphs are read with LibTorch (worker/lint/lint_graph.h).
+#include "audit/baseline/allowlist.h"
+#include "audit/cmdline/worker_options.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/trial/trials.h"
-#include "cli/common.h"
-#include "cli/worker_options.h"
 #include "reports/lint_model.h"
 #include "worker/lint/lint_graph.h"
 #include "worker/services/service_table.h"
@@ -16,15 +16,18 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
-namespace ra::cli::worker {
+namespace ra::services {
 namespace {
 
-int execute(const LintArgs& a) {
+int execute(const cmdline::LintArgs& a) {
   const Device device = Device::parse(a.device);
-  if (!a.report.empty()) check_writable_target(a.report);
-  ReportJudges allow;
-  load_allowlist_option(a.allowlist, allow);
+  if (!a.report.empty()) cmdline::check_writable_target(a.report);
+  // --allowlist is read before any work, with today's date (InputError for a bad file).
+  const std::optional<Allowlist> allowlist =
+      a.allowlist.empty() ? std::nullopt : std::optional<Allowlist>(load_allowlist(a.allowlist));
+  const std::string today = allowlist ? today_date() : std::string();
   const std::string knowledge = a.knowledge.empty() ? knowledge_path() : a.knowledge;
   const KnowledgeBase kb = load_knowledge(knowledge);
   // A file that is not a TorchScript archive gets the sentence that says what it is instead.
@@ -33,11 +36,11 @@ int execute(const LintArgs& a) {
   if (const ArchiveKind kind = archive_kind(a.model); kind != ArchiveKind::Export && kind != ArchiveKind::Aoti)
     if (const std::string why = not_torchscript_because(a.model); !why.empty())
       throw InputError(fmt::format("model '{}' {}", a.model, why));
-  LintResult result = lint_model(a.model, device.type(), kb, a.libraries, a.mode, a.strict,
+  LintResult result = lint_model(a.model, device, kb, a.libraries, a.mode, a.strict,
                                  a.batch_invariance ? BatchVariant::Error : BatchVariant::Note);
   result.device = a.device;
   result.knowledge_path = knowledge;
-  if (allow.allowlist) apply_allowlist(result, *allow.allowlist, allow.today);
+  if (allowlist) apply_allowlist(result, *allowlist, today);
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
   const std::string out = a.json ? report::render_lint_json(result) : report::render_lint_text(result, a.verbose);
@@ -48,9 +51,9 @@ int execute(const LintArgs& a) {
 }  // namespace
 
 Action attach_lint(CLI::App& sub, const GlobalOptions&) {
-  auto a = std::make_shared<LintArgs>();
-  add_lint_options(sub, *a);
+  auto a = std::make_shared<cmdline::LintArgs>();
+  cmdline::add_lint_options(sub, *a);
   return [a] { return execute(*a); };
 }
 
-}  // namespace ra::cli::worker
+}  // namespace ra::services

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "worker/services/service_table.h"
 
-namespace ra::cli::worker {
+namespace ra::services {
 namespace {
 
 const Command kWorkerCommands[] = {
@@ -20,4 +20,4 @@ const Command kWorkerCommands[] = {
 
 std::span<const Command> commands() { return kWorkerCommands; }
 
-}  // namespace ra::cli::worker
+}  // namespace ra::services

@@ -2,9 +2,9 @@
 // repro-audit-worker: the half of the tool that links LibTorch (see CMakeLists.txt). It loads
 // LibTorch's CUDA half only for work that asks for a CUDA device, before anything could ask torch
 // whether CUDA exists (worker/runtime/cuda_loader.h).
+#include "audit/cmdline/command_line.h"
 #include "audit/common/device.h"
 #include "audit/common/errors.h"
-#include "cli/app.h"
 #include "worker/runtime/cuda_loader.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/library_error.h"
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     return static_cast<int>(ra::ExitCode::Input);
   }
   if (needs_cuda(argc, argv)) ra::load_cuda();
-  const int code = ra::cli::run(argc, argv, ra::cli::Program{ra::cli::worker::commands(), ra::library_error_text});
+  const int code = ra::cmdline::run(argc, argv, ra::cmdline::Program{ra::services::commands(), ra::library_error_text});
   // Every file the command wrote is closed (they are written and renamed in scope), so what is
   // left is LibTorch's static teardown: deregistering thousands of operators, about a fifth of a
   // trial child's CPU time for a small model. Flush the standard streams and skip it (run() has

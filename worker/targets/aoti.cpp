@@ -145,7 +145,7 @@ class AotiTarget final : public Target {
       throw TrialInputError(
           fmt::format("model '{}' is an AOTInductor package compiled for {}, not {}: compile it again for "
                       "{}, or audit it with --device {}",
-                      spec.model, excerpt(key), spec.device, spec.device, excerpt(key)));
+                      spec.model, excerpt(key), spec.device.to_string(), spec.device.to_string(), excerpt(key)));
     if (device.is_cpu() && package_.count("AOTI_CPU_ISA"))
       if (const auto missing = missing_isa(package_.at("AOTI_CPU_ISA")); !missing.empty())
         throw TrialInputError(

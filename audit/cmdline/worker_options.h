@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The subcommands the worker runs for the user (env, lint, diff): their options, registered by the
-// front for parsing and by the worker for running (worker/services/), so both read a command line alike.
+// front for parsing (cli/cmd_env.cpp, cmd_lint.cpp, cmd_diff.cpp) and by the worker for running
+// (worker/services/), so both read a command line alike.
 #pragma once
 
-#include "cli/command_table.h"
-#include "cli/common.h"
+#include "audit/cmdline/shared_options.h"
 
 #include <string>
 #include <vector>
 
-namespace ra::cli {
+namespace ra::cmdline {
 
 struct EnvArgs {
   bool json = false;
@@ -26,7 +26,7 @@ struct LintArgs {
   std::string allowlist;
   std::string mode = "infer";     // infer | train: whether backward entries apply
   bool strict = false;            // notes fail too
-  bool batch_invariance = false;  // batch-variant ops are errors, not notes
+  bool batch_invariance = false;  // batch-variant ops are ranked warnings, not notes
   bool verbose = false;           // every finding in full
 };
 void add_lint_options(CLI::App& sub, LintArgs& a);
@@ -41,4 +41,4 @@ struct DiffArgs {
 };
 void add_diff_options(CLI::App& sub, DiffArgs& a);
 
-}  // namespace ra::cli
+}  // namespace ra::cmdline

@@ -2,13 +2,12 @@
 // The one catch site. Usage errors (CLI11's, and ours) exit 2 with one line; input errors exit 3;
 // in the worker, c10::Error is shown without its C++ backtrace unless --verbose; anything else is
 // a bug. The front and the worker share this file with their own command tables (Program).
-#include "cli/app.h"
+#include "audit/cmdline/command_line.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/common/stop.h"
-#include "cli/command_table.h"
 #include "reports/escape.h"
 
 #include <CLI/CLI.hpp>
@@ -24,7 +23,7 @@
 #include <optional>
 #include <string_view>
 
-namespace ra::cli {
+namespace ra::cmdline {
 namespace {
 
 // The one line an error gets. Messages quote paths, names and values from input files: their
@@ -184,6 +183,4 @@ int run(int argc, char** argv, const Program& program) {
   }
 }
 
-int run(int argc, char** argv) { return run(argc, argv, Program{front_commands()}); }
-
-}  // namespace ra::cli
+}  // namespace ra::cmdline

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cli/command_table.h"
+#include "audit/cmdline/command_line.h"
 
 #include <algorithm>
 #include <numeric>
 
-namespace ra::cli {
+namespace ra::cmdline {
 namespace {
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -37,4 +37,4 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
   return best;
 }
 
-}  // namespace ra::cli
+}  // namespace ra::cmdline
