@@ -95,12 +95,12 @@ TEST_CASE("invariance_to_json: read back as written, and finalize's exit code") 
   InvarianceConfig c = sweep({{1, "a"}, {4, "x"}});
   ra::invariance::analyse(c);
   inv.configs = {c};
-  r.invariance = inv;
+  r.body = inv;
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
   const auto back = ra::report::report_from_json(ra::report::to_json(r));
-  REQUIRE(back.invariance);
+  REQUIRE(std::holds_alternative<ra::report::Invariance>(back.body));
   CHECK(ra::report::render_text(back) == ra::report::render_text(r));
-  CHECK(back.invariance->configs[0].classes.size() == 2);
-  CHECK(back.invariance->configs[0].cells[2].rows[0].max_ulp == 2.0);
+  CHECK(std::get<ra::report::Invariance>(back.body).configs[0].classes.size() == 2);
+  CHECK(std::get<ra::report::Invariance>(back.body).configs[0].cells[2].rows[0].max_ulp == 2.0);
 }
