@@ -464,9 +464,9 @@ Page targets_page(const Report& r, const std::vector<Target>& targets, const std
 // invariance and selftest: their own section in place of the verdict banner, then what every
 // report has (the environment, a baseline comparison); no targets, so no matrix, traces, fixes,
 // census, details or trial times.
-Page own_page(const Report& r, std::string title, std::function<void(std::string&)> verdict, std::string timing) {
+Page own_page(const Report& r, std::string title, Section verdict, std::string timing) {
   return Page{std::move(title),
-              {{"verdict", "Verdict", std::move(verdict)},
+              {std::move(verdict),
                {"environment", "Environment", [&](std::string& o) { html::environment_section(o, r); }},
                {"baseline", "Baseline", [&](std::string& o) { html::baseline_section(o, r); }}},
               std::move(timing)};
@@ -474,24 +474,24 @@ Page own_page(const Report& r, std::string title, std::function<void(std::string
 
 Page page_of(const Report& r) {
   return std::visit(
-      overloaded{[&](const TargetsBody& b) {
-                   return targets_page(r, b.targets, std::nullopt, fmt::format("{} targets", b.targets.size()));
-                 },
-                 [&](const ProbesBody& b) {
-                   return targets_page(r, b.targets, b.census, fmt::format("probe suite, {} probes", b.targets.size()));
-                 },
-                 [&](const Invariance& inv) {
-                   return own_page(
-                       r, fmt::format("repro-audit invariance: {} (exit {})", inv.model, r.exit_code),
-                       [&](std::string& o) { o += invariance_html_section(r, inv); }, invariance_fix_html_timing(inv));
-                 },
-                 [&](const SelfTest& self) {
-                   return own_page(
-                       r,
-                       fmt::format("repro-audit selftest on {}: {} (exit {})", self.device, selftest_summary(self),
-                                   r.exit_code),
-                       [&](std::string& o) { o += selftest_html_section(r, self); }, "");
-                 }},
+      overloaded{
+          [&](const TargetsBody& b) {
+            return targets_page(r, b.targets, std::nullopt, fmt::format("{} targets", b.targets.size()));
+          },
+          [&](const ProbesBody& b) {
+            return targets_page(r, b.targets, b.census, fmt::format("probe suite, {} probes", b.targets.size()));
+          },
+          [&](const Invariance& inv) {
+            return own_page(r, fmt::format("repro-audit invariance: {} (exit {})", inv.model, r.exit_code),
+                            {"invariance", "Invariance", [&](std::string& o) { o += invariance_html_section(r, inv); }},
+                            invariance_fix_html_timing(inv));
+          },
+          [&](const SelfTest& self) {
+            return own_page(r,
+                            fmt::format("repro-audit selftest on {}: {} (exit {})", self.device, selftest_summary(self),
+                                        r.exit_code),
+                            {"verdict", "Verdict", [&](std::string& o) { o += selftest_html_section(r, self); }}, "");
+          }},
       r.body);
 }
 

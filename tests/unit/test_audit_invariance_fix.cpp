@@ -229,6 +229,8 @@ TEST_CASE("an invariance report renders only what an invariance audit has (issue
                              "No fix search", "id=\"census\"", "id=\"details\"", "Trial times", "href=\"#matrix\""})
     CHECK_MESSAGE(html.find(absent) == std::string::npos, absent);
   CHECK(html.find("id=\"invariance-fix\"") != std::string::npos);
+  CHECK(html.find("<a href=\"#invariance\">") != std::string::npos);  // the nav names the sections there are
+  CHECK(html.find("href=\"#verdict\"") == std::string::npos);
   CHECK(html.find("id=\"environment\"") != std::string::npos);
   // The fix search's conclusion once in Markdown (its section), though the advice repeats it.
   const std::string md = ra::report::render_markdown(r);
