@@ -46,13 +46,10 @@ Action attach_compare(CLI::App& sub, const GlobalOptions&) {
       ->required();
   sub.add_option("current", a->current, "B: the JSON report (or baseline) whose results are compared with A's")
       ->required();
-  sub.add_flag("--json", a->out.json, "print B's JSON report with the comparison on stdout instead of the summary");
-  sub.add_option("--report", a->out.report, "write B's JSON report with the comparison here (atomically)");
-  sub.add_option("--html", a->out.html,
-                 "write a self-contained HTML report of B with the comparison here (atomically)");
-  sub.add_option("--junit", a->out.junit,
-                 "write a JUnit XML report here (atomically; a 'baseline' suite holds the comparison)");
-  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
+  add_output_options(sub, a->out,
+                     {.what = "B's JSON report with the comparison",
+                      .junit = "a 'baseline' suite holds the comparison",
+                      .html = "of B with the comparison"});
   add_allowlist_option(sub, a->allowlist);
   add_fail_on_explained_option(sub, a->fail_on_explained);
   return [a] { return execute(*a); };

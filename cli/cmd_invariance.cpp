@@ -136,12 +136,7 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
       ->delimiter(',');
   sub.add_flag("--no-fix-search", a->no_fix_search,
                "when the first configuration is variant, do not search for a switch that makes it invariant");
-  sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a->out.junit,
-                 "write a JUnit XML report here (atomically; one test case per configuration)");
-  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
-  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
-  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
+  add_output_options(sub, a->out, {.junit = "one test case per configuration"});
   sub.add_option("--jobs,-j", a->jobs, "configurations run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))
       ->capture_default_str();

@@ -40,7 +40,7 @@ int execute(const MergeArgs& a) {
   std::optional<KnowledgeBase> kb;
   const auto needs_knowledge = [&] {
     for (const auto& s : shards)
-      for (const auto& t : s.report.targets)
+      for (const auto& t : s.report.targets())
         if (t.probe) return true;
     return false;
   };
@@ -62,11 +62,7 @@ Action attach_merge(CLI::App& sub, const GlobalOptions&) {
   auto a = std::make_shared<MergeArgs>();
   sub.add_option("shards", a->shards, "the shards' JSON reports (run or probes with --shard), every K of N once")
       ->required();
-  sub.add_option("--report", a->out.report, "write the joined JSON report here (atomically)");
-  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically)");
-  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
-  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
-  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
+  add_output_options(sub, a->out, {.what = "the joined JSON report"});
   sub.add_option("--save-baseline", a->out.save_baseline, "write a baseline of the joined results here (atomically)");
   add_allowlist_option(sub, a->allowlist);
   sub.add_option("--baseline", a->baseline, "compare the joined results with a baseline or report of the same plan");

@@ -35,11 +35,7 @@ int execute(const ReportArgs& a) {
 Action attach_report(CLI::App& sub, const GlobalOptions&) {
   auto a = std::make_shared<ReportArgs>();
   sub.add_option("input", a->input, "JSON report written by run, probes, exec or merge (--report)")->required();
-  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically)");
-  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
-  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
-  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
-  sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
+  add_output_options(sub, a->out);
   return [a] { return execute(*a); };
 }
 

@@ -13,11 +13,7 @@ Action attach_selftest(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<AuditArgs>();
   a->timeout = 300;
   sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
-  sub.add_option("--report", a->out.report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a->out.junit, "write a JUnit XML report here (atomically; one test case per check)");
-  sub.add_option("--markdown", a->out.markdown, "write a Markdown summary here (atomically)");
-  sub.add_option("--html", a->out.html, "write a self-contained HTML report here (atomically)");
-  sub.add_flag("--json", a->out.json, "print the JSON report on stdout instead of the summary");
+  add_output_options(sub, a->out, {.junit = "one test case per check"});
   sub.add_option("--jobs,-j", a->jobs, "child processes run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))
       ->capture_default_str();

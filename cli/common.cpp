@@ -54,13 +54,10 @@ void add_audit_options(CLI::App& sub, AuditArgs& a, const AuditHelp& help) {
          "mkl-cbwr; exec also eager, compiled-det) or key=value lists joined by '+' (e.g. det+threads=1); default: " +
              help.default_configs)
       ->delimiter(',');
-  sub.add_option("--report", a.out.report, "write the JSON report here (atomically)");
-  sub.add_option("--junit", a.out.junit,
-                 "write a JUnit XML report here (atomically; one test case per target x configuration)");
-  sub.add_option("--markdown", a.out.markdown, "write a Markdown summary here (atomically; e.g. $GITHUB_STEP_SUMMARY)");
-  sub.add_option("--html", a.out.html,
-                 "write a self-contained HTML report here (atomically; opens from disk, fetches nothing)");
-  sub.add_flag("--json", a.out.json, "print the JSON report on stdout instead of the summary");
+  add_output_options(sub, a.out,
+                     {.junit = "one test case per target x configuration",
+                      .markdown = "e.g. $GITHUB_STEP_SUMMARY",
+                      .html = "opens from disk, fetches nothing"});
   sub.add_option("--jobs,-j", a.jobs, "child processes run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))
       ->capture_default_str();
@@ -103,6 +100,17 @@ void add_fail_on_explained_option(CLI::App& sub, bool& flag) {
   sub.add_flag("--fail-on-explained", flag,
                "with a baseline: a result explained by an environment change fails too (exit 1), for release gates "
                "that must not change bits even with a new torch, CUDA or driver");
+}
+
+void add_output_options(CLI::App& sub, ReportOutputs& out, const OutputHelp& help) {
+  const auto detail = [](const std::string& note) { return note.empty() ? "" : "; " + note; };
+  sub.add_option("--report", out.report, fmt::format("write {} here (atomically)", help.what));
+  sub.add_option("--junit", out.junit, fmt::format("write a JUnit XML report here (atomically{})", detail(help.junit)));
+  sub.add_option("--markdown", out.markdown,
+                 fmt::format("write a Markdown summary here (atomically{})", detail(help.markdown)));
+  sub.add_option("--html", out.html,
+                 fmt::format("write a self-contained HTML report here (atomically{})", detail(help.html)));
+  sub.add_flag("--json", out.json, fmt::format("print {} on stdout instead of the summary", help.what));
 }
 
 std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a) {

@@ -88,6 +88,19 @@ void load_allowlist_option(const std::string& path, ReportJudges& judges);
 // Registers --fail-on-explained on `sub`, storing into `flag`.
 void add_fail_on_explained_option(CLI::App& sub, bool& flag);
 
+// What the output options say in --help beyond their defaults (each "" for none): what the JSON
+// is ("B's JSON report with the comparison"; default "the JSON report"), what a JUnit test case is,
+// and a note on Markdown and HTML.
+struct OutputHelp {
+  std::string what = "the JSON report";
+  std::string junit;     // "one test case per check"
+  std::string markdown;  // "e.g. $GITHUB_STEP_SUMMARY"
+  std::string html;      // "opens from disk, fetches nothing"
+};
+// Registers the report files every command that writes a report offers, one place for all: --report,
+// --junit, --markdown, --html and --json, storing into `out` (a new format adds its option here).
+void add_output_options(CLI::App& sub, ReportOutputs& out, const OutputHelp& help = {});
+
 // What judges an audit's report (audit/skeleton/report_finish.h), read and checked before any
 // work: --allowlist, --fail-on-explained and --baseline (InputError for a file that is missing, not
 // JSON, or not a baseline or report this version reads). With a baseline, the session's

@@ -57,7 +57,7 @@ std::string schema_of(const json& j) {
 
 json baseline_to_json(const Report& r) {
   json targets = json::array();
-  for (const auto& t : r.targets) targets.push_back(target_json(t));
+  for (const auto& t : r.targets()) targets.push_back(target_json(t));
   // A baseline is path-free, so that the same audit gives the same file wherever it was written
   // from and to: the command keeps its program and subcommand (not the files it named), and the
   // fingerprint drops the folders of this installation (they explain no difference).
@@ -74,7 +74,11 @@ json baseline_to_json(const Report& r) {
             {"verdict", to_string(r.verdict)},
             {"environment", environment},
             {"targets", targets}};
-  if (r.invariance) j["invariance"] = invariance_baseline_to_json(*r.invariance);  // optional: older files lack it
+  // The body's own section: invariance's classes (optional: older files lack it); the others are their targets.
+  std::visit(overloaded{[](const TargetsBody&) {}, [](const ProbesBody&) {},
+                        [&](const Invariance& inv) { j["invariance"] = invariance_baseline_to_json(inv); },
+                        [](const SelfTest&) {}},
+             r.body);
   return j;
 }
 
@@ -103,8 +107,14 @@ Report baseline_from_json(const json& j) {
   const Node env = root.at("environment");
   if (!env.v.is_object()) env.fail("expected an object");
   r.environment = env.v;
-  r.targets = root.at("targets").list(target);
-  if (root.has("invariance")) r.invariance = invariance_baseline_from_json(root.at("invariance").v);
+  // The kind, as the report reader tells it (reports/json.cpp): an invariance section, probes, or targets.
+  std::vector<Target> targets = root.at("targets").list(target);
+  if (root.has("invariance"))
+    r.body = invariance_baseline_from_json(root.at("invariance").v);
+  else if (!targets.empty() && targets.front().probe)
+    r.body = ProbesBody{std::move(targets), std::nullopt};
+  else
+    r.body = TargetsBody{std::move(targets)};
   return r;
 }
 

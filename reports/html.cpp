@@ -45,6 +45,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -131,40 +132,17 @@ std::string exit_meaning(const Report& r) {
   }
 }
 
-std::string title(const Report& r) {
-  if (r.invariance) return fmt::format("repro-audit invariance: {} (exit {})", r.invariance->model, r.exit_code);
-  if (r.selftest)
-    return fmt::format("repro-audit selftest on {}: {} (exit {})", r.selftest->device, selftest_summary(*r.selftest),
-                       r.exit_code);
-  const std::string what = r.targets.size() == 1 ? r.targets.front().name
-                           : !r.targets.empty() && r.targets.front().kind == "probe"
-                               ? fmt::format("probe suite, {} probes", r.targets.size())
-                               : fmt::format("{} targets", r.targets.size());
-  return fmt::format("repro-audit: {} (exit {}) - {}", verdict_text(r), r.exit_code, what);
-}
-
-// A self-test's checks, in place of the verdict banner (its report has no targets).
-void selftest_section(std::string& out, const Report& r) {
-  const SelfTest& self = *r.selftest;
-  const bool passed = r.exit_code == 0;
-  out += fmt::format(
-      "<section id=\"verdict\" class=\"banner v-{}\" data-verdict=\"{}\" data-selftest=\"{}\" "
-      "data-exit-code=\"{}\" data-targets=\"0\" data-cells=\"0\">\n",
-      passed ? "reproducible" : "diverged", to_string(r.verdict), passed ? "passed" : "failed", r.exit_code);
-  out += fmt::format("<h1>selftest on {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(self.device), r.exit_code,
-                     esc(selftest_summary(self)));
-  out += "<table class=\"selftest\"><thead><tr><th>check</th><th>result</th><th>evidence</th></tr></thead><tbody>\n";
-  for (const auto& c : self.checks)
-    out += fmt::format("<tr data-check=\"{0}\" data-passed=\"{1}\"><td>{0}</td><td>{2}</td><td>{3}</td></tr>\n",
-                       esc(c.name), c.passed ? "true" : "false", c.passed ? "pass" : "<strong>FAIL</strong>",
-                       esc(c.evidence));
-  out += "</tbody></table>\n</section>\n";
+// The page's title for a report with targets: "repro-audit: diverged (exit 1) - net.pt" (`what`
+// names the targets when there is more than one).
+std::string targets_title(const Report& r, const std::vector<Target>& targets, const std::string& what) {
+  return fmt::format("repro-audit: {} (exit {}) - {}", verdict_text(r), r.exit_code,
+                     targets.size() == 1 ? targets.front().name : what);
 }
 
 void banner_section(std::string& out, const Report& r) {
   std::map<Verdict, size_t> targets, cells;
   size_t dependent = 0, allowed = 0, total_cells = 0;
-  for (const auto& t : r.targets) {
+  for (const auto& t : r.targets()) {
     ++targets[t.verdict];
     dependent += t.dependence.has_value();
     for (const auto& c : t.configs) ++cells[c.verdict], ++total_cells, allowed += c.allowed_by.has_value();
@@ -173,7 +151,7 @@ void banner_section(std::string& out, const Report& r) {
   out += fmt::format(
       "<section id=\"verdict\" class=\"banner v-{0}\" data-verdict=\"{0}\" data-exit-code=\"{1}\" "
       "data-targets=\"{2}\" data-cells=\"{3}\">\n",
-      v, r.exit_code, r.targets.size(), total_cells);
+      v, r.exit_code, r.targets().size(), total_cells);
   // Findings the exit code accepted stay visible: "diverged (allowed: REASON)" beside the badge.
   const std::string shown = verdict_text(r);
   const std::string accepted = shown == v ? "" : fmt::format(" <span class=\"accepted\">{}</span>", esc(shown));
@@ -191,7 +169,7 @@ void banner_section(std::string& out, const Report& r) {
   out += fmt::format(
       "<div class=\"tally\"><div><h2>{} target{}</h2>{}</div><div><h2>{} target × configuration "
       "result{}</h2>{}</div></div>\n",
-      r.targets.size(), r.targets.size() == 1 ? "" : "s", counts("target-count", targets), total_cells,
+      r.targets().size(), r.targets().size() == 1 ? "" : "s", counts("target-count", targets), total_cells,
       total_cells == 1 ? "" : "s", counts("cell-count", cells));
   std::vector<std::string> notes;
   if (dependent > 0)
@@ -248,7 +226,7 @@ void switch_table(std::string& out, const Report& r, const std::vector<std::stri
   std::vector<const ConfigResult*> first;
   std::vector<std::string> keys;
   for (const auto& name : columns)
-    for (const auto& t : r.targets) {
+    for (const auto& t : r.targets()) {
       const auto it =
           std::find_if(t.configs.begin(), t.configs.end(), [&](const ConfigResult& c) { return c.name == name; });
       if (it == t.configs.end()) continue;
@@ -285,14 +263,14 @@ void switch_table(std::string& out, const Report& r, const std::vector<std::stri
 
 void matrix_section(std::string& out, const Report& r) {
   std::vector<std::string> columns;
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     for (const auto& c : t.configs)
       if (std::find(columns.begin(), columns.end(), c.name) == columns.end()) columns.push_back(c.name);
   const bool probes =
-      std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.probe.has_value(); });
+      std::any_of(r.targets().begin(), r.targets().end(), [](const Target& t) { return t.probe.has_value(); });
   out += fmt::format(
       "<section id=\"matrix\" data-targets=\"{}\" data-configs=\"{}\">\n<h2>Targets × configurations</h2>\n",
-      r.targets.size(), columns.size());
+      r.targets().size(), columns.size());
   out +=
       "<p class=\"hint\">One row per target, one column per configuration; each cell links to its details. Every "
       "configuration ran in fresh processes, repeated; a cell is reproducible when every repeat gave the same "
@@ -303,8 +281,8 @@ void matrix_section(std::string& out, const Report& r) {
   if (probes) out += "<th scope=\"col\">family</th>";
   for (const auto& name : columns) out += fmt::format("<th scope=\"col\" class=\"cfg\">{}</th>", esc(name));
   out += "<th scope=\"col\">verdict</th><th scope=\"col\">notes</th></tr></thead>\n<tbody>\n";
-  for (size_t i = 0; i < r.targets.size(); ++i) {
-    const Target& t = r.targets[i];
+  for (size_t i = 0; i < r.targets().size(); ++i) {
+    const Target& t = r.targets()[i];
     out += fmt::format(
         "<tr class=\"hm-row\" data-index=\"{}\" data-target=\"{}\" data-verdict=\"{}\">"
         "<th scope=\"row\"><a href=\"#{}\">{}</a></th>",
@@ -339,7 +317,8 @@ void matrix_section(std::string& out, const Report& r) {
 
 std::string ms(double v) { return v >= 1000 ? fmt::format("{:.2f} s", v / 1000) : fmt::format("{:.1f} ms", v); }
 
-void timing_section(std::string& out, const Report& r) {
+// The timing section: the wall time for every kind, then the body's own clock figures (`body`).
+void timing_section(std::string& out, const Report& r, const std::string& body) {
   out += "<section id=\"timing\">\n<h2>Timing</h2>\n";
   out +=
       "<p class=\"hint\">Measured with a clock, so these figures differ from run to run; everything above this "
@@ -347,9 +326,15 @@ void timing_section(std::string& out, const Report& r) {
   out += fmt::format("<p class=\"wall\" data-ms=\"{:.1f}\">Audit wall time: <strong>{}</strong></p>\n", r.wall_ms,
                      ms(r.wall_ms));
   if (!r.contention.empty()) out += fmt::format("<p class=\"hint\">{}.</p>\n", esc(r.contention));
-  if (r.invariance) out += invariance_fix_html_timing(*r.invariance);
-  for (size_t i = 0; i < r.targets.size(); ++i) {
-    const Target& t = r.targets[i];
+  out += body + "</section>\n";
+}
+
+// The targets' clock figures: each fix search's costs, the median trial time per target ×
+// configuration, every trial's times.
+std::string targets_timing(const std::vector<Target>& targets) {
+  std::string out;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Target& t = targets[i];
     for (size_t j = 0; j < t.configs.size(); ++j) {
       if (!t.configs[j].fix_search) continue;
       const FixSearch& f = *t.configs[j].fix_search;
@@ -392,14 +377,14 @@ void timing_section(std::string& out, const Report& r) {
   }
   std::string rows;
   size_t n = 0;
-  for (size_t i = 0; i < r.targets.size(); ++i)
-    for (size_t j = 0; j < r.targets[i].configs.size(); ++j)
-      if (const auto median = median_wall_ms(r.targets[i].configs[j])) {
-        const auto ratio = cost_ratio(r.targets[i], j);
+  for (size_t i = 0; i < targets.size(); ++i)
+    for (size_t j = 0; j < targets[i].configs.size(); ++j)
+      if (const auto median = median_wall_ms(targets[i].configs[j])) {
+        const auto ratio = cost_ratio(targets[i], j);
         ++n;
         rows += fmt::format(
             "<tr class=\"config-time\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            html::config_id(i, j), esc(r.targets[i].name), esc(r.targets[i].configs[j].name), ms(*median),
+            html::config_id(i, j), esc(targets[i].name), esc(targets[i].configs[j].name), ms(*median),
             ratio ? fmt::format("{:.2f}×", *ratio) : "-");
       }
   out += fmt::format(
@@ -413,7 +398,7 @@ void timing_section(std::string& out, const Report& r) {
          rows + "</tbody></table>\n</details>\n";
   rows.clear();
   n = 0;
-  for (const auto& t : r.targets)
+  for (const auto& t : targets)
     for (const auto& c : t.configs)
       for (const auto& trial : c.trials) {
         ++n;
@@ -426,48 +411,88 @@ void timing_section(std::string& out, const Report& r) {
   out +=
       "<table><thead><tr><th>target</th><th>configuration</th><th>repeat</th><th>status</th><th>wall</th><th>start-up</"
       "th></tr></thead><tbody>\n" +
-      rows + "</tbody></table>\n</details>\n</section>\n";
+      rows + "</tbody></table>\n</details>\n";
+  return out;
 }
 
-// The page's sections in order, with the nav's label of each. exec's page leads with what answers
-// its question: the verdict, the seeding checklist (often the answer), what diverged, the fixes,
-// then the details and the environment; it has no trace (root causes) and no probe census.
-std::vector<std::pair<const char*, const char*>> sections(const Report& r) {
-  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
+// A section of the page: its id, the nav's label, and what writes it.
+struct Section {
+  const char* id;
+  const char* label;
+  std::function<void(std::string&)> write;
+};
+
+// What a page is made of, chosen by the report's kind: the title, the sections in order, and the
+// body's clock figures for the timing section.
+struct Page {
+  std::string title;
+  std::vector<Section> sections;
+  std::string timing;
+};
+
+// A report with targets (run, exec, merge, probes). exec's page leads with what answers its
+// question: the verdict, the seeding checklist (often the answer), what diverged, the fixes, then
+// the details and the environment; it has no trace (root causes) and no probe census.
+Page targets_page(const Report& r, const std::vector<Target>& targets, const std::optional<Census>& census,
+                  const std::string& what) {
+  const Section verdict{"verdict", "Verdict", [&](std::string& o) { banner_section(o, r); }};
+  const Section checklist{"checklist", "Checklist", [&](std::string& o) { html::checklist_section(o, r); }};
+  const Section environment{"environment", "Environment", [&](std::string& o) { html::environment_section(o, r); }};
+  const Section baseline{"baseline", "Baseline", [&](std::string& o) { html::baseline_section(o, r); }};
+  const Section root_causes{"root-causes", "Root causes", [&](std::string& o) { html::root_causes_section(o, r); }};
+  const Section fixes{"fixes", "Fixes", [&](std::string& o) { html::fixes_section(o, r); }};
+  const Section details{"details", "Details", [&](std::string& o) { html::details_section(o, r); }};
+  const auto matrix = [&](const char* label) {
+    return Section{"matrix", label, [&](std::string& o) { matrix_section(o, r); }};
+  };
+  Page page{targets_title(r, targets, what), {}, targets_timing(targets)};
+  const bool exec = std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.exec.has_value(); });
   if (exec)
-    return {{"verdict", "Verdict"},        {"checklist", "Checklist"}, {"matrix", "Runs"},
-            {"baseline", "Baseline"},      {"fixes", "Fixes"},         {"details", "Details"},
-            {"environment", "Environment"}};
-  return {{"verdict", "Verdict"},   {"environment", "Environment"}, {"matrix", "Matrix"},
-          {"baseline", "Baseline"}, {"root-causes", "Root causes"}, {"fixes", "Fixes"},
-          {"census", "Census"},     {"details", "Details"}};
+    page.sections = {verdict, checklist, matrix("Runs"), baseline, fixes, details, environment};
+  else
+    page.sections = {verdict,
+                     environment,
+                     matrix("Matrix"),
+                     baseline,
+                     root_causes,
+                     fixes,
+                     {"census", "Census", [&r, census](std::string& o) { html::census_section(o, r, census); }},
+                     details};
+  return page;
 }
 
-void section(std::string& out, const Report& r, const std::string& id) {
-  if (id == "verdict") {
-    if (r.selftest)
-      selftest_section(out, r);
-    else if (r.invariance)
-      out += invariance_html_section(r);
-    else
-      banner_section(out, r);
-  } else if (id == "checklist") {
-    html::checklist_section(out, r);
-  } else if (id == "environment") {
-    html::environment_section(out, r);
-  } else if (id == "matrix") {
-    matrix_section(out, r);
-  } else if (id == "baseline") {
-    html::baseline_section(out, r);
-  } else if (id == "root-causes") {
-    html::root_causes_section(out, r);
-  } else if (id == "fixes") {
-    html::fixes_section(out, r);
-  } else if (id == "census") {
-    html::census_section(out, r);
-  } else if (id == "details") {
-    html::details_section(out, r);
-  }
+// invariance and selftest: their own section in place of the verdict banner, then what every
+// report has (the environment, a baseline comparison); no targets, so no matrix, traces, fixes,
+// census, details or trial times.
+Page own_page(const Report& r, std::string title, Section verdict, std::string timing) {
+  return Page{std::move(title),
+              {std::move(verdict),
+               {"environment", "Environment", [&](std::string& o) { html::environment_section(o, r); }},
+               {"baseline", "Baseline", [&](std::string& o) { html::baseline_section(o, r); }}},
+              std::move(timing)};
+}
+
+Page page_of(const Report& r) {
+  return std::visit(
+      overloaded{
+          [&](const TargetsBody& b) {
+            return targets_page(r, b.targets, std::nullopt, fmt::format("{} targets", b.targets.size()));
+          },
+          [&](const ProbesBody& b) {
+            return targets_page(r, b.targets, b.census, fmt::format("probe suite, {} probes", b.targets.size()));
+          },
+          [&](const Invariance& inv) {
+            return own_page(r, fmt::format("repro-audit invariance: {} (exit {})", inv.model, r.exit_code),
+                            {"invariance", "Invariance", [&](std::string& o) { o += invariance_html_section(r, inv); }},
+                            invariance_fix_html_timing(inv));
+          },
+          [&](const SelfTest& self) {
+            return own_page(r,
+                            fmt::format("repro-audit selftest on {}: {} (exit {})", self.device, selftest_summary(self),
+                                        r.exit_code),
+                            {"verdict", "Verdict", [&](std::string& o) { o += selftest_html_section(r, self); }}, "");
+          }},
+      r.body);
 }
 
 }  // namespace
@@ -479,20 +504,20 @@ std::string render_html(const Report& r) {
       "script-src 'unsafe-inline'; img-src data:\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += fmt::format("<meta name=\"generator\" content=\"repro-audit {}\">\n", esc(r.tool_version));
-  out += fmt::format("<title>{}</title>\n<style>\n{}</style>\n</head>\n", esc(title(r)), html::assets::kCss);
+  const Page page = page_of(r);
+  out += fmt::format("<title>{}</title>\n<style>\n{}</style>\n</head>\n", esc(page.title), html::assets::kCss);
   out += fmt::format("<body data-verdict=\"{}\" data-exit-code=\"{}\">\n", to_string(r.verdict), r.exit_code);
-  const auto order = sections(r);
   out += "<nav><span class=\"brand\">repro-audit</span>";
-  for (const auto& [id, label] : order)
-    if (std::string(id) != "baseline" || r.baseline) out += fmt::format("<a href=\"#{}\">{}</a>", id, label);
+  for (const auto& s : page.sections)
+    if (std::string(s.id) != "baseline" || r.baseline) out += fmt::format("<a href=\"#{}\">{}</a>", s.id, s.label);
   out += "<a href=\"#timing\">Timing</a></nav>\n<main>\n";
-  for (const auto& [id, label] : order) section(out, r, id);
+  for (const auto& s : page.sections) s.write(out);
   out += fmt::format("{}\n", kTimingBegin);
   // Where a shard or a merged report's shards ran (kept with the timing: it differs between two
   // runs of one plan with the same results).
   if (const std::string where = shard_text(r) + fleet_text(r); !where.empty())
     out += fmt::format("<section id=\"shards\">\n<h2>Shards</h2>\n<pre>{}</pre>\n</section>\n", esc(where));
-  timing_section(out, r);
+  timing_section(out, r, page.timing);
   out += fmt::format("{}\n</main>\n", kTimingEnd);
   out += fmt::format("<footer>repro-audit {} · report schema {}</footer>\n", esc(r.tool_version), kSchemaVersion);
   out += fmt::format("<script>\n{}</script>\n</body>\n</html>\n", html::assets::kJs);

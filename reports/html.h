@@ -7,6 +7,7 @@
 #include "reports/model.h"
 #include "reports/render.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,10 @@ std::string message(const std::string& m);
 void environment_section(std::string& out, const Report& r);  // id="environment", html_environment.cpp
 void root_causes_section(std::string& out, const Report& r);  // id="root-causes", html_sections.cpp
 void fixes_section(std::string& out, const Report& r);        // id="fixes", html_sections.cpp
-void census_section(std::string& out, const Report& r);       // id="census", html_sections.cpp
-void details_section(std::string& out, const Report& r);      // id="details", html_details.cpp
-void checklist_section(std::string& out, const Report& r);    // id="checklist" (exec), html_details.cpp
-void baseline_section(std::string& out, const Report& r);     // id="baseline" (only with one), html_baseline.cpp
+// id="census", html_sections.cpp: a probes report's census, or where one comes from.
+void census_section(std::string& out, const Report& r, const std::optional<Census>& census);
+void details_section(std::string& out, const Report& r);    // id="details", html_details.cpp
+void checklist_section(std::string& out, const Report& r);  // id="checklist" (exec), html_details.cpp
+void baseline_section(std::string& out, const Report& r);   // id="baseline" (only with one), html_baseline.cpp
 
 }  // namespace ra::report::html

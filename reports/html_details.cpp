@@ -170,7 +170,7 @@ void replay_block(std::string& out, const Replay& rp) {
 void checklist_section(std::string& out, const Report& r) {
   out += "<section id=\"checklist\">\n<h2>Seeding checklist</h2>\n";
   bool any = false;
-  for (const auto& t : r.targets) {
+  for (const auto& t : r.targets()) {
     if (!t.exec || t.exec->checklist.empty()) continue;
     any = true;
     out +=
@@ -196,7 +196,8 @@ void checklist_section(std::string& out, const Report& r) {
 
 void details_section(std::string& out, const Report& r) {
   out += "<section id=\"details\">\n<h2>Per-target details</h2>\n";
-  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
+  const bool exec =
+      std::any_of(r.targets().begin(), r.targets().end(), [](const Target& t) { return t.exec.has_value(); });
   out +=
       exec ? "<p class=\"hint\">Per configuration: the divergence rate, each entry that differs (a tensor or value of "
              "a file read because its bytes differed, a file compared by bytes, or a metric: elements differing, "
@@ -206,9 +207,9 @@ void details_section(std::string& out, const Report& r) {
              "differing, first index, largest absolute and ULP difference), failed trials with their messages; then "
              "configuration dependence and the restart-replay.</p>\n";
   out += "<div id=\"details-controls\" class=\"controls\"></div>\n";
-  for (size_t i = 0; i < r.targets.size(); ++i) {
-    const Target& t = r.targets[i];
-    const bool open = r.targets.size() <= 5 && t.verdict != Verdict::Reproducible && t.verdict != Verdict::Skipped;
+  for (size_t i = 0; i < r.targets().size(); ++i) {
+    const Target& t = r.targets()[i];
+    const bool open = r.targets().size() <= 5 && t.verdict != Verdict::Reproducible && t.verdict != Verdict::Skipped;
     std::string facts = fmt::format("{} · {}", t.kind, t.device);
     if (!t.mode.empty()) facts += " · " + t.mode;
     if (t.steps > 0 && t.mode == "train") facts += ", " + plural(static_cast<size_t>(t.steps), "step", "steps");

@@ -144,8 +144,8 @@ void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, siz
 }
 
 std::string target_link(const Report& r, const std::string& name) {
-  for (size_t i = 0; i < r.targets.size(); ++i)
-    if (r.targets[i].name == name)
+  for (size_t i = 0; i < r.targets().size(); ++i)
+    if (r.targets()[i].name == name)
       return fmt::format("<a class=\"census-name\" href=\"#{}\">{}</a>", target_id(i), esc(name));
   return fmt::format("<span class=\"census-name\">{}</span>", esc(name));
 }
@@ -173,10 +173,10 @@ std::string documented_text(const ProbeFacts& p) {
 void probe_facts(std::string& out, const Report& r) {
   std::vector<size_t> disagreeing;
   size_t probes = 0;
-  for (size_t i = 0; i < r.targets.size(); ++i)
-    if (r.targets[i].probe) {
+  for (size_t i = 0; i < r.targets().size(); ++i)
+    if (r.targets()[i].probe) {
       ++probes;
-      if (!r.targets[i].probe->disagreements.empty()) disagreeing.push_back(i);
+      if (!r.targets()[i].probe->disagreements.empty()) disagreeing.push_back(i);
     }
   if (probes == 0) return;
   out += fmt::format(
@@ -185,9 +185,9 @@ void probe_facts(std::string& out, const Report& r) {
   if (!disagreeing.empty()) {
     out += "<ul class=\"disagreements\">\n";
     for (const size_t i : disagreeing)
-      for (const auto& d : r.targets[i].probe->disagreements)
+      for (const auto& d : r.targets()[i].probe->disagreements)
         out += fmt::format("<li class=\"disagreement\"><a href=\"#{}\">{}</a>: {}</li>\n", target_id(i),
-                           esc(r.targets[i].name), esc(d));
+                           esc(r.targets()[i].name), esc(d));
     out += "</ul>\n";
   }
   out += fmt::format("<details class=\"probe-facts\"><summary>What each probe runs ({})</summary>\n", probes);
@@ -195,9 +195,9 @@ void probe_facts(std::string& out, const Report& r) {
       "<table><thead><tr><th>probe</th><th>family</th><th>op and "
       "form</th><th>direction</th><th>role</th><th>documented</th>"
       "<th>census</th><th>advice</th></tr></thead><tbody>\n";
-  for (size_t i = 0; i < r.targets.size(); ++i) {
-    if (!r.targets[i].probe) continue;
-    const ProbeFacts& p = *r.targets[i].probe;
+  for (size_t i = 0; i < r.targets().size(); ++i) {
+    if (!r.targets()[i].probe) continue;
+    const ProbeFacts& p = *r.targets()[i].probe;
     std::string census = p.census.empty() ? "-" : esc(p.census);
     if (!p.alerts.empty())
       census +=
@@ -208,7 +208,7 @@ void probe_facts(std::string& out, const Report& r) {
     out += fmt::format(
         "<tr class=\"probe-fact\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}<div class=\"sub\">{}</div></td>"
         "<td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td></tr>\n",
-        target_id(i), esc(r.targets[i].name), esc(p.family), code(p.op), form, esc(p.direction), esc(p.role),
+        target_id(i), esc(r.targets()[i].name), esc(p.family), code(p.op), form, esc(p.direction), esc(p.role),
         esc(p.doc_row), esc(documented_text(p)), census, esc(p.advice));
   }
   out += "</tbody></table>\n</details>\n";
@@ -220,9 +220,9 @@ void root_causes_section(std::string& out, const Report& r) {
   out += "<section id=\"root-causes\">\n<h2>Root causes</h2>\n";
   bool any = false;
   std::vector<std::string> identical;  // traced configurations whose runs did not differ at all
-  for (size_t i = 0; i < r.targets.size(); ++i)
-    for (size_t j = 0; j < r.targets[i].configs.size(); ++j) {
-      const ConfigResult& c = r.targets[i].configs[j];
+  for (size_t i = 0; i < r.targets().size(); ++i)
+    for (size_t j = 0; j < r.targets()[i].configs.size(); ++j) {
+      const ConfigResult& c = r.targets()[i].configs[j];
       if (!c.trace) continue;
       if (!any)
         out +=
@@ -233,12 +233,12 @@ void root_causes_section(std::string& out, const Report& r) {
       const TraceSummary& t = *c.trace;
       if (c.verdict != Verdict::Diverged && t.root_causes.empty() && t.splits.empty()) {
         identical.push_back(fmt::format("<a href=\"#{}\">{} · {}</a> ({}/{} runs identical, {} records per run)",
-                                        config_id(i, j), esc(r.targets[i].name), esc(c.name), t.runs_identical,
+                                        config_id(i, j), esc(r.targets()[i].name), esc(c.name), t.runs_identical,
                                         t.runs_compared, t.records));
         continue;
       }
       out += fmt::format("<div class=\"trace\" data-root-causes=\"{}\">\n<h3>{}</h3>\n", t.root_causes.size(),
-                         heading(i, j, r.targets[i], c));
+                         heading(i, j, r.targets()[i], c));
       out += fmt::format(
           "<p class=\"facts\">{} records per run, {} in memory; {} compared, {} identical{}.</p>\n", t.records,
           bytes_text(t.memory_bytes), plural(static_cast<size_t>(t.runs_compared), "run", "runs"), t.runs_identical,
@@ -257,14 +257,14 @@ void root_causes_section(std::string& out, const Report& r) {
       out += "</div>\n";
     }
   // Configuration-dependent targets: where each later group parts from the first (run --trace).
-  for (size_t i = 0; i < r.targets.size(); ++i) {
-    if (!r.targets[i].dependence) continue;
-    for (const auto& cause : r.targets[i].dependence->causes) {
+  for (size_t i = 0; i < r.targets().size(); ++i) {
+    if (!r.targets()[i].dependence) continue;
+    for (const auto& cause : r.targets()[i].dependence->causes) {
       any = true;
       const bool named = cause.trace && !cause.trace->root_causes.empty();
       out += fmt::format(
           "<div class=\"trace config-cause\" data-config=\"{}\" data-reference=\"{}\">\n<h3>{} · {} against {}</h3>\n",
-          esc(cause.config), esc(cause.reference_config), esc(r.targets[i].name), esc(cause.config),
+          esc(cause.config), esc(cause.reference_config), esc(r.targets()[i].name), esc(cause.config),
           esc(cause.reference_config));
       out += fmt::format(
           "<p class=\"facts\">The two configurations are each reproducible and give different results. What "
@@ -298,13 +298,14 @@ void root_causes_section(std::string& out, const Report& r) {
 void fixes_section(std::string& out, const Report& r) {
   out += "<section id=\"fixes\">\n<h2>Fixes</h2>\n";
   bool any = false;
-  for (size_t i = 0; i < r.targets.size(); ++i)
-    for (size_t j = 0; j < r.targets[i].configs.size(); ++j)
-      if (const ConfigResult& c = r.targets[i].configs[j]; c.fix_search) {
-        fix_search(out, *c.fix_search, c, i, j, r.targets[i]);
+  for (size_t i = 0; i < r.targets().size(); ++i)
+    for (size_t j = 0; j < r.targets()[i].configs.size(); ++j)
+      if (const ConfigResult& c = r.targets()[i].configs[j]; c.fix_search) {
+        fix_search(out, *c.fix_search, c, i, j, r.targets()[i]);
         any = true;
       }
-  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
+  const bool exec =
+      std::any_of(r.targets().begin(), r.targets().end(), [](const Target& t) { return t.exec.has_value(); });
   if (!any && exec)
     out +=
         "<p class=\"empty\">No fix search: no configuration diverged, or <code>--no-fix-search</code> was given. "
@@ -318,10 +319,10 @@ void fixes_section(std::string& out, const Report& r) {
   out += "</section>\n";
 }
 
-void census_section(std::string& out, const Report& r) {
+void census_section(std::string& out, const Report& r, const std::optional<Census>& census) {
   out += "<section id=\"census\">\n<h2>Alert census</h2>\n";
-  if (r.census) {
-    const Census& c = *r.census;
+  if (census) {
+    const Census& c = *census;
     out += fmt::format(
         "<p class=\"hint\">Each probe ran once more under {} (determinism alerts as warnings): did PyTorch "
         "warn, and did the probe diverge in any configuration?</p>\n",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The invariance fix search in words, for every format: the conclusion, then one line (row) per
-// candidate switch: what it gave over the sizes swept again, and for a fix how a program sets it.
+// candidate switch that ran: what it gave over the sizes swept again, and for a fix how a program
+// sets it; the candidates that did not run (a switch with no effect on the device) share one line.
 // Costs are clock figures: in text as `cost 1.05x` (render.h allows cost ratios there), in
 // Markdown and HTML only inside the timing block (the *_timing parts), in JUnit nowhere.
 #include "reports/escape.h"
@@ -8,6 +9,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <utility>
 
 namespace ra::report {
 namespace {
@@ -31,6 +35,24 @@ std::string head(const InvarianceFix& f) {
 
 std::string ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}x", *r) : std::string("-"); }
 
+bool candidate_ran(const InvarianceFixCandidate& c) { return c.verdict != "not run"; }
+
+// The candidates that did not run, by reason, in one line: "cublas.fp16_reduction=off,
+// cudnn.benchmark=off (no effect on cpu)"; "" when every candidate ran.
+std::string not_run_text(const InvarianceFix& f) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;  // in candidate order
+  for (const auto& c : f.candidates) {
+    if (candidate_ran(c)) continue;
+    auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& g) { return g.first == c.message; });
+    if (it == by_reason.end()) it = by_reason.insert(by_reason.end(), {c.message, {}});
+    it->second.push_back(c.toggles);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [reason, toggles] : by_reason)
+    parts.push_back(fmt::format("{} ({})", fmt::join(toggles, ", "), reason));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 }  // namespace
 
 std::string invariance_fix_text(const Invariance& inv) {
@@ -38,10 +60,12 @@ std::string invariance_fix_text(const Invariance& inv) {
   const InvarianceFix& f = *inv.fix;
   std::string out = fmt::format("{}\n  {}\n", ln(head(f)), ln(f.conclusion));
   for (const auto& c : f.candidates) {
+    if (!candidate_ran(c)) continue;
     out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)),
                        c.cost_ratio ? fmt::format(", cost {:.2f}x", *c.cost_ratio) : "");
     if (c.fixes) out += fmt::format("    C++: {}\n    Python: {}\n", ln(c.cpp), ln(c.python));
   }
+  if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("  not run: {}\n", ln(skipped));
   return out;
 }
 
@@ -51,7 +75,9 @@ std::string invariance_fix_markdown(const Invariance& inv) {
   std::string out =
       fmt::format("\n\n### {}\n\n{}\n\n| switch | outcome | Python |\n|---|---|---|\n", md(head(f)), md(f.conclusion));
   for (const auto& c : f.candidates)
-    out += fmt::format("| {} | {} | {} |\n", md(c.toggles), md(outcome(c, f.sizes)), c.fixes ? md(c.python) : "-");
+    if (candidate_ran(c))
+      out += fmt::format("| {} | {} | {} |\n", md(c.toggles), md(outcome(c, f.sizes)), c.fixes ? md(c.python) : "-");
+  if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("\nNot run: {}\n", md(skipped));
   return out;
 }
 
@@ -75,11 +101,15 @@ std::string invariance_fix_html(const Invariance& inv) {
       "<table class=\"invariance-fix\"><thead><tr><th>switch</th><th>outcome</th><th>C++</th><th>Python</th></tr>"
       "</thead><tbody>\n";
   for (const auto& c : f.candidates)
-    out +=
-        fmt::format("<tr data-toggles=\"{}\" data-verdict=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                    esc(c.toggles), esc(c.verdict), c.fixes ? " data-fixes=\"true\"" : "", esc(c.toggles),
-                    esc(outcome(c, f.sizes)), c.fixes ? esc(c.cpp) : "", c.fixes ? esc(c.python) : "");
-  return out + "</tbody></table>\n</section>\n";
+    if (candidate_ran(c))
+      out += fmt::format(
+          "<tr data-toggles=\"{}\" data-verdict=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          esc(c.toggles), esc(c.verdict), c.fixes ? " data-fixes=\"true\"" : "", esc(c.toggles),
+          esc(outcome(c, f.sizes)), c.fixes ? esc(c.cpp) : "", c.fixes ? esc(c.python) : "");
+  out += "</tbody></table>\n";
+  if (const std::string skipped = not_run_text(f); !skipped.empty())
+    out += fmt::format("<p class=\"fix-not-run\">Not run: {}.</p>\n", esc(skipped));
+  return out + "</section>\n";
 }
 
 std::string invariance_fix_html_timing(const Invariance& inv) {

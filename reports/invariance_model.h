@@ -179,7 +179,7 @@ std::string invariance_summary(const InvarianceConfig& c);
 // The report's verdict and exit code from its invariance part: 3 when the model failed at a batch
 // size (its message kept), else 1 when a configuration is variant or nondeterministic, 4 when one
 // crashed (a finding wins), else 0 (report::finalize calls it).
-void finalize_invariance(Report& report);
+void finalize_invariance(Report& report, const Invariance& inv);
 
 // JSON (the report's "invariance" object; the schema's InvarianceReport) and back (throws ReportError).
 nlohmann::ordered_json invariance_to_json(const Invariance& inv);
@@ -191,11 +191,12 @@ std::vector<InvarianceCell> cells_from_json(const nlohmann::ordered_json& j);
 
 // The renderers' parts (invariance_render.cpp): the text summary, the Markdown summary, the HTML
 // section (inside <main>) and the JUnit test suites.
-std::string invariance_text(const Report& report);
-std::string invariance_markdown(const Report& report);
-std::string invariance_html_section(const Report& report);
+// Each takes the report (its head: exit code, allowlist, baseline) and its body.
+std::string invariance_text(const Report& report, const Invariance& inv);
+std::string invariance_markdown(const Report& report, const Invariance& inv);
+std::string invariance_html_section(const Report& report, const Invariance& inv);
 // The JUnit suite adds its counts to the totals of <testsuites>.
-std::string invariance_junit_suites(const Report& report, int& tests, int& failures, int& errors);
+std::string invariance_junit_suites(const Invariance& inv, int& tests, int& failures, int& errors);
 
 // The fix search's parts (invariance_fix_json.cpp, invariance_fix_render.cpp): JSON and back, and
 // its lines in each format ("" when no search ran).

@@ -58,10 +58,10 @@ std::string head_line(const Invariance& inv) {
 }
 
 // The verdict, then what the allowlist and the baseline added (--allowlist, --baseline, compare).
-std::string exit_words(const Report& r) {
+std::string exit_words(const Report& r, const Invariance& inv) {
   bool variant = false, allowed = false;
   bool nondeterministic = false;
-  for (const auto& c : r.invariance->configs) {
+  for (const auto& c : inv.configs) {
     (c.allowed_by ? allowed : variant) |= c.verdict == "variant";
     nondeterministic |= c.verdict == "nondeterministic";
   }
@@ -160,9 +160,9 @@ std::string invariance_summary(const InvarianceConfig& c) {
   return fmt::format("variant: {}{}{}", fmt::join(why, ", "), allowed, stopped);
 }
 
-void finalize_invariance(Report& report) {
+void finalize_invariance(Report& report, const Invariance& inv) {
   bool variant = false, crashed = false, failed = false;
-  for (const auto& c : report.invariance->configs) {
+  for (const auto& c : inv.configs) {
     variant |= (c.verdict == "variant" && !c.allowed_by) || c.verdict == "nondeterministic";
     crashed |= c.verdict == "crashed";
     failed |= c.verdict != "crashed" && c.verdict != "nondeterministic" && !c.message.empty();
@@ -172,11 +172,10 @@ void finalize_invariance(Report& report) {
   // before it are in the report, and the size and message in the configuration's summary.
   report.exit_code = failed ? 3 : variant ? 1 : crashed ? 4 : 0;
   // An audit whose comparison could not see a one-bit change proves nothing: incomplete.
-  if (report.exit_code == 0 && !report.invariance->control.detected) report.exit_code = 4;
+  if (report.exit_code == 0 && !inv.control.detected) report.exit_code = 4;
 }
 
-std::string invariance_text(const Report& r) {
-  const Invariance& inv = *r.invariance;
+std::string invariance_text(const Report& r, const Invariance& inv) {
   std::string out = fmt::format("repro-audit invariance: {} ({}, {})\n", ln(inv.model), ln(inv.kind), ln(inv.device));
   out += fmt::format("  {}\n", ln(head_line(inv)));
   for (const auto& i : inv.inputs) out += fmt::format("  input: {}\n", ln(i));
@@ -192,13 +191,12 @@ std::string invariance_text(const Report& r) {
                          c.timing.calls, c.timing.forward_ms, c.timing.sweep_ms, c.timing.worker_ms);
   out += render_baseline_text(r);
   for (const auto& e : r.allowlist_expired) out += fmt::format("allowlist: {}\n", ln(e));
-  out += fmt::format("invariance: {} (exit {})\n", exit_words(r), r.exit_code);
+  out += fmt::format("invariance: {} (exit {})\n", exit_words(r, inv), r.exit_code);
   return out;
 }
 
-std::string invariance_markdown(const Report& r) {
-  const Invariance& inv = *r.invariance;
-  std::string out = fmt::format("## repro-audit invariance: {} (exit {})\n\n", exit_words(r), r.exit_code);
+std::string invariance_markdown(const Report& r, const Invariance& inv) {
+  std::string out = fmt::format("## repro-audit invariance: {} (exit {})\n\n", exit_words(r, inv), r.exit_code);
   out += fmt::format("{} ({}, {}): {}\n\n", md(inv.model), md(inv.kind), md(inv.device), md(head_line(inv)));
   out += fmt::format("Negative control: {}\n\n", md(inv.control.evidence));
   for (const auto& e : inv.excluded) out += fmt::format("- left out: {}\n", md(e));
@@ -211,8 +209,12 @@ std::string invariance_markdown(const Report& r) {
                        c.position_dependent.empty() ? "-" : md(sizes_text(c.position_dependent, tried)),
                        c.warmup_dependent.empty() ? "-" : md(sizes_text(c.warmup_dependent, tried)));
   }
+  // The fix search's conclusion, which the first configuration's advice repeats, is said once: in
+  // the fix search's section below.
+  const std::string fix_advice = inv.fix ? "fix search: " + inv.fix->conclusion : "";
   for (const auto& c : inv.configs)
-    for (const auto& a : c.advice) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
+    for (const auto& a : c.advice)
+      if (a != fix_advice) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
   for (const auto& c : inv.configs)
     if (c.trace)
       out += fmt::format("\n- **{}** trace ({}): {}", md(c.config), md(c.trace->outcome), md(c.trace->message));
@@ -226,13 +228,12 @@ std::string invariance_markdown(const Report& r) {
   return out;
 }
 
-std::string invariance_html_section(const Report& r) {
-  const Invariance& inv = *r.invariance;
+std::string invariance_html_section(const Report& r, const Invariance& inv) {
   std::string out =
       fmt::format("<section id=\"invariance\" class=\"banner v-{}\" data-verdict=\"{}\" data-exit-code=\"{}\">\n",
                   r.exit_code == 0 ? "reproducible" : "diverged", to_string(r.verdict), r.exit_code);
   out += fmt::format("<h1>invariance of {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(inv.model), r.exit_code,
-                     esc(exit_words(r)));
+                     esc(exit_words(r, inv)));
   out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(inv.kind),
                      esc(inv.device), esc(head_line(inv)), esc(inv.control.evidence));
   for (const auto& e : inv.excluded) out += fmt::format("<p>left out: {}</p>\n", esc(e));
@@ -255,8 +256,7 @@ std::string invariance_html_section(const Report& r) {
   return out + invariance_fix_html(inv) + "</section>\n";
 }
 
-std::string invariance_junit_suites(const Report& r, int& tests, int& failures, int& errors) {
-  const Invariance& inv = *r.invariance;
+std::string invariance_junit_suites(const Invariance& inv, int& tests, int& failures, int& errors) {
   std::string cases;
   int t = 0, f = 0, e = 0;
   for (const auto& c : inv.configs) {

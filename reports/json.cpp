@@ -22,10 +22,10 @@ using detail::Node;
 using detail::verdict;
 
 // timing.trials lists every trial in report order (target, configuration, repeat), as to_json writes it.
-void read_trial_times(const Node& timing, Report& r) {
+void read_trial_times(const Node& timing, std::vector<Target>& targets) {
   const Node list = timing.at("trials");
   size_t i = 0;
-  for (auto& t : r.targets)
+  for (auto& t : targets)
     for (auto& c : t.configs)
       for (auto& trial : c.trials) {
         if (i >= list.size()) list.fail(fmt::format("no entry for {} / {} repeat {}", t.name, c.name, trial.repeat));
@@ -38,10 +38,10 @@ void read_trial_times(const Node& timing, Report& r) {
 }
 
 // timing.fixes: one entry per fix search in report order, with the measured candidates by name.
-void read_fix_times(const Node& timing, Report& r) {
+void read_fix_times(const Node& timing, std::vector<Target>& targets) {
   const Node list = timing.at("fixes");
   size_t i = 0;
-  for (auto& t : r.targets)
+  for (auto& t : targets)
     for (auto& c : t.configs) {
       if (!c.fix_search) continue;
       if (i >= list.size()) list.fail(fmt::format("no entry for the fix search of {} / {}", t.name, c.name));
@@ -53,6 +53,27 @@ void read_fix_times(const Node& timing, Report& r) {
   if (i != list.size()) list[i].fail("entry for no fix search of the report");
 }
 
+// The body, chosen by the kind the file's keys say, once, here at the edge: "selftest" or
+// "invariance" (neither has targets), else probes when a census or a probe target says so, else
+// the targets of run, exec or merge.
+Body read_body(const Node& root) {
+  std::vector<Target> targets = root.at("targets").list(detail::read_target);
+  if (root.has("selftest")) {
+    SelfTest self = detail::read_selftest(root.at("selftest"));
+    if (!targets.empty()) root.at("targets").fail("a self-test report has no targets");
+    return self;
+  }
+  if (root.has("invariance")) {
+    Invariance inv = invariance_from_json(root.at("invariance").v);
+    if (!targets.empty()) root.at("targets").fail("an invariance report has no targets");
+    return inv;
+  }
+  std::optional<Census> census;
+  if (root.has("census")) census = detail::read_census(root.at("census"));
+  if (census || (!targets.empty() && targets.front().probe)) return ProbesBody{std::move(targets), std::move(census)};
+  return TargetsBody{std::move(targets)};
+}
+
 }  // namespace
 
 json to_json(const Report& r) {
@@ -60,7 +81,7 @@ json to_json(const Report& r) {
   json timing_trials = json::array();
   json timing_costs = json::array();
   json timing_fixes = json::array();
-  for (const auto& t : r.targets) {
+  for (const auto& t : r.targets()) {
     for (size_t i = 0; i < t.configs.size(); ++i) {
       const ConfigResult& c = t.configs[i];
       if (const auto median = median_wall_ms(c)) {
@@ -99,11 +120,21 @@ json to_json(const Report& r) {
                       {"tolerant", r.tolerant}};
   if (r.auto_repeats) j["auto_repeats"] = detail::auto_repeats_json(*r.auto_repeats);
   if (r.shard) j["shard"] = detail::shard_json(*r.shard);
-  if (r.census) j["census"] = detail::census_json(*r.census);
+  // The body's own keys; "targets" above is every kind's (empty for invariance and selftest). The
+  // keys keep the order the schema's examples have: census, baseline, selftest, fleet, invariance.
+  json census, selftest, invariance;
+  std::visit(overloaded{[&](const TargetsBody&) {},
+                        [&](const ProbesBody& b) {
+                          if (b.census) census = detail::census_json(*b.census);
+                        },
+                        [&](const Invariance& inv) { invariance = invariance_to_json(inv); },
+                        [&](const SelfTest& self) { selftest = detail::selftest_json(self); }},
+             r.body);
+  if (!census.is_null()) j["census"] = std::move(census);
   if (r.baseline) j["baseline"] = detail::baseline_json(*r.baseline);
-  if (r.selftest) j["selftest"] = detail::selftest_json(*r.selftest);
+  if (!selftest.is_null()) j["selftest"] = std::move(selftest);
   if (r.fleet) j["fleet"] = detail::fleet_json(*r.fleet);
-  if (r.invariance) j["invariance"] = invariance_to_json(*r.invariance);
+  if (!invariance.is_null()) j["invariance"] = std::move(invariance);
   j["timing"] = {{"wall_ms", r.wall_ms}, {"configs", timing_costs}, {"fixes", timing_fixes}, {"trials", timing_trials}};
   if (!r.contention.empty()) j["timing"]["contention"] = r.contention;
   return j;
@@ -137,15 +168,8 @@ Report report_from_json(const json& j) {
   if (!environment.v.is_object() && !environment.v.is_null())
     environment.fail("expected an object (the environment fingerprint)");
   r.environment = environment.v;  // opaque: whatever the fingerprint held
-  r.targets = root.at("targets").list(detail::read_target);
-  if (root.has("census")) r.census = detail::read_census(root.at("census"));
+  r.body = read_body(root);
   if (root.has("baseline")) r.baseline = detail::read_baseline(root.at("baseline"));
-  if (root.has("selftest")) {
-    SelfTest self = detail::read_selftest(root.at("selftest"));
-    if (!r.targets.empty()) root.at("targets").fail("a self-test report has no targets");
-    r.selftest = std::move(self);
-  }
-  if (root.has("invariance")) r.invariance = invariance_from_json(root.at("invariance").v);
   r.allowlist_expired = root.at("allowlist_expired").strings();
   if (root.has("allowlist_notes")) r.allowlist_notes = root.at("allowlist_notes").strings();
   if (root.has("tolerance")) {
@@ -160,8 +184,10 @@ Report report_from_json(const json& j) {
   r.wall_ms = timing.at("wall_ms").num();
   if (timing.has("contention")) r.contention = timing.at("contention").str();
   timing.at("configs").size();  // derived from the trials' times: checked, not read
-  read_trial_times(timing, r);
-  read_fix_times(timing, r);
+  std::vector<Target> none;     // invariance and selftest: their timing lists name no trial
+  std::vector<Target>& targets = target_list(r.body) ? *target_list(r.body) : none;
+  read_trial_times(timing, targets);
+  read_fix_times(timing, targets);
   // The verdict and the exit code follow from the targets: a CI gate must not trust a stored
   // number that a hand edit or a corruption could change. Recompute them; refuse a disagreement.
   Report check = r;

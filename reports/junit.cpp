@@ -240,12 +240,10 @@ std::string property(const std::string& name, const std::string& value) {
   return fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_value(name), xml_value(value));
 }
 
-}  // namespace
-
-std::string render_junit(const Report& r) {
-  Counts all;
+// One <testsuite> per target (run, exec, probes).
+std::string target_suites(const Report& r, const std::vector<Target>& targets, Counts& all) {
   std::string suites;
-  for (const auto& t : r.targets) {
+  for (const auto& t : targets) {
     Counts counts;
     std::string cases;
     for (const auto& c : t.configs) {
@@ -301,6 +299,36 @@ std::string render_junit(const Report& r) {
     suites += props;
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }
+  return suites;
+}
+
+std::string selftest_suite(const SelfTest& self, Counts& all) {
+  Counts counts;
+  std::string cases;
+  for (const auto& c : self.checks) {
+    const Outcome o = c.passed ? Outcome{} : Outcome{"failure", "selftest", c.evidence, ""};
+    counts.add(o);
+    cases += testcase("selftest", c.name, o, c.passed ? c.evidence : "");
+  }
+  all.add(counts);
+  std::string suite = fmt::format("  <testsuite name=\"selftest\" {}>\n    <properties>\n", counts.attributes());
+  suite += property("device", self.device);
+  return suite + "    </properties>\n" + cases + "  </testsuite>\n";
+}
+
+}  // namespace
+
+std::string render_junit(const Report& r) {
+  Counts all;
+  // The targets' suites come before the baseline's, a self-test's or an invariance audit's after it.
+  std::string suites, after;
+  std::visit(overloaded{[&](const TargetsBody& b) { suites = target_suites(r, b.targets, all); },
+                        [&](const ProbesBody& b) { suites = target_suites(r, b.targets, all); },
+                        [&](const Invariance& inv) {
+                          after = invariance_junit_suites(inv, all.tests, all.failures, all.errors);
+                        },
+                        [&](const SelfTest& self) { after = selftest_suite(self, all); }},
+             r.body);
   if (r.baseline) {
     const BaselineComparison& b = *r.baseline;
     Counts counts;
@@ -320,20 +348,7 @@ std::string render_junit(const Report& r) {
     for (const auto& m : b.models) suites += property("model", m.reason);
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }
-  if (r.selftest) {
-    Counts counts;
-    std::string cases;
-    for (const auto& c : r.selftest->checks) {
-      const Outcome o = c.passed ? Outcome{} : Outcome{"failure", "selftest", c.evidence, ""};
-      counts.add(o);
-      cases += testcase("selftest", c.name, o, c.passed ? c.evidence : "");
-    }
-    all.add(counts);
-    suites += fmt::format("  <testsuite name=\"selftest\" {}>\n    <properties>\n", counts.attributes());
-    suites += property("device", r.selftest->device);
-    suites += "    </properties>\n" + cases + "  </testsuite>\n";
-  }
-  if (r.invariance) suites += invariance_junit_suites(r, all.tests, all.failures, all.errors);
+  suites += after;
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"repro-audit\" {}>\n", all.attributes());
   out += suites;

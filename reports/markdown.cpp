@@ -49,7 +49,7 @@ void fence(std::string& out, const char* lang, const std::string& text) {
 // run --calls K: each configuration's warm-up lines, as a list after the table.
 void warm_up_items(std::string& out, const Report& r) {
   std::string items;
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     for (const auto& c : t.configs)
       if (c.warm_up)
         for (const auto& line : warm_up_lines(*c.warm_up))
@@ -113,7 +113,7 @@ void checklist(std::string& out, const Target& t) {
 void timing(std::string& out, const Report& r) {
   out += fmt::format("\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   if (!r.contention.empty()) out += fmt::format("\n{}\n", md(r.contention));
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     for (const auto& c : t.configs) {
       if (!c.fix_search) continue;
       const FixSearch& f = *c.fix_search;
@@ -209,20 +209,10 @@ void baseline_section(std::string& out, const Report& r) {
 
 namespace {
 
-std::string selftest_markdown(const Report& r) {
-  const SelfTest& self = *r.selftest;
-  std::string out = fmt::format("## repro-audit selftest on {}: {} (exit {})\n\n", md(self.device),
-                                md(selftest_summary(self)), r.exit_code);
-  out += "| check | result | evidence |\n|---|---|---|\n";
-  for (const auto& c : self.checks)
-    out += fmt::format("| {} | {} | {} |\n", md(c.name), c.passed ? "pass" : "**FAIL**", md(c.evidence));
-  return out;
-}
-
 // The batch-invariance probes' classes of sizes, as the text summary gives them under each probe.
-void batch_section(std::string& out, const Report& r) {
+void batch_section(std::string& out, const ProbesBody& probes) {
   std::string rows;
-  for (const auto& t : r.targets)
+  for (const auto& t : probes.targets)
     if (t.probe)
       for (const auto& b : t.probe->batch_classes)
         rows += fmt::format("| {} | {} | {} | {} |\n", md(t.name), md(b.config), md(batch_classes_text(b.classes)),
@@ -232,48 +222,48 @@ void batch_section(std::string& out, const Report& r) {
   out += "| probe | configuration | classes of batch sizes | verdict |\n|---|---|---|---|\n" + rows;
 }
 
-std::string render_markdown_raw(const Report& r) {
-  if (r.selftest) return selftest_markdown(r);
-  if (r.invariance) return invariance_markdown(r);
-  std::string out = fmt::format(
-      "## repro-audit: {}{}{}{} (exit {})\n\n", md(verdict_text(r)),
-      std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.dependence.has_value(); })
-          ? ", configuration-dependent"
-          : "",
-      std::any_of(r.targets.begin(), r.targets.end(),
-                  [](const Target& t) {
-                    return std::any_of(t.configs.begin(), t.configs.end(), [](const ConfigResult& c) {
-                      return c.warm_up && warm_up_dependent(*c.warm_up);
-                    });
-                  })
-          ? ", warm-up-dependent"
-          : "",
-      md(baseline_verdict_text(r)), r.exit_code);
+// The verdict, the table of targets × configurations and what each target found: run, exec and
+// probes alike.
+std::string targets_markdown(const Report& r, const std::vector<Target>& targets) {
+  std::string out =
+      fmt::format("## repro-audit: {}{}{}{} (exit {})\n\n", md(verdict_text(r)),
+                  std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.dependence.has_value(); })
+                      ? ", configuration-dependent"
+                      : "",
+                  std::any_of(targets.begin(), targets.end(),
+                              [](const Target& t) {
+                                return std::any_of(t.configs.begin(), t.configs.end(), [](const ConfigResult& c) {
+                                  return c.warm_up && warm_up_dependent(*c.warm_up);
+                                });
+                              })
+                      ? ", warm-up-dependent"
+                      : "",
+                  md(baseline_verdict_text(r)), r.exit_code);
   // exec: a column of what each run is compared by (compared_text), the same figure as in the other formats.
-  const bool exec = std::any_of(r.targets.begin(), r.targets.end(), [](const Target& t) { return t.exec.has_value(); });
+  const bool exec = std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.exec.has_value(); });
   out +=
       exec
           ? "| target | configuration | verdict | diverged repeats (rate) | compared per run |\n|---|---|---|---|---|\n"
           : "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
-  for (const auto& t : r.targets)
+  for (const auto& t : targets)
     for (const auto& c : t.configs) {
       const bool bad = c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped;
       out += fmt::format("| {} | {} | {} | {} |{}\n", md(t.name), md(c.name),
                          bad ? fmt::format("**{}**", to_string(c.verdict)) : to_string(c.verdict), rate_cell(c),
                          exec ? " " + md(compared_text(c)) + " |" : "");
     }
-  for (const auto& t : r.targets)  // models only: a probe suite would repeat it a hundred times
+  for (const auto& t : targets)  // models only: a probe suite would repeat it a hundred times
     if (const std::string power = detection_power_text(t); !power.empty() && t.kind == "model")
       out += fmt::format("\n{}: {}\n", md(t.name), md(power));
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) {
     out += fmt::format("\n{}\n", md(rule));
-    for (const auto& t : r.targets)
+    for (const auto& t : targets)
       for (const auto& c : t.configs)
         if (const std::string u = undecided_text(c); !u.empty())
           out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
   }
   warm_up_items(out, r);
-  for (const auto& t : r.targets) {
+  for (const auto& t : targets) {
     if (t.exec) checklist(out, t);  // first: it often holds the answer
     for (const auto& c : t.configs)
       if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);
@@ -317,8 +307,13 @@ std::string render_markdown_raw(const Report& r) {
       out += "\n";
     }
   }
-  if (r.census) {
-    const Census& c = *r.census;
+  return out;
+}
+
+// probes: the alert census (--census) and the batch-invariance probes' classes.
+void probes_markdown(std::string& out, const ProbesBody& probes) {
+  if (probes.census) {
+    const Census& c = *probes.census;
     out += fmt::format("\n**Alert census under {}**\n\n", md(c.config));
     out += "| alerted & diverged | alerted & stable | silent & diverged | stable | not run |\n|---|---|---|---|---|\n";
     out += fmt::format("| {} | {} | {} | {} | {} |\n", c.alerted_diverged.size(), c.alerted_stable.size(),
@@ -329,14 +324,34 @@ std::string render_markdown_raw(const Report& r) {
       out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
     }
   }
-  batch_section(out, r);
+  batch_section(out, probes);
+}
+
+// What every report with targets ends with: the baseline, where shards ran, the timing block.
+void targets_tail(std::string& out, const Report& r) {
   if (r.baseline) baseline_section(out, r);
   // Where a shard or a merged report's shards ran: as the text summary says it.
   // The fence is longer than any backtick run in it: a host named "```" cannot close it.
   if (const std::string where = shard_text(r) + fleet_text(r); !where.empty())
     out += "\n" + escape::markdown_block(where);
   timing(out, r);
-  return out;
+}
+
+std::string render_markdown_raw(const Report& r) {
+  return std::visit(overloaded{[&](const TargetsBody& b) {
+                                 std::string out = targets_markdown(r, b.targets);
+                                 targets_tail(out, r);
+                                 return out;
+                               },
+                               [&](const ProbesBody& b) {
+                                 std::string out = targets_markdown(r, b.targets);
+                                 probes_markdown(out, b);
+                                 targets_tail(out, r);
+                                 return out;
+                               },
+                               [&](const Invariance& inv) { return invariance_markdown(r, inv); },
+                               [&](const SelfTest& self) { return selftest_markdown(r, self); }},
+                    r.body);
 }
 
 }  // namespace

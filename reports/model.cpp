@@ -8,8 +8,31 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace ra::report {
+
+const std::vector<Target>& Report::targets() const {
+  static const std::vector<Target> none;
+  return std::visit(overloaded{[](const TargetsBody& b) -> const std::vector<Target>& { return b.targets; },
+                               [](const ProbesBody& b) -> const std::vector<Target>& { return b.targets; },
+                               [](const Invariance&) -> const std::vector<Target>& { return none; },
+                               [](const SelfTest&) -> const std::vector<Target>& { return none; }},
+                    body);
+}
+
+std::vector<Target>* target_list(Body& body) {
+  return std::visit(overloaded{[](TargetsBody& b) { return &b.targets; }, [](ProbesBody& b) { return &b.targets; },
+                               [](Invariance&) -> std::vector<Target>* { return nullptr; },
+                               [](SelfTest&) -> std::vector<Target>* { return nullptr; }},
+                    body);
+}
+
+std::vector<Target>& Report::targets() {
+  if (std::vector<Target>* list = target_list(body)) return *list;
+  throw std::logic_error("a report of this kind has no targets");
+}
+
 namespace {
 
 int severity(Verdict v) {
@@ -36,7 +59,7 @@ bool baseline_failure(const Report& report, const BaselineResult& result) {
   if (result.status == BaselineStatus::Regression) return true;
   if (result.status == BaselineStatus::Explained) return report.baseline && report.baseline->fail_on_explained;
   if (result.status != BaselineStatus::Nondeterministic) return false;
-  for (const auto& t : report.targets)
+  for (const auto& t : report.targets())
     if (t.name == result.target)
       for (const auto& c : t.configs)
         if (c.name == result.config && c.allowed_by) return false;
@@ -73,13 +96,18 @@ std::string verdict_text(const Target& target) { return accepted_text(target.ver
 
 std::string verdict_text(const Report& report) {
   std::vector<const Target*> targets;
-  for (const auto& t : report.targets) targets.push_back(&t);
+  for (const auto& t : report.targets()) targets.push_back(&t);
   return accepted_text(report.verdict, targets);
 }
 
-void finalize(Report& report) {
+namespace {
+
+// The verdicts of a body's targets, and the report's from them (a target's restart-replay and exec's
+// --ranks-equal count; run --calls K: a later call that differs from call 1 in its process is a
+// finding, exit 1, which leaves the run-to-run verdicts as they are).
+void finalize_targets(Report& report, std::vector<Target>& targets) {
   Verdict worst = Verdict::Reproducible;
-  for (auto& target : report.targets) {
+  for (auto& target : targets) {
     Verdict t = Verdict::Reproducible;
     bool all_skipped = !target.configs.empty();
     for (auto& c : target.configs) {
@@ -112,16 +140,25 @@ void finalize(Report& report) {
     default:
       report.exit_code = 0;
   }
-  // run --calls K: a later call that differs from call 1 in its process is a finding (exit 1), which
-  // leaves the run-to-run verdicts as they are.
-  for (const auto& target : report.targets)
+  for (const auto& target : targets)
     for (const auto& c : target.configs)
       if (c.warm_up && warm_up_dependent(*c.warm_up) && report.exit_code == 0) report.exit_code = 1;
-  if (report.invariance) finalize_invariance(report);
+}
+
+}  // namespace
+
+void finalize(Report& report) {
+  std::visit(overloaded{[&](TargetsBody& b) { finalize_targets(report, b.targets); },
+                        [&](ProbesBody& b) { finalize_targets(report, b.targets); },
+                        [&](const Invariance& inv) { finalize_invariance(report, inv); },
+                        [&](const SelfTest& self) {
+                          report.verdict = Verdict::Reproducible;
+                          report.exit_code = 0;
+                          for (const auto& check : self.checks)
+                            if (!check.passed) report.exit_code = 1;
+                        }},
+             report.body);
   if (!report.allowlist_expired.empty()) report.exit_code = 1;
-  if (report.selftest)
-    for (const auto& check : report.selftest->checks)
-      if (!check.passed) report.exit_code = 1;
   if (report.baseline)
     for (const auto& result : report.baseline->results)
       if (baseline_failure(report, result)) report.exit_code = 1;

@@ -3,6 +3,14 @@
 // reads. It is filled by audit/ and depends on nothing but the standard library and
 // nlohmann::json (for the opaque environment fingerprint).
 //
+// A report is a head that every audit fills (tool, command, environment, allowlist, baseline, shard,
+// verdict, exit code, timing) and a body that is one closed alternative chosen by the audit's kind
+// (`Body`): the targets of `run`, `exec` and `merge`, the probes of `probes`, the sweep of
+// `invariance`, the checks of `selftest`. Every consumer (renderers, the JSON writer and reader,
+// finalize, baseline, allowlist, merge) dispatches on it with one `std::visit` over an
+// `overloaded` set, so a new kind is one more alternative and the compiler lists every place that
+// must say what to do with it.
+//
 // The model is split by concern, and this header keeps only the `Report` that joins them (and what
 // is computed over a whole report): core_model.h (verdicts, digests, statistics, trials),
 // trace_model.h, probe_model.h, replay_model.h, exec_model.h, target_model.h (a target and its
@@ -29,32 +37,65 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace ra::report {
 
 inline constexpr int kSchemaVersion = 1;
 
+// `run`, `exec`, and a merge of their shards: the targets audited (models, or exec's one command),
+// each with its configurations.
+struct TargetsBody {
+  std::vector<Target> targets;
+};
+
+// `probes`: one target per probe (Target::probe set), and with --census the alerts cross-tabulated.
+struct ProbesBody {
+  std::vector<Target> targets;
+  std::optional<Census> census;
+};
+
+// The body of a report, chosen by the audit's kind. `invariance` (reports/invariance_model.h) and
+// `selftest` (reports/selftest_model.h) have no targets. A report starts as a TargetsBody (the
+// skeleton plans targets for every kind); an audit whose result is another kind sets its own.
+using Body = std::variant<TargetsBody, ProbesBody, Invariance, SelfTest>;
+
+// The visitor for `std::visit`: one lambda per alternative, `[](const auto&)` only where every kind
+// is truly treated alike.
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+
+// The targets of a body that has them (run, exec, merge, probes), to fill or change; nullptr for
+// invariance and selftest.
+std::vector<Target>* target_list(Body& body);
+
 struct Report {
   std::string tool_version;
   std::vector<std::string> command;  // argv, for replay
   nlohmann::ordered_json environment;
-  std::vector<Target> targets;
-  std::optional<Census> census;                // `probes` only
+  Body body;
   std::vector<std::string> allowlist_expired;  // --allowlist: expired entries that matched, one sentence each
   std::vector<std::string> allowlist_notes;  // --allowlist: entries that did nothing, one sentence each (no exit code)
   std::optional<BaselineComparison> baseline;  // --baseline, compare
-  std::optional<SelfTest> selftest;            // `selftest` only; such a report has no targets
   std::optional<Tolerance> tolerance;          // --atol/--rtol as given (statistics count against it)
   bool tolerant = false;                       // --tolerant: a divergence within tolerance does not fail
   std::optional<AutoRepeats> auto_repeats;     // --repeats auto
   std::optional<ShardInfo> shard;              // --shard (absent from a merged report)
   std::optional<Fleet> fleet;                  // merge only
-  std::optional<Invariance> invariance;        // `invariance` only (reports/invariance_model.h); no targets
   Verdict verdict = Verdict::Reproducible;
   int exit_code = 0;
   double wall_ms = 0;      // timing
   std::string contention;  // timing: children that shared a GPU (audit/trial/placement.h), "" when none
+
+  // The targets of a body that has them (run, exec, merge, probes); an empty list for invariance and
+  // selftest, whose results are not targets. For what treats every target alike (loops, timing
+  // lists, shard bookkeeping); what a kind means is decided by visiting `body`.
+  const std::vector<Target>& targets() const;
+  // The same, to fill or change; a report of a kind without targets has none to change (logic_error).
+  std::vector<Target>& targets();
 };
 
 // True when a baseline result fails the exit code: a regression, a nondeterministic result

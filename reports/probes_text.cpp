@@ -89,23 +89,23 @@ std::vector<std::string> batch_classes_lines(const ProbeFacts& p) {
   return out;
 }
 
-std::string render_probes_text(const Report& r) {
+std::string render_probes_text(const Report& r, const ProbesBody& body) {
   std::string out;
   std::vector<std::string> families;
-  for (const auto& t : r.targets)
+  for (const auto& t : body.targets)
     if (t.probe && std::find(families.begin(), families.end(), t.probe->family) == families.end())
       families.push_back(t.probe->family);
   size_t width = 0;
-  for (const auto& t : r.targets) width = std::max(width, ln(t.name).size() + 1);
+  for (const auto& t : body.targets) width = std::max(width, ln(t.name).size() + 1);
   size_t skipped = 0, disagreeing = 0;
   for (const auto& family : families) {
     std::map<Verdict, int> counts;
-    for (const auto& t : r.targets)
+    for (const auto& t : body.targets)
       if (t.probe && t.probe->family == family) ++counts[t.verdict];
     std::vector<std::string> parts;
     for (const auto& [v, n] : counts) parts.push_back(fmt::format("{} {}", n, to_string(v)));
     out += fmt::format("== {} ({})\n", ln(family), fmt::join(parts, ", "));
-    for (const auto& t : r.targets) {
+    for (const auto& t : body.targets) {
       if (!t.probe || t.probe->family != family) continue;
       const ProbeFacts& p = *t.probe;
       if (t.verdict == Verdict::Skipped) {
@@ -131,9 +131,9 @@ std::string render_probes_text(const Report& r) {
       disagreeing += !p.disagreements.empty();
     }
   }
-  if (r.census) census_block(out, *r.census);
-  out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", r.targets.size(),
-                     r.targets.size() - skipped, skipped, disagreeing);
+  if (body.census) census_block(out, *body.census);
+  out += fmt::format("probes: {} ({} run, {} skipped); {} disagree with the documentation\n", body.targets.size(),
+                     body.targets.size() - skipped, skipped, disagreeing);
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
   for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", ln(e));

@@ -23,9 +23,9 @@ namespace ra::report {
 nlohmann::ordered_json to_json(const Report& report);
 std::string render_json(const Report& report);
 
-// Human summary for stdout (the probe-suite layout when the targets are probes).
+// Human summary for stdout (the probe-suite layout for a probes report: reports/probes_text.cpp).
 std::string render_text(const Report& report);
-std::string render_probes_text(const Report& report);
+std::string render_probes_text(const Report& report, const ProbesBody& body);
 // A batch-invariance probe's classes, "{1,2,3} | {4…257}": a run of four or more sizes that
 // follow each other among all the sizes tried is written first…last.
 std::string batch_classes_text(const std::vector<std::vector<int64_t>>& classes);

@@ -8,6 +8,8 @@
 
 namespace ra::report {
 
+struct Report;
+
 // `repro-audit selftest`: checks that the tool works on this machine and device (audit/selftest/selftest.h),
 // each passed or failed with its evidence in one sentence.
 struct SelfCheck {
@@ -23,5 +25,11 @@ struct SelfTest {
 
 // "all 5 checks passed", or "2 of 5 checks failed: detection, tracing".
 std::string selftest_summary(const SelfTest& self);
+
+// The renderers' parts (selftest_render.cpp): the text summary, the Markdown summary, and the HTML
+// section in place of the verdict banner; each takes the report's head and its body.
+std::string selftest_text(const Report& report, const SelfTest& self);
+std::string selftest_markdown(const Report& report, const SelfTest& self);
+std::string selftest_html_section(const Report& report, const SelfTest& self);
 
 }  // namespace ra::report

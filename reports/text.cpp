@@ -128,7 +128,7 @@ std::string auto_repeats_text(const Report& r) {
   if (!r.auto_repeats) return "";
   const AutoRepeats& a = *r.auto_repeats;
   size_t cells = 0, undecided = 0;
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     for (const auto& c : t.configs) {
       cells += c.verdict != Verdict::Skipped;
       undecided += c.stopped_by == "max-repeats";
@@ -227,7 +227,7 @@ void trace_lines(std::string& out, const ConfigResult& c, size_t limit) {
 
 // ", warm-up-dependent" when a later call of `run --calls K` differed from call 1 somewhere, else "".
 std::string warm_up_text(const Report& r) {
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     for (const auto& c : t.configs)
       if (c.warm_up && warm_up_dependent(*c.warm_up)) return ", warm-up-dependent";
   return "";
@@ -400,22 +400,10 @@ std::string flatten_env(const nlohmann::ordered_json& j, const std::string& pref
 
 namespace {
 
-std::string selftest_text(const Report& r) {
-  const SelfTest& self = *r.selftest;
-  std::string out = fmt::format("repro-audit selftest on {}\n", ln(self.device));
-  for (const auto& c : self.checks)
-    out += fmt::format("  {:<4}  {:<11}  {}\n", c.passed ? "pass" : "FAIL", ln(c.name), ln(c.evidence));
-  out += render_baseline_text(r);  // `compare` of two self-tests: how their environments differ
-  out += fmt::format("selftest: {} (exit {})\n", ln(selftest_summary(self)), r.exit_code);
-  return out;
-}
-
-std::string render_text_raw(const Report& r) {
-  if (r.selftest) return selftest_text(r);
-  if (r.invariance) return invariance_text(r);
-  if (!r.targets.empty() && r.targets.front().probe) return render_probes_text(r);
+// run, exec and their merge: each target with its configurations.
+std::string targets_text(const Report& r, const TargetsBody& body) {
   std::string out;
-  for (const auto& t : r.targets) {
+  for (const auto& t : body.targets) {
     if (t.exec)
       exec_head_lines(out, t);
     else
@@ -508,9 +496,17 @@ std::string render_text_raw(const Report& r) {
   out += render_baseline_text(r);
   out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{}{}{} (exit {})\n", verdict_text(r),
-                     !r.targets.empty() && r.targets.front().dependence ? ", configuration-dependent" : "",
+                     !body.targets.empty() && body.targets.front().dependence ? ", configuration-dependent" : "",
                      warm_up_text(r), baseline_verdict_text(r), r.exit_code);
   return out;
+}
+
+std::string render_text_raw(const Report& r) {
+  return std::visit(overloaded{[&](const TargetsBody& b) { return targets_text(r, b); },
+                               [&](const ProbesBody& b) { return render_probes_text(r, b); },
+                               [&](const Invariance& inv) { return invariance_text(r, inv); },
+                               [&](const SelfTest& self) { return selftest_text(r, self); }},
+                    r.body);
 }
 
 }  // namespace

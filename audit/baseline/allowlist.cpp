@@ -104,11 +104,10 @@ const AllowEntry* allow_every(const Allowlist& list, const std::string& today, c
   return all ? first : nullptr;
 }
 
-void allow_invariance(report::Report& report, const Allowlist& list, const std::string& today, std::set<int>& seen,
+void allow_invariance(report::Invariance& inv, const Allowlist& list, const std::string& today, std::set<int>& seen,
                       std::set<int>& used) {
-  if (!report.invariance) return;
-  const std::string model = std::filesystem::path(report.invariance->model).filename().string();
-  for (auto& c : report.invariance->configs) {
+  const std::string model = std::filesystem::path(inv.model).filename().string();
+  for (auto& c : inv.configs) {
     c.allowed_by.reset();
     if (c.verdict != "variant") continue;
     const auto allows = [&](const AllowEntry& e, const std::string& output) {
@@ -197,13 +196,16 @@ std::string today_date() {
 
 bool expired(const AllowEntry& e, const std::string& today) { return !e.expires.empty() && e.expires < today; }
 
-void apply_allowlist(report::Report& report, const Allowlist& list, const std::string& today) {
-  std::set<int> seen, used;
-  bool traced_models = false, untraced_models = false;
-  for (const auto& t : report.targets)
+namespace {
+
+// The targets' findings: by target name, by a probe's op, or a model's divergence by its root
+// causes (every one must be covered). Notes whether models were traced.
+void allow_targets(std::vector<report::Target>& targets, const Allowlist& list, const std::string& today,
+                   std::set<int>& seen, std::set<int>& used, bool& traced_models, bool& untraced_models) {
+  for (const auto& t : targets)
     for (const auto& c : t.configs)
       if (!t.probe) (c.trace ? traced_models : untraced_models) = true;
-  for (auto& t : report.targets) {
+  for (auto& t : targets) {
     for (auto& c : t.configs) {
       c.allowed_by.reset();
       if (!finding(c.verdict)) continue;
@@ -226,7 +228,22 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
         c.allowed_by = allowed_by(*first);
     }
   }
-  allow_invariance(report, list, today, seen, used);
+}
+
+}  // namespace
+
+void apply_allowlist(report::Report& report, const Allowlist& list, const std::string& today) {
+  std::set<int> seen, used;
+  bool traced_models = false, untraced_models = false;
+  std::visit(report::overloaded{[&](report::TargetsBody& b) {
+                                  allow_targets(b.targets, list, today, seen, used, traced_models, untraced_models);
+                                },
+                                [&](report::ProbesBody& b) {
+                                  allow_targets(b.targets, list, today, seen, used, traced_models, untraced_models);
+                                },
+                                [&](report::Invariance& inv) { allow_invariance(inv, list, today, seen, used); },
+                                [](report::SelfTest&) {}},
+             report.body);
   report.allowlist_expired = expired_messages(list, seen);
   report.allowlist_notes.clear();
   for (const auto& e : list.entries) {

@@ -349,7 +349,7 @@ std::vector<int> pair_targets(const std::vector<report::Target>& baseline, const
 
 void check_baseline_targets(const Baseline& base, const std::vector<report::Target>& targets,
                             const std::vector<std::string>& configs) {
-  const auto& held = base.results.targets;
+  const auto& held = base.results.targets();
   // Two reports without targets (self-tests) compare by their environments alone.
   if (held.empty() && targets.empty()) return;
   const std::vector<int> pair = pair_targets(held, targets);
@@ -468,16 +468,20 @@ EnvironmentDiff diff_environments(const json& baseline, const json& current) {
   return d;
 }
 
-void apply_baseline(report::Report& current, const Baseline& base) {
-  // An invariance report has no targets: its classes of sizes are compared (invariance_baseline.h).
-  if (current.invariance || base.results.invariance) return apply_invariance_baseline(current, base);
+namespace {
+
+// run, exec, probes (and two self-tests, which have no targets and compare by their environments):
+// each target's configurations against the baseline's.
+void apply_targets_baseline(report::Report& current, const std::vector<report::Target>& targets, const Baseline& base) {
+  if (std::holds_alternative<report::Invariance>(base.results.body))
+    throw InputError(fmt::format("baseline {} holds an invariance audit; this report is not one", base.path));
   std::vector<std::string> configs;
-  for (const auto& t : current.targets)
+  for (const auto& t : targets)
     for (const auto& c : t.configs)
       if (std::find(configs.begin(), configs.end(), c.name) == configs.end()) configs.push_back(c.name);
-  check_baseline_targets(base, current.targets, configs);
+  check_baseline_targets(base, targets, configs);
 
-  const auto& held = base.results.targets;
+  const auto& held = base.results.targets();
   const EnvironmentDiff env = diff_environments(base.results.environment, current.environment);
   report::BaselineComparison cmp;
   cmp.source = base.path;
@@ -486,10 +490,10 @@ void apply_baseline(report::Report& current, const Baseline& base) {
   cmp.changes = env.changes;
   cmp.ignored = env.ignored;
   cmp.stack = stack_versions(base.results.environment, current.environment);
-  const std::vector<int> pair = pair_targets(held, current.targets);
+  const std::vector<int> pair = pair_targets(held, targets);
   std::vector<bool> used(held.size(), false);
-  for (size_t i = 0; i < current.targets.size(); ++i) {
-    const report::Target& t = current.targets[i];
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const report::Target& t = targets[i];
     if (pair[i] < 0) {
       for (const auto& c : t.configs) cmp.results.push_back(one_side(t.name, c, false));
       continue;
@@ -515,6 +519,17 @@ void apply_baseline(report::Report& current, const Baseline& base) {
       for (const auto& bc : held[k].configs) cmp.results.push_back(one_side(held[k].name, bc, true));
   current.baseline = std::move(cmp);
   report::finalize(current);
+}
+
+}  // namespace
+
+void apply_baseline(report::Report& current, const Baseline& base) {
+  std::visit(report::overloaded{[&](const report::TargetsBody& b) { apply_targets_baseline(current, b.targets, base); },
+                                [&](const report::ProbesBody& b) { apply_targets_baseline(current, b.targets, base); },
+                                // An invariance report has no targets: its classes of sizes are compared.
+                                [&](const report::Invariance& inv) { apply_invariance_baseline(current, inv, base); },
+                                [&](const report::SelfTest&) { apply_targets_baseline(current, {}, base); }},
+             current.body);
 }
 
 }  // namespace ra

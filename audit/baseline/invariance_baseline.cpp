@@ -22,10 +22,11 @@ using report::InvarianceConfig;
 using report::SizeClass;
 
 const Invariance& held(const Baseline& base) {
-  if (!base.results.invariance)
+  const auto* inv = std::get_if<Invariance>(&base.results.body);
+  if (!inv)
     throw InputError(
         fmt::format("baseline {} holds no invariance audit: save one with invariance --save-baseline", base.path));
-  return *base.results.invariance;
+  return *inv;
 }
 
 void check_configs(const Baseline& base, const std::vector<std::string>& configs) {
@@ -169,10 +170,8 @@ BaselineResult one_side(const std::string& model, const InvarianceConfig& c, boo
 }
 
 // The same experiment: device, anchors, filler and inputs (the model is the one file audited).
-void check_same(const Baseline& base, const report::Report& current) {
-  if (!current.invariance)
-    throw InputError(fmt::format("baseline {} holds an invariance audit; this report is not one", base.path));
-  const Invariance &b = held(base), &c = *current.invariance;
+void check_same(const Baseline& base, const Invariance& c) {
+  const Invariance& b = held(base);
   std::vector<std::string> names;
   for (const auto& k : c.configs) names.push_back(k.config);
   check_invariance_plan(base, Device::of(c.device), c.rows, c.filler, names);  // the report's text, read back
@@ -204,9 +203,9 @@ void check_invariance_plan(const Baseline& base, const Device& device, int rows,
   check_configs(base, configs);
 }
 
-void apply_invariance_baseline(report::Report& current, const Baseline& base) {
-  check_same(base, current);
-  const Invariance &b = held(base), &c = *current.invariance;
+void apply_invariance_baseline(report::Report& current, const Invariance& c, const Baseline& base) {
+  check_same(base, c);
+  const Invariance& b = held(base);
   const EnvironmentDiff env = diff_environments(base.results.environment, current.environment);
   report::BaselineComparison cmp;
   cmp.source = base.path, cmp.schema = base.schema, cmp.tool_version = base.results.tool_version;

@@ -30,8 +30,8 @@ namespace ra {
 void check_invariance_plan(const Baseline& base, const Device& device, int rows, const std::string& filler,
                            const std::vector<std::string>& configs);
 
-// Compares current.invariance with the baseline's (see above), sets current.baseline and calls
+// Compares `inv`, current's body, with the baseline's (see above), sets current.baseline and calls
 // report::finalize. Throws InputError when they are other experiments.
-void apply_invariance_baseline(report::Report& current, const Baseline& base);
+void apply_invariance_baseline(report::Report& current, const report::Invariance& inv, const Baseline& base);
 
 }  // namespace ra

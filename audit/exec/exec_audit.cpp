@@ -260,7 +260,7 @@ class CommandAudit : public AuditKind {
   }
 
   void analyse(const Cells&, report::Report& rep) override {
-    report::Target& target = rep.targets.front();
+    report::Target& target = rep.targets().front();
     target.configs = session_->analyse(batch_, configs_);
     for (size_t c = 0; c < configs_.size(); ++c) {
       reword_failures(target.configs[c]);

@@ -78,6 +78,24 @@ Joined join(const std::vector<Piece>& parts, size_t target_index, const std::map
   return j;
 }
 
+// The merged report's body, of the shards' kind: probes when a shard is a probes report (the first
+// shard's census cross-tabulated again over every probe), else the targets of run or exec.
+report::Body joined_body(const std::vector<const ShardFile*>& ordered, std::vector<report::Target> targets) {
+  std::optional<report::Body> body;
+  for (const ShardFile* s : ordered)
+    std::visit(report::overloaded{[](const report::TargetsBody&) {},
+                                  [&](const report::ProbesBody& p) {
+                                    if (body) return;
+                                    report::ProbesBody joined{std::move(targets), std::nullopt};
+                                    if (p.census) joined.census = cross_tabulate(joined.targets, p.census->config);
+                                    body = std::move(joined);
+                                  },
+                                  // merge_invariance joins these (cli/cmd_merge.cpp); a selftest is never sharded.
+                                  [](const report::Invariance&) {}, [](const report::SelfTest&) {}},
+               s->report.body);
+  return body ? std::move(*body) : report::Body{report::TargetsBody{std::move(targets)}};
+}
+
 // The report of one complete set of shards (each K once, ordered by K).
 report::Report merge_set(const std::vector<const ShardFile*>& ordered, const MergeOptions& options,
                          const std::map<const ShardFile*, int>& machine_of, std::vector<std::string>& notes) {
@@ -105,10 +123,11 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
     if (j.one_machine) configuration_dependence(j.target.configs, j.dumps, stats->collect());
   if (stats) stats->resolve();
 
+  std::vector<report::Target> targets;
   for (size_t t = 0; t < all.size(); ++t) {
     const auto it = joined.find(t);
     if (it == joined.end()) {
-      rep.targets.push_back(*all[t].front().target);
+      targets.push_back(*all[t].front().target);
       continue;
     }
     Joined& j = it->second;
@@ -134,12 +153,12 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
       const KnowledgeEntry* entry = facts.knowledge_id.empty() ? nullptr : options.knowledge->find(facts.knowledge_id);
       judge_probe(j.target, entry, Device::of(j.target.device), j.census);
     }
-    rep.targets.push_back(std::move(j.target));
+    targets.push_back(std::move(j.target));
   }
-  if (first.census) rep.census = cross_tabulate(rep.targets, first.census->config);
   // The shards' own allowlist decisions are not carried over: merge applies its own.
-  for (auto& t : rep.targets)
+  for (auto& t : targets)
     for (auto& c : t.configs) c.allowed_by.reset();
+  rep.body = joined_body(ordered, std::move(targets));
   for (const ShardFile* s : ordered)
     rep.wall_ms += s->report.wall_ms;  // the shards' time, as one process would spend it
   report::finalize(rep);
@@ -150,7 +169,7 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
 void add_failures(report::Fleet& fleet, const std::vector<const ShardFile*>& set,
                   const std::map<const ShardFile*, int>& machine_of) {
   for (const ShardFile* s : set)
-    for (const auto& t : s->report.targets)
+    for (const auto& t : s->report.targets())
       for (const auto& c : t.configs)
         for (const auto& trial : c.trials)
           if (trial.status == report::TrialStatus::Crashed || trial.status == report::TrialStatus::Timeout ||
@@ -164,7 +183,7 @@ void add_failures(report::Fleet& fleet, const std::vector<const ShardFile*>& set
 // The reference repeat's outcome of each cell, target by target.
 std::vector<std::pair<std::string, std::string>> cell_names(const report::Report& r) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     for (const auto& c : t.configs) out.emplace_back(t.name, c.name);
   return out;
 }
@@ -227,7 +246,7 @@ report::Report merge_shards(const std::vector<ShardFile>& shards, const MergeOpt
     const auto names = cell_names(merged.front());
     std::vector<std::vector<std::string>> outcomes(merged.size());
     for (size_t m = 0; m < merged.size(); ++m)
-      for (const auto& t : merged[m].targets)
+      for (const auto& t : merged[m].targets())
         for (const auto& c : t.configs) outcomes[m].push_back(reference_outcome(c));
     for (size_t i = 0; i < names.size(); ++i) {
       report::FleetCell cell{names[i].first, names[i].second, {}, true};

@@ -113,9 +113,9 @@ std::vector<std::vector<Piece>> pieces(const std::vector<const ShardFile*>& shar
     for (size_t cell = sh.first_cell; cell < sh.last_cell;) {
       const size_t t = cell / configs;
       const size_t end = std::min(sh.last_cell, (t + 1) * configs);
-      if (next >= s->report.targets.size())
+      if (next >= s->report.targets().size())
         throw InputError(fmt::format("{}: shard {}/{} has fewer targets than its cells", s->path, sh.index, sh.count));
-      const report::Target& target = s->report.targets[next++];
+      const report::Target& target = s->report.targets()[next++];
       bool names_match = target.configs.size() == end - cell;
       for (size_t c = cell; names_match && c < end; ++c)
         names_match = target.configs[c - cell].name == head.configs[c % configs];
@@ -129,7 +129,7 @@ std::vector<std::vector<Piece>> pieces(const std::vector<const ShardFile*>& shar
       out[t].push_back({s, &target, cell % configs});
       cell = end;
     }
-    if (next != s->report.targets.size())
+    if (next != s->report.targets().size())
       throw InputError(fmt::format("{}: shard {}/{} has more targets than its cells", s->path, sh.index, sh.count));
   }
   return out;
@@ -188,7 +188,7 @@ ShardSets check_shards(const std::vector<ShardFile>& shards) {
   // Each shard's targets are its cells; an invariance shard has none: its sweep's cells are its
   // invariance section's (audit/invariance/invariance_shard.h checks them).
   for (const auto& set : sets)
-    if (!set.front()->report.invariance) (void)pieces(set);
+    if (!std::holds_alternative<report::Invariance>(set.front()->report.body)) (void)pieces(set);
   return out;
 }
 

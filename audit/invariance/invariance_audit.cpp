@@ -274,11 +274,11 @@ class InvarianceKind : public AuditKind {
 
   void analyse(const Cells&, report::Report& report) override {
     nlohmann::ordered_json environment;
-    report.invariance = analyse_cells(o_, cells_, results_, environment);
-    search_fix(o_, scratch_, *report.invariance);
-    bound_rows(*report.invariance);
+    report::Invariance inv = analyse_cells(o_, cells_, results_, environment);
+    search_fix(o_, scratch_, inv);
+    bound_rows(inv);
     report.environment = std::move(environment);
-    report.targets.clear();  // the invariance section is the result
+    report.body = std::move(inv);  // the sweep is the result, in place of the plan's targets
   }
 
  private:

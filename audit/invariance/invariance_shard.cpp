@@ -33,8 +33,9 @@ size_t placement_index(const std::string& p) {
 }
 
 const InvarianceConfig* find_config(const report::Report& r, const std::string& name) {
-  if (!r.invariance) return nullptr;
-  for (const auto& c : r.invariance->configs)
+  const auto* inv = std::get_if<report::Invariance>(&r.body);
+  if (!inv) return nullptr;
+  for (const auto& c : inv->configs)
     if (c.config == name) return &c;
   return nullptr;
 }
@@ -63,7 +64,7 @@ void add_cells(InvarianceConfig& joined, const InvarianceConfig& piece, CellInde
 // A shard's batch sizes are those an invariance run can try: its budget from 1 to the largest
 // --budget, and every cell's size from 1 to that budget (merge is given files, which anyone can edit).
 void check_sizes(const fleet::ShardFile& s) {
-  const report::Invariance& inv = *s.report.invariance;
+  const report::Invariance& inv = std::get<report::Invariance>(s.report.body);
   if (inv.budget < 1 || inv.budget > kMaxBudget)
     throw InputError(fmt::format("{}: budget {} is not a batch size from 1 to {}", s.path, inv.budget, kMaxBudget));
   for (const auto& c : inv.configs)
@@ -156,14 +157,15 @@ nlohmann::ordered_json invariance_plan(const InvarianceOptions& o) {
 }
 
 bool invariance_shards(const std::vector<fleet::ShardFile>& shards) {
-  return std::any_of(shards.begin(), shards.end(), [](const auto& s) { return s.report.invariance.has_value(); });
+  return std::any_of(shards.begin(), shards.end(),
+                     [](const auto& s) { return std::holds_alternative<report::Invariance>(s.report.body); });
 }
 
 report::Report merge_invariance(const std::vector<fleet::ShardFile>& shards) {
   const fleet::ShardSets sets = fleet::check_shards(shards);
   const std::vector<const fleet::ShardFile*>& set = sets.sets.front();
   for (const fleet::ShardFile* s : set) {
-    if (!s->report.invariance)
+    if (!std::holds_alternative<report::Invariance>(s->report.body))
       throw InputError(fmt::format("{}: shard {}/{} holds no invariance result, unlike the others", s->path,
                                    s->report.shard->index, s->report.shard->count));
     check_sizes(*s);
@@ -173,19 +175,20 @@ report::Report merge_invariance(const std::vector<fleet::ShardFile>& shards) {
   out.tool_version = first.tool_version;
   out.command = fleet::unsharded_command(first.command);
   out.environment = first.environment;
-  report::Invariance inv = *first.invariance;
+  report::Invariance inv = std::get<report::Invariance>(first.body);
   inv.configs.clear();
   std::set<std::string> noted(inv.notes.begin(), inv.notes.end());
   for (const fleet::ShardFile* s : set) {
-    inv.control.detected = inv.control.detected && s->report.invariance->control.detected;
+    const report::Invariance& piece = std::get<report::Invariance>(s->report.body);
+    inv.control.detected = inv.control.detected && piece.control.detected;
     out.wall_ms = std::max(out.wall_ms, s->report.wall_ms);
-    for (const auto& note : s->report.invariance->notes)  // e.g. the fix search left to an unsharded run
+    for (const auto& note : piece.notes)  // e.g. the fix search left to an unsharded run
       if (noted.insert(note).second) inv.notes.push_back(note);
   }
   for (const auto& name : first.shard->configs)
     if (auto joined = join_config(name, set, inv.notes)) inv.configs.push_back(std::move(*joined));
   compare_configs(inv.configs);
-  out.invariance = std::move(inv);
+  out.body = std::move(inv);
   report::finalize(out);
   return out;
 }

@@ -425,7 +425,7 @@ class ProbeSuite : public AuditKind {
       if (mine.empty()) continue;
       const auto& info = selected_[n];
       const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb_.find(info.kb);
-      report::Target& t = rep.targets[n];
+      report::Target& t = rep.targets()[n];
       t.probe = probe_facts(info, kb_);
       if (!runs_here(info)) {
         t = skipped_target(std::move(t), o_, mine, probe_off_device_message(o_.device));
@@ -444,8 +444,11 @@ class ProbeSuite : public AuditKind {
     }
   }
 
+  // A probes report, an empty shard's too (its census joins the merge).
   void summarise(report::Report& rep) override {
-    if (o_.census) rep.census = cross_tabulate(rep.targets, "det-warn");
+    report::ProbesBody probes{std::move(rep.targets()), std::nullopt};
+    if (o_.census) probes.census = cross_tabulate(probes.targets, "det-warn");
+    rep.body = std::move(probes);
   }
 
   std::vector<report::CensusRecord> shard_census() override { return std::move(census_); }

@@ -456,7 +456,7 @@ class ModelAudit : public AuditKind {
 
   void analyse(const Cells& cells, report::Report& rep) override {
     if (placement_) rep.contention = contention_note(*placement_, o_.jobs);
-    report::Target& target = rep.targets.front();
+    report::Target& target = rep.targets().front();
     analyse_configs(cells, target);
     if (o_.calls > 1)
       for (size_t c = 0; c < configs_.size(); ++c)

@@ -30,7 +30,7 @@ using report::Target;
 using report::Verdict;
 
 const Target* find_target(const Report& r, const std::string& name) {
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     if (t.name == name) return &t;
   return nullptr;
 }
@@ -59,8 +59,8 @@ std::vector<std::string> switch_configs(unsigned cpus) {
 }
 
 const report::RootCause* find_cause(const Report& r, const std::string& direction) {
-  if (r.targets.empty() || r.targets.front().configs.empty()) return nullptr;
-  const auto& trace = r.targets.front().configs.front().trace;
+  if (r.targets().empty() || r.targets().front().configs.empty()) return nullptr;
+  const auto& trace = r.targets().front().configs.front().trace;
   if (!trace) return nullptr;
   for (const auto& c : trace->root_causes)
     if (c.direction == direction) return &c;
@@ -118,13 +118,13 @@ SelfCheck detection_check(const Report& probes, const std::string& positive, con
 
 SelfCheck switches_check(const Report& probes) {
   SelfCheck check{"switches", false, ""};
-  if (probes.targets.empty()) {
+  if (probes.targets().empty()) {
     check.evidence = "no probe ran";
     return check;
   }
   std::set<std::string> verified, keys;
   std::vector<std::string> wrong;
-  for (const auto& c : probes.targets.front().configs) {
+  for (const auto& c : probes.targets().front().configs) {
     for (const auto& trial : c.trials)
       if (trial.status == report::TrialStatus::ConfigError) {
         wrong.push_back(fmt::format("{}: {}", c.name, trial.message));
@@ -300,8 +300,7 @@ class SelfTest : public AuditKind {
     checks_.push_back(invariance_check(batch_, read_linear_rows(scratch_.path() + "/invariance.json")));
     checks_.push_back(tracing_check(forward_, backward_, o_.device));
     r.environment = probes_.environment;
-    r.selftest =
-        report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
+    r.body = report::SelfTest{o_.device.is_cuda() && o_.device.index < 0 ? "cuda:0" : o_.device.to_string(), checks_};
   }
 
  private:
@@ -332,7 +331,7 @@ class SelfTest : public AuditKind {
     // A race is likely, never certain: where other work keeps the cores busy, the positive
     // control's threads may not overlap in a few repeats. One more, longer round under default
     // before detection is called broken; the evidence says so.
-    for (auto& pos : probes_.targets)
+    for (auto& pos : probes_.targets())
       for (auto& c : pos.configs)
         if (pos.name == positive() && c.name == "default" && c.verdict == Verdict::Reproducible &&
             (o_.device.is_cuda() || cpus_ >= 2)) {

@@ -17,7 +17,7 @@ constexpr const char* kDetect = "batch.detect-control";
 
 // The classes a probe gave under default, or nullptr when it did not run there.
 const std::vector<std::vector<int64_t>>* classes_of(const report::Report& r, const std::string& name) {
-  for (const auto& t : r.targets)
+  for (const auto& t : r.targets())
     if (t.name == name && t.probe)
       for (const auto& b : t.probe->batch_classes)
         if (b.config == "default") return &b.classes;

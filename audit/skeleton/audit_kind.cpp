@@ -29,10 +29,12 @@ Cells cells_of(size_t targets, size_t configs, fleet::ShardPlan* shard) {
 // and the verdicts.
 void close_report(report::Report& rep, AuditKind& kind, const Cells& cells, const SessionOptions& o,
                   std::optional<fleet::ShardPlan>& shard) {
-  std::vector<report::Target> kept;
-  for (size_t t = 0; t < rep.targets.size(); ++t)
-    if (t < cells.configs.size() && !cells.configs[t].empty()) kept.push_back(std::move(rep.targets[t]));
-  rep.targets = std::move(kept);
+  if (std::vector<report::Target>* targets = report::target_list(rep.body)) {  // invariance and selftest have none
+    std::vector<report::Target> kept;
+    for (size_t t = 0; t < targets->size(); ++t)
+      if (t < cells.configs.size() && !cells.configs[t].empty()) kept.push_back(std::move((*targets)[t]));
+    *targets = std::move(kept);
+  }
   kind.summarise(rep);
   rep.tolerance = o.tolerance;
   rep.tolerant = o.tolerant;
@@ -60,7 +62,7 @@ report::Report run_kind(AuditKind& kind, const SessionOptions& o,
   rep.tool_version = tool_version();
   rep.command = o.command;
   rep.environment = std::move(plan.environment);
-  rep.targets = std::move(plan.targets);
+  rep.body = report::TargetsBody{std::move(plan.targets)};  // the kind's analyse may choose another body
   // An empty shard (the plan has fewer cells than shards) runs nothing: a valid result with no target.
   if (!shard || !cells.empty()) {
     kind.run(cells);

@@ -12,8 +12,10 @@
 //   run(cells)       runs the trials of the cells this process owns: per target, the configurations
 //                    (indices into SessionOptions::configs). Unsharded, that is every cell.
 //   analyse(cells, report)
-//                    turns the trials into results: fills the targets in report.targets (the
-//                    plan's, in plan order) whose cells ran here, and any report section of its own.
+//                    turns the trials into results: fills the targets in report.targets() (the
+//                    plan's, in plan order, in a TargetsBody) whose cells ran here, or sets the
+//                    report's body to the kind's own alternative (reports/model.h: ProbesBody,
+//                    Invariance, SelfTest).
 // Two optional parts: summarise(report), called on the final list of targets in every case, an
 // empty shard included (the probe census's cross-tabulation), and shard_census(), what a shard
 // keeps for merge beyond the results.
@@ -38,7 +40,8 @@
 //      the options (fill_session, shard_option, load_judges) and ends with
 //      finish_report(report, args.out, judges).
 //   5. Results go in report::Target::configs, one per configuration that ran; a result of a new
-//      shape gets its own section of the report model and its renderers (reports/).
+//      shape is a new alternative of report::Body (reports/model.h), and the compiler then lists
+//      every consumer that must say what to do with it (docs/ARCHITECTURE.md, "An audit kind").
 // A kind never sets tool_version, command, tolerance, shard or wall time, never calls finalize, and
 // never writes a file: if a kind needs something the skeleton does not offer, change the skeleton
 // rather than copy a driver.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace ra {
 namespace {
 
@@ -18,15 +20,16 @@ const report::ConfigResult* find_config(const report::Target& t, const std::stri
 
 void name_changed_ops(report::Report& current, const Baseline& base) {
   if (!current.baseline) return;
-  const std::vector<int> pairs = pair_targets(base.results.targets, current.targets);
+  const std::vector<report::Target>& targets = std::as_const(current).targets();  // none for invariance
+  const std::vector<int> pairs = pair_targets(base.results.targets(), targets);
   for (auto& result : current.baseline->results) {
     if (result.differing == 0) continue;
     const report::ConfigResult* now = nullptr;
     const report::ConfigResult* then = nullptr;
-    for (size_t i = 0; i < current.targets.size(); ++i) {
-      if (current.targets[i].name != result.target || pairs[i] < 0) continue;
-      now = find_config(current.targets[i], result.config);
-      then = find_config(base.results.targets[static_cast<size_t>(pairs[i])], result.config);
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (targets[i].name != result.target || pairs[i] < 0) continue;
+      now = find_config(targets[i], result.config);
+      then = find_config(base.results.targets()[static_cast<size_t>(pairs[i])], result.config);
     }
     if (now == nullptr || then == nullptr || !now->op_stream) continue;  // not traced now: nothing to say
     if (!then->op_stream) {

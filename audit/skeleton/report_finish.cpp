@@ -16,7 +16,7 @@ namespace {
 // The size of the op streams a baseline file holds, logged once it is written.
 void log_baseline_size(const report::Report& rep, const std::string& path) {
   uint64_t records = 0, bytes = 0;
-  for (const auto& t : rep.targets)
+  for (const auto& t : rep.targets())
     for (const auto& c : t.configs)
       if (c.op_stream) records += c.op_stream->records(), bytes += c.op_stream->packed_bytes();
   if (records > 0)

@@ -16,10 +16,16 @@ class BigSum(torch.nn.Module):
         self.scale = torch.nn.Parameter(torch.ones(1))
     def forward(self, x):
         return torch.sum(x * self.scale)
+class BatchMean(torch.nn.Module):
+    """invariance's case: each row minus the batch's mean, so a row's bits depend on the batch."""
+    def forward(self, x):
+        return x - x.mean(0, keepdim=True)
 torch.manual_seed(0)
 torch.jit.script(Net()).save(f"{d}/net.pt")
 torch.jit.script(BigSum()).save(f"{d}/bigsum.pt")
 torch.save(torch.randn(8, 64), f"{d}/input.pt")
+torch.jit.script(BatchMean()).save(f"{d}/batchmean.pt")
+torch.save(torch.randn(8, 16), f"{d}/rows.pt")
 a = {"w": torch.randn(16, 16), "b": torch.randn(16)}
 b = {"w": a["w"].clone(), "b": a["b"].clone()}
 b["w"][3, 4] = b["w"][3, 4].item() + 1e-3

@@ -173,7 +173,7 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   replay.components = {params};
   replay.differing = {output};
   t.replay = replay;
-  r.targets = {t};
+  r.targets() = {t};
   r.wall_ms = wall_ms;
   ra::report::finalize(r);
   return r;

@@ -36,7 +36,7 @@ ra::report::Report model_report(Verdict v) {
   t.name = "nd.pt";
   t.kind = "model";
   t.configs.push_back(config("default", v));
-  r.targets.push_back(t);
+  r.targets().push_back(t);
   ra::report::finalize(r);
   return r;
 }
@@ -121,15 +121,15 @@ TEST_CASE("apply_allowlist: a target entry allows a diverged model; expiry relat
   auto r = model_report(Verdict::Diverged);
   CHECK(r.exit_code == 1);
   ra::apply_allowlist(r, list, "2026-10-01");
-  REQUIRE(r.targets[0].configs[0].allowed_by);
-  CHECK(r.targets[0].configs[0].allowed_by->entry == 0);
-  CHECK(r.targets[0].configs[0].allowed_by->reason == "known");
-  CHECK(r.targets[0].configs[0].verdict == Verdict::Diverged);
+  REQUIRE(r.targets()[0].configs[0].allowed_by);
+  CHECK(r.targets()[0].configs[0].allowed_by->entry == 0);
+  CHECK(r.targets()[0].configs[0].allowed_by->reason == "known");
+  CHECK(r.targets()[0].configs[0].verdict == Verdict::Diverged);
   CHECK(r.exit_code == 0);
   CHECK(r.allowlist_expired.empty());
 
   ra::apply_allowlist(r, list, "2026-10-02");
-  CHECK_FALSE(r.targets[0].configs[0].allowed_by);
+  CHECK_FALSE(r.targets()[0].configs[0].allowed_by);
   CHECK(r.exit_code == 1);
   REQUIRE(r.allowlist_expired.size() == 1);
   CHECK(r.allowlist_expired[0] == "allowlist entry 0 for nd.pt expired on 2026-10-01");
@@ -141,8 +141,8 @@ TEST_CASE("apply_allowlist: an expired entry fails even when another entry allow
                                         "a");
   auto r = model_report(Verdict::Diverged);
   ra::apply_allowlist(r, list, "2026-01-01");
-  REQUIRE(r.targets[0].configs[0].allowed_by);
-  CHECK(r.targets[0].configs[0].allowed_by->entry == 1);
+  REQUIRE(r.targets()[0].configs[0].allowed_by);
+  CHECK(r.targets()[0].configs[0].allowed_by->entry == 1);
   CHECK(r.exit_code == 1);
 }
 
@@ -150,7 +150,7 @@ TEST_CASE("apply_allowlist: config restricts, crashes are never allowed, unmatch
   const auto other_config = ra::parse_allowlist(doc(R"({"target": "nd.pt", "reason": "r", "config": "det"})"), "a");
   auto r = model_report(Verdict::Diverged);
   ra::apply_allowlist(r, other_config, "2026-01-01");
-  CHECK_FALSE(r.targets[0].configs[0].allowed_by);
+  CHECK_FALSE(r.targets()[0].configs[0].allowed_by);
   CHECK(r.exit_code == 1);
 
   const auto target = ra::parse_allowlist(doc(R"({"target": "nd.pt", "reason": "r"},
@@ -158,13 +158,13 @@ TEST_CASE("apply_allowlist: config restricts, crashes are never allowed, unmatch
                                           "a");
   auto crashed = model_report(Verdict::Crashed);
   ra::apply_allowlist(crashed, target, "2026-01-01");
-  CHECK_FALSE(crashed.targets[0].configs[0].allowed_by);
+  CHECK_FALSE(crashed.targets()[0].configs[0].allowed_by);
   CHECK(crashed.exit_code == 4);
   CHECK(crashed.allowlist_expired.empty());  // the expired entry matches nothing
 
   auto raised = model_report(Verdict::Raised);
   ra::apply_allowlist(raised, target, "2026-01-01");
-  CHECK(raised.targets[0].configs[0].allowed_by);
+  CHECK(raised.targets()[0].configs[0].allowed_by);
   CHECK(raised.exit_code == 0);
 }
 
@@ -177,9 +177,9 @@ TEST_CASE("apply_allowlist: op entries cover a probe's op, or every root cause o
   p.probe = ra::report::ProbeFacts{};
   p.probe->op = "aten::index_add";
   p.configs.push_back(config("default", Verdict::Diverged));
-  probes.targets.push_back(p);
+  probes.targets().push_back(p);
   ra::apply_allowlist(probes, list, "2026-01-01");
-  CHECK(probes.targets[0].configs[0].allowed_by);
+  CHECK(probes.targets()[0].configs[0].allowed_by);
   CHECK(probes.exit_code == 0);
 
   // Without a trace a model cannot be allowed by op.
@@ -188,18 +188,18 @@ TEST_CASE("apply_allowlist: op entries cover a probe's op, or every root cause o
   CHECK(untraced.exit_code == 1);
 
   auto traced = model_report(Verdict::Diverged);
-  traced.targets[0].configs[0].trace = ra::report::TraceSummary{};
+  traced.targets()[0].configs[0].trace = ra::report::TraceSummary{};
   ra::report::RootCause rc;
   rc.op = "aten::index_add";
-  traced.targets[0].configs[0].trace->root_causes.push_back(rc);
+  traced.targets()[0].configs[0].trace->root_causes.push_back(rc);
   ra::apply_allowlist(traced, list, "2026-01-01");
-  CHECK(traced.targets[0].configs[0].allowed_by);
+  CHECK(traced.targets()[0].configs[0].allowed_by);
   CHECK(traced.exit_code == 0);
 
   rc.op = "aten::mm";
-  traced.targets[0].configs[0].trace->root_causes.push_back(rc);
+  traced.targets()[0].configs[0].trace->root_causes.push_back(rc);
   ra::apply_allowlist(traced, list, "2026-01-01");
-  CHECK_FALSE(traced.targets[0].configs[0].allowed_by);
+  CHECK_FALSE(traced.targets()[0].configs[0].allowed_by);
   CHECK(traced.exit_code == 1);
 }
 

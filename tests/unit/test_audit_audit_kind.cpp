@@ -37,7 +37,7 @@ class FakeKind : public ra::AuditKind {
         ra::report::ConfigResult r;
         r.name = "c" + std::to_string(c);
         r.verdict = ra::report::Verdict::Reproducible;
-        rep.targets[t].configs.push_back(r);
+        rep.targets()[t].configs.push_back(r);
       }
   }
   void summarise(ra::report::Report&) override { calls.push_back("summarise"); }
@@ -66,8 +66,8 @@ TEST_CASE("run_kind: plan, run, analyse and summarise in order, every cell unsha
   CHECK(kind.calls == std::vector<std::string>{"plan", "run", "analyse", "summarise"});
   CHECK(checked == std::vector<std::string>{"a", "b"});
   CHECK(kind.ran == std::vector<std::vector<size_t>>{{0, 1}, {0, 1}});
-  REQUIRE(rep.targets.size() == 2);
-  CHECK(rep.targets[1].configs.size() == 2);
+  REQUIRE(rep.targets().size() == 2);
+  CHECK(rep.targets()[1].configs.size() == 2);
   CHECK(rep.command == o.command);
   CHECK(rep.environment["torch"] == "x");
   CHECK(rep.tolerant);
@@ -84,7 +84,7 @@ TEST_CASE("run_kind: an empty shard runs and analyses nothing, keeps no target a
   shard.report = "/nonexistent/shard.json";
   const ra::report::Report rep = ra::run_kind(kind, session(), shard);
   CHECK(kind.calls == std::vector<std::string>{"plan", "summarise"});
-  CHECK(rep.targets.empty());
+  CHECK(rep.targets().empty());
   REQUIRE(rep.shard);
   CHECK(rep.shard->index == 5);
 }

@@ -63,7 +63,7 @@ ra::report::Report report(const std::string& device = "cpu") {
   t.mode = "infer";
   t.inputs = {"float32[4x16]"};
   t.configs = {config("default", Verdict::Reproducible), config("threads-1", Verdict::Reproducible, 'b', "1")};
-  r.targets = {t};
+  r.targets() = {t};
   ra::report::finalize(r);
   return r;
 }
@@ -182,7 +182,7 @@ TEST_CASE("apply_baseline: the same environment and digests match (exit 0)") {
 TEST_CASE("apply_baseline: a torch change explains a CPU target's difference (exit 0), listing the change") {
   auto r = report();
   r.environment["torch"]["version"] = "2.12.0";
-  r.targets[0].configs[0].reference[1].digest = hex('c');
+  r.targets()[0].configs[0].reference[1].digest = hex('c');
   ra::apply_baseline(r, baseline_of(report()));
   const auto& res = result(r, "default");
   CHECK(res.status == BaselineStatus::Explained);
@@ -205,7 +205,7 @@ TEST_CASE("resave_advice: a report taken as the baseline (compare A.json B.json)
   // for an explained difference names the newer report instead, in every format.
   auto r = report();
   r.environment["torch"]["version"] = "2.12.0";
-  r.targets[0].configs[0].reference[1].digest = hex('c');
+  r.targets()[0].configs[0].reference[1].digest = hex('c');
   ra::apply_baseline(r, ra::Baseline{"previous.json", "repro-audit/report", report()});
   REQUIRE(result(r, "default").status == BaselineStatus::Explained);
   for (const std::string& out : {ra::report::render_text(r), ra::report::render_markdown(r),
@@ -219,7 +219,7 @@ TEST_CASE("resave_advice: a report taken as the baseline (compare A.json B.json)
 TEST_CASE("apply_baseline: a cuDNN change does not explain a CPU target's difference (regression, exit 1)") {
   auto r = report();
   r.environment["cuda"]["cudnn"] = "9.20.0";
-  r.targets[0].configs[0].reference[1].digest = hex('c');
+  r.targets()[0].configs[0].reference[1].digest = hex('c');
   ra::apply_baseline(r, baseline_of(report()));
   const auto& res = result(r, "default");
   CHECK(res.status == BaselineStatus::Regression);
@@ -236,7 +236,7 @@ TEST_CASE("apply_baseline: a cuDNN change does not explain a CPU target's differ
   // The same cuDNN change explains a CUDA target's difference.
   auto gpu = report("cuda");
   gpu.environment["cuda"]["cudnn"] = "9.20.0";
-  gpu.targets[0].configs[0].reference[1].digest = hex('c');
+  gpu.targets()[0].configs[0].reference[1].digest = hex('c');
   ra::apply_baseline(gpu, baseline_of(report("cuda")));
   CHECK(result(gpu, "default").status == BaselineStatus::Explained);
   CHECK(gpu.exit_code == 0);
@@ -246,7 +246,7 @@ TEST_CASE("apply_baseline: a GPU's SKU or SM count explains a difference on that
   const auto run = [](const std::string& device, const std::string& key, const json& value) {
     auto r = report(device);
     r.environment["cuda"]["devices"][1][key] = value;
-    r.targets[0].configs[0].reference[1].digest = hex('c');
+    r.targets()[0].configs[0].reference[1].digest = hex('c');
     ra::apply_baseline(r, baseline_of(report(device)));
     return result(r, "default");
   };
@@ -264,10 +264,10 @@ TEST_CASE("apply_baseline: a GPU's SKU or SM count explains a difference on that
 
 TEST_CASE("apply_baseline: a configuration's effective switch change explains only where it can act") {
   auto r = report();
-  r.targets[0].configs[0].switches[1].effective = "4";  // default: threads 2 -> 4 (more CPUs)
-  r.targets[0].configs[0].reference[1].digest = hex('c');
-  r.targets[0].configs[1].switches[0].effective = "on";  // threads-1: cudnn.benchmark, cannot act on cpu
-  r.targets[0].configs[1].reference[1].digest = hex('d');
+  r.targets()[0].configs[0].switches[1].effective = "4";  // default: threads 2 -> 4 (more CPUs)
+  r.targets()[0].configs[0].reference[1].digest = hex('c');
+  r.targets()[0].configs[1].switches[0].effective = "on";  // threads-1: cudnn.benchmark, cannot act on cpu
+  r.targets()[0].configs[1].reference[1].digest = hex('d');
   ra::apply_baseline(r, baseline_of(report()));
   const auto& def = result(r, "default");
   CHECK(def.status == BaselineStatus::Explained);
@@ -288,7 +288,7 @@ TEST_CASE("apply_baseline: ignored keys explain nothing") {
   r.environment["torch"]["library_dir"] = "/elsewhere";
   r.environment["tool"]["share_dir"] = "/elsewhere/share";
   r.environment["switches"]["threads"] = "8";
-  r.targets[0].configs[0].reference[1].digest = hex('c');
+  r.targets()[0].configs[0].reference[1].digest = hex('c');
   ra::apply_baseline(r, baseline_of(report()));
   CHECK(r.baseline->changes.empty());
   CHECK(r.baseline->ignored.size() == 3);
@@ -298,10 +298,10 @@ TEST_CASE("apply_baseline: ignored keys explain nothing") {
 
 TEST_CASE("apply_baseline: a configuration that diverged on either side is nondeterministic (exit 1 unless allowed)") {
   auto base = report();
-  base.targets[0].configs[0] = config("default", Verdict::Diverged);
+  base.targets()[0].configs[0] = config("default", Verdict::Diverged);
   auto r = report();
   r.environment["torch"]["version"] = "2.12.0";  // even with a change that could explain it
-  r.targets[0].configs[0].reference[1].digest = hex('c');
+  r.targets()[0].configs[0].reference[1].digest = hex('c');
   ra::apply_baseline(r, baseline_of(base));
   const auto& res = result(r, "default");
   CHECK(res.status == BaselineStatus::Nondeterministic);
@@ -310,8 +310,8 @@ TEST_CASE("apply_baseline: a configuration that diverged on either side is nonde
 
   // Diverged here, and accepted by an allowlist entry: does not fail.
   auto allowed = report();
-  allowed.targets[0].configs[0] = config("default", Verdict::Diverged, 'c');
-  allowed.targets[0].configs[0].allowed_by = ra::report::AllowedBy{0, "known", ""};
+  allowed.targets()[0].configs[0] = config("default", Verdict::Diverged, 'c');
+  allowed.targets()[0].configs[0].allowed_by = ra::report::AllowedBy{0, "known", ""};
   ra::apply_baseline(allowed, baseline_of(report()));
   CHECK(result(allowed, "default").status == BaselineStatus::Nondeterministic);
   CHECK_FALSE(ra::report::baseline_failure(allowed, result(allowed, "default")));
@@ -319,18 +319,18 @@ TEST_CASE("apply_baseline: a configuration that diverged on either side is nonde
 
   // Digests that still match are a match, whatever the verdicts.
   auto same = report();
-  same.targets[0].configs[0] = config("default", Verdict::Diverged);
+  same.targets()[0].configs[0] = config("default", Verdict::Diverged);
   ra::apply_baseline(same, baseline_of(report()));
   CHECK(result(same, "default").status == BaselineStatus::Match);
 }
 
 TEST_CASE("apply_baseline: configurations on one side only are missing or added; no reference is incomparable") {
   auto base = report();
-  base.targets[0].configs.push_back(config("mkl-cbwr", Verdict::Reproducible));
-  base.targets[0].configs.push_back(config("det", Verdict::Raised));
+  base.targets()[0].configs.push_back(config("mkl-cbwr", Verdict::Reproducible));
+  base.targets()[0].configs.push_back(config("det", Verdict::Raised));
   auto r = report();
-  r.targets[0].configs.push_back(config("det", Verdict::Reproducible));
-  r.targets[0].configs.push_back(config("threads-N", Verdict::Reproducible));
+  r.targets()[0].configs.push_back(config("det", Verdict::Reproducible));
+  r.targets()[0].configs.push_back(config("threads-N", Verdict::Reproducible));
   ra::report::finalize(r);
   ra::apply_baseline(r, baseline_of(base));
   const auto& results = r.baseline->results;
@@ -352,8 +352,8 @@ TEST_CASE("apply_baseline: configurations on one side only are missing or added;
 TEST_CASE("apply_baseline: differing tensors are listed in execution order, the first 20, with a count") {
   auto base = report();
   auto r = report();
-  auto& ref = r.targets[0].configs[0].reference;
-  auto& old = base.targets[0].configs[0].reference;
+  auto& ref = r.targets()[0].configs[0].reference;
+  auto& old = base.targets()[0].configs[0].reference;
   for (int i = 0; i < 30; ++i) {
     old.push_back({"step1/grad/p" + std::to_string(i), "float32", {4}, hex('e')});
     ref.push_back({"step1/grad/p" + std::to_string(i), "float32", {4}, hex('f')});
@@ -375,13 +375,13 @@ TEST_CASE("apply_baseline: differing tensors are listed in execution order, the 
 
 TEST_CASE("check_baseline_targets: another model, device, mode, seed or inputs is an input error naming it") {
   const auto base = baseline_of(report());
-  CHECK(check_error(base, report().targets).empty());
+  CHECK(check_error(base, report().targets()).empty());
 
-  auto renamed = report().targets;
+  auto renamed = report().targets();
   renamed[0].name = "renamed.pt";  // same bytes under another name: the same model
   CHECK(check_error(base, renamed).empty());
 
-  auto other = report().targets;
+  auto other = report().targets();
   other[0].name = "b.pt";
   other[0].model_digest = hex('9');
   CHECK(check_error(base, other) ==
@@ -391,43 +391,43 @@ TEST_CASE("check_baseline_targets: another model, device, mode, seed or inputs i
         "baseline golden.json was made from another version of model m.pt (digest 111111111111...; this one's is "
         "999999999999...)");
 
-  auto t = report().targets;
+  auto t = report().targets();
   t[0].device = "cuda";
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt on cpu, not on cuda");
-  t = report().targets;
+  t = report().targets();
   t[0].mode = "train";
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt in infer mode, not train mode");
-  t = report().targets;
+  t = report().targets();
   t[0].seed = 7;
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with seed 0, not 7");
-  t = report().targets;
+  t = report().targets();
   t[0].inputs = {"float32[8x16]"};
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with inputs float32[4x16], not float32[8x16]");
-  t = report().targets;
+  t = report().targets();
   t[0].input_digest = hex('7');
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with synthetic inputs, not an input file");
 
   // A baseline from a report written before targets carried digests: the rest is still checked.
   auto old = report();
-  old.targets[0].model_digest.clear();
-  t = report().targets;
+  old.targets()[0].model_digest.clear();
+  t = report().targets();
   t[0].input_digest = hex('7');
   t[0].model_digest = hex('9');
   CHECK(check_error(baseline_of(old), t).empty());
   t[0].seed = 3;
   CHECK(check_error(baseline_of(old), t) == "baseline golden.json was made for m.pt with seed 0, not 3");
 
-  auto probe = report().targets;
+  auto probe = report().targets();
   probe[0].kind = "probe";
   CHECK(check_error(base, probe) ==
         "baseline golden.json has no target of this run: it holds model m.pt, this run has probe m.pt");
-  CHECK(check_error(base, report().targets, {"det", "strict"}) ==
+  CHECK(check_error(base, report().targets(), {"det", "strict"}) ==
         "baseline golden.json has no configuration of this run: it holds default, threads-1, this run has det, strict");
 }
 
 TEST_CASE("parse_baseline: a baseline file or a report; anything else is an input error naming the file") {
   auto r = report();
-  r.targets[0].configs[0].allowed_by = ra::report::AllowedBy{0, "known", ""};
+  r.targets()[0].configs[0].allowed_by = ra::report::AllowedBy{0, "known", ""};
   const auto from_baseline = ra::parse_baseline(ra::report::render_baseline(r), "g.json");
   CHECK(from_baseline.schema == "repro-audit/baseline");
   // Path-free: the installation's folders are left out of the fingerprint, nothing else.
@@ -436,10 +436,10 @@ TEST_CASE("parse_baseline: a baseline file or a report; anything else is an inpu
   expected["torch"].erase("library_dir");
   CHECK(from_baseline.results.environment == expected);
   CHECK(r.environment["tool"].contains("share_dir"));
-  REQUIRE(from_baseline.results.targets.size() == 1);
-  const auto& t = from_baseline.results.targets[0];
+  REQUIRE(from_baseline.results.targets().size() == 1);
+  const auto& t = from_baseline.results.targets()[0];
   CHECK(t.model_digest == hex('1'));
-  CHECK(t.inputs == r.targets[0].inputs);
+  CHECK(t.inputs == r.targets()[0].inputs);
   REQUIRE(t.configs.size() == 2);
   CHECK(t.configs[1].reference.size() == 2);
   CHECK(t.configs[1].switches[1].effective == "1");
@@ -448,7 +448,7 @@ TEST_CASE("parse_baseline: a baseline file or a report; anything else is an inpu
 
   const auto from_report = ra::parse_baseline(ra::report::render_json(r), "r.json");
   CHECK(from_report.schema == "repro-audit/report");
-  CHECK(from_report.results.targets[0].configs[0].reference == r.targets[0].configs[0].reference);
+  CHECK(from_report.results.targets()[0].configs[0].reference == r.targets()[0].configs[0].reference);
 
   const auto error = [](const std::string& text) {
     try {
@@ -474,9 +474,9 @@ namespace {
 // The report's model with an identity by content.
 ra::report::Report with_identity(char bytes, char weights, char graph) {
   auto r = report();
-  r.targets[0].model_digest = hex(bytes);
-  r.targets[0].weights_digest = hex(weights);
-  r.targets[0].graph_digest = hex(graph);
+  r.targets()[0].model_digest = hex(bytes);
+  r.targets()[0].weights_digest = hex(weights);
+  r.targets()[0].graph_digest = hex(graph);
   return r;
 }
 
@@ -484,7 +484,7 @@ ra::report::Report with_identity(char bytes, char weights, char graph) {
 
 TEST_CASE("identity: a re-saved model (other bytes, same graph and weights) compares as the same model") {
   auto r = with_identity('2', 'w', 'g');
-  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), r.targets).empty());
+  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), r.targets()).empty());
   ra::apply_baseline(r, baseline_of(with_identity('1', 'w', 'g')));
   for (const auto& res : r.baseline->results) CHECK(res.status == BaselineStatus::Match);
   REQUIRE(r.baseline->models.size() == 1);
@@ -502,8 +502,8 @@ TEST_CASE("identity: a re-saved model (other bytes, same graph and weights) comp
 
 TEST_CASE("identity: same graph, other weights is compared, said, and explains the differences (exit 0)") {
   auto r = with_identity('2', 'v', 'g');
-  r.targets[0].configs[0].reference[0].digest = hex('d');  // param/w
-  r.targets[0].configs[1].reference[0].digest = hex('d');
+  r.targets()[0].configs[0].reference[0].digest = hex('d');  // param/w
+  r.targets()[0].configs[1].reference[0].digest = hex('d');
   ra::apply_baseline(r, baseline_of(with_identity('1', 'w', 'g')));
   REQUIRE(r.baseline->models.size() == 1);
   CHECK(r.baseline->models[0].relation == "other_weights");
@@ -520,28 +520,28 @@ TEST_CASE("identity: same graph, other weights is compared, said, and explains t
   CHECK(text.find("the results changed together with the model's weights") != std::string::npos);
   // Written and read back.
   const auto back = ra::parse_baseline(ra::report::render_json(r), "r.json", "report");
-  CHECK(back.results.targets[0].weights_digest == hex('v'));
-  CHECK(back.results.targets[0].graph_digest == hex('g'));
+  CHECK(back.results.targets()[0].weights_digest == hex('v'));
+  CHECK(back.results.targets()[0].graph_digest == hex('g'));
   REQUIRE(back.results.baseline.has_value());
   REQUIRE(back.results.baseline->models.size() == 1);
   CHECK(back.results.baseline->models[0].relation == "other_weights");
 }
 
 TEST_CASE("identity: another graph is another model; an older baseline matches by bytes and says how to upgrade") {
-  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), with_identity('2', 'w', 'h').targets) ==
+  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), with_identity('2', 'w', 'h').targets()) ==
         "baseline golden.json was made from another version of model m.pt, which computes another graph (graph "
         "gggggggggggg...; this one's is hhhhhhhhhhhh...)");
   // Written before identities by content: the bytes decide, and the message says what to do.
   auto old = report();
-  CHECK(check_error(baseline_of(old), with_identity('1', 'w', 'g').targets).empty());
-  CHECK(check_error(baseline_of(old), with_identity('2', 'w', 'g').targets) ==
+  CHECK(check_error(baseline_of(old), with_identity('1', 'w', 'g').targets()).empty());
+  CHECK(check_error(baseline_of(old), with_identity('2', 'w', 'g').targets()) ==
         "baseline golden.json was made from another version of model m.pt (digest 111111111111...; this one's is "
         "222222222222...): this baseline predates identities by content, so it matches by the file's bytes; save it "
         "again to match a re-saved model by its graph and weights");
   // A baseline file keeps the identity, and reads back.
   const auto file = ra::parse_baseline(ra::report::render_baseline(with_identity('1', 'w', 'g')), "g.json");
-  CHECK(file.results.targets[0].weights_digest == hex('w'));
-  CHECK(file.results.targets[0].graph_digest == hex('g'));
+  CHECK(file.results.targets()[0].weights_digest == hex('w'));
+  CHECK(file.results.targets()[0].graph_digest == hex('g'));
 }
 
 TEST_CASE("identity: canonical forms") {
@@ -593,16 +593,16 @@ TEST_CASE(
   // determinism behaviour.
   auto before = report();
   before.environment["cuda"]["wheels"] = {{"nvidia-cublas", "13.1.0.3"}, {"nvidia-nccl-cu13", "2.28.9"}};
-  before.targets[0].configs.push_back(config("det", Verdict::Reproducible));
-  before.targets[0].configs.push_back(config("deterministic", Verdict::Diverged));
+  before.targets()[0].configs.push_back(config("det", Verdict::Reproducible));
+  before.targets()[0].configs.push_back(config("deterministic", Verdict::Diverged));
   ra::report::finalize(before);
   auto now = report();
   now.environment["torch"]["version"] = "2.15.0";
   now.environment["cuda"]["wheels"] = {{"nvidia-cublas", "13.2.1.1"}, {"nvidia-nccl-cu13", "2.28.9"}};
-  now.targets[0].configs[1].verdict = Verdict::Diverged;                             // threads-1: newly divergent
-  now.targets[0].configs.push_back(config("det", Verdict::Raised));                  // newly raising
-  now.targets[0].configs.push_back(config("deterministic", Verdict::Reproducible));  // newly fixed
-  now.targets[0].configs[0].reference[1].digest = hex('c');                          // default: changed bits, explained
+  now.targets()[0].configs[1].verdict = Verdict::Diverged;                             // threads-1: newly divergent
+  now.targets()[0].configs.push_back(config("det", Verdict::Raised));                  // newly raising
+  now.targets()[0].configs.push_back(config("deterministic", Verdict::Reproducible));  // newly fixed
+  now.targets()[0].configs[0].reference[1].digest = hex('c');  // default: changed bits, explained
   ra::report::finalize(now);
   ra::apply_baseline(now, baseline_of(before));
   const auto& stack = now.baseline->stack;

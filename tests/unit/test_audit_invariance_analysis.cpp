@@ -95,14 +95,14 @@ TEST_CASE("invariance_to_json: read back as written, and finalize's exit code") 
   InvarianceConfig c = sweep({{1, "a"}, {4, "x"}});
   ra::invariance::analyse(c);
   inv.configs = {c};
-  r.invariance = inv;
+  r.body = inv;
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
   const auto back = ra::report::report_from_json(ra::report::to_json(r));
-  REQUIRE(back.invariance);
+  REQUIRE(std::holds_alternative<ra::report::Invariance>(back.body));
   CHECK(ra::report::render_text(back) == ra::report::render_text(r));
-  CHECK(back.invariance->configs[0].classes.size() == 2);
-  CHECK(back.invariance->configs[0].cells[2].rows[0].max_ulp == 2.0);
+  CHECK(std::get<ra::report::Invariance>(back.body).configs[0].classes.size() == 2);
+  CHECK(std::get<ra::report::Invariance>(back.body).configs[0].cells[2].rows[0].max_ulp == 2.0);
 }
 
 TEST_CASE("nondeterministic: no classes and no padding advice; finalize exits 1") {
@@ -120,15 +120,16 @@ TEST_CASE("nondeterministic: no classes and no padding advice; finalize exits 1"
   ra::report::Report r;
   r.tool_version = "0.1.0";
   r.command = {"repro-audit", "invariance", "m.pt"};
-  r.invariance = ra::report::Invariance{};
-  r.invariance->model = "m.pt", r.invariance->kind = "torchscript", r.invariance->device = "cpu";
-  r.invariance->control = {true, "passed"};
-  r.invariance->configs = {c};
+  auto& inv = r.body.emplace<ra::report::Invariance>();
+  inv.model = "m.pt", inv.kind = "torchscript", inv.device = "cpu";
+  inv.control = {true, "passed"};
+  inv.configs = {c};
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
   CHECK(ra::report::invariance_summary(c).rfind("nondeterministic: anchor 0", 0) == 0);
   const auto back = ra::report::report_from_json(ra::report::to_json(r));
-  CHECK(back.invariance->configs[0].verdict == "nondeterministic");
+  REQUIRE(std::holds_alternative<ra::report::Invariance>(back.body));
+  CHECK(std::get<ra::report::Invariance>(back.body).configs[0].verdict == "nondeterministic");
 }
 
 TEST_CASE("finalize_invariance: a model that failed at one size exits 3, its sizes before kept") {
@@ -137,9 +138,9 @@ TEST_CASE("finalize_invariance: a model that failed at one size exits 3, its siz
   ra::invariance::analyse(c);
   CHECK(c.verdict == "variant");  // the sizes measured before it
   ra::report::Report r;
-  r.invariance = ra::report::Invariance{};
-  r.invariance->control = {true, "passed"};
-  r.invariance->configs = {c};
+  auto& inv = r.body.emplace<ra::report::Invariance>();
+  inv.control = {true, "passed"};
+  inv.configs = {c};
   ra::report::finalize(r);
   CHECK(r.exit_code == 3);
   CHECK(ra::report::invariance_summary(c).find("stopped where the model fails on a batch of 3") != std::string::npos);

@@ -168,36 +168,73 @@ TEST_CASE("the fix search in the report: JSON round trip and every format") {
   FakeSweep fake;
   fake.fixing = {{"threads", "1"}};
   ra::report::Report r;
-  r.invariance = ra::report::Invariance{};
-  r.invariance->model = "m.pt";
-  r.invariance->configs = {kDefault};
-  r.invariance->fix = ra::invariance::search_invariance_fix(kDefault, ra::parse_config("default", 2), ra::Device::cpu(),
-                                                            std::ref(fake));
+  auto& inv = r.body.emplace<ra::report::Invariance>();
+  inv.model = "m.pt";
+  inv.configs = {kDefault};
+  inv.fix = ra::invariance::search_invariance_fix(kDefault, ra::parse_config("default", 2), ra::Device::cpu(),
+                                                  std::ref(fake));
   ra::report::finalize(r);
   const auto back = ra::report::report_from_json(ra::report::to_json(r));
-  REQUIRE(back.invariance);
-  REQUIRE(back.invariance->fix);
-  const auto& f = *back.invariance->fix;
-  CHECK(f.conclusion == r.invariance->fix->conclusion);
+  REQUIRE(std::holds_alternative<ra::report::Invariance>(back.body));
+  REQUIRE(std::get<ra::report::Invariance>(back.body).fix);
+  const auto& f = *std::get<ra::report::Invariance>(back.body).fix;
+  CHECK(f.conclusion == inv.fix->conclusion);
   CHECK(f.sizes == std::vector<int64_t>{1, 4});
-  REQUIRE(f.candidates.size() == r.invariance->fix->candidates.size());
+  REQUIRE(f.candidates.size() == inv.fix->candidates.size());
   for (size_t i = 0; i < f.candidates.size(); ++i) {
-    CHECK(f.candidates[i].toggles == r.invariance->fix->candidates[i].toggles);
-    CHECK(f.candidates[i].fixes == r.invariance->fix->candidates[i].fixes);
-    CHECK(f.candidates[i].cost_ratio.has_value() == r.invariance->fix->candidates[i].cost_ratio.has_value());
+    CHECK(f.candidates[i].toggles == inv.fix->candidates[i].toggles);
+    CHECK(f.candidates[i].fixes == inv.fix->candidates[i].fixes);
+    CHECK(f.candidates[i].cost_ratio.has_value() == inv.fix->candidates[i].cost_ratio.has_value());
   }
   CHECK(ra::report::to_json(back).dump() == ra::report::to_json(r).dump());
   CHECK(ra::report::render_text(r).find("threads=1: invariant: fixes it, cost 1.00x") != std::string::npos);
-  CHECK(ra::report::render_text(r).find("cublas.fp16_reduction=off: not run: no effect on cpu") != std::string::npos);
+  // The candidates that did not run share one line, in every format (issue 43, item 5).
+  const std::string text = ra::report::render_text(r);
+  const size_t not_run = text.find("\n  not run: ");
+  REQUIRE(not_run != std::string::npos);
+  const std::string not_run_line = text.substr(not_run + 1, text.find('\n', not_run + 1) - not_run - 1);
+  CHECK(not_run_line.find("cublas.fp16_reduction=off") != std::string::npos);
+  CHECK(not_run_line.find("(no effect on cpu)") != std::string::npos);
+  CHECK(text.find("cublas.fp16_reduction=off: not run") == std::string::npos);
+  CHECK(text.find("not run: ", not_run + 2) == std::string::npos);
   CHECK(ra::report::render_markdown(r).find("| threads=1 | invariant: fixes it | torch.set\\_num\\_threads(1) |") !=
         std::string::npos);
+  CHECK(ra::report::render_markdown(r).find("| not run") == std::string::npos);
+  CHECK(ra::report::render_markdown(r).find("\nNot run: ") != std::string::npos);
   const std::string html = ra::report::render_html(r);
   CHECK(html.find("data-toggles=\"threads=1\" data-verdict=\"invariant\" data-fixes=\"true\"") != std::string::npos);
+  CHECK(html.find("<p class=\"fix-not-run\">Not run: ") != std::string::npos);
+  CHECK(html.find("data-verdict=\"not run\"") == std::string::npos);
   // The costs sit in the timing block only.
   CHECK(html.find("Invariance fix costs") > html.find(ra::report::kTimingBegin));
   CHECK(ra::report::render_junit(r).find("name=\"fix search from default\"/>") != std::string::npos);
   // A report written before the fix search has none.
   auto old = ra::report::to_json(r);
   old["invariance"].erase("fix");
-  CHECK_FALSE(ra::report::report_from_json(old).invariance->fix);
+  CHECK_FALSE(std::get<ra::report::Invariance>(ra::report::report_from_json(old).body).fix);
+}
+
+TEST_CASE("an invariance report renders only what an invariance audit has (issue 43, item 5)") {
+  FakeSweep fake;
+  fake.fixing = {{"threads", "1"}};
+  ra::report::Report r;
+  auto& inv = r.body.emplace<ra::report::Invariance>();
+  inv.model = "m.pt";
+  inv.configs = {kDefault};
+  inv.fix = ra::invariance::search_invariance_fix(kDefault, ra::parse_config("default", 2), "cpu", std::ref(fake));
+  inv.configs.front().advice.push_back("fix search: " + inv.fix->conclusion);  // as the audit adds it
+  ra::report::finalize(r);
+  // No section of a report with targets: no empty matrix, traces, fixes, census, details or trial times.
+  const std::string html = ra::report::render_html(r);
+  for (const char* absent : {"id=\"matrix\"", "id=\"root-causes\"", "No trace recorded", "id=\"fixes\"",
+                             "No fix search", "id=\"census\"", "id=\"details\"", "Trial times", "href=\"#matrix\""})
+    CHECK_MESSAGE(html.find(absent) == std::string::npos, absent);
+  CHECK(html.find("id=\"invariance-fix\"") != std::string::npos);
+  CHECK(html.find("<a href=\"#invariance\">") != std::string::npos);  // the nav names the sections there are
+  CHECK(html.find("href=\"#verdict\"") == std::string::npos);
+  CHECK(html.find("id=\"environment\"") != std::string::npos);
+  // The fix search's conclusion once in Markdown (its section), though the advice repeats it.
+  const std::string md = ra::report::render_markdown(r);
+  CHECK(md.find("**default**: fix search: ") == std::string::npos);
+  CHECK(md.find("### fix search from default") != std::string::npos);
 }

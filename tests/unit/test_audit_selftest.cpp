@@ -40,8 +40,8 @@ Target target(const std::string& name, Verdict on_default, Verdict on_det) {
 
 Report probes(Verdict pos_default, Verdict pos_det, Verdict neg_default = Verdict::Reproducible) {
   Report r;
-  r.targets = {target("index_put.accumulate", pos_default, pos_det),
-               target("index_put.accumulate.unique-control", neg_default, Verdict::Reproducible)};
+  r.targets() = {target("index_put.accumulate", pos_default, pos_det),
+                 target("index_put.accumulate.unique-control", neg_default, Verdict::Reproducible)};
   return r;
 }
 
@@ -77,7 +77,7 @@ Report traced(const std::string& direction, uint32_t thread, Verdict v = Verdict
     c.trace->root_causes.push_back(cause);
   }
   t.configs = {c};
-  r.targets = {t};
+  r.targets() = {t};
   return r;
 }
 
@@ -111,12 +111,12 @@ TEST_CASE("selftest detection: the positive control must diverge under default o
 
 TEST_CASE("selftest switches: every requested switch must read back as requested, in every configuration") {
   Report r = probes(Verdict::Diverged, Verdict::Reproducible);
-  r.targets[0].configs[0].switches = {{"threads", "1", "1"}, {"deterministic", "", "off"}};
-  r.targets[0].configs[1].switches = {{"threads", "2", "2"}, {"tf32.cublas", "on", "on"}};
+  r.targets()[0].configs[0].switches = {{"threads", "1", "1"}, {"deterministic", "", "off"}};
+  r.targets()[0].configs[1].switches = {{"threads", "2", "2"}, {"tf32.cublas", "on", "on"}};
   const auto pass = ra::switches_check(r);
   CHECK(pass.passed);
   CHECK(contains(pass.evidence, "3 values of 2 switches"));
-  r.targets[0].configs[1].switches[1].effective = "off";
+  r.targets()[0].configs[1].switches[1].effective = "off";
   const auto fail = ra::switches_check(r);
   CHECK_FALSE(fail.passed);
   CHECK(contains(fail.evidence, "'tf32.cublas' set to on read back as off"));
@@ -124,8 +124,8 @@ TEST_CASE("selftest switches: every requested switch must read back as requested
   ra::report::Trial trial;
   trial.status = ra::report::TrialStatus::ConfigError;
   trial.message = "cannot apply configuration: no MKL";
-  refused.targets[0].configs[0].trials = {trial};
-  refused.targets[0].configs[0].switches = {{"threads", "1", "1"}};
+  refused.targets()[0].configs[0].trials = {trial};
+  refused.targets()[0].configs[0].switches = {{"threads", "1", "1"}};
   CHECK_FALSE(ra::switches_check(refused).passed);
   CHECK_FALSE(ra::switches_check(Report{}).passed);
 }
@@ -176,11 +176,11 @@ TEST_CASE("selftest report: a failed check makes exit 1 in every format, and JSO
   r.tool_version = "0.1.0";
   r.command = {"repro-audit", "selftest"};
   r.environment = environment(false);
-  r.selftest =
+  r.body =
       ra::report::SelfTest{"cpu", {{"digests", true, "6 dtypes alike"}, {"tracing", false, "no backward root cause"}}};
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
-  CHECK(ra::report::selftest_summary(*r.selftest) == "1 of 2 checks failed: tracing");
+  CHECK(ra::report::selftest_summary(std::get<ra::report::SelfTest>(r.body)) == "1 of 2 checks failed: tracing");
   const std::string text = ra::report::render_text(r);
   CHECK(contains(text, "  FAIL  tracing      no backward root cause\n"));
   CHECK(contains(text, "selftest: 1 of 2 checks failed: tracing (exit 1)"));
@@ -194,8 +194,8 @@ TEST_CASE("selftest report: a failed check makes exit 1 in every format, and JSO
 
   const std::string json = ra::report::render_json(r);
   const Report back = ra::report::report_from_json(nlohmann::ordered_json::parse(json));
-  REQUIRE(back.selftest);
-  CHECK(back.selftest->checks.size() == 2);
+  REQUIRE(std::holds_alternative<ra::report::SelfTest>(back.body));
+  CHECK(std::get<ra::report::SelfTest>(back.body).checks.size() == 2);
   CHECK(ra::report::render_json(back) == json);
   // The stored exit code is checked against the checks: a hand edit to 0 is refused.
   auto edited = nlohmann::ordered_json::parse(json);
@@ -204,7 +204,7 @@ TEST_CASE("selftest report: a failed check makes exit 1 in every format, and JSO
   edited = nlohmann::ordered_json::parse(json);
   edited["selftest"]["checks"][1]["passed"] = "no";
   CHECK_THROWS_AS(ra::report::report_from_json(edited), ra::report::ReportError);
-  r.selftest->checks[1].passed = true;
+  std::get<ra::report::SelfTest>(r.body).checks[1].passed = true;
   ra::report::finalize(r);
   CHECK(r.exit_code == 0);
   CHECK(contains(ra::report::render_text(r), "selftest: all 2 checks passed (exit 0)"));
@@ -223,7 +223,7 @@ Report batch_probes(std::vector<std::vector<int64_t>> linear, std::vector<std::v
     t.probe = ra::report::ProbeFacts{};
     t.probe->family = "batch-invariance";
     t.probe->batch_classes = {{"default", classes}};
-    r.targets.push_back(t);
+    r.targets().push_back(t);
   }
   return r;
 }
@@ -256,6 +256,6 @@ TEST_CASE("selftest invariance: Linear variant where measured so in-process, lay
   CHECK(contains(blind.evidence, "the comparison cannot see one ulp"));
   // A probe that did not run.
   Report partial = batch_probes(split, one, ulp);
-  partial.targets.pop_back();
+  partial.targets().pop_back();
   CHECK_FALSE(ra::invariance_check(partial, variant).passed);
 }

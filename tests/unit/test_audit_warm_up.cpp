@@ -75,16 +75,16 @@ TEST_CASE("warm_up: a dependent configuration makes the report exit 1, and the J
   c.repeats = c.completed = 3;
   c.warm_up = ra::compare_calls({trial(0, A, {B, B}), trial(1, A, {B, B}), trial(2, A, {B, B})}, {}, 3);
   t.configs.push_back(c);
-  r.targets.push_back(t);
+  r.targets().push_back(t);
   ra::report::finalize(r);
-  CHECK(r.targets[0].configs[0].verdict == ra::report::Verdict::Reproducible);
+  CHECK(r.targets()[0].configs[0].verdict == ra::report::Verdict::Reproducible);
   CHECK(r.exit_code == 1);
   const std::string first = ra::report::render_json(r);
   CHECK(first.find("\"warm_up\"") != std::string::npos);
   CHECK(ra::report::render_json(ra::report::report_from_json(nlohmann::ordered_json::parse(first))) == first);
   CHECK(ra::report::render_text(r).find("warm-up-dependent (exit 1)") != std::string::npos);
   // Without --calls nothing of it is written.
-  r.targets[0].configs[0].warm_up.reset();
+  r.targets()[0].configs[0].warm_up.reset();
   ra::report::finalize(r);
   CHECK(r.exit_code == 0);
   CHECK(ra::report::render_json(r).find("warm_up") == std::string::npos);

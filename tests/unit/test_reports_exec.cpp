@@ -115,7 +115,7 @@ ra::report::Report exec_report() {
   fix.conclusion = "no candidate made it reproducible";
   diverged.fix_search = fix;
   t.configs = {diverged, exec_config("threads-1", Verdict::Reproducible, {"ckpt.pt", "metric:loss"})};
-  r.targets = {t};
+  r.targets() = {t};
   r.wall_ms = 5000;
   ra::report::finalize(r);
   return r;
@@ -169,10 +169,10 @@ TEST_CASE("exec reports: what a run is compared by is one figure, the same diver
   }
   CHECK(j["targets"][0]["configs"][0]["tensor_count"] == 14);
   const auto back = ra::report::report_from_json(j);
-  CHECK(back.targets[0].configs[0].compared->files == 1);
+  CHECK(back.targets()[0].configs[0].compared->files == 1);
   for (auto& c : j["targets"][0]["configs"]) c.erase("compared");
   const auto old = ra::report::report_from_json(j);
-  for (const auto& c : old.targets[0].configs) {
+  for (const auto& c : old.targets()[0].configs) {
     REQUIRE(c.compared.has_value());
     CHECK(c.compared->files == 1);
     CHECK(c.compared->metrics == 1);

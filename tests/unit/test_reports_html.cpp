@@ -41,7 +41,7 @@ std::string timing_block(const std::string& page) {
 // Names and messages that would run script or break out of an attribute if written unescaped.
 ra::report::Report hostile_report() {
   auto r = ra::test::every_verdict_report(10);
-  auto& t = r.targets.front();
+  auto& t = r.targets().front();
   t.name = "<script>console.log(\"injected\")</script><img src=x onerror=console.log(1)>'\"&.pt";
   t.configs[2].message = "</pre><script>console.log(2)</script>";
   t.configs[1].fix_search->candidates[0].cpp = "a < b && c > \"d\"; // </code></pre><script>console.log(3)</script>";
@@ -119,7 +119,7 @@ TEST_CASE("render_html: names, messages, snippets and stderr are escaped") {
                "byte\nsegfault\tin child\n</pre>") != std::string::npos);
   // No timing marker can be forged through model text.
   auto forged = r;
-  forged.targets.front().name = "<!-- timing:begin -->";
+  forged.targets().front().name = "<!-- timing:begin -->";
   CHECK(count(ra::report::render_html(forged), "<!-- timing:begin -->") == 1);
   write_pair("unit-hostile", r);
 }
@@ -154,13 +154,13 @@ TEST_CASE("render_html: every clock figure is inside the timing markers") {
 
 TEST_CASE("render_html: one heat-map cell per target x configuration, coloured by verdict") {
   auto r = ra::test::every_verdict_report(10);
-  auto second = r.targets.front();
+  auto second = r.targets().front();
   second.name = "second.pt";
-  r.targets.push_back(second);
+  r.targets().push_back(second);
   auto third = second;
   third.name = "third.pt";
   third.configs.resize(2);  // det, default: a shorter row
-  r.targets.push_back(third);
+  r.targets().push_back(third);
   const std::string h = ra::report::render_html(r);
   CHECK(count(h, "<tr class=\"hm-row\"") == 3);
   CHECK(count(h, "<td class=\"hm-cell") == 6 + 6 + 2);
@@ -179,7 +179,7 @@ TEST_CASE("render_html: one heat-map cell per target x configuration, coloured b
 
 TEST_CASE("render_html: root causes, fix candidates, tensors and failures as many as in the model") {
   auto r = ra::test::every_verdict_report(10);
-  r.targets[0].configs[1].trace->root_causes[0].fixed_by = {0};
+  r.targets()[0].configs[1].trace->root_causes[0].fixed_by = {0};
   const std::string h = ra::report::render_html(r);
   CHECK(count(h, "<tr class=\"root-cause\"") == 2);  // the diverged configuration's, and where strict parts from det
   CHECK(count(h, "<div class=\"trace config-cause\"") == 2);
@@ -218,15 +218,15 @@ TEST_CASE("render_html: the alert census and the probes' disagreements") {
     t.probe->family = "fam";
     t.configs.resize(1);
     t.configs[0].name = "default";
-    r.targets.push_back(t);
+    r.targets().push_back(t);
   }
-  r.targets[1].probe->disagreements = {"diverged without an alert", "not documented"};
+  r.targets()[1].probe->disagreements = {"diverged without an alert", "not documented"};
   ra::report::Census c;
   c.config = "det-warn";
   c.alerted_diverged = {"index_add"};
   c.silent_diverged = {"scatter|reduce"};
   c.stable = {"mm", "conv"};
-  r.census = c;
+  r.body = ra::report::ProbesBody{r.targets(), c};
   const std::string h = ra::report::render_html(r);
   CHECK(h.find("<td class=\"census-class\" data-class=\"alerted_diverged\" data-count=\"1\">") != std::string::npos);
   CHECK(h.find("<td class=\"census-class\" data-class=\"alerted_stable\" data-count=\"0\">") != std::string::npos);

@@ -22,7 +22,7 @@ ra::report::Report sample(double wall_ms) {
   trial.startup_ms = wall_ms / 2;
   c.trials = {trial};
   t.configs = {c};
-  r.targets = {t};
+  r.targets() = {t};
   r.wall_ms = wall_ms;
   ra::report::finalize(r);
   return r;
@@ -33,18 +33,18 @@ ra::report::Report sample(double wall_ms) {
 TEST_CASE("finalize: exit code precedence") {
   auto r = sample(1);
   CHECK(r.exit_code == 1);
-  r.targets[0].configs[0].verdict = ra::report::Verdict::Timeout;
+  r.targets()[0].configs[0].verdict = ra::report::Verdict::Timeout;
   ra::report::finalize(r);
   CHECK(r.exit_code == 4);
-  r.targets[0].configs.push_back(r.targets[0].configs[0]);
-  r.targets[0].configs[1].verdict = ra::report::Verdict::Raised;
+  r.targets()[0].configs.push_back(r.targets()[0].configs[0]);
+  r.targets()[0].configs[1].verdict = ra::report::Verdict::Raised;
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
-  r.targets[0].configs = {r.targets[0].configs[0]};
-  r.targets[0].configs[0].verdict = ra::report::Verdict::Skipped;
+  r.targets()[0].configs = {r.targets()[0].configs[0]};
+  r.targets()[0].configs[0].verdict = ra::report::Verdict::Skipped;
   ra::report::finalize(r);
   CHECK(r.exit_code == 0);
-  CHECK(r.targets[0].verdict == ra::report::Verdict::Skipped);
+  CHECK(r.targets()[0].verdict == ra::report::Verdict::Skipped);
 }
 
 TEST_CASE("render_json: same results give the same bytes apart from the timing section") {
@@ -61,7 +61,7 @@ TEST_CASE("render_json: same results give the same bytes apart from the timing s
 TEST_CASE("to_json: the trace of a configuration") {
   auto r = sample(1);
   CHECK(ra::report::to_json(r)["targets"][0]["configs"][0]["trace"].is_null());
-  r.targets[0].configs[0].trace = ra::test::sample_trace();
+  r.targets()[0].configs[0].trace = ra::test::sample_trace();
   const auto j = ra::report::to_json(r);
   const auto& t = j["targets"][0]["configs"][0]["trace"];
   CHECK(t["records"] == 120);
@@ -95,21 +95,21 @@ TEST_CASE("to_json: the trace of a configuration") {
 
 TEST_CASE("finalize: a restart-replay that diverged exits 1, one that crashed exits 4, inconclusive changes nothing") {
   auto r = sample(1);
-  r.targets[0].configs[0].verdict = ra::report::Verdict::Reproducible;
-  r.targets[0].replay = ra::report::Replay{};
-  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Inconclusive;
+  r.targets()[0].configs[0].verdict = ra::report::Verdict::Reproducible;
+  r.targets()[0].replay = ra::report::Replay{};
+  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Inconclusive;
   ra::report::finalize(r);
   CHECK(r.exit_code == 0);
-  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Crashed;
+  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Crashed;
   ra::report::finalize(r);
   CHECK(r.exit_code == 4);
-  CHECK(r.targets[0].verdict == ra::report::Verdict::Crashed);
-  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Diverged;
+  CHECK(r.targets()[0].verdict == ra::report::Verdict::Crashed);
+  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Diverged;
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
   CHECK(r.verdict == ra::report::Verdict::Diverged);
-  r.targets[0].replay->verdict = ra::report::ReplayVerdict::Reproducible;
-  r.targets[0].configs[0].verdict = ra::report::Verdict::Timeout;
+  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Reproducible;
+  r.targets()[0].configs[0].verdict = ra::report::Verdict::Timeout;
   ra::report::finalize(r);
   CHECK(r.exit_code == 4);
 }
@@ -119,9 +119,9 @@ TEST_CASE("to_json: the optimizer of a train-mode target, and the replay only wh
   auto j = ra::report::to_json(r);
   CHECK(j["targets"][0]["optimizer"].is_null());
   CHECK(!j["targets"][0].contains("replay"));
-  r.targets[0].mode = "train";
-  r.targets[0].optimizer = "adam";
-  r.targets[0].lr = 0.001;
+  r.targets()[0].mode = "train";
+  r.targets()[0].optimizer = "adam";
+  r.targets()[0].lr = 0.001;
   ra::report::Replay replay;
   replay.config = "default";
   replay.steps_before = 2;
@@ -132,7 +132,7 @@ TEST_CASE("to_json: the optimizer of a train-mode target, and the replay only wh
   replay.components = {{"generator/cpu", "the CPU generator state", 1, false, true, false, {"generator/cpu"}}};
   replay.tensors_compared = 12;
   replay.differing = {{"step3/output", "float32", {2}, "a", "b", 1, std::nullopt}};
-  r.targets[0].replay = replay;
+  r.targets()[0].replay = replay;
   j = ra::report::to_json(r);
   CHECK(j["targets"][0]["optimizer"] == nlohmann::ordered_json({{"name", "adam"}, {"lr", 0.001}}));
   const auto& jr = j["targets"][0]["replay"];

@@ -63,13 +63,13 @@ ra::report::Report probes_report() {
     if (std::string(name) == "sum.control")
       p.batch_classes = {{"default", {{1, 2, 3}, {4, 5, 257}}}, {"det", {{1, 2, 3, 4, 5, 257}}}};
     t.probe = p;
-    r.targets.push_back(t);
+    r.targets().push_back(t);
   }
   ra::report::Census census;
   census.config = "det-warn";
   census.stable = {"index_add.forward", "sum.control"};
   census.not_run = {"embedding_bag.backward"};
-  r.census = census;
+  r.body = ra::report::ProbesBody{r.targets(), census};
   r.wall_ms = 321.5;
   ra::report::finalize(r);
   return r;
@@ -89,7 +89,7 @@ void expect_error(const json& j, const std::string& message) {
 TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r), byte for byte") {
   SUBCASE("every verdict, trace, fix search with timings, dependence, restart-replay") {
     const auto r = ra::test::every_verdict_report(40);
-    REQUIRE(r.targets.front().replay.has_value());
+    REQUIRE(r.targets().front().replay.has_value());
     CHECK(round_trip(r) == ra::report::render_json(r));
   }
   SUBCASE("probe facts and the census") {
@@ -98,7 +98,8 @@ TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r)
   }
   SUBCASE("allowlist decisions") {
     auto r = ra::test::every_verdict_report(40);
-    r.targets.front().configs.front().allowed_by = ra::report::AllowedBy{2, "known scatter in the loss", "2027-01-31"};
+    r.targets().front().configs.front().allowed_by =
+        ra::report::AllowedBy{2, "known scatter in the loss", "2027-01-31"};
     r.allowlist_expired = {"allowlist entry 0 for aten::index_add expired on 2026-10-01"};
     const std::string text = round_trip(r);
     CHECK(text == ra::report::render_json(r));
@@ -107,7 +108,7 @@ TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r)
   SUBCASE("--repeats auto: the rule, what stopped each configuration, and a fix search's candidates") {
     auto r = ra::test::every_verdict_report(40);
     r.auto_repeats = ra::report::AutoRepeats{3, 12, 0.05};
-    for (auto& c : r.targets.front().configs) {
+    for (auto& c : r.targets().front().configs) {
       c.stopped_by = c.verdict == ra::report::Verdict::Diverged ? "divergence" : "max-repeats";
       if (c.fix_search) c.fix_search->repeats_auto = true;
     }
@@ -142,36 +143,36 @@ TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r)
 
 TEST_CASE("report_from_json: target digests come back, and reports written before them read with none") {
   auto r = ra::test::every_verdict_report(40);
-  r.targets.front().input_digest = "fedcba9876543210fedcba9876543210";
+  r.targets().front().input_digest = "fedcba9876543210fedcba9876543210";
   const auto back = ra::report::report_from_json(to_json(r));
-  CHECK(back.targets.front().model_digest == "0123456789abcdef0123456789abcdef");
-  CHECK(back.targets.front().input_digest == "fedcba9876543210fedcba9876543210");
+  CHECK(back.targets().front().model_digest == "0123456789abcdef0123456789abcdef");
+  CHECK(back.targets().front().input_digest == "fedcba9876543210fedcba9876543210");
   json old = to_json(r);
   old["targets"][0].erase("model_digest");
   old["targets"][0].erase("input_digest");
   const auto read = ra::report::report_from_json(old);
-  CHECK(read.targets.front().model_digest.empty());
-  CHECK(read.targets.front().input_digest.empty());
+  CHECK(read.targets().front().model_digest.empty());
+  CHECK(read.targets().front().input_digest.empty());
 }
 
 TEST_CASE("report_from_json: timings and non-finite statistics come back") {
   const auto r = ra::test::every_verdict_report(40);
   const auto back = ra::report::report_from_json(to_json(r));
-  REQUIRE(back.targets.size() == r.targets.size());
-  const auto& c = back.targets.front().configs;
-  REQUIRE(c.size() == r.targets.front().configs.size());
+  REQUIRE(back.targets().size() == r.targets().size());
+  const auto& c = back.targets().front().configs;
+  REQUIRE(c.size() == r.targets().front().configs.size());
   for (size_t i = 0; i < c.size(); ++i)
     for (size_t k = 0; k < c[i].trials.size(); ++k) {
-      CHECK(c[i].trials[k].wall_ms == r.targets.front().configs[i].trials[k].wall_ms);
-      CHECK(c[i].trials[k].startup_ms == r.targets.front().configs[i].trials[k].startup_ms);
+      CHECK(c[i].trials[k].wall_ms == r.targets().front().configs[i].trials[k].wall_ms);
+      CHECK(c[i].trials[k].startup_ms == r.targets().front().configs[i].trials[k].startup_ms);
     }
   CHECK(back.wall_ms == r.wall_ms);
 
   auto nan = ra::test::every_verdict_report(40);
-  nan.targets.front().configs.front().diverged_tensors = nan.targets.front().replay->differing;
-  nan.targets.front().configs.front().diverged_tensors.front().stats->max_abs_diff = std::nan("");
+  nan.targets().front().configs.front().diverged_tensors = nan.targets().front().replay->differing;
+  nan.targets().front().configs.front().diverged_tensors.front().stats->max_abs_diff = std::nan("");
   const auto nan_back = ra::report::report_from_json(to_json(nan));
-  CHECK(std::isnan(nan_back.targets.front().configs.front().diverged_tensors.front().stats->max_abs_diff));
+  CHECK(std::isnan(nan_back.targets().front().configs.front().diverged_tensors.front().stats->max_abs_diff));
 }
 
 TEST_CASE("report_from_json: children that shared a GPU are said in the timing section and the summaries") {

@@ -91,14 +91,14 @@ TEST_CASE("render_junit: same results give the same bytes whatever the timing") 
 
 TEST_CASE("render_junit: a reproducible report passes, an empty one is still a document") {
   ra::report::Report r = ra::test::every_verdict_report(10);
-  r.targets[0].configs.resize(1);
-  r.targets[0].dependence.reset();
-  r.targets[0].replay.reset();
+  r.targets()[0].configs.resize(1);
+  r.targets()[0].dependence.reset();
+  r.targets()[0].replay.reset();
   ra::report::finalize(r);
   const auto x = ra::report::render_junit(r);
   CHECK(x.find("<testsuites name=\"repro-audit\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"0\">") !=
         std::string::npos);
-  r.targets.clear();
+  r.targets().clear();
   CHECK(ra::report::render_junit(r) ==
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"repro-audit\" tests=\"0\" failures=\"0\" "
         "errors=\"0\" "
@@ -131,7 +131,7 @@ TEST_CASE("render_junit: a baseline suite, one test case per comparison, and the
         std::string::npos);
 
   // An allowed nondeterministic configuration is skipped, not failed.
-  r.targets.front().configs[1].allowed_by = ra::report::AllowedBy{0, "known", ""};
+  r.targets().front().configs[1].allowed_by = ra::report::AllowedBy{0, "known", ""};
   ra::report::finalize(r);
   const std::string allowed = between(ra::report::render_junit(r), "name=\"baseline default\">", "</testcase>");
   CHECK(allowed.find("<skipped message=\"nondeterministic, allowed by the allowlist: ") != std::string::npos);

@@ -59,7 +59,7 @@ TEST_CASE("render_markdown: the alert census of a probe report") {
   c.alerted_diverged = {"index_add"};
   c.silent_diverged = {"scatter|reduce"};
   c.stable = {"mm", "conv"};
-  r.census = c;
+  r.body = ra::report::ProbesBody{{}, c};
   const std::string m = ra::report::render_markdown(r);
   CHECK(m.rfind("## repro-audit: reproducible (exit 0)\n", 0) == 0);
   CHECK(m.find("**Alert census under det-warn**") != std::string::npos);

@@ -20,7 +20,7 @@ std::string without_block(const std::string& s) {
 
 // The fix search of the sample report's diverged configuration.
 ra::report::FixSearch* sample_fix_search(ra::report::Report& r) {
-  for (auto& c : r.targets.front().configs)
+  for (auto& c : r.targets().front().configs)
     if (c.fix_search) return &*c.fix_search;
   return nullptr;
 }
@@ -60,7 +60,7 @@ TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by 
   const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r);
   const std::string html = ra::report::render_html(r);
   // Named by what it changes in the failing configuration, then as --configs spells it.
-  const std::string change = ra::report::fix_change_text(f->candidates[1], r.targets.front().configs[1].switches);
+  const std::string change = ra::report::fix_change_text(f->candidates[1], r.targets().front().configs[1].switches);
   CHECK(change.rfind("threads ", 0) == 0);
   CHECK(change.find(" -> 1") != std::string::npos);
   CHECK(text.find("cheapest: " + change + " (default+threads=1) at 0.29x") != std::string::npos);
@@ -101,7 +101,7 @@ TEST_CASE("fix_change_text: a fix named by what it changes, never 'threads=4+thr
 TEST_CASE("renderers: every format gives the same verdict and the same first root cause") {
   ra::report::Report r = ra::test::every_verdict_report(10);
   r.auto_repeats = ra::report::AutoRepeats{};
-  const ra::report::Target& t = r.targets.front();
+  const ra::report::Target& t = r.targets().front();
   const ra::report::RootCause* cause = nullptr;
   for (const auto& c : t.configs)
     if (c.trace && !c.trace->root_causes.empty() && cause == nullptr) cause = &c.trace->root_causes.front();

@@ -27,7 +27,7 @@ ra::report::Report traced_report() {
   trace.root_causes.push_back(rc);
   c.trace = trace;
   t.configs = {c};
-  r.targets = {t};
+  r.targets() = {t};
   ra::report::finalize(r);
   return r;
 }
@@ -43,9 +43,9 @@ TEST_CASE("render_text: root causes and splits of a traced configuration") {
                   "output 0 differed; 2/2 runs; 14 later ops propagated\n") != std::string::npos);
   CHECK(text.find("trace: 120 records per run, 4.0 KiB in memory") != std::string::npos);
   CHECK(text.find("split at #90") != std::string::npos);
-  r.targets[0].configs[0].trace->root_causes.clear();
+  r.targets()[0].configs[0].trace->root_causes.clear();
   CHECK(ra::report::render_text(r).find("root cause: none") != std::string::npos);
-  r.targets[0].configs[0].trace.reset();
+  r.targets()[0].configs[0].trace.reset();
   CHECK(ra::report::render_text(r).find("trace:") == std::string::npos);
 }
 
@@ -124,7 +124,7 @@ TEST_CASE("render_text: where configurations part, each in one line") {
 TEST_CASE("render_text: a long configuration name widens the column instead of shifting its row") {
   ra::report::Report r = ra::test::every_verdict_report(10);
   const std::string name = "default+mkl_cbwr=COMPATIBLE+threads=1";
-  r.targets.front().configs.front().name = name;
+  r.targets().front().configs.front().name = name;
   const std::string text = ra::report::render_text(r);
   const size_t header = text.find("  configuration");
   REQUIRE(header != std::string::npos);
@@ -144,13 +144,13 @@ TEST_CASE("render_text: an AOTInductor package's metadata, and whether it says h
   t.device = "cpu";
   t.mode = "infer";
   t.package = {{"AOTI_DEVICE_KEY", "cpu"}, {"AOTI_CPU_ISA", "AVX512"}, {"AOTI_COMPUTE_CAPABILITY", ""}};
-  r.targets = {t};
+  r.targets() = {t};
   ra::report::finalize(r);
   std::string text = ra::report::render_text(r);
   CHECK(text.find("  AOTInductor package: AOTI_COMPUTE_CAPABILITY -, AOTI_CPU_ISA AVX512, AOTI_DEVICE_KEY cpu\n") !=
         std::string::npos);
   CHECK(text.find("does not record whether it was compiled with deterministic algorithms") != std::string::npos);
-  r.targets[0].package["Deterministic_Algorithms"] = "True";
+  r.targets()[0].package["Deterministic_Algorithms"] = "True";
   text = ra::report::render_text(r);
   CHECK(text.find("Deterministic_Algorithms True") != std::string::npos);
   CHECK(text.find("does not record whether") == std::string::npos);
