@@ -78,7 +78,10 @@ ShapeSpec parse_shape(const std::string& text) {
 
 double default_learning_rate(const std::string& optimizer) { return optimizer == "adam" ? 0.001 : 0.01; }
 
-std::string to_string(const ShapeSpec& s) { return fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype); }
+std::string to_string(const ShapeSpec& s) {
+  return s.dtype.empty() ? fmt::format("{}", fmt::join(s.sizes, "x"))
+                         : fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype);
+}
 
 namespace {
 
@@ -122,6 +125,7 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"model", exact(s.model)},
           {"input_file", exact(s.input_file)},
           {"shapes", shapes},
+          {"vocab", s.vocab},
           {"device", s.device},
           {"mode", s.mode},
           {"steps", s.steps},
@@ -157,6 +161,7 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.input_file = exact_string(j.at("input_file"));
   for (const auto& sh : j.at("shapes"))
     s.shapes.push_back({sh.at("sizes").get<std::vector<int64_t>>(), sh.at("dtype").get<std::string>()});
+  s.vocab = j.value("vocab", int64_t{0});
   s.device = j.at("device").get<std::string>();
   s.mode = j.at("mode").get<std::string>();
   s.steps = j.at("steps").get<int>();
