@@ -86,7 +86,7 @@ TEST_CASE("input_hints: token ids take the rows of the embedding they reach thro
   const auto hints = ra::targets::input_hints(program());
   REQUIRE(hints.size() == 1);
   CHECK(hints[0].name == "ids");
-  CHECK(hints[0].dtype == at::kLong);
+  CHECK((hints[0].dtype == at::kLong));
   CHECK(hints[0].vocab == 7);  // the smaller of the two tables ids index; the 5-row table reads a constant
   CHECK(ra::targets::input_hints(json::object()).empty());  // a malformed program: no hints, no throw
 }
@@ -107,7 +107,7 @@ TEST_CASE("load_inputs: --shape without a dtype takes the signature's, ids below
   const auto in = ra::targets::load_inputs(spec, c10::Device(c10::kCPU), hints);
   REQUIRE(in.args.size() == 1);
   const at::Tensor ids = in.args[0].toTensor();
-  CHECK(ids.scalar_type() == at::kLong);
+  CHECK((ids.scalar_type() == at::kLong));
   CHECK(ids.max().item<int64_t>() < 7);
   CHECK(ids.max().item<int64_t>() > 2);  // not the old [0, 10) cut to 7 by chance: 512 draws reach past 2
   CHECK(in.descriptions[0] == "int64[64x8] in [0, 7)");
@@ -121,5 +121,5 @@ TEST_CASE("load_inputs: --shape without a dtype takes the signature's, ids below
   CHECK_THROWS_AS(ra::targets::load_inputs(spec, c10::Device(c10::kCPU), hints), ra::TrialInputError);
 
   spec.vocab = 0;  // no hint (a TorchScript model): float32
-  CHECK(ra::targets::load_inputs(spec, c10::Device(c10::kCPU)).args[0].toTensor().scalar_type() == at::kFloat);
+  CHECK((ra::targets::load_inputs(spec, c10::Device(c10::kCPU)).args[0].toTensor().scalar_type() == at::kFloat));
 }
