@@ -14,6 +14,7 @@ struct RunArgs : AuditArgs {
   std::string model;
   std::string input;
   std::vector<std::string> shapes;
+  int64_t vocab = 0;
   std::string mode = "infer";
   int steps = 1;
   bool trace = false;
@@ -48,6 +49,8 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.input_file = a.input;
   if (!a.input.empty() && !a.shapes.empty()) throw UsageError("--input and --shape exclude each other");
   for (const auto& s : a.shapes) o.shapes.push_back(parse_shape(s));
+  if (a.vocab > 0 && a.shapes.empty()) throw UsageError("--vocab needs --shape (it sets the range of made token ids)");
+  o.vocab = a.vocab;
   o.mode = a.mode;
   o.steps = a.steps;
   o.trace = a.trace;
@@ -80,7 +83,13 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
          "TorchScript archive (torch.jit.save), torch.export archive (torch.export.save) or AOTInductor package")
       ->required();
   sub.add_option("--input", a->input, "torch.save file holding a tensor, tuple, list or dict of tensors");
-  sub.add_option("--shape", a->shapes, "synthetic seeded input, e.g. 8x3x224x224[:float32]; repeat for several inputs");
+  sub.add_option("--shape", a->shapes,
+                 "synthetic seeded input, e.g. 8x3x224x224[:float32] (default dtype: the model's for that input, else "
+                 "float32); repeat for several inputs");
+  sub.add_option("--vocab", a->vocab,
+                 "integer --shape inputs (token ids) are drawn from [0, N) [the rows of the embedding the input "
+                 "indexes, where an export archive's graph shows one; else 10]")
+      ->check(integer_in(1, uint64_t{1} << 62));
   sub.add_option("--mode", a->mode, "infer, or train (loss = scalar output, else sum of outputs; optimizer steps)")
       ->check(CLI::IsMember({"infer", "train"}))
       ->capture_default_str();

@@ -7,6 +7,7 @@ if(NOT rc EQUAL 0)
 endif()
 foreach(f bin/repro-audit libexec/repro-audit/repro-audit-worker share/man/man1/repro-audit.1 share/repro-audit/schema/report-v1.schema.json
         share/repro-audit/schema/junit.xsd share/repro-audit/knowledge/ops.json share/repro-audit/html/report.css
+        share/repro-audit/export_hf.py
         share/bash-completion/completions/repro-audit share/zsh/site-functions/_repro-audit)
   if(NOT EXISTS "${PREFIX}/${f}")
     message(FATAL_ERROR "missing after install: ${f}")

@@ -47,6 +47,7 @@ TrialSpec base_spec(const RunOptions& o) {
   s.model = std::filesystem::absolute(o.model).string();
   s.input_file = o.input_file.empty() ? "" : std::filesystem::absolute(o.input_file).string();
   s.shapes = o.shapes;
+  s.vocab = o.vocab;
   s.device = o.device;
   s.mode = o.mode;
   s.steps = o.steps;

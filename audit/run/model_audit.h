@@ -43,6 +43,7 @@ struct RunOptions : SessionOptions {
   std::string model;
   std::string input_file;
   std::vector<ShapeSpec> shapes;
+  int64_t vocab = 0;  // --vocab: integer --shape inputs drawn from [0, vocab) (0: as the model says)
   std::string mode = "infer";
   int steps = 1;
   bool trace = false;                        // record op traces, name root causes, search fixes

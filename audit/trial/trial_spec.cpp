@@ -79,7 +79,10 @@ ShapeSpec parse_shape(const std::string& text) {
 
 double default_learning_rate(const std::string& optimizer) { return optimizer == "adam" ? 0.001 : 0.01; }
 
-std::string to_string(const ShapeSpec& s) { return fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype); }
+std::string to_string(const ShapeSpec& s) {
+  return s.dtype.empty() ? fmt::format("{}", fmt::join(s.sizes, "x"))
+                         : fmt::format("{}:{}", fmt::join(s.sizes, "x"), s.dtype);
+}
 
 namespace {
 
@@ -123,6 +126,7 @@ nlohmann::json to_json(const TrialSpec& s) {
           {"model", exact(s.model)},
           {"input_file", exact(s.input_file)},
           {"shapes", shapes},
+          {"vocab", s.vocab},
           {"device", s.device.to_string()},
           {"mode", s.mode},
           {"steps", s.steps},
@@ -158,6 +162,7 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   s.input_file = exact_string(j.at("input_file"));
   for (const auto& sh : j.at("shapes"))
     s.shapes.push_back({sh.at("sizes").get<std::vector<int64_t>>(), sh.at("dtype").get<std::string>()});
+  s.vocab = j.value("vocab", int64_t{0});
   const std::string device = j.at("device").get<std::string>();
   const std::optional<Device> parsed = Device::from_string(device);  // the worker's edge: parsed once
   if (!parsed) throw InputError(fmt::format("malformed trial spec: unknown device '{}' (use cpu or cuda[:N])", device));

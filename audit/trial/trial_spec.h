@@ -18,10 +18,11 @@
 
 namespace ra {
 
-// One synthetic input: a shape and a dtype name ("float32", "int64", ...).
+// One synthetic input: a shape and a dtype name ("float32", "int64", ...; "": the one the model
+// declares for the input, else float32).
 struct ShapeSpec {
   std::vector<int64_t> sizes;
-  std::string dtype = "float32";
+  std::string dtype;
 };
 
 // Parses "8x3x224x224[:float32]"; throws UsageError.
@@ -51,6 +52,7 @@ struct TrialSpec {
   std::string model;
   std::string input_file;  // torch.save file, or "" for synthetic inputs
   std::vector<ShapeSpec> shapes;
+  int64_t vocab = 0;           // --vocab: integer --shape inputs drawn from [0, vocab) (0: as the model says)
   Device device;               // in the JSON as its text: "cpu", "cuda", "cuda:1"
   std::string mode = "infer";  // infer | train
   int steps = 1;

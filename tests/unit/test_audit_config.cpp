@@ -54,8 +54,10 @@ TEST_CASE("config_environment") {
 TEST_CASE("parse_shape") {
   const auto s = ra::parse_shape("8x3x224x224");
   CHECK(s.sizes == std::vector<int64_t>{8, 3, 224, 224});
-  CHECK(s.dtype == "float32");
+  CHECK(s.dtype.empty());  // the model's dtype for the input, else float32 (worker/targets/inputs.h)
   CHECK(ra::parse_shape("4:int64").dtype == "int64");
+  CHECK(ra::to_string(s) == "8x3x224x224");
+  CHECK(ra::to_string(ra::parse_shape("4:int64")) == "4:int64");
   CHECK_THROWS_AS(ra::parse_shape("8xx3"), ra::UsageError);
   CHECK_THROWS_AS(ra::parse_shape("8x3:float99"), ra::UsageError);
 }

@@ -12,7 +12,8 @@
 //     "constant/..."), read from its data/weights and data/constants records with their
 //     tensor_meta, each checked against its record's size (export_archive.h, which checks the
 //     zip itself first);
-//   * every output ("output", "output/0", "output/logits" ...);
+//   * every output ("output", "output/0", "output/logits" ...): a dict, a dataclass or a
+//     transformers ModelOutput is named by its keys (export_program.h reads the output's tree);
 //   * in train mode, per step the loss and the parameters' gradients, then the parameters.
 // The report names the runtime (package "runtime").
 #include "worker/targets/call_state.h"
@@ -85,6 +86,7 @@ class ExportTarget final : public Target {
     graph_digest_ = std::move(archive.graph_digest);
     weights_ = std::move(archive.weights);
     identity_ = {weights_identity(weights_), graph_digest_};
+    const std::vector<InputHint> hints = input_hints(archive.model);  // --shape's dtypes and token ranges
     if (runtime_ == "interpreter") {
       try {
         program_ = std::make_unique<ExportProgram>(archive.model, weights_, spec.model, device);
@@ -118,7 +120,7 @@ class ExportTarget final : public Target {
       }
     }
 #endif
-    inputs_ = load_inputs(spec, device);
+    inputs_ = load_inputs(spec, device, hints);
     if (inputs_.kwargs.empty() && inputs_.args.size() != names_.size()) {
       if (inputs_.args.empty())
         throw TrialInputError(

@@ -10,9 +10,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ra::targets {
 namespace {
@@ -386,6 +388,34 @@ struct Builder {
   }
 };
 
+// The names a pytree node gives its children, from its serialized context, or none (positional):
+//   * a dict, an OrderedDict or a transformers ModelOutput: the keys, '["logits", "hidden_states"]';
+//   * a dataclass (torch.utils._pytree.register_dataclass): its fields, '[["logits", "aux"], ["none_field"]]';
+//   * a defaultdict: {"dict_context": [keys], ...};
+//   * a tuple, a list, a namedtuple (its context is its type's name): none.
+std::vector<std::string> child_keys(const json& spec, size_t children) {
+  json ctx;
+  const json& raw = spec.contains("context") ? spec["context"] : json();
+  if (raw.is_string()) {
+    try {
+      ctx = json::parse(raw.get<std::string>());
+    } catch (const std::exception&) {
+      return {};
+    }
+  } else {
+    ctx = raw;
+  }
+  if (ctx.is_object() && ctx.contains("dict_context")) ctx = ctx["dict_context"];
+  if (!ctx.is_array()) return {};
+  const auto is_scalar = [](const json& k) { return k.is_string() || k.is_number_integer() || k.is_boolean(); };
+  // A dataclass's [present fields, None fields] (a dict's keys are never lists).
+  const json* keys = ctx.size() == 2 && ctx[0].is_array() && ctx[1].is_array() ? &ctx[0] : &ctx;
+  if (keys->size() != children || !std::all_of(keys->begin(), keys->end(), is_scalar)) return {};
+  std::vector<std::string> out;
+  for (const auto& k : *keys) out.push_back(k.is_string() ? k.get<std::string>() : k.dump());
+  return out;
+}
+
 // The leaves of a pytree spec (torch.utils._pytree's JSON), with the names reports give them:
 // dict keys and dataclass fields by name, tuple and list items by position.
 void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::string>& names, bool& keyed) {
@@ -393,19 +423,11 @@ void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::s
     names.push_back(prefix);
     return;
   }
-  std::vector<std::string> keys;
-  if (spec.contains("context") && spec["context"].is_string()) {
-    try {
-      const json ctx = json::parse(spec["context"].get<std::string>());
-      if (ctx.is_array())
-        for (const auto& k : ctx) keys.push_back(k.is_string() ? k.get<std::string>() : k.dump());
-    } catch (const std::exception&) {}
-  }
   const auto& children = spec.value("children_spec", json::array());
+  const std::vector<std::string> keys = child_keys(spec, children.size());
+  keyed |= !keys.empty();
   for (size_t i = 0; i < children.size(); ++i) {
-    const bool named = i < keys.size() && keys.size() == children.size();
-    keyed |= named;
-    const std::string part = named ? keys[i] : std::to_string(i);
+    const std::string part = keys.empty() ? std::to_string(i) : keys[i];
     spec_leaves(children[i], prefix.empty() ? part : prefix + "/" + part, names, keyed);
   }
 }
@@ -962,6 +984,70 @@ c10::IValue ExportProgram::run(const std::vector<c10::IValue>& args) {
   std::vector<c10::IValue> elems;
   for (const auto& o : outputs_) elems.push_back(value_of(o));
   return c10::ivalue::Tuple::create(std::move(elems));
+}
+
+// Token ids: an integer user input that reaches an embedding's `indices` through views only
+// (GPT-2 views input_ids before its embedding, Llama passes it as is) takes that embedding's rows
+// from the weight's declared size (the smallest, if it reaches several). A position embedding
+// indexed by an arange is not the input's, so it does not count.
+std::vector<InputHint> input_hints(const json& model) {
+  std::vector<InputHint> hints;
+  try {
+    const json& graph = model.at("graph_module").at("graph");
+    const json& values = graph.value("tensor_values", json::object());
+    std::unordered_map<std::string, size_t> from;  // value -> the user input it views
+    for (const auto& spec : model.at("graph_module").at("signature").at("input_specs")) {
+      if (union_key(spec) != "user_input") continue;
+      const json& arg = spec["user_input"].at("arg");
+      InputHint h;
+      if (union_key(arg) == "as_tensor") {
+        h.name = arg["as_tensor"].at("name").get<std::string>();
+        if (values.contains(h.name) && values[h.name].contains("dtype") && values[h.name]["dtype"].is_number_integer())
+          h.dtype = serde_dtype(values[h.name]["dtype"].get<int64_t>());
+        if (h.dtype && c10::isIntegralType(*h.dtype, false)) from.emplace(h.name, hints.size());
+      }
+      hints.push_back(std::move(h));
+    }
+    static const std::unordered_set<std::string> views = {
+        "torch.ops.aten.view.default",       "torch.ops.aten.reshape.default", "torch.ops.aten._unsafe_view.default",
+        "torch.ops.aten.unsqueeze.default",  "torch.ops.aten.squeeze.dim",     "torch.ops.aten.squeeze.dims",
+        "torch.ops.aten.flatten.using_ints", "torch.ops.aten.clone.default",   "torch.ops.aten.contiguous.default",
+        "torch.ops.aten.alias.default",      "torch.ops.aten.expand.default",  "torch.ops.aten.view_copy.default",
+        "torch.ops.aten.slice.Tensor",       "torch.ops.aten.select.int"};
+    static const json none = json::array();
+    const auto tensor_arg = [](const json& node, const char* name) -> std::string {
+      const json& inputs = node.contains("inputs") ? node["inputs"] : none;
+      if (!inputs.is_array()) return "";
+      for (const auto& in : inputs)
+        if (in.value("name", std::string()) == name && union_key(in.value("arg", json())) == "as_tensor")
+          return in["arg"]["as_tensor"].value("name", std::string());
+      return "";
+    };
+    for (const auto& node : graph.contains("nodes") ? graph["nodes"] : none) {
+      const std::string target = node.value("target", std::string());
+      if (views.count(target)) {
+        const auto it = from.find(tensor_arg(node, "self"));
+        const json& outs = node.contains("outputs") ? node["outputs"] : none;
+        if (it != from.end() && outs.is_array() && outs.size() == 1 && union_key(outs[0]) == "as_tensor") {
+          const size_t input = it->second;
+          from.emplace(outs[0]["as_tensor"].value("name", std::string()), input);
+        }
+        continue;
+      }
+      if (target != "torch.ops.aten.embedding.default") continue;
+      const auto it = from.find(tensor_arg(node, "indices"));
+      const std::string weight = tensor_arg(node, "weight");
+      if (it == from.end() || !values.contains(weight)) continue;
+      const auto& sizes = values[weight].value("sizes", json::array());
+      if (sizes.empty() || !sizes[0].contains("as_int") || !sizes[0]["as_int"].is_number_integer()) continue;
+      const int64_t rows = sizes[0]["as_int"].get<int64_t>();
+      int64_t& vocab = hints[it->second].vocab;
+      if (rows > 0 && (vocab == 0 || rows < vocab)) vocab = rows;
+    }
+  } catch (const std::exception&) {
+    // A malformed graph is the program's to refuse, in its own words: no hints.
+  }
+  return hints;
 }
 
 }  // namespace ra::targets

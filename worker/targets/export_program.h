@@ -15,6 +15,8 @@
 // call sees them, as the unlifted Python module does.
 #pragma once
 
+#include "worker/targets/inputs.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
@@ -69,6 +71,11 @@ struct ProgramInput {
   bool tensor = true;
   std::vector<std::string> dims;  // per dimension: a static size ("4"), a symbol ("s77") or an expression
 };
+
+// What the archive says about each user input before any is made (for --shape, inputs.h): its
+// dtype as exported, and for token ids the rows of the embedding they index. Read from the graph
+// alone, so that either runtime can use it.
+std::vector<InputHint> input_hints(const nlohmann::json& model);
 
 // What the program returns: its user outputs, in order, as the output tree's leaves.
 struct ProgramOutput {

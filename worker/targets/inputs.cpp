@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <limits>
 #include <map>
 
 namespace ra::targets {
@@ -27,6 +28,28 @@ at::ScalarType scalar_type_of(const std::string& name) {
 
 std::string describe(const at::Tensor& t) {
   return fmt::format("{}[{}]", dtype_name(t.scalar_type()), fmt::join(t.sizes(), "x"));
+}
+
+// The end of the range integer input `k` is drawn from: --vocab, else the embedding's rows, else 10.
+// An id past the embedding's rows, or past what the dtype holds, is refused in one line.
+int64_t token_range(int64_t vocab, const InputHint& hint, size_t k, at::ScalarType type) {
+  const std::string what =
+      hint.name.empty() ? fmt::format("input {}", k + 1) : fmt::format("input {} ({})", k + 1, hint.name);
+  if (vocab > 0 && hint.vocab > 0 && vocab > hint.vocab)
+    throw TrialInputError(fmt::format("--vocab {}: {} indexes an embedding of {} rows, so ids from {} on are out of "
+                                      "range: give --vocab {} or less",
+                                      vocab, what, hint.vocab, hint.vocab, hint.vocab),
+                          "usage");
+  const int64_t high = vocab > 0 ? vocab : hint.vocab > 0 ? hint.vocab : 10;
+  const int64_t most = type == at::kByte    ? 256
+                       : type == at::kChar  ? 128
+                       : type == at::kShort ? 32768
+                       : type == at::kInt   ? (int64_t{1} << 31)
+                                            : std::numeric_limits<int64_t>::max();
+  if (high > most)
+    throw TrialInputError(
+        fmt::format("--vocab {}: {} is {}, which holds ids up to {}", high, what, dtype_name(type), most - 1), "usage");
+  return high;
 }
 
 }  // namespace
@@ -59,7 +82,7 @@ void record_value(Recorder& rec, const std::string& name, const c10::IValue& v) 
   for (const auto& [n, t] : flat) rec.add(n, t);
 }
 
-Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
+Inputs load_inputs(const TrialSpec& spec, const c10::Device& device, const std::vector<InputHint>& hints) {
   Inputs in;
   if (!spec.input_file.empty()) {
     c10::IValue value;
@@ -90,16 +113,22 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device) {
   }
   // Synthetic inputs from their own generator, so they do not depend on the model's RNG use.
   auto gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed ^ 0x5eedull);
-  for (const auto& shape : spec.shapes) {
-    const at::ScalarType type = scalar_type_of(shape.dtype);
+  for (size_t k = 0; k < spec.shapes.size(); ++k) {
+    const ShapeSpec& shape = spec.shapes[k];
+    const InputHint hint = k < hints.size() ? hints[k] : InputHint{};
+    const at::ScalarType type = !shape.dtype.empty() ? scalar_type_of(shape.dtype) : hint.dtype.value_or(at::kFloat);
     at::Tensor t;
-    if (at::isFloatingType(type))
+    std::string range;
+    if (at::isFloatingType(type) || at::isComplexType(type)) {
       t = at::randn(shape.sizes, gen, at::TensorOptions().dtype(at::kFloat)).to(type);
-    else if (type == at::kBool)
+    } else if (type == at::kBool) {
       t = at::randint(0, 2, shape.sizes, gen, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
-    else
-      t = at::randint(0, 10, shape.sizes, gen, at::TensorOptions().dtype(type));
-    in.descriptions.push_back(describe(t));
+    } else {
+      const int64_t high = token_range(spec.vocab, hint, k, type);
+      t = at::randint(0, high, shape.sizes, gen, at::TensorOptions().dtype(type));
+      if (spec.vocab > 0 || hint.vocab > 0) range = fmt::format(" in [0, {})", high);
+    }
+    in.descriptions.push_back(describe(t) + range);
     in.args.push_back(t.to(device));
   }
   return in;

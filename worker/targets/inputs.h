@@ -2,6 +2,10 @@
 // A target's inputs: read from a torch.save file (a tensor, a tuple or list of them, or a dict of
 // keyword arguments) or made from --shape specs with their own seeded generator, so that they do
 // not depend on what the model draws. Shared by every kind of model target.
+//
+// A --shape without a dtype takes the one the model declares for that input (an export archive's
+// signature says int64 for token ids), else float32. Integer inputs are drawn from [0, N): N is
+// --vocab, else the rows of the embedding the input indexes where the graph shows one, else 10.
 #pragma once
 
 #include "audit/trial/trial_spec.h"
@@ -10,12 +14,22 @@
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace ra::targets {
+
+// What a target knows of one input before it is made (an export archive's signature).
+struct InputHint {
+  std::optional<at::ScalarType> dtype;  // as exported
+  int64_t vocab = 0;                    // token ids: the rows of the embedding they index (0: none found)
+  std::string name;                     // the input's name, for messages
+};
 
 struct Inputs {
   std::vector<c10::IValue> args;
@@ -23,8 +37,9 @@ struct Inputs {
   std::vector<std::string> descriptions;
 };
 
-// Reads or makes the spec's inputs on `device`. Throws TrialInputError.
-Inputs load_inputs(const TrialSpec& spec, const c10::Device& device);
+// Reads or makes the spec's inputs on `device`; `hints`, by position, are the model's own words on
+// the --shape inputs. Throws TrialInputError.
+Inputs load_inputs(const TrialSpec& spec, const c10::Device& device, const std::vector<InputHint>& hints = {});
 
 // Flattens an IValue of tensors into (name, tensor) pairs (worker/tensor_io/tensor_file.h); throws
 // TrialInputError for anything else. `what` names the value in messages.
