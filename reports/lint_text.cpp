@@ -29,7 +29,7 @@ std::string display_location(const SourceLocation& loc) {
 int lint_exit_code(const LintReport& report) {
   if (!report.allowlist_expired.empty()) return 1;
   for (const auto& f : report.findings)
-    if (!f.allowed_by && (f.severity == "error" || report.strict)) return 1;
+    if (!f.allowed_by && ((f.severity != "note" && f.severity != "warning") || report.strict)) return 1;
   return 0;
 }
 
