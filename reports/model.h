@@ -67,6 +67,9 @@ template <class... F>
 struct overloaded : F... {
   using F::operator()...;
 };
+// Spelled out for clang before 17 (the fuzz build), which lacks C++20's deduction for aggregates.
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
 
 // The targets of a body that has them (run, exec, merge, probes), to fill or change; nullptr for
 // invariance and selftest.
