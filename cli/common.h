@@ -93,9 +93,9 @@ void add_fail_on_explained_option(CLI::App& sub, bool& flag);
 // and a note on Markdown and HTML.
 struct OutputHelp {
   std::string what = "the JSON report";
-  std::string junit;     // "one test case per check"
-  std::string markdown;  // "e.g. $GITHUB_STEP_SUMMARY"
-  std::string html;      // "opens from disk, fetches nothing"
+  std::string junit = "";     // "one test case per check"
+  std::string markdown = "";  // "e.g. $GITHUB_STEP_SUMMARY"
+  std::string html = "";      // "opens from disk, fetches nothing"
 };
 // Registers the report files every command that writes a report offers, one place for all: --report,
 // --junit, --markdown, --html and --json, storing into `out` (a new format adds its option here).

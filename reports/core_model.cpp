@@ -3,6 +3,8 @@
 #include "reports/core_model.h"
 #include "reports/enum_names.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace ra::report {
@@ -36,6 +38,29 @@ std::optional<double> median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+RoundCost round_cost(const std::vector<double>& ratios) {
+  RoundCost c;
+  c.ratio = median(ratios);
+  if (ratios.size() >= 2) {  // one round cannot show whether rounds agree
+    c.low = *std::min_element(ratios.begin(), ratios.end());
+    c.high = *std::max_element(ratios.begin(), ratios.end());
+  }
+  return c;
+}
+
+bool cost_measurable(const std::optional<double>& low, const std::optional<double>& high) {
+  if (!low || !high || !(*low > 0)) return false;
+  const bool straddles = *low <= 1.0 && *high >= 1.0;
+  return !straddles && *high <= 2.0 * *low;
+}
+
+std::string round_cost_text(const std::optional<double>& ratio, const std::optional<double>& low,
+                            const std::optional<double>& high) {
+  if (!ratio) return "";
+  if (!cost_measurable(low, high)) return kCostNotMeasurable;
+  return fmt::format("{:.2f}x ({:.2f}-{:.2f})", *ratio, *low, *high);
 }
 
 Tolerance default_tolerance(const std::string& dtype) {

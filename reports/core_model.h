@@ -125,4 +125,18 @@ struct EnvironmentChange {
 // The median of `values` (the mean of the middle two for an even count), nullopt when empty.
 std::optional<double> median(std::vector<double> values);
 
+// A cost priced in interleaved rounds (a fix's time over its configuration's, paired by round): the
+// median ratio and the lowest and highest per-round ratio. It is measurable only when that spread
+// lies on one side of 1.0 and the rounds agree within 2x; otherwise every format says "cost not
+// measurable on this machine now", never a number (issue 43: one command gave 44.75x, then 0.43x).
+struct RoundCost {
+  std::optional<double> ratio, low, high;
+};
+RoundCost round_cost(const std::vector<double>& ratios);
+bool cost_measurable(const std::optional<double>& low, const std::optional<double>& high);
+inline constexpr const char* kCostNotMeasurable = "not measurable on this machine now";
+// "0.70x (0.62-0.81)", kCostNotMeasurable, or "" when there is no ratio.
+std::string round_cost_text(const std::optional<double>& ratio, const std::optional<double>& low,
+                            const std::optional<double>& high);
+
 }  // namespace ra::report

@@ -356,19 +356,16 @@ std::string targets_timing(const std::vector<Target>& targets) {
             "href=\"#{}\"><code>{}</code></a></td><td>{}</td><td>{}</td></tr>\n",
             html::fix_id(i, j, k), c.cost_ratio ? fmt::format(" data-cost=\"{:.2f}\"", *c.cost_ratio) : "",
             html::fix_id(i, j, k), esc(c.config), c.median_ms ? ms(*c.median_ms) : "not timed",
-            c.cost_ratio
-                ? fmt::format(
-                      "{:.2f}×{}", *c.cost_ratio,
-                      c.cost_low && c.cost_high ? fmt::format(" ({:.2f}–{:.2f})", *c.cost_low, *c.cost_high) : "")
-                : "-");
+            c.cost_ratio ? esc(cost_text(c)) : "-");
       }
       out += "</tbody></table>\n";
       // Which fix is cheapest is a timing fact: it stays inside this block.
       if (const FixCandidate* cheapest = cheapest_fix(f)) {
         const FixCandidate& c = *cheapest;
-        out += fmt::format("<p class=\"cheapest\">Cheapest minimal fix: {} (<code>{}</code>){}.</p>\n",
+        out += fmt::format("<p class=\"cheapest\">{}: {} (<code>{}</code>){}.</p>\n",
+                           cheapest_known(f) ? "Cheapest minimal fix" : "A minimal fix",
                            esc(fix_change_text(c, t.configs[j].switches)), esc(c.config),
-                           c.cost_ratio ? fmt::format(", {:.2f}× the run time of {}", *c.cost_ratio, esc(f.from)) : "");
+                           esc(cost_clause(c, f.from)));
         for (const FixCandidate* other : fixes_costing_the_same(f))
           out += fmt::format("<p class=\"same-cost\">The same cost within noise: <code>{}</code> at {}.</p>\n",
                              esc(other->config), esc(cost_text(*other)));

@@ -54,7 +54,10 @@ json invariance_fix_to_json(const std::optional<InvarianceFix>& fix) {
     candidates.push_back(candidate_json(c));
     costs.push_back({{"config", c.config},
                      {"forward_ms", optional_number(c.forward_ms)},
-                     {"cost_ratio", optional_number(c.cost_ratio)}});
+                     {"cost_ratio", optional_number(c.cost_ratio)},
+                     {"cost_low", optional_number(c.cost_low)},
+                     {"cost_high", optional_number(c.cost_high)},
+                     {"cost_measurable", cost_measurable(c.cost_low, c.cost_high)}});
   }
   return {{"from", fix->from},
           {"sizes", fix->sizes},
@@ -81,6 +84,8 @@ std::optional<InvarianceFix> invariance_fix_from_json(const json& j) {
     if (costs[i].at("config").str() != f.candidates[i].config) costs[i].at("config").fail("not the candidate's");
     f.candidates[i].forward_ms = costs[i].at("forward_ms").opt_num();
     f.candidates[i].cost_ratio = costs[i].at("cost_ratio").opt_num();
+    if (costs[i].has("cost_low")) f.candidates[i].cost_low = costs[i].at("cost_low").opt_num();
+    if (costs[i].has("cost_high")) f.candidates[i].cost_high = costs[i].at("cost_high").opt_num();
   }
   return f;
 }

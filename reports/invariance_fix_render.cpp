@@ -33,7 +33,9 @@ std::string head(const InvarianceFix& f) {
                      f.baseline_verdict);
 }
 
-std::string ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}x", *r) : std::string("-"); }
+std::string cost(const InvarianceFixCandidate& c) {
+  return c.cost_ratio ? round_cost_text(c.cost_ratio, c.cost_low, c.cost_high) : std::string("-");
+}
 
 bool candidate_ran(const InvarianceFixCandidate& c) { return c.verdict != "not run"; }
 
@@ -62,7 +64,7 @@ std::string invariance_fix_text(const Invariance& inv) {
   for (const auto& c : f.candidates) {
     if (!candidate_ran(c)) continue;
     out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)),
-                       c.cost_ratio ? fmt::format(", cost {:.2f}x", *c.cost_ratio) : "");
+                       c.cost_ratio ? ", cost " + cost(c) : "");
     if (c.fixes) out += fmt::format("    C++: {}\n    Python: {}\n", ln(c.cpp), ln(c.python));
   }
   if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("  not run: {}\n", ln(skipped));
@@ -88,7 +90,7 @@ std::string invariance_fix_markdown_timing(const Invariance& inv) {
       inv.fix->baseline_forward_ms ? fmt::format("{:.3f}", *inv.fix->baseline_forward_ms) : std::string("-"),
       md(inv.fix->from));
   for (const auto& c : inv.fix->candidates)
-    if (c.forward_ms) out += fmt::format("\n- fix search: {}: cost {}", md(c.toggles), ratio(c.cost_ratio));
+    if (c.forward_ms) out += fmt::format("\n- fix search: {}: cost {}", md(c.toggles), cost(c));
   return out;
 }
 
@@ -121,7 +123,7 @@ std::string invariance_fix_html_timing(const Invariance& inv) {
   for (const auto& c : inv.fix->candidates)
     if (c.forward_ms)
       out += fmt::format("<tr data-toggles=\"{}\"><td>{}</td><td>{:.3f} ms</td><td>{}</td></tr>\n", esc(c.toggles),
-                         esc(c.toggles), *c.forward_ms, ratio(c.cost_ratio));
+                         esc(c.toggles), *c.forward_ms, esc(cost(c)));
   return out + "</tbody></table>\n";
 }
 

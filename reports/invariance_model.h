@@ -128,7 +128,8 @@ struct InvarianceFixCandidate {
   std::vector<SizeClass> classes;    // the sizes' classes under it
   bool fixes = false;                // invariant where the configuration was not
   std::optional<double> forward_ms;  // per forward pass
-  std::optional<double> cost_ratio;  // its forward passes' time over the rerun configuration's, same sitting
+  std::optional<double> cost_ratio;  // median over pricing rounds of its forward pass over the configuration's
+  std::optional<double> cost_low, cost_high;  // the lowest and highest per-round ratio (core_model.h's RoundCost)
   std::string cpp, python;           // how a program sets it
 };
 
@@ -136,7 +137,7 @@ struct InvarianceFix {
   std::string from;                           // the configuration searched from (the first of --configs)
   std::vector<int64_t> sizes;                 // the sizes swept again
   std::string baseline_verdict;               // the rerun of `from` on those sizes
-  std::optional<double> baseline_forward_ms;  // per forward pass, in that rerun
+  std::optional<double> baseline_forward_ms;  // per forward pass, median over the pricing rounds
   std::vector<InvarianceFixCandidate> candidates;
   std::string conclusion;  // one sentence: which switch fixes it at what cost, or which class to pad to
 };

@@ -40,7 +40,7 @@ std::string root_cause_md(const RootCause& r) {
   return s;
 }
 
-std::string cost_cell(const std::optional<double>& ratio) { return ratio ? fmt::format("{:.2f}x", *ratio) : "-"; }
+std::string cost_cell(const FixCandidate& c) { return c.cost_ratio ? cost_text(c) : "-"; }
 
 void fence(std::string& out, const char* lang, const std::string& text) {
   out += escape::markdown_block(text, lang, "  ");
@@ -119,16 +119,16 @@ void timing(std::string& out, const Report& r) {
       const FixSearch& f = *c.fix_search;
       out += fmt::format("\n**{} · {}**", md(t.name), md(c.name));
       if (const FixCandidate* fix = cheapest_fix(f))
-        out += fmt::format(": cheapest fix {} ({}){}", md(fix_change_text(*fix, c.switches)), code(fix->config),
-                           fix->cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(*fix), md(f.from))
-                                           : " (not measured)");
+        out += fmt::format(": {} {} ({}){}", cheapest_known(f) ? "cheapest fix" : "a minimal fix",
+                           md(fix_change_text(*fix, c.switches)), code(fix->config),
+                           fix->cost_ratio ? cost_clause(*fix, md(f.from)) : " (not measured)");
       for (const FixCandidate* other : fixes_costing_the_same(f))
         out += fmt::format("; the same cost within noise: {} ({})", code(other->config), cost_text(*other));
       out += "\n\n| candidate | verdict | median | cost |\n|---|---|---|---|\n";
       for (const auto& cand : f.candidates)
         out +=
             fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
-                        cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand.cost_ratio));
+                        cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand));
     }
   out += fmt::format("{}\n", kTimingEnd);
 }

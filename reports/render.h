@@ -73,8 +73,13 @@ std::string changed_op_text(const BaselineResult& r);
 // "threads 4 -> 1", "deterministic off -> on, threads 4 -> 1" (a toggle the failing configuration
 // does not read back shows its requested value alone: "mkl_cbwr -> COMPATIBLE").
 std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchValue>& failing);
-// "0.29x (0.25-0.33)": a fix's cost with its interval over the timing rounds; "" when unmeasured.
+// "0.29x (0.25-0.33)": a fix's cost with its interval over the timing rounds, "not measurable on
+// this machine now" when the rounds cannot price it (core_model.h's cost_measurable); "" when
+// unmeasured.
 std::string cost_text(const FixCandidate& fix);
+// The cost after a fix's name: " at 0.29x (0.25-0.33) the run time of FROM", " (cost not measurable
+// on this machine now)", or "" (escape `from` for the format first).
+std::string cost_clause(const FixCandidate& fix, const std::string& from);
 // What "reproducible" can promise after so few repeats: "reproducible: no divergence in 2
 // comparisons (3 runs); a divergence rate above 66% would have shown (95% confidence)", for the
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);

@@ -160,10 +160,12 @@ std::string fix_change_text(const FixCandidate& fix, const std::vector<SwitchVal
   return parts.empty() ? ln(fix.config) : fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::string cost_text(const FixCandidate& fix) {
+std::string cost_text(const FixCandidate& fix) { return round_cost_text(fix.cost_ratio, fix.cost_low, fix.cost_high); }
+
+std::string cost_clause(const FixCandidate& fix, const std::string& from) {
   if (!fix.cost_ratio) return "";
-  if (!fix.cost_low || !fix.cost_high) return fmt::format("{:.2f}x", *fix.cost_ratio);
-  return fmt::format("{:.2f}x ({:.2f}-{:.2f})", *fix.cost_ratio, *fix.cost_low, *fix.cost_high);
+  if (!cost_measurable(fix.cost_low, fix.cost_high)) return fmt::format(" (cost {})", kCostNotMeasurable);
+  return fmt::format(" at {} the run time of {}", cost_text(fix), from);
 }
 
 std::string tolerance_text(const DivergenceStats& s) {
@@ -343,8 +345,9 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
   out += fmt::format("    => {}\n", ln(f.conclusion));
   if (const FixCandidate* cheapest = cheapest_fix(f)) {
     const FixCandidate& c = *cheapest;
-    out += fmt::format("       cheapest: {} ({}){}\n", fix_change_text(c, failing), ln(c.config),
-                       c.cost_ratio ? fmt::format(" at {} the run time of {}", cost_text(c), ln(f.from)) : "");
+    out += fmt::format("       {}: {} ({}){}\n", cheapest_known(f) ? "cheapest" : "fix", fix_change_text(c, failing),
+                       ln(c.config),
+                       cost_clause(c, ln(f.from)));
     for (const FixCandidate* other : fixes_costing_the_same(f))
       out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing),
                          ln(other->config), cost_text(*other));

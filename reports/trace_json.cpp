@@ -191,7 +191,8 @@ void add_fix_times(json& entry, const FixSearch& f) {
                        {"median_ms", *cand.median_ms},
                        {"cost_ratio", cand.cost_ratio ? json(*cand.cost_ratio) : json(nullptr)},
                        {"cost_low", cand.cost_low ? json(*cand.cost_low) : json(nullptr)},
-                       {"cost_high", cand.cost_high ? json(*cand.cost_high) : json(nullptr)}});
+                       {"cost_high", cand.cost_high ? json(*cand.cost_high) : json(nullptr)},
+                       {"cost_measurable", cost_measurable(cand.cost_low, cand.cost_high)}});
   entry["baseline_median_ms"] = f.baseline_median_ms ? json(*f.baseline_median_ms) : json(nullptr);
   entry["candidates"] = fixes;
 }

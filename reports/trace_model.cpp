@@ -16,13 +16,20 @@ const FixCandidate* cheapest_fix(const FixSearch& f) {
   for (const size_t i : f.best) {
     if (i >= f.candidates.size()) continue;
     const FixCandidate& c = f.candidates[i];
-    if (!best || (c.cost_ratio && (!best->cost_ratio || *c.cost_ratio < *best->cost_ratio))) best = &c;
+    const bool priced = cost_measurable(c.cost_low, c.cost_high);
+    if (!best || (priced && (!cost_measurable(best->cost_low, best->cost_high) || *c.cost_ratio < *best->cost_ratio)))
+      best = &c;
   }
   return best;
 }
 
+bool cheapest_known(const FixSearch& f) {
+  const FixCandidate* c = cheapest_fix(f);
+  return c && (f.best.size() == 1 || cost_measurable(c->cost_low, c->cost_high));
+}
+
 bool same_cost(const FixCandidate& a, const FixCandidate& b) {
-  if (!a.cost_low || !a.cost_high || !b.cost_low || !b.cost_high) return false;
+  if (!cost_measurable(a.cost_low, a.cost_high) || !cost_measurable(b.cost_low, b.cost_high)) return false;
   return *a.cost_low <= *b.cost_high && *b.cost_low <= *a.cost_high;
 }
 

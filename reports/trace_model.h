@@ -87,7 +87,7 @@ struct FixCandidate {
 
 inline constexpr int kTimingRounds = 5;
 
-// True when two fixes' cost intervals overlap: neither can be called cheaper (both measured).
+// True when two fixes' cost intervals overlap: neither can be called cheaper (both measurable).
 bool same_cost(const FixCandidate& a, const FixCandidate& b);
 
 // An op that raises under deterministic mode: it has no deterministic implementation here.
@@ -144,10 +144,13 @@ struct OpStream {
 // fixes the configuration (audit/trace/fix_search.h). Renderers say so instead of an empty table.
 bool fix_costs_measured(const FixSearch& f);
 
-// The cheapest minimal fix of a fix search: the lowest measured cost, measured ones before
-// unmeasured ones, then candidate order; null when no candidate fixes everything. Every renderer
-// names this one, so no two formats can disagree about it.
+// The cheapest minimal fix of a fix search: the lowest measurable cost (core_model.h's
+// cost_measurable), those before the others, then candidate order; null when no candidate fixes
+// everything. Every renderer names this one, so no two formats can disagree about it.
 const FixCandidate* cheapest_fix(const FixSearch& f);
+// Whether cheapest_fix is known to be the cheapest: it is the only minimal fix, or its cost was
+// measurable. Otherwise renderers name it as a fix, not the cheapest one.
+bool cheapest_known(const FixSearch& f);
 // The other minimal fixes whose cost intervals overlap the cheapest's: they cost the same within
 // noise, and the renderers say so instead of calling one cheaper.
 std::vector<const FixCandidate*> fixes_costing_the_same(const FixSearch& f);

@@ -68,32 +68,98 @@ std::vector<int64_t> warmup_sizes(const InvarianceConfig& c) {
 
 std::vector<int64_t> tried(const InvarianceConfig& c) { return report::tried_sizes(c); }
 
-// The class a user should pad or bucket to: the one with the most sizes tried, then the larger sizes.
-const SizeClass& widest(const std::vector<SizeClass>& classes) {
-  return *std::max_element(classes.begin(), classes.end(), [](const SizeClass& a, const SizeClass& b) {
-    return a.sizes.size() != b.sizes.size() ? a.sizes.size() < b.sizes.size() : a.sizes.back() < b.sizes.back();
+// The sizes of `k` at which a row was measured to get the same bits at every place in the batch and
+// on a second call: the only sizes the advice may call safe (issue 43: "pad to {4…1024}" was printed
+// beside "depends on its place at sizes 5…7,9").
+std::vector<int64_t> safe(const SizeClass& k, const InvarianceConfig& c) {
+  std::vector<int64_t> out;
+  for (const int64_t m : k.sizes)
+    if (!std::binary_search(c.position_dependent.begin(), c.position_dependent.end(), m) &&
+        !std::binary_search(c.warmup_dependent.begin(), c.warmup_dependent.end(), m))
+      out.push_back(m);
+  return out;
+}
+
+// The class a user should pad or bucket to: the one with the most safe sizes, then the larger ones.
+const SizeClass& widest(const std::vector<SizeClass>& classes, const InvarianceConfig& c) {
+  return *std::max_element(classes.begin(), classes.end(), [&](const SizeClass& a, const SizeClass& b) {
+    const std::vector<int64_t> sa = safe(a, c), sb = safe(b, c);
+    if (sa.size() != sb.size()) return sa.size() < sb.size();
+    return sa.empty() ? a.sizes.back() < b.sizes.back() : sa.back() < sb.back();
   });
+}
+
+// Sizes as runs of consecutive integers: "4,8,12,15…17".
+std::string runs_text(const std::vector<int64_t>& sizes) {
+  std::vector<std::string> parts;
+  for (size_t i = 0, j = 0; i < sizes.size(); i = j + 1) {
+    for (j = i; j + 1 < sizes.size() && sizes[j + 1] == sizes[j] + 1;) ++j;
+    if (j - i >= 2)
+      parts.push_back(fmt::format("{}…{}", sizes[i], sizes[j]));
+    else
+      for (size_t k = i; k <= j; ++k) parts.push_back(fmt::format("{}", sizes[k]));
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+// The sizes to pad to, in braces, and which were measured: every size named was measured, except
+// the untried sizes inside the open top range (from the first safe size above which every size
+// tried is safe, up to the largest tried), which are inferred and said to be (issue 43).
+struct SafeSizes {
+  std::string sizes;     // "{4,8,12…33}"
+  std::string inferred;  // " (measured at 4,8,12,15…17,31…33; the sizes from 12 to 33 that were not tried are inferred)"
+};
+
+SafeSizes safe_sizes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& all) {
+  const std::set<int64_t> in(sizes.begin(), sizes.end());
+  size_t top = all.size();
+  while (top > 0 && in.count(all[top - 1])) --top;
+  const size_t n = all.size() - top;
+  if (n < 2 || all.back() - all[top] + 1 == static_cast<int64_t>(n)) return {"{" + runs_text(sizes) + "}", ""};
+  const int64_t from = all[top], to = all.back();
+  std::vector<int64_t> below;
+  for (const int64_t m : sizes)
+    if (m < from) below.push_back(m);
+  return {fmt::format("{{{}{}…{}}}", below.empty() ? "" : runs_text(below) + ",", from, to),
+          fmt::format(" (measured at {}; the sizes from {} to {} that were not tried are inferred)", runs_text(sizes),
+                      from, to)};
+}
+
+// What to pad to when the batched sizes fall into `batched` classes: the safe sizes of the widest,
+// or, where no size is safe, the place and warm-up advice alone.
+std::string pad_line(const std::vector<SizeClass>& batched, const InvarianceConfig& c, const std::vector<int64_t>& all) {
+  const std::vector<int64_t> sizes = safe(widest(batched, c), c);
+  if (sizes.empty())
+    return "no batched size tried gives a row the same bits at every place in the batch, so padding alone is no fix";
+  const SafeSizes text = safe_sizes(sizes, all);
+  return fmt::format("pad every batch to a size in {}{}: at each size measured there a row got the same bits at every "
+                     "place tried",
+                     text.sizes, text.inferred);
 }
 
 std::vector<std::string> size_advice(const InvarianceConfig& c) {
   const std::vector<int64_t> all = tried(c);
-  if (c.classes.size() <= 1)
+  const bool steady = c.position_dependent.empty() && c.warmup_dependent.empty();
+  if (c.classes.size() <= 1 && steady)
     return {fmt::format("every batch size tried ({}) gives a row the same bits: batch freely within them",
                         report::sizes_text(all, all))};
+  if (c.classes.size() <= 1) {
+    SizeClass batched{c.classes.empty() ? all : c.classes.front().sizes, false};
+    std::erase(batched.sizes, 1);
+    return {pad_line({batched}, c, all)};
+  }
   std::vector<std::string> advice;
   const SizeClass& ref = c.classes.front();
   const bool alone = ref.sizes == std::vector<int64_t>{1};
-  if (alone)
-    advice.push_back(c.classes.size() == 2
-                         ? fmt::format("batch 1 is the odd one: never compare unbatched with batched results; every "
-                                       "batch of {{{}}} gives a row the same bits",
-                                       report::sizes_text(c.classes.back().sizes, all))
-                         : "batch 1 is the odd one: never compare unbatched with batched results");
-  if (!alone || c.classes.size() > 2) {
-    std::vector<SizeClass> batched(c.classes.begin() + (alone ? 1 : 0), c.classes.end());
-    advice.push_back(fmt::format("pad every batch to a size in {{{}}}: those sizes give a row the same bits",
-                                 report::sizes_text(widest(batched).sizes, all)));
-  }
+  const std::vector<SizeClass> batched(c.classes.begin() + (alone ? 1 : 0), c.classes.end());
+  if (alone && c.classes.size() == 2 && steady)
+    advice.push_back(fmt::format(
+        "batch 1 is the odd one: never compare unbatched with batched results; every batch of {}{} gives a row the "
+        "same bits",
+        safe_sizes(c.classes.back().sizes, all).sizes, safe_sizes(c.classes.back().sizes, all).inferred));
+  else if (alone)
+    advice.push_back("batch 1 is the odd one: never compare unbatched with batched results");
+  if (!alone || c.classes.size() > 2 || !steady) advice.push_back(pad_line(batched, c, all));
   if (c.classes.size() > 2)
     advice.push_back(fmt::format("or bucket batches so that results you compare come from one class: {}",
                                  report::classes_text(c.classes, all)));
@@ -141,7 +207,10 @@ std::string padding_advice(const InvarianceConfig& c) {
   const std::vector<int64_t> all = tried(c);
   const bool alone = c.classes.front().sizes == std::vector<int64_t>{1};
   const std::vector<SizeClass> batched(c.classes.begin() + (alone ? 1 : 0), c.classes.end());
-  std::string out = fmt::format("pad every batch to a size in {{{}}}", report::sizes_text(widest(batched).sizes, all));
+  const std::vector<int64_t> sizes = safe(widest(batched, c), c);
+  if (sizes.empty()) return "";
+  const SafeSizes text = safe_sizes(sizes, all);
+  std::string out = fmt::format("pad every batch to a size in {}{}", text.sizes, text.inferred);
   if (alone) out += " and never compare a row run alone with batched results";
   if (c.classes.size() > 2)
     out += fmt::format(", or bucket batches by class: {}", report::classes_text(c.classes, all));

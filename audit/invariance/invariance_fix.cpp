@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -79,14 +80,28 @@ std::optional<double> per_call(const InvarianceConfig& c) {
   return c.timing.forward_ms / static_cast<double>(c.timing.calls);
 }
 
-// Fills a candidate from its sweep, priced against `baseline` (the rerun of the same sitting).
+// Fills a candidate from its sweep (`baseline`: the rerun of the same sitting).
 void record(InvarianceFixCandidate& c, const InvarianceConfig& result, const InvarianceConfig& baseline) {
   c.verdict = result.verdict;
   c.message = result.verdict == "crashed" ? result.message : "";
   c.classes = result.classes;
   c.fixes = result.verdict == "invariant" && baseline.verdict == "variant";
-  c.forward_ms = per_call(result);
-  if (const auto base = per_call(baseline); base && c.forward_ms && *base > 0) c.cost_ratio = *c.forward_ms / *base;
+}
+
+// A candidate's price from its forward pass and the configuration's in each round (paired by round:
+// two sweeps made one after the other), as run's fix search prices (issue 43: one sweep each gave
+// 44.75x, then 0.43x, for the same switch).
+void price(InvarianceFixCandidate& c, const std::vector<std::optional<double>>& base,
+           const std::vector<std::optional<double>>& mine) {
+  std::vector<double> times, ratios;
+  for (size_t r = 0; r < mine.size(); ++r) {
+    if (!mine[r]) continue;
+    times.push_back(*mine[r]);
+    if (r < base.size() && base[r] && *base[r] > 0) ratios.push_back(*mine[r] / *base[r]);
+  }
+  c.forward_ms = report::median(times);
+  const report::RoundCost cost = report::round_cost(ratios);
+  c.cost_ratio = cost.ratio, c.cost_low = cost.low, c.cost_high = cost.high;
 }
 
 std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, const Device& device) {
@@ -118,6 +133,10 @@ std::vector<int64_t> fix_sizes(const InvarianceConfig& c) {
   if (c.classes.size() > 1) {
     for (const auto& k : c.classes)
       if (!k.reference) sizes.insert(k.sizes.front());
+    // A switch that merges the classes but leaves a row's place mattering fixes nothing: the first
+    // size of each other finding is swept again too.
+    if (!c.position_dependent.empty()) sizes.insert(c.position_dependent.front());
+    if (!c.warmup_dependent.empty()) sizes.insert(c.warmup_dependent.front());
   } else {
     sizes.insert(c.position_dependent.begin(), c.position_dependent.end());
     sizes.insert(c.warmup_dependent.begin(), c.warmup_dependent.end());
@@ -165,21 +184,49 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
   }
   const std::vector<InvarianceConfig> first = sweep(configs, f.sizes);
   f.baseline_verdict = first.at(0).verdict;
-  f.baseline_forward_ms = per_call(first.at(0));
+  // Forward-pass times per priced configuration and round: the rerun of `from` first.
+  std::vector<Config> priced = {from_config};
+  std::vector<std::vector<std::optional<double>>> times = {{per_call(first.at(0))}};
+  std::vector<size_t> priced_candidate = {SIZE_MAX};
   Toggles usable;
   bool fixed = false;
   for (size_t k = 0; k < singles.size(); ++k) {
     InvarianceFixCandidate& c = f.candidates[singles[k]];
     record(c, first.at(k + 1), first.at(0));
     fixed = fixed || c.fixes;
-    if (c.verdict != "crashed") usable.push_back(toggles[k].front());
+    if (c.verdict == "crashed") continue;
+    usable.push_back(toggles[k].front());
+    priced.push_back(configs[k + 1]), times.push_back({per_call(first.at(k + 1))}), priced_candidate.push_back(singles[k]);
   }
-  // 2. None alone: all that ran, together, beside a rerun of `from` for its price.
+  // 2. None alone: all that ran, together, beside a rerun of `from` (its first round's price).
+  std::optional<double> combined_base;
   if (!fixed && f.baseline_verdict == "variant" && usable.size() >= 2) {
     InvarianceFixCandidate c = candidate(from_config, usable, "combined");
-    const std::vector<InvarianceConfig> second = sweep({from_config, toggled(from_config, usable, c)}, f.sizes);
+    const Config together = toggled(from_config, usable, c);
+    const std::vector<InvarianceConfig> second = sweep({from_config, together}, f.sizes);
     record(c, second.at(1), second.at(0));
+    combined_base = per_call(second.at(0));
     f.candidates.push_back(std::move(c));
+    if (f.candidates.back().verdict != "crashed")
+      priced.push_back(together), times.push_back({per_call(second.at(1))}),
+          priced_candidate.push_back(f.candidates.size() - 1);
+  }
+  // 3. Prices: every configuration that ran swept again, one worker at a time in turn (A B C A B C
+  // ...), until each has report::kTimingRounds rounds.
+  if (priced.size() > 1)
+    for (int r = 1; r < report::kTimingRounds; ++r) {
+      const std::vector<InvarianceConfig> again = sweep(priced, f.sizes);
+      for (size_t k = 0; k < priced.size(); ++k) times[k].push_back(per_call(again.at(k)));
+    }
+  std::vector<double> base_times;
+  for (const auto& t : times[0])
+    if (t) base_times.push_back(*t);
+  f.baseline_forward_ms = report::median(base_times);
+  for (size_t k = 1; k < priced.size(); ++k) {
+    InvarianceFixCandidate& c = f.candidates[priced_candidate[k]];
+    std::vector<std::optional<double>> base = times[0];
+    if (c.stage == "combined") base[0] = combined_base;  // its first round sat beside the second rerun
+    price(c, base, times[k]);
   }
   f.conclusion = conclusion(f, from, device);
   return f;

@@ -16,11 +16,16 @@
 // then give one class and neither dependence. When none does alone and two or more ran, all of
 // them together are tried. The configuration itself is swept again first in the same sitting, and
 // each candidate's forward passes (per call, timed in the worker around the model's calls only)
-// are priced against it. When no switch fixes it, the answer is padding or bucketing to one class,
+// are priced against it in report::kTimingRounds rounds: the configuration and every candidate
+// that ran are swept again in turn, and each round's ratio pairs two sweeps made one after the
+// other. The cost is the median ratio with its spread, or "not measurable on this machine now"
+// when the spread straddles 1.0 or the rounds disagree by more than 2x (core_model.h's
+// cost_measurable). When no switch fixes it, the answer is padding or bucketing to one class,
 // named (invariance_analysis.h's padding_advice).
 //
 // The cost. One worker for the rerun and one per candidate that runs (plus the combination and
-// its rerun), one at a time so that their timings do not share the CPU, each on few sizes.
+// its rerun), one at a time so that their timings do not share the CPU, each on few sizes; then
+// kTimingRounds - 1 more of each that ran, for the prices.
 #pragma once
 
 #include "audit/common/device.h"

@@ -240,10 +240,8 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
       std::vector<double> ratios;
       for (size_t r = 0; r < rounds[k + 1].size() && r < rounds[0].size(); ++r)
         if (rounds[k + 1][r] && rounds[0][r] && *rounds[0][r] > 0) ratios.push_back(*rounds[k + 1][r] / *rounds[0][r]);
-      if (ratios.empty()) continue;
-      c.cost_ratio = report::median(ratios);
-      c.cost_low = *std::min_element(ratios.begin(), ratios.end());
-      c.cost_high = *std::max_element(ratios.begin(), ratios.end());
+      const report::RoundCost cost = report::round_cost(ratios);
+      c.cost_ratio = cost.ratio, c.cost_low = cost.low, c.cost_high = cost.high;
     }
   }
 

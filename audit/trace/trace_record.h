@@ -23,7 +23,7 @@ struct TensorRef {
   std::string digest;  // 32 hex digits (worker/digest/digest.h), "" for an undefined tensor
   // Row-slice mode only (worker/trace/tracer.h): the digest of the tensor's row slice along dim 0,
   // as a tensor of one row, where dim 0 had the batch's size; "" otherwise. Never written to files.
-  std::string row_digest;
+  std::string row_digest = "";
 };
 
 struct Record {

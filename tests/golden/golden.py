@@ -63,7 +63,14 @@ NORMALISE = [
                 r'date|created|[a-z_]*_ms|[a-z_]*_seconds|[a-z_]*time[a-z_]*)": *("[^"]*"|[-0-9.e+]+)'), r'"\1": <t>'),
     (re.compile(r'time="[0-9.]+"'), 'time="<t>"'),
     (re.compile(r'data-ms="[0-9.]+"'), 'data-ms="<t>"'),
-    (re.compile(r'"(ratio_to_first|[a-z_]*ratio|cost[a-z_]*|overhead[a-z_]*)": *([-0-9.e+]+|null)'), r'"\1": <r>'),
+    (re.compile(r'"(ratio_to_first|[a-z_]*ratio|cost[a-z_]*|overhead[a-z_]*)": *([-0-9.e+]+|null|true|false)'),
+     r'"\1": <r>'),
+    # a cost is a ratio with its rounds' spread, or not measurable on a busy machine (issue 43): either
+    # is a clock figure, and so is which fix the formats may call the cheapest
+    (re.compile(r'[0-9]+(\.[0-9]+)?(×|x) \([0-9.]+[-–][0-9.]+\)|not measurable on this machine now'), '<r>'),
+    (re.compile(r' at <r> the run time of ([^\n.<|]*)| \(cost <r>\)'), ' <cost>'),
+    (re.compile(r'\b(cheapest|fix): (?=[^\n]*<cost>)|\b(cheapest fix|a minimal fix) (?=[^\n]*<cost>)|'
+                r'(Cheapest minimal fix|A minimal fix): '), '<which fix>: '),
     (re.compile(r'timestamp="[^"]*"'), 'timestamp="<t>"'),
     (re.compile(r'\b[0-9]+(\.[0-9]+)? ?(ms|µs|us|s|min)\b'), '<t>'),
     (re.compile(r'[0-9]+(\.[0-9]+)?(×|x)(?=[^0-9a-zA-Z])'), '<r>'),

@@ -109,7 +109,8 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   det.cpp = "torch::globalContext().setDeterministicAlgorithms(true, false);";
   det.python = "torch.use_deterministic_algorithms(True)";
   det.median_ms = wall_ms * 1.25;
-  det.cost_ratio = 1 + wall_ms / 40;
+  det.cost_ratio = 1 + wall_ms / 40;  // with its rounds' spread, 0.1 either side
+  det.cost_low = *det.cost_ratio - 0.1, det.cost_high = *det.cost_ratio + 0.1;
   ra::report::FixCandidate threads = det;
   threads.toggles = {{"threads", "1"}};
   threads.config = "default+threads=1";

@@ -71,6 +71,38 @@ TEST_CASE("analyse: position and warm-up dependence apart from size dependence")
   CHECK(ra::report::invariance_summary(c).find("position-dependent at 1 size") != std::string::npos);
 }
 
+TEST_CASE("analyse: padding advice names only sizes measured free of position dependence, and says what is inferred") {
+  // Issue 43: classes {1} | {4…13}, but a row at the end of a batch of 10 or 11 gets other bits.
+  InvarianceConfig c = sweep({{1, "a"}, {4, "x"}, {8, "x"}, {10, "x"}, {11, "x"}, {12, "x"}, {13, "x"}, {20, "x"}});
+  c.cells.push_back(cell(10, "end", "z", "x'"));
+  c.cells.push_back(cell(11, "end", "z", "x'"));
+  ra::invariance::analyse(c);
+  REQUIRE(c.classes.size() == 2);
+  CHECK(c.position_dependent == std::vector<int64_t>{10, 11});
+  std::string all;
+  for (const auto& a : c.advice) all += a + "\n";
+  CHECK(all.find("{4…13}") == std::string::npos);
+  CHECK(all.find("gives a row the same bits") == std::string::npos);  // never beside the position finding
+  CHECK(all.find("pad every batch to a size in {4,8,12…20}") != std::string::npos);
+  CHECK(all.find("(measured at 4,8,12,13,20; the sizes from 12 to 20 that were not tried are inferred)") !=
+        std::string::npos);
+  CHECK(all.find("depend on its place in the batch at sizes 10,11") != std::string::npos);
+  CHECK(ra::invariance::padding_advice(c).find("{4,8,12…20}") != std::string::npos);
+}
+
+TEST_CASE("analyse: one class with a row's place mattering at every batched size gets no padding advice") {
+  InvarianceConfig c = sweep({{1, "a"}, {2, "a"}, {3, "a"}});
+  for (auto& k : c.cells) k.rows.pop_back();  // one anchor: a single class
+  c.cells.push_back(cell(2, "end", "z", "b"));
+  c.cells.push_back(cell(3, "end", "z", "b"));
+  c.cells[c.cells.size() - 1].rows.pop_back(), c.cells[c.cells.size() - 2].rows.pop_back();
+  ra::invariance::analyse(c);
+  REQUIRE(c.classes.size() == 1);
+  CHECK(c.verdict == "variant");
+  CHECK(c.advice.front().find("padding alone is no fix") != std::string::npos);
+  CHECK(c.advice.front().find("batch freely") == std::string::npos);
+}
+
 TEST_CASE("compare_configs: an invariant configuration is named as a fix") {
   std::vector<InvarianceConfig> configs{sweep({{1, "a"}, {4, "x"}}), sweep({{1, "a"}})};
   configs[1].config = "threads-1";

@@ -114,9 +114,11 @@ TEST_CASE("search_invariance_fix: the switch that fixes it, priced against the r
   fake.costs = {{"threads", 1.5}};
   const Config from = ra::parse_config("default", 2);
   const auto f = ra::invariance::search_invariance_fix(kDefault, from, ra::Device::cpu(), std::ref(fake));
-  REQUIRE(fake.calls.size() == 1);  // a single toggle fixed it: no combination
-  CHECK(fake.calls[0] == std::vector<std::string>{"default", "default+deterministic=on", "default+threads=1",
-                                                  "default+mkl_cbwr=COMPATIBLE"});
+  // A single toggle fixed it: no combination; then kTimingRounds - 1 more rounds of the same four.
+  REQUIRE(fake.calls.size() == static_cast<size_t>(ra::report::kTimingRounds));
+  for (const auto& call : fake.calls)
+    CHECK(call == std::vector<std::string>{"default", "default+deterministic=on", "default+threads=1",
+                                           "default+mkl_cbwr=COMPATIBLE"});
   CHECK(fake.sizes[0] == std::vector<int64_t>{1, 4});
   CHECK(f.baseline_verdict == "variant");
   REQUIRE(f.baseline_forward_ms);
@@ -127,6 +129,8 @@ TEST_CASE("search_invariance_fix: the switch that fixes it, priced against the r
     CHECK(c.verdict == (c.fixes ? "invariant" : "variant"));
     REQUIRE(c.cost_ratio);
     CHECK(*c.cost_ratio == doctest::Approx(c.fixes ? 1.5 : 1.0));
+    // 1.5x in every round is a price; 1.0x in every round straddles 1.0: no measurable cost.
+    CHECK(ra::report::cost_measurable(c.cost_low, c.cost_high) == c.fixes);
   }
   CHECK(f.conclusion == "threads=1 from default makes it invariant: every size swept again gives a row the same bits");
 }
@@ -136,7 +140,10 @@ TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pa
   together.fixing = {{"threads", "1"}, {"mkl_cbwr", "COMPATIBLE"}};
   const Config from = ra::parse_config("default", 2);
   auto f = ra::invariance::search_invariance_fix(kDefault, from, ra::Device::cpu(), std::ref(together));
-  REQUIRE(together.calls.size() == 2);
+  REQUIRE(together.calls.size() == 2 + static_cast<size_t>(ra::report::kTimingRounds) - 1);
+  CHECK(together.calls[2] == std::vector<std::string>{"default", "default+deterministic=on", "default+threads=1",
+                                                      "default+mkl_cbwr=COMPATIBLE",
+                                                      "default+deterministic=on+threads=1+mkl_cbwr=COMPATIBLE"});
   CHECK(together.calls[1] ==
         std::vector<std::string>{"default", "default+deterministic=on+threads=1+mkl_cbwr=COMPATIBLE"});
   REQUIRE(f.candidates.back().stage == "combined");
@@ -150,7 +157,8 @@ TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pa
   CHECK(f.conclusion ==
         "no switch tried (deterministic=on, threads=1, mkl_cbwr=COMPATIBLE, "
         "deterministic=on+threads=1+mkl_cbwr=COMPATIBLE) makes it invariant: padding or bucketing to one class is "
-        "the fix: pad every batch to a size in {4…16}");
+        "the fix: pad every batch to a size in {4…16} (measured at 4,8,16; the sizes from 4 to 16 that were not tried "
+        "are inferred)");
 }
 
 TEST_CASE("search_invariance_fix: a rerun that is invariant credits no switch") {
@@ -187,7 +195,9 @@ TEST_CASE("the fix search in the report: JSON round trip and every format") {
     CHECK(f.candidates[i].cost_ratio.has_value() == inv.fix->candidates[i].cost_ratio.has_value());
   }
   CHECK(ra::report::to_json(back).dump() == ra::report::to_json(r).dump());
-  CHECK(ra::report::render_text(r).find("threads=1: invariant: fixes it, cost 1.00x") != std::string::npos);
+  // The fake costs nothing in every round: a ratio of 1.0 prices nothing.
+  CHECK(ra::report::render_text(r).find("threads=1: invariant: fixes it, cost not measurable on this machine now") !=
+        std::string::npos);
   // The candidates that did not run share one line, in every format (issue 43, item 5).
   const std::string text = ra::report::render_text(r);
   const size_t not_run = text.find("\n  not run: ");

@@ -51,10 +51,10 @@ TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by 
   ra::report::FixSearch* f = sample_fix_search(r);
   REQUIRE(f != nullptr);
   REQUIRE(f->candidates.size() == 2);
-  f->candidates[0].cost_ratio = 1.52;
+  f->candidates[0].cost_ratio = 1.52, f->candidates[0].cost_low = 1.41, f->candidates[0].cost_high = 1.63;
   f->candidates[1].verdict = ra::report::Verdict::Reproducible;
   f->candidates[1].fixes_all = f->candidates[1].minimal = true;
-  f->candidates[1].cost_ratio = 0.29;
+  f->candidates[1].cost_ratio = 0.29, f->candidates[1].cost_low = 0.25, f->candidates[1].cost_high = 0.33;
   f->best = {0, 1};
   REQUIRE(ra::report::cheapest_fix(*f) == &f->candidates[1]);
   const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r);
@@ -63,24 +63,41 @@ TEST_CASE("renderers: every format names the same cheapest fix, by cost, not by 
   const std::string change = ra::report::fix_change_text(f->candidates[1], r.targets().front().configs[1].switches);
   CHECK(change.rfind("threads ", 0) == 0);
   CHECK(change.find(" -> 1") != std::string::npos);
-  CHECK(text.find("cheapest: " + change + " (default+threads=1) at 0.29x") != std::string::npos);
+  CHECK(text.find("cheapest: " + change + " (default+threads=1) at 0.29x (0.25-0.33) the run time of") !=
+        std::string::npos);
   const auto with = [&](std::string arrow) {  // Markdown and HTML escape the ">" of "->"
     std::string s = change;
     s.replace(s.find("->"), 2, arrow);
     return s;
   };
   CHECK(md.find("cheapest fix " + with("-\\>") + " (`default+threads=1`)") != std::string::npos);
-  CHECK(html.find("Cheapest minimal fix: " + with("-&gt;") + " (<code>default+threads=1</code>), 0.29×") !=
+  CHECK(html.find("Cheapest minimal fix: " + with("-&gt;") + " (<code>default+threads=1</code>) at 0.29x") !=
         std::string::npos);
   for (const std::string* s : {&text, &md, &html}) CHECK(s->find("deterministic=on at 1.52") == std::string::npos);
   // JUnit keeps timing out of its bytes: it names every minimal fix, none as the cheapest.
   const std::string junit = ra::report::render_junit(r);
   CHECK(junit.find("minimal fixes: " + f->candidates[0].config + ", " + f->candidates[1].config) != std::string::npos);
   CHECK(junit.find("cheapest") == std::string::npos);
+  // Rounds that straddle 1.0 or disagree by more than 2x price nothing (issue 43): every format says
+  // so instead of a number, and no fix is called the cheapest.
+  f->candidates[1].cost_low = 0.2, f->candidates[1].cost_high = 3.1;
+  f->candidates[0].cost_low = 0.9;
+  for (const auto render : {&ra::report::render_text, &ra::report::render_markdown, &ra::report::render_html}) {
+    const std::string out = render(r);
+    CHECK(out.find("not measurable on this machine now") != std::string::npos);
+    CHECK(out.find("0.29x") == std::string::npos);
+    CHECK(out.find("1.52x") == std::string::npos);
+    CHECK(out.find("heapest fix") == std::string::npos);
+    CHECK(out.find("cheapest:") == std::string::npos);
+    CHECK(out.find("Cheapest minimal fix") == std::string::npos);
+  }
+  constexpr auto replace = nlohmann::json::error_handler_t::replace;  // the sample holds bytes that are not UTF-8
+  CHECK(ra::report::to_json(r).dump(-1, ' ', false, replace).find("\"cost_measurable\":false") != std::string::npos);
+  f->candidates[1].cost_low = 0.25, f->candidates[1].cost_high = 0.33;
   // Unmeasured fixes come after measured ones; among unmeasured, candidate order.
-  f->candidates[1].cost_ratio.reset();
+  f->candidates[1].cost_ratio.reset(), f->candidates[1].cost_low.reset(), f->candidates[1].cost_high.reset();
   CHECK(ra::report::cheapest_fix(*f) == &f->candidates[0]);
-  f->candidates[0].cost_ratio.reset();
+  f->candidates[0].cost_ratio.reset(), f->candidates[0].cost_low.reset(), f->candidates[0].cost_high.reset();
   CHECK(ra::report::cheapest_fix(*f) == &f->candidates[0]);
   f->best.clear();
   CHECK(ra::report::cheapest_fix(*f) == nullptr);

@@ -288,15 +288,35 @@ std::optional<RowTraceCall> Sweep::trace_call() const {
   return std::nullopt;
 }
 
+// What bisection compares between neighbouring sizes: the start placement's bits, and whether the size
+// depends on a row's place or on warm-up. A size whose start bits match its neighbours' can still
+// give a row at the end of the batch other bits (issue 43: 10 and 11 between 9 and 15), so a change
+// of either finding is a boundary too.
 std::string Sweep::signature(int64_t m) const {
   const auto it = cells_.find({m, 0});
   std::string s;
   if (it == cells_.end()) return s;
+  const auto compared = [&](const std::string& output) {
+    const auto n = std::find(names_.begin(), names_.end(), output);
+    return n != names_.end() && excluded_[static_cast<size_t>(n - names_.begin())].empty();
+  };
+  std::map<std::pair<int, std::string>, std::string> start;
   for (const auto& r : it->second.rows)
-    if (std::find(names_.begin(), names_.end(), r.output) != names_.end() &&
-        excluded_[static_cast<size_t>(std::find(names_.begin(), names_.end(), r.output) - names_.begin())].empty())
-      s += fmt::format("{}:{}:{};", r.anchor, r.output, r.digest);
-  return s;
+    if (compared(r.output)) s += fmt::format("{}:{}:{};", r.anchor, r.output, r.digest), start[{r.anchor, r.output}] = r.digest;
+  bool position = false, warmup = false;
+  for (int p = 1; p < 5; ++p) {
+    const auto cell = cells_.find({m, p});
+    if (cell == cells_.end()) continue;
+    for (const auto& r : cell->second.rows) {
+      if (!compared(r.output)) continue;
+      if (p == 4) {
+        warmup |= !r.equal;
+      } else if (const auto at = start.find({r.anchor, r.output}); at != start.end() && at->second != r.digest) {
+        position = true;
+      }
+    }
+  }
+  return s + (position ? "|position" : "") + (warmup ? "|warm-up" : "");
 }
 
 at::ScalarType bits_type(const at::Tensor& t) {
@@ -358,8 +378,8 @@ void Sweep::fill(InvarianceMeasurement& m) const {
   m.calls = calls;
 }
 
-// --sizes auto: between neighbouring sizes whose start bits differ, the size halfway, until every
-// such pair is adjacent.
+// --sizes auto: between neighbouring sizes whose signatures differ (start bits, position or warm-up
+// dependence), the size halfway, until every such pair is adjacent.
 void bisect(Sweep& sweep, std::set<int64_t> done) {
   for (bool more = true; more;) {
     more = false;

@@ -12,8 +12,9 @@
 // start, middle and end of a batch of filler rows and in a permuted batch, and the start batch is
 // called twice (warm-up). Only the anchor rows' slices of each output are looked at: digested where
 // they lie (worker/digest/digest.h), statistics only for a slice whose digest differs (a slice, not an
-// output, reaches the host). `--sizes auto` then bisects between neighbouring sizes whose start
-// bits differ, so each boundary is exact.
+// output, reaches the host). `--sizes auto` then bisects between neighbouring sizes that disagree in
+// their start bits or in whether a row's place or a second call changes them, so each boundary of a
+// class and of position dependence is exact.
 //
 // Unusual models (issue 39). Each anchor alone is called a third time: when call 3 differs from call
 // 2, the model draws new numbers on every call (or changes state it reads), no size can be judged,
