@@ -280,6 +280,9 @@ class CommandAudit : public AuditKind {
     configuration_dependence(target.configs, reference_dirs, session_->collect());
     session_->resolve();
     target.dependence = configuration_dependence(target.configs, reference_dirs, session_->answer());
+    if (target.dependence)  // what --metric names first, as in each configuration (exec_session.cpp)
+      std::stable_partition(target.dependence->differing.begin(), target.dependence->differing.end(),
+                            [](const report::TensorFinding& f) { return f.name.rfind(kMetricPrefix, 0) == 0; });
     artifact_facts();
     compile_facts(target);
     link_checklist(facts_, target, [&](const std::string& n) { return session_->artifact_of(n); });

@@ -128,6 +128,7 @@ void Session::collect(RunRecord& r, int trial, const ChildOutcome& outcome) {
     if (!scan.unread.empty()) log::warn("run {}: {}", trial, scan.unread);
     if (scan.lines_cut > 0) log::warn("run {}: {}", trial, cut_lines_note(scan));
     r.metrics = std::move(scan.values);
+    r.metric_lines = std::move(scan.lines);
     for (const auto& [name, values] : r.metrics)
       if (!values.empty()) metrics_seen_.insert(name);
   }
@@ -254,9 +255,11 @@ void Session::break_down(const std::vector<Batch*>& batches) {
 report::DivergenceStats Session::local_stats(const RunRecord& a, const RunRecord& b, const std::string& name) const {
   if (name.rfind(kMetricPrefix, 0) == 0) {
     const std::string metric = name.substr(std::string(kMetricPrefix).size());
-    const auto va = a.metrics.find(metric), vb = b.metrics.find(metric);
-    return metric_difference(va == a.metrics.end() ? std::vector<std::string>{} : va->second,
-                             vb == b.metrics.end() ? std::vector<std::string>{} : vb->second);
+    const auto of = [&metric](const std::map<std::string, std::vector<std::string>>& m) {
+      const auto it = m.find(metric);
+      return it == m.end() ? std::vector<std::string>{} : it->second;
+    };
+    return metric_difference(of(a.metrics), of(b.metrics), of(a.metric_lines), of(b.metric_lines));
   }
   const Taken* ta = find_taken(a, name);
   const Taken* tb = find_taken(b, name);
@@ -365,6 +368,11 @@ std::vector<report::ConfigResult> Session::analyse(Batch& b, const std::vector<C
   resolve();
   std::vector<report::ConfigResult> out;
   for (size_t c = 0; c < configs.size(); ++c) out.push_back(analyse_config(configs[c], b.runs[c], answer()));
+  // What the user named with --metric comes first, then the files (issue 43: the loss was listed
+  // under "... and 2 more tensors", after the weights).
+  for (auto& r : out)
+    std::stable_partition(r.diverged_tensors.begin(), r.diverged_tensors.end(),
+                          [](const report::TensorFinding& f) { return f.name.rfind(kMetricPrefix, 0) == 0; });
   return out;
 }
 

@@ -43,6 +43,7 @@ struct RunRecord {
   std::string dir;
   std::vector<Taken> taken;
   std::map<std::string, std::vector<std::string>> metrics;
+  std::map<std::string, std::vector<std::string>> metric_lines;  // the line of each value (MetricScan::lines)
   HookRun hook;
   std::map<std::string, std::optional<std::string>> env;  // what the command was given, beyond the parent's
   bool ok = false;

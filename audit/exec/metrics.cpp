@@ -3,6 +3,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/digest/digest_kernel.h"
+#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <re2/re2.h>
@@ -79,12 +80,27 @@ std::optional<std::string> first_match(const re2::RE2& re, const std::string& li
   return v.data() == nullptr ? std::string() : std::string(v.data(), v.size());
 }
 
+// A line as a report shows it: after its last '\r' (a progress bar redrawn in place shows its last
+// state), its first kShownLine bytes cut before a character that would cross them, then "…".
+std::string shown_line(const std::string& line) {
+  const size_t cr = line.rfind('\r');
+  const std::string_view s = cr == std::string::npos ? std::string_view(line) : std::string_view(line).substr(cr + 1);
+  if (s.size() <= kShownLine) return std::string(s);
+  size_t i = 0;
+  for (uint32_t cp = 0; i < s.size();) {
+    const size_t n = report::decode_utf8(s, i, cp);
+    if (i + n > kShownLine) break;
+    i += n;
+  }
+  return std::string(s.substr(0, i)) + "…";
+}
+
 // Splits bytes fed in any chunks into lines, keeping at most kMaxMetricLine + 1 bytes of each
 // (the one more tells a line of exactly kMaxMetricLine bytes and a '\r' from a longer one).
 class LineScanner {
  public:
   explicit LineScanner(const std::vector<MetricSpec>& metrics) : metrics_(metrics) {
-    for (const auto& m : metrics_) scan_.values[m.name];
+    for (const auto& m : metrics_) scan_.values[m.name], scan_.lines[m.name];
     line_.reserve(256);
   }
 
@@ -116,7 +132,10 @@ class LineScanner {
       if (scan_.lines_cut++ == 0) scan_.first_cut_line = lines_;
     }
     for (const auto& m : metrics_)
-      if (auto v = first_match(*m.re, line_)) scan_.values[m.name].push_back(std::move(*v));
+      if (auto v = first_match(*m.re, line_)) {
+        scan_.values[m.name].push_back(std::move(*v));
+        scan_.lines[m.name].push_back(shown_line(line_));
+      }
     line_.clear();
     dropped_ = false;
   }
@@ -222,7 +241,9 @@ report::TensorDigest metric_entry(const std::string& name, const std::vector<std
           digest_kernel::finish(lanes, "uint8", {static_cast<int64_t>(joined.size())})};
 }
 
-report::DivergenceStats metric_difference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+report::DivergenceStats metric_difference(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                                          const std::vector<std::string>& lines_a,
+                                          const std::vector<std::string>& lines_b) {
   report::DivergenceStats s;
   s.numel = static_cast<int64_t>(std::max(a.size(), b.size()));
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -252,7 +273,9 @@ report::DivergenceStats metric_difference(const std::vector<std::string>& a, con
   if (s.first_index >= 0) {
     const auto i = static_cast<size_t>(s.first_index);
     const auto side = [i](const std::vector<std::string>& v) { return i < v.size() ? v[i] : std::string("(absent)"); };
-    s.note = fmt::format("first differs at step {}: {} vs {}", i + 1, side(a), side(b));
+    const std::string line = i < lines_a.size() ? lines_a[i] : i < lines_b.size() ? lines_b[i] : "";
+    s.note = fmt::format("first differs at occurrence {} of {}{}: {} vs {}", i + 1, std::max(a.size(), b.size()),
+                         line.empty() ? "" : fmt::format(" (\"{}\")", line), side(a), side(b));
     if (a.size() != b.size()) s.note += fmt::format(" ({} occurrences vs {})", a.size(), b.size());
   }
   return s;

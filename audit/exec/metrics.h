@@ -38,6 +38,8 @@ struct MetricSpec {
 
 // The bytes of a stdout line that are matched (64 KiB; stated in the man page).
 inline constexpr size_t kMaxMetricLine = size_t{64} << 10;
+// The bytes of a matched line a report shows.
+inline constexpr size_t kShownLine = 100;
 
 // Parses NAME=REGEX. UsageError for a missing name or '=', a name that is not a word
 // ([A-Za-z0-9_.-]), a regex that uses what RE2 does not support (backreferences, lookaround:
@@ -48,6 +50,9 @@ MetricSpec parse_metric(const std::string& arg);
 // kMaxMetricLine (matched on their first kMaxMetricLine bytes only).
 struct MetricScan {
   std::map<std::string, std::vector<std::string>> values;
+  // The line each value came from, as the program printed it (its first kShownLine bytes, cut at a
+  // character with "…"): how a report names an occurrence ("step 0 loss 0.6581").
+  std::map<std::string, std::vector<std::string>> lines;
   size_t lines_cut = 0;
   size_t first_cut_line = 0;  // 1-based; 0 when none was cut
   std::string unread;         // why the file was not read (extract_metrics_file), else empty
@@ -68,9 +73,13 @@ report::TensorDigest metric_entry(const std::string& name, const std::vector<std
 inline constexpr const char* kMetricPrefix = "metric:";
 
 // How two runs' values differ: numel the longer count, differing the occurrences that differ
-// (extra ones included), first_index the first (0-based; the note says "step N", 1-based), and
-// when both values at an index read as numbers, max_abs_diff, max_rel_diff and max_ulp (as
-// doubles) over those.
-report::DivergenceStats metric_difference(const std::vector<std::string>& a, const std::vector<std::string>& b);
+// (extra ones included), first_index the first (0-based), and when both values at an index read as
+// numbers, max_abs_diff, max_rel_diff and max_ulp (as doubles) over those. The note names the first
+// differing occurrence by its order (1-based) and by the line the program printed there (`lines`:
+// the reference run's, else the other's), never by a step number of its own (issue 43: "first
+// differs at step 1" where the script printed "step 0").
+report::DivergenceStats metric_difference(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                                          const std::vector<std::string>& lines_a = {},
+                                          const std::vector<std::string>& lines_b = {});
 
 }  // namespace ra::exec

@@ -70,7 +70,23 @@ for name, (r, out) in runs.items():
     check(ids == ["verdict", "checklist", "matrix", "fixes", "details", "environment", "timing"],
           f"{name}: html sections {ids}")
 
+# What --metric names comes first, and each occurrence by its order and the line the script printed
+# (issue 43 item 6: the loss came under "... and 2 more tensors", and "step 1" where it printed "step 0").
 r, out = runs["diverged"]
+if out["json"]:
+    found = json.loads(out["json"])["targets"][0]["configs"][0]["diverged_tensors"]
+    check(found and found[0]["name"] == "metric:loss", f"diverged: the metric first: {[f['name'] for f in found]}")
+    note = found[0]["stats"]["note"] if found and found[0].get("stats") else ""
+    check(re.match(r'first differs at occurrence 1 of 3 \("step 0 loss [0-9.]+"\): ', note) is not None,
+          f"diverged: the occurrence named by its order and the script's line: {note}")
+if r.stdout:
+    lines = r.stdout.splitlines()
+    at = [i for i, l in enumerate(lines) if l.strip().startswith("metric:loss metric[")]
+    ckpt = [i for i, l in enumerate(lines) if l.strip().startswith("ckpt.pt:")]
+    check(at and (not ckpt or at[0] < ckpt[0]) and 'occurrence 1 of 3 ("step 0 loss' in lines[at[0]],
+          f"diverged: text: the metric first, named by the script's line: {lines[at[0]] if at else r.stdout[-800:]}")
+if out["md"]:
+    check("- diverged entries: `metric:loss`, `ckpt.pt:" in out["md"], "diverged: markdown: the metric first")
 if r.stdout:
     check(r.stdout.index("seeding checklist") < r.stdout.index("  configuration "),
           "diverged: text: the checklist comes after the results")

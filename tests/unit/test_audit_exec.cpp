@@ -113,8 +113,10 @@ TEST_CASE("metrics: capture groups, exact comparison, the first diverging step")
   using namespace ra::exec;
   const auto loss = parse_metric("loss=loss=([0-9.]+)");
   const auto acc = parse_metric("acc=acc [0-9]+");  // no group: the whole match
-  const auto values = extract_metrics({loss, acc}, "step 1 loss=0.50 acc 7\nnoise\nstep 2 loss=0.25\r\nacc 9\n").values;
+  const auto scan = extract_metrics({loss, acc}, "step 1 loss=0.50 acc 7\nnoise\nstep 2 loss=0.25\r\nacc 9\n");
+  const auto& values = scan.values;
   CHECK(values.at("loss") == std::vector<std::string>{"0.50", "0.25"});
+  CHECK(scan.lines.at("loss") == std::vector<std::string>{"step 1 loss=0.50 acc 7", "step 2 loss=0.25"});
   CHECK(values.at("acc") == std::vector<std::string>{"acc 7", "acc 9"});
   CHECK(metric_entry("loss", {"0.50", "0.25"}).digest == metric_entry("loss", {"0.50", "0.25"}).digest);
   CHECK(metric_entry("loss", {"0.50", "0.25"}).digest != metric_entry("loss", {"0.50", "0.250"}).digest);  // exact text
@@ -124,7 +126,14 @@ TEST_CASE("metrics: capture groups, exact comparison, the first diverging step")
   CHECK(s.first_index == 2);
   CHECK(s.differing == 1);
   CHECK(s.max_abs_diff == doctest::Approx(0.01));
-  CHECK(s.note.find("step 3: 0.25 vs 0.26") != std::string::npos);
+  CHECK(s.note == "first differs at occurrence 3 of 3: 0.25 vs 0.26");
+  // Named by the line the script printed there, not by a step number of the tool's (issue 43).
+  const auto named = metric_difference({"0.9", "0.8"}, {"0.9", "0.7"}, {"step 0 loss 0.9", "step 1 loss 0.8"});
+  CHECK(named.note == "first differs at occurrence 2 of 2 (\"step 1 loss 0.8\"): 0.8 vs 0.7");
+  // A progress bar redrawn in place shows its last state; a long line is cut at a character.
+  const auto bar = extract_metrics({loss}, "10% loss=0.9\r100% loss=0.5 " + std::string(200, 'x') + "\n");
+  CHECK(bar.lines.at("loss").front().rfind("100% loss=0.5 x", 0) == 0);
+  CHECK(bar.lines.at("loss").front().size() == ra::exec::kShownLine + std::string("…").size());
   const auto shorter = metric_difference({"1", "2"}, {"1"});
   CHECK(shorter.first_index == 1);
   CHECK(shorter.note.find("2 occurrences vs 1") != std::string::npos);
