@@ -288,6 +288,12 @@ class CommandAudit : public AuditKind {
     link_checklist(facts_, target, [&](const std::string& n) { return session_->artifact_of(n); });
     if (o_.ranks_equal) facts_.ranks_equal = check_ranks(*session_, batch_, configs_, o_);
     if (o_.fix_search) fix_search(target);
+    // Places in the program as reports show them (audit/common/paths.h): its files relative to
+    // the working directory, an installed package's to site-packages.
+    const std::string cwd = working_directory();
+    for (auto& item : facts_.checklist) item.where = shown_source(item.where, cwd);
+    for (auto& c : target.configs)
+      for (auto& sw : c.switches) sw.set_at = shown_source(sw.set_at, cwd);
     target.exec = std::move(facts_);
   }
 

@@ -3,6 +3,7 @@
 #include "audit/common/json_document.h"
 
 #include "audit/common/files.h"
+#include "audit/common/paths.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <unordered_map>
 
 namespace ra::trace {
 namespace {
@@ -159,6 +161,18 @@ Trace read_trace(const std::string& path) {
   if (trace.records.size() != expected)
     throw TraceError(
         fmt::format("'{}': {} of {} records (the trace is cut short)", path, trace.records.size(), expected));
+  // Places in source as reports show them (audit/common/paths.h): a traced module's line read from
+  // its file, an installed package's files relative to site-packages, the user's relative to the
+  // working directory. Few distinct places
+  // recur over many records, so each is rewritten once.
+  static const std::string cwd = working_directory();
+  std::unordered_map<std::string, std::string> shown;
+  for (auto& r : trace.records) {
+    if (r.source.empty()) continue;
+    auto it = shown.find(r.source);
+    if (it == shown.end()) it = shown.emplace(r.source, shown_source(traced_source(r.source), cwd)).first;
+    r.source = it->second;
+  }
   const auto by_order = [](const Record& a, const Record& b) { return a.order < b.order; };
   if (!std::is_sorted(trace.records.begin(), trace.records.end(), by_order))
     std::stable_sort(trace.records.begin(), trace.records.end(), by_order);

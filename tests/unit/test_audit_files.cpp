@@ -2,6 +2,7 @@
 // Output paths (audit/common/files.h): what write_file_atomic replaces and what it writes through.
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/paths.h"
 
 #include <doctest/doctest.h>
 
@@ -80,4 +81,32 @@ TEST_CASE("write_file_atomic") {
   ra::write_file_atomic("/dev/null", "discarded");
   REQUIRE(::lstat("/dev/null", &st) == 0);
   CHECK(S_ISCHR(st.st_mode));
+}
+
+TEST_CASE("shown_source: installed packages relative to site-packages, the user's files to the working directory") {
+  const std::string venv = "/home/u/.cache/repro-audit/venv/lib/python3.11/site-packages/";
+  CHECK(ra::shown_path(venv + "torch/nn/modules/linear.py", "/work") == "torch/nn/modules/linear.py");
+  CHECK(ra::shown_path("/usr/lib/python3/dist-packages/transformers/x.py", "/") == "transformers/x.py");
+  CHECK(ra::shown_path("/work/proj/train.py", "/work/proj") == "train.py");
+  CHECK(ra::shown_path("/work/project/train.py", "/work/proj") == "/work/project/train.py");  // not under it
+  CHECK(ra::shown_path("/elsewhere/m.py", "/work") == "/elsewhere/m.py");
+  CHECK(ra::shown_source(venv + "torch/nn/modules/linear.py:134: return F.linear(x, w)", "/") ==
+        "torch/nn/modules/linear.py:134: return F.linear(x, w)");
+  CHECK(ra::shown_source("/work/proj/m.py:18 (node sum_1)", "/work/proj") == "m.py:18 (node sum_1)");
+  CHECK(ra::shown_source("node add_3", "/work") == "node add_3");
+  // A long line is cut with an ellipsis, never inside a character.
+  const std::string code(ra::kShownCode - 1, 'x');
+  const std::string cut = ra::shown_source("/w/m.py:3: " + code + "éé", "/w");
+  CHECK(cut == "m.py:3: " + code + "…");
+  const std::string fits = code.substr(1) + "é";  // kShownCode bytes exactly
+  CHECK(ra::shown_source("/w/m.py:3: " + fits, "/w") == "m.py:3: " + fits);
+}
+
+TEST_CASE("traced_source: a traced module's 'PATH(LINE): FUNCTION' becomes the line of code, read from PATH") {
+  Folder folder;
+  const std::string dir = folder.path, file = folder.file("model.py");
+  std::ofstream(file) << "import torch\n\n    return self.lin(x)  \n";
+  CHECK(ra::traced_source(file + ":3: " + file + "(3): forward") == file + ":3: return self.lin(x)");
+  CHECK(ra::traced_source(dir + "/gone.py:3: " + dir + "/gone.py(3): forward") == dir + "/gone.py:3 (in forward)");
+  CHECK(ra::traced_source(file + ":3: y = x + 1") == file + ":3: y = x + 1");  // scripted: as it is
 }
