@@ -2,6 +2,7 @@
 // See audit/invariance/invariance_trace.h for the design.
 #include "audit/invariance/invariance_trace.h"
 
+#include "audit/common/paths.h"
 #include "audit/trace/trace_align.h"
 
 #include <fmt/format.h>
@@ -115,16 +116,18 @@ report::RowTrace explain_row(const Trace& alone, const Trace& batched, int64_t s
     const Verdict v = judge(a, b, size);
     if (v.outcome.empty()) continue;
     out.outcome = v.outcome;
-    out.op = a.op, out.module = a.module, out.source = a.source;
+    Record shown = a;  // its place in source as reports show it (audit/common/paths.h)
+    shown.source = shown_source(traced_source(a.source), working_directory());
+    out.op = a.op, out.module = a.module, out.source = shown.source;
     out.inputs = described(a.inputs), out.outputs = described(a.outputs);
     out.message =
         v.outcome == "found"
             ? fmt::format(
                   "{} at {} gives the anchor row other bits in a batch of {} than alone, from inputs whose "
                   "anchor rows matched",
-                  a.op, where(a), size)
+                  a.op, where(shown), size)
             : fmt::format("batch dimension not followed past {} at {}: {}; the first difference is at or after it",
-                          a.op, where(a), v.why);
+                          a.op, where(shown), v.why);
     return out;
   }
   out.message = fmt::format(
