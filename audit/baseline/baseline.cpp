@@ -9,6 +9,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/json_document.h"
+#include "audit/trial/config.h"
 #include "reports/baseline_file.h"
 #include "reports/json_read.h"
 
@@ -430,11 +431,9 @@ std::string key_affects(const std::string& key) {
 }
 
 std::string switch_affects(const std::string& key) {
-  if (starts_with(key, "cudnn.") || starts_with(key, "tf32.") || key == "cublas_workspace" ||
-      starts_with(key, "cublas.") || starts_with(key, "sdpa.cudnn"))
-    return "cuda";
-  if (key == "threads" || key == "mkl_cbwr") return "cpu";
-  return "any";  // deterministic, fill_uninitialized_memory, unknown
+  const SwitchInfo* s = find_switch(key);
+  if (s == nullptr) return "any";  // a switch this version does not know (an older report's)
+  return s->affects == Affects::Cuda ? "cuda" : s->affects == Affects::Cpu ? "cpu" : "any";
 }
 
 bool affects_device(const std::string& affects, const std::string& device) {

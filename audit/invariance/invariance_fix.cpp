@@ -21,27 +21,6 @@ using report::InvarianceConfig;
 using report::InvarianceFix;
 using report::InvarianceFixCandidate;
 
-// The switches that can change which kernel a batch size gets: their deterministic setting and
-// where they matter, as in run's fix search (audit/trace/fix_search.cpp), with two differences:
-// the cuBLAS workspace is the smaller :16:8, and cuBLAS's fp16/bf16 reduced-precision reductions
-// are here only: reproducible run to run, they cannot fix what run looks for, but their result
-// depends on the GEMM's shape, so on the batch size.
-using Target = SwitchTarget;
-
-const std::map<std::string, Target>& targets() {
-  static const std::map<std::string, Target> t = {
-      {"deterministic", {"on", true, true}},
-      {"cublas_workspace", {":16:8", false, true}},
-      {"tf32.cublas", {"off", false, true}},
-      {"tf32.cudnn", {"off", false, true}},
-      {"threads", {"1", true, true}},
-      {"mkl_cbwr", {"COMPATIBLE", true, false}},
-      {"cublas.fp16_reduction", {"off", false, true}},
-      {"cublas.bf16_reduction", {"off", false, true}},
-  };
-  return t;
-}
-
 using Toggles = std::vector<std::pair<std::string, std::string>>;
 
 std::string effective_value(const InvarianceConfig& c, const std::string& key) {
@@ -149,13 +128,13 @@ std::vector<InvarianceFixCandidate> fix_candidates(const InvarianceConfig& from,
   const bool cuda = device.is_cuda();
   const Config base{from.config, {}};
   for (const auto& s : switch_table()) {
-    const auto it = targets().find(s.key);
-    if (it == targets().end()) continue;
-    InvarianceFixCandidate c = candidate(base, {{s.key, it->second.value}}, "single");
+    const FixToggle& t = s.invariance_fix;
+    if (t.value == nullptr) continue;
+    InvarianceFixCandidate c = candidate(base, {{s.key, t.value}}, "single");
     const std::string effective = effective_value(from, s.key);
-    if (!(cuda ? it->second.cuda : it->second.cpu))
+    if (!(cuda ? t.cuda : t.cpu))
       c.message = "no effect on " + device.type();
-    else if (effective == it->second.value)
+    else if (effective == t.value)
       c.message = fmt::format("already {} in {}", effective, from.config);
     else if (effective.rfind("no effect", 0) == 0)
       c.message = effective;
@@ -196,7 +175,8 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
     fixed = fixed || c.fixes;
     if (c.verdict == "crashed") continue;
     usable.push_back(toggles[k].front());
-    priced.push_back(configs[k + 1]), times.push_back({per_call(first.at(k + 1))}), priced_candidate.push_back(singles[k]);
+    priced.push_back(configs[k + 1]), times.push_back({per_call(first.at(k + 1))}),
+        priced_candidate.push_back(singles[k]);
   }
   // 2. None alone: all that ran, together, beside a rerun of `from` (its first round's price).
   std::optional<double> combined_base;

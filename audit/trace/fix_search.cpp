@@ -17,39 +17,6 @@ namespace {
 using report::FixCandidate;
 using report::Verdict;
 
-using Target = SwitchTarget;
-
-const std::map<std::string, Target>& targets() {
-  static const std::map<std::string, Target> t = {
-      {"cudnn.benchmark", {"off", false, true}},
-      {"cudnn.deterministic", {"on", false, true}},
-      {"cudnn.enabled", {"off", false, true}},
-      {"deterministic", {"on", true, true}},
-      {"fill_uninitialized_memory", {"on", true, true}},
-      {"cublas_workspace", {":4096:8", false, true}},
-      {"tf32.cublas", {"off", false, true}},
-      {"tf32.cudnn", {"off", false, true}},
-      {"threads", {"1", true, true}},
-      {"mkl_cbwr", {"COMPATIBLE", true, false}},
-      {"tf32.override", {"0", false, true}},
-      {"pythonhashseed", {"0", true, true}},
-      // Attention backends: tried only where a root cause is an attention op (attention_root_cause).
-      {"sdpa.cudnn", {"off", false, true}},
-      {"sdpa.flash", {"off", true, true}},
-      {"sdpa.mem_efficient", {"off", false, true}},
-      // exec's compiled programs and collectives: a switch the run reads back as "no effect (...)"
-      // (a program that never called torch.compile, a process group that is not NCCL's) is not tried.
-      {"inductor.deterministic", {"on", true, true}},
-      {"inductor.fallback_random", {"on", true, true}},
-      {"inductor.autotune", {"off", true, true}},
-      {"inductor.cache", {"warm", true, true}},
-      {"nccl.algo", {"Ring", false, true}},
-      {"nccl.proto", {"Simple", false, true}},
-      {"nccl.nvls", {"off", false, true}},
-  };
-  return t;
-}
-
 bool is_sdpa_switch(const std::string& key) { return key.rfind("sdpa.", 0) == 0; }
 
 // Whether a root cause of the failing trace is a scaled-dot-product-attention op (forward or
@@ -136,10 +103,8 @@ class Search {
 std::vector<Toggle> candidate_toggles(const report::ConfigResult& failing, const Device& device) {
   std::vector<Toggle> out;
   for (const auto& s : switch_table()) {
-    const auto it = targets().find(s.key);
-    if (it == targets().end()) continue;
-    const Target& t = it->second;
-    if (!(device.is_cuda() ? t.cuda : t.cpu)) continue;
+    const FixToggle& t = s.run_fix;
+    if (t.value == nullptr || !(device.is_cuda() ? t.cuda : t.cpu)) continue;
     std::string effective;
     bool listed = false;
     for (const auto& sw : failing.switches)

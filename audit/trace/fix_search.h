@@ -39,14 +39,6 @@
 
 namespace ra {
 
-// One row of a fix search's table: a switch's deterministic setting and the devices where it can
-// matter. run's search (below) and invariance's (audit/invariance/invariance_fix.h) each have a table.
-struct SwitchTarget {
-  const char* value;
-  bool cpu;
-  bool cuda;
-};
-
 struct Toggle {
   std::string key;
   std::string value;

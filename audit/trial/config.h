@@ -23,6 +23,19 @@ namespace ra {
 
 enum class SwitchKind { Bool, Choice, Threads };
 
+// Which devices' results a switch can change: a baseline's changed switch explains new bits only
+// on those (audit/baseline/baseline.h).
+enum class Affects { Any, Cpu, Cuda };
+
+// A switch as a fix search toggles it: toward `value` (its deterministic or batch-stable setting),
+// tried on the CPU and/or CUDA; not a candidate when `value` is null.
+struct FixToggle {
+  const char* value = nullptr;
+  bool cpu = false;
+  bool cuda = false;
+};
+
+// One row per switch: every fact about it that the tool uses lives here (issue 42).
 struct SwitchInfo {
   std::string key;
   SwitchKind kind;
@@ -32,9 +45,13 @@ struct SwitchInfo {
   // Only `exec` applies it (a Python program's environment): a LibTorch trial has no use for it,
   // and its reports do not list it.
   bool exec_only = false;
+  Affects affects = Affects::Any;
+  FixToggle run_fix;         // run's and exec's fix search (audit/trace/fix_search.h)
+  FixToggle invariance_fix;  // invariance's (audit/invariance/invariance_fix.h): what changes a batch's kernel
 };
 
-// The table of every switch, in a fixed order (reports list switches in this order).
+// The table of every switch, in a fixed order (reports list switches in this order). How a
+// program sets a switch to a value is switch_snippet's (below).
 const std::vector<SwitchInfo>& switch_table();
 const SwitchInfo* find_switch(const std::string& key);
 

@@ -42,6 +42,22 @@ TEST_CASE("parse_config: bad names and values are usage errors that list the val
   CHECK_THROWS_AS(ra::parse_configs({"default,default"}, 4), ra::UsageError);
 }
 
+TEST_CASE("switch_table: each row's fix values are values of its switch, tried where the switch matters") {
+  size_t run = 0, invariance = 0;
+  for (const auto& s : ra::switch_table()) {
+    for (const ra::FixToggle* t : {&s.run_fix, &s.invariance_fix}) {
+      if (t->value == nullptr) continue;
+      CAPTURE(s.key);
+      CHECK_NOTHROW(ra::parse_config(s.key + "=" + t->value, 8));
+      CHECK((t->cpu || t->cuda));
+      if (s.affects == ra::Affects::Cuda) CHECK_FALSE(t->cpu);  // never tried where it changes nothing
+    }
+    run += s.run_fix.value != nullptr, invariance += s.invariance_fix.value != nullptr;
+  }
+  CHECK(run == 22);        // every switch but compile and the fp16/bf16 reductions
+  CHECK(invariance == 8);  // what changes the kernel a batch size gets
+}
+
 TEST_CASE("config_environment") {
   const auto env = ra::config_environment(ra::parse_config("det+threads=3+mkl_cbwr=COMPATIBLE", 4));
   CHECK(env.at("CUBLAS_WORKSPACE_CONFIG").value() == ":4096:8");
