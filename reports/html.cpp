@@ -364,8 +364,7 @@ std::string targets_timing(const std::vector<Target>& targets) {
         const FixCandidate& c = *cheapest;
         out += fmt::format("<p class=\"cheapest\">{}: {} (<code>{}</code>){}.</p>\n",
                            cheapest_known(f) ? "Cheapest minimal fix" : "A minimal fix",
-                           esc(fix_change_text(c, t.configs[j].switches)), esc(c.config),
-                           esc(cost_clause(c, f.from)));
+                           esc(fix_change_text(c, t.configs[j].switches)), esc(c.config), esc(cost_clause(c, f.from)));
         for (const FixCandidate* other : fixes_costing_the_same(f))
           out += fmt::format("<p class=\"same-cost\">The same cost within noise: <code>{}</code> at {}.</p>\n",
                              esc(other->config), esc(cost_text(*other)));

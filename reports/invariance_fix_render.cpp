@@ -63,8 +63,7 @@ std::string invariance_fix_text(const Invariance& inv) {
   std::string out = fmt::format("{}\n  {}\n", ln(head(f)), ln(f.conclusion));
   for (const auto& c : f.candidates) {
     if (!candidate_ran(c)) continue;
-    out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)),
-                       c.cost_ratio ? ", cost " + cost(c) : "");
+    out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)), c.cost_ratio ? ", cost " + cost(c) : "");
     if (c.fixes) out += fmt::format("    C++: {}\n    Python: {}\n", ln(c.cpp), ln(c.python));
   }
   if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("  not run: {}\n", ln(skipped));

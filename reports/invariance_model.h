@@ -130,7 +130,7 @@ struct InvarianceFixCandidate {
   std::optional<double> forward_ms;  // per forward pass
   std::optional<double> cost_ratio;  // median over pricing rounds of its forward pass over the configuration's
   std::optional<double> cost_low, cost_high;  // the lowest and highest per-round ratio (core_model.h's RoundCost)
-  std::string cpp, python;           // how a program sets it
+  std::string cpp, python;                    // how a program sets it
 };
 
 struct InvarianceFix {

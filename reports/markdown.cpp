@@ -126,9 +126,8 @@ void timing(std::string& out, const Report& r) {
         out += fmt::format("; the same cost within noise: {} ({})", code(other->config), cost_text(*other));
       out += "\n\n| candidate | verdict | median | cost |\n|---|---|---|---|\n";
       for (const auto& cand : f.candidates)
-        out +=
-            fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
-                        cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand));
+        out += fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
+                           cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand));
     }
   out += fmt::format("{}\n", kTimingEnd);
 }

@@ -346,8 +346,7 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
   if (const FixCandidate* cheapest = cheapest_fix(f)) {
     const FixCandidate& c = *cheapest;
     out += fmt::format("       {}: {} ({}){}\n", cheapest_known(f) ? "cheapest" : "fix", fix_change_text(c, failing),
-                       ln(c.config),
-                       cost_clause(c, ln(f.from)));
+                       ln(c.config), cost_clause(c, ln(f.from)));
     for (const FixCandidate* other : fixes_costing_the_same(f))
       out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing),
                          ln(other->config), cost_text(*other));

@@ -50,7 +50,6 @@ std::string share_dir() {
 
 std::string tool_version() { return RA_VERSION; }
 
-
 std::string working_directory() {
   std::error_code ec;
   const fs::path p = fs::current_path(ec);

@@ -106,8 +106,9 @@ std::string runs_text(const std::vector<int64_t>& sizes) {
 // the untried sizes inside the open top range (from the first safe size above which every size
 // tried is safe, up to the largest tried), which are inferred and said to be (issue 43).
 struct SafeSizes {
-  std::string sizes;     // "{4,8,12…33}"
-  std::string inferred;  // " (measured at 4,8,12,15…17,31…33; the sizes from 12 to 33 that were not tried are inferred)"
+  std::string sizes;  // "{4,8,12…33}"
+  std::string
+      inferred;  // " (measured at 4,8,12,15…17,31…33; the sizes from 12 to 33 that were not tried are inferred)"
 };
 
 SafeSizes safe_sizes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& all) {
@@ -127,14 +128,16 @@ SafeSizes safe_sizes(const std::vector<int64_t>& sizes, const std::vector<int64_
 
 // What to pad to when the batched sizes fall into `batched` classes: the safe sizes of the widest,
 // or, where no size is safe, the place and warm-up advice alone.
-std::string pad_line(const std::vector<SizeClass>& batched, const InvarianceConfig& c, const std::vector<int64_t>& all) {
+std::string pad_line(const std::vector<SizeClass>& batched, const InvarianceConfig& c,
+                     const std::vector<int64_t>& all) {
   const std::vector<int64_t> sizes = safe(widest(batched, c), c);
   if (sizes.empty())
     return "no batched size tried gives a row the same bits at every place in the batch, so padding alone is no fix";
   const SafeSizes text = safe_sizes(sizes, all);
-  return fmt::format("pad every batch to a size in {}{}: at each size measured there a row got the same bits at every "
-                     "place tried",
-                     text.sizes, text.inferred);
+  return fmt::format(
+      "pad every batch to a size in {}{}: at each size measured there a row got the same bits at every "
+      "place tried",
+      text.sizes, text.inferred);
 }
 
 std::vector<std::string> size_advice(const InvarianceConfig& c) {

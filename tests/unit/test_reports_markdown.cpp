@@ -46,9 +46,11 @@ TEST_CASE("render_markdown: measured figures only in the final timing section") 
   CHECK(body_a == body_b);
   CHECK(timing_a != timing_b);
   CHECK(body_a.find("cost") == std::string::npos);
-  CHECK(timing_a.find("(`default+deterministic=on`) at 1.25x (1.15-1.35) the run time of default") != std::string::npos);
+  CHECK(timing_a.find("(`default+deterministic=on`) at 1.25x (1.15-1.35) the run time of default") !=
+        std::string::npos);
   CHECK(timing_a.find("**m\\<1\\>&amp;\"'.pt · default**: cheapest fix deterministic ") != std::string::npos);
-  CHECK(timing_a.find("| `default+deterministic=on` | reproducible | 12.5 ms | 1.25x (1.15-1.35) |") != std::string::npos);
+  CHECK(timing_a.find("| `default+deterministic=on` | reproducible | 12.5 ms | 1.25x (1.15-1.35) |") !=
+        std::string::npos);
   CHECK(timing_a.find("Audit wall time: ") != std::string::npos);
 }
 

@@ -302,7 +302,8 @@ std::string Sweep::signature(int64_t m) const {
   };
   std::map<std::pair<int, std::string>, std::string> start;
   for (const auto& r : it->second.rows)
-    if (compared(r.output)) s += fmt::format("{}:{}:{};", r.anchor, r.output, r.digest), start[{r.anchor, r.output}] = r.digest;
+    if (compared(r.output))
+      s += fmt::format("{}:{}:{};", r.anchor, r.output, r.digest), start[{r.anchor, r.output}] = r.digest;
   bool position = false, warmup = false;
   for (int p = 1; p < 5; ++p) {
     const auto cell = cells_.find({m, p});
