@@ -63,6 +63,7 @@ void Progress::show(const std::string& what) const {
 }
 
 void Progress::still_running(size_t number, const std::string& what, double elapsed_ms, size_t others) const {
+  if (elapsed_ms < 1000) return;  // just started: the line still says what finished before it
   const std::string eta_part = eta();
   show(fmt::format("run {}/{} ({}): {:.0f} s, still running{}{}{}", number, total_, what, std::floor(elapsed_ms / 1000),
                    others == 0 ? "" : fmt::format(" (and {} more)", others), eta_part.empty() ? "" : ", ", eta_part));

@@ -25,7 +25,7 @@ class Progress {
   void show(const std::string& what) const;
   // "run 4/12 (det): 14 s, still running": item `number` (from 1) of `total`, described by
   // `what`, has run `elapsed_ms`; `others` more run beside it. The ETA follows, from the items
-  // finished so far, once there are some.
+  // finished so far, once there are some. Nothing for a child under a second old.
   void still_running(size_t number, const std::string& what, double elapsed_ms, size_t others = 0) const;
   void add(size_t more) { total_ += more; }  // work found on the way (a retry after a crash)
   size_t finished() const { return done_; }
