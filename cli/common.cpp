@@ -203,7 +203,9 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   // The date override is checked whenever it is set, not only when an allowlist reads it.
   if (const char* today = std::getenv("REPRO_AUDIT_TODAY"); today != nullptr && *today != '\0') (void)today_date();
   o.command = global.argv;
-  o.progress = !global.quiet && isatty(STDERR_FILENO);
+  // The progress line rewrites itself with '\r' and ESC[K: only where both streams are a terminal
+  // (stdout piped into a file or a CI log would interleave with it), and never with --quiet.
+  o.progress = !global.quiet && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
   check_outputs(a.out);
 }
 

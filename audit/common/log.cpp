@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/common/log.h"
 
+#include "audit/common/progress.h"
 #include "reports/escape.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -35,9 +36,11 @@ Level level() { return g_level; }
 
 // One record is one line: messages quote names, paths and values from input files (a shard's host,
 // a model's op), whose control characters are shown as escapes (reports/escape.h), never sent to
-// the terminal: no ESC sequence, no line that pretends to be another record.
+// the terminal: no ESC sequence, no line that pretends to be another record. A progress line on the
+// terminal is erased first (progress.h): the next tick draws it again below the record.
 void write(Level l, std::string_view raw) {
   const std::string message = report::escape::text_line(raw);
+  if (l != Level::Off) close_status_line();
   switch (l) {
     case Level::Debug:
       logger().debug(message);

@@ -6,10 +6,16 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 
 namespace ra {
+namespace {
+
+std::atomic<bool> g_line_open{false};  // a progress line is on the terminal, without its newline
+
+}  // namespace
 
 std::string eta_text(double s) {
   if (!(s > 0.5)) return "";
@@ -18,18 +24,49 @@ std::string eta_text(double s) {
   return fmt::format("ETA {} min {} s", total / 60, total % 60);
 }
 
+void status_line(const std::string& line, bool end) {
+  // `line` names targets, cells and configurations: one line, no control characters (reports/escape.h).
+  std::fprintf(stderr, "\r%s\033[K%s", report::escape::text_line(line).c_str(), end ? "\n" : "");
+  std::fflush(stderr);
+  g_line_open = !end;
+}
+
+void close_status_line(bool keep) {
+  if (!g_line_open.exchange(false)) return;
+  std::fputs(keep ? "\n" : "\r\033[K", stderr);
+  std::fflush(stderr);
+}
+
+// The mean wall time per finished item times the items left, less the time since the last one
+// finished (spent on those left): it counts down while a child runs, and is gone once overdue.
+std::string Progress::eta() const {
+  if (done_ == 0 || done_ >= total_) return "";
+  const auto now = std::chrono::steady_clock::now();
+  const double per_item = std::chrono::duration<double>(last_done_ - start_).count() / static_cast<double>(done_);
+  const double since = std::chrono::duration<double>(now - last_done_).count();
+  return eta_text(per_item * static_cast<double>(total_ - done_) - since);
+}
+
 void Progress::done(const std::string& what) {
   ++done_;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const double left = done_ < total_ ? elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
-  const std::string eta = eta_text(left);
-  // `what` names a target or a cell: one line, no control characters (reports/escape.h).
-  const std::string line =
-      fmt::format("[{}/{}] {}{}{}", done_, total_, report::escape::text_line(what), eta.empty() ? "" : ", ", eta);
+  last_done_ = std::chrono::steady_clock::now();
+  const std::string eta_part = eta();
+  const std::string line = fmt::format("[{}/{}] {}{}{}", done_, total_, what, eta_part.empty() ? "" : ", ", eta_part);
   if (terminal_)
-    std::fprintf(stderr, "\r%s\033[K%s", line.c_str(), done_ >= total_ ? "\n" : "");
+    status_line(line, done_ >= total_);
   else
-    log::debug("{}", line);
+    log::debug("{}", report::escape::text_line(line));
+}
+
+void Progress::show(const std::string& what) const {
+  if (terminal_) status_line(what, false);
+}
+
+void Progress::still_running(size_t number, const std::string& what, double elapsed_ms, size_t others) const {
+  if (elapsed_ms < 1000) return;  // just started: the line still says what finished before it
+  const std::string eta_part = eta();
+  show(fmt::format("run {}/{} ({}): {:.0f} s, still running{}{}{}", number, total_, what, std::floor(elapsed_ms / 1000),
+                   others == 0 ? "" : fmt::format(" (and {} more)", others), eta_part.empty() ? "" : ", ", eta_part));
 }
 
 }  // namespace ra

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Progress of a batch of children on stderr: "[3/12] det repeat 1: 612 ms, ETA 6 s". On a terminal
-// the line rewrites itself; otherwise (or with --quiet) it goes to the debug log only.
+// Progress of a batch of children on stderr: "[3/12] det repeat 1: 612 ms, ETA 6 s", and while a
+// child runs long, "run 4/12 (det): 14 s, still running". On a terminal (SessionOptions::progress:
+// stdout and stderr both terminals, no --quiet) it is one line that rewrites itself ('\r' and
+// ESC[K) and ends with a newline when the batch is done; otherwise it goes to the debug log only,
+// and the "still running" lines nowhere. A log record written while the line is open first erases
+// it (log.cpp), so that no record starts in the middle of a progress line.
 #pragma once
 
 #include <chrono>
@@ -14,19 +18,37 @@ class Progress {
   Progress(size_t total, bool terminal)
       : total_(total), terminal_(terminal), start_(std::chrono::steady_clock::now()) {}
   // One more of `total` finished; `what` describes it. The ETA extrapolates the mean time per
-  // finished item (children run side by side, so this is wall time, not CPU time).
+  // finished item (children run side by side, so this is wall time, not CPU time), less the time
+  // since the last one finished.
   void done(const std::string& what);
+  // Work under way, on a terminal only: rewrites the line with `what` without counting anything.
+  void show(const std::string& what) const;
+  // "run 4/12 (det): 14 s, still running": item `number` (from 1) of `total`, described by
+  // `what`, has run `elapsed_ms`; `others` more run beside it. The ETA follows, from the items
+  // finished so far, once there are some. Nothing for a child under a second old.
+  void still_running(size_t number, const std::string& what, double elapsed_ms, size_t others = 0) const;
   void add(size_t more) { total_ += more; }  // work found on the way (a retry after a crash)
   size_t finished() const { return done_; }
+  size_t total() const { return total_; }
 
  private:
+  std::string eta() const;
+
   size_t total_;
   size_t done_ = 0;
   bool terminal_;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_done_;
 };
 
 // "ETA 6 s", "ETA 2 min 10 s"; "" when nothing remains.
 std::string eta_text(double seconds_left);
+
+// The terminal's progress line: rewrites it with `line` (escaped to one line), ending it with a
+// newline when `end`. Only for a terminal (the callers check).
+void status_line(const std::string& line, bool end);
+// Erases the progress line if one is open (before a log record), or ends it with a newline
+// (`keep`: before output that must follow it, such as the summary on stdout).
+void close_status_line(bool keep = false);
 
 }  // namespace ra

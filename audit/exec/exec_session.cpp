@@ -77,7 +77,12 @@ void Session::warm_up(const std::vector<Config>& configs) {
     const int trial = next_trial_++;
     const std::string dir = fmt::format("{}/warmup{}", scratch_.path(), trial);
     log::info("{}: a warm-up run fills its Inductor cache (untimed, not compared)", config.name);
-    const ChildOutcome outcome = run_children({job(config, dir, trial)}, 1).front();
+    Progress warming(1, o_.progress);
+    const auto on_tick = [&](const std::vector<RunningChild>& now) {
+      warming.still_running(1, fmt::format("{} warm-up", config.name), now.front().elapsed_ms);
+    };
+    const ChildOutcome outcome = run_children({job(config, dir, trial)}, 1, {}, {}, 1, on_tick).front();
+    warming.done(fmt::format("{} warm-up: {:.0f} ms", config.name, outcome.wall_ms));
     take_artifacts(o_.artifacts, trial, roots_, fmt::format("warmup{}", trial));  // clears the way for the next run
     if (outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0)
       log::warn("{}: the warm-up run failed ({}): its cache may be partly filled", config.name,
@@ -179,7 +184,12 @@ void Session::extend(Batch& b, const std::vector<Config>& configs, const std::ve
     rec.env = j.env;
     return j;
   };
+  const size_t numbered = progress_.total();  // runs before this round, for "run 2/6"
   progress_.add(jobs.size());
+  const auto on_tick = [&](const std::vector<RunningChild>& now) {
+    progress_.still_running(numbered + now.front().index + 1, configs[jobs[now.front().index].first].name,
+                            now.front().elapsed_ms, now.size() - 1);
+  };
   const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
     const auto [c, r] = jobs[i];
     RunRecord& rec = *b.records[c][static_cast<size_t>(r)];
@@ -199,7 +209,7 @@ void Session::extend(Batch& b, const std::vector<Config>& configs, const std::ve
     }
     progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
   };
-  run_children(jobs.size(), make, o_.jobs, on_done);
+  run_children(jobs.size(), make, o_.jobs, on_done, {}, 1, on_tick);
 }
 
 void Session::break_down(const std::vector<Batch*>& batches) {
@@ -380,11 +390,16 @@ std::vector<std::vector<std::optional<double>>> Session::time(const std::vector<
   std::vector<std::vector<std::optional<double>>> out(configs.size());
   warm_up(configs);
   if (o_.progress) std::fprintf(stderr, "timing %zu configurations, %d rounds\n", configs.size(), rounds);
+  Progress timing(configs.size() * static_cast<size_t>(rounds), o_.progress);
   for (int round = 0; round < rounds; ++round)
     for (size_t c = 0; c < configs.size(); ++c) {
       const int trial = next_trial_++;
       const std::string dir = fmt::format("{}/time{}", scratch_.path(), trial);
-      const ChildOutcome outcome = run_children({job(configs[c], dir, trial)}, 1).front();
+      const auto on_tick = [&](const std::vector<RunningChild>& now) {
+        timing.still_running(timing.finished() + 1, fmt::format("timing {}", configs[c].name), now.front().elapsed_ms);
+      };
+      const ChildOutcome outcome = run_children({job(configs[c], dir, trial)}, 1, {}, {}, 1, on_tick).front();
+      timing.done(fmt::format("timing {} round {}: {:.0f} ms", configs[c].name, round + 1, outcome.wall_ms));
       take_artifacts(o_.artifacts, trial, roots_, fmt::format("time{}", trial));  // clears the way for the next run
       // A cold cache compiles in every run: that time is the cache's, not the fix's, so it is
       // left out of the cost and said on its own (cold_compile_ms).

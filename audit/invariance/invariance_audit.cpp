@@ -5,6 +5,7 @@
 #include "audit/common/files.h"
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
+#include "audit/common/progress.h"
 #include "audit/invariance/invariance_analysis.h"
 #include "audit/invariance/invariance_fix.h"
 #include "audit/invariance/invariance_shard.h"
@@ -16,10 +17,13 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <unordered_map>
+
+#include <sys/stat.h>
 
 namespace ra::invariance {
 namespace {
@@ -91,14 +95,43 @@ std::string failure(const ChildOutcome& out, bool fatal) {
   return fmt::format("the invariance worker {}{}", how, line.empty() ? "" : ": " + line);
 }
 
+// The progress line while workers sweep: "invariance under default: sizes 3/9, size 8, 14 s, ETA
+// 20 s" from the longest-running worker's progress file (SweepProgress), or its time alone when it
+// has none yet (loading the model) or a garbled one.
+std::string sweep_line(const std::vector<Cell>& cells, const std::vector<RunningChild>& now) {
+  const Cell& cell = cells[now.front().index];
+  const auto seconds = static_cast<long>(now.front().elapsed_ms / 1000);
+  const std::string others = now.size() > 1 ? fmt::format(" (and {} more)", now.size() - 1) : "";
+  const auto p = read_sweep_progress(sweep_progress_path(cell.result_path));
+  if (!p || p->planned == 0)
+    return fmt::format("invariance under {}: {} s, still running{}", cell.config.name, seconds, others);
+  const std::string current = p->current > 0 ? fmt::format(", size {}", p->current) : "";
+  // The worker's estimate dates from the file's last rewrite: the time since was spent on what is left.
+  double age = 0;
+  struct stat st {};
+  if (::stat(sweep_progress_path(cell.result_path).c_str(), &st) == 0) {
+    timespec wall{};
+    ::clock_gettime(CLOCK_REALTIME, &wall);
+    age = static_cast<double>(wall.tv_sec - st.st_mtim.tv_sec) +
+          static_cast<double>(wall.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+  }
+  const std::string eta = p->eta_s >= 0 ? eta_text(p->eta_s - age) : "";
+  return fmt::format("invariance under {}: sizes {}/{}{}, {} s{}{}{}", cell.config.name, p->done, p->planned, current,
+                     seconds, eta.empty() ? "" : ", ", eta, others);
+}
+
 std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const InvarianceOptions& o, int jobs_at_once,
                                   bool fatal) {
   std::vector<ChildJob> jobs;
   for (const auto& c : cells) jobs.push_back(c.job);
-  const auto outcomes = run_children(jobs, jobs_at_once, [&](size_t i, const ChildOutcome& out) {
-    if (o.session.progress)
-      log::info("[{}/{}] invariance under {}: {:.0f} ms", i + 1, cells.size(), cells[i].config.name, out.wall_ms);
-  });
+  Progress progress(cells.size(), o.session.progress);
+  const auto on_done = [&](size_t i, const ChildOutcome& out) {
+    progress.done(fmt::format("invariance under {}: {:.1f} s", cells[i].config.name, out.wall_ms / 1000));
+  };
+  const auto on_tick = [&](const std::vector<RunningChild>& now) {
+    if (o.session.progress) progress.show(sweep_line(cells, now));  // reads a file: only for a terminal
+  };
+  const auto outcomes = run_children(jobs, jobs_at_once, on_done, {}, 1, on_tick);
   std::vector<CellResult> results;
   for (size_t i = 0; i < cells.size(); ++i) {
     CellResult r;

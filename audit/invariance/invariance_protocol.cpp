@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/invariance/invariance_protocol.h"
 
+#include <fstream>
+#include <iterator>
 #include <set>
 
 namespace ra {
@@ -72,6 +74,30 @@ InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_j
   if (!j.at("trace").is_null()) m.trace = report::row_trace_from_json(j.at("trace"));
   m.environment = j.at("environment");
   return m;
+}
+
+std::string sweep_progress_path(const std::string& result_path) { return result_path + ".progress"; }
+
+std::string to_text(const SweepProgress& p) {
+  return nlohmann::json{{"done", p.done}, {"planned", p.planned}, {"current", p.current}, {"eta_s", p.eta_s}}.dump();
+}
+
+std::optional<SweepProgress> read_sweep_progress(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.size() > 4096) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  SweepProgress p;
+  for (auto [key, field] : {std::pair{"done", &p.done}, {"planned", &p.planned}, {"current", &p.current}}) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer() || it->get<int64_t>() < 0) return std::nullopt;
+    *field = it->get<int64_t>();
+  }
+  if (p.done > p.planned) return std::nullopt;
+  if (const auto it = j.find("eta_s"); it != j.end() && it->is_number()) p.eta_s = it->get<double>();
+  return p;
 }
 
 std::vector<int64_t> auto_sizes(int64_t budget) {

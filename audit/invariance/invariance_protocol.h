@@ -63,6 +63,20 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j);
 nlohmann::ordered_json to_json(const InvarianceMeasurement& m);
 InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_json& j);
 
+// How far a worker's sweep is, for the front's progress line (audit/common/progress.h): the
+// worker rewrites it beside its result (sweep_progress_path, written whole with a rename) as each
+// size starts and ends; the front reads it while the worker runs. Bisection plans more sizes as it
+// goes, so `planned` may grow. A missing or garbled file reads as nothing: no detail, no error.
+struct SweepProgress {
+  int64_t done = 0;     // sizes measured
+  int64_t planned = 0;  // sizes to measure, those done included
+  int64_t current = 0;  // the size being measured; 0 between sizes
+  double eta_s = -1;    // the worker's estimate of the sweep's time left; -1 when it has none
+};
+std::string sweep_progress_path(const std::string& result_path);
+std::string to_text(const SweepProgress& p);
+std::optional<SweepProgress> read_sweep_progress(const std::string& path);
+
 // The sizes `--sizes auto` starts from: 1…9, then 2^k-1, 2^k, 2^k+1 for 2^k <= budget, all <= budget.
 std::vector<int64_t> auto_sizes(int64_t budget);
 

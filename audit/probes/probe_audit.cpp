@@ -202,10 +202,17 @@ class SuiteRunner {
       progress_.done(
           fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
     };
+    const size_t numbered = progress_.finished();  // children finished before this round, for "run 5/12"
+    const auto on_tick = [&](const std::vector<RunningChild>& now) {
+      const ProbeChild& b = batches[now.front().index];
+      const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
+      progress_.still_running(numbered + now.front().index + 1, fmt::format("{}, {} probes", what, b.probes.size()),
+                              now.front().elapsed_ms, now.size() - 1);
+    };
     std::function<int(size_t)> slot_of;
     if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(batches[i])); };
     const std::vector<ChildOutcome> outcomes =
-        run_children(jobs, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1);
+        run_children(jobs, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1, on_tick);
     std::vector<ProbeChild> again;
     for (size_t i = 0; i < batches.size(); ++i)
       if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty()) {

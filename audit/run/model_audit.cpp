@@ -179,7 +179,12 @@ class BatchRunner {
       return started.insert_or_assign(i, prepare_child(scratch_, name, spec, o_.timeout_s, true, gpu))
           .first->second.job;
     };
+    const size_t numbered = progress_.total();  // runs before this round, for "run 2/6"
     progress_.add(jobs.size());
+    const auto on_tick = [&](const std::vector<RunningChild>& now) {
+      progress_.still_running(numbered + now.front().index + 1, configs_[jobs[now.front().index].first].name,
+                              now.front().elapsed_ms, now.size() - 1);
+    };
     const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
       const auto [c, r] = jobs[i];
       const PreparedChild& p = started.at(i);
@@ -202,7 +207,7 @@ class BatchRunner {
     };
     SlotFn slot_of;
     if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(jobs[i].first)); };
-    run_children(jobs.size(), make, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1);
+    run_children(jobs.size(), make, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1, on_tick);
   }
 
   size_t slot(size_t config) const { return slot_ >= 0 ? static_cast<size_t>(slot_) : placement_->slot_of(config); }
@@ -282,7 +287,15 @@ std::vector<std::vector<std::optional<double>>> time_configs(const RunOptions& o
   std::vector<ChildJob> jobs;
   for (const auto& p : prepared) jobs.push_back(p.job);
   if (o.progress) std::fprintf(stderr, "timing %zu configurations, %d rounds\n", configs.size(), report::kTimingRounds);
-  run_children(jobs, 1);
+  Progress timing(jobs.size(), o.progress);
+  const auto name = [&](size_t i) { return fmt::format("timing {}", configs[i % configs.size()].name); };
+  const auto on_done = [&](size_t i, const ChildOutcome& out) {
+    timing.done(fmt::format("{}: {:.0f} ms", name(i), out.wall_ms));
+  };
+  const auto on_tick = [&](const std::vector<RunningChild>& now) {
+    timing.still_running(now.front().index + 1, name(now.front().index), now.front().elapsed_ms);
+  };
+  run_children(jobs, 1, on_done, {}, 1, on_tick);
   std::vector<std::vector<std::optional<double>>> rounds(configs.size());
   for (size_t i = 0; i < prepared.size(); ++i) {
     const auto result = read_result(prepared[i].result_path);

@@ -3,6 +3,7 @@
 
 #include "audit/common/files.h"
 #include "audit/common/log.h"
+#include "audit/common/progress.h"
 #include "audit/common/stop.h"
 #include "audit/skeleton/changed_ops.h"
 #include "reports/baseline_file.h"
@@ -48,6 +49,7 @@ int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudg
   write(out.save_baseline, [&] { return report::render_baseline(rep); });
   if (!out.save_baseline.empty()) log_baseline_size(rep, out.save_baseline);
   check_stop();
+  close_status_line();  // a progress line left open on the terminal (progress.h) is erased first
   write_stdout(out.json ? report::render_json(rep) : report::render_text(rep));
   return rep.exit_code;
 }

@@ -141,13 +141,13 @@ bool no_space_at(const std::string& path) {
 }
 
 std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done,
-                                       const std::function<int(size_t)>& slot_of, int per_slot) {
+                                       const std::function<int(size_t)>& slot_of, int per_slot, const TickFn& on_tick) {
   return run_children(
-      jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of, per_slot);
+      jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of, per_slot, on_tick);
 }
 
 std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done,
-                                       const SlotFn& slot_of, int per_slot) {
+                                       const SlotFn& slot_of, int per_slot, const TickFn& on_tick) {
   std::vector<ChildOutcome> outcomes(count);
   std::vector<Running> running;
   size_t next = 0;  // the first job not started
@@ -204,6 +204,7 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
     if (on_done) on_done(index, outcomes[index]);
   };
 
+  auto next_tick = std::chrono::steady_clock::now() + kTickEvery;
   while (next < count || !running.empty()) {
     if (stop_signal() != 0) {
       stop_all();
@@ -269,6 +270,12 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
         continue;
       }
       ++r;
+    }
+    if (on_tick && !running.empty() && std::chrono::steady_clock::now() >= next_tick) {
+      std::vector<RunningChild> now;  // `running` is in the order they started
+      for (const auto& r : running) now.push_back({r.index, ms_since(r.start)});
+      on_tick(now);
+      next_tick = std::chrono::steady_clock::now() + kTickEvery;
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }

@@ -50,8 +50,18 @@ struct ChildOutcome {
 // Runs every job, at most `jobs` at a time; `on_done(index, outcome)` is called as each ends.
 // Outcomes are returned in job order.
 using DoneFn = std::function<void(size_t, const ChildOutcome&)>;
+// `on_tick(running)`, when given, is called every kTickEvery while children run, with the running
+// ones (job index and time since it started), the longest-running first: the hook for a progress
+// line that says what is still running (audit/common/progress.h).
+struct RunningChild {
+  size_t index;
+  double elapsed_ms;
+};
+using TickFn = std::function<void(const std::vector<RunningChild>&)>;
+inline constexpr std::chrono::milliseconds kTickEvery{1000};
 std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const DoneFn& on_done = {},
-                                       const std::function<int(size_t)>& slot_of = {}, int per_slot = 1);
+                                       const std::function<int(size_t)>& slot_of = {}, int per_slot = 1,
+                                       const TickFn& on_tick = {});
 
 // The same for `count` jobs made by `make(index)` as each is about to start (and may throw: the
 // children running are then killed and the exception goes on).
@@ -62,7 +72,7 @@ using JobMaker = std::function<ChildJob(size_t)>;
 using SlotFn = std::function<int(size_t)>;
 inline constexpr size_t kSlotLookahead = 4096;
 std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done = {},
-                                       const SlotFn& slot_of = {}, int per_slot = 1);
+                                       const SlotFn& slot_of = {}, int per_slot = 1, const TickFn& on_tick = {});
 
 // The last `max_lines` lines (at most `max_bytes`) of a file.
 std::string file_tail(const std::string& path, size_t max_lines = 20, size_t max_bytes = 4096);

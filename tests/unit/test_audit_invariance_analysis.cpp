@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // The invariance analysis on hand-made cells (audit/invariance/invariance_analysis.h), and the
-// report's JSON round trip (reports/invariance_json.cpp).
+// report's JSON round trip (reports/invariance_json.cpp), and the worker's progress file.
 #include "audit/invariance/invariance_analysis.h"
 #include "audit/invariance/invariance_protocol.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 
 #include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -176,4 +183,38 @@ TEST_CASE("finalize_invariance: a model that failed at one size exits 3, its siz
   ra::report::finalize(r);
   CHECK(r.exit_code == 3);
   CHECK(ra::report::invariance_summary(c).find("stopped where the model fails on a batch of 3") != std::string::npos);
+}
+
+// The worker's progress file (SweepProgress) as the front reads it: what the worker wrote, or
+// nothing for a file that is missing, garbled, cut short or out of range (the line then has no detail).
+TEST_CASE("sweep progress: read back as written; anything else reads as nothing") {
+  // Plain POSIX calls: std::filesystem::remove_all resolves into libtorch's copy here and crashes.
+  std::string dir = "/tmp/ra-sweep-progress-XXXXXX";
+  REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  const std::string path = ra::sweep_progress_path(dir + "/invariance-0.result.json");
+  CHECK(path == dir + "/invariance-0.result.json.progress");
+  CHECK_FALSE(ra::read_sweep_progress(path));  // not written yet
+  const auto write = [&](const std::string& text) { std::ofstream(path, std::ios::trunc) << text; };
+  write(ra::to_text({3, 9, 8, 12.5}));
+  const auto p = ra::read_sweep_progress(path);
+  REQUIRE(p);
+  CHECK(p->done == 3);
+  CHECK(p->planned == 9);
+  CHECK(p->current == 8);
+  CHECK(p->eta_s == doctest::Approx(12.5));
+  const std::vector<std::string> garbled = {"",
+                                            "{",
+                                            "{\"done\": 3, \"planned\"",
+                                            "[1,2,3]",
+                                            "{\"done\": 3, \"planned\": 9}",
+                                            "{\"done\": 10, \"planned\": 9, \"current\": 0}",
+                                            "{\"done\": -1, \"planned\": 9, \"current\": 0}",
+                                            "{\"done\": \"3\", \"planned\": 9, \"current\": 0}",
+                                            std::string(5000, ' ')};
+  for (const std::string& bad : garbled) {
+    write(bad);
+    CHECK_MESSAGE(!ra::read_sweep_progress(path), bad.substr(0, 60));
+  }
+  ::unlink(path.c_str());
+  ::rmdir(dir.c_str());
 }

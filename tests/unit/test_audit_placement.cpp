@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One GPU per child (audit/trial/placement.h): which GPUs, what each child sees, which slot a cell
-// keeps, and the runner's promise that two children never hold one slot at once. All on the CPU:
-// the placement is arithmetic, and the slots are exercised with shell children.
+// keeps, the runner's promise that two children never hold one slot at once, and its ticks while
+// children run. All on the CPU: the placement is arithmetic, and the slots and ticks are exercised
+// with shell children.
 #include "audit/common/errors.h"
 #include "audit/trial/placement.h"
 #include "audit/trial/runner.h"
@@ -169,5 +170,37 @@ TEST_CASE("the runner never lets two children hold one slot at once, and runs ev
   in.close();
   ::unlink(log.c_str());
   for (size_t i = 0; i < slots.size(); ++i) ::unlink((dir + "/child" + std::to_string(i) + ".log").c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("the runner ticks while children run, naming them with the time they have run") {
+  // Two children that each end only once a tick has touched their file (or after 20 s, exit 1):
+  // a runner that never ticked would leave them to wait it out and fail.
+  char pattern[] = "/tmp/ra-tick-XXXXXX";
+  REQUIRE(::mkdtemp(pattern) != nullptr);
+  const std::string dir = pattern;
+  std::vector<ra::ChildJob> jobs;
+  for (int i = 0; i < 2; ++i) {
+    const std::string flag = dir + "/f" + std::to_string(i);
+    ra::ChildJob j;
+    j.argv = {"/bin/sh", "-c",
+              "n=0; while [ ! -e " + flag + " ]; do [ $n -ge 400 ] && exit 1; sleep 0.05; n=$((n+1)); done"};
+    j.log_path = dir + "/child" + std::to_string(i) + ".log";
+    jobs.push_back(j);
+  }
+  size_t ticks = 0;
+  bool well_formed = true;
+  const auto outcomes = ra::run_children(jobs, 1, {}, {}, 1, [&](const std::vector<ra::RunningChild>& now) {
+    ++ticks;
+    well_formed = well_formed && now.size() == 1 && now.front().index < 2 && now.front().elapsed_ms >= 0;
+    std::ofstream(dir + "/f" + std::to_string(now.front().index)) << "tick";
+  });
+  for (const auto& o : outcomes) CHECK((o.kind == ra::ChildOutcome::Kind::Exited && o.exit_code == 0));
+  CHECK(ticks >= 2);  // one at least per child: one runs at a time
+  CHECK(well_formed);
+  for (int i = 0; i < 2; ++i) {
+    ::unlink((dir + "/child" + std::to_string(i) + ".log").c_str());
+    ::unlink((dir + "/f" + std::to_string(i)).c_str());
+  }
   ::rmdir(dir.c_str());
 }

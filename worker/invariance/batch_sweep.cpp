@@ -57,6 +57,66 @@ int placement_index(const std::string& p) {
   return 5;
 }
 
+// The sweep's progress file (SweepProgress): rewritten whole as each size starts and ends, so that
+// the front can say "sizes 3/9, size 8". The time left is the sum over the sizes left of a + b*m,
+// fitted by least squares to the sizes above 1 measured (a call's fixed cost, and its cost per row:
+// a batch of 512 costs more than one of 8, though rarely 64 times as much); none before the first.
+// Failing to write the file costs the front its detail, never the sweep.
+class ProgressFile {
+ public:
+  ProgressFile(std::string path, const std::vector<int64_t>& sizes) : path_(std::move(path)) {
+    for (const int64_t m : sizes) plan(m);
+  }
+  void plan(int64_t m) {
+    ++p_.planned;
+    left_.insert(m);
+  }
+  void start(int64_t m) {
+    p_.current = m;
+    started_ = now_ms();
+    write();
+  }
+  void end(int64_t m) {
+    ++p_.done;
+    p_.current = 0;
+    if (const auto it = left_.find(m); it != left_.end()) left_.erase(it);
+    if (m > 1) {  // size 1 is the reference, whose calls are not a batch's
+      const double x = static_cast<double>(m), y = now_ms() - started_;
+      n_ += 1, sx_ += x, sy_ += y, sxx_ += x * x, sxy_ += x * y;
+    }
+    if (n_ == 0) {
+      write();
+      return;
+    }
+    double b = 0, a = sy_ / n_;
+    if (const double spread = sxx_ - sx_ * sx_ / n_; spread > 0) {
+      b = std::max(0.0, (sxy_ - sx_ * sy_ / n_) / spread);
+      a = std::max(0.0, (sy_ - b * sx_) / n_);
+    }
+    double ms = 0;
+    for (const int64_t k : left_)
+      if (k > 1) ms += a + b * static_cast<double>(k);
+    p_.eta_s = ms / 1000;
+    write();
+  }
+
+ private:
+  void write() const {
+    if (path_.empty()) return;
+    try {
+      write_file_atomic(path_, to_text(p_));
+    } catch (const std::exception&) {
+      // no detail for the front: the sweep goes on
+    }
+  }
+
+  std::string path_;
+  SweepProgress p_;
+  std::multiset<int64_t> left_;  // sizes planned and not measured
+  double started_ = 0;
+  double n_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;  // sums over the sizes measured (m, ms)
+};
+
 class Sweep {
  public:
   Sweep(targets::Target& target, BatchRows rows, const c10::Device& device)
@@ -381,7 +441,7 @@ void Sweep::fill(InvarianceMeasurement& m) const {
 
 // --sizes auto: between neighbouring sizes whose signatures differ (start bits, position or warm-up
 // dependence), the size halfway, until every such pair is adjacent.
-void bisect(Sweep& sweep, std::set<int64_t> done) {
+void bisect(Sweep& sweep, std::set<int64_t> done, ProgressFile& progress) {
   for (bool more = true; more;) {
     more = false;
     const std::vector<int64_t> sizes(done.begin(), done.end());
@@ -389,7 +449,10 @@ void bisect(Sweep& sweep, std::set<int64_t> done) {
       const int64_t a = sizes[i], b = sizes[i + 1];
       if (b - a < 2 || sweep.signature(a) == sweep.signature(b)) continue;
       const int64_t mid = a + (b - a) / 2;
+      progress.plan(mid);
+      progress.start(mid);
       sweep.measure(mid);
+      progress.end(mid);
       done.insert(mid);
       more = true;
     }
@@ -459,7 +522,8 @@ std::vector<std::string> named(std::vector<std::string> descriptions, const std:
   return descriptions;
 }
 
-InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const std::string& scratch) {
+InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const std::string& scratch,
+                                        const std::string& progress_path) {
   InvarianceMeasurement m;
   TrialSpec spec = request.spec;
   spec.scratch = scratch;
@@ -482,15 +546,21 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   m.inputs = named(rows.descriptions, target->input_names());
   m.notes = rows.notes;
   Sweep sweep(*target, std::move(rows), device);
+  ProgressFile progress(progress_path, sizes);
   const double t0 = now_ms();
   {
     c10::InferenceMode guard;
+    progress.start(1);
     sweep.reference();
     try {
       if (sweep.nondeterministic.empty())
-        for (const int64_t s : sizes) sweep.measure(s);
+        for (const int64_t s : sizes) {
+          if (s > 1) progress.start(s);
+          sweep.measure(s);
+          progress.end(s);
+        }
       if (sweep.nondeterministic.empty() && (request.sizes.empty() || request.bisect))
-        bisect(sweep, {sizes.begin(), sizes.end()});
+        bisect(sweep, {sizes.begin(), sizes.end()}, progress);
     } catch (const ModelFailure& e) {
       m.stopped = e.what();
     }
@@ -517,9 +587,10 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
 
 }  // namespace
 
-InvarianceMeasurement run_sweep(const InvarianceRequest& request, const std::string& scratch) {
+InvarianceMeasurement run_sweep(const InvarianceRequest& request, const std::string& scratch,
+                                const std::string& progress_path) {
   try {
-    return sweep_measurement(request, scratch);
+    return sweep_measurement(request, scratch, progress_path);
   } catch (const TrialInputError& e) {
     if (e.kind == "usage") throw UsageError(e.what());
     throw InputError(e.what());

@@ -31,7 +31,10 @@
 namespace ra::invariance {
 
 // Applies the request's configuration, loads its target, and sweeps. Throws InputError for a bad
-// model or input, UsageError for a bad request, anything else for a failure of the model.
-InvarianceMeasurement run_sweep(const InvarianceRequest& request, const std::string& scratch);
+// model or input, UsageError for a bad request, anything else for a failure of the model. When
+// `progress_path` is given, the sweep's progress is rewritten there as each size starts and ends
+// (SweepProgress, invariance_protocol.h).
+InvarianceMeasurement run_sweep(const InvarianceRequest& request, const std::string& scratch,
+                                const std::string& progress_path = "");
 
 }  // namespace ra::invariance

@@ -27,8 +27,8 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions&) {
     } catch (const nlohmann::json::exception& e) {
       throw InputError(std::string("malformed invariance request: ") + e.what());
     }
-    const InvarianceMeasurement m =
-        invariance::run_sweep(request, std::filesystem::absolute(paths->second).parent_path().string());
+    const InvarianceMeasurement m = invariance::run_sweep(
+        request, std::filesystem::absolute(paths->second).parent_path().string(), sweep_progress_path(paths->second));
     write_file_atomic(paths->second, to_json(m).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   };
