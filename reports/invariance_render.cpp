@@ -85,7 +85,16 @@ std::string trace_text(const RowTrace& t) {
   return out;
 }
 
-void config_text(std::string& out, const InvarianceConfig& c) {
+// A configuration's advice without the fix search's conclusion, which the first configuration's
+// advice repeats and the fix search's own section says (every format says it once).
+std::vector<std::string> advice_of(const InvarianceConfig& c, const Invariance& inv) {
+  std::vector<std::string> out;
+  for (const auto& a : c.advice)
+    if (!inv.fix || a != "fix search: " + inv.fix->conclusion) out.push_back(a);
+  return out;
+}
+
+void config_text(std::string& out, const InvarianceConfig& c, const Invariance& inv) {
   out += fmt::format("{}: {}\n", ln(c.config), ln(invariance_summary(c)));
   if (c.verdict == "crashed") {
     out += fmt::format("  {}\n", ln(c.message));
@@ -102,7 +111,7 @@ void config_text(std::string& out, const InvarianceConfig& c) {
   out += fmt::format("  warm-up: {}\n", warmup_text(c, tried));
   if (const std::string w = worst_text(c); !w.empty())
     out += fmt::format("  largest difference from batch 1: {}\n", ln(w));
-  for (const auto& a : c.advice) out += fmt::format("  advice: {}\n", ln(a));
+  for (const auto& a : advice_of(c, inv)) out += fmt::format("  advice: {}\n", ln(a));
   if (c.trace) out += trace_text(*c.trace);
 }
 
@@ -183,7 +192,7 @@ std::string invariance_text(const Report& r, const Invariance& inv) {
   for (const auto& e : inv.excluded) out += fmt::format("  left out: {}\n", ln(e));
   for (const auto& n : inv.notes) out += fmt::format("  note: {}\n", ln(n));
   out += fmt::format("  negative control: {}\n", ln(inv.control.evidence));
-  for (const auto& c : inv.configs) config_text(out, c);
+  for (const auto& c : inv.configs) config_text(out, c, inv);
   out += invariance_fix_text(inv);
   for (const auto& c : inv.configs)
     if (c.timing.calls > 0)
@@ -211,10 +220,8 @@ std::string invariance_markdown(const Report& r, const Invariance& inv) {
   }
   // The fix search's conclusion, which the first configuration's advice repeats, is said once: in
   // the fix search's section below.
-  const std::string fix_advice = inv.fix ? "fix search: " + inv.fix->conclusion : "";
   for (const auto& c : inv.configs)
-    for (const auto& a : c.advice)
-      if (a != fix_advice) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
+    for (const auto& a : advice_of(c, inv)) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
   for (const auto& c : inv.configs)
     if (c.trace)
       out += fmt::format("\n- **{}** trace ({}): {}", md(c.config), md(c.trace->outcome), md(c.trace->message));
@@ -246,7 +253,8 @@ std::string invariance_html_section(const Report& r, const Invariance& inv) {
         "<tr data-config=\"{}\" "
         "data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
-        esc(position_text(c, tried)), esc(warmup_text(c, tried)), esc(fmt::format("{}", fmt::join(c.advice, " "))));
+        esc(position_text(c, tried)), esc(warmup_text(c, tried)),
+        esc(fmt::format("{}", fmt::join(advice_of(c, inv), " "))));
   }
   out += "</tbody></table>\n";
   for (const auto& c : inv.configs)
