@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -182,7 +184,55 @@ std::string unpack_aoti_package(const std::string& path, const AotiPackage& pack
     throw InputError(
         fmt::format("{} is an AOTInductor package that cannot be unpacked: {}", what, excerpt(error_text(e))));
   }
-  return folder + "/" + package.layout.library;
+  const std::string library = folder + "/" + package.layout.library;
+  if (const std::string problem = compiled_library_problem(library); !problem.empty())
+    throw InputError(
+        fmt::format("{} is an AOTInductor package that cannot be loaded: its compiled library {} {}: "
+                    "compile the package again",
+                    what, excerpt(package.layout.library), problem));
+  return library;
+}
+
+std::string compiled_library_problem(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fmt::format("cannot be opened: {}", std::strerror(errno));
+  struct stat st {};
+  const bool stated = ::fstat(fd, &st) == 0;
+  const uint64_t size = stated ? static_cast<uint64_t>(st.st_size) : 0;
+  // Reads `n` bytes at `offset` into `out`; false when the file ends first.
+  auto read_at = [&](void* out, size_t n, uint64_t offset) {
+    return offset <= size && n <= size - offset && ::pread(fd, out, n, static_cast<off_t>(offset)) == ssize_t(n);
+  };
+  // Whether [offset, offset + count * each) lies inside the file, without overflow.
+  auto inside = [&](uint64_t offset, uint64_t count, uint64_t each) {
+    return offset <= size && (each == 0 || count <= (size - offset) / each);
+  };
+  std::string problem;
+  Elf64_Ehdr h{};
+  constexpr unsigned char kOrder = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (!stated || !read_at(&h, sizeof h, 0) || std::memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) {
+    problem = fmt::format("is not an ELF shared library ({} bytes)", size);
+  } else if (h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_ident[EI_DATA] != kOrder || h.e_type != ET_DYN ||
+             h.e_phentsize != sizeof(Elf64_Phdr) || (h.e_shoff != 0 && h.e_shentsize != sizeof(Elf64_Shdr))) {
+    problem = "is not a 64-bit ELF shared library of this machine's byte order";
+  } else if (!inside(h.e_phoff, h.e_phnum, sizeof(Elf64_Phdr)) ||
+             (h.e_shoff != 0 && !inside(h.e_shoff, h.e_shnum, sizeof(Elf64_Shdr)))) {
+    problem = fmt::format("is cut short: it holds {} bytes, and its ELF header places its tables beyond them", size);
+  } else {
+    for (uint16_t i = 0; i < h.e_phnum && problem.empty(); ++i) {
+      Elf64_Phdr p{};
+      if (!read_at(&p, sizeof p, h.e_phoff + uint64_t{i} * sizeof p)) {
+        problem = "cannot be read";
+      } else if (p.p_type == PT_LOAD && !inside(p.p_offset, p.p_filesz, 1)) {
+        problem = p.p_filesz <= UINT64_MAX - p.p_offset
+                      ? fmt::format("is cut short: it holds {} bytes, and a segment it loads ends at byte {}", size,
+                                    p.p_offset + p.p_filesz)
+                      : std::string("is damaged: a segment it loads ends beyond any file");
+      }
+    }
+  }
+  ::close(fd);
+  return problem;
 }
 
 }  // namespace ra::targets

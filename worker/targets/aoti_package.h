@@ -54,9 +54,16 @@ struct AotiPackage {
 };
 AotiPackage read_aoti_package(const std::string& path, const std::string& model_name, const std::string& what);
 
+// Why the compiled library at `file` is not one the dynamic loader can map whole, or "" when it
+// is: not an ELF shared object of this machine's class and byte order, or a file whose ELF headers
+// describe program headers, loadable segments or section headers beyond its end (a package cut
+// short). dlopen maps such a file without complaint on some releases and crashes or runs garbage
+// later, so the runner is never built on one.
+std::string compiled_library_problem(const std::string& file);
+
 // Unpacks the layout's files of the package at `path` into `folder` (which must exist and be
 // ours), creating files that must not exist yet; returns the path of the compiled library. Throws
-// InputError for a read or write that fails.
+// InputError for a read or write that fails, and for a compiled library with a problem (above).
 std::string unpack_aoti_package(const std::string& path, const AotiPackage& package, const std::string& folder,
                                 const std::string& what);
 
