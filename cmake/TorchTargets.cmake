@@ -26,6 +26,14 @@ target_compile_options(ra_torch_headers INTERFACE $<TARGET_PROPERTY:torch,INTERF
 # libgomp.so.1 that libtorch_cpu loads anyway (the wheel's copy, found through the RPATH), so the
 # process has one OpenMP runtime whose threads the digest shares with the model's ops.
 target_compile_options(ra_torch_headers INTERFACE -fopenmp)
+# -fPIC, not the compiler's default -fPIE: position-independent executable code reads another
+# library's data (a vtable such as torch::optim::Adam's, c10::UndefinedTensorImpl::_singleton) from
+# a copy the executable holds (a copy relocation), sized as the headers it was built with said.
+# Started with another torch's libraries, whose sizes differ, the dynamic loader then prints its own
+# "Symbol ... has different size" lines before the worker can say which torch it found (issue 40).
+# -fPIC reads that data through the GOT, so the worker's own one-line check is all a user sees
+# (tests/torch/test_torch_mismatch.py counts the copy relocations).
+target_compile_options(ra_torch_headers INTERFACE -fPIC)
 
 
 # The shared precompiled header.

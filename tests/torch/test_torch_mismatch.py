@@ -27,6 +27,17 @@ def version(py):
     return r.stdout.strip() if r.returncode == 0 else ""
 
 
+# The worker holds no copy of torch's data (a copy relocation, cmake/TorchTargets.cmake): its size
+# is fixed at build time, so another torch's libraries would make the dynamic loader print its own
+# lines before the worker's. Checked here, without another torch, from the worker's relocations.
+r = subprocess.run(["readelf", "-rW", worker], capture_output=True, text=True)
+copies = [line.split()[4] for line in r.stdout.splitlines()
+          if len(line.split()) > 4 and line.split()[2].endswith("_COPY") and
+          any(name in line.split()[4] for name in ("N3c10", "N5torch", "N2at", "N6caffe2"))]
+if r.returncode != 0 or copies:
+    print(f"FAIL: the worker copies torch's data (readelf exit {r.returncode}): {copies[:5]}")
+    sys.exit(1)
+
 mine = version(python)
 home = os.environ.get("REPRO_AUDIT_HOME") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "repro-audit")
