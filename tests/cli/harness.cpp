@@ -133,9 +133,10 @@ void expect_error(const TempDir& dir, std::vector<std::string> args, int code, c
   CHECK(!file_exists(dir.file("report.json")));
 }
 
-nlohmann::json python_batch_classes(const std::vector<std::string>& ops) {
-  std::string command = std::string(RA_TORCH_PYTHON) + " " + RA_BATCH_CLASSES;
-  for (const auto& op : ops) command += " " + op;
+namespace {
+
+// What `command` prints on stdout; fails the test when it cannot run or exits with another status than 0.
+std::string command_output(const std::string& command) {
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE_MESSAGE(pipe != nullptr, "cannot run " << command);
   std::string out;
@@ -143,7 +144,22 @@ nlohmann::json python_batch_classes(const std::vector<std::string>& ops) {
   for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
   const int status = pclose(pipe);
   REQUIRE_MESSAGE(status == 0, command << " failed: " << out);
-  return nlohmann::json::parse(out);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json python_batch_classes(const std::vector<std::string>& ops) {
+  std::string command = std::string(RA_TORCH_PYTHON) + " " + RA_BATCH_CLASSES;
+  for (const auto& op : ops) command += " " + op;
+  return nlohmann::json::parse(command_output(command));
+}
+
+std::string python_torch_version() {
+  std::string out =
+      command_output(std::string(RA_TORCH_PYTHON) + " -c 'import torch; print(torch.__version__.split(\"+\")[0])'");
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
 }
 
 }  // namespace ra::test

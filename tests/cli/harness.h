@@ -88,6 +88,10 @@ const char* test_ops_library();
 // Fails the test when Python cannot measure.
 nlohmann::json python_batch_classes(const std::vector<std::string>& ops);
 
+// The release of the torch this build was made against, as its Python says ("2.15.0", without a
+// "+cu130" local tag), so that no test pins one release.
+std::string python_torch_version();
+
 // Runs `args` plus `--report <dir>/report.json` (unless args name --report), and checks what every
 // bad input must give: exit `code`, one stderr line "repro-audit: ..." containing `message`,
 // nothing on stdout, and no report file.

@@ -132,6 +132,8 @@ def normalise(text, d, python=None):
     torch_dir = torch_folder(python)
     if torch_dir:
         text = text.replace(torch_dir, "<torch>")
+    # the build folder (build/, build-torch2.15.0/, or BUILD_DIR's), before the repository it is in
+    text = text.replace(os.path.dirname(os.path.abspath(sys.argv[1])) + "/", "<build>/")
     text = text.replace(d, "<dir>").replace(repo, "<repo>").replace(venv, "<venv>").replace(d.replace("_", "\\_"), "<dir>").replace(python, "<python>")
     for pattern, repl in NORMALISE:
         text = pattern.sub(repl, text)
