@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -101,8 +102,7 @@ std::string shown_source(const std::string& source, const std::string& cwd) {
   std::string out = shown_path(source.substr(0, colon), cwd);
   const size_t code = source.find(": ", colon + 1);
   if (code == std::string::npos || code + 2 + kShownCode >= source.size()) return out + source.substr(colon);
-  size_t end = code + 2 + kShownCode;
-  while (end > code + 2 && (static_cast<unsigned char>(source[end]) & 0xC0) == 0x80) --end;  // not inside a character
+  const size_t end = std::max(code + 2, utf8_boundary(source, code + 2 + kShownCode));  // not inside a character
   return out + source.substr(colon, end - colon) + "…";
 }
 

@@ -3,7 +3,6 @@
 
 #include "audit/common/errors.h"
 #include "audit/digest/digest_kernel.h"
-#include "reports/utf8.h"
 
 #include <fmt/format.h>
 #include <re2/re2.h>
@@ -86,13 +85,7 @@ std::string shown_line(const std::string& line) {
   const size_t cr = line.rfind('\r');
   const std::string_view s = cr == std::string::npos ? std::string_view(line) : std::string_view(line).substr(cr + 1);
   if (s.size() <= kShownLine) return std::string(s);
-  size_t i = 0;
-  for (uint32_t cp = 0; i < s.size();) {
-    const size_t n = report::decode_utf8(s, i, cp);
-    if (i + n > kShownLine) break;
-    i += n;
-  }
-  return std::string(s.substr(0, i)) + "…";
+  return std::string(s.substr(0, utf8_boundary(s, kShownLine))) + "…";
 }
 
 // Splits bytes fed in any chunks into lines, keeping at most kMaxMetricLine + 1 bytes of each
