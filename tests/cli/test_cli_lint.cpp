@@ -555,7 +555,8 @@ TEST_CASE("lint: a finding inside torch's own files points at the user's line th
   REQUIRE(j["findings"].size() == 2);
   std::string file;
   for (const json& f : j["findings"]) {
-    CHECK(f["source"]["file"].get<std::string>().find("/torch/nn/modules/linear.py") != std::string::npos);
+    // torch's file as a reviewer reads it, below site-packages, whichever venv traced the model.
+    CHECK(f["source"]["file"] == "torch/nn/modules/linear.py");
     REQUIRE(f["user_frame"].is_object());
     file = f["user_frame"]["file"];
     CHECK(file.substr(file.rfind('/') + 1) == "make_traced.py");

@@ -4,6 +4,7 @@
 #include "audit/cmdline/worker_options.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/paths.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/trial/trials.h"
 #include "reports/lint_model.h"
@@ -40,6 +41,15 @@ int execute(const cmdline::LintArgs& a) {
                                  a.batch_invariance ? BatchVariant::Error : BatchVariant::Note);
   result.device = a.device;
   result.knowledge_path = knowledge;
+  // Places as a reviewer reads them (audit/common/paths.h): torch's files below site-packages
+  // ("torch/nn/modules/linear.py"), the user's relative to the working directory. Done after the
+  // analysis, which tells torch's own frames from the user's by their full paths.
+  const std::string cwd = working_directory();
+  for (auto& f : result.findings) {
+    f.source.file = shown_path(f.source.file, cwd);
+    for (auto& call : f.called_from) call.file = shown_path(call.file, cwd);
+    if (f.user_frame) f.user_frame->file = shown_path(f.user_frame->file, cwd);
+  }
   if (allowlist) apply_allowlist(result, *allowlist, today);
   // The report is complete before anything is written: no half report on any error above.
   if (!a.report.empty()) write_file_atomic(a.report, report::render_lint_json(result));
