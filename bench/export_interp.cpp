@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// build/repro-audit-bench-export MODEL.pt2 SIZES [RUNS]: the export interpreter's forward
-// (worker/targets/export_program.h) on a float32 input of SIZES ("1x3x224x224"), timed as the median
-// of RUNS calls after two warm-up calls, in milliseconds, on the CPU. bench/export_interp.sh runs it
-// beside Python's `torch.export.load(p).module()(x)` on the same archive, threads and shape, and
-// prints the ratio (issue 41's target: at most 1.10).
+// build/repro-audit-bench-export MODEL.pt2 SIZES [RUNS [VOCAB]]: the export interpreter's forward
+// (worker/targets/export_program.h) on one input of SIZES ("1x3x224x224"): float32 normal values, or
+// with VOCAB int64 token ids below it (a language model's input_ids). Timed as the median of RUNS
+// calls after two warm-up calls, in milliseconds, on the CPU. bench/export_interp.sh runs it beside
+// Python's `torch.export.load(p).module()` on the same archive, threads and input, and prints the
+// ratio (issue 41's target: at most 1.10).
 #include "worker/targets/export_archive.h"
 #include "worker/targets/export_program.h"
 
@@ -19,18 +20,19 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL.pt2 SIZES [RUNS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL.pt2 SIZES [RUNS [VOCAB]]\n", argv[0]);
     return 2;
   }
   std::vector<int64_t> sizes;
   std::stringstream in(argv[2]);
   for (std::string part; std::getline(in, part, 'x');) sizes.push_back(std::stoll(part));
   const int runs = argc > 3 ? std::atoi(argv[3]) : 20;
+  const int64_t vocab = argc > 4 ? std::atoll(argv[4]) : 0;
   try {
     const auto archive = ra::targets::read_export_archive(argv[1]);
     ra::targets::ExportProgram program(archive.model, archive.weights, argv[1], c10::Device(c10::kCPU));
     at::manual_seed(0);
-    const std::vector<c10::IValue> args{at::randn(sizes)};
+    const std::vector<c10::IValue> args{vocab > 0 ? at::randint(vocab, sizes, at::kLong) : at::randn(sizes)};
     for (int i = 0; i < 2; ++i) (void)program.run(args);
     std::vector<double> ms;
     for (int i = 0; i < runs; ++i) {

@@ -33,7 +33,7 @@ TEST_CASE("parse_json_document") {
   }
   SUBCASE("a key given twice keeps its last value at its first place, in small and in indexed objects") {
     const std::string big = wide(20);
-    for (const std::string doc :
+    for (const std::string& doc :
          {std::string(R"({"a": 1, "b": 2, "a": 3})"), big.substr(0, big.size() - 1) + R"(,"k3":"last"})"}) {
       CHECK(ra::parse_json_document<nlohmann::ordered_json>(doc, "t").dump() ==
             nlohmann::ordered_json::parse(doc).dump());
