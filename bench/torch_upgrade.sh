@@ -15,7 +15,7 @@ ver() { "$(py "$1")" -c 'import torch; print(torch.__version__.split("+")[0])'; 
 vo=$(ver "$old") vn=$(ver "$new")
 log() { printf '%s\n' "$*" | tee -a "$out/log.txt"; }
 : >"$out/log.txt"
-log "old: $old (torch $vo), new: $new (torch $vn); $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+log "old: $old (torch $vo), new: $new (torch $vn); $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 for b in "$old" "$new"; do
   v=$(ver "$b")
   start=$(date +%s)
@@ -44,3 +44,6 @@ log "resnet18 under torch $vo: exit $? (baseline saved)"
 log "resnet18 under torch $vn against the $vo baseline: exit $?"
 sed -i "s|$work|<dir>|g" "$out"/resnet18-*.txt
 rm -rf "$work"
+# The census reports are megabytes of JSON (every repeat's digests); kept compressed, 30x smaller
+# (gunzip -k them to compare again).
+gzip -9f "$out/probes-$vo.json" "$out/probes-$vn.json"
