@@ -28,10 +28,11 @@ py_time() {
   "$PY" - "$@" <<'PY'
 import sys, time, torch
 torch.manual_seed(0)
+if len(sys.argv) > 3:
+    import transformers.modeling_outputs  # defines (so registers) the output type loading needs
 m = torch.export.load(sys.argv[1]).module()
 sizes = [int(s) for s in sys.argv[2].split("x")]
 if len(sys.argv) > 3:
-    import transformers  # registers the output type
     ids = torch.randint(int(sys.argv[3]), sizes)
     call = lambda: m(input_ids=ids)
 else:

@@ -21,8 +21,9 @@ eval mode and the export runs under `torch.no_grad()` (an inference program: `--
   --batch N            the sample's batch size (default 2; a dynamic batch needs 2 or more to export).
 
 Then, for example: `repro-audit run OUT.pt2 --shape 2x16` (int64 token ids below the vocabulary
-size, read from the embedding). To load OUT.pt2 in Python, import transformers first: the output
-object's type is registered by it.
+size, read from the embedding). To load OUT.pt2 in Python, `import transformers.modeling_outputs`
+first: defining the output classes registers them with torch's pytree (a bare `import transformers`
+is lazy and defines none).
 """
 import argparse
 import sys
