@@ -5,8 +5,9 @@
 # (1x3x224x224, random weights, eval) and GPT-2 (transformers' GPT2Config defaults, 124M parameters,
 # random weights, exported by share/export_hf.py; 1x32 token ids). Each is the median of 20 calls
 # after warm-up, in one thread setting, the interpreter and Python timed alternately three times.
-# Prints both medians and the ratio interpreter / Python (issue 41: at most 1.10). Needs the venv's
-# torch, torchvision and transformers (./dev setup).
+# Prints both medians and the ratio interpreter / Python (issue 41: at most 1.10), and the
+# interpreter traced as `run --trace` traces it, against untraced (issue 41: no dearer than
+# TorchScript's 1.10-1.26). Needs the venv's torch, torchvision and transformers (./dev setup).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -49,15 +50,17 @@ PY
 med() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 # compare NAME MODEL.pt2 SIZES [VOCAB]
 compare() {
-  local name=$1 interp=() python=()
+  local name=$1 interp=() traced=() python=() pair
   shift
   for _ in 1 2 3; do
-    interp+=("$("$BUILD/repro-audit-bench-export" "$1" "$2" 20 ${3:-})")
+    pair=$("$BUILD/repro-audit-bench-export" "$1" "$2" 20 ${3:-})
+    interp+=("${pair% *}") traced+=("${pair#* }")
     python+=("$(py_time "$@")")
   done
-  local i p
-  i=$(med "${interp[@]}") p=$(med "${python[@]}")
-  echo "$name forward, $2, $THREADS thread(s): interpreter $i ms, Python module() $p ms, ratio $(awk -v a="$i" -v b="$p" 'BEGIN{printf "%.3f", a/b}')"
+  local i t p
+  i=$(med "${interp[@]}") t=$(med "${traced[@]}") p=$(med "${python[@]}")
+  echo "$name forward, $2, $THREADS thread(s): interpreter $i ms, Python module() $p ms, ratio $(awk -v a="$i" -v b="$p" 'BEGIN{printf "%.3f", a/b}');" \
+    "traced $t ms, trace overhead $(awk -v a="$t" -v b="$i" 'BEGIN{printf "%.3f", a/b}')"
 }
 compare ResNet-18 "$work/resnet18.pt2" 1x3x224x224
 compare GPT-2 "$work/gpt2.pt2" 1x32 50257
