@@ -77,6 +77,11 @@ std::string behaviour_text(const BaselineComparison& b) {
   line("newly fixed", c.newly_fixed);
   line("newly raising", c.newly_raising);
   line("no longer raising", c.no_longer_raising);
+  // Across an upgrade, "nothing changed" is an answer the user asked for, not a silence.
+  if (c.empty())
+    out +=
+        "determinism behaviour unchanged: nothing newly divergent, newly fixed, newly raising or no longer "
+        "raising\n";
   return out;
 }
 

@@ -627,11 +627,26 @@ TEST_CASE(
   CHECK(text.find("  newly divergent (1): m.pt / threads-1\n") != std::string::npos);
   CHECK(text.find("  newly raising (1): m.pt / det\n") != std::string::npos);
   CHECK(text.find("  newly fixed (1): m.pt / deterministic\n") != std::string::npos);
+  CHECK(text.find("determinism behaviour unchanged") == std::string::npos);
   // The stack travels in the JSON and back.
   const auto back = ra::report::report_from_json(ra::report::to_json(now));
   REQUIRE(back.baseline);
   REQUIRE(back.baseline->stack.size() == 5);
   CHECK(back.baseline->stack[3].current == "13.2.1.1");
+}
+
+TEST_CASE("apply_baseline: an upgrade that changed no verdict says so, in text and Markdown") {
+  auto before = report();
+  ra::report::finalize(before);
+  auto now = report();
+  now.environment["torch"]["version"] = "2.15.0";
+  ra::report::finalize(now);
+  ra::apply_baseline(now, baseline_of(before));
+  REQUIRE(ra::report::behaviour_changes(*now.baseline).empty());
+  const std::string line =
+      "determinism behaviour unchanged: nothing newly divergent, newly fixed, newly raising or no longer raising";
+  CHECK(ra::report::render_text(now).find(line) != std::string::npos);
+  CHECK(ra::report::render_markdown(now).find(line) != std::string::npos);
 }
 
 TEST_CASE("apply_baseline: the same stack on both sides prints no upgrade line") {
