@@ -635,7 +635,7 @@ TEST_CASE(
   CHECK(back.baseline->stack[3].current == "13.2.1.1");
 }
 
-TEST_CASE("apply_baseline: an upgrade that changed no verdict says so, in text and Markdown") {
+TEST_CASE("apply_baseline: an upgrade that changed no verdict says so, in text, Markdown and HTML") {
   auto before = report();
   ra::report::finalize(before);
   auto now = report();
@@ -647,6 +647,9 @@ TEST_CASE("apply_baseline: an upgrade that changed no verdict says so, in text a
       "determinism behaviour unchanged: nothing newly divergent, newly fixed, newly raising or no longer raising";
   CHECK(ra::report::render_text(now).find(line) != std::string::npos);
   CHECK(ra::report::render_markdown(now).find(line) != std::string::npos);
+  const std::string html = ra::report::render_html(now);
+  CHECK(html.find("<li>" + line + "</li>") != std::string::npos);
+  CHECK(html.find("<strong>Upgrade:</strong> torch 2.11.0 -&gt; 2.15.0") != std::string::npos);
 }
 
 TEST_CASE("apply_baseline: the same stack on both sides prints no upgrade line") {
