@@ -3,6 +3,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/paths.h"
+#include "tests/unit/temp_folder.h"
 
 #include <doctest/doctest.h>
 
@@ -17,20 +18,7 @@
 
 namespace {
 
-struct Folder {
-  std::string path;
-  Folder() {
-    const char* base = std::getenv("TMPDIR");
-    path = std::string(base && *base ? base : "/tmp") + "/ra-files-XXXXXX";
-    REQUIRE(::mkdtemp(path.data()) != nullptr);
-  }
-  ~Folder() {
-    ::nftw(
-        path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p) == 0 ? 0 : 0; }, 16,
-        FTW_DEPTH | FTW_PHYS);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
+using Folder = ra::test::TempFolder;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);

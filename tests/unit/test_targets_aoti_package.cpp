@@ -3,11 +3,11 @@
 // it: a real shared library passes, and the same library cut short, a file that is no ELF, or a
 // header whose tables lie beyond the file each get a reason (issue 40: torch 2.11's loader crashed
 // on a library cut to a third, and 2.15's ran it).
+#include "tests/unit/temp_folder.h"
 #include "worker/targets/aoti_package.h"
 
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -15,24 +15,8 @@
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <unistd.h>
 
 namespace {
-
-struct Folder {
-  std::string path;
-  Folder() {
-    const char* base = std::getenv("TMPDIR");
-    path = std::string(base && *base ? base : "/tmp") + "/ra-aoti-XXXXXX";
-    REQUIRE(::mkdtemp(path.data()) != nullptr);
-  }
-  ~Folder() { CHECK(std::system(("rm -rf '" + path + "'").c_str()) == 0); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string file = path + "/" + name;
-    std::ofstream(file, std::ios::binary) << bytes;
-    return file;
-  }
-};
 
 // The bytes of the shared library that holds strlen (the C library): a real ELF shared object.
 std::string real_library() {
@@ -47,7 +31,7 @@ std::string real_library() {
 }  // namespace
 
 TEST_CASE("compiled_library_problem: a whole library passes; cut short, junk or lying headers do not") {
-  Folder dir;
+  ra::test::TempFolder dir("ra-aoti");
   const std::string whole = real_library();
   CHECK(ra::targets::compiled_library_problem(dir.write("whole.so", whole)).empty());
   // Cut anywhere past the header: its section table (at the end) or a segment now ends beyond the file.
