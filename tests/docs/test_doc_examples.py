@@ -134,7 +134,12 @@ def readme_first_audit(folder, commands, files, expected):
     # make_model.py as printed, then the audit. The venv's numpy keeps torch quiet (a warning the
     # user cannot act on), and one Net serves net.pt and net.pt2, so they hold the same weights.
     r = run_example("README make_model.py", commands, files, expected, folder)
-    check(r.returncode == 0 and r.stderr.strip() == "", f"README make_model.py: exit {r.returncode}, stderr {r.stderr!r}")
+    # torch 2.14 and 2.15 warn from torch.jit.script that TorchScript is deprecated (their own warning, on
+    # every script that uses it, which docs/TORCH_RELEASES.md answers); nothing else may be printed.
+    stderr = [line for line in r.stderr.splitlines()
+              if line.strip() and "FutureWarning: `torch.jit.script` is deprecated" not in line
+              and line.strip() != "warnings.warn("]
+    check(r.returncode == 0 and not stderr, f"README make_model.py: exit {r.returncode}, stderr {r.stderr!r}")
     import torch
     import warnings
     warnings.simplefilter("ignore")  # torch.export.load's own warnings, in this test, not the user's
@@ -184,9 +189,11 @@ def guide_compare_edited(folder, commands, files, expected):
         if d["name"] == "step2/loss":
             d["digest"] = "0123456789ab" + d["digest"][12:]
     (folder / "edited.json").write_text(json.dumps(b, indent=2))
-    # today.json ran under OMP_NUM_THREADS=1 too; the example's environment line names cuDNN only.
+    # today.json ran under OMP_NUM_THREADS=1 too; the example's environment line names cuDNN only,
+    # at the version the docs show (the torch 2.11 wheel's; 2.15's brings 9.26.0).
     t = json.loads((folder / "today.json").read_text())
     t["environment"]["env_vars"]["OMP_NUM_THREADS"] = b["environment"]["env_vars"]["OMP_NUM_THREADS"]
+    t["environment"]["cuda"]["cudnn"] = "9.19.0"
     (folder / "today.json").write_text(json.dumps(t, indent=2))
     run_example("GUIDE compare edited.json today.json", commands, files, expected, folder)
 
