@@ -12,7 +12,7 @@
 namespace fs = std::filesystem;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string dir = "/tmp/ra-fuzz-hook-" + std::to_string(::getpid());
+  static const std::string dir = ra::fuzz::scratch_path("hook");
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/tmp/ra-fuzz-safetensors-" + std::to_string(::getpid());
+  static const std::string path = ra::fuzz::scratch_path("safetensors");
   if (FILE* f = std::fopen(path.c_str(), "wb")) {
     std::fwrite(data, 1, size, f);
     std::fclose(f);

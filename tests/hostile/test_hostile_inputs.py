@@ -144,8 +144,13 @@ else:
             return x
 
     torch.jit.script(Slow()).save(path("slow.pt"))
+    # Its scratch goes below the test's own folder: a front killed outright cannot remove it, and
+    # the machine's /tmp is not ours to leave it in.
+    scratch = os.path.join(WORK, "killed-front-tmp")
+    os.makedirs(scratch, exist_ok=True)
     p = subprocess.Popen([TOOL, "run", path("slow.pt"), "--shape", "256x256", "--repeats", "50"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=WORK)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=WORK,
+                         env=dict(os.environ, TMPDIR=scratch))
     ours = lambda: [n for n in os.listdir(folder) if n.startswith(f"repro-audit.{p.pid}.")]
     end = time.monotonic() + 120
     while not ours() and time.monotonic() < end and p.poll() is None:
