@@ -60,18 +60,18 @@ std::string upgrade_text(const BaselineComparison& b) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::string behaviour_text(const BaselineComparison& b) {
+std::vector<std::string> behaviour_lines(const BaselineComparison& b) {
   const BehaviourChanges c = behaviour_changes(b);
-  if (c.empty() && upgrade_text(b).empty()) return "";
-  std::string out =
-      fmt::format("{} kept their bits, {} changed\n", plural(c.kept_bits, "result", "results"), c.changed_bits);
+  if (c.empty() && upgrade_text(b).empty()) return {};
+  std::vector<std::string> out{
+      fmt::format("{} kept their bits, {} changed", plural(c.kept_bits, "result", "results"), c.changed_bits)};
   const auto line = [&out](const char* what, const std::vector<std::string>& names) {
     if (names.empty()) return;
     constexpr size_t kNamed = 8;
     std::vector<std::string> shown;
     for (size_t i = 0; i < names.size() && i < kNamed; ++i) shown.push_back(ln(names[i]));
-    out += fmt::format("{} ({}): {}{}\n", what, names.size(), fmt::join(shown, ", "),
-                       names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : "");
+    out.push_back(fmt::format("{} ({}): {}{}", what, names.size(), fmt::join(shown, ", "),
+                              names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : ""));
   };
   line("newly divergent", c.newly_divergent);
   line("newly fixed", c.newly_fixed);
@@ -79,9 +79,9 @@ std::string behaviour_text(const BaselineComparison& b) {
   line("no longer raising", c.no_longer_raising);
   // Across an upgrade, "nothing changed" is an answer the user asked for, not a silence.
   if (c.empty())
-    out +=
+    out.push_back(
         "determinism behaviour unchanged: nothing newly divergent, newly fixed, newly raising or no longer "
-        "raising\n";
+        "raising");
   return out;
 }
 
@@ -113,11 +113,7 @@ std::string render_baseline_text(const Report& r) {
                          affects_text(c.affects));
   }
   if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("  upgrade: {}\n", up);
-  if (const std::string behaviour = behaviour_text(b); !behaviour.empty()) {
-    size_t from = 0;
-    for (size_t end = behaviour.find('\n'); end != std::string::npos; from = end + 1, end = behaviour.find('\n', from))
-      out += fmt::format("  {}\n", behaviour.substr(from, end - from));
-  }
+  for (const auto& line : behaviour_lines(b)) out += fmt::format("  {}\n", line);
   if (!b.ignored.empty()) {
     std::vector<std::string> keys;
     for (const auto& c : b.ignored) keys.push_back(ln(c.key));

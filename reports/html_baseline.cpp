@@ -58,11 +58,9 @@ void baseline_section(std::string& out, const Report& r) {
   // An upgrade and what it did to the verdicts, as the text and Markdown say them.
   if (const std::string up = upgrade_text(b); !up.empty())
     out += fmt::format("<p class=\"upgrade\"><strong>Upgrade:</strong> {}.</p>\n", esc(up));
-  if (const std::string behaviour = behaviour_text(b); !behaviour.empty()) {
+  if (const auto lines = behaviour_lines(b); !lines.empty()) {
     out += "<ul class=\"behaviour\">\n";
-    size_t from = 0;
-    for (size_t end = behaviour.find('\n'); end != std::string::npos; from = end + 1, end = behaviour.find('\n', from))
-      out += fmt::format("<li>{}</li>\n", esc(behaviour.substr(from, end - from)));
+    for (const auto& line : lines) out += fmt::format("<li>{}</li>\n", esc(line));
     out += "</ul>\n";
   }
   for (const auto& m : b.models)

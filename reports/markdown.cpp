@@ -161,10 +161,8 @@ void baseline_section(std::string& out, const Report& r) {
     out += "\n";
   }
   if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("**Upgrade:** {}.\n\n", md(up));
-  if (const std::string behaviour = behaviour_text(b); !behaviour.empty()) {
-    size_t from = 0;
-    for (size_t end = behaviour.find('\n'); end != std::string::npos; from = end + 1, end = behaviour.find('\n', from))
-      out += fmt::format("- {}\n", md(behaviour.substr(from, end - from)));
+  if (const auto lines = behaviour_lines(b); !lines.empty()) {
+    for (const auto& line : lines) out += fmt::format("- {}\n", md(line));
     out += "\n";
   }
   for (const auto& m : b.models) out += fmt::format("**Model:** {}.\n\n", md(m.reason));

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace ra::report {
 
@@ -127,10 +128,11 @@ std::string affects_text(const std::string& affects);
 // Across an upgrade (a component of BaselineComparison::stack changed): "torch 2.11.0 -> 2.15.0,
 // CUDA 13.0, cuDNN 9.19.0, cuBLAS 13.1.0.3 -> 13.2.1.1, NCCL 2.28.9"; "" when nothing changed.
 std::string upgrade_text(const BaselineComparison& baseline);
-// What the upgrade did to determinism, one line per kind that has members ("newly divergent (1):
-// put / default"), and what kept its bits ("420 results kept their bits, 3 changed"); each line
-// ends with a newline, "" when neither side changed behaviour and nothing was upgraded.
-std::string behaviour_text(const BaselineComparison& baseline);
+// What the upgrade did to determinism, as lines without newlines: what kept its bits ("420 results
+// kept their bits, 3 changed"), then one line per kind that has members ("newly divergent (1):
+// put / default"), or one saying that none changed; none when neither side changed behaviour and
+// nothing was upgraded. Every format prints these lines.
+std::vector<std::string> behaviour_lines(const BaselineComparison& baseline);
 // For the verdict line: ", 1 baseline regression", ", changed with the environment since the
 // baseline", ", matches the baseline"; "" without a baseline.
 std::string baseline_verdict_text(const Report& report);
