@@ -3,7 +3,7 @@
 # What a newcomer waits for, measured from a fresh clone of this repository:
 #   1. the tool's build alone, with no compiler cache (CCACHE_DISABLE), on this machine's cores;
 #   2. with --with-torch, the whole `./dev audit` with a torch download and install of its own
-#      (a fresh REPRO_AUDIT_HOME, pip's cache off), as on a new machine.
+#      (a fresh REPRO_AUDIT_HOME, pip's and uv's caches off), as on a new machine.
 # usage: bench/first_use.sh [--with-torch]      (run from anywhere in the repository)
 set -euo pipefail
 repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
