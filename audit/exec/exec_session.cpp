@@ -147,23 +147,21 @@ Batch Session::run(const std::vector<Config>& configs, int repeats, const std::s
   b.runs.resize(configs.size());
   b.records.resize(configs.size());
   warm_up(configs);
-  std::vector<int> target(configs.size(), o_.auto_repeats ? o_.auto_repeats->min : repeats);
-  std::vector<std::string> decided(configs.size());
-  for (bool more = true; more;) {
-    extend(b, configs, target, tag);
-    if (!o_.auto_repeats) break;
-    break_down({&b});
-    more = plan_next_round(b.runs, *o_.auto_repeats, target, decided);
-  }
+  // Runs are compared by their artifacts' entries, so with --repeats auto each round's artifacts
+  // are read (break_down) before the round-runner decides.
+  const auto round = [&](const RoundJobs& jobs, const std::vector<int>& target) {
+    extend(b, configs, jobs, target, tag);
+    if (o_.auto_repeats) break_down({&b});
+  };
+  std::vector<std::string> decided =
+      run_rounds(configs.size(), repeats, o_.auto_repeats,
+                 {round, [&]() -> const std::vector<std::vector<TrialRun>>& { return b.runs; }});
   if (stopped_by) *stopped_by = std::move(decided);
   return b;
 }
 
-void Session::extend(Batch& b, const std::vector<Config>& configs, const std::vector<int>& target,
-                     const std::string& tag) {
-  std::vector<size_t> have;
-  for (const auto& runs : b.runs) have.push_back(runs.size());
-  const std::vector<std::pair<size_t, int>> jobs = round_jobs(have, target);
+void Session::extend(Batch& b, const std::vector<Config>& configs, const RoundJobs& jobs,
+                     const std::vector<int>& target, const std::string& tag) {
   for (size_t c = 0; c < configs.size(); ++c) {
     const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b.runs[c].size())));
     b.runs[c].resize(n);

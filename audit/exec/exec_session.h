@@ -23,6 +23,7 @@
 #include "audit/exec/artifacts.h"
 #include "audit/exec/exec_audit.h"
 #include "audit/exec/hook_report.h"
+#include "audit/skeleton/rounds.h"
 #include "audit/trial/analysis.h"
 #include "audit/trial/config.h"
 #include "audit/trial/runner.h"
@@ -75,13 +76,14 @@ class Session {
   // After a run: takes its artifacts, reads its metrics and its hook's reports.
   void collect(RunRecord& r, int trial, const ChildOutcome& outcome);
   // Runs every configuration `repeats` times, or with --repeats auto in rounds until each is
-  // decided (audit/trial/analysis.h, decide_repeats; `stopped_by`, when given, gets what decided
+  // decided (the round-runner, audit/skeleton/rounds.h; `stopped_by`, when given, gets what decided
   // each). Repeat-major, each run in its own folder. Runs are compared by their artifacts'
   // entries, not bytes, so each round's artifacts are read before deciding.
   Batch run(const std::vector<Config>& configs, int repeats, const std::string& tag,
             std::vector<std::string>* stopped_by = nullptr);
-  // Runs configuration c's repeats from those `b` has up to target[c].
-  void extend(Batch& b, const std::vector<Config>& configs, const std::vector<int>& target, const std::string& tag);
+  // Runs one round's (configuration, repeat) jobs into `b`, up to target[c] for configuration c.
+  void extend(Batch& b, const std::vector<Config>& configs, const RoundJobs& jobs, const std::vector<int>& target,
+              const std::string& tag);
   // Replaces, in every completed run, the byte-level entry of each torch.save or safetensors
   // artifact whose bytes differ between runs by its entries, read once per distinct version.
   void break_down(const std::vector<Batch*>& batches);

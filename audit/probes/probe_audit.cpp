@@ -13,6 +13,7 @@
 #include "audit/probes/probe_audit.h"
 
 #include "audit/skeleton/audit_kind.h"
+#include "audit/skeleton/rounds.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/log.h"
@@ -33,6 +34,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -79,39 +81,29 @@ class SuiteRunner {
     census_.assign(names_.size(), std::nullopt);
   }
 
+  // The cells (a probe in a configuration) this process runs go through the round-runner
+  // (audit/skeleton/rounds.h); a round's jobs become children, one per group, configuration and
+  // repeat (round).
   void run() {
-    std::vector<ProbeChild> pending;
     if (names_.empty()) return;
-    std::vector<std::vector<std::string>> groups(1);
-    for (const auto& name : names_) {
-      if (isolated_.count(name))
-        groups.push_back({name});
-      else
-        groups.front().push_back(name);
-    }
-    if (groups.front().empty()) groups.erase(groups.begin());
-    // The first repeats (and the census) run first; the later ones then know each probe's reference
-    // digests and dump only the tensors that differ from them (TrialSpec::dump_only_differing).
-    std::vector<ProbeChild> later;
-    const int first = o_.auto_repeats ? o_.auto_repeats->min : o_.repeats;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const int id = static_cast<int>(g);
-      for (int r = 0; r < first; ++r)
-        for (size_t c = 0; c < o_.configs.size(); ++c)
-          if (auto probes = wanted_in(groups[g], c); !probes.empty())
-            (r == 0 ? pending : later).push_back({static_cast<int>(c), r, std::move(probes), 0, id});
-      if (auto probes = wanted_in(groups[g], 0); o_.census && !probes.empty())
-        pending.push_back({-1, 0, std::move(probes), 0, id});
-    }
-    for (auto& per_config : counts_) std::fill(per_config.begin(), per_config.end(), first);
-    progress_ = Progress(pending.size() + later.size(), o_.progress);
-    while (!pending.empty()) pending = run_round(pending);
-    while (!later.empty()) later = run_round(later);
-    if (o_.auto_repeats)
-      for (std::vector<ProbeChild> more = next_rounds(groups); !more.empty(); more = next_rounds(groups)) {
-        progress_.add(more.size());
-        while (!more.empty()) more = run_round(more);
+    groups_.assign(1, {});
+    group_of_.assign(names_.size(), 0);
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (isolated_.count(names_[i])) {
+        group_of_[i] = static_cast<int>(groups_.size());
+        groups_.push_back({names_[i]});
+      } else {
+        groups_.front().push_back(names_[i]);
       }
+    }
+    for (size_t i = 0; i < names_.size(); ++i)
+      for (size_t c = 0; c < o_.configs.size(); ++c)
+        if (wanted_(i, c)) cells_.emplace_back(i, c);
+    const std::vector<std::string> decided =
+        run_rounds(cells_.size(), o_.repeats, o_.auto_repeats,
+                   {[this](const RoundJobs& jobs, const std::vector<int>& target) { round(jobs, target); },
+                    [this]() -> const std::vector<std::vector<TrialRun>>& { return cell_runs(); }});
+    for (size_t k = 0; k < cells_.size(); ++k) stopped_by_[cells_[k].first][cells_[k].second] = decided[k];
   }
 
   // The runs of a probe in a configuration: all its repeats, in order.
@@ -124,30 +116,38 @@ class SuiteRunner {
   const std::optional<CensusRun>& census(size_t probe) const { return census_[probe]; }
 
  private:
-  // --repeats auto: decides each probe in each configuration, and returns the batches of the next
-  // round for the undecided ones (none when every one is decided). The probes of a group share
-  // their children, so those still undecided in a configuration have run the same repeats.
-  std::vector<ProbeChild> next_rounds(const std::vector<std::vector<std::string>>& groups) {
-    std::vector<ProbeChild> out;
-    for (size_t g = 0; g < groups.size(); ++g)
-      for (size_t c = 0; c < o_.configs.size(); ++c) {
-        std::vector<std::string> undecided;
-        int done = 0;
-        for (const auto& name : groups[g]) {
-          const size_t i = index_.at(name);
-          if (!wanted_(i, c)) continue;
-          const RepeatDecision d = decide_repeats(runs(i, c), *o_.auto_repeats);
-          stopped_by_[i][c] = to_string(d);
-          if (d != RepeatDecision::More) continue;
-          undecided.push_back(name);
-          done = counts_[i][c];
-        }
-        if (undecided.empty()) continue;
-        const int target = next_repeat_count(done, *o_.auto_repeats);
-        for (const auto& name : undecided) counts_[index_.at(name)][c] = target;
-        for (int r = done; r < target; ++r) out.push_back({static_cast<int>(c), r, undecided, 0, static_cast<int>(g)});
-      }
-    return out;
+  // One round: the probes of a group that share a configuration and a repeat share a child (the
+  // undecided ones of a group have run the same repeats, so they stay together). The first repeats
+  // (and, in the first round, the census) run first; the later ones then know each probe's
+  // reference digests and dump only the tensors that differ from them (TrialSpec::dump_only_differing).
+  void round(const RoundJobs& jobs, const std::vector<int>& target) {
+    for (size_t k = 0; k < cells_.size(); ++k) counts_[cells_[k].first][cells_[k].second] = target[k];
+    std::map<std::tuple<int, int, size_t>, std::vector<std::string>> children;  // (repeat, group, config) -> probes
+    for (const auto& [k, r] : jobs) {
+      const auto [i, c] = cells_[k];
+      children[{r, group_of_[i], c}].push_back(names_[i]);
+    }
+    std::vector<ProbeChild> first, later;
+    for (auto& [key, probes] : children) {
+      const auto& [r, g, c] = key;
+      (r == 0 ? first : later).push_back({static_cast<int>(c), r, std::move(probes), 0, g});
+    }
+    if (o_.census && !census_started_) {
+      for (size_t g = 0; g < groups_.size(); ++g)
+        if (auto probes = wanted_in(groups_[g], 0); !probes.empty())
+          first.push_back({-1, 0, std::move(probes), 0, static_cast<int>(g)});
+      census_started_ = true;
+    }
+    progress_.add(first.size() + later.size());
+    while (!first.empty()) first = run_round(first);
+    while (!later.empty()) later = run_round(later);
+  }
+
+  // Every cell's runs, in cells_ order (the round-runner's view).
+  const std::vector<std::vector<TrialRun>>& cell_runs() {
+    cell_runs_.clear();
+    for (const auto& [i, c] : cells_) cell_runs_.push_back(runs(i, c));
+    return cell_runs_;
   }
 
   // The probes of `group` whose cell in configuration c this process runs.
@@ -300,7 +300,12 @@ class SuiteRunner {
   std::vector<std::vector<int>> counts_;               // probe x config: the repeats it runs
   std::vector<std::vector<std::string>> stopped_by_;   // probe x config: --repeats auto, what decided it
   std::vector<std::optional<CensusRun>> census_;
-  Progress progress_{0, false};
+  std::vector<std::vector<std::string>> groups_;  // the shared child's probes, then each isolated probe alone
+  std::vector<int> group_of_;                     // probe -> its group
+  std::vector<std::pair<size_t, size_t>> cells_;  // (probe, config): the cells this process runs
+  std::vector<std::vector<TrialRun>> cell_runs_;  // per cell, for the round-runner
+  bool census_started_ = false;
+  Progress progress_{0, o_.progress};
   bool warned_dump_ = false;  // one warning for dumps that could not be written, not one per probe
 };
 

@@ -7,6 +7,7 @@
 #include "audit/run/warm_up.h"
 
 #include "audit/skeleton/audit_kind.h"
+#include "audit/skeleton/rounds.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -112,7 +113,7 @@ TrialSpec trial_spec(const RunOptions& o, const ScratchDir& scratch, const Confi
 // Runs the trials of each configuration, each in its own child, repeat-major (so that --jobs runs
 // different configurations side by side), and returns each configuration's runs and trace files:
 // `repeats` of each, or with --repeats auto (RunOptions::auto_repeats) rounds of them until each
-// configuration is decided (audit/trial/analysis.h, decide_repeats).
+// configuration is decided (the round-runner, audit/skeleton/rounds.h).
 struct Batch {
   std::vector<std::vector<TrialRun>> runs;
   std::vector<std::vector<std::string>> traces;  // per configuration, per run ("" without trace)
@@ -139,20 +140,15 @@ class BatchRunner {
   }
 
   Batch run(int repeats) {
-    std::vector<int> target(configs_.size(), o_.auto_repeats ? o_.auto_repeats->min : repeats);
-    for (bool more = true; more;) {
-      round(target);
-      more = o_.auto_repeats && plan_next_round(b_.runs, *o_.auto_repeats, target, b_.stopped_by);
-    }
+    b_.stopped_by = run_rounds(configs_.size(), repeats, o_.auto_repeats,
+                               {[this](const RoundJobs& jobs, const std::vector<int>& target) { round(jobs, target); },
+                                [this]() -> const std::vector<std::vector<TrialRun>>& { return b_.runs; }});
     return std::move(b_);
   }
 
  private:
-  // Runs configuration c's repeats from those it has up to target[c].
-  void round(const std::vector<int>& target) {
-    std::vector<size_t> have;
-    for (const auto& runs : b_.runs) have.push_back(runs.size());
-    const std::vector<std::pair<size_t, int>> jobs = round_jobs(have, target);  // (configuration, repeat)
+  // Runs one round's (configuration, repeat) jobs, up to target[c] for configuration c.
+  void round(const RoundJobs& jobs, const std::vector<int>& target) {
     for (size_t c = 0; c < configs_.size(); ++c) {
       const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b_.runs[c].size())));
       b_.runs[c].resize(n);

@@ -12,8 +12,8 @@
 // A full disk costs a trial, not the audit: a child that fails while its
 // scratch filesystem is full is `crashed` with "no space left in TMPDIR", and the rest of the report
 // is complete; a dump the child could not write (TrialResult::dump_error) costs only its statistics.
-// --repeats auto is decided here too, without torch (decide_repeats and its neighbours below): the
-// runners (run, probes, exec) only loop over rounds of children.
+// --repeats auto is decided here too, without torch (decide_repeats and its neighbours below); the
+// one round-runner (audit/skeleton/rounds.h) runs the rounds for run, probes and exec.
 #pragma once
 
 #include "audit/trial/config.h"

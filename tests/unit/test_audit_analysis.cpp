@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/digest/stats_math.h"
+#include "audit/skeleton/rounds.h"
 #include "audit/trial/analysis.h"
 
 #include <doctest/doctest.h>
 
 #include <csignal>
+#include <stdexcept>
 
 namespace {
 
@@ -261,4 +263,37 @@ TEST_CASE("--repeats auto: a round takes only the undecided configurations furth
   runs[1][1] = ok_run(1, {"b"});
   CHECK_FALSE(ra::plan_next_round(runs, rule, target, stopped_by));
   CHECK(stopped_by == std::vector<std::string>{"divergence", "divergence"});
+}
+
+TEST_CASE("the round-runner: rounds until every cell is decided, each job once, the same for every kind") {
+  // Cell 0 diverges at its third repeat; cell 1 never does. Each job is answered as a kind would:
+  // its run lands at its repeat, and runs are read only between rounds.
+  const ra::report::AutoRepeats rule{3, 20, 0.2};
+  std::vector<std::vector<ra::TrialRun>> runs(2);
+  std::vector<ra::RoundJobs> rounds;
+  const ra::RoundParts parts{[&](const ra::RoundJobs& jobs, const std::vector<int>& target) {
+                               rounds.push_back(jobs);
+                               for (size_t c = 0; c < runs.size(); ++c) runs[c].resize(static_cast<size_t>(target[c]));
+                               for (const auto& [c, r] : jobs)
+                                 runs[c][static_cast<size_t>(r)] = ok_run(r, {c == 0 && r == 2 ? "b" : "a"});
+                             },
+                             [&]() -> const std::vector<std::vector<ra::TrialRun>>& { return runs; }};
+  const std::vector<std::string> decided = ra::run_rounds(2, 0, rule, parts);
+  CHECK(decided == std::vector<std::string>{"divergence", "confidence"});
+  REQUIRE(rounds.size() == 4);  // cell 1: 3, 6, 12, then 17 runs (runs_to_bound(0.2))
+  CHECK(rounds[0] == ra::RoundJobs{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {1, 2}});
+  CHECK(rounds[1] == ra::RoundJobs{{1, 3}, {1, 4}, {1, 5}});
+  CHECK(rounds[3].back() == std::pair<size_t, int>{1, 16});
+  CHECK(runs[0].size() == 3);
+  CHECK(runs[1].size() == 17);
+
+  // --repeats N: one round of N repeats each, and nothing to decide.
+  rounds.clear();
+  runs.assign(2, {});
+  const ra::RoundParts once{parts.run, []() -> const std::vector<std::vector<ra::TrialRun>>& {
+                              throw std::logic_error("runs are read only under --repeats auto");
+                            }};
+  CHECK(ra::run_rounds(2, 2, std::nullopt, once) == std::vector<std::string>{"", ""});
+  REQUIRE(rounds.size() == 1);
+  CHECK(rounds[0] == ra::RoundJobs{{0, 0}, {1, 0}, {0, 1}, {1, 1}});
 }
