@@ -79,6 +79,7 @@ int execute(const ProbesArgs& a, const GlobalOptions& global) {
   o.shard = shard_option(a);
   o.knowledge_digest = file_digest(a.knowledge.empty() ? knowledge_path() : a.knowledge, "knowledge base");
   const ReportJudges judges = load_judges(a, o);
+  keep_tensors_option(a.out, judges, o);
   return finish_report(run_probe_suite(o, kb), a.out, judges);
 }
 
@@ -97,6 +98,7 @@ Action attach_probes(CLI::App& sub, const GlobalOptions& global) {
                      "timeout and the rest run again",
                      "shared library to load in every child (repeatable); one exporting ra_probe_plugin_v1 adds "
                      "probes"});
+  add_baseline_tensors_option(sub, a->out);
   sub.add_option("--knowledge", a->knowledge, "knowledge-base file (default: share/repro-audit/knowledge/ops.json)");
   return [a, &global] { return execute(*a, global); };
 }

@@ -71,6 +71,7 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
         "--replay needs every configuration's results in one process: it cannot run in a shard (drop --replay, or run "
         "it unsharded)");
   const ReportJudges judges = load_judges(a, o);
+  keep_tensors_option(a.out, judges, o);
   return finish_report(run_audit(o), a.out, judges);
 }
 
@@ -134,6 +135,7 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
       sub, *a,
       {"default,threads-1 on CPU, default,det on CUDA", "seconds before a trial is killed and recorded as timeout",
        "shared library with custom ops the model needs (repeatable)"});
+  add_baseline_tensors_option(sub, a->out);
   return [a, &global, steps, capacity, timed] {
     // An option that does not apply would be silently ignored: a usage error instead.
     if (steps->count() > 0 && a->mode != "train") throw UsageError("--steps applies to --mode train only");

@@ -209,10 +209,26 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   check_outputs(a.out);
 }
 
+void add_baseline_tensors_option(CLI::App& sub, ReportOutputs& out) {
+  sub.add_flag("--baseline-tensors", out.baseline_tensors,
+               "with --save-baseline FILE: keep each configuration's reference tensors in FILE.tensors/ too, so that "
+               "a later --baseline or compare says how far each changed tensor moved (max abs, ULP)");
+}
+
+void keep_tensors_option(const ReportOutputs& out, const ReportJudges& judges, SessionOptions& session) {
+  if (out.baseline_tensors && out.save_baseline.empty())
+    throw UsageError("--baseline-tensors keeps tensors beside a baseline: add --save-baseline FILE");
+  // The reference tensors outlive the audit (and this folder the report's finish) when a baseline
+  // is saved with them, or when the baseline compared with kept its own.
+  if (out.baseline_tensors || (judges.baseline && has_kept_tensors(judges.baseline->results)))
+    session.keep_tensors = std::make_shared<const ScratchDir>();
+}
+
 ReportJudges load_judges(const AuditArgs& a, SessionOptions& session) {
   ReportJudges judges;
   load_allowlist_option(a.allowlist, judges);
   judges.fail_on_explained = a.fail_on_explained;
+  judges.timeout_s = a.timeout;
   if (a.baseline.empty()) return judges;
   auto base = std::make_shared<const Baseline>(load_baseline(a.baseline));
   session.check_targets = [base](const std::vector<report::Target>& targets, const std::vector<std::string>& configs) {

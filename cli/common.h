@@ -108,6 +108,12 @@ void add_output_options(CLI::App& sub, ReportOutputs& out, const OutputHelp& hel
 // made from the same targets (audit/baseline/baseline.h).
 ReportJudges load_judges(const AuditArgs& a, SessionOptions& session);
 
+// --baseline-tensors, on the commands whose kinds keep reference tensors (run, probes).
+void add_baseline_tensors_option(CLI::App& sub, ReportOutputs& out);
+// Checks --baseline-tensors (UsageError without --save-baseline) and gives the session a folder
+// that keeps the reference tensors past the audit when they are saved or a baseline kept its own.
+void keep_tensors_option(const ReportOutputs& out, const ReportJudges& judges, SessionOptions& session);
+
 // Throws UsageError unless the folder of each output file asked for is writable
 // (check_writable_target).
 void check_outputs(const ReportOutputs& out);

@@ -17,34 +17,49 @@ using json = nlohmann::ordered_json;
 using detail::Node;
 using detail::verdict;
 
-json config_json(const ConfigResult& c) {
+json config_json(const ConfigResult& c, bool tensors) {
   ConfigResult kept = c;
   if (kept.op_stream) kept.op_stream = kept.op_stream->without_names();  // 32 characters per record, no names
   json j = detail::config_head_json(kept);
   j["reference_digests"] = detail::digests_json(c.reference);
+  if (tensors && !c.reference_tensors.empty()) j["reference_tensors"] = c.reference_tensors;
   return j;
 }
 
-json target_json(const Target& t) {
+json target_json(const Target& t, bool tensors) {
   json configs = json::array();
-  for (const auto& c : t.configs) configs.push_back(config_json(c));
+  for (const auto& c : t.configs) configs.push_back(config_json(c, tensors));
   json j = detail::target_head_json(t, detail::TargetDoc::Baseline);
   j["configs"] = configs;
   return j;
 }
 
-ConfigResult config(const Node& n) {
+// A file or folder name the baseline gives: one plain name, never a path that leaves the folder.
+std::string plain_name(const Node& n) {
+  const std::string name = n.str();
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos)
+    n.fail(fmt::format("'{}' is not a plain file name", name));
+  return name;
+}
+
+ConfigResult config(const Node& n, const std::string& folder) {
   ConfigResult c;
   detail::read_config_head(n, c);
   c.reference = detail::read_digests(n.at("reference_digests"));
   c.tensor_count = c.reference.size();
+  if (n.has("reference_tensors")) {
+    if (folder.empty())
+      n.at("reference_tensors").fail("names kept tensors, but the baseline names no \"tensors\" folder");
+    c.reference_tensors = folder + "/" + plain_name(n.at("reference_tensors"));
+  }
   return c;
 }
 
-Target target(const Node& n) {
+Target target(const Node& n, const std::string& folder) {
   Target t;
   detail::read_target_head(n, t, detail::TargetDoc::Baseline);
-  t.configs = n.at("configs").list(config);
+  t.configs = n.at("configs").list([&folder](const Node& c) { return config(c, folder); });
   return t;
 }
 
@@ -55,9 +70,9 @@ std::string schema_of(const json& j) {
 
 }  // namespace
 
-json baseline_to_json(const Report& r) {
+json baseline_to_json(const Report& r, const std::string& tensors) {
   json targets = json::array();
-  for (const auto& t : r.targets()) targets.push_back(target_json(t));
+  for (const auto& t : r.targets()) targets.push_back(target_json(t, !tensors.empty()));
   // A baseline is path-free, so that the same audit gives the same file wherever it was written
   // from and to: the command keeps its program and subcommand (not the files it named), and the
   // fingerprint drops the folders of this installation (they explain no difference).
@@ -74,6 +89,7 @@ json baseline_to_json(const Report& r) {
             {"verdict", to_string(r.verdict)},
             {"environment", environment},
             {"targets", targets}};
+  if (!tensors.empty()) j["tensors"] = tensors;  // only then: a baseline without kept tensors stays as it was
   // The body's own section: invariance's classes (optional: older files lack it); the others are their targets.
   std::visit(overloaded{[](const TargetsBody&) {}, [](const ProbesBody&) {},
                         [&](const Invariance& inv) { j["invariance"] = invariance_baseline_to_json(inv); },
@@ -82,8 +98,8 @@ json baseline_to_json(const Report& r) {
   return j;
 }
 
-std::string render_baseline(const Report& r) {
-  auto j = baseline_to_json(r);
+std::string render_baseline(const Report& r, const std::string& tensors) {
+  auto j = baseline_to_json(r, tensors);
   make_printable(j);  // paths are bytes: shown as \xNN where they are not UTF-8
   return j.dump(2) + "\n";
 }
@@ -108,7 +124,8 @@ Report baseline_from_json(const json& j) {
   if (!env.v.is_object()) env.fail("expected an object");
   r.environment = env.v;
   // The kind, as the report reader tells it (reports/json.cpp): an invariance section, probes, or targets.
-  std::vector<Target> targets = root.at("targets").list(target);
+  const std::string folder = root.has("tensors") ? plain_name(root.at("tensors")) : "";
+  std::vector<Target> targets = root.at("targets").list([&folder](const Node& t) { return target(t, folder); });
   if (root.has("invariance"))
     r.body = invariance_baseline_from_json(root.at("invariance").v);
   else if (!targets.empty() && targets.front().probe)

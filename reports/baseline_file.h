@@ -20,12 +20,16 @@ inline constexpr const char* kBaselineSchema = "repro-audit/baseline";
 inline constexpr const char* kReportSchema = "repro-audit/report";
 inline constexpr int kBaselineSchemaVersion = 1;
 
-nlohmann::ordered_json baseline_to_json(const Report& report);
-std::string render_baseline(const Report& report);
+// `tensors`: the folder beside the baseline, by name, that holds each configuration's reference
+// tensors (--baseline-tensors; each ConfigResult::reference_tensors is then a file name in it),
+// "" for none.
+nlohmann::ordered_json baseline_to_json(const Report& report, const std::string& tensors = "");
+std::string render_baseline(const Report& report, const std::string& tensors = "");
 
 // The inverse of baseline_to_json, as a Report holding what a baseline keeps (no trials, no
 // timing, no paths); throws ReportError naming the JSON path, after checking "schema" and
-// "schema_version" first.
+// "schema_version" first. A configuration's kept tensors read as "FOLDER/FILE", relative to the
+// baseline's own folder (both plain names, or a ReportError).
 Report baseline_from_json(const nlohmann::ordered_json& j);
 
 // What `--baseline` and `compare` read: a baseline file or a full report, told apart by

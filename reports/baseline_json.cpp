@@ -28,9 +28,12 @@ std::optional<Verdict> opt_verdict(const Node& n) {
 json result_json(const BaselineResult& r) {
   json switches = json::array(), tensors = json::array();
   for (const auto& c : r.switch_changes) switches.push_back(change_json(c));
-  for (const auto& t : r.differing_tensors)
-    tensors.push_back(
-        {{"name", t.name}, {"baseline", tensor_digest_json(t.baseline)}, {"current", tensor_digest_json(t.current)}});
+  for (const auto& t : r.differing_tensors) {
+    json entry = {
+        {"name", t.name}, {"baseline", tensor_digest_json(t.baseline)}, {"current", tensor_digest_json(t.current)}};
+    if (t.stats) entry["stats"] = stats_to_json(*t.stats);  // only where measured: older reports stay as they were
+    tensors.push_back(std::move(entry));
+  }
   return {{"target", r.target},
           {"config", r.config},
           {"status", to_string(r.status)},
@@ -63,7 +66,9 @@ BaselineResult read_result(const Node& n) {
   r.differing = size_t(n.at("differing").u64());
   r.differing_tensors = n.at("differing_tensors").list([](const Node& t) {
     const std::string name = t.at("name").str();
-    return BaselineTensor{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name)};
+    BaselineTensor out{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name), {}};
+    if (t.has("stats")) out.stats = read_stats(t.at("stats"));
+    return out;
   });
   // Reports written before op streams have neither.
   if (n.has("first_changed_op") && !n.at("first_changed_op").null())

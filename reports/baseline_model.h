@@ -34,6 +34,9 @@ struct BaselineTensor {
   std::string name;
   std::optional<TensorDigest> baseline;
   std::optional<TensorDigest> current;
+  // How far it moved (max abs, ULP, ...): where both sides kept their reference tensors (a
+  // baseline saved with --baseline-tensors) and the dtype and shape agree.
+  std::optional<DivergenceStats> stats = std::nullopt;
 };
 
 // The differing tensors a result lists (then a count).

@@ -36,8 +36,10 @@ std::string baseline_tensor_text(const BaselineTensor& t) {
   if (!t.baseline) return fmt::format("{} {}: not in the baseline", ln(t.name), side_text(*t.current));
   if (t.baseline->dtype != t.current->dtype || t.baseline->shape != t.current->shape)
     return fmt::format("{}: {} -> {}", ln(t.name), side_text(*t.baseline), side_text(*t.current));
-  return fmt::format("{} {}: {} -> {}", ln(t.name), side_text(*t.current), ln(short_digest(t.baseline->digest)),
-                     ln(short_digest(t.current->digest)));
+  std::string out = fmt::format("{} {}: {} -> {}", ln(t.name), side_text(*t.current),
+                                ln(short_digest(t.baseline->digest)), ln(short_digest(t.current->digest)));
+  if (t.stats) out += "; " + stats_text(*t.stats);
+  return out;
 }
 
 bool baseline_noteworthy(const BaselineResult& r) {

@@ -189,7 +189,8 @@ void baseline_section(std::string& out, const Report& r) {
     out += fmt::format("\n- **{} · {}: {}** - {}\n", md(res.target), md(res.config), to_string(res.status),
                        md(res.reason));
     std::vector<std::string> names;
-    for (const auto& t : res.differing_tensors) names.push_back(code(t.name));
+    for (const auto& t : res.differing_tensors)
+      names.push_back(t.stats ? fmt::format("{} ({})", code(t.name), md(stats_text(*t.stats))) : code(t.name));
     if (res.differing > res.differing_tensors.size())
       names.push_back(fmt::format("and {} more", res.differing - res.differing_tensors.size()));
     if (!names.empty()) out += fmt::format("  - differing tensors: {}\n", fmt::join(names, ", "));

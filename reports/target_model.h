@@ -50,8 +50,13 @@ struct ConfigResult {
   // per metric, one per entry of a file read because its bytes differed: a count of digests, which
   // reports show as `compared` instead.
   size_t tensor_count = 0;
-  std::optional<ExecCompared> compared;         // exec only: files and metrics per run (exec_model.h)
-  std::vector<TensorDigest> reference;          // digests of the reference repeat
+  std::optional<ExecCompared> compared;  // exec only: files and metrics per run (exec_model.h)
+  std::vector<TensorDigest> reference;   // digests of the reference repeat
+  // Where the reference repeat's tensors lie, for a comparison with a baseline that measures how
+  // far a changed tensor moved: a copy the audit kept (SessionOptions::keep_tensors), or the file a
+  // baseline saved with --baseline-tensors names. "" when none. Not in the JSON report: a baseline
+  // names the file within its tensors folder (reports/baseline_file.h).
+  std::string reference_tensors;
   std::vector<TensorFinding> diverged_tensors;  // in execution order
   std::vector<Trial> trials;
   std::optional<TraceSummary> trace;    // `run --trace` only

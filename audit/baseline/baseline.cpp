@@ -9,6 +9,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/json_document.h"
+#include "audit/common/log.h"
 #include "audit/trial/config.h"
 #include "reports/baseline_file.h"
 #include "reports/json_read.h"
@@ -17,6 +18,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -166,6 +168,21 @@ std::vector<EnvironmentChange> switch_changes(const report::ConfigResult& b, con
   return out;
 }
 
+// How far each listed tensor moved, where both sides kept their reference tensors and the dtype and
+// shape agree (a tensor on one side only, or reshaped, has no distance).
+void measure_tensors(const report::ConfigResult& b, const report::ConfigResult& c, report::BaselineResult& r,
+                     const DiffFn& diff) {
+  if (!diff || b.reference_tensors.empty() || c.reference_tensors.empty()) return;
+  std::vector<std::string> names;
+  for (const auto& t : r.differing_tensors)
+    if (t.baseline && t.current && t.baseline->dtype == t.current->dtype && t.baseline->shape == t.current->shape)
+      names.push_back(t.name);
+  if (names.empty()) return;
+  const std::map<std::string, report::DivergenceStats> stats = diff(b.reference_tensors, c.reference_tensors, names);
+  for (auto& t : r.differing_tensors)
+    if (const auto it = stats.find(t.name); it != stats.end()) t.stats = it->second;
+}
+
 // Fills tensors, differing and differing_tensors: the current reference's order, then tensors
 // only in the baseline in its order.
 void diff_tensors(const report::ConfigResult& b, const report::ConfigResult& c, report::BaselineResult& r) {
@@ -198,7 +215,8 @@ std::string keys_text(const std::vector<const EnvironmentChange*>& changes) {
 }
 
 report::BaselineResult compare_config(const report::Target& target, const report::ConfigResult& b,
-                                      const report::ConfigResult& c, const std::vector<EnvironmentChange>& env) {
+                                      const report::ConfigResult& c, const std::vector<EnvironmentChange>& env,
+                                      const DiffFn& diff) {
   report::BaselineResult r;
   r.target = target.name;
   r.config = c.name;
@@ -214,6 +232,7 @@ report::BaselineResult compare_config(const report::Target& target, const report
     return r;
   }
   diff_tensors(b, c, r);
+  measure_tensors(b, c, r, diff);
   if (r.differing == 0) {
     r.status = BaselineStatus::Match;
     r.reason = fmt::format("all {} tensors match", r.tensors);
@@ -324,8 +343,33 @@ Baseline parse_baseline(const std::string& text, const std::string& path, const 
   return b;
 }
 
+bool has_kept_tensors(const report::Report& r) {
+  for (const auto& t : r.targets())
+    for (const auto& c : t.configs)
+      if (!c.reference_tensors.empty()) return true;
+  return false;
+}
+
 Baseline load_baseline(const std::string& path, const std::string& what) {
-  return parse_baseline(read_file(path, what), path, what);
+  Baseline b = parse_baseline(read_file(path, what), path, what);
+  // Kept tensors lie beside the file. A folder that is gone costs only the distances: the changed
+  // tensors are still named.
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  bool missing = false;
+  if (std::vector<report::Target>* targets = report::target_list(b.results.body))
+    for (auto& t : *targets)
+      for (auto& c : t.configs) {
+        if (c.reference_tensors.empty()) continue;
+        c.reference_tensors = (dir / c.reference_tensors).string();
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(c.reference_tensors, ec)) continue;
+        if (!missing)
+          log::warn("{} {}: its kept tensor file {} is missing: changed tensors are named, not measured", what, path,
+                    c.reference_tensors);
+        missing = true;
+        c.reference_tensors.clear();
+      }
+  return b;
 }
 
 std::vector<int> pair_targets(const std::vector<report::Target>& baseline, const std::vector<report::Target>& current) {
@@ -471,7 +515,8 @@ namespace {
 
 // run, exec, probes (and two self-tests, which have no targets and compare by their environments):
 // each target's configurations against the baseline's.
-void apply_targets_baseline(report::Report& current, const std::vector<report::Target>& targets, const Baseline& base) {
+void apply_targets_baseline(report::Report& current, const std::vector<report::Target>& targets, const Baseline& base,
+                            const DiffFn& diff) {
   if (std::holds_alternative<report::Invariance>(base.results.body))
     throw InputError(fmt::format("baseline {} holds an invariance audit; this report is not one", base.path));
   std::vector<std::string> configs;
@@ -508,7 +553,7 @@ void apply_targets_baseline(report::Report& current, const std::vector<report::T
     }
     for (const auto& c : t.configs) {
       const report::ConfigResult* bc = find_config(b, c.name);
-      cmp.results.push_back(bc ? compare_config(t, *bc, c, changes) : one_side(t.name, c, false));
+      cmp.results.push_back(bc ? compare_config(t, *bc, c, changes, diff) : one_side(t.name, c, false));
     }
     for (const auto& bc : b.configs)
       if (!find_config(t, bc.name)) cmp.results.push_back(one_side(t.name, bc, true));
@@ -522,13 +567,14 @@ void apply_targets_baseline(report::Report& current, const std::vector<report::T
 
 }  // namespace
 
-void apply_baseline(report::Report& current, const Baseline& base) {
-  std::visit(report::overloaded{[&](const report::TargetsBody& b) { apply_targets_baseline(current, b.targets, base); },
-                                [&](const report::ProbesBody& b) { apply_targets_baseline(current, b.targets, base); },
-                                // An invariance report has no targets: its classes of sizes are compared.
-                                [&](const report::Invariance& inv) { apply_invariance_baseline(current, inv, base); },
-                                [&](const report::SelfTest&) { apply_targets_baseline(current, {}, base); }},
-             current.body);
+void apply_baseline(report::Report& current, const Baseline& base, const DiffFn& diff) {
+  std::visit(
+      report::overloaded{[&](const report::TargetsBody& b) { apply_targets_baseline(current, b.targets, base, diff); },
+                         [&](const report::ProbesBody& b) { apply_targets_baseline(current, b.targets, base, diff); },
+                         // An invariance report has no targets: its classes of sizes are compared.
+                         [&](const report::Invariance& inv) { apply_invariance_baseline(current, inv, base); },
+                         [&](const report::SelfTest&) { apply_targets_baseline(current, {}, base, diff); }},
+      current.body);
 }
 
 }  // namespace ra

@@ -63,6 +63,7 @@
 // --save-baseline is written with the other outputs (reports/baseline_file.h).
 #pragma once
 
+#include "audit/trial/analysis.h"
 #include "reports/model.h"
 
 #include <nlohmann/json.hpp>
@@ -82,7 +83,12 @@ struct Baseline {
 // Parses a baseline or a report; `what` names its role in messages ("baseline"). Throws
 // InputError, one line naming the file: not JSON, another schema or version, a bad field.
 Baseline parse_baseline(const std::string& text, const std::string& path, const std::string& what = "baseline");
-// Reads and parses the file (also InputError when it is missing or unreadable).
+// Whether some configuration of `r` kept its reference tensors (ConfigResult::reference_tensors):
+// a comparison can then measure how far a changed tensor moved.
+bool has_kept_tensors(const report::Report& r);
+
+// Reads and parses the file (also InputError when it is missing or unreadable). Kept tensors
+// (--baseline-tensors) are resolved beside it; a kept file that is missing is dropped with a warning.
 Baseline load_baseline(const std::string& path, const std::string& what = "baseline");
 
 // The baseline target that each of `current` pairs with (an index into `baseline`, or -1): same
@@ -118,7 +124,9 @@ std::vector<report::StackVersion> stack_versions(const nlohmann::ordered_json& b
                                                  const nlohmann::ordered_json& current);
 
 // Compares `current` with the baseline (step 3 of the essay), sets `current.baseline` and calls
-// report::finalize. Throws InputError where check_baseline_targets does.
-void apply_baseline(report::Report& current, const Baseline& base);
+// report::finalize. Throws InputError where check_baseline_targets does. With `diff`, a changed
+// tensor whose reference tensors both sides kept (ConfigResult::reference_tensors) gets its
+// distance (BaselineTensor::stats): the finish asks one worker for all (audit/skeleton/report_finish.h).
+void apply_baseline(report::Report& current, const Baseline& base, const DiffFn& diff = {});
 
 }  // namespace ra

@@ -3,6 +3,7 @@
 // reader never sees a half-written report.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,12 @@ OutputTarget output_target(const std::string& path);
 // /dev/stdout, /dev/fd/N or /proc/self/fd/N name) is written through: opened without creating,
 // never renamed over. Throws ra::Error(Input) when the bytes cannot all be written.
 void write_file_atomic(const std::string& path, const std::string& contents);
+
+// Writes a folder of copies, whole or not at all: `files` (a name in the folder -> the file copied
+// there) go to a temporary folder beside `folder`, which then takes the place of an older `folder`
+// (removed first: what a reader finds is one writer's or none). Throws InputError naming `what`.
+void write_folder_atomic(const std::string& folder, const std::map<std::string, std::string>& files,
+                         const std::string& what);
 
 // Prints `text` on stdout and flushes it. A failed write (a full disk behind `> file`, a descriptor
 // not open for writing) throws InputError "cannot write to stdout: <reason>": the caller did not get

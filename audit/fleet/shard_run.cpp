@@ -88,21 +88,10 @@ report::ShardInfo ShardPlan::finish(std::vector<report::CensusRecord> census) {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) info.host = host;
   info.census = std::move(census);
+  // An older shard's folder goes even when nothing is kept: merge must not read it.
   const fs::path folder = tensors_folder(options_.report);
-  std::error_code ec;
-  fs::remove_all(folder, ec);  // an older shard's, which merge must not read
+  write_folder_atomic(folder.string(), kept_, "the shard's reference tensors");
   if (kept_.empty()) return info;
-  const fs::path temporary = folder.string() + fmt::format(".tmp-{}", ::getpid());
-  fs::remove_all(temporary, ec);
-  try {
-    fs::create_directory(temporary);
-    for (const auto& [name, source] : kept_) fs::copy_file(source, temporary / name);
-    fs::rename(temporary, folder);
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(temporary, ec);
-    throw InputError(
-        fmt::format("cannot keep the shard's reference tensors in {}: {}", folder.string(), e.code().message()));
-  }
   info.tensors = folder.filename().string();
   return info;
 }

@@ -445,7 +445,12 @@ class ProbeSuite : public AuditKind {
       }
       const size_t i = index++;
       std::tie(t.configs, t.dependence) = analyse_probe(i, cells, stats.answer());
-      for (size_t k = 0; k < mine.size(); ++k) t.configs[k].stopped_by = runner_->stopped_by(i, mine[k]);
+      for (size_t k = 0; k < mine.size(); ++k) {
+        t.configs[k].stopped_by = runner_->stopped_by(i, mine[k]);
+        t.configs[k].reference_tensors =
+            keep_reference_tensors(o_, reference_dumps_[i][mine[k]], fmt::format("p{}-c{}.pt", i, mine[k]),
+                                   t.name + " / " + t.configs[k].name);
+      }
       // The batch-invariance probes' classes, from each configuration's reference repeat.
       if (info.family == "batch-invariance")
         for (const auto& c : t.configs)

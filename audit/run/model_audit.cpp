@@ -529,6 +529,7 @@ class ModelAudit : public AuditKind {
       target.configs.back().stopped_by = batch_.stopped_by[c];
     }
     target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
+    keep_tensors(reference_dumps, target);
     if (!o_.trace || !target.dependence) return;
     std::vector<std::string> traces;
     std::vector<int> repeats;
@@ -538,6 +539,14 @@ class ModelAudit : public AuditKind {
       repeats.push_back(ref >= 0 ? batch_.runs[c][static_cast<size_t>(ref)].repeat : 0);
     }
     trace::explain_dependence(*target.dependence, target.configs, traces, repeats);
+  }
+
+  // Copies each configuration's reference dump out of the scratch folder, for the finish
+  // (SessionOptions::keep_tensors): --baseline-tensors saves them, a baseline's are measured against them.
+  void keep_tensors(const std::vector<std::string>& reference_dumps, report::Target& target) const {
+    for (size_t c = 0; c < reference_dumps.size() && c < target.configs.size(); ++c)
+      target.configs[c].reference_tensors =
+          keep_reference_tensors(o_, reference_dumps[c], fmt::format("c{}.pt", c), configs_[c].name);
   }
 
   // Divergence statistics of the first few root causes of each diverged configuration.

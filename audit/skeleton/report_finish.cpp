@@ -6,10 +6,15 @@
 #include "audit/common/progress.h"
 #include "audit/common/stop.h"
 #include "audit/skeleton/changed_ops.h"
+#include "audit/trial/worker.h"
 #include "reports/baseline_file.h"
 #include "reports/render.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <filesystem>
+#include <map>
 
 namespace ra {
 namespace {
@@ -25,12 +30,48 @@ void log_baseline_size(const report::Report& rep, const std::string& path) {
               static_cast<double>(bytes) / static_cast<double>(records));
 }
 
+// Compares with the baseline. Where both sides kept reference tensors, one worker measures how far
+// each changed tensor moved: a first comparison collects the requests, the second reads the answers.
+void compare_with_baseline(report::Report& rep, const ReportJudges& judges) {
+  if (!has_kept_tensors(rep) || !has_kept_tensors(judges.baseline->results)) {
+    apply_baseline(rep, *judges.baseline);
+    return;
+  }
+  const ScratchDir scratch;
+  BatchedDiff stats(scratch, judges.timeout_s, rep.tolerance);
+  {
+    report::Report first = rep;
+    apply_baseline(first, *judges.baseline, stats.collect());
+  }
+  stats.resolve();
+  apply_baseline(rep, *judges.baseline, stats.answer());
+}
+
+// --baseline-tensors: the baseline written with each configuration's reference tensors copied to
+// BASELINE.tensors/ first (t<target>-c<config>.pt), which the baseline then names.
+std::string baseline_with_tensors(const report::Report& rep, const std::string& path) {
+  report::Report named = rep;
+  std::map<std::string, std::string> files;
+  if (std::vector<report::Target>* targets = report::target_list(named.body))
+    for (size_t t = 0; t < targets->size(); ++t)
+      for (size_t c = 0; c < (*targets)[t].configs.size(); ++c) {
+        std::string& kept = (*targets)[t].configs[c].reference_tensors;
+        if (kept.empty()) continue;
+        const std::string name = fmt::format("t{}-c{}.pt", t, c);
+        files[name] = kept;
+        kept = name;
+      }
+  const std::string folder = path + ".tensors";
+  write_folder_atomic(folder, files, "the baseline's reference tensors");
+  return report::render_baseline(named, files.empty() ? "" : std::filesystem::path(folder).filename().string());
+}
+
 }  // namespace
 
 int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudges& judges) {
   if (judges.allowlist) apply_allowlist(rep, *judges.allowlist, judges.today);
   if (judges.baseline) {
-    apply_baseline(rep, *judges.baseline);
+    compare_with_baseline(rep, judges);
     name_changed_ops(rep, *judges.baseline);
     rep.baseline->fail_on_explained = judges.fail_on_explained;
     report::finalize(rep);
@@ -46,7 +87,9 @@ int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudg
   write(out.junit, [&] { return report::render_junit(rep); });
   write(out.markdown, [&] { return report::render_markdown(rep); });
   write(out.html, [&] { return report::render_html(rep); });
-  write(out.save_baseline, [&] { return report::render_baseline(rep); });
+  write(out.save_baseline, [&] {
+    return out.baseline_tensors ? baseline_with_tensors(rep, out.save_baseline) : report::render_baseline(rep);
+  });
   if (!out.save_baseline.empty()) log_baseline_size(rep, out.save_baseline);
   check_stop();
   close_status_line();  // a progress line left open on the terminal (progress.h) is erased first

@@ -19,12 +19,13 @@ namespace ra {
 // Where a finished report goes: each file written atomically where its path is not empty, and
 // stdout's text summary (or the JSON with `json`).
 struct ReportOutputs {
-  std::string report;         // --report: the JSON report
-  std::string junit;          // --junit
-  std::string markdown;       // --markdown
-  std::string html;           // --html
-  std::string save_baseline;  // --save-baseline
-  bool json = false;          // --json: the JSON on stdout instead of the summary
+  std::string report;             // --report: the JSON report
+  std::string junit;              // --junit
+  std::string markdown;           // --markdown
+  std::string html;               // --html
+  std::string save_baseline;      // --save-baseline
+  bool baseline_tensors = false;  // --baseline-tensors: the reference tensors too, in SAVE_BASELINE.tensors/
+  bool json = false;              // --json: the JSON on stdout instead of the summary
 };
 
 // What judges a report before it is rendered.
@@ -33,12 +34,15 @@ struct ReportJudges {
   std::string today;                   // the date the allowlist's expiries are read against
   std::optional<Baseline> baseline;    // --baseline (compare's A)
   bool fail_on_explained = false;      // --fail-on-explained
+  double timeout_s = 600;              // the worker that measures changed tensors (--timeout)
 };
 
-// Applies the allowlist and the baseline (if any), names the ops the baseline's environment change
-// altered, writes the JSON, JUnit, Markdown and HTML reports and the --save-baseline file (each
-// atomically) where asked, prints the summary (or the JSON) on stdout, and returns the report's
-// exit code. A stop signal is honoured between the files.
+// Applies the allowlist and the baseline (if any; where both sides kept reference tensors, one
+// worker measures how far each changed tensor moved), names the ops the baseline's environment
+// change altered, writes the JSON, JUnit, Markdown and HTML reports and the --save-baseline file
+// (each atomically; with --baseline-tensors, its tensors folder whole before it) where asked,
+// prints the summary (or the JSON) on stdout, and returns the report's exit code. A stop signal is
+// honoured between the files.
 int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudges& judges);
 
 }  // namespace ra

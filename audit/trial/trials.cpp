@@ -3,6 +3,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/trial/config.h"
 
@@ -74,6 +75,18 @@ std::vector<std::string> config_names(const std::vector<Config>& configs) {
   std::vector<std::string> names;
   for (const auto& c : configs) names.push_back(c.name);
   return names;
+}
+
+std::string keep_reference_tensors(const SessionOptions& o, const std::string& dump, const std::string& name,
+                                   const std::string& what) {
+  if (!o.keep_tensors || dump.empty()) return "";
+  const std::string kept = fmt::format("{}/{}", o.keep_tensors->path(), name);
+  std::error_code ec;
+  std::filesystem::copy_file(dump, kept, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) return kept;
+  log::warn("{}: its reference tensors could not be kept ({}): a comparison names its changed tensors only", what,
+            ec.message());
+  return "";
 }
 
 }  // namespace ra

@@ -13,6 +13,7 @@
 #include "reports/target_model.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,10 @@ struct SessionOptions {
   std::optional<report::Tolerance> tolerance;  // --atol/--rtol for the divergence statistics
   bool tolerant = false;                       // --tolerant (report::finalize)
   std::vector<int> devices;                    // --devices: GPUs to spread children over (placement.h)
+  // Where `run` keeps each configuration's reference tensors past the audit, for the finish
+  // (ConfigResult::reference_tensors: --baseline-tensors, or a --baseline that kept its own); null:
+  // not kept. The caller owns the folder until the report is finished.
+  std::shared_ptr<const ScratchDir> keep_tensors;
   // Called after the preflight and before any trial, with the targets as the report will name them
   // (identity set, no results yet) and the configurations' names; throws to stop the audit
   // (--baseline checks that the baseline was made from the same targets: audit/baseline/baseline.h).
@@ -43,6 +48,12 @@ struct SessionOptions {
 // --device cuda with --jobs, the GPUs the preflight's fingerprint (`environment`) shows and the
 // parent's CUDA_VISIBLE_DEVICES; nullopt when there is none. Throws UsageError.
 std::optional<DevicePlacement> session_placement(const SessionOptions& o, const nlohmann::ordered_json& environment);
+
+// Copies a reference repeat's dump out of the scratch folder into SessionOptions::keep_tensors as
+// `name`, and returns where it lies now (ConfigResult::reference_tensors); "" when nothing is kept
+// (no folder, no dump) or the copy failed, which a warning naming `what` says.
+std::string keep_reference_tensors(const SessionOptions& o, const std::string& dump, const std::string& name,
+                                   const std::string& what);
 
 // The names of the configurations, in order.
 std::vector<std::string> config_names(const std::vector<Config>& configs);

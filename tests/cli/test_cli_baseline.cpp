@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 using nlohmann::json;
@@ -213,6 +214,150 @@ def forward(self, x):
   CHECK(result_of(j, "threads-1")["status"] == "match");  // one thread either way
   CHECK(r.out.find("save the baseline again (rerun the audit with --save-baseline " + dir.file("g.json") + ")") !=
         std::string::npos);
+}
+
+namespace {
+
+// The tensors a baseline kept (--baseline-tensors), by name, as torch reads them.
+std::map<std::string, at::Tensor> kept_tensors(const std::string& path) {
+  const std::string bytes = ra::test::read_file(path);
+  const c10::IValue v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  std::map<std::string, at::Tensor> out;
+  for (const auto& entry : v.toGenericDict()) out[entry.key().toStringRef()] = entry.value().toTensor();
+  return out;
+}
+
+// The largest distance between two float32 tensors in units in the last place, over elements on
+// one side of zero (as the statistics count them), measured here with torch alone.
+double max_ulp_float(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor same_side = (a > 0).logical_and(b > 0).logical_or((a < 0).logical_and(b < 0));
+  const at::Tensor ia = a.contiguous().view(at::kInt).to(at::kLong), ib = b.contiguous().view(at::kInt).to(at::kLong);
+  const at::Tensor d = (ia - ib).abs().masked_select(same_side);
+  return d.numel() == 0 ? 0.0 : d.max().item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("run --baseline-tensors: a changed tensor says how far it moved, as torch measures it, and compare agrees") {
+  // The training step of the OMP_NUM_THREADS case above: two threads change the bits of the
+  // default configuration's tensors.
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("mlp.pt"), R"JIT(
+def forward(self, x):
+    h = torch.tanh(torch.matmul(x, self.w1) + self.b1)
+    y = torch.matmul(h, self.w2)
+    return (y * y).sum() / 1000.0
+)JIT",
+                       {{"w1", {4096, 256}}, {"b1", {256}}, {"w2", {256, 4096}}});
+  const std::vector<std::string> args = {
+      "run", dir.file("mlp.pt"), "--shape",           "64x4096",   "--mode", "train",  "--steps",
+      "2",   "--configs",        "default,threads-1", "--repeats", "1",      "--quiet"};
+  {
+    const Env one("OMP_NUM_THREADS", "1");
+    auto save = args;
+    save.insert(save.end(), {"--save-baseline", dir.file("g.json"), "--baseline-tensors"});
+    const auto r = run_cli(save);
+    CAPTURE(r.err);
+    REQUIRE(r.code == 0);
+  }
+  const json g = ra::test::read_json(dir.file("g.json"));
+  CHECK(g["tensors"] == "g.json.tensors");
+  CHECK(g["targets"][0]["configs"][0]["reference_tensors"] == "t0-c0.pt");
+  CHECK(g["targets"][0]["configs"][1]["reference_tensors"] == "t0-c1.pt");
+  REQUIRE(ra::test::file_exists(dir.file("g.json.tensors/t0-c0.pt")));
+
+  const Env two("OMP_NUM_THREADS", "2");
+  auto cmp = args;
+  cmp.insert(cmp.end(), {"--baseline", dir.file("g.json"), "--report", dir.file("r.json"), "--save-baseline",
+                         dir.file("now.json"), "--baseline-tensors"});
+  const auto r = run_cli(cmp);
+  CAPTURE(r.err);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  const json j = ra::test::read_json(dir.file("r.json"));
+  const json& def = result_of(j, "default");
+  CHECK(def["status"] == "explained");
+  REQUIRE(!def["differing_tensors"].empty());
+  const auto before = kept_tensors(dir.file("g.json.tensors/t0-c0.pt"));
+  const auto after = kept_tensors(dir.file("now.json.tensors/t0-c0.pt"));
+  int measured = 0;
+  for (const json& t : def["differing_tensors"]) {
+    const std::string name = t["name"];
+    CAPTURE(name);
+    REQUIRE(t.contains("stats"));
+    REQUIRE(before.count(name) == 1);
+    REQUIRE(after.count(name) == 1);
+    const at::Tensor a = before.at(name), b = after.at(name);
+    REQUIRE(a.dtype() == at::kFloat);
+    const double max_abs = (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+    CHECK(t["stats"]["max_abs_diff"].get<double>() == doctest::Approx(max_abs).epsilon(1e-12));
+    CHECK(t["stats"]["max_ulp"].get<double>() == max_ulp_float(a, b));
+    CHECK(t["stats"]["differing"].get<int64_t>() == a.ne(b).sum().item<int64_t>());
+    ++measured;
+  }
+  CHECK(measured > 0);
+  CHECK(r.out.find(" elements differ, first at [") != std::string::npos);
+  CHECK(r.out.find(", max abs ") != std::string::npos);
+
+  // compare of the two saved baselines measures the same distances from the kept files alone.
+  const auto c = run_cli({"compare", dir.file("g.json"), dir.file("now.json"), "--report", dir.file("c.json")});
+  CAPTURE(c.err);
+  CHECK(c.code == 0);
+  const json compared = ra::test::read_json(dir.file("c.json"));
+  const json& same = result_of(compared, "default");
+  REQUIRE(same["differing_tensors"].size() == def["differing_tensors"].size());
+  for (size_t i = 0; i < same["differing_tensors"].size(); ++i)
+    CHECK(same["differing_tensors"][i]["stats"] == def["differing_tensors"][i]["stats"]);
+
+  // Without the folder, the changed tensors are named, not measured, and a warning says why.
+  std::filesystem::rename(dir.file("g.json.tensors"), dir.file("moved"));
+  const auto gone = run_cli({"compare", dir.file("g.json"), dir.file("now.json"), "--report", dir.file("d.json")});
+  CHECK(gone.code == 0);
+  CHECK(gone.err.find("is missing: changed tensors are named, not measured") != std::string::npos);
+  const json named = ra::test::read_json(dir.file("d.json"));
+  CHECK_FALSE(result_of(named, "default")["differing_tensors"][0].contains("stats"));
+
+  // A kept file named outside its folder is refused: one line, exit 3.
+  json escape = g;
+  escape["targets"][0]["configs"][0]["reference_tensors"] = "../now.json";
+  spit(dir.file("escape.json"), escape.dump(2));
+  ra::test::expect_error(dir, {"compare", dir.file("escape.json"), dir.file("now.json")}, 3,
+                         "'../now.json' is not a plain file name");
+  // --baseline-tensors keeps tensors beside a baseline it writes.
+  ra::test::expect_error(dir, {"run", dir.file("mlp.pt"), "--shape", "64x4096", "--baseline-tensors"}, 2,
+                         "--baseline-tensors keeps tensors beside a baseline: add --save-baseline FILE");
+}
+
+TEST_CASE("probes --baseline-tensors: each probe's reference tensors are kept, and compare measures from them") {
+  ra::test::TempDir dir;
+  const auto r =
+      run_cli({"probes", "--only", "conv1d.forward,sum.threads", "--configs", "default,threads-1", "--repeats", "1",
+               "--no-census", "--quiet", "--save-baseline", dir.file("g.json"), "--baseline-tensors"});
+  CAPTURE(r.err);
+  REQUIRE((r.code == 0 || r.code == 1));
+  const json g = ra::test::read_json(dir.file("g.json"));
+  CHECK(g["tensors"] == "g.json.tensors");
+  int kept = 0;
+  for (const json& t : g["targets"])
+    for (const json& c : t["configs"]) {
+      REQUIRE(c.contains("reference_tensors"));
+      CHECK(ra::test::file_exists(dir.file("g.json.tensors/" + c["reference_tensors"].get<std::string>())));
+      ++kept;
+    }
+  CHECK(kept == 4);
+  // The same tensors under another digest: the comparison reads the kept files of both sides and
+  // finds no element that differs, which is what an edited digest is.
+  json edited = g;
+  edited["targets"][0]["configs"][0]["reference_digests"][0]["digest"] = std::string(32, '0');
+  spit(dir.file("edited.json"), edited.dump(2));
+  const auto c = run_cli({"compare", dir.file("g.json"), dir.file("edited.json"), "--report", dir.file("c.json")});
+  CAPTURE(c.err);
+  const json j = ra::test::read_json(dir.file("c.json"));
+  const json& first = j["baseline"]["results"][0];
+  REQUIRE(first["differing_tensors"].size() == 1);
+  REQUIRE(first["differing_tensors"][0].contains("stats"));
+  CHECK(first["differing_tensors"][0]["stats"]["differing"] == 0);
+  CHECK(first["differing_tensors"][0]["stats"]["numel"].get<int64_t>() > 0);
 }
 
 TEST_CASE("run --baseline: a torch change explains a difference; a cuDNN change cannot explain it on the CPU") {

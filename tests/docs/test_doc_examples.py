@@ -177,6 +177,15 @@ def guide_baseline_two_cores(folder, commands, files, expected):
     run_example("GUIDE reduce_mlp --baseline (two threads)", commands, files, expected, shared)
 
 
+def guide_baseline_tensors(folder, commands, files, expected):
+    # Saved on one thread with its tensors, compared on two: the distances of the changed tensors.
+    if (os.cpu_count() or 1) < 2:
+        print("GUIDE reduce_mlp --baseline-tensors on two cores: one CPU here, not run")
+        return
+    examples_folder(folder)
+    run_example("GUIDE reduce_mlp --baseline-tensors", commands, files, expected, folder)
+
+
 def guide_compare_edited(folder, commands, files, expected):
     # The docs' edit: the baseline's default step2/loss digest and its cuDNN version, by hand.
     examples_folder(folder)
@@ -252,6 +261,8 @@ FIXTURES = {
         guide_baseline_saved,
     "repro-audit run build/examples/reduce_mlp.pt --shape 64x4096 --mode train --steps 2 --baseline golden.json":
         guide_baseline_two_cores,
+    "OMP_NUM_THREADS=1 repro-audit run build/examples/reduce_mlp.pt --shape 64x4096 --mode train --steps 2 --save-baseline golden.json --baseline-tensors":
+        guide_baseline_tensors,
     "repro-audit compare edited.json today.json": guide_compare_edited,
     "repro-audit probes --only index_put.accumulate,index_add --configs default,det --repeats auto":
         plain("GUIDE probes --repeats auto"),

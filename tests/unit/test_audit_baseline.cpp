@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 
 namespace {
@@ -659,4 +660,78 @@ TEST_CASE("apply_baseline: the same stack on both sides prints no upgrade line")
   CHECK(ra::report::upgrade_text(*r.baseline).empty());
   CHECK(ra::report::render_text(r).find("upgrade:") == std::string::npos);
   CHECK(r.baseline->stack[4].baseline == "(absent)");  // no NCCL wheel named
+}
+
+TEST_CASE("apply_baseline: where both sides kept reference tensors, a changed tensor gets its distance") {
+  auto r = report();
+  r.environment["torch"]["version"] = "2.12.0";
+  r.targets()[0].configs[0].reference[1].digest = hex('c');  // output: new bits
+  r.targets()[0].configs[0].reference[0].shape = {8, 16};    // param/w: reshaped, no distance
+  r.targets()[0].configs[0].reference_tensors = "/now/c0.pt";
+  auto kept = report();
+  kept.targets()[0].configs[0].reference_tensors = "/then/t0-c0.pt";
+  std::vector<std::string> asked;
+  const ra::DiffFn diff = [&](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
+    asked.push_back(a + " " + b);
+    std::map<std::string, ra::report::DivergenceStats> out;
+    for (const auto& n : names) {
+      ra::report::DivergenceStats s;
+      s.numel = 32, s.differing = 3, s.first_index = 0, s.first_index_nd = {0, 0};
+      s.max_abs_diff = 2.5e-7, s.max_rel_diff = 1e-7, s.max_ulp = 4;
+      out[n] = s;
+    }
+    return out;
+  };
+  ra::apply_baseline(r, baseline_of(kept), diff);
+  CHECK(asked == std::vector<std::string>{"/then/t0-c0.pt /now/c0.pt"});  // only default changed
+  const auto& res = result(r, "default");
+  REQUIRE(res.differing_tensors.size() == 2);
+  CHECK(res.differing_tensors[0].name == "param/w");
+  CHECK_FALSE(res.differing_tensors[0].stats);
+  REQUIRE(res.differing_tensors[1].stats);
+  CHECK(res.differing_tensors[1].stats->max_ulp == 4);
+  const std::string text = ra::report::render_text(r);
+  CHECK(text.find("output float32[4x8]: bbbbbbbbbbbb -> cccccccccccc; 3/32 elements differ, first at [0,0], max abs "
+                  "2.5e-07, max rel 1e-07, max 4 ULP") != std::string::npos);
+  CHECK(ra::report::render_markdown(r).find("`output` (3/32 elements differ") != std::string::npos);
+  // The distances travel in the JSON report and read back.
+  const auto back = ra::report::report_from_json(json::parse(ra::report::render_json(r)));
+  CHECK(result(back, "default").differing_tensors[1].stats->max_abs_diff == 2.5e-7);
+  CHECK_FALSE(result(back, "default").differing_tensors[0].stats);
+
+  // Without kept tensors on one side, no distance is asked for.
+  asked.clear();
+  auto plain = r;
+  ra::apply_baseline(plain, baseline_of(report()), diff);
+  CHECK(asked.empty());
+  CHECK_FALSE(result(plain, "default").differing_tensors[1].stats);
+}
+
+TEST_CASE("baseline file: kept tensors are named in a folder beside it, as plain names only") {
+  auto r = report();
+  r.targets()[0].configs[0].reference_tensors = "t0-c0.pt";
+  const json j = ra::report::baseline_to_json(r, "g.json.tensors");
+  CHECK(j["tensors"] == "g.json.tensors");
+  CHECK(j["targets"][0]["configs"][0]["reference_tensors"] == "t0-c0.pt");
+  CHECK_FALSE(j["targets"][0]["configs"][1].contains("reference_tensors"));
+  const auto back = ra::report::baseline_from_json(j);
+  CHECK(back.targets()[0].configs[0].reference_tensors == "g.json.tensors/t0-c0.pt");
+  CHECK(back.targets()[0].configs[1].reference_tensors.empty());
+  // Without a folder, nothing of it is written: a baseline without kept tensors stays as it was.
+  const json plain = ra::report::baseline_to_json(r);
+  CHECK_FALSE(plain.contains("tensors"));
+  CHECK_FALSE(plain["targets"][0]["configs"][0].contains("reference_tensors"));
+  for (const std::string bad : {"../x.pt", "/etc/passwd", "..", ""}) {
+    json evil = j;
+    evil["targets"][0]["configs"][0]["reference_tensors"] = bad;
+    CHECK_THROWS_WITH_AS(ra::report::baseline_from_json(evil), doctest::Contains("is not a plain file name"),
+                         ra::report::ReportError);
+  }
+  json folder = j;
+  folder["tensors"] = "../elsewhere";
+  CHECK_THROWS_AS(ra::report::baseline_from_json(folder), ra::report::ReportError);
+  json orphan = j;
+  orphan.erase("tensors");
+  CHECK_THROWS_WITH_AS(ra::report::baseline_from_json(orphan), doctest::Contains("names no \"tensors\" folder"),
+                       ra::report::ReportError);
 }
