@@ -168,9 +168,13 @@ TEST_CASE("run --baseline: a changed digest in the same environment is a regress
         std::string::npos);
 }
 
-TEST_CASE("run --baseline: a real environment change (OMP_NUM_THREADS) explains the default configuration's new bits") {
-  // Reductions in a training step: their results depend on the intra-op thread count.
-  ra::test::TempDir dir;
+namespace {
+
+// Saves mlp.pt, a training step whose reductions depend on the intra-op thread count, and returns
+// a run of it. One repeat: two threads' training step has been seen to diverge between repeats on
+// this machine (a rare race in a reduction), which would make a result nondeterministic instead of
+// explained; the tests that use it are about the environment change.
+std::vector<std::string> thread_mlp_run(const ra::test::TempDir& dir) {
   ra::test::save_model(dir.file("mlp.pt"), R"JIT(
 def forward(self, x):
     h = torch.tanh(torch.matmul(x, self.w1) + self.b1)
@@ -178,12 +182,33 @@ def forward(self, x):
     return (y * y).sum() / 1000.0
 )JIT",
                        {{"w1", {4096, 256}}, {"b1", {256}}, {"w2", {256, 4096}}});
-  const std::vector<std::string> args = {
-      "run", dir.file("mlp.pt"), "--shape",           "64x4096",   "--mode", "train",  "--steps",
-      "2",   "--configs",        "default,threads-1", "--repeats", "1",      "--quiet"};
-  // One repeat: two threads' training step has been seen to diverge between repeats on this
-  // machine (a rare race in a reduction), which would make the result nondeterministic instead of
-  // explained; this test is about the environment change.
+  return {"run", dir.file("mlp.pt"), "--shape",           "64x4096",   "--mode", "train",  "--steps",
+          "2",   "--configs",        "default,threads-1", "--repeats", "1",      "--quiet"};
+}
+
+// The tensors a baseline kept (--baseline-tensors), by name, as torch reads them.
+std::map<std::string, at::Tensor> kept_tensors(const std::string& path) {
+  const std::string bytes = ra::test::read_file(path);
+  const c10::IValue v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  std::map<std::string, at::Tensor> out;
+  for (const auto& entry : v.toGenericDict()) out[entry.key().toStringRef()] = entry.value().toTensor();
+  return out;
+}
+
+// The largest distance between two float32 tensors in units in the last place, over elements on
+// one side of zero (as the statistics count them), measured here with torch alone.
+double max_ulp_float(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor same_side = (a > 0).logical_and(b > 0).logical_or((a < 0).logical_and(b < 0));
+  const at::Tensor ia = a.contiguous().view(at::kInt).to(at::kLong), ib = b.contiguous().view(at::kInt).to(at::kLong);
+  const at::Tensor d = (ia - ib).abs().masked_select(same_side);
+  return d.numel() == 0 ? 0.0 : d.max().item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("run --baseline: a real environment change (OMP_NUM_THREADS) explains the default configuration's new bits") {
+  ra::test::TempDir dir;
+  const std::vector<std::string> args = thread_mlp_run(dir);
   {
     const Env one("OMP_NUM_THREADS", "1");
     auto save = args;
@@ -216,42 +241,9 @@ def forward(self, x):
         std::string::npos);
 }
 
-namespace {
-
-// The tensors a baseline kept (--baseline-tensors), by name, as torch reads them.
-std::map<std::string, at::Tensor> kept_tensors(const std::string& path) {
-  const std::string bytes = ra::test::read_file(path);
-  const c10::IValue v = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  std::map<std::string, at::Tensor> out;
-  for (const auto& entry : v.toGenericDict()) out[entry.key().toStringRef()] = entry.value().toTensor();
-  return out;
-}
-
-// The largest distance between two float32 tensors in units in the last place, over elements on
-// one side of zero (as the statistics count them), measured here with torch alone.
-double max_ulp_float(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor same_side = (a > 0).logical_and(b > 0).logical_or((a < 0).logical_and(b < 0));
-  const at::Tensor ia = a.contiguous().view(at::kInt).to(at::kLong), ib = b.contiguous().view(at::kInt).to(at::kLong);
-  const at::Tensor d = (ia - ib).abs().masked_select(same_side);
-  return d.numel() == 0 ? 0.0 : d.max().item<double>();
-}
-
-}  // namespace
-
 TEST_CASE("run --baseline-tensors: a changed tensor says how far it moved, as torch measures it, and compare agrees") {
-  // The training step of the OMP_NUM_THREADS case above: two threads change the bits of the
-  // default configuration's tensors.
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("mlp.pt"), R"JIT(
-def forward(self, x):
-    h = torch.tanh(torch.matmul(x, self.w1) + self.b1)
-    y = torch.matmul(h, self.w2)
-    return (y * y).sum() / 1000.0
-)JIT",
-                       {{"w1", {4096, 256}}, {"b1", {256}}, {"w2", {256, 4096}}});
-  const std::vector<std::string> args = {
-      "run", dir.file("mlp.pt"), "--shape",           "64x4096",   "--mode", "train",  "--steps",
-      "2",   "--configs",        "default,threads-1", "--repeats", "1",      "--quiet"};
+  const std::vector<std::string> args = thread_mlp_run(dir);
   {
     const Env one("OMP_NUM_THREADS", "1");
     auto save = args;
