@@ -3,6 +3,7 @@
 // (reports/baseline_model.h), side by side: the reader is the inverse of the writer above it, and
 // names the JSON path of whatever it refuses. The baseline file itself is baseline_file.cpp.
 #include "reports/json_parts.h"
+#include "reports/render.h"
 
 #include <fmt/format.h>
 
