@@ -27,7 +27,32 @@ struct InvarianceArgs : AuditArgs {
   std::vector<std::string> batch_dims;
   bool trace = false;
   bool no_fix_search = false;
+  std::string axis = "batch";
+  std::string pad_others;  // "", "right" or "left"
+  int draft = 4;
 };
+
+// --axis and --pad-others: pad-others alone chooses the pad axis; --axis pad pads on the right
+// unless --pad-others says left. --sizes and --shard split batch sizes, which the verify axis has
+// none of; --draft belongs to it alone.
+Axis parse_axis(const InvarianceArgs& a, const CLI::App& sub) {
+  const bool padded = !a.pad_others.empty();
+  if (a.axis == "batch" && sub.count("--axis") == 0 && padded)
+    return a.pad_others == "left" ? Axis::PadLeft : Axis::PadRight;
+  if (a.axis != "pad" && padded)
+    throw UsageError(
+        fmt::format("--pad-others pads the other rows of a batch: it goes with --axis pad, not --axis {}", a.axis));
+  if (a.axis != "verify" && sub.count("--draft") > 0)
+    throw UsageError(
+        fmt::format("--draft sets the verify blocks' draft tokens: it goes with --axis verify, not --axis {}", a.axis));
+  if (a.axis == "pad") return a.pad_others == "left" ? Axis::PadLeft : Axis::PadRight;
+  if (a.axis == "batch") return Axis::Batch;
+  if (a.sizes != "auto")
+    throw UsageError("--sizes sets batch sizes; --axis verify sweeps verify blocks of 1…draft+1 tokens: give --draft");
+  if (sub.count("--shard") > 0 || sub.count("--shards") > 0)
+    throw UsageError("--axis verify sweeps a few block lengths in one process: run it without --shard");
+  return Axis::Verify;
+}
 
 std::optional<int64_t> whole_number(const std::string& text) {
   int64_t v = 0;
@@ -75,8 +100,10 @@ std::vector<int64_t> parse_batch_dims(const std::vector<std::string>& items) {
   return dims;
 }
 
-int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
+int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global, const CLI::App& sub) {
   invariance::InvarianceOptions o;
+  o.axis = parse_axis(a, sub);
+  o.draft = a.draft;
   o.session.device = Device::parse(a.device);  // a usage error for anything but cpu, cuda, cuda:N
   fill_session(o.session, a, global, {"default"});
   o.model = a.model;
@@ -94,7 +121,8 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global) {
     throw UsageError("--trace needs every size of a configuration in one process: run it without --shard");
   o.trace = a.trace;
   o.fix_search = !a.no_fix_search;
-  const ReportJudges judges = invariance_judges(a, o.session.device, o.rows, a.filler, config_names(o.session.configs));
+  const ReportJudges judges =
+      invariance_judges(a, o.session.device, o.rows, a.filler, axis_name(o.axis), config_names(o.session.configs));
   return finish_report(invariance::run_invariance(o), a.out, judges);
 }
 
@@ -125,6 +153,19 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--batch-dim", a->batch_dims,
                  "per input: its batch dimension, or none for an input passed whole (default 0)")
       ->delimiter(',');
+  sub.add_option("--axis", a->axis,
+                 "what varies around an anchor row: batch (the batch size and the row's place in it), pad (the same, "
+                 "with the other rows padded through the attention_mask) or verify (a token at its decode step and "
+                 "inside speculative decoding's verify blocks of 2…draft+1 tokens)")
+      ->check(CLI::IsMember({"batch", "pad", "verify"}))
+      ->capture_default_str();
+  sub.add_option("--pad-others", a->pad_others,
+                 "the side the other rows are padded on (--axis pad; given alone, it chooses that axis): right or "
+                 "left (default right)")
+      ->check(CLI::IsMember({"right", "left"}));
+  sub.add_option("--draft", a->draft, "--axis verify: the most draft tokens k of a verify block (blocks of 2…k+1)")
+      ->check(integer_in(1, 64))
+      ->capture_default_str();
   sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
   sub.add_flag("--trace", a->trace,
                "name the first op whose anchor-row slice differs between the anchor alone and the smallest batch of "
@@ -148,7 +189,7 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
       ->capture_default_str();
   sub.add_option("--load-library", a->libraries, "shared library with custom ops the model needs (repeatable)");
   add_invariance_fleet_options(sub, *a);
-  return [a, &global] { return execute_invariance(*a, global); };
+  return [a, &global, &sub] { return execute_invariance(*a, global, sub); };
 }
 
 }  // namespace ra::cli

@@ -22,13 +22,13 @@ void add_invariance_fleet_options(CLI::App& sub, AuditArgs& a) {
 }
 
 ReportJudges invariance_judges(const AuditArgs& a, const Device& device, int rows, const std::string& filler,
-                               const std::vector<std::string>& configs) {
+                               const std::string& axis, const std::vector<std::string>& configs) {
   ReportJudges judges;
   load_allowlist_option(a.allowlist, judges);
   judges.fail_on_explained = a.fail_on_explained;
   if (a.baseline.empty()) return judges;
   judges.baseline = load_baseline(a.baseline);
-  check_invariance_plan(*judges.baseline, device, rows, filler, configs);
+  check_invariance_plan(*judges.baseline, device, rows, filler, axis, configs);
   return judges;
 }
 

@@ -17,6 +17,6 @@ void add_invariance_fleet_options(CLI::App& sub, AuditArgs& a);
 // Reads --allowlist and --baseline before any work and checks the baseline against what is known
 // before the sweep (device, anchor rows, filler, configurations). Throws InputError or UsageError.
 ReportJudges invariance_judges(const AuditArgs& a, const Device& device, int rows, const std::string& filler,
-                               const std::vector<std::string>& configs);
+                               const std::string& axis, const std::vector<std::string>& configs);
 
 }  // namespace ra::cli

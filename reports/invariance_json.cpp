@@ -120,7 +120,7 @@ std::vector<InvarianceCell> cells_from_json(const json& j) {
     cell.placement = n.at("placement").str();
     bool known = false;
     for (const char* p : kPlacements) known = known || cell.placement == p;
-    if (!known) n.at("placement").fail("expected start, middle, end, permuted or second-call");
+    if (!known) n.at("placement").fail("expected start, middle, end, permuted, second-call or block");
     cell.rows = n.at("rows").list([](const Node& r) {
       RowComparison row;
       row.anchor = r.at("anchor").i32();
@@ -146,21 +146,17 @@ RowTrace row_trace_from_json(const json& j) { return row_trace_from(Node{j, "tra
 json invariance_to_json(const Invariance& inv) {
   json configs = json::array();
   for (const auto& c : inv.configs) configs.push_back(traced_config_json(c));
-  return {{"model", inv.model},
-          {"kind", inv.kind},
-          {"device", inv.device},
-          {"input", inv.input},
-          {"inputs", inv.inputs},
-          {"rows", inv.rows},
-          {"filler", inv.filler},
-          {"sizes", inv.sizes},
-          {"budget", inv.budget},
-          {"outputs", inv.outputs},
-          {"excluded", inv.excluded},
-          {"notes", inv.notes},
-          {"control", {{"detected", inv.control.detected}, {"evidence", inv.control.evidence}}},
-          {"configs", configs},
-          {"fix", invariance_fix_to_json(inv.fix)}};
+  json out = {
+      {"model", inv.model},     {"kind", inv.kind},
+      {"device", inv.device},   {"input", inv.input},
+      {"inputs", inv.inputs},   {"rows", inv.rows},
+      {"filler", inv.filler},   {"axis", inv.axis},
+      {"sizes", inv.sizes},     {"budget", inv.budget},
+      {"outputs", inv.outputs}, {"excluded", inv.excluded},
+      {"notes", inv.notes},     {"control", {{"detected", inv.control.detected}, {"evidence", inv.control.evidence}}},
+      {"configs", configs},     {"fix", invariance_fix_to_json(inv.fix)}};
+  if (inv.axis == "verify") out["draft"] = inv.draft;
+  return out;
 }
 
 Invariance invariance_from_json(const json& j) {

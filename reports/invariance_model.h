@@ -32,7 +32,10 @@ struct Report;
 // Placements in their fixed order: "start" (the anchors first; at size 1 the reference itself),
 // "middle", "end", "permuted" (a seeded permutation of the start batch) and "second-call" (the
 // start batch called again in the same process, compared with its first call, not the reference).
-inline constexpr const char* kPlacements[] = {"start", "middle", "end", "permuted", "second-call"};
+// The verify axis (Invariance::axis) has "block" instead of the batch's four places: the size is
+// the block's tokens (1: the decode step itself), a row's `position` the token's place in the
+// block, and each token is compared with the decode step that ends at it.
+inline constexpr const char* kPlacements[] = {"start", "middle", "end", "permuted", "second-call", "block"};
 
 // One output's anchor-row slice in one call, against the reference (or, for "second-call", against
 // the first call of the same batch).
@@ -150,6 +153,8 @@ struct Invariance {
   std::vector<std::string> inputs;    // "x=float32[16x3x64x64] (batch dim 0)", "mask=... (passed whole)"
   int rows = 4;                       // anchor rows
   std::string filler = "input";       // "input" or "random"
+  std::string axis = "batch";         // "batch", "pad-right", "pad-left" or "verify" (invariance_protocol.h's Axis)
+  int draft = 0;                      // verify: the most draft tokens a block held (blocks of 2…draft+1)
   std::string sizes = "auto";         // "auto" or the list as given
   int64_t budget = 1024;              // largest batch size tried
   std::vector<std::string> outputs;   // compared
@@ -164,6 +169,8 @@ struct Invariance {
 // written first…last.
 std::string classes_text(const std::vector<SizeClass>& classes, const std::vector<int64_t>& tried);
 std::string sizes_text(const std::vector<int64_t>& sizes, const std::vector<int64_t>& tried);
+// True when the configuration swept the verify axis: its cells are verify blocks ("block").
+bool verify_blocks(const InvarianceConfig& c);
 // The sizes a configuration tried, ascending.
 std::vector<int64_t> tried_sizes(const InvarianceConfig& c);
 // Per output: the classes read from a baseline (by_output), else grouped from the start cells.

@@ -68,7 +68,7 @@ bool placement_differs(const OutputRows& o) {
   for (const auto& [cell, r] : o.rows)
     if (cell->placement == std::string("start")) start[{cell->size, r->anchor}] = r->digest;
   for (const auto& [cell, r] : o.rows) {
-    if (cell->placement == std::string("start")) continue;
+    if (cell->placement == std::string("start") || cell->placement == std::string("block")) continue;
     const auto at = start.find({cell->size, r->anchor});
     const std::string& reference = at == start.end() ? std::string() : at->second;
     if (cell->placement == std::string("second-call") ? !r->equal : reference != r->digest) return true;
@@ -78,13 +78,20 @@ bool placement_differs(const OutputRows& o) {
 
 // The output's classes of sizes, from the start cells (a start cell without a row of the output
 // counts as an empty signature, and a later start cell of the same size replaces an earlier one).
+// A verify block's cell counts as whether each anchor got the decode step's bits at every token of
+// the block, as the analysis counts it.
 std::vector<SizeClass> classes_of(const InvarianceConfig& c, const OutputRows& o) {
   std::unordered_map<const InvarianceCell*, std::vector<std::string>> rows;
+  std::map<std::pair<const InvarianceCell*, int>, bool> agree;  // block cells: (cell, anchor) -> every token equal
   for (const auto& [cell, r] : o.rows)
-    if (cell->placement == std::string("start")) rows[cell].push_back(fmt::format("{}:{}", r->anchor, r->digest));
+    if (cell->placement == std::string("start"))
+      rows[cell].push_back(fmt::format("{}:{}", r->anchor, r->digest));
+    else if (cell->placement == std::string("block"))
+      agree.try_emplace({cell, r->anchor}, true).first->second &= r->equal;
+  for (const auto& [key, same] : agree) rows[key.first].push_back(fmt::format("{}:{}", key.second, same ? "=" : "≠"));
   std::map<int64_t, std::string> signatures;
   for (const auto& cell : c.cells) {
-    if (cell.placement != std::string("start")) continue;
+    if (cell.placement != std::string("start") && cell.placement != std::string("block")) continue;
     auto it = rows.find(&cell);
     if (it == rows.end()) {
       signatures[cell.size].clear();
@@ -167,6 +174,12 @@ void detail::read_invariance_head(const Node& n, Invariance& inv) {
   inv.inputs = n.at("inputs").strings();
   inv.rows = n.at("rows").i32();
   inv.filler = n.at("filler").str();
+  if (n.has("axis")) {  // reports before the serving axes have none: the batch's
+    inv.axis = n.at("axis").str();
+    if (inv.axis != "batch" && inv.axis != "pad-right" && inv.axis != "pad-left" && inv.axis != "verify")
+      n.at("axis").fail("expected batch, pad-right, pad-left or verify");
+  }
+  if (n.has("draft")) inv.draft = n.at("draft").i32();
   inv.sizes = n.at("sizes").str();
   inv.budget = n.at("budget").i64();
   inv.outputs = n.at("outputs").strings();
@@ -181,6 +194,7 @@ json invariance_baseline_to_json(const Invariance& inv) {
           {"inputs", inv.inputs},
           {"rows", inv.rows},
           {"filler", inv.filler},
+          {"axis", inv.axis},
           {"sizes", inv.sizes},
           {"budget", inv.budget},
           {"outputs", inv.outputs},

@@ -36,6 +36,9 @@ std::string worst_text(const InvarianceConfig& c) {
   if (worst == nullptr) return "";
   const std::string ulp =
       std::isfinite(worst->max_ulp) ? fmt::format("{:.0f} ULP", worst->max_ulp) : "ULP not measurable";
+  if (placement == "block")
+    return fmt::format("max abs {:.3g}, {} (block of {} tokens, its token {}, anchor {}, {})", worst->max_abs, ulp, at,
+                       worst->position, worst->anchor, worst->output);
   return fmt::format("max abs {:.3g}, {} (size {}, {}, anchor {}, {})", worst->max_abs, ulp, at, placement,
                      worst->anchor, worst->output);
 }
@@ -47,14 +50,29 @@ std::string position_text(const InvarianceConfig& c, const std::vector<int64_t>&
 }
 
 std::string warmup_text(const InvarianceConfig& c, const std::vector<int64_t>& tried) {
-  if (c.warmup_dependent.empty()) return "a second call of the same batch gives the same bits at every size tried";
-  return fmt::format("the second call of a batch differs from its first at size{} {}",
-                     c.warmup_dependent.size() == 1 ? "" : "s", sizes_text(c.warmup_dependent, tried));
+  const bool blocks = verify_blocks(c);
+  if (c.warmup_dependent.empty())
+    return blocks ? "a second call of the same block gives the same bits at every block length tried"
+                  : "a second call of the same batch gives the same bits at every size tried";
+  return fmt::format("the second call of a {} differs from its first at {}{} {}", blocks ? "block" : "batch",
+                     blocks ? "block length" : "size", c.warmup_dependent.size() == 1 ? "" : "s",
+                     sizes_text(c.warmup_dependent, tried));
 }
 
+bool verify_axis(const Invariance& inv) { return inv.axis == "verify"; }
+
+// The anchors, then the axis: what was varied around them.
 std::string head_line(const Invariance& inv) {
-  return fmt::format("{} anchor row{}, filler {}, sizes {}{}", inv.rows, inv.rows == 1 ? "" : "s", inv.filler,
-                     inv.sizes, inv.sizes == "auto" ? fmt::format(" up to {}", inv.budget) : "");
+  const std::string anchors = fmt::format("{} anchor row{}", inv.rows, inv.rows == 1 ? "" : "s");
+  if (verify_axis(inv))
+    return fmt::format(
+        "{}, axis verify: each token at its decode step and inside verify blocks of 2…{} tokens (draft {})", anchors,
+        inv.draft + 1, inv.draft);
+  const std::string padded = inv.axis == "pad-right"  ? ", axis pad: the other rows padded on the right"
+                             : inv.axis == "pad-left" ? ", axis pad: the other rows padded on the left"
+                                                      : "";
+  return fmt::format("{}, filler {}{}, sizes {}{}", anchors, inv.filler, padded, inv.sizes,
+                     inv.sizes == "auto" ? fmt::format(" up to {}", inv.budget) : "");
 }
 
 // The verdict, then what the allowlist and the baseline added (--allowlist, --baseline, compare).
@@ -105,12 +123,17 @@ void config_text(std::string& out, const InvarianceConfig& c, const Invariance& 
     return;
   }
   const std::vector<int64_t> tried = tried_sizes(c);
-  out += fmt::format("  sizes tried: {}\n", fmt::join(tried, ","));
-  out += fmt::format("  classes of identical bits: {}\n", classes_text(c.classes, tried));
-  out += fmt::format("  position: {}\n", position_text(c, tried));
+  if (verify_axis(inv)) {
+    out += fmt::format("  block lengths tried: {}\n", fmt::join(tried, ","));
+    out += fmt::format("  classes (the decode step's bits first): {}\n", classes_text(c.classes, tried));
+  } else {
+    out += fmt::format("  sizes tried: {}\n", fmt::join(tried, ","));
+    out += fmt::format("  classes of identical bits: {}\n", classes_text(c.classes, tried));
+    out += fmt::format("  position: {}\n", position_text(c, tried));
+  }
   out += fmt::format("  warm-up: {}\n", warmup_text(c, tried));
   if (const std::string w = worst_text(c); !w.empty())
-    out += fmt::format("  largest difference from batch 1: {}\n", ln(w));
+    out += fmt::format("  largest difference from {}: {}\n", verify_axis(inv) ? "the decode step" : "batch 1", ln(w));
   for (const auto& a : advice_of(c, inv)) out += fmt::format("  advice: {}\n", ln(a));
   if (c.trace) out += trace_text(*c.trace);
 }
@@ -145,6 +168,10 @@ std::string classes_text(const std::vector<SizeClass>& classes, const std::vecto
   return fmt::format("{}", fmt::join(parts, " | "));
 }
 
+bool verify_blocks(const InvarianceConfig& c) {
+  return std::any_of(c.cells.begin(), c.cells.end(), [](const auto& cell) { return cell.placement == "block"; });
+}
+
 std::vector<int64_t> tried_sizes(const InvarianceConfig& c) {
   std::set<int64_t> s;
   for (const auto& cell : c.cells) s.insert(cell.size);
@@ -158,7 +185,8 @@ std::string invariance_summary(const InvarianceConfig& c) {
   const std::string stopped = c.message.empty() ? "" : "; stopped where " + c.message;
   if (c.verdict == "invariant") return "invariant over every size and placement tried" + stopped;
   std::vector<std::string> why;
-  if (c.classes.size() > 1) why.push_back(fmt::format("{} classes of sizes", c.classes.size()));
+  if (c.classes.size() > 1)
+    why.push_back(fmt::format("{} classes of {}", c.classes.size(), verify_blocks(c) ? "block lengths" : "sizes"));
   if (!c.position_dependent.empty())
     why.push_back(fmt::format("position-dependent at {} size{}", c.position_dependent.size(),
                               c.position_dependent.size() == 1 ? "" : "s"));
@@ -253,7 +281,7 @@ std::string invariance_html_section(const Report& r, const Invariance& inv) {
         "<tr data-config=\"{}\" "
         "data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
-        esc(position_text(c, tried)), esc(warmup_text(c, tried)),
+        esc(verify_axis(inv) ? "-" : position_text(c, tried)), esc(warmup_text(c, tried)),
         esc(fmt::format("{}", fmt::join(advice_of(c, inv), " "))));
   }
   out += "</tbody></table>\n";

@@ -174,7 +174,7 @@ void check_same(const Baseline& base, const Invariance& c) {
   const Invariance& b = held(base);
   std::vector<std::string> names;
   for (const auto& k : c.configs) names.push_back(k.config);
-  check_invariance_plan(base, Device::of(c.device), c.rows, c.filler, names);  // the report's text, read back
+  check_invariance_plan(base, Device::of(c.device), c.rows, c.filler, c.axis, names);  // the report's text, read back
   if (!b.inputs.empty() && !c.inputs.empty() && b.inputs != c.inputs)
     throw InputError(fmt::format("baseline {} was made with inputs {}, not {}", base.path, fmt::join(b.inputs, ", "),
                                  fmt::join(c.inputs, ", ")));
@@ -192,7 +192,7 @@ std::string environment_note(const EnvironmentDiff& env, const std::string& devi
 }  // namespace
 
 void check_invariance_plan(const Baseline& base, const Device& device, int rows, const std::string& filler,
-                           const std::vector<std::string>& configs) {
+                           const std::string& axis, const std::vector<std::string>& configs) {
   const Invariance& b = held(base);
   if (Device::canonical(b.device) != Device::canonical(device.to_string()))
     throw InputError(fmt::format("baseline {} was made on {}, not on {}", base.path, b.device, device.to_string()));
@@ -200,6 +200,8 @@ void check_invariance_plan(const Baseline& base, const Device& device, int rows,
     throw InputError(fmt::format("baseline {} was made with {} anchor rows, not {}", base.path, b.rows, rows));
   if (b.filler != filler)
     throw InputError(fmt::format("baseline {} was made with filler {}, not {}", base.path, b.filler, filler));
+  if (b.axis != axis)
+    throw InputError(fmt::format("baseline {} was made on the {} axis, not on the {} axis", base.path, b.axis, axis));
   check_configs(base, configs);
 }
 

@@ -26,9 +26,10 @@
 namespace ra {
 
 // Before any work: throws InputError unless `base` holds an invariance audit on `device` with
-// `rows` anchor rows and `filler`, sharing a configuration with `configs`.
+// `rows` anchor rows, `filler` and `axis` ("batch", "pad-right", "pad-left", "verify"), sharing a
+// configuration with `configs`.
 void check_invariance_plan(const Baseline& base, const Device& device, int rows, const std::string& filler,
-                           const std::vector<std::string>& configs);
+                           const std::string& axis, const std::vector<std::string>& configs);
 
 // Compares `inv`, current's body, with the baseline's (see above), sets current.baseline and calls
 // report::finalize. Throws InputError when they are other experiments.

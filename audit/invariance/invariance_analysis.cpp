@@ -16,13 +16,27 @@ using report::InvarianceCell;
 using report::InvarianceConfig;
 using report::SizeClass;
 
-// The start placement's bits per size: "anchor:output:digest;" for every row, in the cell's order.
+// What puts a size in its class: the start placement's bits, "anchor:output:digest;" for every
+// row, sorted. A verify block's tokens are other tokens at every size, so a block's class is which
+// anchors' outputs got the decode step's bits at every token ("anchor:output:=" or ":≠"): the
+// blocks that agree with decode share the decode step's class.
 std::map<int64_t, std::string> start_signatures(const InvarianceConfig& c) {
   std::map<int64_t, std::string> out;
   for (const auto& cell : c.cells) {
-    if (cell.placement != "start") continue;
     std::vector<std::string> rows;
-    for (const auto& r : cell.rows) rows.push_back(fmt::format("{}:{}:{}", r.anchor, r.output, r.digest));
+    if (cell.placement == "start") {
+      for (const auto& r : cell.rows) rows.push_back(fmt::format("{}:{}:{}", r.anchor, r.output, r.digest));
+    } else if (cell.placement == "block") {
+      std::map<std::pair<int, std::string>, bool> agree;
+      for (const auto& r : cell.rows) {
+        const auto [it, fresh] = agree.emplace(std::pair{r.anchor, r.output}, r.equal);
+        if (!fresh) it->second = it->second && r.equal;
+      }
+      for (const auto& [key, same] : agree)
+        rows.push_back(fmt::format("{}:{}:{}", key.first, key.second, same ? "=" : "≠"));
+    } else {
+      continue;
+    }
     std::sort(rows.begin(), rows.end());
     out[cell.size] = fmt::format("{}", fmt::join(rows, ";"));
   }
@@ -49,7 +63,7 @@ std::vector<int64_t> position_sizes(const InvarianceConfig& c) {
       for (const auto& r : cell.rows) start[{cell.size, r.anchor, r.output}] = r.digest;
   std::set<int64_t> sizes;
   for (const auto& cell : c.cells) {
-    if (cell.placement == "start" || cell.placement == "second-call") continue;
+    if (cell.placement == "start" || cell.placement == "second-call" || cell.placement == "block") continue;
     for (const auto& r : cell.rows)
       if (const auto it = start.find({cell.size, r.anchor, r.output}); it != start.end() && it->second != r.digest)
         sizes.insert(cell.size);
@@ -172,6 +186,33 @@ std::vector<std::string> size_advice(const InvarianceConfig& c) {
   return advice;
 }
 
+// The verify axis's advice (issue 41, item 6): which block lengths gave every token the decode
+// step's bits, all of them measured (the sweep tries every length from 1 to draft+1).
+std::vector<std::string> verify_advice(const InvarianceConfig& c) {
+  const std::vector<int64_t> all = tried(c);
+  std::vector<int64_t> same = c.classes.empty() ? all : c.classes.front().sizes, other;
+  for (const int64_t b : all)
+    if (!std::binary_search(same.begin(), same.end(), b)) other.push_back(b);
+  if (other.empty())
+    return {
+        fmt::format("every verify block tried ({} tokens) gives each token the bits of the decode step that "
+                    "ends at it: speculative decoding accepts what decoding one token at a time would give",
+                    report::sizes_text(all, all))};
+  std::vector<std::string> advice{fmt::format(
+      "a verify block of {} tokens gives a token other bits than the decode step that ends at it, so speculative "
+      "decoding can accept other tokens than decoding one at a time would",
+      report::sizes_text(other, all))};
+  std::erase(same, 1);
+  if (!same.empty())
+    advice.push_back(
+        fmt::format("blocks of {} tokens were measured to give every token the decode step's bits: "
+                    "keep the draft within them, or find a switch that fixes the others",
+                    report::sizes_text(same, all)));
+  else
+    advice.push_back("no verify block tried gives every token the decode step's bits: no draft length is safe here");
+  return advice;
+}
+
 }  // namespace
 
 void nondeterministic(InvarianceConfig& c, const std::string& why) {
@@ -191,7 +232,7 @@ void analyse(InvarianceConfig& c) {
   c.warmup_dependent = warmup_sizes(c);
   const bool invariant = c.classes.size() <= 1 && c.position_dependent.empty() && c.warmup_dependent.empty();
   c.verdict = invariant ? "invariant" : "variant";
-  c.advice = size_advice(c);
+  c.advice = report::verify_blocks(c) ? verify_advice(c) : size_advice(c);
   const std::vector<int64_t> all = tried(c);
   if (!c.position_dependent.empty())
     c.advice.push_back(
@@ -200,13 +241,19 @@ void analyse(InvarianceConfig& c) {
                     report::sizes_text(c.position_dependent, all)));
   if (!c.warmup_dependent.empty())
     c.advice.push_back(
-        fmt::format("the first call of a batch differs from the second at sizes {}: call the model once per batch "
-                    "size before the results you compare",
-                    report::sizes_text(c.warmup_dependent, all)));
+        fmt::format("the first call of a {} differs from the second at sizes {}: call the model once per {} "
+                    "before the results you compare",
+                    report::verify_blocks(c) ? "block" : "batch", report::sizes_text(c.warmup_dependent, all),
+                    report::verify_blocks(c) ? "block length" : "batch size"));
 }
 
 std::string padding_advice(const InvarianceConfig& c) {
   if (c.classes.size() <= 1) return "";
+  if (report::verify_blocks(c)) {  // no padding: the block length is what the user chooses
+    std::vector<int64_t> same = c.classes.front().sizes;
+    std::erase(same, 1);
+    return same.empty() ? "" : fmt::format("verify with blocks of {} tokens", report::sizes_text(same, tried(c)));
+  }
   const std::vector<int64_t> all = tried(c);
   const bool alone = c.classes.front().sizes == std::vector<int64_t>{1};
   const std::vector<SizeClass> batched(c.classes.begin() + (alone ? 1 : 0), c.classes.end());

@@ -30,7 +30,8 @@ void nondeterministic(report::InvarianceConfig& c, const std::string& why);
 void compare_configs(std::vector<report::InvarianceConfig>& configs);
 
 // When no switch fixes `c`: the class of sizes to pad every batch to (the widest batched one), and
-// the bucketing alternative when there are more than two classes; "" with a single class.
+// the bucketing alternative when there are more than two classes; "" with a single class. For the
+// verify axis: the block lengths that gave the decode step's bits ("" when none did).
 std::string padding_advice(const report::InvarianceConfig& c);
 
 }  // namespace ra::invariance

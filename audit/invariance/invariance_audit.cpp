@@ -56,6 +56,7 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
     InvarianceRequest rq{{}, o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, own && cells.empty()};
     rq.bisect = parts[i].bisect;
     rq.trace = o.trace && own && !o.shard;
+    rq.axis = o.axis, rq.draft = o.draft;
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
     rq.spec.device = o.session.device;
@@ -151,7 +152,7 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
   return results;
 }
 
-report::InvarianceConfig config_of(const Cell& cell, const CellResult& r) {
+report::InvarianceConfig config_of(const Cell& cell, const CellResult& r, Axis axis) {
   report::InvarianceConfig c;
   c.config = cell.config.name;
   c.timing.worker_ms = r.worker_ms;
@@ -172,6 +173,11 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r) {
   }
   c.message = r.measured->stopped;  // the model failed at one size: the sizes before it are kept (exit 3)
   analyse(c);
+  if (c.verdict == "variant" && (axis == Axis::PadRight || axis == Axis::PadLeft))
+    c.advice.push_back(
+        "to tell the other rows' padding from the batch size, audit the same rows with --axis batch: at the sizes "
+        "where that is invariant, a padded neighbour is what changes a row's bits (another attention kernel for a "
+        "mask with zeros, or padded tokens that reach the row)");
   return c;
 }
 
@@ -181,8 +187,9 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   inv.model = o.model, inv.input = o.input, inv.device = o.session.device.to_string(), inv.rows = o.rows;
   inv.filler = o.filler == Filler::Random ? "random" : "input";
   inv.sizes = o.sizes_text, inv.budget = o.budget;
+  inv.axis = axis_name(o.axis), inv.draft = o.axis == Axis::Verify ? o.draft : 0;
   for (size_t i = 0; i < cells.size(); ++i) {
-    inv.configs.push_back(config_of(cells[i], results[i]));
+    inv.configs.push_back(config_of(cells[i], results[i], o.axis));
     if (results[i].measured && environment.is_null()) environment = results[i].measured->environment;
     if (!results[i].measured || !inv.kind.empty()) continue;
     const InvarianceMeasurement& m = *results[i].measured;
@@ -269,7 +276,7 @@ void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::I
     const std::vector<Cell> cells = plan_cells(o, scratch, configs, all, fmt::format("-fix{}", round++));
     const std::vector<CellResult> results = run_cells(cells, o, 1, false);
     std::vector<report::InvarianceConfig> out;
-    for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i]));
+    for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i], o.axis));
     return out;
   };
   if (o.session.progress)

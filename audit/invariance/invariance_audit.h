@@ -37,6 +37,8 @@ struct InvarianceOptions {
   std::optional<fleet::ShardOptions> shard;  // --shard: this process's sizes and configurations (invariance_shard.h)
   bool trace = false;                        // --trace: name the op (audit/invariance/invariance_trace.h)
   bool fix_search = true;                    // when the first configuration is variant (invariance_fix.h)
+  Axis axis = Axis::Batch;                   // --axis, --pad-others (invariance_protocol.h)
+  int draft = 4;                             // --draft: verify blocks of 2…draft+1 tokens
 };
 
 // Throws UsageError or InputError (one line) for what stops the audit before any report.

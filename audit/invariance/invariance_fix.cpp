@@ -100,6 +100,8 @@ std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, con
   const std::string none = tried.empty()
                                ? fmt::format("no candidate switch can change it on {}", device.type())
                                : fmt::format("no switch tried ({}) makes it invariant", fmt::join(tried, ", "));
+  if (report::verify_blocks(from))
+    return pad.empty() ? none + ": no verify block length tried is safe here" : none + ": " + pad;
   return pad.empty() ? none + ": keep each row at the same place in the batch and warm each batch size up"
                      : none + ": padding or bucketing to one class is the fix: " + pad;
 }

@@ -4,8 +4,29 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <stdexcept>
 
 namespace ra {
+
+std::string axis_name(Axis a) {
+  switch (a) {
+    case Axis::Batch:
+      return "batch";
+    case Axis::PadRight:
+      return "pad-right";
+    case Axis::PadLeft:
+      return "pad-left";
+    case Axis::Verify:
+      return "verify";
+  }
+  return "batch";
+}
+
+std::optional<Axis> axis_named(const std::string& name) {
+  for (const Axis a : {Axis::Batch, Axis::PadRight, Axis::PadLeft, Axis::Verify})
+    if (axis_name(a) == name) return a;
+  return std::nullopt;
+}
 
 nlohmann::json to_json(const InvarianceRequest& r) {
   return {{"spec", to_json(r.spec)},
@@ -16,7 +37,9 @@ nlohmann::json to_json(const InvarianceRequest& r) {
           {"batch_dims", r.batch_dims},
           {"fingerprint", r.fingerprint},
           {"bisect", r.bisect},
-          {"trace", r.trace}};
+          {"trace", r.trace},
+          {"axis", axis_name(r.axis)},
+          {"draft", r.draft}};
 }
 
 InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
@@ -30,6 +53,10 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
   r.fingerprint = j.at("fingerprint").get<bool>();
   r.bisect = j.value("bisect", false);
   r.trace = j.at("trace").get<bool>();
+  const auto axis = axis_named(j.value("axis", std::string("batch")));
+  if (!axis) throw std::invalid_argument("unknown axis " + j.value("axis", std::string()));
+  r.axis = *axis;
+  r.draft = j.value("draft", 4);
   return r;
 }
 

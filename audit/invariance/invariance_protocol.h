@@ -21,6 +21,17 @@ namespace ra {
 
 enum class Filler { Input, Random };
 
+// What varies around an anchor row (issue 41, item 6: what serving engines test):
+//   Batch   the batch size and the row's place in it (the default);
+//   Pad     the same, with the other rows padded to shorter lengths on one side (their
+//           attention_mask 0 there): does another row's padding reach this row's bits?
+//   Verify  the sequence: is a token's output the same when the call ends at it (the decode step of
+//           a model without a KV cache) as inside a block of k+1 tokens (speculative decoding's
+//           verify pass), for k = 1…draft?
+enum class Axis { Batch, PadRight, PadLeft, Verify };
+std::string axis_name(Axis a);  // "batch", "pad-right", "pad-left", "verify"
+std::optional<Axis> axis_named(const std::string& name);
+
 // What to sweep. `sizes` empty means auto: 1…9, then powers of two and their ±1 up to `budget`,
 // then bisection between neighbouring sizes whose bits disagree.
 struct InvarianceRequest {
@@ -33,6 +44,8 @@ struct InvarianceRequest {
   bool fingerprint = false;         // read the environment fingerprint (the worker then loads CUDA's half)
   bool bisect = false;              // bisect between `sizes` too, as auto does (a shard of auto: invariance_shard.h)
   bool trace = false;               // --trace: name the op (worker/invariance/row_trace.h)
+  Axis axis = Axis::Batch;
+  int draft = 4;  // Verify: the most draft tokens k a verify block holds (blocks of 2…draft+1 tokens)
 };
 
 // What a worker measured.

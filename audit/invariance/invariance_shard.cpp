@@ -150,6 +150,7 @@ nlohmann::ordered_json invariance_plan(const InvarianceOptions& o) {
   plan["input"] = file_digest(o.input, "input");
   plan["rows"] = o.rows;
   plan["filler"] = o.filler == Filler::Random ? "random" : "input";
+  plan["axis"] = axis_name(o.axis);
   plan["sizes"] = o.sizes_text;
   plan["budget"] = o.budget;
   plan["batch_dims"] = o.batch_dims;

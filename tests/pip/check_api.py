@@ -47,6 +47,23 @@ check((len(r.classes) > 1) == python_variant, f"invariance: classes {r.classes} 
 check(r.first_op is not None and r.first_op.op.startswith("aten::") if python_variant else r.first_op is None,
       f"invariance --trace: the first differing op ({r.first_op})")
 
+# The pad axis through the API: the other rows padded through the model's attention_mask.
+class Masked(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 16)
+
+    def forward(self, input_ids, attention_mask):
+        return self.emb(input_ids) * attention_mask.unsqueeze(-1).float()
+
+
+ids = torch.randint(1, 50, (6, 8))
+r = repro_audit.invariance(Masked(), (ids, torch.ones_like(ids)), sizes=[1, 2, 3], pad_others="left", fix_search=False,
+                           trace=False)
+check(r.exit_code == 0 and r.report["invariance"]["axis"] == "pad-left",
+      f"invariance pad_others='left': the pad axis, invariant (an embedding row is its own): exit {r.exit_code}, "
+      f"axis {r.report['invariance'].get('axis')}")
+
 # exec: a command compared by what it prints.
 r = repro_audit.exec([sys.executable, "-c", "print('loss 0.25')"], metrics={"loss": r"loss ([0-9.]+)"},
                      configs="default", repeats=2)

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -142,6 +143,80 @@ TEST_CASE("invariance_to_json: read back as written, and finalize's exit code") 
   CHECK(ra::report::render_text(back) == ra::report::render_text(r));
   CHECK(std::get<ra::report::Invariance>(back.body).configs[0].classes.size() == 2);
   CHECK(std::get<ra::report::Invariance>(back.body).configs[0].cells[2].rows[0].max_ulp == 2.0);
+}
+
+// A verify sweep of blocks 1…4: block b holds tokens 0…b-1, each equal to its decode step unless
+// `differs` names (b, token).
+InvarianceConfig verify_sweep(const std::vector<std::pair<int64_t, int64_t>>& differs) {
+  InvarianceConfig c;
+  c.config = "default";
+  for (int64_t b = 1; b <= 4; ++b) {
+    InvarianceCell block{b, "block", {}};
+    for (int64_t j = 0; j < b; ++j) {
+      const bool equal = std::find(differs.begin(), differs.end(), std::pair{b, j}) == differs.end();
+      block.rows.push_back({0, "output/logits", j, equal ? "d" : "x", equal, equal ? 0.0 : 1e-7, equal ? 0.0 : 3.0});
+    }
+    c.cells.push_back(std::move(block));
+  }
+  return c;
+}
+
+TEST_CASE("analyse: verify blocks are classed by whether every token got the decode step's bits") {
+  InvarianceConfig same = verify_sweep({});
+  ra::invariance::analyse(same);
+  CHECK(same.verdict == "invariant");
+  REQUIRE(same.classes.size() == 1);
+  CHECK(same.classes[0].sizes == std::vector<int64_t>{1, 2, 3, 4});
+  CHECK(same.advice.front().find("speculative decoding accepts") != std::string::npos);
+  CHECK(same.position_dependent.empty());  // a block's tokens are not places in a batch
+
+  InvarianceConfig late = verify_sweep({{3, 1}, {4, 0}, {4, 2}});
+  ra::invariance::analyse(late);
+  CHECK(late.verdict == "variant");
+  REQUIRE(late.classes.size() == 2);
+  CHECK(late.classes[0].sizes == std::vector<int64_t>{1, 2});
+  CHECK(late.classes[1].sizes == std::vector<int64_t>{3, 4});
+  CHECK(late.advice[0].find("a verify block of 3,4 tokens") != std::string::npos);
+  CHECK(late.advice[1].find("blocks of 2 tokens were measured") != std::string::npos);
+  CHECK(ra::invariance::padding_advice(late) == "verify with blocks of 2 tokens");
+  CHECK(ra::report::invariance_summary(late) == "variant: 2 classes of block lengths");
+  // The per-output classes a baseline keeps are the same grouping.
+  const auto outputs = ra::report::output_classes(late);
+  REQUIRE(outputs.size() == 1);
+  CHECK(outputs[0].classes.size() == 2);
+  CHECK(outputs[0].classes[1].sizes == std::vector<int64_t>{3, 4});
+
+  InvarianceConfig all = verify_sweep({{2, 0}, {3, 0}, {4, 0}});
+  ra::invariance::analyse(all);
+  CHECK(all.advice[1].find("no draft length is safe") != std::string::npos);
+  CHECK(ra::invariance::padding_advice(all).empty());
+}
+
+TEST_CASE("invariance_to_json: the axis and draft are read back; a report without them swept the batch") {
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.command = {"repro-audit", "invariance", "m.pt2", "--axis", "verify"};
+  ra::report::Invariance inv;
+  inv.model = "m.pt2", inv.kind = "a torch.export archive", inv.device = "cpu", inv.input = "rows.pt";
+  inv.outputs = {"output/logits"};
+  inv.control = {true, "passed"};
+  inv.axis = "verify", inv.draft = 3;
+  InvarianceConfig c = verify_sweep({{4, 0}});
+  ra::invariance::analyse(c);
+  inv.configs = {c};
+  r.body = inv;
+  ra::report::finalize(r);
+  auto j = ra::report::to_json(r);
+  const auto back = ra::report::report_from_json(j);
+  CHECK(std::get<ra::report::Invariance>(back.body).axis == "verify");
+  CHECK(std::get<ra::report::Invariance>(back.body).draft == 3);
+  CHECK(ra::report::render_text(back) == ra::report::render_text(r));
+  CHECK(ra::report::render_text(r).find("block lengths tried: 1,2,3,4") != std::string::npos);
+  j["invariance"].erase("axis");
+  j["invariance"].erase("draft");
+  CHECK(std::get<ra::report::Invariance>(ra::report::report_from_json(j).body).axis == "batch");
+  j["invariance"]["axis"] = "sideways";
+  CHECK_THROWS(ra::report::report_from_json(j));
 }
 
 TEST_CASE("nondeterministic: no classes and no padding advice; finalize exits 1") {

@@ -114,6 +114,51 @@ BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int
   return b;
 }
 
+void pad_fillers(BatchRows& b, const std::vector<std::string>& names, bool left) {
+  const auto index = [&](const char* name) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    const auto i = static_cast<size_t>(it - names.begin());
+    return it == names.end() || i >= b.dims.size() || b.dims[i] < 0 ? -1 : static_cast<int64_t>(i);
+  };
+  const int64_t mask = index("attention_mask"), ids = index("input_ids"), positions = index("position_ids");
+  if (mask < 0)
+    throw TrialInputError(fmt::format(
+        "--pad-others pads the other rows through the model's attention_mask, and the model has no batched input of "
+        "that name (its inputs: {}): export it with one (share/export_hf.py --mask)",
+        names.empty() ? "unnamed" : fmt::format("{}", fmt::join(names, ", "))));
+  const at::Tensor& m = b.pools[static_cast<size_t>(mask)];
+  if (b.dims[static_cast<size_t>(mask)] != 0 || m.dim() != 2 || m.size(1) < 2)
+    throw TrialInputError(
+        fmt::format("--pad-others needs attention_mask shaped [batch x sequence] with 2 or more "
+                    "tokens, the batch at dim 0; it is {}",
+                    describe(m)));
+  const int64_t length = m.size(1), base = m.size(0), count = static_cast<int64_t>(b.fillers.size());
+  // The padded copies' masks: row t keeps `kept` tokens on the unpadded side.
+  at::Tensor kept_mask = at::ones({count, length}, m.options());
+  for (int64_t t = 0; t < count; ++t) {
+    const int64_t kept = length - 1 - t % (length - 1), pad = length - kept;
+    kept_mask[t].narrow(0, left ? 0 : kept, pad).zero_();
+  }
+  const at::Tensor rows = at::tensor(b.fillers, at::TensorOptions().dtype(at::kLong)).to(m.device());
+  for (size_t i = 0; i < b.pools.size(); ++i) {
+    if (b.dims[i] < 0) continue;
+    at::Tensor copy = b.pools[i].index_select(b.dims[i], rows).clone();
+    const auto here = static_cast<int64_t>(i);
+    if (here == mask) copy = copy * kept_mask;
+    if (here == ids && copy.dim() == 2) copy.masked_fill_(kept_mask.to(at::kBool).logical_not(), 0);
+    if (here == positions && copy.dim() == 2)
+      copy = (kept_mask.to(at::kLong).cumsum(1) - 1).clamp_min(0).to(copy.scalar_type());
+    b.pools[i] = at::cat({b.pools[i], copy}, b.dims[i]);
+  }
+  for (int64_t t = 0; t < count; ++t) b.fillers[static_cast<size_t>(t)] = base + t;
+  b.notes.push_back(fmt::format(
+      "the filler rows are padded on the {}: filler t keeps {}-(t mod {}) of its {} tokens, and its {} 0 on the "
+      "padded side{}; the anchors are not padded",
+      left ? "left" : "right", length - 1, length - 1, length,
+      ids >= 0 ? "attention_mask and input_ids are" : "attention_mask is",
+      positions >= 0 ? "; its position_ids count from its first real token" : ""));
+}
+
 std::vector<c10::IValue> make_batch(const BatchRows& b, const std::vector<int64_t>& rows, const c10::Device& device) {
   const at::Tensor index = at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(device);
   std::vector<c10::IValue> args;

@@ -35,6 +35,15 @@ struct BatchRows {
 BatchRows split_rows(const InvarianceRequest& request, const targets::Inputs& in, int64_t max_size,
                      const c10::Device& device);
 
+// --axis pad-right / pad-left (issue 41, item 6): the filler rows become padded copies of
+// themselves, appended to the pools, so that the anchors (which may also fill) stay whole. Filler
+// t keeps S-1-(t mod (S-1)) of its S tokens (S-1, S-2, …, 1, then again); on the padded side its
+// attention_mask is 0, its input_ids 0 (when the model has that input), and its position_ids, when
+// the model takes them, count from its first real token, as transformers' generate() makes them.
+// `names` are the model's input names. Throws TrialInputError when no input is named
+// attention_mask, or it is not [batch x sequence] with sequences of 2 or more.
+void pad_fillers(BatchRows& b, const std::vector<std::string>& names, bool left);
+
 // The model's arguments for a batch whose row j is pool row `rows[j]`.
 std::vector<c10::IValue> make_batch(const BatchRows& b, const std::vector<int64_t>& rows, const c10::Device& device);
 

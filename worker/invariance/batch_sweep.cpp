@@ -8,7 +8,9 @@
 #include "worker/digest/digest.h"
 #include "worker/digest/tensor_stats.h"
 #include "worker/invariance/batch_rows.h"
+#include "worker/invariance/negative_control.h"
 #include "worker/invariance/row_trace.h"
+#include "worker/invariance/verify_sweep.h"
 #include "worker/runtime/child_support.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/switches.h"
@@ -52,9 +54,9 @@ struct ModelFailure : TrialInputError {
 using Placement = std::vector<std::pair<int, int64_t>>;
 
 int placement_index(const std::string& p) {
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < 6; ++i)
     if (p == report::kPlacements[i]) return i;
-  return 5;
+  return 6;
 }
 
 // The sweep's progress file (SweepProgress): rewritten whole as each size starts and ends, so that
@@ -380,48 +382,12 @@ std::string Sweep::signature(int64_t m) const {
   return s + (position ? "|position" : "") + (warmup ? "|warm-up" : "");
 }
 
-at::ScalarType bits_type(const at::Tensor& t) {
-  switch (t.element_size()) {
-    case 1:
-      return at::kByte;
-    case 2:
-      return at::kShort;
-    case 4:
-      return at::kInt;
-    default:
-      return at::kLong;
-  }
-}
-
-// torch.mm's row 0 alone and inside a batch of 64 on this device: what its library does here.
-std::string mm_evidence(const c10::Device& device) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(0x30);
-  const at::Tensor a = at::randn({64, 256}, gen).to(device), b = at::randn({256, 256}, gen).to(device);
-  const at::Tensor batched = at::mm(a, b).select(0, 0), alone = at::mm(a.narrow(0, 0, 1), b).select(0, 0);
-  if (digest(batched) == digest(alone))
-    return fmt::format("torch.mm gives row 0 the same bits alone and in a batch of 64 on {}", device.str());
-  const report::DivergenceStats s = tensor_difference(alone, batched);
-  return fmt::format("torch.mm gives row 0 other bits in a batch of 64 than alone on {} (max abs {:.3g})", device.str(),
-                     s.max_abs_diff);
-}
-
-// The comparison must see a one-bit change: a copy of the first reference slice with the lowest bit
-// of its first element flipped, on the model's device.
+// The comparison must see a one-bit change: the first compared output's first reference slice.
 report::NegativeControl Sweep::control() const {
   size_t out = 0;
   while (out < excluded_.size() && !excluded_[out].empty()) ++out;
   const Slice& ref = reference_.front()[out];
-  at::Tensor copy = ref.t.clone().contiguous();
-  copy.view(bits_type(copy)).flatten().narrow(0, 0, 1).bitwise_xor_(1);
-  const std::string d = digest(copy);
-  const report::DivergenceStats s = tensor_difference(ref.t, copy);
-  report::NegativeControl c;
-  c.detected = d != ref.digest && s.differing == 1;
-  c.evidence =
-      fmt::format("{}: a copy of anchor 0's {} slice with its lowest bit flipped on {} {} ({} element differs); {}",
-                  c.detected ? "passed" : "FAILED", names_[out], device_.str(),
-                  d != ref.digest ? "gets another digest" : "gets the same digest", s.differing, mm_evidence(device_));
-  return c;
+  return negative_control(ref.t, ref.digest, names_[out], device_);
 }
 
 void Sweep::fill(InvarianceMeasurement& m) const {
@@ -522,6 +488,26 @@ std::vector<std::string> named(std::vector<std::string> descriptions, const std:
   return descriptions;
 }
 
+// --axis verify (verify_sweep.h): the block lengths in place of the batch sizes; --trace follows a
+// batch, so it names no op here.
+InvarianceMeasurement verify_measurement(const InvarianceRequest& request, targets::Target& target,
+                                         const BatchRows& rows, const c10::Device& device,
+                                         const std::string& progress_path, InvarianceMeasurement& m) {
+  std::vector<int64_t> blocks;
+  for (int64_t b = 1; b <= request.draft + 1; ++b) blocks.push_back(b);
+  ProgressFile progress(progress_path, blocks);
+  const double t0 = now_ms();
+  {
+    c10::InferenceMode guard;
+    sweep_verify(target, rows, request, device, m,
+                 [&](int64_t tokens, bool starting) { starting ? progress.start(tokens) : progress.end(tokens); });
+  }
+  m.sweep_ms = now_ms() - t0;
+  if (request.trace)
+    m.trace = not_traced("--trace follows a row through a batch; on the verify axis it names no op yet");
+  return std::move(m);
+}
+
 InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const std::string& scratch,
                                         const std::string& progress_path) {
   InvarianceMeasurement m;
@@ -544,7 +530,10 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   check_dynamic_batch(spec, *target, rows);
   (void)target->check();
   m.inputs = named(rows.descriptions, target->input_names());
+  if (request.axis == Axis::PadRight || request.axis == Axis::PadLeft)
+    pad_fillers(rows, target->input_names(), request.axis == Axis::PadLeft);
   m.notes = rows.notes;
+  if (request.axis == Axis::Verify) return verify_measurement(request, *target, rows, device, progress_path, m);
   Sweep sweep(*target, std::move(rows), device);
   ProgressFile progress(progress_path, sizes);
   const double t0 = now_ms();

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+# What serving engines test, checked against Python (issue 41, item 6):
+#   * --axis verify: a Llama-style model and a GPT-2 from tiny configs, exported by
+#     share/export_hf.py with a dynamic batch and sequence and with attention_mask and position_ids
+#     (--mask). For every anchor, block of k+1 tokens and token in it, the report's "equal" is what
+#     Python finds comparing that token's logits in the block with the decode step that ends at it
+#     (one thread; Llama has blocks that differ there, so the test sees both answers);
+#   * --axis pad / --pad-others right|left: a model that takes SDPA's causal kernel when no row is
+#     padded and a masked softmax when one is (as attention code does for a mask with zeros). The
+#     batch axis calls it invariant; padding the other rows makes every batch with a padded
+#     neighbour another class, on either side, and each size's "equal" is Python's for the batch
+#     the report describes (the filler rows padded as its note says). The HF exports agree too;
+#   * one line and the documented exit for what cannot be done: --pad-others on a model without an
+#     attention_mask, --axis verify on an archive with a fixed sequence or rows too short for the
+#     draft (exit 3); --draft without --axis verify, --sizes or --shard with it, --pad-others with
+#     another axis (exit 2);
+#   * the axis is named in every format, and a baseline of one axis is refused for another.
+#
+# usage: test_invariance_serving.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
+import json
+import os
+import subprocess
+import sys
+
+from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker
+
+binary, source, work = arguments()
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import transformers
+    import transformers.modeling_outputs  # registers the output classes with pytree, for torch.export.load
+except ImportError as e:
+    print(f"FAIL: {e}: ./dev setup installs transformers into the venv (a test package)")
+    sys.exit(1)
+
+fresh_folder(work)
+jit_as_the_worker(torch)
+torch.set_num_threads(1)
+ENV = dict(os.environ, OMP_NUM_THREADS="1")
+transformers.logging.set_verbosity_error()
+ROWS, DRAFT = 2, 4
+
+
+def invariance(model, rows_file, name, *extra):
+    report = work / f"{name}.json"
+    cmd = [binary, "invariance", str(model), "--input", str(rows_file), "--rows", str(ROWS), "--no-fix-search",
+           "--report", str(report), *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+    doc = json.loads(report.read_text()) if report.exists() else None
+    return p, doc
+
+
+def cells(doc, placement):
+    return {c["size"]: c["rows"] for c in doc["invariance"]["configs"][0]["cells"] if c["placement"] == placement}
+
+
+# --- the HF models, exported with a mask and dynamic dims ---
+def export_hf(name, model):
+    folder = work / name
+    model.save_pretrained(str(folder))
+    pt2 = work / f"{name}.pt2"
+    p = subprocess.run([sys.executable, str(source / "share" / "export_hf.py"), str(folder), str(pt2), "--batch-dim",
+                        "dynamic", "--seq-dim", "dynamic", "--mask", "--seq", "12"], capture_output=True, text=True,
+                       env=ENV)
+    check(p.returncode == 0 and pt2.exists(), f"{name}: export_hf.py: exit {p.returncode}: {p.stderr[-800:]}")
+    return pt2
+
+
+torch.manual_seed(0)
+llama = transformers.LlamaForCausalLM(
+    transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+gpt2 = transformers.GPT2LMHeadModel(
+    transformers.GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=100, n_positions=64, bos_token_id=0,
+                            eos_token_id=0))
+exported = {"llama": export_hf("llama", llama), "gpt2": export_hf("gpt2", gpt2)}
+if failures:
+    sys.exit(1)
+
+g = torch.Generator().manual_seed(3)
+ids = torch.randint(1, 90, (6, 12), generator=g)
+mask = torch.ones_like(ids)
+positions = torch.arange(12).expand(6, 12).contiguous()
+hf_rows = work / "hf_rows.pt"
+torch.save((ids, mask, positions), str(hf_rows))
+
+
+def python_verify(module):
+    """[anchor][k-1][j]: token L-1+j's logits in the block of k+1 tokens equal its decode step's."""
+    S = ids.shape[1]
+    L = S - DRAFT
+    out = []
+    for a in range(ROWS):
+        def call(n):
+            return module(input_ids=ids[a:a + 1, :n], attention_mask=mask[a:a + 1, :n],
+                          position_ids=positions[a:a + 1, :n]).logits[0]
+        decode = [call(L + j)[L + j - 1] for j in range(DRAFT + 1)]
+        out.append([[torch.equal(call(L + k)[L - 1 + j], decode[j]) for j in range(k + 1)]
+                    for k in range(1, DRAFT + 1)])
+    return out
+
+
+differing_blocks = 0
+for name, pt2 in exported.items():
+    p, doc = invariance(pt2, hf_rows, f"{name}_verify", "--axis", "verify")
+    check(p.returncode in (0, 1) and doc is not None, f"{name} --axis verify: exit {p.returncode}: {p.stderr[-600:]}")
+    if doc is None:
+        continue
+    inv = doc["invariance"]
+    check(inv["axis"] == "verify" and inv["draft"] == DRAFT, f"{name}: the report names the axis: {inv.get('axis')}")
+    want = python_verify(torch.export.load(str(pt2)).module())
+    blocks = cells(doc, "block")
+    check(sorted(blocks) == list(range(1, DRAFT + 2)), f"{name}: blocks of 1…{DRAFT + 1} tokens: {sorted(blocks)}")
+    for k in range(1, DRAFT + 1):
+        got = [[None] * (k + 1) for _ in range(ROWS)]
+        for r in blocks.get(k + 1, []):
+            if r["output"] == "output/logits":
+                got[r["anchor"]][r["position"]] = r["equal"]
+        for a in range(ROWS):
+            check(got[a] == want[a][k - 1],
+                  f"{name}: anchor {a}, block of {k + 1}: the tool says {got[a]}, Python {want[a][k - 1]}")
+            differing_blocks += not all(want[a][k - 1])
+    variant = any(not all(b) for a in want for b in a)
+    check((doc["exit_code"] == 1) == variant and (p.returncode == 1) == variant,
+          f"{name}: exit {p.returncode} for a model Python finds {'variant' if variant else 'invariant'}")
+    check(("verify block" in p.stdout) and ("axis verify" in p.stdout), f"{name}: the text says the axis:\n{p.stdout}")
+    print(f"{name} --axis verify: agrees with Python ({'variant' if variant else 'invariant'})", flush=True)
+check(differing_blocks > 0, "some verify block differs from decode in Python (else the test could not fail)")
+
+
+# --- a model whose row changes when another row is padded ---
+class PadSwitch(nn.Module):
+    """SDPA's causal kernel when no row is padded, a masked softmax when one is."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.emb = nn.Parameter(torch.randn(50, 32, generator=g))
+        self.qkv = nn.Parameter(torch.randn(32, 96, generator=g) / 6)
+        self.out = nn.Parameter(torch.randn(32, 50, generator=g) / 6)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        h = self.emb[input_ids]
+        q, k, v = (h @ self.qkv).split(32, dim=-1)
+        s = input_ids.shape[1]
+        if bool((attention_mask == 0).any()):
+            causal = torch.ones(s, s, dtype=torch.bool).tril()
+            keep = causal[None] & (attention_mask[:, None, :] != 0)
+            w = (q @ k.transpose(1, 2) / (32 ** 0.5)).masked_fill(keep.logical_not(), float("-inf")).softmax(-1)
+            a = w @ v
+        else:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return a @ self.out
+
+
+class NoMask(nn.Module):
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return input_ids.float() * 2.0
+
+
+padswitch = work / "padswitch.pt"
+torch.jit.script(PadSwitch()).save(str(padswitch))
+toy = torch.jit.load(str(padswitch))
+toy_ids = torch.randint(1, 50, (6, 12), generator=torch.Generator().manual_seed(5))
+toy_rows = work / "toy_rows.pt"
+torch.save((toy_ids, torch.ones_like(toy_ids)), str(toy_rows))
+SIZES = [1, 2, 3, 5, 8]
+
+
+def padded_batch(tokens, masks, size, left, extra=None):
+    """The start batch of `size` as the report's note describes it: the anchors first, then filler
+    t = j mod F (the input's rows after the anchors), keeping S-1-(t mod (S-1)) tokens."""
+    n, S = tokens.shape
+    fillers = list(range(ROWS, n))
+    rows, m, extras = [], [], []
+    for j in range(size):
+        if j < ROWS:
+            rows.append(tokens[j].clone()), m.append(masks[j].clone())
+            extras.append(extra[j].clone() if extra is not None else None)
+            continue
+        t = j % len(fillers)
+        kept = S - 1 - t % (S - 1)
+        keep = torch.ones(S, dtype=masks.dtype)
+        if left:
+            keep[:S - kept] = 0
+        else:
+            keep[kept:] = 0
+        row = tokens[fillers[t]].clone()
+        row[keep == 0] = 0
+        rows.append(row), m.append(keep)
+        extras.append((keep.cumsum(0) - 1).clamp(min=0) if extra is not None else None)
+    batch = [torch.stack(rows), torch.stack(m)]
+    if extra is not None:
+        batch.append(torch.stack(extras))
+    return batch
+
+
+def python_pad(call, tokens, masks, left, extra=None):
+    """{size: [anchor equal to alone]} for the start placement."""
+    alone = [call(*[x[a:a + 1] for x in ([tokens, masks] + ([extra] if extra is not None else []))])[0]
+             for a in range(ROWS)]
+    return {m: [True] * ROWS if m == 1 else
+            [torch.equal(call(*padded_batch(tokens, masks, m, left, extra))[a], alone[a]) for a in range(ROWS)]
+            for m in SIZES}
+
+
+def tool_pad(doc, output):
+    start = cells(doc, "start")
+    return {m: [r["equal"] for r in sorted(start[m], key=lambda r: r["anchor"]) if r["output"] == output]
+            for m in SIZES}
+
+
+sizes = ",".join(map(str, SIZES))
+p, doc = invariance(padswitch, toy_rows, "toy_batch", "--sizes", sizes)
+check(p.returncode == 0, f"the pad-switching model is invariant on the batch axis: exit {p.returncode}\n{p.stdout}")
+for side in ("right", "left"):
+    left = side == "left"
+    p, doc = invariance(padswitch, toy_rows, f"toy_pad_{side}", "--pad-others", side, "--sizes", sizes)
+    check(p.returncode == 1 and doc is not None, f"--pad-others {side}: variant, exit 1: {p.returncode}\n{p.stderr}")
+    if doc is None:
+        continue
+    want = python_pad(lambda i, m: toy(i, m), toy_ids, torch.ones_like(toy_ids), left)
+    got = tool_pad(doc, "output")
+    check(got == want, f"--pad-others {side}: the tool's start cells {got}, Python's {want}")
+    check(any(not all(v) for v in want.values()), f"--pad-others {side}: Python sees padding change a row")
+    check(doc["invariance"]["axis"] == f"pad-{side}", f"the axis is pad-{side}: {doc['invariance']['axis']}")
+    check(f"padded on the {side}" in p.stdout and "--axis batch" in p.stdout,
+          f"--pad-others {side}: the text names the side and how to tell padding from batch size:\n{p.stdout}")
+    print(f"--pad-others {side}: agrees with Python: {want}", flush=True)
+
+for name, pt2 in exported.items():
+    p, doc = invariance(pt2, hf_rows, f"{name}_pad", "--axis", "pad", "--sizes", sizes)
+    check(p.returncode in (0, 1) and doc is not None, f"{name} --axis pad: exit {p.returncode}: {p.stderr[-600:]}")
+    if doc is None:
+        continue
+    module = torch.export.load(str(pt2)).module()
+    want = python_pad(lambda i, m, pos: module(input_ids=i, attention_mask=m, position_ids=pos).logits, ids, mask,
+                      False, positions)
+    check(tool_pad(doc, "output/logits") == want, f"{name} --axis pad: {tool_pad(doc, 'output/logits')} vs {want}")
+    print(f"{name} --axis pad: agrees with Python", flush=True)
+
+# --- every format names the axis; a baseline of one axis is not another's ---
+base = work / "verify.baseline.json"
+p, doc = invariance(exported["llama"], hf_rows, "formats", "--axis", "verify", "--save-baseline", str(base),
+                    "--markdown", str(work / "v.md"), "--html", str(work / "v.html"), "--junit", str(work / "v.xml"))
+for f in ("v.md", "v.html"):
+    text = (work / f).read_text() if (work / f).exists() else ""
+    check("axis verify" in text and "verify blocks of 2…5 tokens" in text, f"{f} names the verify axis")
+check((work / "v.xml").exists(), "the JUnit file is written")
+p, doc = invariance(exported["llama"], hf_rows, "baseline_other_axis", "--baseline", str(base))
+err = p.stderr.strip()
+check(p.returncode == 3 and "verify axis" in err and "batch axis" in err and len(err.splitlines()) == 1,
+      f"a verify baseline for a batch run: one line, exit 3: exit {p.returncode}: {err}")
+p, doc = invariance(exported["llama"], hf_rows, "baseline_same_axis", "--axis", "verify", "--baseline", str(base))
+check(p.returncode in (0, 1) and doc is not None and doc.get("baseline") is not None,
+      f"a verify baseline for a verify run compares: exit {p.returncode}: {p.stderr[-400:]}")
+
+# --- what cannot be done: one line, the documented exit ---
+nomask = work / "nomask.pt"
+torch.jit.script(NoMask()).save(str(nomask))
+static = work / "llama_static.pt2"
+llama_dir = work / "llama"
+q = subprocess.run([sys.executable, str(source / "share" / "export_hf.py"), str(llama_dir), str(static), "--batch-dim",
+                    "dynamic", "--mask", "--seq", "12"], capture_output=True, text=True, env=ENV)
+check(q.returncode == 0, f"the fixed-sequence export: {q.stderr[-400:]}")
+ids_only = work / "ids_only.pt"
+torch.save(toy_ids, str(ids_only))
+for name, model, rows_file, extra, code, words in [
+        ("no_mask", nomask, ids_only, ["--pad-others", "left"], 3, "attention_mask"),
+        ("static_sequence", static, hf_rows, ["--axis", "verify"], 3, "--seq-dim dynamic"),
+        ("draft_too_long", exported["llama"], hf_rows, ["--axis", "verify", "--draft", "12"], 3, "more than 12 tokens"),
+        ("draft_elsewhere", padswitch, toy_rows, ["--draft", "2"], 2, "--axis verify"),
+        ("verify_sizes", padswitch, toy_rows, ["--axis", "verify", "--sizes", "1,2"], 2, "--draft"),
+        ("verify_shard", padswitch, toy_rows, ["--axis", "verify", "--shard", "1/2"], 2, "without --shard"),
+        ("pad_verify", padswitch, toy_rows, ["--axis", "verify", "--pad-others", "left"], 2, "--axis pad")]:
+    p, doc = invariance(model, rows_file, name, *extra)
+    err = p.stderr.strip()
+    check(p.returncode == code and words in err and len(err.splitlines()) == 1 and not (work / f"{name}.json").exists(),
+          f"{name}: one line with '{words}', exit {code}, no report: exit {p.returncode}: {err[-600:]}")
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("ok")
