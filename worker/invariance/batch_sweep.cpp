@@ -493,8 +493,10 @@ std::vector<std::string> named(std::vector<std::string> descriptions, const std:
 InvarianceMeasurement verify_measurement(const InvarianceRequest& request, targets::Target& target,
                                          const BatchRows& rows, const c10::Device& device,
                                          const std::string& progress_path, InvarianceMeasurement& m) {
-  std::vector<int64_t> blocks;
-  for (int64_t b = 1; b <= request.draft + 1; ++b) blocks.push_back(b);
+  std::vector<int64_t> blocks{1};  // the decode steps, then the blocks sweep_verify measures
+  for (int64_t b = 2; b <= request.draft + 1; ++b)
+    if (request.sizes.empty() || std::binary_search(request.sizes.begin(), request.sizes.end(), b))
+      blocks.push_back(b);
   ProgressFile progress(progress_path, blocks);
   const double t0 = now_ms();
   {
