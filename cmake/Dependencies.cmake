@@ -1,26 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Every dependency, found with a minimum version. LibTorch comes from the pinned torch wheel
 # (CMAKE_PREFIX_PATH=torch.utils.cmake_prefix_path, which ./dev passes); the rest from Debian.
-find_package(CLI11 2.1 REQUIRED)
-find_package(nlohmann_json 3.11 REQUIRED)
-find_package(fmt 9 REQUIRED)
-find_package(spdlog 1.10 REQUIRED)
-if(RA_TESTS)
-  find_package(doctest 2.4 REQUIRED)
-endif()
-find_package(Threads REQUIRED)
-include(${CMAKE_CURRENT_LIST_DIR}/Re2.cmake)  # re2::re2, for exec's --metric matcher
-
-# Our binaries find LibTorch through DT_RPATH, not DT_RUNPATH: LD_LIBRARY_PATH naming another torch
-# (a second venv, a LibTorch archive) cannot then slip other libraries under a worker built against
-# this one. A moved or replaced environment is still caught: the worker compares the torch it
-# loaded with the one it was built against (worker/runtime/fingerprint.h), and the front names a
-# worker the loader could not start (audit/trial/worker.h).
-add_link_options(LINKER:--disable-new-dtags)
-
-if(RA_FRONT_ONLY)  # the front alone: no torch, no CUDA (CMakeLists.txt)
-  return()
-endif()
 # Naming an architecture list skips torch's GPU-detection try_run, which needs a GPU and a CUDA
 # dialect the host compiler settings do not give it.
 if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
@@ -45,6 +25,23 @@ if(NOT RA_TORCH_PYTHON)
   string(REGEX REPLACE "/lib/python[^/]*/site-packages/.*$" "/bin/python" _ra_guess "${Torch_DIR}")
   set(RA_TORCH_PYTHON "${_ra_guess}" CACHE FILEPATH "python of the environment whose torch the build uses" FORCE)
 endif()
+find_package(CLI11 2.1 REQUIRED)
+find_package(nlohmann_json 3.11 REQUIRED)
+find_package(fmt 9 REQUIRED)
+find_package(spdlog 1.10 REQUIRED)
+if(RA_TESTS)
+  find_package(doctest 2.4 REQUIRED)
+endif()
+find_package(Threads REQUIRED)
+include(${CMAKE_CURRENT_LIST_DIR}/Re2.cmake)  # re2::re2, for exec's --metric matcher
+
+# Our binaries find LibTorch through DT_RPATH, not DT_RUNPATH: LD_LIBRARY_PATH naming another torch
+# (a second venv, a LibTorch archive) cannot then slip other libraries under a worker built against
+# this one. A moved or replaced environment is still caught: the worker compares the torch it
+# loaded with the one it was built against (worker/runtime/fingerprint.h), and the front names a
+# worker the loader could not start (audit/trial/worker.h).
+add_link_options(LINKER:--disable-new-dtags)
+
 # Directory of libtorch*.so, for RPATH and for the fingerprint.
 list(GET TORCH_LIBRARIES 0 _ra_first_torch_lib)
 find_library(RA_TORCH_CPU_LIBRARY torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
