@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -83,6 +85,29 @@ void price(InvarianceFixCandidate& c, const std::vector<std::optional<double>>& 
   c.cost_ratio = cost.ratio, c.cost_low = cost.low, c.cost_high = cost.high;
 }
 
+// Verify axis: the candidate under which the most block lengths, from 2 up, got the decode step's
+// bits, as a sentence ("" when none did better than the configuration): a switch that makes the
+// short blocks agree makes the drafts that fit them safe.
+std::string verify_partial(const InvarianceFix& f, const InvarianceConfig& from) {
+  const auto safe_blocks = [](const std::vector<report::SizeClass>& classes) {
+    std::vector<int64_t> blocks = classes.empty() ? std::vector<int64_t>{} : classes.front().sizes;
+    std::erase(blocks, 1);
+    return blocks;
+  };
+  const InvarianceFixCandidate* best = nullptr;
+  size_t most = safe_blocks(from.classes).size();
+  for (const auto& c : f.candidates)
+    if (c.verdict == "variant" && safe_blocks(c.classes).size() > most) best = &c, most = safe_blocks(c.classes).size();
+  if (best == nullptr) return "";
+  const std::vector<int64_t> blocks = safe_blocks(best->classes);
+  int64_t top = 1;  // every block from 2 to top agrees: drafts of 1 to top-1 tokens
+  while (std::binary_search(blocks.begin(), blocks.end(), top + 1)) ++top;
+  return fmt::format(
+      "; under {}, verify blocks of {} tokens get the decode step's bits (each measured){}", best->toggles,
+      report::sizes_text(blocks, report::tried_sizes(from)),
+      top >= 2 ? fmt::format(", so drafts of at most {} token{} are safe with it", top - 1, top == 2 ? "" : "s") : "");
+}
+
 std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, const Device& device) {
   if (f.baseline_verdict != "variant")
     return fmt::format(
@@ -101,7 +126,8 @@ std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, con
                                ? fmt::format("no candidate switch can change it on {}", device.type())
                                : fmt::format("no switch tried ({}) makes it invariant", fmt::join(tried, ", "));
   if (report::verify_blocks(from))
-    return pad.empty() ? none + ": no verify block length tried is safe here" : none + ": " + pad;
+    return (pad.empty() ? none + ": no verify block length tried is safe without a switch" : none + ": " + pad) +
+           verify_partial(f, from);
   return pad.empty() ? none + ": keep each row at the same place in the batch and warm each batch size up"
                      : none + ": padding or bucketing to one class is the fix: " + pad;
 }
@@ -110,6 +136,9 @@ std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, con
 
 std::vector<int64_t> fix_sizes(const InvarianceConfig& c) {
   if (c.verdict != "variant") return {};
+  // A verify sweep has a few block lengths, and a switch can fix the short blocks and not the long
+  // ones (mkl_cbwr=COMPATIBLE on a Llama-style model: blocks of up to 4 tokens, not 5): all of them.
+  if (report::verify_blocks(c)) return report::tried_sizes(c);
   std::set<int64_t> sizes = {1};
   if (c.classes.size() > 1) {
     for (const auto& k : c.classes)

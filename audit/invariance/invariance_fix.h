@@ -38,7 +38,8 @@
 
 namespace ra::invariance {
 
-// The sizes to sweep again for a variant configuration, ascending (empty when it is not variant).
+// The sizes to sweep again for a variant configuration, ascending (empty when it is not variant):
+// batch 1 and one size of each other class, or every block length of a verify sweep.
 std::vector<int64_t> fix_sizes(const report::InvarianceConfig& c);
 
 // The candidates, in switch-table order: stage "single" with the toggle to run, or "skipped" with

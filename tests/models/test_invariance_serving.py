@@ -130,6 +130,49 @@ for name, pt2 in exported.items():
     print(f"{name} --axis verify: agrees with Python ({'variant' if variant else 'invariant'})", flush=True)
 check(differing_blocks > 0, "some verify block differs from decode in Python (else the test could not fail)")
 
+# The fix search sweeps every block length (a switch can fix the short blocks and not the long
+# ones), and what it says of mkl_cbwr=COMPATIBLE is what Python measures with MKL_CBWR set.
+AGREEING = r"""
+import json, sys, torch, transformers.modeling_outputs
+torch.set_num_threads(1)
+m = torch.export.load(sys.argv[1]).module()
+ids, mask, pos = torch.load(sys.argv[2])
+S, K, R = ids.shape[1], int(sys.argv[3]), int(sys.argv[4])
+L, same = S - K, []
+for b in range(1, K + 2):
+    ok = True
+    for a in range(R):
+        call = lambda n: m(input_ids=ids[a:a+1, :n], attention_mask=mask[a:a+1, :n], position_ids=pos[a:a+1, :n]).logits[0]
+        block = call(L + b - 1)
+        ok = ok and all(torch.equal(block[L - 1 + j], call(L + j)[L + j - 1]) for j in range(b))
+    if ok:
+        same.append(b)
+print(json.dumps(same))
+"""
+
+
+def python_agreeing(pt2, env):
+    p = subprocess.run([sys.executable, "-c", AGREEING, str(pt2), str(hf_rows), str(DRAFT), str(ROWS)],
+                       capture_output=True, text=True, env=dict(ENV, **env))
+    check(p.returncode == 0, f"Python's verify blocks: {p.stderr[-400:]}")
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+report = work / "llama_fix.json"
+p = subprocess.run([binary, "invariance", str(exported["llama"]), "--input", str(hf_rows), "--rows", str(ROWS),
+                    "--axis", "verify", "--report", str(report)], capture_output=True, text=True, env=ENV)
+fix = json.loads(report.read_text())["invariance"].get("fix") if report.exists() else None
+check(fix is not None and fix["sizes"] == list(range(1, DRAFT + 2)),
+      f"the verify fix search sweeps every block length: {fix and fix['sizes']}: {p.stderr[-400:]}")
+for c in (fix or {}).get("candidates", []):
+    if c["toggles"] != "mkl_cbwr=COMPATIBLE" or c["verdict"] not in ("invariant", "variant"):
+        continue
+    want = python_agreeing(exported["llama"], {"MKL_CBWR": "COMPATIBLE"})
+    got = c["classes"][0]["sizes"] if c["classes"] else []
+    check(got == want, f"mkl_cbwr=COMPATIBLE: the tool's decode-step class {got}, Python's {want}")
+    check(c["fixes"] == (want == list(range(1, DRAFT + 2))), f"mkl_cbwr=COMPATIBLE fixes it only if Python agrees: {c}")
+    print(f"fix search: mkl_cbwr=COMPATIBLE gives blocks {got} the decode step's bits, as in Python", flush=True)
+
 
 # --- a model whose row changes when another row is padded ---
 class PadSwitch(nn.Module):

@@ -161,6 +161,55 @@ TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pa
         "are inferred)");
 }
 
+namespace {
+
+// A verify sweep of blocks 1…5 (one anchor): block b's tokens get the decode step's bits when b is
+// at most `agree`; every switch of `helping` raises `agree` to `helped`.
+InvarianceConfig verify_swept(const std::string& name, const std::vector<int64_t>& blocks, int64_t agree) {
+  InvarianceConfig c = swept(name, {{1, "x"}});
+  c.cells.clear();
+  for (const int64_t b : blocks) {
+    InvarianceCell cell{b, "block", {}};
+    for (int64_t j = 0; j < b; ++j) cell.rows.push_back({0, "output/logits", j, "d", b <= agree, 0, 0});
+    c.cells.push_back(cell);
+  }
+  c.verdict.clear();
+  ra::invariance::analyse(c);
+  return c;
+}
+
+struct FakeVerify {
+  std::map<std::string, std::string> helping;
+  std::vector<std::vector<int64_t>> sizes;
+  std::vector<InvarianceConfig> operator()(const std::vector<Config>& configs, const std::vector<int64_t>& s) {
+    sizes.push_back(s);
+    std::vector<InvarianceConfig> out;
+    for (const auto& c : configs) {
+      bool helped = false;
+      for (const auto& [k, v] : helping) helped = helped || (c.values.count(k) && c.values.at(k) == v);
+      out.push_back(verify_swept(c.name, s, helped ? 4 : 1));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("search_invariance_fix on the verify axis: every block length, and the drafts a switch makes safe") {
+  const InvarianceConfig from_cells = verify_swept("default", {1, 2, 3, 4, 5}, 1);
+  REQUIRE(ra::report::verify_blocks(from_cells));
+  CHECK(ra::invariance::fix_sizes(from_cells) == std::vector<int64_t>{1, 2, 3, 4, 5});
+  FakeVerify fake;
+  fake.helping = {{"mkl_cbwr", "COMPATIBLE"}};
+  const auto f = ra::invariance::search_invariance_fix(from_cells, ra::parse_config("default", 2), ra::Device::cpu(),
+                                                       std::ref(fake));
+  CHECK(fake.sizes.front() == std::vector<int64_t>{1, 2, 3, 4, 5});
+  for (const auto& c : f.candidates) CHECK_FALSE_MESSAGE(c.fixes, c.toggles);  // block 5 never agrees
+  CHECK(f.conclusion.find("no verify block length tried is safe without a switch; under mkl_cbwr=COMPATIBLE, verify "
+                          "blocks of 2…4 tokens get the decode step's bits (each measured), so drafts of at most 3 "
+                          "tokens are safe with it") != std::string::npos);
+}
+
 TEST_CASE("search_invariance_fix: a rerun that is invariant credits no switch") {
   FakeSweep fake;
   fake.fixing = {{"threads", "1"}};
