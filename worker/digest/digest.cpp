@@ -115,6 +115,19 @@ at::Tensor low32(const at::Tensor& x) { return x.bitwise_and(0xffffffffLL); }
 
 }  // namespace
 
+at::ScalarType bits_type(int64_t element_size) {
+  switch (element_size) {
+    case 1:
+      return at::kByte;
+    case 2:
+      return at::kShort;
+    case 4:
+      return at::kInt;
+    default:
+      return at::kLong;
+  }
+}
+
 std::string dtype_name(at::ScalarType type) {
   switch (type) {
     case at::kFloat:

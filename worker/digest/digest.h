@@ -95,4 +95,7 @@ std::string cuda_digest_implementation();
 // "float32", "bfloat16", "int64", "bool", ...
 std::string dtype_name(at::ScalarType type);
 
+// The integer type as wide as an element of `element_size` bytes, to view a tensor's bits.
+at::ScalarType bits_type(int64_t element_size);
+
 }  // namespace ra

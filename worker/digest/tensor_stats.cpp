@@ -20,19 +20,6 @@ namespace {
 // Elements compared at a time: about 50 MiB of temporaries.
 constexpr int64_t kStatsPiece = int64_t{1} << 20;
 
-at::ScalarType bits_type(int64_t element_size) {
-  switch (element_size) {
-    case 1:
-      return at::kByte;
-    case 2:
-      return at::kShort;
-    case 4:
-      return at::kInt;
-    default:
-      return at::kLong;
-  }
-}
-
 // Float bits mapped to integers whose order is the order of the floats (so that their distance
 // counts representable values in between): negative values are reflected below zero; -0 maps to 0.
 at::Tensor ordered_bits(const at::Tensor& t) {

@@ -495,8 +495,7 @@ InvarianceMeasurement verify_measurement(const InvarianceRequest& request, targe
                                          const std::string& progress_path, InvarianceMeasurement& m) {
   std::vector<int64_t> blocks{1};  // the decode steps, then the blocks sweep_verify measures
   for (int64_t b = 2; b <= request.draft + 1; ++b)
-    if (request.sizes.empty() || std::binary_search(request.sizes.begin(), request.sizes.end(), b))
-      blocks.push_back(b);
+    if (request.sizes.empty() || std::binary_search(request.sizes.begin(), request.sizes.end(), b)) blocks.push_back(b);
   ProgressFile progress(progress_path, blocks);
   const double t0 = now_ms();
   {

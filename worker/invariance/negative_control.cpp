@@ -12,19 +12,6 @@
 namespace ra::invariance {
 namespace {
 
-at::ScalarType bits_type(const at::Tensor& t) {
-  switch (t.element_size()) {
-    case 1:
-      return at::kByte;
-    case 2:
-      return at::kShort;
-    case 4:
-      return at::kInt;
-    default:
-      return at::kLong;
-  }
-}
-
 // torch.mm's row 0 alone and inside a batch of 64 on this device: what its library does here.
 std::string mm_evidence(const c10::Device& device) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0x30);
@@ -42,7 +29,7 @@ std::string mm_evidence(const c10::Device& device) {
 report::NegativeControl negative_control(const at::Tensor& reference, const std::string& digest_of_reference,
                                          const std::string& output, const c10::Device& device) {
   at::Tensor copy = reference.clone().contiguous();
-  copy.view(bits_type(copy)).flatten().narrow(0, 0, 1).bitwise_xor_(1);
+  copy.view(bits_type(copy.element_size())).flatten().narrow(0, 0, 1).bitwise_xor_(1);
   const std::string d = digest(copy);
   const report::DivergenceStats s = tensor_difference(reference, copy);
   report::NegativeControl c;
