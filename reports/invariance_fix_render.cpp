@@ -28,9 +28,9 @@ std::string outcome(const InvarianceFixCandidate& c, const std::vector<int64_t>&
   return fmt::format("{}: {}", c.verdict, classes_text(c.classes, sizes));
 }
 
-std::string head(const InvarianceFix& f) {
-  return fmt::format("fix search from {} over sizes {} (rerun there: {})", f.from, fmt::join(f.sizes, ","),
-                     f.baseline_verdict);
+std::string head(const Invariance& inv, const InvarianceFix& f) {
+  return fmt::format("fix search from {} over {} {} (rerun there: {})", f.from,
+                     inv.axis == "verify" ? "block lengths" : "sizes", fmt::join(f.sizes, ","), f.baseline_verdict);
 }
 
 std::string cost(const InvarianceFixCandidate& c) {
@@ -60,7 +60,7 @@ std::string not_run_text(const InvarianceFix& f) {
 std::string invariance_fix_text(const Invariance& inv) {
   if (!inv.fix) return "";
   const InvarianceFix& f = *inv.fix;
-  std::string out = fmt::format("{}\n  {}\n", ln(head(f)), ln(f.conclusion));
+  std::string out = fmt::format("{}\n  {}\n", ln(head(inv, f)), ln(f.conclusion));
   for (const auto& c : f.candidates) {
     if (!candidate_ran(c)) continue;
     out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)), c.cost_ratio ? ", cost " + cost(c) : "");
@@ -73,8 +73,8 @@ std::string invariance_fix_text(const Invariance& inv) {
 std::string invariance_fix_markdown(const Invariance& inv) {
   if (!inv.fix) return "";
   const InvarianceFix& f = *inv.fix;
-  std::string out =
-      fmt::format("\n\n### {}\n\n{}\n\n| switch | outcome | Python |\n|---|---|---|\n", md(head(f)), md(f.conclusion));
+  std::string out = fmt::format("\n\n### {}\n\n{}\n\n| switch | outcome | Python |\n|---|---|---|\n", md(head(inv, f)),
+                                md(f.conclusion));
   for (const auto& c : f.candidates)
     if (candidate_ran(c))
       out += fmt::format("| {} | {} | {} |\n", md(c.toggles), md(outcome(c, f.sizes)), c.fixes ? md(c.python) : "-");
@@ -97,7 +97,7 @@ std::string invariance_fix_html(const Invariance& inv) {
   if (!inv.fix) return "";
   const InvarianceFix& f = *inv.fix;
   std::string out = fmt::format("<section id=\"invariance-fix\">\n<h2>{}</h2>\n<p class=\"conclusion\">{}</p>\n",
-                                esc(head(f)), esc(f.conclusion));
+                                esc(head(inv, f)), esc(f.conclusion));
   out +=
       "<table class=\"invariance-fix\"><thead><tr><th>switch</th><th>outcome</th><th>C++</th><th>Python</th></tr>"
       "</thead><tbody>\n";
