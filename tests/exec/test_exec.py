@@ -30,12 +30,19 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
 
 
+# The commands' temporary files (torchrun's torchelastic_* folders) stay in the work folder, which
+# the next run removes: the test leaves /tmp as it found it.
+TMP = work / "tmp"
+TMP.mkdir()
+
+
 def exec_(*args, report=None, timeout=900):
     cmd = [binary, "exec", *map(str, args)]
     if report is not None:
         i = cmd.index("--")
         cmd[i:i] = ["--report", str(report)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=work,
+                       env=dict(os.environ, TMPDIR=str(TMP)))
     return r
 
 

@@ -26,7 +26,11 @@ work.mkdir(parents=True)
 programs = pathlib.Path(__file__).resolve().parent / "programs"
 python = sys.executable
 torchrun = str(pathlib.Path(python).parent / "torchrun")
-env = dict(os.environ, TORCHINDUCTOR_VEC_ISA_OK="0", TORCHINDUCTOR_CACHE_DIR=str(work / "user-cache"))
+# The commands' temporary files (torchrun's torchelastic_* folders, Inductor's) stay in the work
+# folder, which the next run removes: the test leaves /tmp as it found it.
+(work / "tmp").mkdir()
+env = dict(os.environ, TORCHINDUCTOR_VEC_ISA_OK="0", TORCHINDUCTOR_CACHE_DIR=str(work / "user-cache"),
+           TMPDIR=str(work / "tmp"))
 env.pop("TORCH_COMPILE_DISABLE", None)
 failures = []
 

@@ -25,6 +25,10 @@ import time
 binary, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]).resolve()
 shutil.rmtree(work, ignore_errors=True)
 work.mkdir(parents=True)
+# What the audited commands leave in their temporary folder stays in the work folder, which the next
+# run removes: the test leaves /tmp as it found it.
+(work / "tmp").mkdir()
+ENV = dict(os.environ, TMPDIR=str(work / "tmp"))
 failures = []
 
 
@@ -40,7 +44,7 @@ def on_terminal(cmd, stdout_file=None, limit=900):
     master, slave = os.openpty()
     out_file = open(stdout_file, "wb") if stdout_file else None
     p = subprocess.Popen(cmd, cwd=work, stdin=subprocess.DEVNULL, stdout=out_file or slave, stderr=slave,
-                         start_new_session=True)
+                         start_new_session=True, env=ENV)
     os.close(slave)
     if out_file:
         out_file.close()
@@ -72,7 +76,8 @@ def on_terminal(cmd, stdout_file=None, limit=900):
 
 
 def with_pipes(cmd):
-    p = subprocess.run(cmd, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(cmd, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900,
+                       env=ENV)
     print(f"$ {' '.join(cmd[1:])}  [pipes]\n{p.stdout}{p.stderr}exit {p.returncode}", flush=True)
     return p.returncode, p.stdout + p.stderr
 
