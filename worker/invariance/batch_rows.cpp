@@ -167,4 +167,25 @@ std::vector<c10::IValue> make_batch(const BatchRows& b, const std::vector<int64_
   return args;
 }
 
+NamedTensors timed_call(targets::Target& target, const std::vector<c10::IValue>& args, const c10::Device& device,
+                        double& forward_ms, int64_t& calls, const std::function<void(const std::exception&)>& failed) {
+  c10::IValue out;
+  synchronize(device);
+  const double t0 = now_ms();
+  try {
+    out = target.call(args);
+  } catch (const TrialInputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    failed(e);
+    throw;
+  }
+  synchronize(device);
+  forward_ms += now_ms() - t0;
+  ++calls;
+  NamedTensors flat;
+  targets::collect_tensors(out, "output", flat, "the model's output");
+  return flat;
+}
+
 }  // namespace ra::invariance

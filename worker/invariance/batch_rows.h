@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // invariance_worker/ (worker): batch invariance measured inside one process. This header: the rows
-// a batch is made of. The input file's inputs are split by their batch dimension into anchor rows
+// a batch is made of, and the model's timed call on them, which every axis's sweep makes. The input file's inputs are split by their batch dimension into anchor rows
 // (the first R) and filler rows (the input's other rows, or seeded random rows of the same shape and
 // dtype); a batch of any size is one index_select per input on the model's device, so building a
 // batch never copies through the host.
@@ -8,11 +8,14 @@
 
 #include "audit/invariance/invariance_protocol.h"
 #include "worker/targets/inputs.h"
+#include "worker/targets/target.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
+#include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,5 +49,11 @@ void pad_fillers(BatchRows& b, const std::vector<std::string>& names, bool left)
 
 // The model's arguments for a batch whose row j is pool row `rows[j]`.
 std::vector<c10::IValue> make_batch(const BatchRows& b, const std::vector<int64_t>& rows, const c10::Device& device);
+
+// The model's outputs for `args`, flattened by name. The call alone is timed, its device
+// synchronised on both sides, and added to `forward_ms` and `calls`. The model's own exception goes
+// to `failed`, which throws the sweep's error for it; a TrialInputError passes through as it is.
+NamedTensors timed_call(targets::Target& target, const std::vector<c10::IValue>& args, const c10::Device& device,
+                        double& forward_ms, int64_t& calls, const std::function<void(const std::exception&)>& failed);
 
 }  // namespace ra::invariance

@@ -54,9 +54,10 @@ struct ModelFailure : TrialInputError {
 using Placement = std::vector<std::pair<int, int64_t>>;
 
 int placement_index(const std::string& p) {
-  for (int i = 0; i < 6; ++i)
+  constexpr int count = static_cast<int>(std::size(report::kPlacements));
+  for (int i = 0; i < count; ++i)
     if (p == report::kPlacements[i]) return i;
-  return 6;
+  return count;
 }
 
 // The sweep's progress file (SweepProgress): rewritten whole as each size starts and ends, so that
@@ -158,29 +159,17 @@ class Sweep {
 
 std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
   const int64_t m = static_cast<int64_t>(batch.size());
-  const std::vector<c10::IValue> args = make_batch(rows_, batch, device_);
-  c10::IValue out;
-  synchronize(device_);
-  const double t0 = now_ms();
-  try {
-    out = target_.call(args);
-  } catch (const TrialInputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    if (export_ && m != rows_.count)
-      throw TrialInputError(fmt::format(
-          "the torch.export archive takes a static batch of {} (a batch of {} failed): export it with a dynamic batch, "
-          "torch.export.export(model, args, dynamic_shapes=({{0: torch.export.Dim(\"batch\")}},)), and audit that "
-          "archive",
-          rows_.count, m));
-    // The model's own failure at one size is the model's, not ours: the size and its message, exit 3.
-    throw ModelFailure(fmt::format("the model fails on a batch of {}: {}", m, error_text(e)));
-  }
-  synchronize(device_);
-  forward_ms += now_ms() - t0;
-  ++calls;
-  NamedTensors flat;
-  targets::collect_tensors(out, "output", flat, "the model's output");
+  NamedTensors flat =
+      timed_call(target_, make_batch(rows_, batch, device_), device_, forward_ms, calls, [&](const std::exception& e) {
+        if (export_ && m != rows_.count)
+          throw TrialInputError(fmt::format(
+              "the torch.export archive takes a static batch of {} (a batch of {} failed): export it with a "
+              "dynamic batch, torch.export.export(model, args, dynamic_shapes=({{0: torch.export.Dim(\"batch\")}},)), "
+              "and audit that archive",
+              rows_.count, m));
+        // The model's own failure at one size is the model's, not ours: the size and its message, exit 3.
+        throw ModelFailure(fmt::format("the model fails on a batch of {}: {}", m, error_text(e)));
+      });
   if (names_.empty())
     for (const auto& [name, t] : flat) names_.push_back(name), excluded_.emplace_back();
   if (flat.size() != names_.size())

@@ -70,21 +70,9 @@ std::vector<at::Tensor> VerifySweep::call(int anchor, int64_t tokens) {
   std::vector<c10::IValue> args = make_batch(rows_, {anchor}, device_);
   for (size_t i = 0; i < args.size(); ++i)
     if (rows_.dims[i] >= 0) args[i] = args[i].toTensor().narrow(1, 0, tokens);
-  c10::IValue out;
-  synchronize(device_);
-  const double t0 = now_ms();
-  try {
-    out = target_.call(args);
-  } catch (const TrialInputError&) {
-    throw;
-  } catch (const std::exception& e) {
+  const NamedTensors flat = timed_call(target_, args, device_, forward_ms_, calls_, [&](const std::exception& e) {
     throw BlockFailure(fmt::format("the model fails on a sequence of {} tokens: {}", tokens, error_text(e)));
-  }
-  synchronize(device_);
-  forward_ms_ += now_ms() - t0;
-  ++calls_;
-  NamedTensors flat;
-  targets::collect_tensors(out, "output", flat, "the model's output");
+  });
   const bool first = names_.empty();
   if (first)
     for (const auto& [name, t] : flat) names_.push_back(name), excluded_.emplace_back();
