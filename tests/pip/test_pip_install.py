@@ -102,6 +102,10 @@ installed = site / "repro_audit"
 front, worker = installed / "bin" / "repro-audit", installed / "libexec" / "repro-audit" / "repro-audit-worker"
 check(front.exists() and worker.exists(), "the front and the worker are inside the package")
 check((installed / "share" / "repro-audit" / "knowledge" / "ops.json").exists(), "share/ is inside the package")
+# The fused CUDA digest, where this machine's build makes one (CUDA toolkit and a CUDA torch): beside
+# the worker, since pip builds only the targets pyproject.toml names.
+if (pip_build / "repro-audit-digest-cuda.so").exists():
+    check((worker.parent / "repro-audit-digest-cuda.so").exists(), "the CUDA digest module is beside the worker")
 
 # The RPATH: relative to the worker's folder, to site-packages/torch/lib; no absolute path.
 dyn = sh(["readelf", "-d", worker]).stdout
