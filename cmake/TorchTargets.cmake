@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # How a target that needs LibTorch is built. Two things make this file worth its own concern:
 #   * Speed. A translation unit that includes LibTorch's headers spends 40 to 130 s of a 2-core
-#     machine parsing them. Every torch target reuses one precompiled header (ra_torch_pch), so
+#     machine parsing them. Every torch target reuses one precompiled header (RA_TORCH_PCH_HOST's), so
 #     the headers are parsed once per build, not once per file.
 #   * What gets loaded. torch's own `torch` target links libtorch.so, which pulls libtorch_cuda.so
 #     and with it cuBLAS, cuDNN, NCCL ... into every process, about half a second of start-up for
@@ -36,12 +36,13 @@ target_compile_options(ra_torch_headers INTERFACE -fopenmp)
 target_compile_options(ra_torch_headers INTERFACE -fPIC)
 
 
-# The shared precompiled header.
+# The shared precompiled header. The first torch library defined, the probe catalogue (probes/),
+# builds it (REUSE_FROM names a target that exists already), and every other torch target reuses
+# it: a target of its own would compile an empty file against it, 4 s of a fresh build (loading
+# the header is most of a small torch file's time).
 set(RA_TORCH_PCH_HEADERS <torch/script.h> <ATen/ATen.h> <ATen/record_function.h>
     <torch/csrc/jit/serialization/pickle.h>)
-add_library(ra_torch_pch STATIC ${CMAKE_CURRENT_LIST_DIR}/torch_pch.cpp)
-target_link_libraries(ra_torch_pch PRIVATE ra_torch_headers torch_cpu c10 ra_warnings)
-target_precompile_headers(ra_torch_pch PRIVATE ${RA_TORCH_PCH_HEADERS})
+set(RA_TORCH_PCH_HOST ra_probes)
 
 # ra_torch_target(TARGET): TARGET compiles against LibTorch's headers with the shared precompiled
 # header and links its CPU half. Only the link passes on to TARGET's users: a torch-free file that
@@ -50,6 +51,10 @@ target_precompile_headers(ra_torch_pch PRIVATE ${RA_TORCH_PCH_HEADERS})
 function(ra_torch_target target)
   target_link_libraries(${target} PRIVATE ra_torch_headers PUBLIC $<LINK_ONLY:torch_cpu> $<LINK_ONLY:c10>)
   target_link_options(${target} PUBLIC -fopenmp)
-  target_precompile_headers(${target} REUSE_FROM ra_torch_pch)
+  if(target STREQUAL RA_TORCH_PCH_HOST)
+    target_precompile_headers(${target} PRIVATE ${RA_TORCH_PCH_HEADERS})
+  else()
+    target_precompile_headers(${target} REUSE_FROM ${RA_TORCH_PCH_HOST})
+  endif()
   set_property(TARGET ${target} PROPERTY BUILD_RPATH "${RA_TORCH_LIBRARY_DIR}")
 endfunction()
