@@ -92,6 +92,9 @@ check(p.returncode != 0 and any(line.startswith("repro-audit needs Debian packag
 
 before = tree(venv)
 pip_build = pathlib.Path(f"{build_dir}-pip")
+# A fresh build folder each run, as in CI's clone: one kept from an earlier configure once hid a
+# target the wheel installs but pip's build no longer built (ccache keeps the cost down).
+shutil.rmtree(pip_build, ignore_errors=True)
 start = time.monotonic()
 p = sh([*pip, "install", "--no-build-isolation", "-C", f"build-dir={pip_build}", source])
 print(f"pip install took {time.monotonic() - start:.0f} s", flush=True)
