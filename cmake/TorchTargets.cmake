@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # How a target that needs LibTorch is built. Two things make this file worth its own concern:
 #   * Speed. A translation unit that includes LibTorch's headers spends 40 to 130 s of a 2-core
-#     machine parsing them. Every torch target reuses one precompiled header (RA_TORCH_PCH_HOST's), so
-#     the headers are parsed once per build, not once per file.
+#     machine parsing them. Every torch target reuses one precompiled header (RA_TORCH_PCH_HOST's),
+#     so the headers are parsed once per build, not once per file.
 #   * What gets loaded. torch's own `torch` target links libtorch.so, which pulls libtorch_cuda.so
 #     and with it cuBLAS, cuDNN, NCCL ... into every process, about half a second of start-up for
 #     a CPU trial. Our torch targets link libtorch_cpu and libc10 only; the worker loads the CUDA
