@@ -77,8 +77,10 @@ NORMALISE = [
     (re.compile(r'(?<![0-9a-zA-Z])(×|x)[0-9]+(\.[0-9]+)?'), '<r>'),
     (re.compile(r'\b20[0-9]{2}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+Z?'), '<date>'),
     (re.compile(r'"(pid|host|hostname|boot_id)": *("[^"]*"|[0-9]+)'), r'"\1": <id>'),
-    # selftest's positive control races by design: how many of its repeats differ varies
-    (re.compile(r'diverged under default \([0-9]+/'), 'diverged under default (<n>/'),
+    # selftest's positive control races by design: how many of its repeats differ varies, and when
+    # its first repeats happen not to race, a second, longer round runs and says so
+    (re.compile(r'diverged under default \([0-9]+/[0-9]+ '), 'diverged under default (<n>/<m> '),
+    (re.compile(r' \(under default in a second round of [0-9]+ repeats: the first [0-9]+ did not race\)'), ''),
     # invariance's negative control shows the machine's BLAS: whether torch.mm batches a row alike varies
     (re.compile(r'torch\.mm gives row 0 (?:the same bits alone and in a batch of 64|other bits in a batch of 64 than '
                 r'alone) on ([a-z0-9:]+)(?: \(max abs [^)]*\))?'), r'torch.mm on \1: <machine>'),
