@@ -84,7 +84,7 @@ TEST_CASE("Probe::run: CPU probes run on the CPU, record tensors and repeat bit 
   for (const auto& p : ra::probes::all_probes()) {
     const auto& info = p->info();
     // The memory family records the bits of storage nobody wrote: what they hold is the allocator's
-    // business (zero pages on one machine, an earlier block's bytes on CI's), never the probe's.
+    // business (zero pages on one machine, other bits on a repeat on CI's), never the probe's.
     if (!info.cpu || info.family == "memory") continue;
     CAPTURE(info.name);
     FakeContext a(42), b(42);
