@@ -101,7 +101,8 @@ TEST_CASE("--jobs J on one GPU: J children share it, and the report is told so")
 TEST_CASE("the runner lets per_slot children hold one slot at once, and never more") {
   // Four jobs on slot 0 with room for two: each waits (up to 20 s) until its partner (0 with 1, 2
   // with 3) has started, so two must run side by side; a runner that kept one per slot would let
-  // each wait out its 20 s alone, and the log would show it.
+  // each wait out its 20 s alone, and the log would show it. Each logs its start before it makes
+  // the file its partner waits for, so a partner's end is always logged after both starts.
   char pattern[] = "/tmp/ra-slots2-XXXXXX";
   REQUIRE(::mkdtemp(pattern) != nullptr);
   const std::string dir = pattern;
@@ -111,7 +112,7 @@ TEST_CASE("the runner lets per_slot children hold one slot at once, and never mo
     const std::string me = dir + "/m" + std::to_string(i), partner = dir + "/m" + std::to_string(i ^ 1);
     ra::ChildJob j;
     j.argv = {"/bin/sh", "-c",
-              "touch " + me + "; echo start 0 " + std::to_string(i) + " >> " + log + "; n=0; while [ ! -e " + partner +
+              "echo start 0 " + std::to_string(i) + " >> " + log + "; touch " + me + "; n=0; while [ ! -e " + partner +
                   " ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; echo end 0 " + std::to_string(i) + " >> " +
                   log};
     j.log_path = dir + "/child" + std::to_string(i) + ".log";
