@@ -89,12 +89,14 @@ TEST_CASE("write_file_atomic: a FIFO given as --report is written through, never
   std::thread reader([&] {
     char buf[1 << 16];
     for (;;) {
+      // `ended` read before the read: once the tool has ended, an empty read means drained
+      const bool was_ended = ended;
       const ssize_t n = ::read(fd, buf, sizeof buf);
       if (n > 0) {
         got.append(buf, static_cast<size_t>(n));
         continue;
       }
-      if (ended) break;
+      if (was_ended) break;
       ::usleep(2000);
     }
   });
