@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Smaller hostile inputs through the binary (issue 39):
 #  - a FIFO given as the model, as --input or as a report is refused at once, with one line and
-#    exit 3 (it blocked the worker until --timeout, 600 s);
+#    exit 3 (it blocked the worker until --timeout, 600 s); so is one given to either side of diff
+#    or as lint --knowledge (issue 51: both blocked in open until a writer came);
 #  - the '=' form of an option works as the spaced one (`run --configs=default m.pt` said "model is
 #    required");
 #  - merge refuses invariance shards whose batch sizes are not from 1 to their budget (-5, 0, 2^63-1);
@@ -36,7 +37,10 @@ def path(name):
 
 
 def tool(*args, timeout=300):
-    return subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=timeout, cwd=WORK)
+    try:
+        return subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=timeout, cwd=WORK)
+    except subprocess.TimeoutExpired:  # killed (a reader blocked on a FIFO): a failure of its own, not a hang
+        return subprocess.CompletedProcess([TOOL, *args], -1, "", f"timed out after {timeout} s")
 
 
 def one_line(r, code, needle, what):
@@ -61,6 +65,10 @@ one_line(tool("invariance", fifo, "--input", path("rows.pt"), timeout=60), 3, "i
          "invariance with a FIFO as the model")
 one_line(tool("report", fifo, timeout=60), 3, "is a FIFO, not a regular file", "report of a FIFO")
 one_line(tool("lint", fifo, timeout=60), 3, "is a FIFO, not a regular file", "lint of a FIFO")
+for args, what in ((("diff", fifo, path("rows.pt")), "diff with a FIFO as its first file"),
+                   (("diff", path("rows.pt"), fifo), "diff with a FIFO as its second file"),
+                   (("lint", path("m.pt"), "--knowledge", fifo), "lint --knowledge FIFO")):
+    one_line(tool(*args, timeout=60), 3, "is a FIFO, not a regular file", what)
 
 # 2. The '=' form.
 r = tool("run", "--configs=default", path("m.pt"), "--shape=2x3", "--repeats=2", "--report=" + path("eq.json"))
