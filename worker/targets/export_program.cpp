@@ -769,6 +769,12 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
       fmt::format("model '{}' is a torch.export archive whose program is malformed: {}", path, excerpt(error_text(e))));
 }
 
+CheckedExport open_export_archive(const std::string& path, const c10::Device& device, WeightData data) {
+  CheckedExport c{read_export_archive(path, data), nullptr};
+  c.program = std::make_unique<ExportProgram>(c.archive.model, c.archive.weights, path, device);
+  return c;
+}
+
 std::vector<size_t> ExportProgram::dispatched_nodes() const {
   std::vector<size_t> out;
   for (const auto& st : steps_)
