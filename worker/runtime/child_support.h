@@ -31,8 +31,11 @@ double now_ms();
 // Milliseconds since the parent spawned this process (REPRO_AUDIT_SPAWN_NS), 0 when unknown.
 double ms_since_spawn();
 
-// The line of an exception worth showing: c10 errors without backtrace; for TorchScript
+// The line of an exception worth showing: c10 errors without backtrace; for an exception a
+// TorchScript model raised, its class and whole message ("builtins.RuntimeError: ..."), cut to
+// kMaxRaised bytes (its line breaks are escaped where it is printed); for other TorchScript
 // interpreter errors, the final "RuntimeError: ..." line.
+inline constexpr size_t kMaxRaised = 900;  // inside a line of at most kMaxMessage (audit/common/errors.h)
 std::string error_text(const std::exception& e);
 bool is_determinism_alert(const std::string& message);
 

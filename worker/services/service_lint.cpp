@@ -6,11 +6,13 @@
 #include "audit/common/files.h"
 #include "audit/common/paths.h"
 #include "audit/common/source_root.h"
+#include "audit/common/zip_check.h"
 #include "audit/knowledge/knowledge.h"
 #include "audit/trial/trials.h"
 #include "reports/lint_model.h"
 #include "worker/lint/lint_graph.h"
 #include "worker/services/service_table.h"
+#include "worker/targets/export_check.h"
 #include "worker/tensor_io/model_file.h"
 
 #include <fmt/format.h>
@@ -67,10 +69,15 @@ int execute(const cmdline::LintArgs& a) {
   // A file that is not a TorchScript archive gets the sentence that says what it is instead.
   // torch.export archives are linted from their graph JSON; lint_model answers AOTInductor packages.
   check_readable(a.model, "model");
+  // An archive's entry names and sizes, before any record is read (audit/common/zip_check.h), as
+  // `run` checks them before any worker opens the file.
+  if (looks_like_zip(a.model)) (void)checked_zip_entries(a.model, fmt::format("model '{}'", a.model));
   if (const ArchiveKind kind = archive_kind(a.model); kind != ArchiveKind::Export && kind != ArchiveKind::Aoti)
     if (const std::string why = not_torchscript_because(a.model); !why.empty())
       throw InputError(fmt::format("model '{}' {}", a.model, why));
-  LintResult result = lint_model(a.model, device, kb, a.libraries, a.mode, a.strict,
+  // A torch.export archive is checked as `run` checks it (the one check, worker/targets/export_program.h):
+  // lint refuses what run refuses, with run's line.
+  LintResult result = lint_model(a.model, device, kb, targets::checked_export_model, a.libraries, a.mode, a.strict,
                                  a.batch_invariance ? BatchVariant::Error : BatchVariant::Note);
   result.device = a.device;
   result.knowledge_path = knowledge;
