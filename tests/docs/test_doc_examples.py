@@ -354,6 +354,54 @@ for doc in (source / "README.md", source / "docs/GUIDE.md"):
 for key in FIXTURES:
     check(key in seen, f"a fixture whose example is no longer in the docs: {key!r}")
 
+# The README's pytest example, run by the plugin's own assertion (python/repro_audit/pytest_plugin.py,
+# with a stand-in for pytest's fail, as the venv has no pytest) against this build: it passes, as the
+# README says it does on any CPU; with torch.nn.Linear(256, 256) as the model it fails exactly where
+# Python sees a row's bits change with the batch, and the failure names the classes.
+def readme_pytest_example():
+    import types
+    import torch
+    stand_in = types.ModuleType("pytest")
+
+    class Failed(AssertionError):
+        pass
+
+    def fail(message, pytrace=True):
+        raise Failed(message)
+
+    stand_in.fail, stand_in.fixture = fail, (lambda f: f)
+    sys.modules["pytest"] = stand_in
+    sys.path.insert(0, str(source / "python"))
+    os.environ["REPRO_AUDIT_BINARY"] = str(binary)
+    from repro_audit.pytest_plugin import Auditor
+    readme = (source / "README.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "def test_" in b)
+    name = re.search(r"^def (test_\w+)\(repro_audit\):", code, re.M).group(1)
+    for label, text in (("as printed", code),
+                        ("with the Linear", re.sub(r"model = .*", "model = torch.nn.Linear(256, 256)", code))):
+        space = {}
+        exec(compile(text, "README.md", "exec"), space)
+        torch.manual_seed(0)
+        try:
+            space[name](Auditor("readme", None, None))
+            failed = ""
+        except Failed as e:
+            failed = str(e)
+        if label == "as printed":
+            check(not failed, f"README's pytest example fails here, where the README says it passes: {failed[:800]}")
+            continue
+        torch.manual_seed(0)
+        model, rows = torch.nn.Linear(256, 256), torch.randn(20, 256)
+        with torch.inference_mode():
+            variant = any(not torch.equal(model(rows[:n])[:1], model(rows[:1])) for n in (2, 3, 4, 8))
+        check(bool(failed) == variant and (not failed or "classes {1}" in failed),
+              f"README's pytest example {label}: Python sees a batch-variant Linear: {variant}; the test "
+              f"{'failed: ' + failed[:600] if failed else 'passed'}")
+
+
+print("README.md: the pytest example", flush=True)
+readme_pytest_example()
+
 # Statements about the tool that no example shows.
 man = (source / "share/man/repro-audit.1").read_text()
 check("(TorchScript) models" not in man.split(".SH SYNOPSIS")[0], "the man page's NAME line says only TorchScript")
