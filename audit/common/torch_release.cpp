@@ -106,10 +106,10 @@ std::string untested_torch_line(const std::string& version, const std::string& w
   std::string result = first_use_result(report);
   if (result != "not run yet") result += fmt::format(" (report: {})", report);
   if (report.empty()) result = "not run (no cache folder: set XDG_CACHE_HOME or HOME)";
-  return fmt::format("torch {} is newer than {}, the newest release repro-audit is tested with{}; selftest at its "
-                     "first use here: {}",
-                     version, minor_text(newest), test && *test ? fmt::format(" ({}={})", kTestBound, test) : "",
-                     result);
+  return fmt::format(
+      "torch {} is newer than {}, the newest release repro-audit is tested with{}; selftest at its "
+      "first use here: {}",
+      version, minor_text(newest), test && *test ? fmt::format(" ({}={})", kTestBound, test) : "", result);
 }
 
 }  // namespace ra

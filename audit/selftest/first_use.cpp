@@ -24,9 +24,10 @@ void first_use_selftest() {
               report, ec.message());
     return;
   }
-  log::warn("torch {} is newer than the newest release repro-audit is tested with: running selftest --device cpu "
-            "once, at its first use here (about 20 s)",
-            torch);
+  log::warn(
+      "torch {} is newer than the newest release repro-audit is tested with: running selftest --device cpu "
+      "once, at its first use here (about 20 s)",
+      torch);
   ChildJob job;
   job.argv = {self_executable(), "-q", "selftest", "--device", "cpu", "--report", report};
   job.log_path = report + ".log";
