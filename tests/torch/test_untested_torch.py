@@ -81,7 +81,7 @@ if reports:
 
 # Later uses: no second self-test; every report carries env's line.
 p = tool("run", str(out / "m.pt"), "--shape", "4x3", "--configs", "default", "--repeats", "2", "--report",
-         str(out / "r.json"), "--markdown", str(out / "r.md"), bound=older)
+         str(out / "r.json"), "--markdown", str(out / "r.md"), "--junit", str(out / "r.xml"), bound=older)
 check(p.returncode == 0 and "running selftest" not in p.stderr, f"run: no second self-test: {p.stderr[-600:]}")
 if reports:
     check(reports[0].stat().st_mtime_ns == stamp, "run: the first use's report was not rewritten")
@@ -91,6 +91,8 @@ if p.returncode == 0 and untested:
           f"run's JSON: environment.torch.untested is env's line: {report['environment']['torch']}")
     check(p.stdout.splitlines()[0] == f"warning: {untested[0]}", f"run's summary opens with the line: {p.stdout[:800]}")
     check((out / "r.md").read_text().startswith("> **warning:** torch "), "run's Markdown opens with the line")
+    check('<property name="untested_torch" value="torch ' in (out / "r.xml").read_text(),
+          "run's JUnit suites carry the line as a property")
 
 # The variable takes a release, nothing else.
 p = tool("env", bound="newest")
