@@ -2,9 +2,10 @@
 """run, invariance and exec from Python, on a model that exists only as an object.
 
 The package prepares files and reads reports; the binary does all the work. A model is saved to a
-temporary folder as a torch.export archive with a dynamic batch dimension (what the worker runs by
-its own runtime), or as TorchScript (torch.jit.script, else torch.jit.trace) where export fails and
-for mode="train": torch 2.11's export runtime is inference-only. Inputs go through torch.save. The
+temporary folder as a torch.export archive of its eval-mode forward with a dynamic batch dimension
+(what the worker runs by its own runtime), or as TorchScript (torch.jit.script, else torch.jit.trace)
+where export fails and for mode="train", where the worker calls module.train() (an export archive
+trains too, but in the mode it was exported in). Inputs go through torch.save. The
 binary runs with --report into that folder; its JSON report becomes a Result (results.py). Exit
 codes 0 and 1 are answers (a Result); any other is a ReproAuditError with the binary's one-line
 message. torch is imported only here, when a model must be saved."""

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The pytest plugin (entry point pytest11 "repro_audit"; `pytest -p no:repro_audit` turns it off).
 
-    def test_batch_invariant(repro_audit):
-        repro_audit.assert_batch_invariant(torch.nn.Linear(256, 256), torch.randn(20, 256), sizes=[1, 2, 3, 4, 8])
+    def test_rows_are_batch_invariant(repro_audit):
+        model = torch.nn.Sequential(torch.nn.LayerNorm(256), torch.nn.GELU())
+        repro_audit.assert_batch_invariant(model, torch.randn(20, 256), sizes=[1, 2, 3, 4, 8])
 
 The fixture's assertions run the binary through the API (api.py) and fail the test with the report's
 own findings: the classes of batch sizes, the first differing op and the fix, then the binary's

@@ -101,8 +101,8 @@ class ExportTarget final : public Target {
         if (const auto it = held.find(n); it != held.end()) t = it->second;
       if (spec.mode == "train" && program_->inference_only())
         throw TrialInputError(
-            "--mode train: the exported program has no parameter that requires grad (it was exported for inference, "
-            "e.g. under torch.no_grad()): export it from a model whose parameters require grad",
+            "--mode train: the exported program has no parameter that requires grad (its parameters were frozen, "
+            "requires_grad_(False), when it was exported): export it from a model whose parameters require grad",
             "usage");
     }
 #ifdef RA_HAVE_NATIVERT

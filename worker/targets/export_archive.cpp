@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 
 namespace ra::targets {
@@ -134,11 +135,15 @@ at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std
   return view.clone();
 }
 
-// Parameters, buffers and constants in the archive, in its config's order.
+// Parameters, buffers and constants in the archive, in its config's order. Entries that name the same
+// record with the same dtype, sizes, strides and offset are one tensor, as torch.export.load makes them
+// (a GPT-2's tied transformer.wte.weight and lm_head.weight): what a training step does to one, the
+// other shows. (Other views of one record are read as copies.)
 std::vector<std::pair<std::string, at::Tensor>> read_weights(caffe2::serialize::PyTorchStreamReader& reader,
                                                              const std::string& path, uint64_t file_size,
                                                              WeightData data_mode) {
   std::vector<std::pair<std::string, at::Tensor>> out;
+  std::map<std::string, at::Tensor> read;  // by record and view
   WeightBudget budget{file_size * kMaxZipRatio + kZipExpansionSlack};
   for (const std::string folder : {"weights", "constants"}) {
     const std::string config = fmt::format("data/{}/model_{}_config.json", folder, folder);
@@ -153,7 +158,15 @@ std::vector<std::pair<std::string, at::Tensor>> read_weights(caffe2::serialize::
                         "this version does not read",
                         path, folder, excerpt(name)));
       const std::string kind = folder == "constants" ? "constant" : entry.value("is_param", false) ? "param" : "buffer";
-      out.emplace_back(kind + "/" + name, read_tensor(reader, folder, name, entry, path, budget, data_mode));
+      const auto& meta = entry.value("tensor_meta", nlohmann::json::object());
+      const std::string view = fmt::format(
+          "{}/{}|{}|{}|{}|{}", folder, entry.value("path_name", nlohmann::json()).dump(),
+          meta.value("dtype", nlohmann::json()).dump(), meta.value("sizes", nlohmann::json()).dump(),
+          meta.value("strides", nlohmann::json()).dump(), meta.value("storage_offset", nlohmann::json()).dump());
+      auto it = read.find(view);
+      if (it == read.end())
+        it = read.emplace(view, read_tensor(reader, folder, name, entry, path, budget, data_mode)).first;
+      out.emplace_back(kind + "/" + name, it->second);
     }
   }
   return out;

@@ -497,6 +497,7 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
   // Inputs: the signature's specs, in the graph's placeholder order.
   std::unordered_map<std::string, at::Tensor> by_name;
   for (const auto& [n, t] : weights) by_name.emplace(n, t);
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> on_device;  // each archive tensor, moved once
   const auto& specs = signature.at("input_specs");
   b.where = "the signature";
   for (const auto& spec : specs) {
@@ -571,7 +572,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
                              fmt::join(t.sizes(), ", "), fmt::join(want, ", ")));
         grad = meta.value("requires_grad", false);
       }
-      at::Tensor v = t.to(device);
+      // One archive tensor under two names (tied weights) stays one storage on the device, as in Python.
+      auto moved = on_device.find(t.unsafeGetTensorImpl());
+      if (moved == on_device.end()) moved = on_device.emplace(t.unsafeGetTensorImpl(), t.to(device)).first;
+      at::Tensor v = moved->second;
       if (grad && at::isFloatingType(v.scalar_type())) v = v.detach().requires_grad_(true);
       const int slot = b.define(name);
       fixed_.emplace_back(slot, v);
