@@ -182,6 +182,26 @@ TEST_CASE("run: inputs of the wrong shape, dtype, count or kind exit 3") {
                          "input file '" + dir.file("none.pt") + "' does not exist");
 }
 
+// A model that returns something other than tensors has a property the audit cannot compare: exit 3
+// from the preflight with one line naming where, not exit 4 with every trial "crashed" (issue 51 item 9).
+TEST_CASE("run: a model whose output holds non-tensors exits 3 naming where") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("dict.pt"), R"JIT(
+def forward(self, x):
+    return {'a': 1, 'b': 'text'}
+)JIT",
+                       {});
+  ra::test::save_model(dir.file("tuple.pt"), R"JIT(
+def forward(self, x):
+    return (x * 2.0, 'text')
+)JIT",
+                       {});
+  ra::test::expect_error(dir, {"run", dir.file("dict.pt"), "--shape", "2x4", "-q"}, 3,
+                         "the model's output holds a Int at 'output/a', not tensors");
+  ra::test::expect_error(dir, {"run", dir.file("tuple.pt"), "--shape", "2x4", "-q"}, 3,
+                         "the model's output holds a String at 'output/1', not tensors");
+}
+
 TEST_CASE("run: usage errors exit 2 and say what is valid") {
   ra::test::TempDir dir;
   ra::test::save_model(dir.file("m.pt"), kLinear, {{"w", {4, 2}}});
