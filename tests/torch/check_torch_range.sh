@@ -20,7 +20,8 @@ for v in 2.10.0 2.16.0; do
     echo "FAIL: torch $v: no line naming the range:"; cat "$work/cmake-$v.log"; fail=1
   fi
 done
-# ./dev: exit 2 for a release outside the range or not a release, 3 for an environment without torch.
+# ./dev: exit 2 for a release outside the range or not a release, 3 for an environment without torch,
+# one that hangs, or a path that is none (quoted, whatever it holds).
 expect() {
   local code=$1 pattern=$2 out rc; shift 2
   out=$(env "$@" "$src/dev" build 2>&1) && rc=0 || rc=$?
@@ -34,5 +35,16 @@ expect 2 "name a release as MAJOR.MINOR.PATCH" REPRO_AUDIT_TORCH=latest
 expect 3 "cannot import torch there" REPRO_AUDIT_PYTHON=/bin/true
 expect 3 "not an executable python" REPRO_AUDIT_PYTHON="$work/absent/python"
 expect 2 "not both" REPRO_AUDIT_TORCH=2.15.0 REPRO_AUDIT_PYTHON=/bin/true
+# A path holding a newline and an ESC is quoted (printf %q), never printed raw, and stays one line.
+odd=$(printf '%s/a\nb\033[31m/python' "$work")
+out=$(env REPRO_AUDIT_PYTHON="$odd" "$src/dev" build 2>&1) && rc=0 || rc=$?
+if [ "$rc" != 3 ] || [ "$(printf '%s\n' "$out" | wc -l)" != 1 ] || printf '%s' "$out" | grep -q $'\033' ||
+  ! grep -qF "REPRO_AUDIT_PYTHON=$(printf %q "$odd"): not an executable python" <<<"$out"; then
+  echo "FAIL: a REPRO_AUDIT_PYTHON with a newline and an ESC: exit $rc (want 3), said: $(printf %q "$out")"; fail=1
+fi
+# A python that never answers is given up after REPRO_AUDIT_PYTHON_TIMEOUT seconds, not waited on.
+printf '#!/bin/sh\nexec sleep 600\n' >"$work/hangs" && chmod +x "$work/hangs"
+expect 3 "did not answer 'import torch' within 2 s" REPRO_AUDIT_PYTHON="$work/hangs" REPRO_AUDIT_PYTHON_TIMEOUT=2
+expect 2 "REPRO_AUDIT_PYTHON_TIMEOUT=soon: give whole seconds" REPRO_AUDIT_PYTHON=/bin/true REPRO_AUDIT_PYTHON_TIMEOUT=soon
 [ $fail = 0 ] && echo "check_torch_range: the range is one line in CMake and ./dev"
 exit $fail
