@@ -270,11 +270,7 @@ TEST_CASE("exec: options that would do nothing are not offered, and --timed-runs
 // such, and --batch-dim may not name more inputs than the rows hold (issue 51 item 11).
 TEST_CASE("invariance: --sizes takes ranges A..B; other ranges and extra --batch-dim values are usage errors") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("m.pt"), R"JIT(
-def forward(self, x):
-    return x * 2.0
-)JIT",
-                       {});
+  ra::test::save_model(dir.file("m.pt"), ra::test::kDoubleModel, {});
   ra::test::save_value(dir.file("rows.pt"), torch::arange(48, torch::kFloat).reshape({12, 4}));
   const std::vector<std::string> base = {"invariance", dir.file("m.pt"), "--input", dir.file("rows.pt"), "-q"};
   const auto with = [&](std::vector<std::string> more) {

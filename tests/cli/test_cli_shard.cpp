@@ -297,11 +297,7 @@ TEST_CASE("shard: a cell that crashed in a shard is named in the merged report w
 
 TEST_CASE("shard: merge of an invariance shard whose negative control saw nothing exits 4 saying so on stderr") {
   ra::test::TempDir dir;
-  ra::test::save_model(dir.file("m.pt"), R"JIT(
-def forward(self, x):
-    return x * 2.0
-)JIT",
-                       {});
+  ra::test::save_model(dir.file("m.pt"), ra::test::kDoubleModel, {});
   ra::test::save_value(dir.file("rows.pt"), torch::arange(32, torch::kFloat).reshape({8, 4}));
   const std::vector<std::string> paths = run_shards(
       dir, {"invariance", dir.file("m.pt"), "--input", dir.file("rows.pt"), "--sizes", "1,2,3", "--quiet"}, 2);
