@@ -125,8 +125,9 @@ def _run_binary(argv: Sequence[str], folder: pathlib.Path, report: Optional[str]
         p = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as e:
         if e.errno == errno.E2BIG:  # the arguments, not the binary: say which
-            longest = max(cmd, key=len)
-            raise ReproAuditError(f"the command line is too long for this system ({sum(len(a) + 1 for a in cmd)} "
+            words = [str(a) for a in cmd]  # exec's command may hold paths
+            longest = max(words, key=len)
+            raise ReproAuditError(f"the command line is too long for this system ({sum(len(a) + 1 for a in words)} "
                                   f"bytes, the longest argument {len(longest)}: {longest[:60]!r}...): give fewer or "
                                   f"shorter values", 2) from None
         raise ReproAuditError(f"cannot start {cmd[0]}: {e.strerror}", 2) from None
