@@ -99,10 +99,12 @@ int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudg
   write_stdout(out.json ? report::render_json(rep) : report::render_text(rep));
   // An incomplete verdict says why in one line on stderr too: -q, --json and a CI log that keeps
   // only stderr would otherwise show exit 4 and nothing else.
-  if (rep.exit_code == static_cast<int>(ExitCode::Incomplete))
-    if (const std::string why = report::incomplete_reason(rep); !why.empty())
-      std::fprintf(stderr, "repro-audit: verdict incomplete: %s\n",
-                   report::escape::text_line(cut_message(why)).c_str());
+  if (rep.exit_code == static_cast<int>(ExitCode::Incomplete)) {
+    const std::string why = report::incomplete_reason(rep);
+    std::fprintf(stderr, "repro-audit: verdict incomplete: %s\n",
+                 why.empty() ? "a trial crashed or timed out (the report says which)"
+                             : report::escape::text_line(cut_message(why)).c_str());
+  }
   return rep.exit_code;
 }
 
