@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/skeleton/report_finish.h"
 
+#include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/log.h"
 #include "audit/common/progress.h"
@@ -8,11 +9,13 @@
 #include "audit/skeleton/changed_ops.h"
 #include "audit/trial/worker.h"
 #include "reports/baseline_file.h"
+#include "reports/escape.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -94,6 +97,14 @@ int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudg
   check_stop();
   close_status_line();  // a progress line left open on the terminal (progress.h) is erased first
   write_stdout(out.json ? report::render_json(rep) : report::render_text(rep));
+  // An incomplete verdict says why in one line on stderr too: -q, --json and a CI log that keeps
+  // only stderr would otherwise show exit 4 and nothing else.
+  if (rep.exit_code == static_cast<int>(ExitCode::Incomplete)) {
+    const std::string why = report::incomplete_reason(rep);
+    std::fprintf(stderr, "repro-audit: verdict incomplete: %s\n",
+                 why.empty() ? "a trial crashed or timed out (the report says which)"
+                             : report::escape::text_line(cut_message(why)).c_str());
+  }
   return rep.exit_code;
 }
 

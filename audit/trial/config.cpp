@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -339,6 +340,7 @@ Config parse_config(const std::string& item, unsigned cpus) {
   if (item.empty()) throw UsageError("empty configuration name in --configs");
   Config config{item, {}};
   const auto parts = split(item, '+');
+  std::map<std::string, std::string> given;  // the keys this item sets itself, with their values
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string& part = parts[i];
     const size_t eq = part.find('=');
@@ -357,7 +359,13 @@ Config parse_config(const std::string& item, unsigned cpus) {
       throw UsageError(
           fmt::format("unknown switch '{}' in configuration '{}' (keys: {})", key, item, fmt::join(keys, ", ")));
     }
-    config.values[key] = canonical_value(*s, part.substr(eq + 1), cpus);
+    // A preset's value may be overridden (det+threads=2), but a key the item itself sets twice
+    // with two values leaves no one value to apply: which one the user meant is theirs to say.
+    const std::string value = canonical_value(*s, part.substr(eq + 1), cpus);
+    if (const auto [it, fresh] = given.emplace(key, value); !fresh && it->second != value)
+      throw UsageError(fmt::format("in configuration '{}': switch '{}' is given twice, as {} and as {}: give it once",
+                                   item, key, it->second, value));
+    config.values[key] = value;
   }
   return config;
 }

@@ -29,6 +29,11 @@ inline constexpr const char* kLinearReluModel = R"JIT(
 def forward(self, x):
     return torch.relu(torch.matmul(x, self.w))
 )JIT";
+// x * 2.0, without parameters: elementwise, so every row's bits are its own at any batch size;
+inline constexpr const char* kDoubleModel = R"JIT(
+def forward(self, x):
+    return x * 2.0
+)JIT";
 // the test-only nondeterministic op after a matmul, with w of 64x4096 (needs test_ops_library()).
 inline constexpr const char* kNondetSumModel = R"JIT(
 def forward(self, x):

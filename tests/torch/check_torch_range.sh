@@ -38,8 +38,9 @@ cmake -S "$src" -B "$work/build-pip" -G Ninja -DSKBUILD=ON -DPython_EXECUTABLE="
 if ! head -n 1 "$work/pip.log" | grep -q "^repro-audit: torch 2.10.0 is older than 2.11, .*: pip install 'torch>=2.11', then pip install --no-build-isolation again$"; then
   echo "FAIL: the pip build's first line is not its refusal with pip's advice:"; cat "$work/pip.log"; fail=1
 fi
-# ./dev: exit 2 for an older release or not a release, 3 for an environment without torch or with an
-# older one; a newer one warns and goes on (to `./dev no-such-command`: usage, exit 2, nothing installed).
+# ./dev: exit 2 for an older release or not a release, 3 for an environment without torch, with an
+# older one, one that hangs, or a path that is none (quoted, whatever it holds); a newer one warns and
+# goes on (to `./dev no-such-command`: usage, exit 2, nothing installed).
 expect() {
   local code=$1 pattern=$2 command=$3 out rc; shift 3
   out=$(env "$@" "$src/dev" "$command" 2>&1) && rc=0 || rc=$?
@@ -57,5 +58,16 @@ expect 2 "name a release as MAJOR.MINOR.PATCH" build REPRO_AUDIT_TORCH=latest
 expect 3 "cannot import torch there" build REPRO_AUDIT_PYTHON=/bin/true
 expect 3 "not an executable python" build REPRO_AUDIT_PYTHON="$work/absent/python"
 expect 2 "not both" build REPRO_AUDIT_TORCH=2.15.0 REPRO_AUDIT_PYTHON=/bin/true
+# A path holding a newline and an ESC is quoted (printf %q), never printed raw, and stays one line.
+odd=$(printf '%s/a\nb\033[31m/python' "$work")
+out=$(env REPRO_AUDIT_PYTHON="$odd" "$src/dev" build 2>&1) && rc=0 || rc=$?
+if [ "$rc" != 3 ] || [ "$(printf '%s\n' "$out" | wc -l)" != 1 ] || printf '%s' "$out" | grep -q $'\033' ||
+  ! grep -qF "REPRO_AUDIT_PYTHON=$(printf %q "$odd"): not an executable python" <<<"$out"; then
+  echo "FAIL: a REPRO_AUDIT_PYTHON with a newline and an ESC: exit $rc (want 3), said: $(printf %q "$out")"; fail=1
+fi
+# A python that never answers is given up after REPRO_AUDIT_PYTHON_TIMEOUT seconds, not waited on.
+printf '#!/bin/sh\nexec sleep 600\n' >"$work/hangs" && chmod +x "$work/hangs"
+expect 3 "did not answer 'import torch' within 2 s" build REPRO_AUDIT_PYTHON="$work/hangs" REPRO_AUDIT_PYTHON_TIMEOUT=2
+expect 2 "REPRO_AUDIT_PYTHON_TIMEOUT=soon: give whole seconds" build REPRO_AUDIT_PYTHON=/bin/true REPRO_AUDIT_PYTHON_TIMEOUT=soon
 [ $fail = 0 ] && echo "check_torch_range: an older torch is one line in CMake, pip's build and ./dev; a newer one builds with one"
 exit $fail

@@ -42,6 +42,20 @@ TEST_CASE("parse_config: bad names and values are usage errors that list the val
   CHECK_THROWS_AS(ra::parse_configs({"default,default"}, 4), ra::UsageError);
 }
 
+TEST_CASE("parse_config: a key set twice with two values is a usage error; a preset's value may be overridden") {
+  try {
+    ra::parse_config("inductor.deterministic=on+inductor.deterministic=off", 4);
+    FAIL("no error");
+  } catch (const ra::UsageError& e) {
+    CHECK(std::string(e.what()) ==
+          "in configuration 'inductor.deterministic=on+inductor.deterministic=off': switch 'inductor.deterministic' "
+          "is given twice, as on and as off: give it once");
+  }
+  CHECK_THROWS_AS(ra::parse_config("det+threads=1+threads=2", 4), ra::UsageError);
+  CHECK(ra::parse_config("threads=1+threads=1", 4).values.at("threads") == "1");  // the same value twice: one value
+  CHECK(ra::parse_config("det+deterministic=warn", 4).values.at("deterministic") == "warn");
+}
+
 TEST_CASE("switch_table: each row's fix values are values of its switch, tried where the switch matters") {
   size_t run = 0, invariance = 0;
   for (const auto& s : ra::switch_table()) {

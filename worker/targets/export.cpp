@@ -152,8 +152,9 @@ class ExportTarget final : public Target {
   std::map<std::string, std::string> package() const override { return {{"runtime", runtime_}}; }
 
   std::vector<std::string> check() override {
+    c10::IValue out;
     try {
-      (void)forward(inputs_.args);
+      out = forward(inputs_.args);
     } catch (const TrialInputError& e) {
       throw TrialInputError(fmt::format("the exported program rejects the inputs ({}): {}",
                                         fmt::join(inputs_.descriptions, ", "), e.what()));
@@ -161,6 +162,7 @@ class ExportTarget final : public Target {
       throw TrialInputError(fmt::format("the exported program rejects the inputs ({}): {}",
                                         fmt::join(inputs_.descriptions, ", "), error_text(e)));
     }
+    check_output(out);
     if (spec_.mode == "train") (void)train_loss(forward(inputs_.args));
     return {};
   }
