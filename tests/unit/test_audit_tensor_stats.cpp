@@ -2,6 +2,7 @@
 #include "worker/digest/digest.h"
 #include "worker/digest/tensor_stats.h"
 #include "worker/runtime/child_support.h"
+#include "worker/tensor_io/python_pickle.h"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -193,5 +194,28 @@ TEST_CASE("Recorder: given the reference's digests it keeps and dumps only the t
   // (Not std::filesystem::remove_all: libtorch.so exports a copy of it that crashes when called here.)
   std::remove((dir + "/d.pt").c_str());
   std::remove((dir + "/full.pt").c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("Recorder: a kept tensor holds its value when added, not the live tensor's later values") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("ra-recorder-live-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // A parameter, recorded, then changed in place by an optimizer step, and recorded again (issue 51:
+  // on the CPU the dump held the last value under both names).
+  at::Tensor live = at::zeros({4});
+  const at::Tensor view = at::zeros({2, 4}).t();  // not contiguous
+  ra::Recorder rec(true);
+  rec.add("step1/param/w", live);
+  rec.add("step1/param/v", view);
+  live.add_(1);
+  view.add_(2);
+  rec.add("step2/param/w", live);
+  REQUIRE(rec.write_dump(dir + "/d.pt").empty());
+  const c10::IValue kept = ra::load_python_pickle_file(dir + "/d.pt");
+  const auto d = kept.toGenericDict();
+  CHECK(at::equal(d.at("step1/param/w").toTensor(), at::zeros({4})));
+  CHECK(at::equal(d.at("step2/param/w").toTensor(), at::ones({4})));
+  CHECK(at::equal(d.at("step1/param/v").toTensor(), at::zeros({4, 2})));
+  std::remove((dir + "/d.pt").c_str());
   ::rmdir(dir.c_str());
 }
