@@ -6,6 +6,7 @@
 #include "audit/baseline/baseline.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/owned_folder.h"
 #include "audit/fleet/shard.h"
 #include "audit/fleet/shard_run.h"
 #include "audit/knowledge/probe_findings.h"
@@ -25,12 +26,12 @@ namespace ra::fleet {
 namespace {
 namespace fs = std::filesystem;
 
-// A file a shard kept for `cell` ("" when it did not keep one).
+// A file a shard kept for `cell` ("" when it did not keep one, or it or its folder is a symlink,
+// which is not followed: audit/common/owned_folder.h).
 std::string kept(const ShardFile& s, const std::string& name) {
   if (s.report.shard->tensors.empty()) return "";
   const fs::path path = fs::path(s.path).parent_path() / s.report.shard->tensors / name;
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) ? path.string() : "";
+  return kept_file_problem(path.string()).empty() ? path.string() : "";
 }
 
 // The repeat index of a configuration's reference repeat (its first that completed ok).

@@ -3,6 +3,7 @@
 
 #include "audit/common/files.h"
 #include "audit/common/log.h"
+#include "audit/common/owned_folder.h"
 #include "audit/common/progress.h"
 #include "audit/common/stop.h"
 #include "audit/skeleton/changed_ops.h"
@@ -62,7 +63,7 @@ std::string baseline_with_tensors(const report::Report& rep, const std::string& 
         kept = name;
       }
   const std::string folder = path + ".tensors";
-  write_folder_atomic(folder, files, "the baseline's reference tensors");
+  write_owned_folder(folder, files, "the baseline's reference tensors");
   return report::render_baseline(named, files.empty() ? "" : std::filesystem::path(folder).filename().string());
 }
 
