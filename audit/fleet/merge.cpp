@@ -120,8 +120,12 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
   if (!joined.empty()) scratch.emplace();
   std::optional<BatchedDiff> stats;
   if (scratch) stats.emplace(*scratch, options.timeout_s, first.tolerance);
-  for (auto& [t, j] : joined)
+  for (auto& [t, j] : joined) {
+    // A shard's kept file holds what its report declares for that cell, and no more is read from it.
+    for (size_t c = 0; c < j.dumps.size(); ++c)
+      if (!j.dumps[c].empty()) stats->declare(j.dumps[c], j.target.configs[c].reference);
     if (j.one_machine) configuration_dependence(j.target.configs, j.dumps, stats->collect());
+  }
   if (stats) stats->resolve();
 
   std::vector<report::Target> targets;

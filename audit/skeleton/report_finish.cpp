@@ -40,6 +40,14 @@ void compare_with_baseline(report::Report& rep, const ReportJudges& judges) {
   }
   const ScratchDir scratch;
   BatchedDiff stats(scratch, judges.timeout_s, rep.tolerance);
+  // What each side's kept files hold, as its baseline or report declares: the bound on what is read.
+  const auto declare = [&stats](const report::Report& r) {
+    for (const auto& t : r.targets())
+      for (const auto& c : t.configs)
+        if (!c.reference_tensors.empty()) stats.declare(c.reference_tensors, c.reference);
+  };
+  declare(rep);
+  declare(judges.baseline->results);
   {
     report::Report first = rep;
     apply_baseline(first, *judges.baseline, stats.collect());
