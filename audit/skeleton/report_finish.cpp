@@ -4,6 +4,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/log.h"
+#include "audit/common/owned_folder.h"
 #include "audit/common/progress.h"
 #include "audit/common/stop.h"
 #include "audit/skeleton/changed_ops.h"
@@ -42,6 +43,14 @@ void compare_with_baseline(report::Report& rep, const ReportJudges& judges) {
   }
   const ScratchDir scratch;
   BatchedDiff stats(scratch, judges.timeout_s, rep.tolerance);
+  // What each side's kept files hold, as its baseline or report declares: the bound on what is read.
+  const auto declare = [&stats](const report::Report& r) {
+    for (const auto& t : r.targets())
+      for (const auto& c : t.configs)
+        if (!c.reference_tensors.empty()) stats.declare(c.reference_tensors, c.reference);
+  };
+  declare(rep);
+  declare(judges.baseline->results);
   {
     report::Report first = rep;
     apply_baseline(first, *judges.baseline, stats.collect());
@@ -65,7 +74,7 @@ std::string baseline_with_tensors(const report::Report& rep, const std::string& 
         kept = name;
       }
   const std::string folder = path + ".tensors";
-  write_folder_atomic(folder, files, "the baseline's reference tensors");
+  write_owned_folder(folder, files, "the baseline's reference tensors");
   return report::render_baseline(named, files.empty() ? "" : std::filesystem::path(folder).filename().string());
 }
 

@@ -318,3 +318,31 @@ TEST_CASE("shard: merge of an invariance shard whose negative control saw nothin
   CHECK(j["invariance"]["control"]["detected"] == false);
   CHECK(j["invariance"]["control"]["evidence"] == "shard 2/2: FAILED: the flipped bit went unseen");
 }
+
+TEST_CASE("shard: REPORT.tensors replaces only a folder an earlier shard wrote; anything else exits 3") {
+  ra::test::TempDir dir;
+  const std::string model = dir.file("m.pt");
+  ra::test::save_model(model, ra::test::kLinearReluModel, {{"w", {16, 8}}});
+  const auto shard = [&](const std::string& report) {
+    return std::vector<std::string>{"run",     model,     "--shape", "4x16",     "--configs",     "default,threads-1",
+                                    "--quiet", "--shard", "1/2",     "--report", dir.file(report)};
+  };
+  for (int round = 0; round < 2; ++round) {  // the second replaces the first's folder
+    const auto r = run_cli(shard("s.json"));
+    CAPTURE(r.err);
+    REQUIRE(r.code == 0);
+    std::vector<std::string> kept;
+    for (const auto& e : std::filesystem::directory_iterator(dir.file("s.json.tensors")))
+      kept.push_back(e.path().filename().string());
+    std::sort(kept.begin(), kept.end());
+    CHECK(kept == std::vector<std::string>{"cell-0.pt", "repro-audit.manifest"});
+  }
+  for (const auto& [name, why] : ra::test::plant_folder_obstacles(dir, dir.file("s.json.tensors"))) {
+    CAPTURE(name);
+    ra::test::expect_error(
+        dir, shard(name + ".json"), 3,
+        "cannot keep the shard's reference tensors in '" + dir.file(name + ".json.tensors") + "': " + why);
+    CHECK_FALSE(ra::test::file_exists(dir.file(name + ".json")));
+  }
+  ra::test::check_folder_obstacles(dir);
+}

@@ -24,11 +24,10 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import zipfile
 
-from hostile_common import start
+from hostile_common import check, failures, run_measured, start
 
 torch, TOOL, WORK = start(fresh=True)
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
@@ -39,35 +38,10 @@ BUDGET = 192 << 20
 if os.environ.get("REPRO_AUDIT_TEST_ASAN") == "1":
     BUDGET += 256 << 20
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-# Peak memory from wait4 in a small intermediate process (see test_hostile_files.py).
-MEASURE = """
-import json, os, sys
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    json.dump({"rc": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss * 1024}, f)
-"""
-
 
 def run(*argv):
     """(exit code, stdout, stderr, peak resident bytes), with TMPDIR set to the test's folder."""
-    result = os.path.join(WORK, "measure.json")
-    proc = subprocess.run(["/usr/bin/python3", "-S", "-c", MEASURE, result, TOOL, *map(str, argv)], capture_output=True,
-                          cwd=WORK, env={**os.environ, "TMPDIR": TMP}, timeout=600)
-    with open(result) as f:
-        r = json.load(f)
-    return r["rc"], proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"), r["maxrss"]
+    return run_measured([TOOL, *map(str, argv)], WORK, env={**os.environ, "TMPDIR": TMP}, timeout=600)
 
 
 def leftovers():

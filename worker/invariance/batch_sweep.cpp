@@ -228,7 +228,9 @@ void Sweep::record(int64_t m, const char* placement, const std::vector<at::Tenso
           row.max_abs = s.max_abs_diff, row.max_ulp = s.max_ulp;
         }
       }
-      if (keep != nullptr) (*keep)[static_cast<size_t>(anchor)][i] = {slice, row.digest};
+      // A copy: the slice is a view of what the model returned, which may be its own buffer that
+      // the next call writes again (the reference's statistics then measured the latest call).
+      if (keep != nullptr) (*keep)[static_cast<size_t>(anchor)][i] = {slice.clone(), row.digest};
       cell.rows.push_back(std::move(row));
     }
   }

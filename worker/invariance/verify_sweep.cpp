@@ -121,7 +121,14 @@ InvarianceCell& VerifySweep::cell(int64_t size, const char* placement) {
 void VerifySweep::decode_steps(int anchor) {
   if (decode_.size() <= static_cast<size_t>(anchor)) decode_.resize(static_cast<size_t>(anchor) + 1);
   auto& steps = decode_[static_cast<size_t>(anchor)];
-  for (int j = 0; j <= draft_; ++j) steps.push_back(tokens_at(call(anchor, first_ + j), first_ + j - 1));
+  for (int j = 0; j <= draft_; ++j) {
+    // Kept as copies: a token is a view of what the model returned, which may be its own buffer
+    // that the next call writes again.
+    std::vector<Token> tokens = tokens_at(call(anchor, first_ + j), first_ + j - 1);
+    for (Token& t : tokens)
+      if (t.t.defined()) t.t = t.t.clone();
+    steps.push_back(std::move(tokens));
+  }
   for (size_t i = 0; i < names_.size(); ++i)
     if (excluded_[i].empty())
       cell(1, "block").rows.push_back({anchor, names_[i], 0, steps.front()[i].digest, true, 0, 0});

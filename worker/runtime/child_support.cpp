@@ -145,7 +145,11 @@ void Recorder::add(const std::string& name, const at::Tensor& t) {
   const auto ref = reference_.find(name);
   if (dump_ && (ref == reference_.end() || ref->second != tensors_.back().digest)) {
     names_.push_back(name);
-    values_.push_back(t.detach().to(at::kCPU).contiguous());
+    // A copy, never the tensor itself: on the CPU, .to(kCPU) and .contiguous() give back the live
+    // tensor, a parameter or buffer that the next optimizer step or forward changes in place, so
+    // a dump held the last step's values under every step's name (issue 51).
+    values_.push_back(t.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true,
+                                    at::MemoryFormat::Contiguous));
   }
 }
 

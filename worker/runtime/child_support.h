@@ -59,8 +59,9 @@ void synchronize(const c10::Device& device);
 // Digests tensors in the order they are added, and optionally keeps CPU copies for a dump.
 class Recorder {
  public:
-  // With `dump`, keeps a host copy of each tensor for write_dump; with `reference` digests too
-  // (TrialSpec::dump_only_differing), only of tensors whose digest differs from theirs.
+  // With `dump`, keeps a host copy of each tensor (its values when added) for write_dump; with
+  // `reference` digests too (TrialSpec::dump_only_differing), only of tensors whose digest differs
+  // from theirs.
   explicit Recorder(bool dump, std::map<std::string, std::string> reference = {})
       : dump_(dump), reference_(std::move(reference)) {}
   // A recorder that keeps nothing: for timed runs.
