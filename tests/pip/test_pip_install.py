@@ -115,6 +115,9 @@ dyn = sh(["readelf", "-d", worker]).stdout
 runpath = [line.split("[", 1)[1].rstrip("]") for line in dyn.splitlines() if "RUNPATH" in line or "RPATH" in line]
 check(runpath == ["$ORIGIN/../../../torch/lib"], f"the worker's RPATH is $ORIGIN/../../../torch/lib ({runpath})")
 check("libtorch" not in sh(["readelf", "-d", front]).stdout, "the front links no LibTorch")
+# Every ELF file in the package: absolute existing or $ORIGIN-relative search paths only (cmake/Rpath.cmake).
+p = sh(["cmake", f"-DDIR={installed}", "-P", source / "cmake/RpathCheck.cmake"])
+check(p.returncode == 0, f"every ELF file in the package searches only $ORIGIN-relative or absolute folders: {p.stderr}")
 
 # From the venv only: its PATH, no LD_LIBRARY_PATH, no REPRO_AUDIT_* variables.
 env = {k: v for k, v in os.environ.items()
