@@ -2,17 +2,9 @@
 // The front's subcommand table, and the hand-over of env, lint and diff to the worker.
 #include "cli/command_table.h"
 
-#include "audit/common/errors.h"
 #include "audit/common/paths.h"
 #include "audit/selftest/first_use.h"
-
-#include <fmt/format.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
-#include <unistd.h>
+#include "audit/trial/worker.h"
 
 namespace ra::cli {
 namespace {
@@ -74,16 +66,9 @@ int run(int argc, char** argv) { return cmdline::run(argc, argv, cmdline::Progra
 
 Action forward_to_worker(const GlobalOptions& global) {
   return [&global] {
-    const std::string worker = worker_executable();
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(worker.c_str()));
-    for (size_t i = 1; i < global.argv.size(); ++i) argv.push_back(const_cast<char*>(global.argv[i].c_str()));
-    argv.push_back(nullptr);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::execv(worker.c_str(), argv.data());
-    throw InputError(fmt::format("cannot start the worker {}: {}", worker, std::strerror(errno)));
-    return 0;
+    std::vector<std::string> argv = {worker_executable()};
+    argv.insert(argv.end(), global.argv.begin() + 1, global.argv.end());
+    return run_forwarded(argv);
   };
 }
 

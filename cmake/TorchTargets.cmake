@@ -56,5 +56,5 @@ function(ra_torch_target target)
   else()
     target_precompile_headers(${target} REUSE_FROM ${RA_TORCH_PCH_HOST})
   endif()
-  set_property(TARGET ${target} PROPERTY BUILD_RPATH "${RA_TORCH_LIBRARY_DIR}")
+  set_property(TARGET ${target} PROPERTY INSTALL_RPATH "${RA_TORCH_LIBRARY_DIR}")  # cmake/Rpath.cmake
 endfunction()

@@ -52,4 +52,10 @@ foreach(word "#compdef repro-audit" "'run:" "--trace[" "--mode[")
     message(FATAL_ERROR "zsh completion lacks '${word}'")
   endif()
 endforeach()
+# Every installed ELF file's library search path (cmake/Rpath.cmake): absolute and existing, or $ORIGIN-relative.
+execute_process(COMMAND ${CMAKE_COMMAND} -DDIR=${PREFIX} -P ${CMAKE_CURRENT_LIST_DIR}/../cmake/RpathCheck.cmake
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "an installed file's library search path: ${err}")
+endif()
 message(STATUS "install layout ok: ${got}")

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/trial/analysis.h"
 
+#include "audit/common/errors.h"
 #include "audit/digest/stats_math.h"
 
 #include <fmt/format.h>
@@ -111,6 +112,8 @@ report::Trial summarise_trial(const TrialRun& run) {
     t.status = TrialStatus::Crashed;
     t.message = run.process.exit_code != 0 ? fmt::format("exited with code {} without a result", run.process.exit_code)
                                            : std::string("exited without writing a valid result");
+    if (const std::string loader = loader_failure(run.process.exit_code, run.process.log_tail); !loader.empty())
+      t.message = fmt::format("could not start: the dynamic loader failed ({})", excerpt(loader, 600));
     if (run.process.disk_full) t.message = "no space left in TMPDIR: the trial could not write its result";
     t.stderr_tail = run.process.log_tail;
     return t;

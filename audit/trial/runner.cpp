@@ -132,6 +132,22 @@ std::string file_tail(const std::string& path, size_t max_lines, size_t max_byte
   return text.substr(pos);
 }
 
+std::string loader_failure(int exit_code, const std::string& tail) {
+  if (exit_code != 127) return "";
+  // ld.so's fatal messages; its warnings ("no version information available") come before them.
+  const auto fatal = [](const std::string& line) {
+    return line.find("error while loading shared libraries") != std::string::npos ||
+           line.find("symbol lookup error") != std::string::npos ||
+           line.find("relocation error") != std::string::npos ||
+           (line.find(": version `") != std::string::npos && line.find("' not found") != std::string::npos);
+  };
+  std::istringstream lines(tail);
+  std::string found;
+  for (std::string line; std::getline(lines, line);)
+    if (fatal(line)) found = line;
+  return found;
+}
+
 // Whether the filesystem holding `path` has (almost) no space left.
 bool no_space_at(const std::string& path) {
   struct statvfs st {};

@@ -77,4 +77,9 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
 // The last `max_lines` lines (at most `max_bytes`) of a file.
 std::string file_tail(const std::string& path, size_t max_lines = 20, size_t max_bytes = 4096);
 
+// The dynamic loader's own line when a process exited 127 because the loader could not start it (a
+// library not found, a symbol or symbol version missing: the last such line of `tail`, its stderr),
+// else "". Its warnings ("no version information available") are not such lines.
+std::string loader_failure(int exit_code, const std::string& tail);
+
 }  // namespace ra

@@ -2,7 +2,9 @@
 #include "audit/trial/worker.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/log.h"
 #include "audit/common/paths.h"
+#include "audit/common/stop.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/trials.h"
 #include "reports/json_read.h"
@@ -10,7 +12,18 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
 
 namespace ra {
 
@@ -21,14 +34,128 @@ void check_worker_loaded(const ChildOutcome& out) {
   if (const std::string prefix = "repro-audit: "; line.rfind(prefix, 0) == 0) line = line.substr(prefix.size());
   if (out.exit_code == static_cast<int>(ExitCode::Input) && line.find(" was built against torch ") != std::string::npos)
     throw InputError(line);
-  if (out.exit_code != 127) return;
-  for (const char* loader : {"error while loading shared libraries", "symbol lookup error"})
-    if (line.find(loader) != std::string::npos)
-      throw InputError(
-          fmt::format("the worker cannot load the torch it was built against ({}): its torch environment was moved, "
-                      "replaced or upgraded, or LD_LIBRARY_PATH names another torch; rebuild against the torch you run "
-                      "(./dev build, or REPRO_AUDIT_PYTHON=... ./dev build) or restore that environment",
-                      line));
+  line = loader_failure(out.exit_code, out.log_tail);
+  if (line.empty()) return;
+  // Torch's own libraries: the symbols of c10, at and torch, or a library of torch's folder.
+  bool torch = false;
+  for (const char* mark : {"libtorch", "libc10", "/torch/lib/lib", "_ZN3c10", "_ZN2at", "_ZN5torch"})
+    torch = torch || line.find(mark) != std::string::npos;
+  if (torch)
+    throw InputError(
+        fmt::format("the worker cannot load the torch it was built against ({}): its torch environment was moved, "
+                    "replaced or upgraded, or LD_LIBRARY_PATH names another torch; rebuild against the torch you run "
+                    "(./dev build, or REPRO_AUDIT_PYTHON=... ./dev build) or restore that environment",
+                    excerpt(line, 600)));
+  throw Error(ExitCode::Incomplete,
+              fmt::format("the worker could not start: the dynamic loader failed ({}): a library it needs is shadowed "
+                          "by one that lacks what it was built against (LD_LIBRARY_PATH, LD_PRELOAD) or was replaced; "
+                          "unset those, or reinstall the library",
+                          excerpt(line, 600)));
+}
+
+void warn_worker_not_started(const ChildOutcome& out, bool& warned) {
+  if (warned || out.kind != ChildOutcome::Kind::Exited) return;
+  if (const std::string line = loader_failure(out.exit_code, out.log_tail); !line.empty()) {
+    log::warn(
+        "a trial's worker could not start: the dynamic loader failed ({}); its trials crashed, and the verdict "
+        "is incomplete",
+        excerpt(line, 600));
+    warned = true;
+  }
+}
+
+int run_forwarded(const std::vector<std::string>& argv) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw InputError(fmt::format("cannot start the worker {}: {}", argv.front(), std::strerror(errno)));
+  const int user_stderr = ::fcntl(STDERR_FILENO, F_DUPFD, 10);  // no FD_CLOEXEC: the worker inherits it
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string(*e).rfind(std::string(kForwardedStderr) + "=", 0) != 0) env.push_back(*e);
+  if (user_stderr >= 0) env.push_back(fmt::format("{}={}", kForwardedStderr, user_stderr));
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Child: only async-signal-safe calls from here to exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    struct sigaction sa {};
+    sa.sa_handler = SIG_DFL;
+    for (const int sig : kStopSignals) ::sigaction(sig, &sa, nullptr);
+    ::execve(args[0], args.data(), envp.data());
+    const char* why = std::strerror(errno);
+    (void)!::write(STDERR_FILENO, why, std::strlen(why));
+    ::_exit(126);
+  }
+  const int fork_errno = errno;
+  ::close(pipe_fds[1]);
+  if (user_stderr >= 0) ::close(user_stderr);
+  if (pid < 0) {
+    ::close(pipe_fds[0]);
+    throw InputError(fmt::format("cannot start the worker {}: {}", argv.front(), std::strerror(fork_errno)));
+  }
+  // What came before the worker's main(): the loader's lines (or exec's error), at most 64 KiB kept.
+  std::string held;
+  char buffer[4096], last = 1;
+  int forwarded = 0;  // the stop signal passed on to the worker, once
+  const auto forward_stop = [&] {
+    if (const int sig = stop_signal(); sig != 0 && sig != forwarded) ::kill(pid, forwarded = sig);
+  };
+  for (;;) {
+    forward_stop();  // one that came before the read blocks
+    const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    if (n > 0) {
+      if (held.size() < (64u << 10)) held.append(buffer, static_cast<size_t>(n));
+      last = buffer[n - 1];
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(pipe_fds[0]);
+  // The pipe ends with a NUL byte when the worker's main() takes its stderr back (the loader is done: what
+  // came before it, its warnings, is passed on now), and without one when it ended before main().
+  const bool started = last == '\0';
+  if (started) {
+    if (!held.empty() && held.back() == '\0') held.pop_back();
+    std::fputs(held.c_str(), stderr);
+    held.clear();
+  }
+  int status = 0;
+  forward_stop();
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(ExitCode::Incomplete, fmt::format("the worker {} was lost", argv.front()));
+    forward_stop();
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (!started && WIFEXITED(status) && code == 126 && !held.empty())
+    throw InputError(fmt::format("cannot start the worker {}: {}", argv.front(), excerpt(held, 300)));
+  if (!started && WIFEXITED(status)) {
+    ChildOutcome out;
+    out.exit_code = code;
+    out.log_tail = held;
+    check_worker_loaded(out);
+  }
+  std::fputs(held.c_str(), stderr);  // what a worker that ended before its main() said, as it was
+  return code;
+}
+
+void take_back_forwarded_stderr() {
+  const char* fd = std::getenv(kForwardedStderr);
+  if (fd == nullptr) return;
+  const int user_stderr = std::atoi(fd);
+  if (user_stderr > STDERR_FILENO) {
+    (void)!::write(STDERR_FILENO, "", 1);  // the NUL that tells the front main() runs
+    if (::dup2(user_stderr, STDERR_FILENO) == STDERR_FILENO) ::close(user_stderr);
+  }
+  ::unsetenv(kForwardedStderr);
 }
 
 std::string worker_error_line(const ChildOutcome& out, bool user_errors) {

@@ -29,12 +29,35 @@ namespace ra {
 // thrown here (UsageError, InputError), so that the user reads the worker's own line; an interrupt
 // (130) is always thrown.
 // A worker that the dynamic loader could not start (exit 127 with the loader's "error while
-// loading shared libraries" or "symbol lookup error"), or that found other torch libraries than it
-// was built against, is thrown here as one InputError naming the cause and the cure, whatever
-// `user_errors` says: a moved or replaced torch environment, or LD_LIBRARY_PATH naming another.
+// loading shared libraries", "symbol lookup error", "version ... not found" or "relocation error"), or
+// that found other torch libraries than it was built against, is thrown here as one line naming the
+// loader's message and the cure, whatever `user_errors` says. Torch's own libraries (a moved or
+// replaced torch environment, LD_LIBRARY_PATH naming another torch) are an InputError, as the worker's
+// own check says it (worker/runtime/fingerprint.h); any other library (LD_LIBRARY_PATH or LD_PRELOAD
+// shadowing libspdlog, libstdc++ or libc with one that lacks what the worker needs) an
+// Error(Incomplete): no file of the user's is at fault, and nothing was audited.
 std::string worker_error_line(const ChildOutcome& out, bool user_errors = true);
 // The same check alone, for callers that read a worker's failure themselves (the preflight).
 void check_worker_loaded(const ChildOutcome& out);
+
+// A trial's worker that the dynamic loader could not start while the preflight's could (another
+// environment for the trials): the trial is `crashed` with the loader's line (summarise_trial) and the
+// verdict incomplete (exit 4); this says so once on stderr, the first time (`warned`).
+void warn_worker_not_started(const ChildOutcome& out, bool& warned);
+
+// `env`, `lint` and `diff`: the worker runs as the command itself, on the front's stdin, stdout and
+// stderr, and its exit code is the command's. It did so by exec, which let a worker the loader could
+// not start exit 127 with the loader's lines. Now the front forks it with stderr on a pipe, and the
+// worker, once main() runs (the loader is done), writes a NUL there and takes back the front's stderr
+// from the descriptor named by kForwardedStderr (take_back_forwarded_stderr()). The front holds what
+// came through the pipe: after the NUL it passes it on; a worker that ended without one never ran, and
+// if it exited 127 with the loader's line, the front throws as check_worker_loaded does.
+// A stop signal the front receives goes on to the worker (whose own handlers end it: exit 130); the
+// worker dies with the front (PR_SET_PDEATHSIG). Returns the worker's exit code (128 + N for a signal).
+int run_forwarded(const std::vector<std::string>& argv);
+inline constexpr const char* kForwardedStderr = "REPRO_AUDIT_STDERR_FD";
+// The worker's side, first thing in main(): stderr back from the pipe to the front's, when forwarded.
+void take_back_forwarded_stderr();
 
 // Runs `repro-audit-worker ARGS...` (tagged `tag` in the scratch folder) and waits for it. On a
 // nonzero exit, throws the worker's own one-line error as UsageError, InputError or (a crash or a

@@ -5,8 +5,9 @@
 # checks what `repro-audit run` says of the package: reproducible, its constants and outputs
 # digested, its build metadata in the report; --trace dropped with one line; --mode train and wrong
 # shapes refused with one line; a package whose metadata names another device or CPU instructions this machine lacks
-# refused before it is loaded; one compiled by another release (its metadata's torch_version) runs, with
-# a note naming both releases; the report's notes say the package's library ran as native code, and
+# refused before it is loaded, naming exactly the instructions this CPU lacks (read from /proc/cpuinfo); one
+# compiled by another release (its metadata's torch_version) runs, with a note naming both releases; the
+# report's notes say the package's library ran as native code, and
 # --no-native refuses it; no load, failed or not, leaves a folder in /tmp or TMPDIR.
 #
 # usage: test_aoti.py REPRO_AUDIT_BINARY WORK_FOLDER
@@ -103,8 +104,33 @@ def rewritten(name, change):
 
 cuda = rewritten("cuda.pt2", lambda m: m.update(AOTI_DEVICE_KEY="cuda"))
 refused(["run", cuda, "--shape", "2x4"], 3, "is an AOTInductor package compiled for cuda, not cpu")
-isa = rewritten("isa.pt2", lambda m: m.update(AOTI_CPU_ISA="AVX512 NO_SUCH_ISA"))
-refused(["run", isa, "--shape", "2x4"], 3, "compiled for CPUs with NO_SUCH_ISA, which this CPU lacks")
+
+
+def cpu_flags():
+    """This CPU's feature flags, as the worker reads them: the first "flags" line of /proc/cpuinfo."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.partition(":")[2].split())
+    return set()
+
+
+# The ISAs of a package this machine cannot run: the line names exactly those this CPU lacks, by the
+# worker's rule (AOTI_CPU_ISA's AVX512 is cpuinfo's avx512f; the others are cpuinfo's names in upper
+# case). AVX2 and AVX512 are each present or missing by the CPU; NO_SUCH_ISA is missing everywhere.
+ISAS = ["AVX2", "AVX512", "AVX512_VNNI", "NO_SUCH_ISA"]
+flags = cpu_flags()
+missing = [w for w in ISAS if {"avx512": "avx512f"}.get(w.lower(), w.lower()) not in flags]
+check(flags and missing[-1:] == ["NO_SUCH_ISA"], f"no CPU flags read from /proc/cpuinfo: {sorted(flags)[:5]}")
+print(f"this CPU lacks {missing} of {ISAS}", flush=True)
+isa = rewritten("isa.pt2", lambda m: m.update(AOTI_CPU_ISA=" ".join(ISAS)))
+refused(["run", isa, "--shape", "2x4"], 3, f"compiled for CPUs with {', '.join(missing)}, which this CPU lacks: "
+        "compile it again on this machine")
+# INVALID_VEC_ISA is Inductor's name for no vector ISA (scalar code, as it compiles under
+# ATEN_CPU_CAPABILITY=default): every CPU runs it.
+scalar = rewritten("scalar.pt2", lambda m: m.update(AOTI_CPU_ISA="INVALID_VEC_ISA"))
+r = run("run", scalar, "--shape", "2x4")
+check(r.returncode == 0, f"a package of scalar code (INVALID_VEC_ISA): exit {r.returncode}, {r.stderr!r}")
 
 # The release that compiled it, where the metadata names it (torch records none; the GUIDE's snippet
 # adds torch_version): another release's package runs, with one note saying whose kernels it runs;

@@ -12,8 +12,8 @@ TorchScript archive saved twice differs in its bytes, and with it every model di
 Each audit writes JSON, HTML, JUnit, Markdown and its text summary. What depends on the moment or
 the machine is normalised before comparison: durations and timings, dates, the scratch folder,
 host and process ids, and the environment fingerprint's machine fields (CPU model, kernel, logical
-CPUs, ATen capability, the torch and CUDA library builds, the GPU line), in every format they
-appear in (JSON keys, HTML rows and summary, the self-test's fingerprint line). Digests are numbered
+CPUs, ATen capability and the ATEN_CPU_CAPABILITY that chose it, torch's inter-op threads, one per
+physical core, the torch and CUDA library builds, the GPU line), in every format they appear in (JSON keys, HTML rows and summary, the self-test's fingerprint line). Digests are numbered
 by first appearance: the set holds which tensors agree, not the bits a CPU's BLAS computes. Everything
 else (verdicts, tables, wording, order) is compared byte for byte, so the check runs, and passes,
 on any machine of the kind (STYLE.md, habit 21).
@@ -39,8 +39,9 @@ def audits(d):
     """(name, argv, formats it writes). argv uses the fixtures made in d."""
     return [
         ("run", ["run", f"{d}/net.pt", "--input", f"{d}/input.pt", "--mode", "train", "--steps", "2"], FORMATS),
-        # threads=2, not the threads-N preset: N is the machine's CPU count, and the report names it
-        ("run_trace", ["run", f"{d}/bigsum.pt", "--shape", "2048x2048", "--configs", "threads=2,threads-1",
+        # threads=2, not the threads-N preset: N is the machine's CPU count, and the report names it; an
+        # input whose sum parts on one and two threads on every kernel path (bigsum_input)
+        ("run_trace", ["run", f"{d}/bigsum.pt", "--input", f"{d}/bigsum_input.pt", "--configs", "threads=2,threads-1",
                        "--repeats", "2", "--trace", "--timed-runs", "5"], FORMATS),
         ("probes", ["probes", "--only", "*unique-control", "--repeats", "2"], FORMATS),
         ("exec", ["exec", "--repeats", "2", "--configs", "default", "--artifact", "{out}/ckpt.pt",
@@ -93,19 +94,24 @@ NORMALISE = [
 ]
 
 
-# The fingerprint's machine fields: the keys of the environment's "cpu", "cuda" and "torch" groups
-# whose values say which machine and which library build ran, not what the tool decided.
+# The fingerprint's machine fields: the keys of the environment's "cpu", "cuda", "torch" and "threads"
+# groups whose values say which machine and which library build ran, not what the tool decided (the
+# inter-op pool is one thread per physical core; the intra-op count is OMP_NUM_THREADS, set below), and
+# ATEN_CPU_CAPABILITY, under which CI's second kernel path runs the set (./dev test-kernel-path).
 MACHINE_KEYS = ("model", "kernel", "logical_cpus", "aten_capability", "git_version", "version", "compiled_cuda",
-                "compiled_cudnn", "cublas", "cudnn", "nccl", "driver", "reason", "devices", "wheels", "runtime")
+                "compiled_cudnn", "cublas", "cudnn", "nccl", "driver", "reason", "devices", "wheels", "runtime",
+                "inter_op", "ATEN_CPU_CAPABILITY")
 _KEY = "|".join(MACHINE_KEYS)
-_JSON_GROUP = re.compile(r'((\n *)"(?:cpu|cuda|torch)": \{)(.*?)(\2\})', re.S)  # to its own closing brace
+_GROUPS = "cpu|cuda|torch|threads|env_vars"
+_JSON_GROUP = re.compile(r'((\n *)"(?:' + _GROUPS + r')": \{)(.*?)(\2\})', re.S)  # to its own closing brace
 _JSON_VALUE = re.compile(r'("(?:' + _KEY + r')": )("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\{[^}]*\}|[-0-9.e+]+|true|false|null)')
 _JSON_STACK = re.compile(r'("stack": \[)(.*?)(\n *\])', re.S)
 _STACK_VALUE = re.compile(r'("(?:baseline|current)": )("(?:[^"\\]|\\.)*"|null)')
-_HTML_GROUP = re.compile(r'(<div class="env-group" data-key="(?:cpu|cuda|torch)">)(.*?)(</table></div>)', re.S)
+_HTML_GROUP = re.compile(r'(<div class="env-group" data-key="(?:' + _GROUPS + r')">)(.*?)(</table></div>)', re.S)
 _HTML_NESTED = re.compile(r'(<th scope="row">(?:' + _KEY + r')</th><td>)<table.*?</table>(</td>)', re.S)  # cuda.wheels
 _HTML_VALUE = re.compile(r'(<th scope="row">(?:' + _KEY + r')</th><td>)(.*?)(</td>)', re.S)
 _HTML_SUMMARY = re.compile(r'(<dt>(?:torch|CUDA|GPUs|CPU)</dt><dd>)(.*?)(</dd>)', re.S)
+_HTML_INTER_OP = re.compile(r'(<dt>threads</dt><dd>intra-op [0-9]+, inter-op )[0-9]+')
 # selftest's fingerprint check: "torch 2.11.0 (70d99e998b49), AMD EPYC (2 CPUs, AVX512), 15 switches"
 _SELFTEST_FINGERPRINT = re.compile(r'torch [^ ]+ \([0-9a-f]+\), [^\n|]*? \([0-9]+ CPUs?, [^)]*\)')
 _DIGEST = re.compile(r'(?<![0-9a-zA-Z])[0-9a-f]{32}(?![0-9a-zA-Z])')
@@ -120,6 +126,7 @@ def normalise_machine(text):
     text = _HTML_GROUP.sub(lambda m: m.group(1) + _HTML_VALUE.sub(r'\1<machine>\3', _HTML_NESTED.sub(r'\1<machine>\2', m.group(2)))
                            + m.group(3), text)
     text = _HTML_SUMMARY.sub(r'\1<machine>\3', text)
+    text = _HTML_INTER_OP.sub(r'\1<machine>', text)
     text = _SELFTEST_FINGERPRINT.sub("torch <machine>, <machine>", text)
     numbers = {}
     return _DIGEST.sub(lambda m: numbers.setdefault(m.group(0), f"<d{len(numbers) + 1}>"), text)
@@ -148,12 +155,28 @@ def normalise(text, d, python=None):
     return normalise_machine(text)
 
 
+def bigsum_input(path):
+    """run_trace's input: 256x256 zeros but for 1 at the start and 2^24, -2^24 side by side 1024 places into
+    the second half. ATen sums the 65536 elements in vector lanes (accumulators of every 8th, 16th ... element;
+    elements 1024 places apart share one on every kernel path) and adds the lanes up at the end. On one thread the 1 and the 2^24 share a lane, where the 1 is
+    lost to rounding, and -2^24 then cancels the rest: 0. On two threads each sums its half: the second half
+    cancels to 0, the first keeps its 1: 1. Made so on every kernel path (AVX-512, AVX2 and the portable one:
+    a random input's sum of 2^22 elements happened to part on two of them and not on the third), it is
+    written here rather than committed (256 KiB)."""
+    import torch
+    x = torch.zeros(256 * 256)
+    half = x.numel() // 2
+    x[0], x[half + 1024], x[half + 1025] = 1.0, 2.0 ** 24, -(2.0 ** 24)
+    torch.save(x.view(256, 256), path)
+
+
 def produce(binary, python, out):
     d = tempfile.mkdtemp(prefix="golden.")
     try:
         fixtures = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
         for name in os.listdir(fixtures):
             shutil.copy(os.path.join(fixtures, name), d)
+        bigsum_input(os.path.join(d, "bigsum_input.pt"))
         # The program runs as ./python, so its command line (and the digest made of it) is the same
         # wherever the venv lives.
         with open(os.path.join(d, "python"), "w") as f:
@@ -198,6 +221,8 @@ def other_machine(report):
     others = {
         "cpu": {"model": "Other Vendor CPU @ 9.99GHz", "kernel": "Linux 9.9.9-other-build", "logical_cpus": 96,
                 "aten_capability": "AVX2"},
+        "threads": {"inter_op": 48},
+        "env_vars": {"ATEN_CPU_CAPABILITY": "avx2"},
         "torch": {"version": "2.99.1", "git_version": "0123456789abcdef0123456789abcdef01234567"},
         "cuda": {"compiled_cuda": "99.9", "compiled_cudnn": "99.1.2", "cublas": "99.3.4", "cudnn": "99.1.2",
                  "driver": "555.55", "reason": "no CUDA device: another machine's reason"},

@@ -73,3 +73,34 @@ def differing_bits(torch, tool, python):
 
     return [n for n, t in python.items() if n not in tool or tool[n].dtype != t.dtype or tool[n].shape != t.shape
             or not torch.equal(bits(tool[n]), bits(t))]
+
+
+def tool_batches(n, rows, size):
+    """The batches `invariance` builds of `size` rows from an input of n rows whose first `rows` are
+    the anchors: [(anchors, start batch, end batch)], a batch a list of row indices, the anchors first
+    in the start batch and last in the end batch, the other places filled with the input's other rows
+    in order (all its rows where it has no others)."""
+    fillers = list(range(rows, n)) if n > rows else list(range(n))
+    g = min(rows, size)
+    out = []
+    for first in range(0, rows, g):
+        anchors = list(range(first, min(first + g, rows)))
+        base = [fillers[j % len(fillers)] for j in range(size)]
+        start, end = list(base), list(base)
+        for k, a in enumerate(anchors):
+            start[k] = a
+            end[size - len(anchors) + k] = a
+        out.append((anchors, start, end))
+    return out
+
+
+def batch_variant(model, rows, sizes, anchors=4, last=True):
+    """Whether `model` (a callable on a batch of `rows`) gives one of the first `anchors` rows other bits
+    first (or, with `last`, last) in a batch of one of `sizes`, built as `invariance` builds it, than
+    alone. First only is what its classes of sizes follow; last too, what its verdict follows."""
+    def differs(batch, place, anchor):
+        return not (model(rows[batch])[place] == model(rows[anchor:anchor + 1])[0]).all()
+
+    return any(differs(start, k, a) or (last and differs(end, size - len(group) + k, a))
+               for size in sizes for group, start, end in tool_batches(len(rows), anchors, size)
+               for k, a in enumerate(group))

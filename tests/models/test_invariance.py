@@ -20,7 +20,7 @@ import pathlib
 import subprocess
 import sys
 
-from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker
+from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker, tool_batches
 
 binary, source, work = arguments()
 try:
@@ -50,8 +50,6 @@ def python_classes(path, x, sizes):
     """The tool's start and end batches, built and called here: {size: (start bits, end bits)}."""
     m = torch.jit.load(str(path))
     m.eval()
-    n = x.shape[0]
-    fillers = list(range(ROWS, n)) if n > ROWS else list(range(n))
     with torch.inference_mode():
         def run(idx):
             return m(x[torch.tensor(idx)])
@@ -62,15 +60,8 @@ def python_classes(path, x, sizes):
             if size == 1:
                 out[1] = (tuple(r.numpy().tobytes() for r in ref), None)
                 continue
-            g = min(ROWS, size)
             start, end = [], []
-            for first in range(0, ROWS, g):
-                anchors = list(range(first, min(first + g, ROWS)))
-                base = [fillers[j % len(fillers)] for j in range(size)]
-                s, e = list(base), list(base)
-                for k, a in enumerate(anchors):
-                    s[k] = a
-                    e[size - len(anchors) + k] = a
+            for anchors, s, e in tool_batches(x.shape[0], ROWS, size):
                 ys, ye = run(s), run(e)
                 start += [ys[k].numpy().tobytes() for k in range(len(anchors))]
                 end += [ye[size - len(anchors) + k].numpy().tobytes() for k in range(len(anchors))]

@@ -27,25 +27,34 @@ torch_lib = str(pathlib.Path(torch.__file__).resolve().parent / "lib")
 fresh_folder(work)
 FORMATS = ("json", "md", "xml", "html")
 
-# 1. Traced: the mean over 2048x2048 inside torch's SoftMarginLoss splits across threads (torch's
-#    own parallel reduction, whatever the BLAS), so threads-1 and threads-N part there.
+# The rows: 2048x2048 zeros but for 1 at the start and 1, 2^24 side by side 1024 places into the second
+# half. A full sum adds each vector lane's elements (those 1024 places apart share one on every kernel
+# path) and the lanes last: on one thread the two 1s meet in their lane and survive (2^24 + 2), on N >= 2
+# threads the second half's 1 is lost beside 2^24 before the first half's is added (2^24). So threads-1
+# and threads-N part on any CPU count and kernel path (a random input's sum parted on some and not others).
+def parting_rows():
+    x = torch.zeros(2048 * 2048)
+    half = x.numel() // 2
+    x[0], x[half + 1024], x[half + 1025] = 1.0, 1.0, 2.0 ** 24
+    return x.view(2048, 2048)
+
+
+# 1. Traced: the mean inside torch's L1Loss is such a sum, so threads-1 and threads-N part there.
 class Loss(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.loss = torch.nn.SoftMarginLoss()
+        self.loss = torch.nn.L1Loss()
 
     def forward(self, x):
-        return self.loss(x, torch.ones_like(x))
+        return self.loss(x, torch.zeros_like(x))
 
 
-torch.manual_seed(0)
-x = torch.randn(2048, 2048)
+x = parting_rows()
 torch.jit.trace(Loss(), x).save(str(work / "traced.pt"))
 torch.save(x, str(work / "x.pt"))
 # The innermost frame is torch.nn.functional's, the line that calls the op.
-loss_file = inspect.getsourcefile(torch.nn.functional.soft_margin_loss)
-loss_line = next(i for i, l in enumerate(open(loss_file).read().splitlines(), 1)
-                 if l.strip().startswith("return torch._C._nn.soft_margin_loss("))
+loss_lines, loss_start = inspect.getsourcelines(torch.nn.functional.l1_loss)
+loss_line = next(loss_start + i for i, l in enumerate(loss_lines) if l.strip().startswith("return torch._C._nn.l1_loss("))
 
 # 2. Scripted, from a file in the working directory, with a line longer than the reports keep.
 long_tail = " + ".join(["0.0 * x.mean()"] * 16)
@@ -60,7 +69,7 @@ class Long(torch.nn.Module):
 torch.jit.script(Long()).save("long.pt")
 """)
 subprocess.run([sys.executable, "model_def.py"], cwd=work, check=True)
-torch.save(torch.randn(2048, 2048), str(work / "big.pt"))
+torch.save(parting_rows(), str(work / "big.pt"))
 
 
 def audit(name, model, rows):
@@ -81,7 +90,7 @@ def audit(name, model, rows):
 
 
 p, docs, sources = audit("traced", "traced.pt", "x.pt")
-want = f"torch/nn/functional.py:{loss_line}: return torch._C._nn.soft_margin_loss("
+want = f"torch/nn/functional.py:{loss_line}: return torch._C._nn.l1_loss("
 check(p.returncode == 0 and "configuration-dependent" in p.stdout, f"traced: threads-1 and threads-N part: {p.returncode}")
 for fmt, text in docs.items():
     check(want in text, f"traced: {fmt} names {want}")

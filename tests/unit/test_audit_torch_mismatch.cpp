@@ -61,3 +61,36 @@ TEST_CASE("check_worker_loaded: the loader's failure and the worker's own check 
   CHECK(input_error(exited(127, "sh: 1: python: not found")).empty());
   CHECK(input_error(exited(0, "")).empty());
 }
+
+TEST_CASE("check_worker_loaded: a library other than torch's that the loader cannot use leaves the audit incomplete") {
+  // LD_LIBRARY_PATH naming a libspdlog without spdlog's symbols; the loader's warnings come first.
+  const std::string tail =
+      "w: ./libspdlog.so.1.10: no version information available (required by w)\n"
+      "w: symbol lookup error: w: undefined symbol: _ZN6spdlog7details7registry8instanceEv";
+  CHECK(ra::loader_failure(127, tail) ==
+        "w: symbol lookup error: w: undefined symbol: _ZN6spdlog7details7registry8instanceEv");
+  CHECK(ra::loader_failure(1, tail).empty());  // not the loader's exit
+  CHECK(ra::loader_failure(127, "w: ./libspdlog.so.1.10: no version information available (required by w)").empty());
+  CHECK(ra::loader_failure(127,
+                           "w: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32' not found "
+                           "(required by w)")
+            .find("GLIBCXX_3.4.32") != std::string::npos);
+  for (const std::string& line :
+       {std::string("w: symbol lookup error: w: undefined symbol: _ZN6spdlog7details7registry8instanceEv"),
+        std::string("w: error while loading shared libraries: libspdlog.so.1.10: cannot open shared object file"),
+        std::string("w: relocation error: w: symbol _ZTVN10__cxxabiv117__class_type_infoE, version CXXABI_1.3 not "
+                    "defined in file libstdc++.so.6 with link time reference")}) {
+    CAPTURE(line);
+    std::string what;
+    int code = 0;
+    try {
+      ra::check_worker_loaded(exited(127, line));
+    } catch (const ra::Error& e) {
+      what = e.what();
+      code = static_cast<int>(e.code());
+    }
+    CHECK(code == static_cast<int>(ra::ExitCode::Incomplete));
+    CHECK(what.rfind("the worker could not start: the dynamic loader failed (" + line + ")", 0) == 0);
+    CHECK(what.find("LD_LIBRARY_PATH") != std::string::npos);
+  }
+}

@@ -5,6 +5,7 @@
 // before anything could ask torch whether CUDA exists (worker/runtime/cuda_loader.h).
 #include "audit/cmdline/command_line.h"
 #include "audit/common/errors.h"
+#include "audit/trial/worker.h"
 #include "worker/runtime/cuda_loader.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/library_error.h"
@@ -15,6 +16,9 @@
 #include <string>
 
 int main(int argc, char** argv) {
+  // A command the front forwards (env, lint, diff) starts with stderr on the front's pipe, which held
+  // what the dynamic loader printed; the loader is done here, so the user's stderr comes back.
+  ra::take_back_forwarded_stderr();
   // Another torch's libraries (LD_LIBRARY_PATH, a replaced environment): one line, exit 3, before
   // anything can fail with a symbol-lookup error (worker/runtime/fingerprint.h).
   if (const std::string mismatch = ra::torch_library_mismatch(); !mismatch.empty()) {

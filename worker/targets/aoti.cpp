@@ -54,13 +54,16 @@ std::set<std::string> cpu_flags() {
   return {};
 }
 
-// AOTI_CPU_ISA names ("AVX512 AVX512_VNNI AMX_TILE") that this CPU lacks.
+// AOTI_CPU_ISA names ("AVX512 AVX512_VNNI AMX_TILE") that this CPU lacks. INVALID_VEC_ISA is Inductor's
+// name for no vector ISA at all (scalar code, what it compiles under ATEN_CPU_CAPABILITY=default): any
+// CPU runs it.
 std::vector<std::string> missing_isa(const std::string& isa) {
   const std::set<std::string> flags = cpu_flags();
   if (flags.empty()) return {};  // not Linux's cpuinfo: nothing to check against
   std::vector<std::string> missing;
   std::istringstream words(isa);
   for (std::string w; words >> w;) {
+    if (w == "INVALID_VEC_ISA") continue;
     std::string flag = w;
     std::transform(flag.begin(), flag.end(), flag.begin(), [](unsigned char c) { return std::tolower(c); });
     if (flag == "avx512") flag = "avx512f";  // the foundation; the extensions share cpuinfo's names

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: Apache-2.0
+# The rule of cmake/Rpath.cmake, run as a script: an ELF file's library search path (DT_RPATH and
+# DT_RUNPATH) holds only absolute folders that exist, or folders relative to the file's own ($ORIGIN);
+# never an empty element (the working directory, and its glibc-hwcaps/ folders), a relative one, or one
+# that does not exist (torch's MKL folders under an empty MKL_ROOT: /lib/intel64 ...).
+#   cmake -DFILE=F [-DINTENDED=A:B] -P RpathCheck.cmake   one file, after its link (a POST_BUILD step):
+#       its path must also be exactly INTENDED, the target's INSTALL_RPATH; $ORIGIN elements are
+#       checked where the file is installed, not here
+#   cmake -DDIR=D [-DSKIP=X;Y] -P RpathCheck.cmake         every ELF file under D (not through links, not
+#       under D/X or D/Y), $ORIGIN elements resolved against each file's folder: the ctest `rpath`, the
+#       install tree (tests/install_layout.cmake) and the pip package (tests/pip/test_pip_install.py)
+# Fails (FATAL_ERROR) with one line per bad element, naming the file.
+cmake_minimum_required(VERSION 3.25)
+
+set(_ra_bad "")
+
+function(ra_rpath_problems file resolve_origin out)
+  set(problems "")
+  file(READ_ELF "${file}" RPATH rpath RUNPATH runpath CAPTURE_ERROR error)
+  if(error)
+    set(${out} "${file}: cannot read its dynamic section: ${error}" PARENT_SCOPE)
+    return()
+  endif()
+  get_filename_component(origin "${file}" DIRECTORY)
+  foreach(kind RPATH RUNPATH)
+    string(TOLOWER ${kind} variable)
+    set(value "${${variable}}")
+    if(value STREQUAL "")
+      continue()
+    endif()
+    # READ_ELF gives the elements as a list; foreach(IN LISTS) keeps an empty one (a leading, trailing or
+    # doubled ':') visible.
+    string(REPLACE ":" ";" elements "${value}")
+    set(index 0)
+    foreach(element IN LISTS elements)
+      math(EXPR index "${index} + 1")
+      if(element STREQUAL "")
+        list(APPEND problems "${file}: ${kind} element ${index} is empty (the working directory)")
+      elseif(element MATCHES "^\\$(ORIGIN|{ORIGIN})(/.*)?$")
+        if(resolve_origin)
+          string(REGEX REPLACE "^\\$(ORIGIN|{ORIGIN})" "${origin}" resolved "${element}")
+          if(NOT IS_DIRECTORY "${resolved}")
+            list(APPEND problems "${file}: ${kind} element '${element}' names no folder here (${resolved})")
+          endif()
+        endif()
+      elseif(element MATCHES "^/lib/(intel64|intel64_win|win-x64)/?$")
+        # torch's MKL folders under an empty MKL_ROOT: never intended, whether or not this machine has them
+        list(APPEND problems "${file}: ${kind} element '${element}' is one of torch's MKL folders with an empty MKL_ROOT")
+      elseif(NOT IS_ABSOLUTE "${element}")
+        list(APPEND problems "${file}: ${kind} element '${element}' is relative (to the working directory)")
+      elseif(NOT IS_DIRECTORY "${element}")
+        list(APPEND problems "${file}: ${kind} element '${element}' is not an existing folder")
+      endif()
+    endforeach()
+  endforeach()
+  set(${out} "${problems}" PARENT_SCOPE)
+endfunction()
+
+if(DEFINED FILE)
+  ra_rpath_problems("${FILE}" OFF problems)
+  file(READ_ELF "${FILE}" RPATH rpath RUNPATH runpath)
+  string(REPLACE ";" ":" found "${rpath}${runpath}")
+  if(DEFINED INTENDED AND NOT found STREQUAL INTENDED)
+    list(APPEND problems "${FILE}: its search path is '${found}', not the one its target names ('${INTENDED}')")
+  endif()
+elseif(DEFINED DIR)
+  set(problems "")
+  set(count 0)
+  file(GLOB_RECURSE files LIST_DIRECTORIES false "${DIR}/*")
+  foreach(f IN LISTS files)
+    # Not through links; and nothing smaller than an ELF header, which leaves out FIFOs and sockets (a test's
+    # FIFO would block the read below until a writer came).
+    if(IS_SYMLINK "${f}")
+      continue()
+    endif()
+    file(SIZE "${f}" size)
+    if(size LESS 52)
+      continue()
+    endif()
+    set(skipped OFF)
+    foreach(s IN LISTS SKIP)
+      string(FIND "${f}" "${DIR}/${s}/" at)
+      if(at EQUAL 0)
+        set(skipped ON)
+      endif()
+    endforeach()
+    if(skipped)
+      continue()
+    endif()
+    file(READ "${f}" magic LIMIT 4 HEX)
+    if(NOT magic STREQUAL "7f454c46")  # "\x7fELF"
+      continue()
+    endif()
+    math(EXPR count "${count} + 1")
+    ra_rpath_problems("${f}" ON more)
+    list(APPEND problems ${more})
+  endforeach()
+  if(count EQUAL 0)
+    list(APPEND problems "${DIR}: no ELF file found")
+  endif()
+else()
+  message(FATAL_ERROR "usage: cmake -DFILE=F [-DINTENDED=A:B] | -DDIR=D [-DSKIP=X;Y] -P RpathCheck.cmake")
+endif()
+
+if(problems)
+  list(JOIN problems "\n" text)
+  message(FATAL_ERROR "library search path (docs/ARCHITECTURE.md, cmake/Rpath.cmake):\n${text}")
+endif()
+if(DEFINED DIR)
+  message(STATUS "${count} ELF files under ${DIR}: every search path absolute and existing, or relative to $ORIGIN")
+endif()
