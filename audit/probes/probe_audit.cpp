@@ -201,7 +201,6 @@ class SuiteRunner {
       const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
       progress_.done(
           fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
-      warn_worker_not_started(outcome, warned_loader_);
     };
     const size_t numbered = progress_.finished();  // children finished before this round, for "run 5/12"
     const auto on_tick = [&](const std::vector<RunningChild>& now) {
@@ -308,7 +307,6 @@ class SuiteRunner {
   bool census_started_ = false;
   Progress progress_{0, o_.progress};
   bool warned_dump_ = false;  // one warning for dumps that could not be written, not one per probe
-  bool warned_loader_ = false;
 };
 
 // The preflight: the device exists, the plugins load, and the environment fingerprint.

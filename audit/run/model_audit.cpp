@@ -198,7 +198,6 @@ class BatchRunner {
                   configs_[c].name, r, run.result->dump_error);
         warned_dump_ = true;  // once: the others fail the same way
       }
-      warn_worker_not_started(outcome, warned_loader_);
       started.erase(i);
       progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs_[c].name, r, outcome.wall_ms));
     };
@@ -220,7 +219,6 @@ class BatchRunner {
   std::vector<std::vector<char>> finished_;  // per configuration, per repeat
   Progress progress_{0, o_.progress};
   bool warned_dump_ = false;
-  bool warned_loader_ = false;
 };
 
 Batch run_batch(const RunOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs, int repeats,

@@ -2,7 +2,6 @@
 #include "audit/trial/worker.h"
 
 #include "audit/common/errors.h"
-#include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/common/stop.h"
 #include "audit/trial/runner.h"
@@ -51,17 +50,6 @@ void check_worker_loaded(const ChildOutcome& out) {
                           "by one that lacks what it was built against (LD_LIBRARY_PATH, LD_PRELOAD) or was replaced; "
                           "unset those, or reinstall the library",
                           excerpt(line, 600)));
-}
-
-void warn_worker_not_started(const ChildOutcome& out, bool& warned) {
-  if (warned || out.kind != ChildOutcome::Kind::Exited) return;
-  if (const std::string line = loader_failure(out.exit_code, out.log_tail); !line.empty()) {
-    log::warn(
-        "a trial's worker could not start: the dynamic loader failed ({}); its trials crashed, and the verdict "
-        "is incomplete",
-        excerpt(line, 600));
-    warned = true;
-  }
 }
 
 int run_forwarded(const std::vector<std::string>& argv) {

@@ -40,11 +40,6 @@ std::string worker_error_line(const ChildOutcome& out, bool user_errors = true);
 // The same check alone, for callers that read a worker's failure themselves (the preflight).
 void check_worker_loaded(const ChildOutcome& out);
 
-// A trial's worker that the dynamic loader could not start while the preflight's could (another
-// environment for the trials): the trial is `crashed` with the loader's line (summarise_trial) and the
-// verdict incomplete (exit 4); this says so once on stderr, the first time (`warned`).
-void warn_worker_not_started(const ChildOutcome& out, bool& warned);
-
 // `env`, `lint` and `diff`: the worker runs as the command itself, on the front's stdin, stdout and
 // stderr, and its exit code is the command's. It did so by exec, which let a worker the loader could
 // not start exit 127 with the loader's lines. Now the front forks it with stderr on a pipe, and the
