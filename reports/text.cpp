@@ -94,11 +94,15 @@ std::string detection_power_text(const Target& t) {
         (weakest == nullptr || c.completed < weakest->completed))
       weakest = &c;
   if (weakest == nullptr) return "";
-  const int n = weakest->completed - 1;
+  return "reproducible: " + no_divergence_text(weakest->completed, weakest->rate_ci_high);
+}
+
+std::string no_divergence_text(int completed, double rate_high) {
+  const int n = completed - 1;
   return fmt::format(
-      "reproducible: no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
+      "no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
       "(95% confidence)",
-      n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
+      n, n == 1 ? "" : "s", completed, 100 * rate_high);
 }
 
 std::vector<std::string> named_inputs(const Target& t) {
@@ -112,6 +116,11 @@ std::vector<std::string> named_inputs(const Target& t) {
 }
 
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
+std::string capitalized(std::string words) {
+  if (!words.empty()) words[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(words[0])));
+  return words;
+}
 
 std::string compared_text(const ConfigResult& c) {
   if (!c.compared) return "";
