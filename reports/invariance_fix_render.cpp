@@ -22,15 +22,29 @@ using escaped::md;
 using escaped::xml;
 
 // "invariant: fixes it", "variant: {1} | {2}", "not run: no effect on cpu", "crashed: ...".
-std::string outcome(const InvarianceFixCandidate& c, const std::vector<int64_t>& sizes) {
+std::string outcome(const InvarianceFixCandidate& c) {
   if (c.verdict == "not run" || c.verdict == "crashed") return fmt::format("{}: {}", c.verdict, c.message);
   if (c.fixes) return "invariant: fixes it";
-  return fmt::format("{}: {}", c.verdict, classes_text(c.classes, sizes));
+  return fmt::format("{}: {}", c.verdict, classes_text(c.classes));
 }
 
 std::string head(const Invariance& inv, const InvarianceFix& f) {
-  return fmt::format("fix search from {} over {} {} (rerun there: {})", f.from,
-                     inv.axis == "verify" ? "block lengths" : "sizes", fmt::join(f.sizes, ","), f.baseline_verdict);
+  const bool covered = !inv.configs.empty() && tried_sizes(inv.configs.front()) == f.sizes;
+  return fmt::format("fix search from {} over {} {} ({})", f.from, inv.axis == "verify" ? "block lengths" : "sizes",
+                     fmt::join(f.sizes, ","),
+                     f.baseline_verdict != "not run" ? "rerun there: " + f.baseline_verdict
+                     : covered                       ? "its first sweep covered them"
+                                                     : "not swept again: no switch came out invariant");
+}
+
+// "fix search: 41.2 s, 1.74 times the first sweep's worker (23.7 s)"; "" without the figures.
+std::string search_time_text(const InvarianceFix& f) {
+  if (!f.search_ms) return "";
+  std::string out = fmt::format("fix search: {:.1f} s", *f.search_ms / 1000);
+  if (f.first_sweep_ms && *f.first_sweep_ms > 0)
+    out += fmt::format(", {:.2f}x the first sweep's worker ({:.1f} s)", *f.search_ms / *f.first_sweep_ms,
+                       *f.first_sweep_ms / 1000);
+  return out;
 }
 
 std::string cost(const InvarianceFixCandidate& c) {
@@ -63,7 +77,7 @@ std::string invariance_fix_text(const Invariance& inv) {
   std::string out = fmt::format("{}\n  {}\n", ln(head(inv, f)), ln(f.conclusion));
   for (const auto& c : f.candidates) {
     if (!candidate_ran(c)) continue;
-    out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)), c.cost_ratio ? ", cost " + cost(c) : "");
+    out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c)), c.cost_ratio ? ", cost " + cost(c) : "");
     if (c.fixes) out += fmt::format("    C++: {}\n    Python: {}\n", ln(c.cpp), ln(c.python));
   }
   if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("  not run: {}\n", ln(skipped));
@@ -77,7 +91,7 @@ std::string invariance_fix_markdown(const Invariance& inv) {
                                 md(f.conclusion));
   for (const auto& c : f.candidates)
     if (candidate_ran(c))
-      out += fmt::format("| {} | {} | {} |\n", md(c.toggles), md(outcome(c, f.sizes)), c.fixes ? md(c.python) : "-");
+      out += fmt::format("| {} | {} | {} |\n", md(c.toggles), md(outcome(c)), c.fixes ? md(c.python) : "-");
   if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("\nNot run: {}\n", md(skipped));
   return out;
 }
@@ -90,7 +104,14 @@ std::string invariance_fix_markdown_timing(const Invariance& inv) {
       md(inv.fix->from));
   for (const auto& c : inv.fix->candidates)
     if (c.forward_ms) out += fmt::format("\n- fix search: {}: cost {}", md(c.toggles), cost(c));
+  if (const std::string t = search_time_text(*inv.fix); !t.empty()) out += "\n- " + md(t);
   return out;
+}
+
+std::string invariance_fix_text_timing(const Invariance& inv) {
+  if (!inv.fix) return "";
+  const std::string t = search_time_text(*inv.fix);
+  return t.empty() ? "" : "timing (" + t + ")\n";
 }
 
 std::string invariance_fix_html(const Invariance& inv) {
@@ -105,8 +126,8 @@ std::string invariance_fix_html(const Invariance& inv) {
     if (candidate_ran(c))
       out += fmt::format(
           "<tr data-toggles=\"{}\" data-verdict=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-          esc(c.toggles), esc(c.verdict), c.fixes ? " data-fixes=\"true\"" : "", esc(c.toggles),
-          esc(outcome(c, f.sizes)), c.fixes ? esc(c.cpp) : "", c.fixes ? esc(c.python) : "");
+          esc(c.toggles), esc(c.verdict), c.fixes ? " data-fixes=\"true\"" : "", esc(c.toggles), esc(outcome(c)),
+          c.fixes ? esc(c.cpp) : "", c.fixes ? esc(c.python) : "");
   out += "</tbody></table>\n";
   if (const std::string skipped = not_run_text(f); !skipped.empty())
     out += fmt::format("<p class=\"fix-not-run\">Not run: {}.</p>\n", esc(skipped));
@@ -123,7 +144,9 @@ std::string invariance_fix_html_timing(const Invariance& inv) {
     if (c.forward_ms)
       out += fmt::format("<tr data-toggles=\"{}\"><td>{}</td><td>{:.3f} ms</td><td>{}</td></tr>\n", esc(c.toggles),
                          esc(c.toggles), *c.forward_ms, esc(cost(c)));
-  return out + "</tbody></table>\n";
+  out += "</tbody></table>\n";
+  if (const std::string t = search_time_text(*inv.fix); !t.empty()) out += fmt::format("<p>{}.</p>\n", esc(t));
+  return out;
 }
 
 std::string invariance_fix_junit_case(const Invariance& inv, int& tests, int& failures) {

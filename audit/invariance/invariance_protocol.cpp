@@ -39,7 +39,8 @@ nlohmann::json to_json(const InvarianceRequest& r) {
           {"bisect", r.bisect},
           {"trace", r.trace},
           {"axis", axis_name(r.axis)},
-          {"draft", r.draft}};
+          {"draft", r.draft},
+          {"positions", r.positions}};
 }
 
 InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
@@ -57,6 +58,7 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
   if (!axis) throw std::invalid_argument("unknown axis " + j.value("axis", std::string()));
   r.axis = *axis;
   r.draft = j.value("draft", 4);
+  r.positions = j.value("positions", 3);
   return r;
 }
 

@@ -122,13 +122,14 @@ def invariance(model, rows, *, sizes: Sizes = None, configs: Union[str, Sequence
                trace: bool = True, fix_search: bool = True, device: Optional[str] = None,
                report: Optional[str] = None, junit: Optional[str] = None, markdown: Optional[str] = None,
                html: Optional[str] = None, axis: Optional[str] = None, pad_others: Optional[str] = None,
-               draft: Optional[int] = None, extra: Sequence[str] = ()) -> Result:
+               draft: Optional[int] = None, positions: Optional[int] = None, extra: Sequence[str] = ()) -> Result:
     """`repro-audit invariance` on a model object: does a row's result depend on the batch it shares?
     `rows` is a tensor (or tuple of tensors) whose first dimension is the batch; `sizes` a list of
     batch sizes, a string as --sizes takes it ("1-16", "auto"), or None for the tool's default.
     trace names the first differing op; fix_search measures the switches that make it invariant.
-    axis ("batch", "pad", "verify"), pad_others ("right", "left") and draft are --axis,
-    --pad-others and --draft: what serving engines ask (the guide's "What serving engines ask")."""
+    axis ("batch", "pad", "verify"), pad_others ("right", "left"), draft and positions are --axis,
+    --pad-others, --draft and --positions: what serving engines ask (the guide's "What serving engines
+    ask")."""
     import torch
 
     with tempfile.TemporaryDirectory(prefix="repro-audit-") as tmp:
@@ -142,7 +143,8 @@ def invariance(model, rows, *, sizes: Sizes = None, configs: Union[str, Sequence
             opts += ["--sizes", sizes if isinstance(sizes, str) else ",".join(str(s) for s in sizes)]
         if not fix_search:
             opts.append("--no-fix-search")
-        for flag, value in (("--axis", axis), ("--pad-others", pad_others), ("--draft", draft)):
+        for flag, value in (("--axis", axis), ("--pad-others", pad_others), ("--draft", draft),
+                            ("--positions", positions)):
             if value is not None:
                 opts += [flag, str(value)]
         argv = ["invariance", str(model_path), "--input", str(input_path), *opts,
