@@ -20,9 +20,11 @@ json classes_json(const std::vector<SizeClass>& classes) {
 }
 
 json candidate_json(const InvarianceFixCandidate& c) {
-  return {{"toggles", c.toggles}, {"config", c.config},   {"stage", c.stage},
-          {"verdict", c.verdict}, {"message", c.message}, {"classes", classes_json(c.classes)},
-          {"fixes", c.fixes},     {"cpp", c.cpp},         {"python", c.python}};
+  json j = {{"toggles", c.toggles}, {"config", c.config},   {"stage", c.stage},
+            {"verdict", c.verdict}, {"message", c.message}, {"classes", classes_json(c.classes)},
+            {"fixes", c.fixes},     {"cpp", c.cpp},         {"python", c.python}};
+  if (c.anchors > 0) j["anchors"] = c.anchors;  // a screen's sweep only
+  return j;
 }
 
 InvarianceFixCandidate candidate_from(const Node& n) {
@@ -39,6 +41,7 @@ InvarianceFixCandidate candidate_from(const Node& n) {
   c.classes = n.at("classes").list([](const Node& k) {
     return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()};
   });
+  if (n.has("anchors")) c.anchors = n.at("anchors").i32();
   c.fixes = n.at("fixes").boolean();
   c.cpp = n.at("cpp").str();
   c.python = n.at("python").str();

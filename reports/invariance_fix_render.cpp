@@ -21,11 +21,15 @@ using escaped::ln;
 using escaped::md;
 using escaped::xml;
 
-// "invariant: fixes it", "variant: {1} | {2}", "not run: no effect on cpu", "crashed: ...".
+// "invariant: fixes it", "variant: {1} | {2}", "variant on anchor 0: {1} | {2}" (its screen), "not run:
+// no effect on cpu", "crashed: ...".
 std::string outcome(const InvarianceFixCandidate& c) {
   if (c.verdict == "not run" || c.verdict == "crashed") return fmt::format("{}: {}", c.verdict, c.message);
   if (c.fixes) return "invariant: fixes it";
-  return fmt::format("{}: {}", c.verdict, classes_text(c.classes));
+  const std::string on = c.anchors == 1  ? " on anchor 0"
+                         : c.anchors > 1 ? fmt::format(" on anchors 0…{}", c.anchors - 1)
+                                         : "";
+  return fmt::format("{}{}: {}", c.verdict, on, classes_text(c.classes));
 }
 
 std::string head(const Invariance& inv, const InvarianceFix& f) {

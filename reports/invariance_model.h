@@ -133,6 +133,7 @@ struct InvarianceFixCandidate {
   std::string verdict;               // "invariant", "variant", "crashed" or "not run"
   std::string message;               // why not run ("no effect on cpu"), or why its worker crashed; "" otherwise
   std::vector<SizeClass> classes;    // the sizes' classes under it
+  int anchors = 0;                   // when not 0: its sweep compared only the first anchors (the screen showed no fix)
   bool fixes = false;                // invariant where the configuration was not
   std::optional<double> forward_ms;  // per forward pass
   std::optional<double> cost_ratio;  // median over pricing rounds of its forward pass over the configuration's

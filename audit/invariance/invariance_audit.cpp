@@ -45,10 +45,11 @@ struct CellResult {
 // One cell per configuration of `configs` that `parts` runs (parts[i] for configs[i]: the audit's
 // own sweep is cut by shard, invariance_shard.h; the fix search's sweeps run all, their own sizes):
 // its request written, its worker described. `tag` names the files ("" for the audit's own sweep;
-// the fix search's sweeps have their own); the first of the audit's own cells reads the fingerprint.
+// the fix search's sweeps have their own, and its screens compare only the first `anchors`); the
+// first of the audit's own cells reads the fingerprint.
 // --trace rides on the audit's own sweep, never on a shard's (a shard holds only some sizes).
 std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch, const std::vector<SweepStep>& steps,
-                             const std::vector<SweepPart>& parts, const std::string& tag) {
+                             const std::vector<SweepPart>& parts, const std::string& tag, int anchors = 0) {
   std::vector<Cell> cells;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!parts[i].runs) continue;
@@ -56,7 +57,8 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
     c.config = steps[i].config;
     c.label = steps[i].label;
     const bool own = tag.empty();
-    InvarianceRequest rq{{}, o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, own && cells.empty()};
+    InvarianceRequest rq{
+        {}, anchors > 0 ? anchors : o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, own && cells.empty()};
     rq.bisect = parts[i].bisect;
     rq.trace = o.trace && own && !o.shard;
     rq.axis = o.axis, rq.draft = o.draft, rq.positions = o.positions;
@@ -284,9 +286,9 @@ void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::I
   size_t planned = 1;
   for (const auto& c : fix_candidates(inv.configs.front(), o.session.device)) planned += c.stage == "single";
   Progress progress(planned, o.session.progress, LineEnd::ByOwner);
-  const SweepFn sweep = [&](const std::vector<SweepStep>& steps, const std::vector<int64_t>& sizes) {
+  const SweepFn sweep = [&](const std::vector<SweepStep>& steps, const std::vector<int64_t>& sizes, int anchors) {
     const std::vector<SweepPart> all(steps.size(), SweepPart{true, sizes, false});
-    const std::vector<Cell> cells = plan_cells(o, scratch, steps, all, fmt::format("-fix{}", round++));
+    const std::vector<Cell> cells = plan_cells(o, scratch, steps, all, fmt::format("-fix{}", round++), anchors);
     if (const size_t need = progress.finished() + cells.size(); need > progress.total())
       progress.add(need - progress.total());
     const std::vector<CellResult> results = run_cells(cells, o, 1, false, progress);

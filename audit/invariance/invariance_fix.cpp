@@ -74,32 +74,62 @@ void not_run(InvarianceFixCandidate& c, const std::string& why) {
 }
 
 // The search's sweeps within its budget (invariance_fix.h): kFixCallBudget times the first sweep's
-// model calls, each sweep estimated at the calls of the largest worker the search has run.
+// model calls. A worker is estimated at the most calls a worker of the same anchors has made in the
+// search, or, before one has, at the first sweep's calls scaled to its sizes and anchors.
 class Sweeps {
  public:
-  Sweeps(const InvarianceConfig& from, const SweepFn& sweep)
-      : sweep_(sweep), limit_(kFixCallBudget * from.timing.calls) {}
-
-  // The first sweep always fits; a first sweep that counted no calls sets no bound.
-  bool fits(size_t workers) const {
-    return largest_ < 0 || limit_ <= 0 || spent_ + largest_ * static_cast<int64_t>(workers) <= limit_;
+  Sweeps(const InvarianceConfig& from, const SweepFn& sweep, const std::vector<int64_t>& sizes, int anchors)
+      : sweep_(sweep), first_(from.timing.calls), limit_(kFixCallBudget * from.timing.calls), anchors_(anchors) {
+    const size_t tried = std::max<size_t>(1, report::tried_sizes(from).size());
+    full_ =
+        (first_ * static_cast<int64_t>(sizes.size()) + static_cast<int64_t>(tried) - 1) / static_cast<int64_t>(tried);
   }
-  std::vector<InvarianceConfig> run(const std::vector<SweepStep>& steps, const std::vector<int64_t>& sizes) {
-    std::vector<InvarianceConfig> out = sweep_(steps, sizes);
-    for (const auto& c : out) spent_ += c.timing.calls, largest_ = std::max(largest_, c.timing.calls);
+
+  // Whether workers of these anchors (0: every anchor), one after the other, fit what is left.
+  bool fits(const std::vector<int>& workers) const {
+    int64_t need = 0;
+    for (const int a : workers) need += estimate(a);
+    return limit_ <= 0 || spent_ + need <= limit_;
+  }
+  std::vector<InvarianceConfig> run(const std::vector<SweepStep>& steps, const std::vector<int64_t>& sizes,
+                                    int anchors) {
+    std::vector<InvarianceConfig> out = sweep_(steps, sizes, anchors);
+    for (const auto& c : out) {
+      spent_ += c.timing.calls;
+      auto& most = largest_[anchors];
+      most = std::max(most, c.timing.calls);
+    }
     return out;
   }
   std::string spent_text() const {
     return fmt::format("the search's budget was spent: at most {} times the first sweep's {} model calls",
-                       kFixCallBudget, limit_ / kFixCallBudget);
+                       kFixCallBudget, first_);
   }
 
  private:
+  int64_t estimate(int anchors) const {
+    if (const auto it = largest_.find(anchors); it != largest_.end()) return it->second;
+    if (anchors == 0 || anchors_ <= 0) return full_;
+    return (full_ * anchors + anchors_ - 1) / anchors_;
+  }
+
   const SweepFn& sweep_;
-  int64_t limit_;
+  int64_t first_, limit_;
+  int anchors_;       // every anchor of the first sweep
+  int64_t full_ = 0;  // a sweep of every anchor, before one ran
   int64_t spent_ = 0;
-  int64_t largest_ = -1;
+  std::map<int, int64_t> largest_;  // by anchors
 };
+
+// The screen: the anchors up to the first one whose bits moved in the first sweep (usually anchor 0
+// alone), or 0 (none: every anchor) when that is all of them.
+int screen_anchors(const InvarianceConfig& from, int all) {
+  int first = all;
+  for (const auto& cell : from.cells)
+    for (const auto& r : cell.rows)
+      if (!r.equal) first = std::min(first, r.anchor);
+  return first + 1 < all ? first + 1 : 0;
+}
 
 // A candidate's price from its forward pass and the configuration's in each round (paired by round:
 // two sweeps made one after the other), as run's fix search prices (issue 43: one sweep each gave
@@ -214,19 +244,43 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
   f.sizes = fix_sizes(from);
   f.candidates = fix_candidates(from, device);
   f.baseline_verdict = "not run";
-  Sweeps sweeps(from, sweep);
+  int anchors = 0;
+  for (const auto& cell : from.cells)
+    for (const auto& r : cell.rows) anchors = std::max(anchors, r.anchor + 1);
+  const int screen = screen_anchors(from, anchors);
+  Sweeps sweeps(from, sweep, f.sizes, anchors);
   // The first sweep credits a fix when it swept these very sizes; else `from` is swept again, once.
   const bool first_sweep_credits = f.sizes == report::tried_sizes(from);
   std::optional<InvarianceConfig> rerun;
   std::map<size_t, Config> fixes;                              // by candidate: its configuration
   std::map<size_t, std::vector<std::optional<double>>> times;  // by candidate: forward ms per call, per round
-  const auto judge = [&](size_t i, const Config& config, const InvarianceConfig& result) {
+  // What a candidate may still need: its screen, its sweep of every anchor, and the rerun that credits it.
+  const auto room = [&] {
+    std::vector<int> workers = {0};
+    if (screen > 0) workers.push_back(screen);
+    if (!first_sweep_credits && !rerun) workers.push_back(0);
+    return sweeps.fits(workers);
+  };
+  // A candidate's verdict: its screen where that shows the variance still there (it fixes nothing),
+  // else its sweep of every anchor, which the first sweep or a rerun of `from` credits.
+  const auto judge = [&](size_t i, const Config& config, const std::string& label) {
     InvarianceFixCandidate& c = f.candidates[i];
+    if (screen > 0) {
+      const InvarianceConfig result = sweeps.run({{config, label}}, f.sizes, screen).at(0);
+      if (result.verdict != "invariant") {
+        record(c, result);
+        c.anchors = screen;
+        return;
+      }
+    }
+    const InvarianceConfig result =
+        sweeps.run({{config, screen > 0 ? label + ", every anchor" : label}}, f.sizes, 0).at(0);
     record(c, result);
     if (c.verdict != "invariant") return;
     if (!first_sweep_credits && !rerun) {
-      rerun = sweeps.run({{from_config, fmt::format("fix search: {} again, to credit {}", f.from, c.toggles)}}, f.sizes)
-                  .at(0);
+      rerun =
+          sweeps.run({{from_config, fmt::format("fix search: {} again, to credit {}", f.from, c.toggles)}}, f.sizes, 0)
+              .at(0);
       f.baseline_verdict = rerun->verdict;
     }
     c.fixes = (rerun ? rerun->verdict : from.verdict) == "variant";
@@ -237,23 +291,21 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
   for (size_t i = 0; i < f.candidates.size(); ++i) {
     if (f.candidates[i].stage != "single") continue;
     const std::string t = f.candidates[i].toggles;
-    if (!sweeps.fits(1)) {
+    if (!room()) {
       not_run(f.candidates[i], sweeps.spent_text());
       continue;
     }
     const Toggles toggle = {{t.substr(0, t.find('=')), t.substr(t.find('=') + 1)}};
-    const Config config = toggled(from_config, toggle, f.candidates[i]);
-    judge(i, config, sweeps.run({{config, "fix search: candidate " + t}}, f.sizes).at(0));
+    judge(i, toggled(from_config, toggle, f.candidates[i]), "fix search: candidate " + t);
     if (f.candidates[i].verdict != "crashed") usable.push_back(toggle.front());
   }
   // 2. None alone, while the variance stands: all that ran, together.
   if (fixes.empty() && (!rerun || rerun->verdict == "variant") && usable.size() >= 2) {
     f.candidates.push_back(candidate(from_config, usable, "combined"));
     const size_t i = f.candidates.size() - 1;
-    const Config together = toggled(from_config, usable, f.candidates[i]);
-    if (sweeps.fits(1))
-      judge(i, together,
-            sweeps.run({{together, "fix search: candidates together, " + f.candidates[i].toggles}}, f.sizes).at(0));
+    if (room())
+      judge(i, toggled(from_config, usable, f.candidates[i]),
+            "fix search: candidates together, " + f.candidates[i].toggles);
     else
       not_run(f.candidates[i], sweeps.spent_text());
   }
@@ -261,11 +313,11 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
   // (A B C A B C ...), round after round while the budget lasts, up to report::kTimingRounds rounds.
   if (!fixes.empty()) {
     std::vector<std::optional<double>> base = {per_call(rerun ? *rerun : from)};
-    for (int r = 2; r <= report::kTimingRounds && sweeps.fits(1 + fixes.size()); ++r) {
+    for (int r = 2; r <= report::kTimingRounds && sweeps.fits(std::vector<int>(1 + fixes.size(), 0)); ++r) {
       const std::string round = fmt::format("fix search: timing round {} of {}, ", r, report::kTimingRounds);
       std::vector<SweepStep> steps = {{from_config, round + f.from}};
       for (const auto& [i, config] : fixes) steps.push_back({config, round + "candidate " + f.candidates[i].toggles});
-      const std::vector<InvarianceConfig> again = sweeps.run(steps, f.sizes);
+      const std::vector<InvarianceConfig> again = sweeps.run(steps, f.sizes, 0);
       base.push_back(per_call(again.at(0)));
       size_t k = 1;
       for (const auto& entry : fixes) times[entry.first].push_back(per_call(again.at(k++)));

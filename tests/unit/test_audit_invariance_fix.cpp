@@ -51,8 +51,10 @@ struct FakeSweep {
   std::vector<std::vector<std::string>> calls;  // the configurations of each call
   std::vector<std::string> labels;              // every worker's progress label, in order
   std::vector<std::vector<int64_t>> sizes;
+  std::vector<int> anchors;  // the anchors asked of each call (0: all)
   std::vector<InvarianceConfig> operator()(const std::vector<ra::invariance::SweepStep>& steps,
-                                           const std::vector<int64_t>& s) {
+                                           const std::vector<int64_t>& s, int a) {
+    anchors.push_back(a);
     calls.emplace_back();
     sizes.push_back(s);
     std::vector<InvarianceConfig> out;
@@ -188,6 +190,72 @@ TEST_CASE("search_invariance_fix: at most kFixCallBudget times the first sweep's
                    "threads=1 (the search's budget was spent: at most 3 times the first sweep's 1 model calls)") == 1);
 }
 
+namespace {
+
+// Two anchors: at sizes >= 4 both get other bits unless threads=1; a sweep of the first anchor alone
+// makes half the calls.
+struct FakeTwo {
+  std::vector<std::pair<std::string, int>> calls;  // configuration, anchors asked
+  std::vector<InvarianceConfig> operator()(const std::vector<ra::invariance::SweepStep>& steps,
+                                           const std::vector<int64_t>& s, int anchors) {
+    std::vector<InvarianceConfig> out;
+    for (const auto& [c, label] : steps) {
+      calls.emplace_back(c.name, anchors);
+      const bool fixed = c.values.count("threads") && c.values.at("threads") == "1";
+      InvarianceConfig r = swept(c.name, {{1, "x"}});
+      r.cells.clear();
+      for (const int64_t m : s) {
+        InvarianceCell cell{m, "start", {}};
+        for (int a = 0; a < (anchors == 0 ? 2 : anchors); ++a) {
+          const std::string d = (m >= 4 && !fixed ? "y" : "x") + std::to_string(a);
+          cell.rows.push_back({a, "output", a, d, d == "x" + std::to_string(a), 0, 0});
+        }
+        r.cells.push_back(cell);
+      }
+      r.verdict.clear();
+      r.timing.calls = static_cast<int64_t>(s.size()) * (anchors == 0 ? 2 : anchors);
+      ra::invariance::analyse(r);
+      out.push_back(r);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("search_invariance_fix: each candidate screened on the first anchor that moved, every anchor only to fix") {
+  FakeTwo fake;
+  const std::vector<ra::invariance::SweepStep> first = {{ra::parse_config("default", 2), "first"}};
+  InvarianceConfig from = fake(first, {1, 2, 4, 8}, 0).front();  // both anchors move at 4 and 8
+  from.timing.calls = 100;
+  fake.calls.clear();
+  const auto f =
+      ra::invariance::search_invariance_fix(from, ra::parse_config("default", 2), ra::Device::cpu(), std::ref(fake));
+  using Calls = std::vector<std::pair<std::string, int>>;
+  // deterministic=on: its screen shows the variance, so it stands; threads=1: its screen is invariant,
+  // so every anchor decides, then the rerun credits it (sizes 1 and 4 were not the first sweep's).
+  const Calls want = {{"default+deterministic=on", 1},
+                      {"default+threads=1", 1},
+                      {"default+threads=1", 0},
+                      {"default", 0},
+                      {"default+mkl_cbwr=COMPATIBLE", 1}};
+  REQUIRE(fake.calls.size() >= want.size());
+  CHECK(Calls(fake.calls.begin(), fake.calls.begin() + static_cast<long>(want.size())) == want);
+  CHECK(named(f.candidates, "deterministic=on").anchors == 1);
+  CHECK(named(f.candidates, "deterministic=on").verdict == "variant");
+  CHECK(named(f.candidates, "threads=1").anchors == 0);
+  CHECK(named(f.candidates, "threads=1").fixes);
+  for (size_t i = want.size(); i < fake.calls.size(); ++i) CHECK(fake.calls[i].second == 0);  // prices: every anchor
+  ra::report::Report r;
+  auto& inv = r.body.emplace<ra::report::Invariance>();
+  inv.configs = {from};
+  inv.fix = f;
+  ra::report::finalize(r);
+  CHECK(ra::report::render_text(r).find("deterministic=on: variant on anchor 0: {1} | {4}") != std::string::npos);
+  const auto back = ra::report::report_from_json(ra::report::to_json(r));
+  CHECK(named(std::get<ra::report::Invariance>(back.body).fix->candidates, "deterministic=on").anchors == 1);
+}
+
 TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pad to the widest class") {
   FakeSweep together;
   together.fixing = {{"threads", "1"}, {"mkl_cbwr", "COMPATIBLE"}};
@@ -241,7 +309,7 @@ struct FakeVerify {
   std::map<std::string, std::string> helping;
   std::vector<std::vector<int64_t>> sizes;
   std::vector<InvarianceConfig> operator()(const std::vector<ra::invariance::SweepStep>& steps,
-                                           const std::vector<int64_t>& s) {
+                                           const std::vector<int64_t>& s, int /*anchors: one in this fake*/) {
     sizes.push_back(s);
     std::vector<InvarianceConfig> out;
     for (const auto& [c, label] : steps) {
