@@ -66,9 +66,15 @@ std::optional<int64_t> whole_number(const std::string& text) {
   return v;
 }
 
-// --sizes: "auto" (empty result), or a list of batch sizes from 1 to the budget.
+// --sizes: "auto" (empty result), or a list of batch sizes from 1 to the budget, each item a size
+// or a range A..B (every size from A to B: 1..16,32,64).
 std::vector<int64_t> parse_sizes(const std::string& text, int64_t budget) {
   if (text == "auto") return {};
+  const auto within_budget = [budget](int64_t v) {
+    if (v > budget)
+      throw UsageError(fmt::format("--sizes {} exceeds the budget of {}: give sizes up to {}, or raise --budget", v,
+                                   budget, budget));
+  };
   std::vector<int64_t> sizes;
   size_t start = 0;
   while (start <= text.size()) {
@@ -76,15 +82,26 @@ std::vector<int64_t> parse_sizes(const std::string& text, int64_t budget) {
     const std::string item = text.substr(start, comma - start);
     start = comma + 1;
     if (item.empty()) continue;
+    if (const size_t dots = item.find(".."); dots != std::string::npos) {
+      const auto low = whole_number(item.substr(0, dots)), high = whole_number(item.substr(dots + 2));
+      if (!low || !high || *low < 1 || *high < *low)
+        throw UsageError(
+            fmt::format("--sizes takes ranges A..B with 1 <= A <= B (e.g. 1..16); '{}' is not one", excerpt(item)));
+      within_budget(*high);
+      for (int64_t v = *low; v <= *high; ++v) sizes.push_back(v);
+      continue;
+    }
     const auto v = whole_number(item);
-    if (!v || *v < 1)
-      throw UsageError(fmt::format("--sizes takes batch sizes of 1 or more, or auto; '{}' is not one", excerpt(item)));
-    if (*v > budget)
-      throw UsageError(fmt::format("--sizes {} exceeds the budget of {}: give sizes up to {}, or raise --budget", *v,
-                                   budget, budget));
+    if (!v || *v < 1) {
+      // "1-16" and "4…257" (as the classes print) mean a range, written A..B here.
+      const bool range = item.find('-', 1) != std::string::npos || item.find("\u2026") != std::string::npos;
+      throw UsageError(fmt::format("--sizes takes batch sizes of 1 or more, ranges A..B, or auto; '{}' is not one{}",
+                                   excerpt(item), range ? " (write a range as A..B, e.g. 1..16)" : ""));
+    }
+    within_budget(*v);
     sizes.push_back(*v);
   }
-  if (sizes.empty()) throw UsageError("--sizes is empty: give batch sizes (e.g. --sizes 1,2,8,64) or auto");
+  if (sizes.empty()) throw UsageError("--sizes is empty: give batch sizes (e.g. --sizes 1..8,16,64) or auto");
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
@@ -150,8 +167,8 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"input", "random"}))
       ->capture_default_str();
   sub.add_option("--sizes", a->sizes,
-                 "batch sizes (1,2,8,64), or auto: 1..9, powers of two and their +-1 up to --budget, then bisection "
-                 "between neighbouring sizes that disagree")
+                 "batch sizes and ranges (1..8,16,64), or auto: 1..9, powers of two and their +-1 up to --budget, then "
+                 "bisection between neighbouring sizes that disagree")
       ->capture_default_str();
   sub.add_option("--budget", a->budget, "the largest batch size tried")
       ->check(integer_in(1, static_cast<uint64_t>(invariance::kMaxBudget)))

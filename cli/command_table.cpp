@@ -4,6 +4,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/paths.h"
+#include "audit/selftest/first_use.h"
 
 #include <fmt/format.h>
 
@@ -16,33 +17,44 @@
 namespace ra::cli {
 namespace {
 
+// A command that runs this build's torch: at the first use of a release newer than the newest
+// tested, the self-test runs once before it (audit/selftest/first_use.h). compare, report, merge and
+// selftest itself are not marked: they read files or are that check.
+template <Action (*attach)(CLI::App&, const GlobalOptions&)>
+Action uses_torch(CLI::App& sub, const GlobalOptions& global) {
+  return [action = attach(sub, global)] {
+    first_use_selftest();
+    return action();
+  };
+}
+
 const Command kFrontCommands[] = {
     {"run",
      "audit a model (TorchScript, torch.export or AOTInductor): repeated runs in fresh processes under flag "
      "configurations",
-     false, attach_run},
+     false, uses_torch<attach_run>},
     {"exec",
      "audit any command (a training script, torchrun): its artifacts and printed metrics compared bit for bit "
      "across runs and flag configurations, with a seeding checklist",
-     false, attach_exec},
+     false, uses_torch<attach_exec>},
     {"lint",
      "static scan of a model's graph (TorchScript or torch.export) against the knowledge base of nondeterministic ops",
-     false, attach_lint},
+     false, uses_torch<attach_lint>},
     {"probes", "measure, op by op, which documented nondeterministic ops diverge here and what the flags fix", false,
-     attach_probes},
+     uses_torch<attach_probes>},
     {"compare",
      "compare two reports or baselines: which environment changes explain a changed result, which changes "
      "are regressions",
      false, attach_compare},
     {"diff", "bitwise diff of two torch.save files (a tensor or a state_dict): digests, dtype, shape, divergence",
-     false, attach_diff},
+     false, uses_torch<attach_diff>},
     {"report",
      "re-render a saved JSON report (from run, probes, exec or merge) as text, JSON, JUnit XML, Markdown or HTML",
      false, attach_report},
     {"invariance",
      "does a row's result depend on the batch it shares? classes of batch sizes with identical bits, "
      "position and warm-up dependence, and what to pad or batch to",
-     false, attach_invariance},
+     false, uses_torch<attach_invariance>},
     {"merge", "join the shards of one plan (run, probes or exec with --shard K/N) into one report", false,
      attach_merge},
     {"selftest",
@@ -50,7 +62,7 @@ const Command kFrontCommands[] = {
      "tracing (run it first on a new machine or GPU)",
      false, attach_selftest},
     {"env", "print the environment fingerprint (torch, CUDA, cuDNN, cuBLAS, GPUs, CPU, threads, switches)", false,
-     attach_env},
+     uses_torch<attach_env>},
     {"__completion", "internal: print the bash or zsh completion script (used by the build)", true, attach_completion},
 };
 

@@ -5,6 +5,7 @@
 #include "audit/common/files.h"
 #include "audit/common/json_document.h"
 #include "audit/common/log.h"
+#include "audit/common/owned_folder.h"
 #include "audit/common/stop.h"
 #include "audit/trial/config.h"
 #include "reports/baseline_file.h"
@@ -137,6 +138,8 @@ std::optional<fleet::ShardOptions> shard_option(const AuditArgs& a) {
                           request->source, read, request->index, request->count));
   }
   fleet::acknowledge(*request);
+  // Where the shard keeps its tensors: checked before any work (audit/common/owned_folder.h).
+  check_owned_folder(fleet::tensors_folder(a.out.report), "the shard's reference tensors");
   return fleet::ShardOptions{*request, a.out.report};
 }
 
@@ -218,6 +221,7 @@ void add_baseline_tensors_option(CLI::App& sub, ReportOutputs& out) {
 void keep_tensors_option(const ReportOutputs& out, const ReportJudges& judges, SessionOptions& session) {
   if (out.baseline_tensors && out.save_baseline.empty())
     throw UsageError("--baseline-tensors keeps tensors beside a baseline: add --save-baseline FILE");
+  if (out.baseline_tensors) check_owned_folder(out.save_baseline + ".tensors", "the baseline's reference tensors");
   // The reference tensors outlive the audit (and this folder the report's finish) when a baseline
   // is saved with them, or when the baseline compared with kept its own.
   if (out.baseline_tensors || (judges.baseline && has_kept_tensors(judges.baseline->results)))

@@ -10,13 +10,12 @@ endif()
 # cannot express for nvcc: name one it can until the CUDA digest's dialect is chosen (below).
 set(CMAKE_CUDA_STANDARD 17)
 find_package(Torch REQUIRED)
-# The supported releases (docs/TORCH_RELEASES.md): one line naming the range, never a page of
-# compiler errors from headers or a link that cannot work. Keep in step with `supported_torch` in dev.
-set(RA_TORCH_MIN 2.11)
-set(RA_TORCH_BELOW 2.16)
-if(NOT Torch_VERSION OR Torch_VERSION VERSION_LESS RA_TORCH_MIN OR NOT Torch_VERSION VERSION_LESS RA_TORCH_BELOW)
-  message(FATAL_ERROR "torch ${Torch_VERSION} at ${Torch_DIR}: repro-audit supports torch ${RA_TORCH_MIN} <= version < "
-                      "${RA_TORCH_BELOW} (choose one with REPRO_AUDIT_TORCH=2.15.0 ./dev build, or CMAKE_PREFIX_PATH)")
+# The supported releases (cmake/TorchReleases.cmake): an older torch is one line, never a page of
+# compiler errors from headers or a link that cannot work; an untested newer one builds, with one line.
+# The pip build checked its torch before project() (cmake/WheelTorch.cmake).
+if(NOT SKBUILD)
+  ra_check_torch_release("${Torch_VERSION}" "choose another with REPRO_AUDIT_TORCH=${RA_TORCH_NEWEST_TESTED} ./dev "
+                         "build, or CMAKE_PREFIX_PATH (torch at ${Torch_DIR})")
 endif()
 # The python of that torch's environment: the tests ask it what torch measures. ./dev passes it;
 # otherwise the venv around Torch_DIR (<venv>/lib/pythonX.Y/site-packages/torch/share/cmake/Torch).

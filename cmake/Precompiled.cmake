@@ -9,9 +9,11 @@ target_link_libraries(ra_plain_pch PRIVATE nlohmann_json::nlohmann_json fmt::fmt
 target_precompile_headers(ra_plain_pch PRIVATE <nlohmann/json.hpp> <fmt/format.h> <fmt/ranges.h> <map> <optional>
                           <string> <vector>)
 
-# ra_plain_target(TARGET): a torch-free TARGET parses json and fmt once per build.
+# ra_plain_target(TARGET): a torch-free TARGET parses json and fmt once per build. It compiles with
+# the header's definitions (FMT_HEADER_ONLY), else GCC sets the header aside with a warning.
 function(ra_plain_target target)
   target_precompile_headers(${target} REUSE_FROM ra_plain_pch)
+  target_link_libraries(${target} PRIVATE fmt::fmt-header-only)
 endfunction()
 
 # ra_unity(TARGET...): each TARGET's files compile as one translation unit, a generated file that

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The pip build: `pip install --no-build-isolation .` (pyproject.toml, scikit-build-core), included
 # only when scikit-build-core runs CMake (SKBUILD). What differs from ./dev's build:
-#   * torch is the one installed in the environment that runs pip. Its folder is found as the
-#     launcher finds it at every start, without importing torch (python/repro_audit/_torch_locate.py);
-#     its share/cmake goes on CMAKE_PREFIX_PATH and its version into repro_audit/_build_info.py,
-#     which the launcher compares with the installed torch before it execs the front.
+#   * torch is the one installed in the environment that runs pip, found and checked before anything
+#     else (cmake/WheelTorch.cmake, before project()); its share/cmake goes on CMAKE_PREFIX_PATH and
+#     its version into repro_audit/_build_info.py, which the launcher compares with the installed
+#     torch before it execs the front.
 #   * The Debian build dependencies (not on PyPI) are looked for first, and the missing ones are
 #     named in one line with the apt command, instead of CMake's page on a package configuration file.
 #   * The tests are not configured (RA_TESTS=OFF, pyproject.toml): doctest is not needed.
@@ -16,21 +16,6 @@
 #     libexec/repro-audit/../../../torch/lib is site-packages/torch/lib, whatever the Python minor,
 #     with no LD_LIBRARY_PATH. No auditwheel runs, so nothing is renamed or vendored.
 
-# The torch of the Python that runs the build (scikit-build-core passes it as Python_EXECUTABLE).
-set(_ra_python "${Python_EXECUTABLE}")
-if(NOT _ra_python)
-  set(_ra_python "${PYTHON_EXECUTABLE}")
-endif()
-execute_process(COMMAND "${_ra_python}" "${CMAKE_CURRENT_SOURCE_DIR}/python/repro_audit/_torch_locate.py"
-                OUTPUT_VARIABLE _ra_torch ERROR_VARIABLE _ra_torch_err RESULT_VARIABLE _ra_rc
-                OUTPUT_STRIP_TRAILING_WHITESPACE)
-if(NOT _ra_rc EQUAL 0)
-  message(NOTICE "repro-audit builds against the torch installed in this environment, and ${_ra_python} finds "
-                 "none: pip install torch first, then pip install --no-build-isolation again")
-  message(FATAL_ERROR "no torch in the environment (the line above)")
-endif()
-list(GET _ra_torch 0 RA_WHEEL_TORCH_DIR)
-list(GET _ra_torch 1 RA_WHEEL_TORCH_VERSION)
 # Its real path: compile lines then name torch's headers as any other build against the same torch
 # does, so ccache's hits carry over (a venv may reach torch through a link).
 file(REAL_PATH "${RA_WHEEL_TORCH_DIR}" _ra_torch_real)

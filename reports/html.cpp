@@ -507,6 +507,8 @@ std::string render_html(const Report& r) {
   for (const auto& s : page.sections)
     if (std::string(s.id) != "baseline" || r.baseline) out += fmt::format("<a href=\"#{}\">{}</a>", s.id, s.label);
   out += "<a href=\"#timing\">Timing</a></nav>\n<main>\n";
+  if (const std::string untested = untested_torch_text(r); !untested.empty())
+    out += fmt::format("<p class=\"note\" id=\"untested-torch\">warning: {}</p>\n", esc(untested));
   for (const auto& s : page.sections) s.write(out);
   out += fmt::format("{}\n", kTimingBegin);
   // Where a shard or a merged report's shards ran (kept with the timing: it differs between two

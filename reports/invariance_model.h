@@ -205,6 +205,9 @@ std::string invariance_summary(const InvarianceConfig& c);
 // size (its message kept), else 1 when a configuration is variant or nondeterministic, 4 when one
 // crashed (a finding wins), else 0 (report::finalize calls it).
 void finalize_invariance(Report& report, const Invariance& inv);
+// Why finalize_invariance found it incomplete (exit 4): the first crashed configuration's message,
+// else the negative control's evidence when it detected nothing; "" otherwise.
+std::string invariance_incomplete_reason(const Invariance& inv);
 
 // JSON (the report's "invariance" object; the schema's InvarianceReport) and back (throws ReportError).
 nlohmann::ordered_json invariance_to_json(const Invariance& inv);

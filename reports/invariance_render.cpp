@@ -237,6 +237,17 @@ void finalize_invariance(Report& report, const Invariance& inv) {
   if (report.exit_code == 0 && !inv.control.detected) report.exit_code = 4;
 }
 
+std::string invariance_incomplete_reason(const Invariance& inv) {
+  for (const auto& c : inv.configs)
+    if (c.verdict == "crashed")
+      return fmt::format("configuration {} crashed: {}", c.config,
+                         c.message.empty() ? "no reason recorded" : c.message);
+  if (!inv.control.detected)
+    return fmt::format("the negative control did not see a one-bit change, so the comparison proves nothing: {}",
+                       inv.control.evidence);
+  return "";
+}
+
 std::string invariance_text(const Report& r, const Invariance& inv) {
   std::string out = fmt::format("repro-audit invariance: {} ({}, {})\n", ln(inv.model), ln(inv.kind), ln(inv.device));
   out += fmt::format("  {}\n", ln(head_line(inv)));

@@ -349,6 +349,12 @@ std::string render_junit(const Report& r) {
     suites += "    </properties>\n" + cases + "  </testsuite>\n";
   }
   suites += after;
+  // A torch newer than the newest tested: every suite's properties say so (render.h).
+  if (const std::string untested = untested_torch_text(r); !untested.empty()) {
+    const std::string head = "    <properties>\n", with = head + property("untested_torch", untested);
+    for (size_t at = suites.find(head); at != std::string::npos; at = suites.find(head, at + with.size()))
+      suites.replace(at, head.size(), with);
+  }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"repro-audit\" {}>\n", all.attributes());
   out += suites;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,12 @@ std::string render_lint_json(const LintReport& report);
 // One block per knowledge-base entry (its findings' count and module paths), or with `verbose`
 // every finding in full.
 std::string render_lint_text(const LintReport& report, bool verbose = false);
+// SARIF 2.1.0 for code scanning (`lint --sarif`; reports/lint_sarif.cpp opens with the design): the
+// entries with findings as rules, a result per entry, op and line in the repository, at the
+// innermost frame whose file `in_repository` names (a file as the findings name it -> its path from
+// the repository root, audit/common/source_root.h); a finding with no such frame gets its module
+// path as a logical location.
+nlohmann::ordered_json lint_to_sarif(const LintReport& report, const std::map<std::string, std::string>& in_repository);
+std::string render_lint_sarif(const LintReport& report, const std::map<std::string, std::string>& in_repository);
 
 }  // namespace ra::report

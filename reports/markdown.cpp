@@ -356,6 +356,9 @@ std::string render_markdown_raw(const Report& r) {
 }  // namespace
 
 // Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
-std::string render_markdown(const Report& r) { return printable(render_markdown_raw(r), true); }
+std::string render_markdown(const Report& r) {
+  const std::string untested = untested_torch_text(r);
+  return printable((untested.empty() ? "" : "> **warning:** " + md(untested) + "\n\n") + render_markdown_raw(r), true);
+}
 
 }  // namespace ra::report

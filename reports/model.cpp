@@ -164,4 +164,28 @@ void finalize(Report& report) {
       if (baseline_failure(report, result)) report.exit_code = 1;
 }
 
+namespace {
+
+std::string first_incomplete(const std::vector<Target>& targets) {
+  for (const auto& t : targets) {
+    for (const auto& c : t.configs)
+      if ((c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout) && !c.allowed_by)
+        return fmt::format("{}, configuration {} {}: {}", t.name, c.name, to_string(c.verdict),
+                           c.message.empty() ? "no reason recorded" : c.message);
+    if (t.replay && t.replay->verdict == ReplayVerdict::Crashed)
+      return fmt::format("{}, restart-replay crashed: {}", t.name, t.replay->reason);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string incomplete_reason(const Report& report) {
+  return std::visit(overloaded{[](const TargetsBody& b) { return first_incomplete(b.targets); },
+                               [](const ProbesBody& b) { return first_incomplete(b.targets); },
+                               [](const Invariance& inv) { return invariance_incomplete_reason(inv); },
+                               [](const SelfTest&) { return std::string(); }},
+                    report.body);
+}
+
 }  // namespace ra::report

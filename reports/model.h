@@ -121,4 +121,10 @@ std::string verdict_text(const Report& report);
 // within tolerance counts as reproducible for the exit code (its verdict stays diverged).
 void finalize(Report& report);
 
+// Why the verdict is incomplete (exit 4), in one line, for stderr: the first configuration (or
+// restart-replay, or invariance's negative control) that crashed, timed out or proved nothing, with
+// its own reason ("model.pt, configuration det: repeat 0: ..."); "" when nothing in the report
+// makes it incomplete. finish_report prints it, so that -q and --json still say why.
+std::string incomplete_reason(const Report& report);
+
 }  // namespace ra::report

@@ -24,6 +24,12 @@ namespace ra::report {
 nlohmann::ordered_json to_json(const Report& report);
 std::string render_json(const Report& report);
 
+// The environment's line saying that its torch is newer than the newest tested (the worker's
+// fingerprint writes it: audit/common/torch_release.h), "" for a tested torch. The text summary, the
+// Markdown and the HTML open with it, JUnit's suites carry it as a property, and the JSON as
+// environment.torch.untested.
+std::string untested_torch_text(const Report& report);
+
 // Human summary for stdout (the probe-suite layout for a probes report: reports/probes_text.cpp).
 std::string render_text(const Report& report);
 std::string render_probes_text(const Report& report, const ProbesBody& body);

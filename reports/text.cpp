@@ -590,7 +590,17 @@ std::string fleet_text(const Report& r) {
 }
 
 // Names and messages may hold control characters and bytes that are not UTF-8: shown as \xNN.
-std::string render_text(const Report& r) { return printable(render_text_raw(r), true); }
+std::string untested_torch_text(const Report& r) {
+  const auto torch = r.environment.find("torch");
+  if (torch == r.environment.end() || !torch->is_object()) return "";
+  const auto line = torch->find("untested");
+  return line != torch->end() && line->is_string() ? line->get<std::string>() : "";
+}
+
+std::string render_text(const Report& r) {
+  const std::string untested = untested_torch_text(r);
+  return printable((untested.empty() ? "" : "warning: " + ln(untested) + "\n") + render_text_raw(r), true);
+}
 
 std::string explained_cause(const BaselineComparison& b) {
   const bool weights =

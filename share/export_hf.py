@@ -5,16 +5,22 @@
 usage: python export_hf.py MODEL_DIR OUT.pt2 [--batch-dim static|dynamic] [--seq N] [--batch N]
                          [--seq-dim static|dynamic] [--mask]
 
-Run it with your own Python, the one that has torch and transformers: it only loads the model
-(`AutoModelForCausalLM.from_pretrained(MODEL_DIR)`, a folder or a hub name your machine can
-reach), exports its forward on `input_ids` with `use_cache=False`, and saves the program. The
+Run it with your own Python, the one that has torch and transformers (5.0 or newer; tested with
+5.0.0 and 5.25.0): it only loads the model (`AutoModelForCausalLM.from_pretrained(MODEL_DIR)`, a
+folder or a hub name your machine can reach), exports its forward on `input_ids` with
+`use_cache=False`, and saves the program. The model is loaded with `use_kernels=False`: since 5.25
+transformers swaps layers for kernels from the Hugging Face hub by default (`USE_HUB_KERNELS`), and
+the program must hold the model's own PyTorch ops, the ones torch.export traces and the tool runs.
+A transformers older than 5.0 stops with one line (exit 3); one newer than the newest tested gets
+a one-line warning and is used. The
 program's input is `input_ids` (int64, BATCH x N) and its output is the model's own output
 object, so the tool names each tensor after its field (`output/logits`).
 
 Where transformers has its own torch.export support (`transformers.exporters.DynamoExporter`,
 which patches the model code that torch.export cannot trace), it is used; otherwise
-`torch.export.export` is called directly. Either way, the sample ids are seeded, the model is in
-eval mode and the export runs under `torch.no_grad()` (an inference program: `--mode train` says so).
+`torch.export.export` is called directly. Either way, the sample ids are seeded and the program is
+the model's eval-mode forward (dropout off). Its parameters keep `requires_grad`, so `repro-audit run
+OUT.pt2 --mode train` trains it, as Python trains `torch.export.load(OUT.pt2).module()`.
 
   --batch-dim dynamic  any batch size runs (what `repro-audit invariance` needs); static (the
                        default) fixes it to --batch.
@@ -32,9 +38,46 @@ first: defining the output classes registers them with torch's pytree (a bare `i
 is lazy and defines none).
 """
 import argparse
+import importlib.metadata
+import itertools
 import sys
 
 import torch
+
+
+# The transformers releases the tests export with (tests/models/test_export_hf.py; ./dev installs
+# both): the oldest supported and the newest tested.
+TRANSFORMERS_OLDEST = "5.0.0"
+TRANSFORMERS_NEWEST = "5.25.0"
+
+
+def release(version):
+    """(major, minor, patch) of "5.25.0", "5.26.0.dev0" or "5.1": the leading numbers, zeros for the rest."""
+    parts = []
+    for part in version.split(".")[:3]:
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def check_transformers():
+    """Read the installed release without importing it (an old one may not even import beside a newer
+    huggingface_hub): older than the oldest supported stops, newer than the newest tested warns."""
+    try:
+        version = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        print(f"export_hf.py: transformers is not installed for {sys.executable}: "
+              f"pip install 'transformers>={TRANSFORMERS_OLDEST}'", file=sys.stderr)
+        sys.exit(3)
+    if release(version) < release(TRANSFORMERS_OLDEST):
+        print(f"export_hf.py: transformers {version} is older than {TRANSFORMERS_OLDEST}, the oldest this script supports: "
+              f"pip install 'transformers>={TRANSFORMERS_OLDEST}'", file=sys.stderr)
+        sys.exit(3)
+    if release(version) > release(TRANSFORMERS_NEWEST):
+        print(f"export_hf.py: warning: transformers {version} is newer than {TRANSFORMERS_NEWEST}, the newest tested; "
+              f"if the export fails, pip install 'transformers=={TRANSFORMERS_NEWEST}'", file=sys.stderr)
 
 
 def arguments():
@@ -57,11 +100,12 @@ def arguments():
 
 
 def load(model_dir):
+    """The causal LM of MODEL_DIR (its bare model where it has no LM head), without hub kernels."""
     import transformers
-    try:
-        model = transformers.AutoModelForCausalLM.from_pretrained(model_dir)
-    except ValueError:  # not a causal LM: its bare model
-        model = transformers.AutoModel.from_pretrained(model_dir)
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    auto = transformers.AutoModelForCausalLM if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING else transformers.AutoModel
+    model = auto.from_pretrained(model_dir, use_kernels=False)
     model.eval()
     model.config.use_cache = False
     return model
@@ -93,6 +137,7 @@ def export(model, ids, a):
 
 def main():
     a = arguments()
+    check_transformers()
     model = load(a.model_dir)
     vocab = model.get_input_embeddings().num_embeddings
     ids = torch.randint(0, vocab, (a.batch, a.seq), generator=torch.Generator().manual_seed(0))

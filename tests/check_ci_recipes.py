@@ -3,8 +3,10 @@
 """Keeps the documented CI recipes honest: every YAML recipe (docs/ci/*.yml and the yaml blocks
 of README.md, docs/GUIDE.md and docs/CI.md) must parse, and every `repro-audit` command in it must
 name a real subcommand and only options that subcommand's --help lists. The structure a CI system
-needs is checked too: GitHub jobs have steps, GitLab jobs have a script, and every JUnit file a command
-writes is published (GitLab `artifacts:reports:junit`, or a GitHub step that reads it). Sharded
+needs is checked too: GitHub jobs have steps, GitLab jobs have a script, every JUnit file a command
+writes is published (GitLab `artifacts:reports:junit`, or a GitHub step that reads it), and every SARIF
+file (`lint --sarif`) is uploaded (GitHub `github/codeql-action/upload-sarif` in a job with
+`security-events: write`, GitLab `artifacts:reports:sarif`). Sharded
 recipes agree on N: a GitHub matrix's shards with --shard K/N, GitLab's `parallel:` and a
 Kubernetes Indexed Job's completions with --shards, a Slurm array's size with the shards merged;
 the Slurm merge job depends on the array with afterany. (tests/slurm/cluster.sh runs the Slurm
@@ -67,8 +69,8 @@ def check_command(binary, where, tokens, variables):
             if not re.search(r"(?<![\w-])" + re.escape(option) + r"(?![\w-])", text):
                 fail(where, f"'repro-audit {sub}' has no option {option}")
     for i, t in enumerate(expanded):
-        if t == "--junit" and i + 1 < len(expanded):
-            yield expanded[i + 1]
+        if t in ("--junit", "--sarif") and i + 1 < len(expanded):
+            yield t[2:], expanded[i + 1]
 
 
 def github(binary, where, doc):
@@ -86,10 +88,16 @@ def github(binary, where, doc):
                 if not isinstance(shards, list) or sorted(shards) != list(range(1, int(n) + 1)):
                     fail(f"{where} job {name}", f"--shard .../{n} but the matrix's shards are {shards}")
         published = " ".join(yaml.safe_dump(s.get("with", {})) for s in steps)
+        uploaded = " ".join(yaml.safe_dump(s.get("with", {})) for s in steps
+                            if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
         for step in steps:
-            for junit in check_command_all(binary, f"{where} job {name}", step.get("run", ""), {}):
-                if junit not in published:
-                    fail(f"{where} job {name}", f"JUnit file {junit} is written but never published")
+            for kind, file in check_command_all(binary, f"{where} job {name}", step.get("run", ""), {}):
+                if kind == "junit" and file not in published:
+                    fail(f"{where} job {name}", f"JUnit file {file} is written but never published")
+                if kind == "sarif" and file not in uploaded:
+                    fail(f"{where} job {name}", f"SARIF file {file} is written but no upload-sarif step uploads it")
+        if uploaded and (job.get("permissions") or doc.get("permissions") or {}).get("security-events") != "write":
+            fail(f"{where} job {name}", "upload-sarif needs permissions: security-events: write")
 
 
 def gitlab(binary, where, doc):
@@ -101,14 +109,15 @@ def gitlab(binary, where, doc):
         script = job.get("script")
         if script is None:
             continue  # inherits its script through extends
-        junit_reports = ((job.get("artifacts") or {}).get("reports") or {}).get("junit")
-        junit_reports = [junit_reports] if isinstance(junit_reports, str) else (junit_reports or [])
+        reports = (job.get("artifacts") or {}).get("reports") or {}
         for line in script:
             if "parallel" in job and "repro-audit" in line and "CI_NODE_INDEX" not in line and "merge" not in line:
                 fail(f"{where} job {name}", "a parallel job's shard is read from CI_NODE_INDEX: name it in the report path")
-            for junit in check_command_all(binary, f"{where} job {name}", line, variables):
-                if junit not in junit_reports:
-                    fail(f"{where} job {name}", f"JUnit file {junit} is written but not in artifacts:reports:junit")
+            for kind, file in check_command_all(binary, f"{where} job {name}", line, variables):
+                listed = reports.get(kind)
+                if file not in ([listed] if isinstance(listed, str) else (listed or [])):
+                    fail(f"{where} job {name}", f"{'JUnit' if kind == 'junit' else 'SARIF'} file {file} is written but "
+                                                f"not in artifacts:reports:{kind}")
 
 
 def check_command_all(binary, where, shell, variables):

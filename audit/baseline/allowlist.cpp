@@ -7,6 +7,7 @@
 #include "audit/common/log.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -36,6 +37,18 @@ std::string string_field(const nlohmann::json& e, const char* key, const std::st
 
 // What an entry names, for messages: its op or its target.
 std::string subject(const AllowEntry& e) { return e.op.empty() ? e.target : e.op; }
+
+// Several entries of one kind in one sentence, however many: "allowlist entries 0 (a), 3 (b), 4 (c)
+// and 99997 more (100000 in all)". A list of 100,000 stale entries is one note, not 100,000 lines.
+std::string entries_text(const std::vector<const AllowEntry*>& entries) {
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> named;
+  for (size_t i = 0; i < entries.size() && i < kNamed; ++i)
+    named.push_back(fmt::format("{} ({})", entries[i]->index, excerpt(subject(*entries[i]))));
+  return fmt::format(
+      "allowlist entries {}{}", fmt::join(named, ", "),
+      entries.size() > kNamed ? fmt::format(" and {} more ({} in all)", entries.size() - kNamed, entries.size()) : "");
+}
 
 std::string expired_message(const AllowEntry& e) {
   return fmt::format("allowlist entry {} for {} expired on {}", e.index, subject(e), e.expires);
@@ -245,18 +258,25 @@ void apply_allowlist(report::Report& report, const Allowlist& list, const std::s
                                 [](report::SelfTest&) {}},
              report.body);
   report.allowlist_expired = expired_messages(list, seen);
+  // Entries that did nothing, by why: an op a model's untraced run cannot match, or no finding.
+  std::vector<const AllowEntry*> untraceable, unmatched;
+  for (const auto& e : list.entries)
+    if (!used.count(e.index))
+      (!e.op.empty() && untraced_models && !traced_models ? untraceable : unmatched).push_back(&e);
   report.allowlist_notes.clear();
-  for (const auto& e : list.entries) {
-    if (used.count(e.index)) continue;
-    std::string note;
-    if (!e.op.empty() && untraced_models && !traced_models)
-      note = fmt::format("allowlist entry {} names op {}, which only a trace can match in a model: run with --trace",
-                         e.index, e.op);
-    else
-      note = fmt::format("allowlist entry {} ({}) matched no finding", e.index, subject(e));
-    log::warn("{}", note);
-    report.allowlist_notes.push_back(std::move(note));
-  }
+  if (untraceable.size() == 1)
+    report.allowlist_notes.push_back(
+        fmt::format("allowlist entry {} names op {}, which only a trace can match in a model: run with --trace",
+                    untraceable[0]->index, untraceable[0]->op));
+  else if (!untraceable.empty())
+    report.allowlist_notes.push_back(fmt::format(
+        "{} name ops, which only a trace can match in a model: run with --trace", entries_text(untraceable)));
+  if (unmatched.size() == 1)
+    report.allowlist_notes.push_back(
+        fmt::format("allowlist entry {} ({}) matched no finding", unmatched[0]->index, subject(*unmatched[0])));
+  else if (!unmatched.empty())
+    report.allowlist_notes.push_back(fmt::format("{} matched no finding", entries_text(unmatched)));
+  for (const auto& note : report.allowlist_notes) log::warn("{}", note);
   report::finalize(report);
 }
 

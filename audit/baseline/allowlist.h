@@ -37,7 +37,8 @@
 //
 // Entries that do nothing. An `op` entry given to `run` without `--trace` can only match a probe,
 // so for a model it is said once on stderr and in the report; likewise an entry that matched no
-// finding at all (`Report::allowlist_notes`). Neither changes the exit code.
+// finding at all (`Report::allowlist_notes`). Neither changes the exit code. Each kind is one note
+// and one warning however many entries it holds: the first three named, then a count.
 //
 // Entry indices are 0-based positions in `entries`. A config is allowed by the first unexpired
 // entry that matches it (for root causes: the entry covering the first root cause).
@@ -90,8 +91,8 @@ bool same_op(const std::string& a, const std::string& b);
 bool expired(const AllowEntry& e, const std::string& today);
 
 // Marks the allowed configurations (`allowed_by`), records expired matching entries in
-// `allowlist_expired` and entries that did nothing in `allowlist_notes` (each also a warning on
-// stderr), and calls report::finalize.
+// `allowlist_expired` and entries that did nothing in `allowlist_notes` (one note per kind, each
+// also a warning on stderr), and calls report::finalize.
 void apply_allowlist(report::Report& report, const Allowlist& list, const std::string& today);
 // Likewise for lint findings; sets the exit code (1 when a finding is not allowed or an entry expired).
 void apply_allowlist(report::LintReport& report, const Allowlist& list, const std::string& today);

@@ -10,6 +10,7 @@
 #include "audit/common/files.h"
 #include "audit/common/json_document.h"
 #include "audit/common/log.h"
+#include "audit/common/owned_folder.h"
 #include "audit/trial/config.h"
 #include "reports/baseline_file.h"
 #include "reports/json_read.h"
@@ -355,7 +356,8 @@ bool has_kept_tensors(const report::Report& r) {
 Baseline load_baseline(const std::string& path, const std::string& what) {
   Baseline b = parse_baseline(read_file(path, what), path, what);
   // Kept tensors lie beside the file. A folder that is gone costs only the distances: the changed
-  // tensors are still named.
+  // tensors are still named. So does a kept file, or its folder, that is a symlink: not followed
+  // (audit/common/owned_folder.h), as exec reads no artifact through one.
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   bool missing = false;
   if (std::vector<report::Target>* targets = report::target_list(b.results.body))
@@ -363,11 +365,11 @@ Baseline load_baseline(const std::string& path, const std::string& what) {
       for (auto& c : t.configs) {
         if (c.reference_tensors.empty()) continue;
         c.reference_tensors = (dir / c.reference_tensors).string();
-        std::error_code ec;
-        if (std::filesystem::is_regular_file(c.reference_tensors, ec)) continue;
+        const std::string problem = kept_file_problem(c.reference_tensors);
+        if (problem.empty()) continue;
         if (!missing)
-          log::warn("{} {}: its kept tensor file {} is missing: changed tensors are named, not measured", what, path,
-                    c.reference_tensors);
+          log::warn("{} {}: its kept tensor file {} {}: changed tensors are named, not measured", what, path,
+                    c.reference_tensors, problem);
         missing = true;
         c.reference_tensors.clear();
       }

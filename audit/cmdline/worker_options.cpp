@@ -14,6 +14,13 @@ void add_lint_options(CLI::App& sub, LintArgs& a) {
       ->capture_default_str();
   sub.add_flag("--json", a.json, "print the JSON report on stdout instead of the summary");
   sub.add_option("--report", a.report, "write the JSON report here (atomically)");
+  CLI::Option* sarif = sub.add_option(
+      "--sarif", a.sarif,
+      "write the findings as SARIF 2.1.0 here (atomically), at the source lines code scanning shows them on");
+  sub.add_option("--sarif-root", a.sarif_root,
+                 "the repository root that --sarif's file paths start from [the git repository of the working "
+                 "directory, else the working directory]")
+      ->needs(sarif);
   sub.add_option("--knowledge", a.knowledge, "knowledge-base file to use instead of the installed one");
   sub.add_option("--load-library", a.libraries, "shared library with custom ops the model needs (repeatable)");
   add_allowlist_option(sub, a.allowlist);

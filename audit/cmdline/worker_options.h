@@ -20,6 +20,8 @@ struct LintArgs {
   std::string model;
   std::string device = "cpu";
   std::string report;
+  std::string sarif;       // SARIF 2.1.0 for code scanning
+  std::string sarif_root;  // the repository root its paths start from; "" for the working directory's
   std::string knowledge;
   bool json = false;
   std::vector<std::string> libraries;

@@ -218,24 +218,6 @@ ScratchDir::~ScratchDir() {
       FTW_DEPTH | FTW_PHYS);
 }
 
-void write_folder_atomic(const std::string& folder, const std::map<std::string, std::string>& files,
-                         const std::string& what) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::remove_all(folder, ec);
-  if (files.empty()) return;
-  const fs::path temporary = fmt::format("{}.tmp-{}", folder, getpid());
-  fs::remove_all(temporary, ec);
-  try {
-    fs::create_directory(temporary);
-    for (const auto& [name, source] : files) fs::copy_file(source, temporary / name);
-    fs::rename(temporary, folder);
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(temporary, ec);
-    throw InputError(fmt::format("cannot keep {} in {}: {}", what, folder, e.code().message()));
-  }
-}
-
 void write_stdout(std::string_view text) {
   errno = 0;
   const bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;

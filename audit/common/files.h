@@ -39,12 +39,6 @@ OutputTarget output_target(const std::string& path);
 // never renamed over. Throws ra::Error(Input) when the bytes cannot all be written.
 void write_file_atomic(const std::string& path, const std::string& contents);
 
-// Writes a folder of copies, whole or not at all: `files` (a name in the folder -> the file copied
-// there) go to a temporary folder beside `folder`, which then takes the place of an older `folder`
-// (removed first: what a reader finds is one writer's or none). Throws InputError naming `what`.
-void write_folder_atomic(const std::string& folder, const std::map<std::string, std::string>& files,
-                         const std::string& what);
-
 // Prints `text` on stdout and flushes it. A failed write (a full disk behind `> file`, a descriptor
 // not open for writing) throws InputError "cannot write to stdout: <reason>": the caller did not get
 // the summary, so no verdict's exit code may stand. A closed pipe (`| head`) stays an interruption.

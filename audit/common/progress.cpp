@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 namespace ra {
 namespace {
 
@@ -24,9 +27,25 @@ std::string eta_text(double s) {
   return fmt::format("ETA {} min {} s", total / 60, total % 60);
 }
 
+std::string fit_to_columns(const std::string& line, size_t columns) {
+  const auto lead = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
+  size_t width = 0;
+  for (const char c : line) width += lead(c) ? 1 : 0;
+  if (columns == 0 || width <= columns) return line;
+  size_t kept = 0, end = 0;  // the bytes of the first columns - 1 characters
+  for (; end < line.size(); ++end)
+    if (lead(line[end]) && kept++ == columns - 1) break;
+  return line.substr(0, end) + "\u2026";
+}
+
 void status_line(const std::string& line, bool end) {
   // `line` names targets, cells and configurations: one line, no control characters (reports/escape.h).
-  std::fprintf(stderr, "\r%s\033[K%s", report::escape::text_line(line).c_str(), end ? "\n" : "");
+  std::string text = report::escape::text_line(line);
+  winsize size{};
+  // The last column is left free: a terminal that wraps on writing it would move to the next row.
+  if (!end && ::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1)
+    text = fit_to_columns(text, size.ws_col - 1U);
+  std::fprintf(stderr, "\r%s\033[K%s", text.c_str(), end ? "\n" : "");
   std::fflush(stderr);
   g_line_open = !end;
 }

@@ -50,8 +50,14 @@ class Progress {
 // "ETA 6 s", "ETA 2 min 10 s"; "" when nothing remains.
 std::string eta_text(double seconds_left);
 
+// `line` cut to `columns` terminal columns (one per UTF-8 character), its last kept one an
+// ellipsis; as it is when it fits or `columns` is 0 (unknown).
+std::string fit_to_columns(const std::string& line, size_t columns);
+
 // The terminal's progress line: rewrites it with `line` (escaped to one line), ending it with a
-// newline when `end`. Only for a terminal (the callers check).
+// newline when `end`. A line that stays open is cut to one column less than stderr's terminal is
+// wide: one that wrapped would leave its first rows behind, since '\r' and ESC[K erase only the
+// row the cursor is on. Only for a terminal (the callers check).
 void status_line(const std::string& line, bool end);
 // Erases the progress line if one is open (before a log record), or ends it with a newline
 // (`keep`: before output that must follow it, such as the summary on stdout).

@@ -28,7 +28,8 @@ uint64_t le(const unsigned char* p, int bytes) {
   return v;
 }
 
-// The file, read at offsets; every read is checked against its size.
+// The file, read at offsets; every read is checked against its size. Opened by name, or read
+// through a ZipReadAt (an archive opened already, or bytes in memory).
 class File {
  public:
   File(const std::string& path, const std::string& what) : what_(what) {
@@ -39,6 +40,8 @@ class File {
     if (!S_ISREG(st.st_mode)) throw InputError(fmt::format("{} is not a regular file", what));
     size_ = static_cast<uint64_t>(st.st_size);
   }
+  File(ZipReadAt read_at, uint64_t size, const std::string& what)
+      : what_(what), read_at_(std::move(read_at)), size_(size) {}
   ~File() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -48,6 +51,10 @@ class File {
   std::string read(uint64_t at, uint64_t n) const {
     if (at > size_ || n > size_ - at) fail("is cut short: a record reaches past the end of the file");
     std::string out(n, '\0');
+    if (read_at_) {
+      if (read_at_(at, out.data(), n) != n) throw InputError(fmt::format("{} cannot be read: it shrank", what_));
+      return out;
+    }
     for (uint64_t done = 0; done < n;) {
       const ssize_t got = ::pread(fd_, out.data() + done, n - done, static_cast<off_t>(at + done));
       if (got < 0 && errno == EINTR) continue;
@@ -63,6 +70,7 @@ class File {
 
  private:
   std::string what_;
+  ZipReadAt read_at_;
   int fd_ = -1;
   uint64_t size_ = 0;
 };
@@ -153,8 +161,10 @@ std::string zip_name_problem(std::string_view name) {
   return "";
 }
 
-std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::string& what) {
-  const File f(path, what);
+namespace {
+
+// The entries, after the rules above (`rules`), or only as the directory declares them.
+std::vector<ZipEntry> entries_of(const File& f, const std::string& what, bool rules = true) {
   const Directory d = find_directory(f);
   const std::string dir = f.read(d.offset, d.size);
   std::vector<ZipEntry> out;
@@ -196,11 +206,15 @@ std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::st
       x += 4 + len;
     }
     at += 46 + name_len + extra_len + comment_len;
+    if (disk != 0) f.fail("spans several disks");
+    if (!rules) {
+      out.push_back(std::move(e));
+      continue;
+    }
     const std::string shown_name = shown(e.name);
     if (const std::string why = zip_name_problem(e.name); !why.empty())
       entry_fail(i, fmt::format("'{}': its name {}, which could write outside the folder it is unpacked into",
                                 shown_name, why));
-    if (disk != 0) f.fail("spans several disks");
     if (flags & 1) entry_fail(i, fmt::format("'{}' is encrypted", shown_name));
     if (e.method != 0 && e.method != 8)
       entry_fail(i, fmt::format("'{}' uses compression method {} (only stored and deflated entries are read)",
@@ -215,6 +229,7 @@ std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::st
                          shown_name, e.compressed, e.size, kMaxZipRatio));
     out.push_back(std::move(e));
   }
+  if (!rules) return out;
   for (const auto& e : out)
     if (!names.insert(e.name).second)
       throw InputError(
@@ -250,6 +265,49 @@ std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::st
                       "the archive's {} bytes plus {} MiB: repro-audit refuses the archive",
                       what, budget, kMaxZipRatio, f.size(), kZipExpansionSlack >> 20));
   return out;
+}
+
+std::vector<ZipEntry> stored_entries_of(const File& f, const std::string& what) {
+  std::vector<ZipEntry> entries = entries_of(f, what);
+  for (const ZipEntry& e : entries)
+    if (e.size > f.size())
+      throw InputError(
+          fmt::format("{}: archive entry '{}' claims {} bytes, more than the file's {} (PyTorch stores "
+                      "its records uncompressed): repro-audit refuses the archive",
+                      what, shown(e.name), e.size, f.size()));
+  return entries;
+}
+
+}  // namespace
+
+std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::string& what) {
+  return entries_of(File(path, what), what);
+}
+
+std::vector<ZipEntry> checked_zip_entries(const ZipReadAt& read_at, uint64_t size, const std::string& what) {
+  return entries_of(File(read_at, size, what), what);
+}
+
+std::vector<ZipEntry> stored_zip_entries(const ZipReadAt& read_at, uint64_t size, const std::string& what) {
+  return stored_entries_of(File(read_at, size, what), what);
+}
+
+std::string zip_open_problem(const std::string& path) {
+  const std::string what = fmt::format("file '{}'", path);
+  try {
+    const File f(path, what);
+    for (const ZipEntry& e : entries_of(f, what, /*rules=*/false)) {
+      const std::string_view leaf = std::string_view(e.name).substr(e.name.rfind('/') + 1);
+      if ((leaf == "version" || leaf == "serialization_id") && e.size > f.size())
+        return fmt::format(
+            "{}: archive entry '{}' claims {} bytes, more than the file's {}: repro-audit refuses the "
+            "archive",
+            what, shown(e.name), e.size, f.size());
+    }
+  } catch (const InputError&) {
+    // A directory that cannot be read: LibTorch's reader fails on it too, and says so in its words.
+  }
+  return "";
 }
 
 bool looks_like_zip(const std::string& path) {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,22 @@ std::string zip_name_problem(std::string_view name);
 // The entries of the zip archive at `path`, after the checks above. Throws InputError beginning
 // with `what` ("model 'm.pt2'") for a file that is not a zip archive or breaks a rule.
 std::vector<ZipEntry> checked_zip_entries(const std::string& path, const std::string& what);
+
+// The same for an archive of `size` bytes read through `read_at` (one opened already, without
+// following a symlink, or bytes in memory): `read_at(at, buf, n)` gives how many bytes it read.
+using ZipReadAt = std::function<size_t(uint64_t at, char* buf, size_t n)>;
+std::vector<ZipEntry> checked_zip_entries(const ZipReadAt& read_at, uint64_t size, const std::string& what);
+
+// checked_zip_entries for a torch.save file, which stores its records: also an InputError for an
+// entry that declares more bytes than the file holds (the checked reader reads every record it keeps).
+std::vector<ZipEntry> stored_zip_entries(const ZipReadAt& read_at, uint64_t size, const std::string& what);
+
+// Why LibTorch's zip reader may not open the archive at `path`, as a sentence naming it ("" when it
+// may): the reader inflates the records it reads as it opens an archive (`version`,
+// `.data/serialization_id`) to whatever size their entries declare (1 GiB from 1 MB of deflated
+// zeros), so one that claims more than the file holds is named first. Only the central directory is
+// read; the rules above stay the caller's, and a directory that cannot be read is left to the reader.
+std::string zip_open_problem(const std::string& path);
 
 // Whether the file at `path` starts like a zip archive ("PK\3\4"). False for an unreadable file.
 bool looks_like_zip(const std::string& path);

@@ -90,10 +90,6 @@ CacheMode cache_mode(const Config& config) {
   return v == "cold" ? CacheMode::Cold : v == "warm" ? CacheMode::Warm : CacheMode::Unset;
 }
 
-bool is_compile_switch(const std::string& key) {
-  return key == "compile" || key.rfind("inductor.", 0) == 0 || key == "nccl.nvls";
-}
-
 std::map<std::string, std::optional<std::string>> compile_environment(const Config& config,
                                                                       const std::string& cache_dir) {
   std::map<std::string, std::optional<std::string>> env;

@@ -37,9 +37,6 @@ enum class CacheMode { Unset, Cold, Warm };
 
 CacheMode cache_mode(const Config& config);
 
-// Whether `key` is one of these switches (the hook reads them back, not the front).
-bool is_compile_switch(const std::string& key);
-
 // The variables a run of `config` gets for these switches, beyond config_environment's.
 // `cache_dir` is the run's Inductor cache folder for a cold or warm cache ("" for unset); Triton's
 // is its `triton` subfolder.

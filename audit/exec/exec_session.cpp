@@ -40,7 +40,7 @@ std::map<std::string, std::optional<std::string>> Session::environment(const Con
   nlohmann::json requested = nlohmann::json::object();
   for (const auto& [key, value] : config.values) {
     const SwitchInfo* s = find_switch(key);
-    if (s != nullptr && (s->env_var.empty() || key == "threads")) requested[key] = value;
+    if (s != nullptr && s->applied != Applied::Environment) requested[key] = value;  // the hook's to apply
   }
   env["REPRO_AUDIT_SWITCHES"] = requested.dump();
   for (auto& [var, value] : compile_environment(config, cache_folder(config, dir))) env[var] = value;

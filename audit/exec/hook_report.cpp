@@ -30,18 +30,6 @@ using hook_json::flag;
 using hook_json::member;
 using hook_json::text;
 
-// Which environment variable an environment switch reads.
-const char* env_of(const std::string& key) {
-  const SwitchInfo* s = find_switch(key);
-  return s != nullptr && !s->env_var.empty() ? s->env_var.c_str() : nullptr;
-}
-
-bool in_process(const std::string& key) {
-  return key == "cudnn.benchmark" || key == "cudnn.deterministic" || key == "cudnn.enabled" || key == "deterministic" ||
-         key == "fill_uninitialized_memory" || key == "tf32.cublas" || key == "tf32.cudnn" || key == "threads" ||
-         key.rfind("sdpa.", 0) == 0 || key == "cublas.fp16_reduction" || key == "cublas.bf16_reduction";
-}
-
 const HookProcess* main_process(const HookRun& run) {
   for (const auto& p : run.processes)
     if (flag(p.report, "torch")) return &p;  // rank 0 first: processes are sorted by rank
@@ -211,21 +199,23 @@ std::vector<report::SwitchValue> run_switches(const HookRun& run, const Config& 
     v.key = s.key;
     const auto it = config.values.find(s.key);
     v.requested = it == config.values.end() ? "" : it->second;
-    if (is_compile_switch(s.key)) {  // the hook reads these back (audit/exec/compile_switches.h)
+    const bool context = s.applied == Applied::Context;
+    if (s.applied == Applied::Compile) {  // the hook reads these back (audit/exec/compile_switches.h)
       v.effective = compile_switch_effective(s.key, run, environment);
       if (p != nullptr)
         for (const auto& set : member(p->report, "sets"))
           if (text(set, "key") == s.key) v.set_at = text(set, "where");
-    } else if (in_process(s.key) && state == "python") {
+    } else if (context && state == "python") {
       v.effective = text(member(p->report, "effective"), s.key.c_str());
       for (const auto& set : member(p->report, "sets"))
         if (text(set, "key") == s.key) v.set_at = text(set, "where");
-    } else if (in_process(s.key) && s.key != "threads") {
+    } else if (context && s.env_var.empty()) {  // threads has its variable to read instead
       const char* why =
           state == "none" ? "no Python process importing torch reported: not a Python program, or started with -S or -I"
                           : "the program never imported torch";
       v.effective = fmt::format("{} ({})", v.requested.empty() ? "unknown" : "not applied", why);
-    } else if (const char* var = env_of(s.key)) {
+    } else if (!s.env_var.empty()) {
+      const char* var = s.env_var.c_str();
       // What the program saw: the hook's record of its environment, else what it was given.
       std::string value;
       if (p != nullptr && member(p->report, "env").contains(var) && member(p->report, "env").at(var).is_string())

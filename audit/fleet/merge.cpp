@@ -6,6 +6,7 @@
 #include "audit/baseline/baseline.h"
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/owned_folder.h"
 #include "audit/fleet/shard.h"
 #include "audit/fleet/shard_run.h"
 #include "audit/knowledge/probe_findings.h"
@@ -25,12 +26,12 @@ namespace ra::fleet {
 namespace {
 namespace fs = std::filesystem;
 
-// A file a shard kept for `cell` ("" when it did not keep one).
+// A file a shard kept for `cell` ("" when it did not keep one, or it or its folder is a symlink,
+// which is not followed: audit/common/owned_folder.h).
 std::string kept(const ShardFile& s, const std::string& name) {
   if (s.report.shard->tensors.empty()) return "";
   const fs::path path = fs::path(s.path).parent_path() / s.report.shard->tensors / name;
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) ? path.string() : "";
+  return kept_file_problem(path.string()).empty() ? path.string() : "";
 }
 
 // The repeat index of a configuration's reference repeat (its first that completed ok).
@@ -119,8 +120,12 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
   if (!joined.empty()) scratch.emplace();
   std::optional<BatchedDiff> stats;
   if (scratch) stats.emplace(*scratch, options.timeout_s, first.tolerance);
-  for (auto& [t, j] : joined)
+  for (auto& [t, j] : joined) {
+    // A shard's kept file holds what its report declares for that cell, and no more is read from it.
+    for (size_t c = 0; c < j.dumps.size(); ++c)
+      if (!j.dumps[c].empty()) stats->declare(j.dumps[c], j.target.configs[c].reference);
     if (j.one_machine) configuration_dependence(j.target.configs, j.dumps, stats->collect());
+  }
   if (stats) stats->resolve();
 
   std::vector<report::Target> targets;

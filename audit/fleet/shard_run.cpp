@@ -4,6 +4,7 @@
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/log.h"
+#include "audit/common/owned_folder.h"
 #include "audit/common/paths.h"
 
 #include <fmt/format.h>
@@ -88,9 +89,10 @@ report::ShardInfo ShardPlan::finish(std::vector<report::CensusRecord> census) {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) info.host = host;
   info.census = std::move(census);
-  // An older shard's folder goes even when nothing is kept: merge must not read it.
+  // An older shard's folder goes even when nothing is kept: merge must not read it. Only a folder
+  // of ours is replaced (audit/common/owned_folder.h).
   const fs::path folder = tensors_folder(options_.report);
-  write_folder_atomic(folder.string(), kept_, "the shard's reference tensors");
+  write_owned_folder(folder.string(), kept_, "the shard's reference tensors");
   if (kept_.empty()) return info;
   info.tensors = folder.filename().string();
   return info;

@@ -181,7 +181,10 @@ report::Report merge_invariance(const std::vector<fleet::ShardFile>& shards) {
   std::set<std::string> noted(inv.notes.begin(), inv.notes.end());
   for (const fleet::ShardFile* s : set) {
     const report::Invariance& piece = std::get<report::Invariance>(s->report.body);
-    inv.control.detected = inv.control.detected && piece.control.detected;
+    // The first shard whose control saw nothing speaks for the merged report, evidence and all.
+    if (inv.control.detected && !piece.control.detected)
+      inv.control = {false, fmt::format("shard {}/{}: {}", s->report.shard->index, s->report.shard->count,
+                                        piece.control.evidence)};
     out.wall_ms = std::max(out.wall_ms, s->report.wall_ms);
     for (const auto& note : piece.notes)  // e.g. the fix search left to an unsharded run
       if (noted.insert(note).second) inv.notes.push_back(note);

@@ -2,6 +2,7 @@
 #include "audit/knowledge/knowledge.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "audit/common/json_document.h"
 #include "audit/common/paths.h"
 #include "audit/trial/config.h"
@@ -275,6 +276,7 @@ KnowledgeBase parse_knowledge(const std::string& json_text, const std::string& o
 }
 
 KnowledgeBase load_knowledge(const std::string& path) {
+  check_not_special(path, "knowledge base");  // a FIFO would hold the open until a writer came
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("knowledge base '{}' cannot be read", path));
   std::stringstream text;

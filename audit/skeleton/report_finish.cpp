@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/skeleton/report_finish.h"
 
+#include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/log.h"
+#include "audit/common/owned_folder.h"
 #include "audit/common/progress.h"
 #include "audit/common/stop.h"
 #include "audit/skeleton/changed_ops.h"
 #include "audit/trial/worker.h"
 #include "reports/baseline_file.h"
+#include "reports/escape.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
@@ -39,6 +43,14 @@ void compare_with_baseline(report::Report& rep, const ReportJudges& judges) {
   }
   const ScratchDir scratch;
   BatchedDiff stats(scratch, judges.timeout_s, rep.tolerance);
+  // What each side's kept files hold, as its baseline or report declares: the bound on what is read.
+  const auto declare = [&stats](const report::Report& r) {
+    for (const auto& t : r.targets())
+      for (const auto& c : t.configs)
+        if (!c.reference_tensors.empty()) stats.declare(c.reference_tensors, c.reference);
+  };
+  declare(rep);
+  declare(judges.baseline->results);
   {
     report::Report first = rep;
     apply_baseline(first, *judges.baseline, stats.collect());
@@ -62,7 +74,7 @@ std::string baseline_with_tensors(const report::Report& rep, const std::string& 
         kept = name;
       }
   const std::string folder = path + ".tensors";
-  write_folder_atomic(folder, files, "the baseline's reference tensors");
+  write_owned_folder(folder, files, "the baseline's reference tensors");
   return report::render_baseline(named, files.empty() ? "" : std::filesystem::path(folder).filename().string());
 }
 
@@ -94,6 +106,14 @@ int finish_report(report::Report rep, const ReportOutputs& out, const ReportJudg
   check_stop();
   close_status_line();  // a progress line left open on the terminal (progress.h) is erased first
   write_stdout(out.json ? report::render_json(rep) : report::render_text(rep));
+  // An incomplete verdict says why in one line on stderr too: -q, --json and a CI log that keeps
+  // only stderr would otherwise show exit 4 and nothing else.
+  if (rep.exit_code == static_cast<int>(ExitCode::Incomplete)) {
+    const std::string why = report::incomplete_reason(rep);
+    std::fprintf(stderr, "repro-audit: verdict incomplete: %s\n",
+                 why.empty() ? "a trial crashed or timed out (the report says which)"
+                             : report::escape::text_line(cut_message(why)).c_str());
+  }
   return rep.exit_code;
 }
 

@@ -7,7 +7,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string_view>
 #include <thread>
 
 namespace ra {
@@ -84,246 +86,65 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// The form of a snippet for `value`: the one labelled with it, else the last (config.h's SwitchInfo).
+std::string form_for(std::string_view text, const std::string& value) {
+  while (true) {
+    const size_t bar = text.find(" | ");
+    const std::string_view form = text.substr(0, bar);
+    if (bar == std::string_view::npos) return std::string(form);
+    if (form == value + ":") return "";
+    if (form.substr(0, value.size() + 2) == value + ": ") return std::string(form.substr(value.size() + 2));
+    text.remove_prefix(bar + 3);
+  }
+}
+
 }  // namespace
 
-const std::vector<SwitchInfo>& switch_table() {
-  static const std::vector<SwitchInfo> table = {
-      {"cudnn.benchmark",
-       SwitchKind::Bool,
-       {},
-       "",
-       "torch.backends.cudnn.benchmark",
-       false,
-       Affects::Cuda,
-       {"off", false, true},
-       {}},
-      {"cudnn.deterministic",
-       SwitchKind::Bool,
-       {},
-       "",
-       "torch.backends.cudnn.deterministic",
-       false,
-       Affects::Cuda,
-       {"on", false, true},
-       {}},
-      {"cudnn.enabled",
-       SwitchKind::Bool,
-       {},
-       "",
-       "torch.backends.cudnn.enabled",
-       false,
-       Affects::Cuda,
-       {"off", false, true},
-       {}},
-      {"deterministic",
-       SwitchKind::Choice,
-       {"off", "warn", "on"},
-       "",
-       "torch.use_deterministic_algorithms (warn = warn_only=True)",
-       false,
-       Affects::Any,
-       {"on", true, true},
-       {"on", true, true}},
-      {"fill_uninitialized_memory",
-       SwitchKind::Bool,
-       {},
-       "",
-       "torch.utils.deterministic.fill_uninitialized_memory",
-       false,
-       Affects::Any,
-       {"on", true, true},
-       {}},
-      {"cublas_workspace",
-       SwitchKind::Choice,
-       {"unset", ":4096:8", ":16:8"},
-       "CUBLAS_WORKSPACE_CONFIG",
-       "CUBLAS_WORKSPACE_CONFIG",
-       false,
-       Affects::Cuda,
-       {":4096:8", false, true},
-       {":16:8", false, true}},
-      {"tf32.cublas",
-       SwitchKind::Bool,
-       {},
-       "",
-       "TF32 in cuBLAS matmul (torch.backends.cuda.matmul.allow_tf32)",
-       false,
-       Affects::Cuda,
-       {"off", false, true},
-       {"off", false, true}},
-      {"tf32.cudnn",
-       SwitchKind::Bool,
-       {},
-       "",
-       "TF32 in cuDNN conv and RNN (torch.backends.cudnn.allow_tf32)",
-       false,
-       Affects::Cuda,
-       {"off", false, true},
-       {"off", false, true}},
-      {"threads",
-       SwitchKind::Threads,
-       {},
-       "OMP_NUM_THREADS",
-       "intra-op threads (torch.set_num_threads)",
-       false,
-       Affects::Cpu,
-       {"1", true, true},
-       {"1", true, true}},
-      {"mkl_cbwr",
-       SwitchKind::Choice,
-       {"unset", "AUTO", "COMPATIBLE", "SSE4_2", "AVX2", "AVX512"},
-       "MKL_CBWR",
-       "MKL conditional numerical reproducibility branch",
-       false,
-       Affects::Cpu,
-       {"COMPATIBLE", true, false},
-       {"COMPATIBLE", true, false}},
+std::span<const SwitchInfo> switch_table() {
+  using enum SwitchKind;
+  using enum Applied;
+  using enum Affects;
+  constexpr FixToggle none{};
+  // clang-format off
+  static const SwitchInfo table[] = {
+      // key                        kind     applied      exec   affects run_fix                        invariance_fix               choices, env_var, help, when, cpp, python (config.h)
+      {"cudnn.benchmark",           Bool,    Context,     false, Cuda,   {"off", false, true},          none,                        {}, "", "torch.backends.cudnn.benchmark", "", "at::globalContext().setBenchmarkCuDNN({on});", "torch.backends.cudnn.benchmark = {On}"},
+      {"cudnn.deterministic",       Bool,    Context,     false, Cuda,   {"on", false, true},           none,                        {}, "", "torch.backends.cudnn.deterministic", "", "at::globalContext().setDeterministicCuDNN({on});", "torch.backends.cudnn.deterministic = {On}"},
+      {"cudnn.enabled",             Bool,    Context,     false, Cuda,   {"off", false, true},          none,                        {}, "", "torch.backends.cudnn.enabled", "", "at::globalContext().setUserEnabledCuDNN({on});", "torch.backends.cudnn.enabled = {On}"},
+      {"deterministic",             Choice,  Context,     false, Any,    {"on", true, true},            {"on", true, true},          {"off", "warn", "on"}, "", "torch.use_deterministic_algorithms (warn = warn_only=True)", "", "off: at::globalContext().setDeterministicAlgorithms(false, false); | warn: at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true); | at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);", "off: torch.use_deterministic_algorithms(False) | warn: torch.use_deterministic_algorithms(True, warn_only=True) | torch.use_deterministic_algorithms(True)"},
+      {"fill_uninitialized_memory", Bool,    Context,     false, Any,    {"on", true, true},            none,                        {}, "", "torch.utils.deterministic.fill_uninitialized_memory", "", "at::globalContext().setDeterministicFillUninitializedMemory({on});", "torch.utils.deterministic.fill_uninitialized_memory = {On}"},
+      {"cublas_workspace",          Choice,  Environment, false, Cuda,   {":4096:8", false, true},      {":16:8", false, true},      {"unset", ":4096:8", ":16:8"}, "CUBLAS_WORKSPACE_CONFIG", "CUBLAS_WORKSPACE_CONFIG", "before the first CUDA call"},
+      {"tf32.cublas",               Bool,    Context,     false, Cuda,   {"off", false, true},          {"off", false, true},        {}, "", "TF32 in cuBLAS matmul (torch.backends.cuda.matmul.allow_tf32)", "", "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, at::Float32Precision::{tf32});", "torch.backends.cuda.matmul.allow_tf32 = {On}"},
+      {"tf32.cudnn",                Bool,    Context,     false, Cuda,   {"off", false, true},          {"off", false, true},        {}, "", "TF32 in cuDNN conv and RNN (torch.backends.cudnn.allow_tf32)", "", "for (auto op : {{at::Float32Op::CONV, at::Float32Op::RNN}}) at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::{tf32});", "torch.backends.cudnn.allow_tf32 = {On}"},
+      {"threads",                   Threads, Context,     false, Cpu,    {"1", true, true},             {"1", true, true},           {}, "OMP_NUM_THREADS", "intra-op threads (torch.set_num_threads)", "", "at::set_num_threads({value});", "torch.set_num_threads({value})"},
+      {"mkl_cbwr",                  Choice,  Environment, false, Cpu,    {"COMPATIBLE", true, false},   {"COMPATIBLE", true, false}, {"unset", "AUTO", "COMPATIBLE", "SSE4_2", "AVX2", "AVX512"}, "MKL_CBWR", "MKL conditional numerical reproducibility branch", "before torch is loaded"},
       // Scaled dot-product attention's fused backends. Deterministic mode switches flash and
       // memory-efficient attention to deterministic kernels, but not cuDNN attention: its backward
       // diverged under det on an H200 (docs/evidence/h200-2026-11-26), so only sdpa.cudnn=off fixes it.
-      {"sdpa.cudnn",
-       SwitchKind::Bool,
-       {},
-       "",
-       "cuDNN attention in scaled_dot_product_attention (torch.backends.cuda.enable_cudnn_sdp)",
-       false,
-       Affects::Cuda,
-       {"off", false, true},
-       {}},
-      {"sdpa.flash",
-       SwitchKind::Bool,
-       {},
-       "",
-       "flash attention in scaled_dot_product_attention (torch.backends.cuda.enable_flash_sdp)",
-       false,
-       Affects::Any,
-       {"off", true, true},
-       {}},
-      {"sdpa.mem_efficient",
-       SwitchKind::Bool,
-       {},
-       "",
-       "memory-efficient attention in scaled_dot_product_attention (torch.backends.cuda.enable_mem_efficient_sdp)",
-       false,
-       Affects::Any,
-       {"off", false, true},
-       {}},
+      {"sdpa.cudnn",                Bool,    Context,     false, Cuda,   {"off", false, true},          none,                        {}, "", "cuDNN attention in scaled_dot_product_attention (torch.backends.cuda.enable_cudnn_sdp)", "", "at::globalContext().setSDPUseCuDNN({on});", "torch.backends.cuda.enable_cudnn_sdp({On})"},
+      {"sdpa.flash",                Bool,    Context,     false, Any,    {"off", true, true},           none,                        {}, "", "flash attention in scaled_dot_product_attention (torch.backends.cuda.enable_flash_sdp)", "", "at::globalContext().setSDPUseFlash({on});", "torch.backends.cuda.enable_flash_sdp({On})"},
+      {"sdpa.mem_efficient",        Bool,    Context,     false, Any,    {"off", false, true},          none,                        {}, "", "memory-efficient attention in scaled_dot_product_attention (torch.backends.cuda.enable_mem_efficient_sdp)", "", "at::globalContext().setSDPUseMemEfficient({on});", "torch.backends.cuda.enable_mem_efficient_sdp({On})"},
       // Reduced-precision reductions inside fp16 and bf16 cuBLAS GEMMs (split-K stays allowed):
       // reproducible run to run, but they change results with the problem's shape (batch size).
-      {"cublas.fp16_reduction",
-       SwitchKind::Bool,
-       {},
-       "",
-       "reduced-precision reductions in fp16 GEMMs "
-       "(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)",
-       false,
-       Affects::Cuda,
-       {},
-       {"off", false, true}},
-      {"cublas.bf16_reduction",
-       SwitchKind::Bool,
-       {},
-       "",
-       "reduced-precision reductions in bf16 GEMMs "
-       "(torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)",
-       false,
-       Affects::Cuda,
-       {},
-       {"off", false, true}},
-      {"tf32.override",
-       SwitchKind::Choice,
-       {"unset", "0", "1"},
-       "NVIDIA_TF32_OVERRIDE",
-       "NVIDIA_TF32_OVERRIDE (0: no TF32 in cuBLAS or cuDNN, whatever the program sets)",
-       true,
-       Affects::Cuda,
-       {"0", false, true},
-       {}},
-      {"pythonhashseed",
-       SwitchKind::Choice,
-       {"unset", "0", "random"},
-       "PYTHONHASHSEED",
-       "Python's hash seed for str and bytes (set and dict iteration order)",
-       true,
-       Affects::Any,
-       {"0", true, true},
-       {}},
+      {"cublas.fp16_reduction",     Bool,    Context,     false, Cuda,   none,                          {"off", false, true},        {}, "", "reduced-precision reductions in fp16 GEMMs (torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)", "", "at::globalContext().setAllowFP16ReductionCuBLAS({on});", "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = {On}"},
+      {"cublas.bf16_reduction",     Bool,    Context,     false, Cuda,   none,                          {"off", false, true},        {}, "", "reduced-precision reductions in bf16 GEMMs (torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction)", "", "at::globalContext().setAllowBF16ReductionCuBLAS({on});", "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = {On}"},
+      {"tf32.override",             Choice,  Environment, true,  Cuda,   {"0", false, true},            none,                        {"unset", "0", "1"}, "NVIDIA_TF32_OVERRIDE", "NVIDIA_TF32_OVERRIDE (0: no TF32 in cuBLAS or cuDNN, whatever the program sets)", "before torch is loaded"},
+      {"pythonhashseed",            Choice,  Environment, true,  Any,    {"0", true, true},             none,                        {"unset", "0", "random"}, "PYTHONHASHSEED", "Python's hash seed for str and bytes (set and dict iteration order)", "in the environment Python starts with (too late inside it)"},
       // torch.compile and Inductor (audit/exec/compile_switches.h applies them: environment variables,
       // and the start-up hook where Inductor has none), then NCCL's collectives, in every rank's environment.
-      {"compile",
-       SwitchKind::Bool,
-       {},
-       "",
-       "torch.compile (off: TORCH_COMPILE_DISABLE=1, torch.compile returns the eager function)",
-       true,
-       Affects::Any,
-       {},
-       {}},
-      {"inductor.deterministic",
-       SwitchKind::Bool,
-       {},
-       "",
-       "Inductor's deterministic mode, no benchmarking that changes numerics (torch._inductor.config.deterministic)",
-       true,
-       Affects::Any,
-       {"on", true, true},
-       {}},
-      {"inductor.fallback_random",
-       SwitchKind::Bool,
-       {},
-       "",
-       "compiled random ops draw what eager draws (torch._inductor.config.fallback_random)",
-       true,
-       Affects::Any,
-       {"on", true, true},
-       {}},
-      {"inductor.autotune",
-       SwitchKind::Choice,
-       {"unset", "off"},
-       "",
-       "off: max-autotune and coordinate-descent tuning off, whatever torch.compile's mode asks",
-       true,
-       Affects::Any,
-       {"off", true, true},
-       {}},
-      {"inductor.cache",
-       SwitchKind::Choice,
-       {"unset", "cold", "warm"},
-       "",
-       "Inductor's and Triton's caches: cold = a fresh folder per run, warm = one folder filled by an untimed warm-up "
-       "run",
-       true,
-       Affects::Any,
-       {"warm", true, true},
-       {}},
-      {"nccl.algo",
-       SwitchKind::Choice,
-       {"unset", "Ring", "Tree"},
-       "NCCL_ALGO",
-       "NCCL's collective algorithm (NCCL_ALGO)",
-       true,
-       Affects::Any,
-       {"Ring", false, true},
-       {}},
-      {"nccl.proto",
-       SwitchKind::Choice,
-       {"unset", "Simple", "LL", "LL128"},
-       "NCCL_PROTO",
-       "NCCL's protocol (NCCL_PROTO)",
-       true,
-       Affects::Any,
-       {"Simple", false, true},
-       {}},
-      {"nccl.nvls",
-       SwitchKind::Choice,
-       {"unset", "off"},
-       "",
-       "NVLink SHARP in NCCL (off: NCCL_NVLS_ENABLE=0)",
-       true,
-       Affects::Any,
-       {"off", false, true},
-       {}},
+      {"compile",                   Bool,    Compile,     true,  Any,    none,                          none,                        {}, "", "torch.compile (off: TORCH_COMPILE_DISABLE=1, torch.compile returns the eager function)", "", R"(on: unsetenv("TORCH_COMPILE_DISABLE");  // before torch is loaded | setenv("TORCH_COMPILE_DISABLE", "1", 1);  // before torch is loaded)", R"(on: os.environ.pop("TORCH_COMPILE_DISABLE", None)  # before torch is imported | os.environ["TORCH_COMPILE_DISABLE"] = "1"  # before torch is imported (or torch._dynamo.config.disable = True))"},
+      {"inductor.deterministic",    Bool,    Compile,     true,  Any,    {"on", true, true},            none,                        {}, "", "Inductor's deterministic mode, no benchmarking that changes numerics (torch._inductor.config.deterministic)", "", R"(setenv("TORCHINDUCTOR_DETERMINISTIC", "{bit}", 1);  // before torch is loaded)", "torch._inductor.config.deterministic = {On}"},
+      {"inductor.fallback_random",  Bool,    Compile,     true,  Any,    {"on", true, true},            none,                        {}, "", "compiled random ops draw what eager draws (torch._inductor.config.fallback_random)", "", "", "torch._inductor.config.fallback_random = {On}"},
+      {"inductor.autotune",         Choice,  Compile,     true,  Any,    {"off", true, true},           none,                        {"unset", "off"}, "", "off: max-autotune and coordinate-descent tuning off, whatever torch.compile's mode asks", "", "", R"(torch._inductor.config.max_autotune = False; torch._inductor.config.coordinate_descent_tuning = False  # and no mode="max-autotune" in torch.compile)"},
+      {"inductor.cache",            Choice,  Compile,     true,  Any,    {"warm", true, true},          none,                        {"unset", "cold", "warm"}, "", "Inductor's and Triton's caches: cold = a fresh folder per run, warm = one folder filled by an untimed warm-up run", "", "", R"(unset: | cold: os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp()  # a fresh cache: every run compiles | os.environ["TORCHINDUCTOR_CACHE_DIR"] = "/path/to/one/cache"  # shared, filled once)"},
+      {"nccl.algo",                 Choice,  Environment, true,  Any,    {"Ring", false, true},         none,                        {"unset", "Ring", "Tree"}, "NCCL_ALGO", "NCCL's collective algorithm (NCCL_ALGO)", "before init_process_group, in every rank"},
+      {"nccl.proto",                Choice,  Environment, true,  Any,    {"Simple", false, true},       none,                        {"unset", "Simple", "LL", "LL128"}, "NCCL_PROTO", "NCCL's protocol (NCCL_PROTO)", "before init_process_group, in every rank"},
+      {"nccl.nvls",                 Choice,  Compile,     true,  Any,    {"off", false, true},          none,                        {"unset", "off"}, "", "NVLink SHARP in NCCL (off: NCCL_NVLS_ENABLE=0)", "", R"(off: setenv("NCCL_NVLS_ENABLE", "0", 1);  // before the process group is made | unsetenv("NCCL_NVLS_ENABLE");)", R"(off: os.environ["NCCL_NVLS_ENABLE"] = "0"  # before init_process_group, in every rank | os.environ.pop("NCCL_NVLS_ENABLE", None))"},
   };
+  // clang-format on
+  // A new switch: its row above; for an in-process one (Context) its torch half in worker/runtime/switches.cpp
+  // and its Python half in share/exec/sitecustomize.py (unit tests check both); the GUIDE and the man page.
+  static_assert(std::size(table) == 25, "a switch was added or removed: see the recipe in docs/ARCHITECTURE.md");
   return table;
 }
 
@@ -339,6 +160,7 @@ Config parse_config(const std::string& item, unsigned cpus) {
   if (item.empty()) throw UsageError("empty configuration name in --configs");
   Config config{item, {}};
   const auto parts = split(item, '+');
+  std::map<std::string, std::string> given;  // the keys this item sets itself, with their values
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string& part = parts[i];
     const size_t eq = part.find('=');
@@ -357,7 +179,13 @@ Config parse_config(const std::string& item, unsigned cpus) {
       throw UsageError(
           fmt::format("unknown switch '{}' in configuration '{}' (keys: {})", key, item, fmt::join(keys, ", ")));
     }
-    config.values[key] = canonical_value(*s, part.substr(eq + 1), cpus);
+    // A preset's value may be overridden (det+threads=2), but a key the item itself sets twice
+    // with two values leaves no one value to apply: which one the user meant is theirs to say.
+    const std::string value = canonical_value(*s, part.substr(eq + 1), cpus);
+    if (const auto [it, fresh] = given.emplace(key, value); !fresh && it->second != value)
+      throw UsageError(fmt::format("in configuration '{}': switch '{}' is given twice, as {} and as {}: give it once",
+                                   item, key, it->second, value));
+    config.values[key] = value;
   }
   return config;
 }
@@ -394,99 +222,22 @@ std::map<std::string, std::optional<std::string>> config_environment(const Confi
 }
 
 Snippet switch_snippet(const std::string& key, const std::string& value) {
-  const bool on = value == "on";
-  const char* cpp_bool = on ? "true" : "false";
-  const char* py_bool = on ? "True" : "False";
-  if (key == "cudnn.benchmark")
-    return {fmt::format("at::globalContext().setBenchmarkCuDNN({});", cpp_bool),
-            fmt::format("torch.backends.cudnn.benchmark = {}", py_bool)};
-  if (key == "cudnn.deterministic")
-    return {fmt::format("at::globalContext().setDeterministicCuDNN({});", cpp_bool),
-            fmt::format("torch.backends.cudnn.deterministic = {}", py_bool)};
-  if (key == "cudnn.enabled")
-    return {fmt::format("at::globalContext().setUserEnabledCuDNN({});", cpp_bool),
-            fmt::format("torch.backends.cudnn.enabled = {}", py_bool)};
-  if (key == "deterministic") {
-    if (value == "off")
-      return {"at::globalContext().setDeterministicAlgorithms(false, false);",
-              "torch.use_deterministic_algorithms(False)"};
-    if (value == "warn")
-      return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);",
-              "torch.use_deterministic_algorithms(True, warn_only=True)"};
-    return {"at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);",
-            "torch.use_deterministic_algorithms(True)"};
-  }
-  if (key == "fill_uninitialized_memory")
-    return {fmt::format("at::globalContext().setDeterministicFillUninitializedMemory({});", cpp_bool),
-            fmt::format("torch.utils.deterministic.fill_uninitialized_memory = {}", py_bool)};
-  if (key == "tf32.cublas")
-    return {fmt::format("at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, "
-                        "at::Float32Precision::{});",
-                        on ? "TF32" : "IEEE"),
-            fmt::format("torch.backends.cuda.matmul.allow_tf32 = {}", py_bool)};
-  if (key == "tf32.cudnn")
-    return {
-        fmt::format("for (auto op : {{at::Float32Op::CONV, at::Float32Op::RNN}}) "
-                    "at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::{});",
-                    on ? "TF32" : "IEEE"),
-        fmt::format("torch.backends.cudnn.allow_tf32 = {}", py_bool)};
-  if (key == "threads")
-    return {fmt::format("at::set_num_threads({});", value), fmt::format("torch.set_num_threads({})", value)};
-  if (key == "sdpa.cudnn")
-    return {fmt::format("at::globalContext().setSDPUseCuDNN({});", cpp_bool),
-            fmt::format("torch.backends.cuda.enable_cudnn_sdp({})", py_bool)};
-  if (key == "sdpa.flash")
-    return {fmt::format("at::globalContext().setSDPUseFlash({});", cpp_bool),
-            fmt::format("torch.backends.cuda.enable_flash_sdp({})", py_bool)};
-  if (key == "sdpa.mem_efficient")
-    return {fmt::format("at::globalContext().setSDPUseMemEfficient({});", cpp_bool),
-            fmt::format("torch.backends.cuda.enable_mem_efficient_sdp({})", py_bool)};
-  if (key == "cublas.fp16_reduction")
-    return {fmt::format("at::globalContext().setAllowFP16ReductionCuBLAS({});", cpp_bool),
-            fmt::format("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = {}", py_bool)};
-  if (key == "cublas.bf16_reduction")
-    return {fmt::format("at::globalContext().setAllowBF16ReductionCuBLAS({});", cpp_bool),
-            fmt::format("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = {}", py_bool)};
-  if (key == "compile")
-    return {on ? "unsetenv(\"TORCH_COMPILE_DISABLE\");  // before torch is loaded"
-               : "setenv(\"TORCH_COMPILE_DISABLE\", \"1\", 1);  // before torch is loaded",
-            on ? "os.environ.pop(\"TORCH_COMPILE_DISABLE\", None)  # before torch is imported"
-               : "os.environ[\"TORCH_COMPILE_DISABLE\"] = \"1\"  # before torch is imported (or "
-                 "torch._dynamo.config.disable = True)"};
-  if (key == "inductor.deterministic")
-    return {fmt::format("setenv(\"TORCHINDUCTOR_DETERMINISTIC\", \"{}\", 1);  // before torch is loaded", on ? 1 : 0),
-            fmt::format("torch._inductor.config.deterministic = {}", py_bool)};
-  if (key == "inductor.fallback_random")
-    return {"", fmt::format("torch._inductor.config.fallback_random = {}", py_bool)};
-  if (key == "inductor.autotune")
-    return {"",
-            "torch._inductor.config.max_autotune = False; torch._inductor.config.coordinate_descent_tuning = False  "
-            "# and no mode=\"max-autotune\" in torch.compile"};
-  if (key == "inductor.cache") {
-    if (value == "unset") return {"", ""};
-    return {"",
-            value == "cold"
-                ? "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = tempfile.mkdtemp()  # a fresh cache: every run compiles"
-                : "os.environ[\"TORCHINDUCTOR_CACHE_DIR\"] = \"/path/to/one/cache\"  # shared, filled once"};
-  }
-  if (key == "nccl.nvls")
-    return value == "off"
-               ? Snippet{"setenv(\"NCCL_NVLS_ENABLE\", \"0\", 1);  // before the process group is made",
-                         "os.environ[\"NCCL_NVLS_ENABLE\"] = \"0\"  # before init_process_group, in every rank"}
-               : Snippet{"unsetenv(\"NCCL_NVLS_ENABLE\");", "os.environ.pop(\"NCCL_NVLS_ENABLE\", None)"};
   const SwitchInfo* s = find_switch(key);
-  if (s != nullptr && !s->env_var.empty()) {
-    const char* when = key == "cublas_workspace"    ? "before the first CUDA call"
-                       : key == "pythonhashseed"    ? "in the environment Python starts with (too late inside it)"
-                       : key.rfind("nccl.", 0) == 0 ? "before init_process_group, in every rank"
-                                                    : "before torch is loaded";
+  if (s == nullptr) return {"", ""};
+  if (s->applied == Applied::Environment) {
     if (value == "unset")
-      return {fmt::format("unsetenv(\"{}\");  // {}", s->env_var, when),
-              fmt::format("os.environ.pop(\"{}\", None)  # {}", s->env_var, when)};
-    return {fmt::format("setenv(\"{}\", \"{}\", 1);  // {}", s->env_var, value, when),
-            fmt::format("os.environ[\"{}\"] = \"{}\"  # {}", s->env_var, value, when)};
+      return {fmt::format("unsetenv(\"{}\");  // {}", s->env_var, s->when),
+              fmt::format("os.environ.pop(\"{}\", None)  # {}", s->env_var, s->when)};
+    return {fmt::format("setenv(\"{}\", \"{}\", 1);  // {}", s->env_var, value, s->when),
+            fmt::format("os.environ[\"{}\"] = \"{}\"  # {}", s->env_var, value, s->when)};
   }
-  return {"", ""};
+  const bool on = value == "on";
+  const auto fill = [&](const char* text) {
+    return fmt::format(fmt::runtime(form_for(text, value)), fmt::arg("on", on ? "true" : "false"),
+                       fmt::arg("On", on ? "True" : "False"), fmt::arg("bit", on ? 1 : 0),
+                       fmt::arg("tf32", on ? "TF32" : "IEEE"), fmt::arg("value", value));
+  };
+  return {fill(s->cpp), fill(s->python)};
 }
 
 unsigned logical_cpu_count() { return std::max(1u, std::thread::hardware_concurrency()); }

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,24 +36,41 @@ struct FixToggle {
   bool cuda = false;
 };
 
+// Where a switch takes effect, so who applies it and who reads it back.
+enum class Applied {
+  Environment,  // a variable (env_var) the parent sets before exec; read back from the environment
+  Context,      // torch's state in the process: the worker (worker/runtime/switches.cpp) and exec's start-up hook
+                // (share/exec/sitecustomize.py) each hold how it is set and read, by its key
+  Compile,      // exec's torch.compile, Inductor and NCCL switches (audit/exec/compile_switches.h); the hook reads
+                // them back
+};
+
 // One row per switch: every fact about it that the tool uses lives here (issue 42).
 struct SwitchInfo {
   std::string key;
   SwitchKind kind;
-  std::vector<std::string> choices;  // for Choice; Bool accepts on/off/true/false/1/0
-  std::string env_var;               // non-empty when applied through the environment
-  std::string help;
+  Applied applied;
   // Only `exec` applies it (a Python program's environment): a LibTorch trial has no use for it,
   // and its reports do not list it.
   bool exec_only = false;
   Affects affects = Affects::Any;
-  FixToggle run_fix;         // run's and exec's fix search (audit/trace/fix_search.h)
-  FixToggle invariance_fix;  // invariance's (audit/invariance/invariance_fix.h): what changes a batch's kernel
+  FixToggle run_fix;                 // run's and exec's fix search (audit/trace/fix_search.h)
+  FixToggle invariance_fix;          // invariance's (audit/invariance/invariance_fix.h): what changes a batch's kernel
+  std::vector<std::string> choices;  // for Choice; Bool accepts on/off/true/false/1/0
+  std::string env_var;               // an Environment switch's variable (threads sets OMP_NUM_THREADS as well)
+  std::string help;
+  // How a program sets it, for switch_snippet: an Environment switch's variable is set `when` says;
+  // any other's is a line of C++ (LibTorch) and one of Python, with {on} and {On} for C++'s and
+  // Python's bool (the value is on), {bit} for 1 or 0, {tf32} for TF32 or IEEE, {value} for the
+  // value. A snippet that differs by value holds one form per value, joined by " | ", each but the
+  // last labelled with its value ("off: ...").
+  const char* when = "";
+  const char* cpp = "";
+  const char* python = "";
 };
 
-// The table of every switch, in a fixed order (reports list switches in this order). How a
-// program sets a switch to a value is switch_snippet's (below).
-const std::vector<SwitchInfo>& switch_table();
+// The table of every switch, in a fixed order (reports list switches in this order).
+std::span<const SwitchInfo> switch_table();
 const SwitchInfo* find_switch(const std::string& key);
 
 struct Config {

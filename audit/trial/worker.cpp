@@ -74,6 +74,9 @@ nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests)
   for (const auto& r : requests) {
     out.push_back({{"a", r.dump_a}, {"b", r.dump_b}, {"names", r.names}});
     if (r.tolerance) out.back()["tolerance"] = {{"atol", r.tolerance->atol}, {"rtol", r.tolerance->rtol}};
+    for (const auto& [key, declared] : {std::pair{"declared_a", &r.declared_a}, std::pair{"declared_b", &r.declared_b}})
+      for (const auto& t : *declared)
+        out.back()[key].push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
   }
   return out;
 }
@@ -81,11 +84,21 @@ nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests)
 std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j) {
   std::vector<StatsRequest> out;
   for (const auto& r : j) {
-    out.push_back({r.at("a").get<std::string>(), r.at("b").get<std::string>(),
-                   r.at("names").get<std::vector<std::string>>(), std::nullopt});
+    out.push_back({r.at("a").get<std::string>(),
+                   r.at("b").get<std::string>(),
+                   r.at("names").get<std::vector<std::string>>(),
+                   std::nullopt,
+                   {},
+                   {}});
     if (r.contains("tolerance"))
       out.back().tolerance =
           report::Tolerance{r.at("tolerance").at("atol").get<double>(), r.at("tolerance").at("rtol").get<double>()};
+    for (const auto& [key, declared] :
+         {std::pair{"declared_a", &out.back().declared_a}, std::pair{"declared_b", &out.back().declared_b}})
+      if (r.contains(key))
+        for (const auto& t : r.at(key))
+          declared->push_back({t.at("name").get<std::string>(), t.at("dtype").get<std::string>(),
+                               t.at("shape").get<std::vector<int64_t>>(), ""});
   }
   return out;
 }
@@ -213,7 +226,7 @@ std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vect
 DiffFn worker_diff(const ScratchDir& scratch, double timeout_s, const std::optional<report::Tolerance>& tolerance) {
   return [&scratch, timeout_s, tolerance](const std::string& a, const std::string& b,
                                           const std::vector<std::string>& names) {
-    return worker_stats(scratch, {{a, b, names, tolerance}}, timeout_s).front();
+    return worker_stats(scratch, {{a, b, names, tolerance, {}, {}}}, timeout_s).front();
   };
 }
 
@@ -225,12 +238,23 @@ std::string BatchedDiff::key(const std::string& a, const std::string& b, const s
 
 DiffFn BatchedDiff::collect() {
   return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {
-    if (index_.emplace(key(a, b, names), requests_.size()).second) requests_.push_back({a, b, names, tolerance_});
+    if (index_.emplace(key(a, b, names), requests_.size()).second)
+      requests_.push_back({a, b, names, tolerance_, {}, {}});
     return StatsAnswer{};
   };
 }
 
-void BatchedDiff::resolve() { answers_ = worker_stats(scratch_, requests_, timeout_s_); }
+void BatchedDiff::declare(const std::string& path, std::vector<report::TensorDigest> declared) {
+  declared_[path] = std::move(declared);
+}
+
+void BatchedDiff::resolve() {
+  for (auto& r : requests_) {
+    if (const auto it = declared_.find(r.dump_a); it != declared_.end()) r.declared_a = it->second;
+    if (const auto it = declared_.find(r.dump_b); it != declared_.end()) r.declared_b = it->second;
+  }
+  answers_ = worker_stats(scratch_, requests_, timeout_s_);
+}
 
 DiffFn BatchedDiff::answer() const {
   return [this](const std::string& a, const std::string& b, const std::vector<std::string>& names) {

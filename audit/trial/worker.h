@@ -47,6 +47,9 @@ struct StatsRequest {
   std::string dump_b;
   std::vector<std::string> names;
   std::optional<report::Tolerance> tolerance;  // --atol/--rtol; nullopt: each dtype's default
+  // For a kept file (a baseline's --baseline-tensors file), the tensors its baseline declares: what
+  // the worker reads from it is bounded by them (worker/tensor_io/kept_read.h); empty for a trial's dump.
+  std::vector<report::TensorDigest> declared_a, declared_b;
 };
 using StatsAnswer = std::map<std::string, report::DivergenceStats>;
 
@@ -69,6 +72,9 @@ class BatchedDiff {
   DiffFn collect();
   void resolve();
   DiffFn answer() const;
+  // Says that the file at `path` is a kept file that holds `declared` (StatsRequest::declared_a):
+  // before resolve(), for each file a baseline or report names.
+  void declare(const std::string& path, std::vector<report::TensorDigest> declared);
 
  private:
   static std::string key(const std::string& a, const std::string& b, const std::vector<std::string>& names);
@@ -76,6 +82,7 @@ class BatchedDiff {
   double timeout_s_;
   std::optional<report::Tolerance> tolerance_;
   std::vector<StatsRequest> requests_;
+  std::map<std::string, std::vector<report::TensorDigest>> declared_;
   std::map<std::string, size_t> index_;
   std::vector<StatsAnswer> answers_;
 };

@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """The pytest plugin (entry point pytest11 "repro_audit"; `pytest -p no:repro_audit` turns it off).
 
-    def test_batch_invariant(repro_audit):
-        repro_audit.assert_batch_invariant(torch.nn.Linear(256, 256), torch.randn(20, 256), sizes=[1, 2, 3, 4, 8])
+    def test_rows_are_batch_invariant(repro_audit):
+        model = torch.nn.Sequential(torch.nn.LayerNorm(256), torch.nn.GELU())
+        repro_audit.assert_batch_invariant(model, torch.randn(20, 256), sizes=[1, 2, 3, 4, 8])
 
 The fixture's assertions run the binary through the API (api.py) and fail the test with the report's
 own findings: the classes of batch sizes, the first differing op and the fix, then the binary's
 summary as the CLI prints it. With --repro-audit-reports DIR (or the ini option repro_audit_reports)
-each assertion writes its JSON, JUnit and Markdown reports there, named after the test."""
+each assertion writes its JSON, JUnit and Markdown reports there, named after the test (report_stem)."""
 from __future__ import annotations
 
+import hashlib
 import pathlib
 import re
 
@@ -27,6 +29,14 @@ def pytest_addoption(parser):
                     help="the device the audits run on (cpu, cuda, cuda:N); default: the tool's")
     parser.addini("repro_audit_reports", "folder for each repro_audit assertion's reports", default="")
     parser.addini("repro_audit_device", "the device repro_audit assertions run on", default="")
+
+
+def report_stem(nodeid: str) -> str:
+    """The reports' file name for a test: its id with every run of punctuation made one "_", then
+    "-" and 8 hex digits of the id's SHA-256, since ids that differ only in punctuation
+    (test_x[a-b] and test_x[a+b]) would otherwise share, and overwrite, one file."""
+    readable = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")
+    return f"{readable}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}"
 
 
 class Auditor:
@@ -74,5 +84,4 @@ def repro_audit(request) -> Auditor:
     elif config.getini("repro_audit_reports"):
         folder = pathlib.Path(config.rootpath) / config.getini("repro_audit_reports")
     device = config.getoption("--repro-audit-device") or config.getini("repro_audit_device") or None
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid).strip("_")
-    return Auditor(name, folder, device)
+    return Auditor(report_stem(request.node.nodeid), folder, device)

@@ -49,10 +49,18 @@ class Result:
     summary: str          # the binary's human summary (stdout)
     report: dict[str, Any]  # the whole JSON report
     report_path: str
+    # run, exec: the first target's configurations in groups, each reproducible with identical results,
+    # which differ between groups ((("default",), ("threads-1",)): threads change the bits); () when the
+    # configurations agree. The verdict stays "reproducible": the report's "configuration-dependent".
+    configuration_dependence: tuple[tuple[str, ...], ...] = ()
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+    @property
+    def configuration_dependent(self) -> bool:
+        return bool(self.configuration_dependence)
 
     @property
     def classes(self) -> tuple[tuple[int, ...], ...]:
@@ -63,6 +71,9 @@ class Result:
         """One line with what the report found, in the CLI's words: each failing configuration with its
         classes, the first differing op and where it is, and the fix (or the advice)."""
         parts = []
+        if self.configuration_dependence:
+            groups = " | ".join("{" + ",".join(g) + "}" for g in self.configuration_dependence)
+            parts.append(f"configuration-dependent: results differ between {groups}")
         for c in self.configs:
             if c.verdict in ("reproducible", "invariant"):
                 continue
@@ -110,7 +121,7 @@ def _classes(cfg) -> tuple[tuple[int, ...], ...]:
 
 
 def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
-    configs, first_op, fixes, advice, conclusion = [], None, [], [], ""
+    configs, first_op, fixes, advice, conclusion, dependence = [], None, [], [], "", ()
     inv = doc.get("invariance")
     if inv:
         for cfg in inv.get("configs", ()):
@@ -126,6 +137,8 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
             if cand.get("fixes"):
                 fixes.append(Fix(cand.get("toggles", ""), cand.get("python", ""), cand.get("cpp", "")))
     for target in doc.get("targets", ()):
+        groups = (target.get("configuration_dependence") or {}).get("groups", ())
+        dependence = dependence or tuple(tuple(g) for g in groups)
         for cfg in target.get("configs", ()):
             configs.append(ConfigVerdict(cfg.get("config", ""), cfg.get("verdict", ""), cfg.get("message", "")))
             for rc in (cfg.get("trace") or {}).get("root_causes", ()):
@@ -139,4 +152,4 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
                     toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
                     fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
     return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), conclusion,
-                  summary, doc, path)
+                  summary, doc, path, dependence)

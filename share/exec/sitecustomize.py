@@ -33,11 +33,57 @@ def _chain():
     spec.loader.exec_module(module)
 
 
+def _onoff(flag):
+    return "on" if flag else "off"
+
+
+def _tf32(flag):
+    """TF32 as the libraries will use it: NVIDIA_TF32_OVERRIDE=0 turns it off whatever torch says."""
+    if os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
+        return "off (overridden by NVIDIA_TF32_OVERRIDE=0)" if flag else "off"
+    return _onoff(flag)
+
+
+def _reduction(state):
+    reduced, split_k = state
+    return "on" if reduced else ("off" if split_k else "off (split-K off too)")
+
+
+def _deterministic(t):
+    if not t.are_deterministic_algorithms_enabled():
+        return "off"
+    return "warn" if t.is_deterministic_algorithms_warn_only_enabled() else "on"
+
+
 class _Hook:
-    # The switches' keys as repro-audit names them (audit/trial/config.cpp), in-process ones only.
-    IN_PROCESS = ("cudnn.benchmark", "cudnn.deterministic", "cudnn.enabled", "deterministic",
-                  "fill_uninitialized_memory", "tf32.cublas", "tf32.cudnn", "threads", "sdpa.cudnn", "sdpa.flash",
-                  "sdpa.mem_efficient", "cublas.fp16_reduction", "cublas.bf16_reduction")
+    # The in-process switches (the rows of audit/trial/config.cpp's switch_table applied in the
+    # process, Applied::Context), by key: how the hook reads each from torch and sets it to a value.
+    # The unit test of run_switches (tests/unit/test_audit_exec.cpp) checks these keys against the
+    # table and every value of each (tests/exec/check_hook_switches.py).
+    # fmt: off
+    CONTEXT = {
+        "cudnn.benchmark":           (lambda t: _onoff(t._C._get_cudnn_benchmark()),                lambda t, v: t._C._set_cudnn_benchmark(v == "on")),
+        "cudnn.deterministic":       (lambda t: _onoff(t._C._get_cudnn_deterministic()),            lambda t, v: t._C._set_cudnn_deterministic(v == "on")),
+        "cudnn.enabled":             (lambda t: _onoff(t._C._get_cudnn_enabled()),                  lambda t, v: t._C._set_cudnn_enabled(v == "on")),
+        "deterministic":             (_deterministic,                                               lambda t, v: t.use_deterministic_algorithms(v != "off", warn_only=v == "warn")),
+        "fill_uninitialized_memory": (lambda t: _onoff(t._C._get_deterministic_fill_uninitialized_memory()), lambda t, v: t._C._set_deterministic_fill_uninitialized_memory(v == "on")),
+        "tf32.cublas":               (lambda t: _tf32(t._C._get_cublas_allow_tf32()),               lambda t, v: t._C._set_cublas_allow_tf32(v == "on")),
+        "tf32.cudnn":                (lambda t: _tf32(t._C._get_cudnn_allow_tf32()),                lambda t, v: t._C._set_cudnn_allow_tf32(v == "on")),
+        "threads":                   (lambda t: str(t.get_num_threads()),                           lambda t, v: t.set_num_threads(int(v))),
+        "sdpa.cudnn":                (lambda t: _onoff(t._C._get_cudnn_sdp_enabled()),              lambda t, v: t._C._set_sdp_use_cudnn(v == "on")),
+        "sdpa.flash":                (lambda t: _onoff(t._C._get_flash_sdp_enabled()),              lambda t, v: t._C._set_sdp_use_flash(v == "on")),
+        "sdpa.mem_efficient":        (lambda t: _onoff(t._C._get_mem_efficient_sdp_enabled()),      lambda t, v: t._C._set_sdp_use_mem_efficient(v == "on")),
+        "cublas.fp16_reduction":     (lambda t: _reduction(t._C._get_cublas_allow_fp16_reduced_precision_reduction()), lambda t, v: t._C._set_cublas_allow_fp16_reduced_precision_reduction(v == "on", True)),
+        "cublas.bf16_reduction":     (lambda t: _reduction(t._C._get_cublas_allow_bf16_reduced_precision_reduction()), lambda t, v: t._C._set_cublas_allow_bf16_reduced_precision_reduction(v == "on", True)),
+    }
+    # fmt: on
+
+    # The variables the hook records as the program saw them: every switch's (env_var in the table,
+    # and those compile_switches.cpp sets) and a distributed run's.
+    ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUBLAS_WORKSPACE_CONFIG", "MKL_CBWR", "NVIDIA_TF32_OVERRIDE",
+           "PYTHONHASHSEED", "RANK", "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "TORCH_COMPILE_DISABLE",
+           "TORCHINDUCTOR_DETERMINISTIC", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "NCCL_ALGO", "NCCL_PROTO",
+           "NCCL_NVLS_ENABLE")
 
     def __init__(self, out_dir):
         import random
@@ -53,12 +99,7 @@ class _Hook:
             self.requested = json.loads(os.environ.get("REPRO_AUDIT_SWITCHES", "{}"))
         except Exception as e:  # a bad value is the front's bug: say so, apply nothing
             self.errors.append("REPRO_AUDIT_SWITCHES: %s" % e)
-        self.env = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUBLAS_WORKSPACE_CONFIG",
-                                                   "MKL_CBWR", "NVIDIA_TF32_OVERRIDE", "PYTHONHASHSEED", "RANK",
-                                                   "LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID",
-                                                   "TORCH_COMPILE_DISABLE", "TORCHINDUCTOR_DETERMINISTIC",
-                                                   "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "NCCL_ALGO", "NCCL_PROTO",
-                                                   "NCCL_NVLS_ENABLE")}
+        self.env = {k: os.environ.get(k) for k in self.ENV}
         self.compiles = []      # each torch.compile call: mode, backend, dynamic, where ...
         self.random_ops = 0     # random ops Inductor compiled into its own generator (fallback_random off)
         self.random_at = None
@@ -243,49 +284,59 @@ class _Hook:
         return sys.modules.get("torch._inductor.config")
 
     def read_compile_switch(self, key):
-        onoff = lambda b: "on" if b else "off"
-        env = os.environ
-        if key == "compile":
-            dc = sys.modules.get("torch._dynamo.config")
-            if dc is not None:
-                return onoff(not dc.disable)
-            return "off" if env.get("TORCH_COMPILE_DISABLE") == "1" else "on"
-        if key == "nccl.nvls":
-            v = env.get("NCCL_NVLS_ENABLE")
-            return "unset" if v is None else "off" if v == "0" else "NCCL_NVLS_ENABLE=" + v
-        if key == "inductor.cache":
-            # Inductor writes its default folder into the variable when it first needs it: what
-            # counts is the variable the program started with, and whether the program changed it.
-            v, start = env.get("TORCHINDUCTOR_CACHE_DIR"), self.env.get("TORCHINDUCTOR_CACHE_DIR")
-            asked = self.requested.get("inductor.cache", "unset")
-            if start is not None and v is not None and v != start:
-                return "changed by the program (TORCHINDUCTOR_CACHE_DIR)"
-            if asked in ("cold", "warm"):
-                return asked if start is not None else "unset"
-            return "unset" if start is None else "set (TORCHINDUCTOR_CACHE_DIR)"
-        # Inductor's settings matter only to what torch.compile compiles (torch.optim loads the
-        # config module in every program).
+        return self.COMPILE[key](self) if key in self.COMPILE else "?"
+
+    def compile_state(self):
+        dc = sys.modules.get("torch._dynamo.config")
+        if dc is not None:
+            return _onoff(not dc.disable)
+        return "off" if os.environ.get("TORCH_COMPILE_DISABLE") == "1" else "on"
+
+    def nvls_state(self):
+        v = os.environ.get("NCCL_NVLS_ENABLE")
+        return "unset" if v is None else "off" if v == "0" else "NCCL_NVLS_ENABLE=" + v
+
+    def cache_state(self):
+        # Inductor writes its default folder into the variable when it first needs it: what
+        # counts is the variable the program started with, and whether the program changed it.
+        v, start = os.environ.get("TORCHINDUCTOR_CACHE_DIR"), self.env.get("TORCHINDUCTOR_CACHE_DIR")
+        asked = self.requested.get("inductor.cache", "unset")
+        if start is not None and v is not None and v != start:
+            return "changed by the program (TORCHINDUCTOR_CACHE_DIR)"
+        if asked in ("cold", "warm"):
+            return asked if start is not None else "unset"
+        return "unset" if start is None else "set (TORCHINDUCTOR_CACHE_DIR)"
+
+    def inductor_state(self, read):
+        """An Inductor setting as `read` finds it in Inductor's config. It matters only to what
+        torch.compile compiles (torch.optim loads the config module in every program)."""
         if not self.compiles:
             return "no effect (the program never called torch.compile)"
-        if self.read_compile_switch("compile") == "off":
+        if self.compile_state() == "off":
             return "no effect (compile is off)"
         config = self.inductor_config()
         if config is None:
             return "no effect (Inductor was never loaded: another backend)"
-        if key == "inductor.deterministic":
-            return onoff(config.deterministic)
-        if key == "inductor.fallback_random":
-            return onoff(config.fallback_random)
-        if key == "inductor.autotune":
-            for c in self.compiles:
-                if c["autotune"]:
-                    return "on (mode=%s at %s)" % (c["mode"], c["where"])
-            return onoff(config.max_autotune or config.max_autotune_pointwise or config.max_autotune_gemm
-                         or config.coordinate_descent_tuning)
-        return "?"
+        return read(config)
 
-    COMPILE_SWITCHES = ("compile", "inductor.deterministic", "inductor.fallback_random", "inductor.autotune",
-                        "inductor.cache", "nccl.nvls")
+    def autotune_state(self, config):
+        for c in self.compiles:
+            if c["autotune"]:
+                return "on (mode=%s at %s)" % (c["mode"], c["where"])
+        return _onoff(config.max_autotune or config.max_autotune_pointwise or config.max_autotune_gemm
+                      or config.coordinate_descent_tuning)
+
+    # exec's compile, Inductor and NCCL switches (the rows of switch_table applied by
+    # audit/exec/compile_switches.h, Applied::Compile), by key: how the hook reads each back. The
+    # same unit test checks these keys against the table.
+    COMPILE = {
+        "compile":                  lambda h: h.compile_state(),
+        "inductor.deterministic":   lambda h: h.inductor_state(lambda c: _onoff(c.deterministic)),
+        "inductor.fallback_random": lambda h: h.inductor_state(lambda c: _onoff(c.fallback_random)),
+        "inductor.autotune":        lambda h: h.inductor_state(h.autotune_state),
+        "inductor.cache":           lambda h: h.cache_state(),
+        "nccl.nvls":                lambda h: h.nvls_state(),
+    }
 
     AUTOTUNE_MODES = {"max-autotune": {"triton.cudagraphs": True}, "max-autotune-no-cudagraphs": {}}
 
@@ -395,63 +446,13 @@ class _Hook:
 
     # ---- switches -----------------------------------------------------------------------
     def read_switch(self, key):
-        t = self.torch
-        c = t._C
-        onoff = lambda b: "on" if b else "off"
-        if key == "cudnn.benchmark":
-            return onoff(c._get_cudnn_benchmark())
-        if key == "cudnn.deterministic":
-            return onoff(c._get_cudnn_deterministic())
-        if key == "cudnn.enabled":
-            return onoff(c._get_cudnn_enabled())
-        if key == "deterministic":
-            if not t.are_deterministic_algorithms_enabled():
-                return "off"
-            return "warn" if t.is_deterministic_algorithms_warn_only_enabled() else "on"
-        if key == "fill_uninitialized_memory":
-            return onoff(c._get_deterministic_fill_uninitialized_memory())
-        if key in ("tf32.cublas", "tf32.cudnn"):
-            flag = c._get_cublas_allow_tf32() if key == "tf32.cublas" else c._get_cudnn_allow_tf32()
-            if os.environ.get("NVIDIA_TF32_OVERRIDE") == "0":
-                return "off (overridden by NVIDIA_TF32_OVERRIDE=0)" if flag else "off"
-            return onoff(flag)
-        if key == "threads":
-            return str(t.get_num_threads())
-        if key in self.SDP_GETTERS:
-            return onoff(getattr(c, self.SDP_GETTERS[key])())
-        if key in ("cublas.fp16_reduction", "cublas.bf16_reduction"):
-            which = "fp16" if key == "cublas.fp16_reduction" else "bf16"
-            reduced, split_k = getattr(c, "_get_cublas_allow_%s_reduced_precision_reduction" % which)()
-            return "on" if reduced else ("off" if split_k else "off (split-K off too)")
-        return "?"
-
-    # The attention backends, by their getter and setter in torch._C.
-    SDP_GETTERS = {"sdpa.cudnn": "_get_cudnn_sdp_enabled", "sdpa.flash": "_get_flash_sdp_enabled",
-                   "sdpa.mem_efficient": "_get_mem_efficient_sdp_enabled"}
-
-    # The on/off switches torch keeps in its C++ context, by their setter there.
-    C_SETTERS = {"cudnn.benchmark": "_set_cudnn_benchmark", "cudnn.deterministic": "_set_cudnn_deterministic",
-                 "cudnn.enabled": "_set_cudnn_enabled", "tf32.cublas": "_set_cublas_allow_tf32",
-                 "tf32.cudnn": "_set_cudnn_allow_tf32",
-                 "fill_uninitialized_memory": "_set_deterministic_fill_uninitialized_memory",
-                 "sdpa.cudnn": "_set_sdp_use_cudnn", "sdpa.flash": "_set_sdp_use_flash",
-                 "sdpa.mem_efficient": "_set_sdp_use_mem_efficient"}
+        return self.CONTEXT[key][0](self.torch) if key in self.CONTEXT else "?"
 
     def apply_switches(self):
-        t = self.torch
         for key, value in self.requested.items():
-            if key in self.C_SETTERS:
-                getattr(t._C, self.C_SETTERS[key])(value == "on")
-            elif key == "deterministic":
-                t.use_deterministic_algorithms(value != "off", warn_only=value == "warn")
-            elif key == "threads":
-                t.set_num_threads(int(value))
-            elif key in ("cublas.fp16_reduction", "cublas.bf16_reduction"):
-                which = "fp16" if key == "cublas.fp16_reduction" else "bf16"
-                getattr(t._C, "_set_cublas_allow_%s_reduced_precision_reduction" % which)(value == "on", True)
-            else:
-                continue
-            self.applied[key] = value
+            if key in self.CONTEXT:  # the rest are variables, or Inductor's (on_inductor_config)
+                self.CONTEXT[key][1](self.torch, value)
+                self.applied[key] = value
 
     def note_set(self, key, value):
         # Called as setter wrapper -> guard -> note_set: torch setting its own switches (Dynamo
@@ -791,8 +792,8 @@ class _Hook:
             out["torch_version"] = t.__version__
             out["requested"] = self.requested
             out["applied"] = self.applied
-            out["effective"] = {k: self.guard("read " + k, self.read_switch, k) for k in self.IN_PROCESS}
-            for k in self.COMPILE_SWITCHES:
+            out["effective"] = {k: self.guard("read " + k, self.read_switch, k) for k in self.CONTEXT}
+            for k in self.COMPILE:
                 out["effective"][k] = self.guard("read " + k, self.read_compile_switch, k)
             out["compiles"] = self.compiles
             out["random_ops"] = self.random_ops

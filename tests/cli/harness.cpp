@@ -118,6 +118,28 @@ int count_lines(const std::string& text) {
 
 const char* test_ops_library() { return RA_TEST_OPS; }
 
+std::vector<std::pair<std::string, std::string>> plant_folder_obstacles(const TempDir& dir, const std::string& ours) {
+  namespace fs = std::filesystem;
+  std::ofstream(dir.file("file.json.tensors")) << "precious";
+  fs::create_directory(dir.file("foreign.json.tensors"));
+  std::ofstream(dir.file("foreign.json.tensors/precious.txt")) << "mine";
+  fs::copy(ours, dir.file("extra.json.tensors"));
+  std::ofstream(dir.file("extra.json.tensors/precious.txt")) << "mine";
+  fs::create_directory_symlink(ours, dir.file("link.json.tensors"));
+  return {{"file", "it is a regular file"},
+          {"foreign", "it is a folder without repro-audit.manifest"},
+          {"extra", "it holds 'precious.txt', which repro-audit did not write"},
+          {"link", "it is a symlink"}};
+}
+
+void check_folder_obstacles(const TempDir& dir) {
+  CHECK(read_file(dir.file("file.json.tensors")) == "precious");
+  CHECK(read_file(dir.file("foreign.json.tensors/precious.txt")) == "mine");
+  CHECK(read_file(dir.file("extra.json.tensors/precious.txt")) == "mine");
+  CHECK(file_exists(dir.file("extra.json.tensors/repro-audit.manifest")));
+  CHECK(std::filesystem::is_symlink(dir.file("link.json.tensors")));
+}
+
 void expect_error(const TempDir& dir, std::vector<std::string> args, int code, const std::string& message) {
   if (std::find(args.begin(), args.end(), "--report") == args.end()) {
     args.push_back("--report");

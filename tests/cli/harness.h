@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace at {
@@ -28,6 +29,11 @@ struct CliResult {
 inline constexpr const char* kLinearReluModel = R"JIT(
 def forward(self, x):
     return torch.relu(torch.matmul(x, self.w))
+)JIT";
+// x * 2.0, without parameters: elementwise, so every row's bits are its own at any batch size;
+inline constexpr const char* kDoubleModel = R"JIT(
+def forward(self, x):
+    return x * 2.0
 )JIT";
 // the test-only nondeterministic op after a matmul, with w of 64x4096 (needs test_ops_library()).
 inline constexpr const char* kNondetSumModel = R"JIT(
@@ -91,6 +97,14 @@ nlohmann::json python_batch_classes(const std::vector<std::string>& ops);
 // The release of the torch this build was made against, as its Python says ("2.15.0", without a
 // "+cu130" local tag), so that no test pins one release.
 std::string python_torch_version();
+
+// What a folder the tool writes beside a file (BASELINE.tensors, REPORT.tensors) must not replace,
+// planted in `dir` as `<name>.json.tensors`: a regular file ("file"), a folder of the user's
+// ("foreign"), a copy of `ours` (a folder the tool wrote) with one more file of the user's ("extra"),
+// and a symlink to `ours` ("link"). Returns each name with the words its refusal must say;
+// check_folder_obstacles then checks that each is still as planted.
+std::vector<std::pair<std::string, std::string>> plant_folder_obstacles(const TempDir& dir, const std::string& ours);
+void check_folder_obstacles(const TempDir& dir);
 
 // Runs `args` plus `--report <dir>/report.json` (unless args name --report), and checks what every
 // bad input must give: exit `code`, one stderr line "repro-audit: ..." containing `message`,

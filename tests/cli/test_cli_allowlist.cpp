@@ -196,3 +196,25 @@ TEST_CASE("run --trace --allowlist: an op entry matches whichever spelling the r
   CHECK(stale.code == 0);
   CHECK(stale.err.find("allowlist entry 1 (other.pt) matched no finding") != std::string::npos);
 }
+
+TEST_CASE("run --allowlist: 100,000 entries that match nothing are one warning line with a count and the first few") {
+  const Today today("2026-06-01");
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {4, 4}}});
+  constexpr int kEntries = 100000;
+  std::string entries;
+  for (int i = 0; i < kEntries; ++i)
+    entries += std::string(i == 0 ? "" : ",") + R"({"target": "x)" + std::to_string(i) + R"(.pt", "reason": "stale"})";
+  write(dir.file("allow.json"), R"({"allowlist": 1, "entries": [)" + entries + "]}");
+  const auto r = run_cli({"run", dir.file("m.pt"), "--shape", "2x4", "--configs", "default", "--repeats", "2",
+                          "--report", dir.file("r.json"), "--allowlist", dir.file("allow.json")});
+  CAPTURE(r.err.substr(0, 2000));
+  CHECK(r.code == 0);
+  const std::string note =
+      "allowlist entries 0 (x0.pt), 1 (x1.pt), 2 (x2.pt) and 99997 more (100000 in all) matched "
+      "no finding";
+  CHECK(ra::test::count_lines(r.err) == 1);
+  CHECK(r.err.find(note) != std::string::npos);
+  CHECK(r.out.find("note: " + note + "\n") != std::string::npos);
+  CHECK(ra::test::read_json(dir.file("r.json"))["allowlist_notes"] == json::array({note}));
+}

@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -803,4 +804,44 @@ TEST_CASE("--baseline on torch.export archives: exported twice matches, a change
   r = run("exported.pt2", {"--baseline", dir.file("g.json")});
   CHECK(r.code == 3);
   CHECK(r.err.find("which computes another graph") != std::string::npos);
+}
+
+namespace {
+
+std::vector<std::string> folder_entries(const std::string& folder) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("run --baseline-tensors: only a folder of ours is replaced; a file, a foreign folder or a symlink exits 3") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), ra::test::kLinearReluModel, {{"w", {16, 8}}});
+  const auto save = [&](const std::string& configs, const std::string& baseline) {
+    return std::vector<std::string>{"run",       dir.file("m.pt"),  "--shape",          "4x16",
+                                    "--configs", configs,           "--repeats",        "1",
+                                    "--quiet",   "--save-baseline", dir.file(baseline), "--baseline-tensors"};
+  };
+  REQUIRE(run_cli(save("default,threads-1", "g.json")).code == 0);
+  CHECK(folder_entries(dir.file("g.json.tensors")) ==
+        std::vector<std::string>{"repro-audit.manifest", "t0-c0.pt", "t0-c1.pt"});
+  // Our own earlier folder: replaced whole (the second configuration's file goes with it).
+  const auto again = run_cli(save("default", "g.json"));
+  CAPTURE(again.err);
+  REQUIRE(again.code == 0);
+  CHECK(folder_entries(dir.file("g.json.tensors")) == std::vector<std::string>{"repro-audit.manifest", "t0-c0.pt"});
+
+  // What is not ours stays as it was: exit 3, one line naming the path, no baseline written.
+  for (const auto& [name, why] : ra::test::plant_folder_obstacles(dir, dir.file("g.json.tensors"))) {
+    CAPTURE(name);
+    const std::string folder = dir.file(name + ".json.tensors");
+    ra::test::expect_error(dir, save("default", name + ".json"), 3,
+                           "cannot keep the baseline's reference tensors in '" + folder + "': " + why);
+    CHECK_FALSE(ra::test::file_exists(dir.file(name + ".json")));
+  }
+  ra::test::check_folder_obstacles(dir);
+  CHECK(folder_entries(dir.file("g.json.tensors")) == std::vector<std::string>{"repro-audit.manifest", "t0-c0.pt"});
 }

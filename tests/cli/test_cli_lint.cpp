@@ -14,6 +14,8 @@
 #include <map>
 #include <set>
 
+#include <unistd.h>
+
 using nlohmann::json;
 using ra::test::run_cli;
 
@@ -593,6 +595,69 @@ TEST_CASE("lint: a torch.export archive is scanned from its graph, with module p
   const auto cpu = run_cli({"lint", model, "--device", "cpu"});
   CHECK(cpu.code == 0);
   CHECK(cpu.out.find("aten::index_add") == std::string::npos);
+}
+
+TEST_CASE("lint: --sarif puts each finding at its source line in the repository, beside the other outputs") {
+  ra::test::TempDir dir;
+  // tests/data/exported_index_add.pt2 names its files without folders: make_model_kinds.py is in
+  // tests/data (the root here), linear.py (torch's) is not.
+  const std::string data = RA_TEST_DATA;
+  const std::string model = data + "/exported_index_add.pt2";
+  const auto r = run_cli({"lint", model, "--device", "cuda", "--json", "--report", dir.file("r.json"), "--sarif",
+                          dir.file("out/r.sarif"), "--sarif-root", data});
+  CAPTURE(r.err);
+  CHECK(r.code == 1);  // lint's own exit code
+  const json report = ra::test::read_json(dir.file("r.json"));
+  CHECK(json::parse(r.out) == report);
+  const json sarif = ra::test::read_json(dir.file("out/r.sarif"));
+  CHECK(sarif["version"] == "2.1.0");
+  const json& run = sarif["runs"][0];
+  CHECK(run["invocations"][0]["exitCode"] == 1);
+  std::set<std::string> entries, rules;
+  for (const auto& f : report["findings"]) entries.insert(f["entry"].get<std::string>());
+  for (const auto& rule : run["tool"]["driver"]["rules"]) rules.insert(rule["id"].get<std::string>());
+  CHECK(rules == entries);
+  const json* add = nullptr;
+  const json* fc = nullptr;
+  for (const auto& result : run["results"]) {
+    if (result["ruleId"] == "index_add.cuda") add = &result;
+    if (result["ruleId"] == "matmul.cublas_workspace.cuda") fc = &result;
+  }
+  REQUIRE(add != nullptr);
+  CHECK((*add)["level"] == "error");
+  const json& place = (*add)["locations"][0]["physicalLocation"];
+  CHECK(place["artifactLocation"]["uri"] == "make_model_kinds.py");
+  CHECK(place["artifactLocation"]["uriBaseId"] == "%SRCROOT%");
+  CHECK(place["region"]["startLine"] == 34);  // the index_add line of tests/data/make_model_kinds.py
+  CHECK((*add)["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "pool");
+  // fc's op sits in linear.py, which the root does not hold, and names no user frame (this
+  // archive's linear.py is not under site-packages/torch): its module path, a logical location.
+  REQUIRE(fc != nullptr);
+  CHECK((*fc)["level"] == "note");
+  CHECK(!(*fc)["locations"][0].contains("physicalLocation"));
+  CHECK((*fc)["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "fc");
+  CHECK((*fc)["message"]["text"].get<std::string>().find("The op is at linear.py:134") != std::string::npos);
+  // Equal scans, equal bytes.
+  const auto again =
+      run_cli({"lint", model, "--device", "cuda", "--sarif", dir.file("again.sarif"), "--sarif-root", data});
+  CHECK(ra::test::read_file(dir.file("again.sarif")) == ra::test::read_file(dir.file("out/r.sarif")));
+  // A symlink stays a link; its target is replaced (the one writer of every report).
+  { std::ofstream(dir.file("target.sarif")) << "old"; }
+  REQUIRE(::symlink("target.sarif", dir.file("link.sarif").c_str()) == 0);
+  CHECK(run_cli({"lint", model, "--device", "cuda", "--sarif", dir.file("link.sarif"), "--sarif-root", data}).code ==
+        1);
+  CHECK(ra::test::read_file(dir.file("target.sarif")) == ra::test::read_file(dir.file("out/r.sarif")));
+}
+
+TEST_CASE("lint: --sarif on a path it cannot write, or a --sarif-root that is no folder, is one line") {
+  ra::test::TempDir dir;
+  const std::string model = std::string(RA_TEST_DATA) + "/exported_index_add.pt2";
+  ra::test::expect_error(dir, {"lint", model, "--sarif", "/dev/null/dir/r.sarif"}, 2,
+                         "cannot create folder '/dev/null'");
+  ra::test::expect_error(dir, {"lint", model, "--sarif", dir.file("r.sarif"), "--sarif-root", dir.file("missing")}, 2,
+                         "is not a folder");
+  CHECK(!ra::test::file_exists(dir.file("r.sarif")));
+  ra::test::expect_error(dir, {"lint", model, "--sarif-root", dir.file("")}, 2, "--sarif-root requires --sarif");
 }
 
 TEST_CASE(

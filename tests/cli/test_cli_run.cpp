@@ -233,6 +233,11 @@ TEST_CASE("run: a segfaulting and a hanging child give crashed and timeout (exit
   CHECK(configs[1]["message"].get<std::string>().find("SIGSEGV") != std::string::npos);
   CHECK(configs[2]["verdict"] == "timeout");
   CHECK(configs[2]["trials"][1]["status"] == "timeout");
+  // --quiet prints no summary's reasons on stderr, yet exit 4 says why there: the first one, in one line.
+  CAPTURE(r.err);
+  CHECK(ra::test::count_lines(r.err) == 1);
+  CHECK(r.err.rfind("repro-audit: verdict incomplete: f.pt, configuration threads-1 crashed: ", 0) == 0);
+  CHECK(r.err.find("SIGSEGV") != std::string::npos);
 }
 
 TEST_CASE("run: inputs from a torch.save file (tuple and dict), and --jobs does not change digests") {

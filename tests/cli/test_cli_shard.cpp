@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <unistd.h>
 
@@ -289,4 +290,59 @@ TEST_CASE("shard: a cell that crashed in a shard is named in the merged report w
   CHECK(failure["shard"] == 2);
   CHECK(failure["host"] == std::string(host));
   CHECK(r.out.find("crashed: f.pt / threads-1 on " + std::string(host) + " (shard 2/2)") != std::string::npos);
+  // Exit 4 says why on stderr, in one line, whatever the command: merge's too.
+  CHECK(ra::test::count_lines(r.err) == 1);
+  CHECK(r.err.rfind("repro-audit: verdict incomplete: f.pt, configuration threads-1 crashed: ", 0) == 0);
+}
+
+TEST_CASE("shard: merge of an invariance shard whose negative control saw nothing exits 4 saying so on stderr") {
+  ra::test::TempDir dir;
+  ra::test::save_model(dir.file("m.pt"), ra::test::kDoubleModel, {});
+  ra::test::save_value(dir.file("rows.pt"), torch::arange(32, torch::kFloat).reshape({8, 4}));
+  const std::vector<std::string> paths = run_shards(
+      dir, {"invariance", dir.file("m.pt"), "--input", dir.file("rows.pt"), "--sizes", "1,2,3", "--quiet"}, 2);
+  // Shard 2 as a machine whose comparison could not see a flipped bit would have written it.
+  nlohmann::json blind = ra::test::read_json(paths[1]);
+  REQUIRE(blind["invariance"]["control"]["detected"] == true);
+  blind["invariance"]["control"] = {{"detected", false}, {"evidence", "FAILED: the flipped bit went unseen"}};
+  blind["exit_code"] = 4;
+  std::ofstream(paths[1]) << blind.dump();
+  const auto r = run_cli({"merge", paths[0], paths[1], "--report", dir.file("m.json"), "--quiet"});
+  CAPTURE(r.err);
+  CHECK(r.code == 4);
+  CHECK(ra::test::count_lines(r.err) == 1);
+  CHECK(r.err.rfind("repro-audit: verdict incomplete: the negative control", 0) == 0);
+  CHECK(r.err.find("shard 2/2: FAILED: the flipped bit went unseen") != std::string::npos);
+  // The merged report carries the control that failed, not the first shard's that passed.
+  const nlohmann::json j = ra::test::read_json(dir.file("m.json"));
+  CHECK(j["invariance"]["control"]["detected"] == false);
+  CHECK(j["invariance"]["control"]["evidence"] == "shard 2/2: FAILED: the flipped bit went unseen");
+}
+
+TEST_CASE("shard: REPORT.tensors replaces only a folder an earlier shard wrote; anything else exits 3") {
+  ra::test::TempDir dir;
+  const std::string model = dir.file("m.pt");
+  ra::test::save_model(model, ra::test::kLinearReluModel, {{"w", {16, 8}}});
+  const auto shard = [&](const std::string& report) {
+    return std::vector<std::string>{"run",     model,     "--shape", "4x16",     "--configs",     "default,threads-1",
+                                    "--quiet", "--shard", "1/2",     "--report", dir.file(report)};
+  };
+  for (int round = 0; round < 2; ++round) {  // the second replaces the first's folder
+    const auto r = run_cli(shard("s.json"));
+    CAPTURE(r.err);
+    REQUIRE(r.code == 0);
+    std::vector<std::string> kept;
+    for (const auto& e : std::filesystem::directory_iterator(dir.file("s.json.tensors")))
+      kept.push_back(e.path().filename().string());
+    std::sort(kept.begin(), kept.end());
+    CHECK(kept == std::vector<std::string>{"cell-0.pt", "repro-audit.manifest"});
+  }
+  for (const auto& [name, why] : ra::test::plant_folder_obstacles(dir, dir.file("s.json.tensors"))) {
+    CAPTURE(name);
+    ra::test::expect_error(
+        dir, shard(name + ".json"), 3,
+        "cannot keep the shard's reference tensors in '" + dir.file(name + ".json.tensors") + "': " + why);
+    CHECK_FALSE(ra::test::file_exists(dir.file(name + ".json")));
+  }
+  ra::test::check_folder_obstacles(dir);
 }

@@ -5,7 +5,8 @@
 # checks what `repro-audit run` says of the package: reproducible, its constants and outputs
 # digested, its build metadata in the report; --trace dropped with one line; --mode train and wrong
 # shapes refused with one line; a package whose metadata names another device or CPU instructions this machine lacks
-# refused before it is loaded; the report's notes say the package's library ran as native code, and
+# refused before it is loaded; one compiled by another release (its metadata's torch_version) runs, with
+# a note naming both releases; the report's notes say the package's library ran as native code, and
 # --no-native refuses it; no load, failed or not, leaves a folder in /tmp or TMPDIR.
 #
 # usage: test_aoti.py REPRO_AUDIT_BINARY WORK_FOLDER
@@ -104,6 +105,19 @@ cuda = rewritten("cuda.pt2", lambda m: m.update(AOTI_DEVICE_KEY="cuda"))
 refused(["run", cuda, "--shape", "2x4"], 3, "is an AOTInductor package compiled for cuda, not cpu")
 isa = rewritten("isa.pt2", lambda m: m.update(AOTI_CPU_ISA="AVX512 NO_SUCH_ISA"))
 refused(["run", isa, "--shape", "2x4"], 3, "compiled for CPUs with NO_SUCH_ISA, which this CPU lacks")
+
+# The release that compiled it, where the metadata names it (torch records none; the GUIDE's snippet
+# adds torch_version): another release's package runs, with one note saying whose kernels it runs;
+# this release's gets none.
+for name, version, noted in [("other_release.pt2", "2.99.0+cu999", True), ("same_release.pt2", torch.__version__, False)]:
+    r = run("run", rewritten(name, lambda m, v=version: m.update(torch_version=v)), "--shape", "2x4", "--report",
+            work / f"{name}.json")
+    notes = json.loads((work / f"{name}.json").read_text())["targets"][0]["notes"] if r.returncode == 0 else []
+    said = [n for n in notes if "was compiled by torch" in n]
+    check(r.returncode == 0 and len(said) == int(noted) and (not noted or (
+          f"compiled by torch 2.99.0+cu999 and runs under torch {torch.__version__.split('+')[0]}" in said[0]
+          and said[0] in r.stdout)),
+          f"{name}: exit {r.returncode}, notes {notes}, stdout {r.stdout[-600:]}")
 
 
 # A package whose compiled library is damaged: not a library at all, or cut short. One line, exit 3,

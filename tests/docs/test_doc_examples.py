@@ -159,6 +159,29 @@ def readme_pt2(folder, commands, files, expected):
         check(both.count("the trace cannot see into") <= 1, f"README {cmd}: the trace note is said more than once: {both}")
 
 
+def readme_pt2_train(folder, commands, files, expected):
+    # The example, then the claim beside it: the loss, gradients and parameters the tool kept under each
+    # configuration are those of Python's torch.export.load("net.pt2").module() trained with
+    # torch.optim.SGD, at the same thread count (tests/models/model_test.py computes them).
+    run_example("README net.pt2 --mode train", commands, files, expected, folder)
+    import torch
+    sys.path.insert(0, str(source / "tests/models"))
+    from model_test import differing_bits, kept_tensors, trained_in_python
+    r = subprocess.run([binary, "run", "net.pt2", "--input", "input.pt", "--mode", "train", "--steps", "2", "--configs",
+                        "default,threads-1", "--repeats", "1", "--save-baseline", "train.json", "--baseline-tensors"],
+                       cwd=folder, capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, f"README net.pt2 --mode train --baseline-tensors: exit {r.returncode}: {r.stderr[-400:]}")
+    if r.returncode != 0:
+        return
+    x, threads = torch.load(str(folder / "input.pt")), torch.get_num_threads()
+    for config, n in ((0, threads), (1, 1)):
+        torch.set_num_threads(n)
+        python = trained_in_python(torch, torch.export.load(str(folder / "net.pt2")).module(), (x,), steps=2)
+        differ = differing_bits(torch, kept_tensors(torch, folder / "train.json", config), python)
+        check(not differ, f"README: net.pt2 trained by the tool ({n} threads) is not Python's training: {differ}")
+    torch.set_num_threads(threads)
+
+
 def guide_reduce_mlp(folder, commands, files, expected):
     examples_folder(folder)
     run_example("GUIDE reduce_mlp", commands, files, expected, folder)
@@ -255,6 +278,7 @@ FIXTURES = {
     "build/repro-audit selftest --device cpu": plain("README selftest"),
     "~/.cache/repro-audit/venv/bin/python make_model.py": readme_first_audit,
     "build/repro-audit run net.pt --input input.pt --mode train --steps 2 --report audit.json": plain("README first audit"),
+    "build/repro-audit run net.pt2 --input input.pt --mode train --steps 2": readme_pt2_train,
     "build/repro-audit run build/examples/reduce_mlp.pt --shape 64x4096 --mode train --steps 2 --report audit.json":
         guide_reduce_mlp,
     "OMP_NUM_THREADS=1 repro-audit run build/examples/reduce_mlp.pt --shape 64x4096 --mode train --steps 2 --save-baseline golden.json":
@@ -318,7 +342,7 @@ for doc in (source / "README.md", source / "docs/GUIDE.md"):
             continue
         if fixture in (guide_baseline_saved, guide_baseline_two_cores):
             folder = shared  # the second uses the baseline the first saved
-        elif fixture in (readme_first_audit, readme_pt2) or key.startswith("build/repro-audit run net.pt "):
+        elif fixture in (readme_first_audit, readme_pt2, readme_pt2_train) or key.startswith("build/repro-audit run net.pt "):
             folder = work / "readme"  # the README's audit runs where make_model.py wrote its files
         else:
             folder = work / f"{doc.stem}-{n}"
@@ -329,6 +353,54 @@ for doc in (source / "README.md", source / "docs/GUIDE.md"):
 
 for key in FIXTURES:
     check(key in seen, f"a fixture whose example is no longer in the docs: {key!r}")
+
+# The README's pytest example, run by the plugin's own assertion (python/repro_audit/pytest_plugin.py,
+# with a stand-in for pytest's fail, as the venv has no pytest) against this build: it passes, as the
+# README says it does on any CPU; with torch.nn.Linear(256, 256) as the model it fails exactly where
+# Python sees a row's bits change with the batch, and the failure names the classes.
+def readme_pytest_example():
+    import types
+    import torch
+    stand_in = types.ModuleType("pytest")
+
+    class Failed(AssertionError):
+        pass
+
+    def fail(message, pytrace=True):
+        raise Failed(message)
+
+    stand_in.fail, stand_in.fixture = fail, (lambda f: f)
+    sys.modules["pytest"] = stand_in
+    sys.path.insert(0, str(source / "python"))
+    os.environ["REPRO_AUDIT_BINARY"] = str(binary)
+    from repro_audit.pytest_plugin import Auditor
+    readme = (source / "README.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "def test_" in b)
+    name = re.search(r"^def (test_\w+)\(repro_audit\):", code, re.M).group(1)
+    for label, text in (("as printed", code),
+                        ("with the Linear", re.sub(r"model = .*", "model = torch.nn.Linear(256, 256)", code))):
+        space = {}
+        exec(compile(text, "README.md", "exec"), space)
+        torch.manual_seed(0)
+        try:
+            space[name](Auditor("readme", None, None))
+            failed = ""
+        except Failed as e:
+            failed = str(e)
+        if label == "as printed":
+            check(not failed, f"README's pytest example fails here, where the README says it passes: {failed[:800]}")
+            continue
+        torch.manual_seed(0)
+        model, rows = torch.nn.Linear(256, 256), torch.randn(20, 256)
+        with torch.inference_mode():
+            variant = any(not torch.equal(model(rows[:n])[:1], model(rows[:1])) for n in (2, 3, 4, 8))
+        check(bool(failed) == variant and (not failed or "classes {1}" in failed),
+              f"README's pytest example {label}: Python sees a batch-variant Linear: {variant}; the test "
+              f"{'failed: ' + failed[:600] if failed else 'passed'}")
+
+
+print("README.md: the pytest example", flush=True)
+readme_pytest_example()
 
 # Statements about the tool that no example shows.
 man = (source / "share/man/repro-audit.1").read_text()

@@ -7,6 +7,8 @@
 #    still running" (rewritten with '\r' and ESC[K) at least once;
 #  - `invariance` on a scripted model slow enough to take a few seconds shows the sizes done of
 #    those planned ("sizes 3/9") at least once;
+#  - on a terminal 32 columns wide, that line is cut to 31 columns with an ellipsis (issue 51 item 11:
+#    a line that wraps leaves a row behind at each rewrite);
 #  - its fix search, on a model batch-variant by construction, says what runs ("fix search:
 #    candidate deterministic=on"), never under the main sweep's label, and leaves one line on the screen,
 #    not one per sweep (issue 54: four identical "[5/5] invariance under default+..." lines).
@@ -15,14 +17,17 @@
 # once" while a run lasts several ticks of about a second.
 #
 # usage: test_progress.py REPRO_AUDIT_BINARY WORK_FOLDER
+import fcntl
 import os
 import pathlib
 import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 binary, work = os.path.abspath(sys.argv[1]), pathlib.Path(sys.argv[2]).resolve()
@@ -41,10 +46,13 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
 
 
-def on_terminal(cmd, stdout_file=None, limit=900):
+def on_terminal(cmd, stdout_file=None, limit=900, columns=None):
     """Runs `cmd` with a pseudo-terminal as its stderr, and as its stdout unless `stdout_file` is
-    given; returns (exit code, everything the terminal received)."""
+    given, `columns` wide when given (else the size a new pseudo-terminal has: none); returns (exit
+    code, everything the terminal received)."""
     master, slave = os.openpty()
+    if columns:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     out_file = open(stdout_file, "wb") if stdout_file else None
     p = subprocess.Popen(cmd, cwd=work, stdin=subprocess.DEVNULL, stdout=out_file or slave, stderr=slave,
                          start_new_session=True, env=ENV)
@@ -102,6 +110,16 @@ check(re.search(r"\rrun [12]/2 \(default\): \d+ s, still running[^\r\n]*\x1b\[K"
 lines = text.replace("\r\n", "\n").split("\n")
 check(any(re.search(r"\[2/2\] default repeat [01]:", l) for l in lines),
       "exec on a terminal: the progress line ends with the last run done, then a newline")
+# A terminal narrower than the line: each line that stays open is cut to one column less than the
+# width, its end an ellipsis. A line that wrapped would leave its first row behind at every rewrite
+# ('\r' and ESC[K erase one row). The last line, ended with a newline, is not rewritten and not cut.
+code, text = on_terminal([binary, *exec_cmd], columns=32)
+check(code == 0, f"exec on a 32-column terminal: exit 0, got {code}")
+open_lines = [m.group(1) for m in re.finditer(r"\r([^\r\n\x1b]*)\x1b\[K(?!\r?\n)", text)]
+check(any(l.startswith("run ") and l.endswith("\u2026") for l in open_lines),
+      f"exec on a 32-column terminal: the 'still running' line is cut, with an ellipsis ({open_lines[-3:]!r})")
+check(all(len(l) <= 31 for l in open_lines),
+      f"exec on a 32-column terminal: no open line is wider than 31 columns ({max(open_lines, key=len, default='')!r})")
 code, text = with_pipes([binary, *exec_cmd])
 check(code == 0, f"exec with pipes: exit 0, got {code}")
 no_progress(text, "exec with pipes")

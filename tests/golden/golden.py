@@ -45,7 +45,7 @@ def audits(d):
         ("probes", ["probes", "--only", "*unique-control", "--repeats", "2"], FORMATS),
         ("exec", ["exec", "--repeats", "2", "--configs", "default", "--artifact", "{out}/ckpt.pt",
                   "--metric", "loss=loss ([0-9.]+)", "--", "./python", "train.py"], FORMATS),
-        ("lint", ["lint", f"{d}/net.pt"], (("--report", "a.json"),)),
+        ("lint", ["lint", f"{d}/net.pt"], (("--report", "a.json"), ("--sarif", "a.sarif"))),
         ("diff", ["diff", f"{d}/ckpt_a.pt", f"{d}/ckpt_b.pt"], (("--report", "a.json"),)),
         ("merge", ["merge", f"{d}/shard1.json", f"{d}/shard2.json"], FORMATS),
         ("selftest", ["selftest", "--device", "cpu"], FORMATS),

@@ -75,7 +75,8 @@ struct BatchCheck {
 int main() {
   // The fused kernel: REPRO_AUDIT_CUDA_DIGEST when set (an install tree carried to a GPU machine),
   // else the module this build made.
-  const bool module_given = std::getenv("REPRO_AUDIT_CUDA_DIGEST") != nullptr;
+  [[maybe_unused]] const bool module_given =
+      std::getenv("REPRO_AUDIT_CUDA_DIGEST") != nullptr;  // without a module of its own
 #if defined(RA_CUDA_DIGEST_MODULE)
   setenv("REPRO_AUDIT_CUDA_DIGEST", RA_CUDA_DIGEST_MODULE, /*overwrite=*/0);
   const bool fused_expected = true;

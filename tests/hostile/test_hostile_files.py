@@ -12,14 +12,12 @@
 # Usage: test_hostile_files.py REPRO_AUDIT WORKDIR   (run by ctest with the project venv's python;
 # exits 77, skipped, when that python has no torch).
 import io
-import json
 import os
 import struct
-import subprocess
 import sys
 import zipfile
 
-from hostile_common import start
+from hostile_common import check, failures, run_measured, start, with_deflated_entry
 
 torch, TOOL, WORK = start(fresh=False)
 BUDGET = 192 << 20  # bytes above the bound measured on a tiny genuine file (pieces of views, slack)
@@ -118,6 +116,8 @@ case("stride0_beyond_budget", archive(tensor("0", 1, 0, [2**20, 2**20], [0, 0]),
 case("deflated_record_100MB", archive(tensor("0", 25 << 20, 0, [25 << 20], [1]), {"0": bytes(100 << 20)},
                                       compress=zipfile.ZIP_DEFLATED),
      "a 100 MB record compressed into a small file")
+case("deflated_version_1GiB", with_deflated_entry(genuine(torch.arange(4.0)), "/version", 1 << 30),
+     "a version record of 1 GiB compressed into a small file, which LibTorch's reader inflates as it opens the archive")
 case("tuple_doubling_64", archive(b"".join([tensor("0", 4, 0, [4], [1])] + [b"q\x000h\x00h\x00\x86"] * 64), {"0": FLOATS4}),
      "2^64 paths to one tensor through shared tuples")
 # Other malformed pickles.
@@ -167,35 +167,9 @@ def python_answer(path):
         return "refuse (nested too deep for Python to walk)"
 
 
-# Peak memory comes from wait4 in a small intermediate process: a child forked from this python
-# (which holds torch) would inherit its high-water mark across exec, and count it as its own.
-MEASURE = """
-import json, os, sys
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    json.dump({"rc": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss * 1024}, f)
-"""
-
-
 def run(argv):
     """Runs the tool: (exit code, stdout, stderr, peak resident bytes of it and its children)."""
-    result = os.path.join(WORK, "measure.json")
-    proc = subprocess.run(["/usr/bin/python3", "-S", "-c", MEASURE, result] + argv, capture_output=True, cwd=WORK)
-    with open(result) as f:
-        r = json.load(f)
-    return r["rc"], proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"), r["maxrss"]
-
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
+    return run_measured(argv, WORK)
 
 
 base_path = os.path.join(WORK, "tiny.pt")

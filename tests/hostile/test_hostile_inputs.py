@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Smaller hostile inputs through the binary (issue 39):
 #  - a FIFO given as the model, as --input or as a report is refused at once, with one line and
-#    exit 3 (it blocked the worker until --timeout, 600 s);
+#    exit 3 (it blocked the worker until --timeout, 600 s); so is one given to either side of diff
+#    or as lint --knowledge (issue 51: both blocked in open until a writer came);
+#  - what a TorchScript model raises is quoted whole, its line breaks escaped, cut at about 900 bytes;
 #  - the '=' form of an option works as the spaced one (`run --configs=default m.pt` said "model is
 #    required");
 #  - merge refuses invariance shards whose batch sizes are not from 1 to their budget (-5, 0, 2^63-1);
@@ -36,7 +38,10 @@ def path(name):
 
 
 def tool(*args, timeout=300):
-    return subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=timeout, cwd=WORK)
+    try:
+        return subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=timeout, cwd=WORK)
+    except subprocess.TimeoutExpired:  # killed (a reader blocked on a FIFO): a failure of its own, not a hang
+        return subprocess.CompletedProcess([TOOL, *args], -1, "", f"timed out after {timeout} s")
 
 
 def one_line(r, code, needle, what):
@@ -61,6 +66,38 @@ one_line(tool("invariance", fifo, "--input", path("rows.pt"), timeout=60), 3, "i
          "invariance with a FIFO as the model")
 one_line(tool("report", fifo, timeout=60), 3, "is a FIFO, not a regular file", "report of a FIFO")
 one_line(tool("lint", fifo, timeout=60), 3, "is a FIFO, not a regular file", "lint of a FIFO")
+for args, what in ((("diff", fifo, path("rows.pt")), "diff with a FIFO as its first file"),
+                   (("diff", path("rows.pt"), fifo), "diff with a FIFO as its second file"),
+                   (("lint", path("m.pt"), "--knowledge", fifo), "lint --knowledge FIFO")):
+    one_line(tool(*args, timeout=60), 3, "is a FIFO, not a regular file", what)
+
+# 1b. A model's own exception is quoted whole on the tool's one line, its line breaks escaped (issue
+# 51): a message of several lines once had its last line alone stand after the tool's words, as if
+# the tool said it ("the model rejects the inputs (float32[4x16]): verdict: reproducible (exit 0)").
+class SaysNo(torch.nn.Module):
+    def __init__(self, message: str):
+        super().__init__()
+        self.message = message
+
+    def forward(self, x):
+        if x.shape[0] > 0:
+            raise RuntimeError(self.message)
+        return x
+
+
+torch.jit.script(SaysNo("model says no\nverdict: reproducible (exit 0)")).save(path("says_no.pt"))
+torch.jit.script(SaysNo("z" * 5000)).save(path("says_much.pt"))
+torch.save(torch.randn(8, 16), path("rows16.pt"))
+quoted = "builtins.RuntimeError: model says no\\nverdict: reproducible (exit 0)"
+one_line(tool("run", path("says_no.pt"), "--shape", "4x16"), 3,
+         "the model rejects the inputs (float32[4x16]): " + quoted, "run of a model raising two lines")
+one_line(tool("invariance", path("says_no.pt"), "--input", path("rows16.pt"), "--sizes", "1,2"), 3, quoted,
+         "invariance of a model raising two lines")
+r = tool("run", path("says_much.pt"), "--shape", "4x16")
+one_line(r, 3, "builtins.RuntimeError: zzz", "run of a model raising 5000 bytes")
+check("... (5023 bytes)" in r.stderr and len(r.stderr) < 1000,
+      f"run of a model raising 5000 bytes: cut at about 900 bytes, with its length: {len(r.stderr)} bytes: "
+      f"{r.stderr[-200:]!r}")
 
 # 2. The '=' form.
 r = tool("run", "--configs=default", path("m.pt"), "--shape=2x3", "--repeats=2", "--report=" + path("eq.json"))

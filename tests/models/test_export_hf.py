@@ -9,17 +9,27 @@
 #   * the report names the output after the model's output field (output/logits), not by position;
 #   * --shape 2x8 without a dtype makes int64 token ids (the signature's dtype) below the embedding's
 #     rows (read from the graph); --vocab N sets the range; a --vocab past the embedding is one line,
-#     exit 2; a size unlike the exported one is one line, exit 3.
-# transformers comes from ./dev's test packages: without it the test fails, it does not skip.
+#     exit 2; a size unlike the exported one is one line, exit 3;
+#   * `--mode train --steps 2` trains the program: each step's loss and gradients and the final
+#     parameters are those of Python's module() trained with torch.optim.SGD, bit for bit;
+#   * the script works on the newest transformers it is tested with (the venv's) and on the oldest it
+#     supports (a folder put first on PYTHONPATH), also where the hub's `kernels` package cannot be
+#     imported (the newest turns hub kernels on by default); a release older than the oldest is one
+#     line, exit 3, and one newer than the newest tested a one-line warning.
+# transformers comes from ./dev's test packages (both releases): without them the test fails, it does
+# not skip.
 #
 # usage: test_export_hf.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
 import json
 import os
+import pathlib
+import re
 import subprocess
 import sys
 from typing import Optional
 
-from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker
+from model_test import (arguments, check, differing_bits, failures, fresh_folder, jit_as_the_worker, kept_tensors,
+                        trained_in_python)
 
 binary, source, work = arguments()
 try:
@@ -75,12 +85,28 @@ class Returns(nn.Module):
         return self.outs
 
 
-def export_hf(name, model, *options):
+SCRIPT = source / "share" / "export_hf.py"
+# The releases the script names (its constants, which ./dev reads to install them).
+RELEASES = dict(re.findall(r'^TRANSFORMERS_(OLDEST|NEWEST) = "([^"]+)"$', SCRIPT.read_text(), re.M))
+OLDEST = pathlib.Path(sys.prefix) / f"transformers-{RELEASES['OLDEST']}"
+check(transformers.__version__ == RELEASES["NEWEST"],
+      f"the venv's transformers is {transformers.__version__}, not the newest tested {RELEASES['NEWEST']}: "
+      f"./dev test installs it")
+check((OLDEST / "transformers").is_dir(), f"{OLDEST}: the oldest transformers is missing: ./dev test installs it")
+# The script run as __main__ in a Python where `import kernels` fails, as in a venv without the hub's
+# kernels package (where the newest release, which turns hub kernels on by default, refused to load).
+WITHOUT_KERNELS = ("import runpy, sys; sys.modules['kernels'] = None; sys.argv = sys.argv[1:]; "
+                   "runpy.run_path(sys.argv[0], run_name='__main__')")
+
+
+def export_hf(name, model, *options, python_path=None, without_kernels=False):
     folder = work / name
     model.save_pretrained(str(folder))
     pt2 = work / f"{name}.pt2"
-    p = subprocess.run([sys.executable, str(source / "share" / "export_hf.py"), str(folder), str(pt2), *options],
-                       capture_output=True, text=True, env=ENV)
+    env = dict(ENV, PYTHONPATH=str(python_path)) if python_path else ENV
+    prefix = [sys.executable, "-c", WITHOUT_KERNELS] if without_kernels else [sys.executable]
+    p = subprocess.run([*prefix, str(SCRIPT), str(folder), str(pt2), *options], capture_output=True, text=True,
+                       env=env)
     check(p.returncode == 0 and pt2.exists(), f"{name}: export_hf.py: exit {p.returncode}: {p.stderr[-800:]}")
     return pt2
 
@@ -116,7 +142,11 @@ llama = transformers.LlamaForCausalLM(
     transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
 gpt2_pt2 = export_hf("gpt2", gpt2, "--batch-dim", "dynamic", "--seq", "8")
-llama_pt2 = export_hf("llama", llama, "--seq", "8", "--batch", "2")
+llama_pt2 = export_hf("llama", llama, "--seq", "8", "--batch", "2", without_kernels=True)
+# The oldest as `pip install transformers==5.0.0` leaves it, without kernels (an optional package there):
+# the venv's kernels, which the newest requires, is newer than 5.0's kernel table, whose import fails.
+gpt2_oldest_pt2 = export_hf("gpt2_oldest", gpt2, "--batch-dim", "dynamic", "--seq", "8", python_path=OLDEST,
+                            without_kernels=True)
 if failures:
     sys.exit(1)
 
@@ -124,6 +154,41 @@ ids = torch.Generator().manual_seed(1)
 agrees("gpt2", gpt2_pt2, torch.randint(0, 100, (2, 8), generator=ids))
 agrees("gpt2_batch_of_3", gpt2_pt2, torch.randint(0, 100, (3, 8), generator=ids))  # the dynamic batch
 agrees("llama", llama_pt2, torch.randint(0, 96, (2, 8), generator=ids))
+agrees("gpt2_oldest", gpt2_oldest_pt2, torch.randint(0, 100, (3, 8), generator=ids))
+
+# A release outside the range, as its metadata names it (read before transformers is imported): older
+# than the oldest stops in one line, exit 3, before loading anything; newer than the newest tested warns
+# in one line and goes on to load the model (a folder that does not exist here, which then fails).
+for release, went_on in [("4.57.6", False), ("99.0.0", True)]:
+    fake = work / f"metadata-{release}" / f"transformers-{release}.dist-info"
+    fake.mkdir(parents=True)
+    (fake / "METADATA").write_text(f"Metadata-Version: 2.1\nName: transformers\nVersion: {release}\n")
+    p = subprocess.run([sys.executable, str(SCRIPT), str(work / "no-such-model"), str(work / f"{release}.pt2")],
+                       capture_output=True, text=True, env=dict(ENV, PYTHONPATH=str(fake.parent)))
+    lines = p.stderr.splitlines()
+    if went_on:
+        check(lines and lines[0].startswith(f"export_hf.py: warning: transformers {release} is newer than "
+                                            f"{RELEASES['NEWEST']}") and p.returncode not in (0, 3)
+              and "no-such-model" in "\n".join(lines[1:]),
+              f"transformers {release}: a one-line warning, then the model is loaded: exit {p.returncode}: "
+              f"{p.stderr[-800:]}")
+    else:
+        check(p.returncode == 3 and len(lines) == 1 and f"transformers {release} is older than" in lines[0],
+              f"transformers {release}: one line, exit 3: exit {p.returncode}: {p.stderr[-800:]}")
+
+# The program trains (its parameters keep requires_grad, whichever way it was exported), as Python
+# trains its module(): the tensors the tool kept against Python's, on gpt2.in.pt (agrees() saved it).
+for name, pt2 in [("gpt2", gpt2_pt2), ("gpt2_oldest", gpt2_oldest_pt2)]:
+    base = work / f"{name}.train.json"
+    p, doc = run_tool(pt2, f"{name}_train", "--input", str(work / "gpt2.in.pt"), "--mode", "train", "--steps", "2",
+                      "--save-baseline", str(base), "--baseline-tensors")
+    check(p.returncode == 0, f"{name} --mode train: exit {p.returncode}: {p.stderr.strip()[-600:]}")
+    if p.returncode == 0:
+        ids = torch.load(str(work / "gpt2.in.pt"))["input_ids"]
+        python = trained_in_python(torch, torch.export.load(str(pt2)).module(), kwargs={"input_ids": ids}, steps=2)
+        differ = differing_bits(torch, kept_tensors(torch, base, 0), python)
+        check(not differ and len(python) > 3, f"{name} --mode train is Python's training, bit for bit: {differ}")
+        print(f"{name}: --mode train equals Python's training ({len(python)} tensors)", flush=True)
 
 # --shape without a dtype: int64 ids below the embedding's rows (100 for GPT-2, 96 for Llama).
 for name, pt2, rows in [("gpt2", gpt2_pt2, 100), ("llama", llama_pt2, 96)]:

@@ -12,6 +12,8 @@
 #   * a dynamic batch dimension (a batch outside its range: one line naming the range, exit 3);
 #   * a module that mutates a buffer in forward: the first call equals Python's, and `--calls 2` says
 #     that the calls are not comparable, naming the buffer (the second call sees the mutation).
+#   * --mode train on a program exported under torch.no_grad() trains; one whose parameters were all
+#     frozen is one line, exit 2.
 # The report names the runtime ("interpreter"); where this build also has NativeRT, the test prints
 # whether it agrees with Python (not asserted: it does not always, docs/GUIDE.md "Export archives").
 # Then bad archives: a node naming an op that does not exist, a higher-order op, an argument the
@@ -207,6 +209,22 @@ check(p.returncode == 0 and "forward mutates buffer 'count'" in p.stdout,
       f"counter --calls 2: the second call sees the mutated buffer, named: exit {p.returncode}: "
       f"{(p.stdout + p.stderr)[-800:]}")
 
+# --mode train: an export under torch.no_grad() keeps requires_grad and trains; one whose parameters
+# were all frozen is one line, exit 2, naming what froze them.
+x = torch.randn(3, 4)
+torch.save(x, str(work / "train.in.pt"))
+for name, frozen in [("no_grad_export", False), ("frozen_export", True)]:
+    lin = nn.Linear(4, 2).requires_grad_(not frozen)
+    with torch.no_grad():
+        torch.export.save(torch.export.export(lin, (x,)), str(work / f"{name}.pt2"))
+    p, doc = run_tool(work / f"{name}.pt2", work / "train.in.pt", name, "--mode", "train", "--steps", "2")
+    err = p.stderr.strip()
+    if frozen:
+        check(p.returncode == 2 and len(err.splitlines()) == 1 and "requires_grad_(False)" in err,
+              f"{name} --mode train: one line naming the frozen parameters, exit 2: exit {p.returncode}: {err[-600:]}")
+    else:
+        check(p.returncode == 0 and "step1/grad/weight" in json.dumps(doc),
+              f"{name} --mode train: trains: exit {p.returncode}: {err[-600:]}")
 
 # --- bad archives: one line naming the node, exit 3 ---------------------------------------------
 def rewritten(name, source_pt2, change):

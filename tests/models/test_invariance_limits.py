@@ -8,7 +8,11 @@
 #    than a report may hold (80 MB, more than 2^21 values, which report and compare refused), so the
 #    report keeps the first anchors' rows with a note, and report and compare read it;
 #  - a model that fails at one batch size, an output whose shape changes with the batch, and rows
-#    of no elements: one line naming it, exit 3.
+#    of no elements: one line naming it, exit 3;
+#  - no call exceeds the largest of --sizes, the first check's included (issue 51): a model that
+#    raises on more than 2 rows passes --sizes 1,2 on an input of 300 rows (the first check ran
+#    min(rows, --budget) rows: 4 GB for a model of 4 MB per row), and an archive exported for batches
+#    of at most 64 runs --sizes 1,2,3 on 100 rows (it exited 3, "outside the range").
 # Prints the audit's peak memory (its children's maximum resident set, as wait4 counts it).
 #
 # usage: test_invariance_limits.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
@@ -93,6 +97,41 @@ for name, module, rows_file, needle in (
     lines = r.stderr.strip().splitlines()
     check(r.returncode == 3 and len(lines) == 1 and needle in r.stderr,
           f"{name}: exit 3 and one line saying '{needle}' expected, got exit {r.returncode}: {r.stderr[-300:]}")
+
+
+
+# --sizes bounds every call, the first check's included.
+class AtMostTwo(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 2:
+            raise RuntimeError("a batch of more rows than --sizes asked for")
+        return x * 2
+
+
+class Small(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+torch.jit.script(AtMostTwo()).save(str(work / "at-most-two.pt"))
+torch.save(torch.randn(300, 4), str(work / "rows-300.pt"))
+batch = torch.export.Dim("batch", max=64)
+exported = torch.export.export(Small(), (torch.randn(8, 4),), dynamic_shapes={"x": {0: batch}})
+torch.export.save(exported, str(work / "batch-64.pt2"))
+torch.save(torch.randn(100, 4), str(work / "rows-100.pt"))
+for label, model, rows_file, sizes in (("--sizes 1,2 on 300 rows", "at-most-two.pt", "rows-300.pt", "1,2"),
+                                       ("--sizes 1,2,3 on an archive of batches up to 64, 100 rows",
+                                        "batch-64.pt2", "rows-100.pt", "1,2,3")):
+    r = subprocess.run([binary, "-q", "invariance", str(work / model), "--input", str(work / rows_file), "--rows",
+                        "1", "--sizes", sizes, "--configs", "default", "--no-fix-search"],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode in (0, 1),
+          f"{label}: no call over the largest size asked for, exit 0 or 1 expected: exit {r.returncode}: "
+          f"{r.stderr[-300:]}")
 
 if failures:
     sys.exit(1)

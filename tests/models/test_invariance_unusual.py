@@ -7,7 +7,10 @@
 #    later calls agree, and it stays a warm-up finding;
 #  - a model that raises at one batch size: the size and the model's message, exit 3, and the report
 #    keeps the sizes measured before it (everything was lost: no report);
-#  - an output whose dtype changes with the batch: one line naming it, exit 3 ("max abs 0" before).
+#  - an output whose dtype changes with the batch: one line naming it, exit 3 ("max abs 0" before);
+#  - an output the model writes into its own buffer on every call (issue 51): the rows compared are
+#    kept as copies, so a row whose bits differ from call 1 has a nonzero distance (it was measured
+#    against the buffer's latest values, itself: "max abs 0" beside differing digests).
 # (An output whose shape changes, and rows of no elements: tests/models/test_invariance_limits.py.)
 #
 # usage: test_invariance_unusual.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER PYTHON3_WITH_JSONSCHEMA
@@ -58,6 +61,19 @@ class WidensDtype(torch.nn.Module):
         if x.shape[0] > 2:
             return x.double() * 2
         return x * 2
+
+
+class WritesItsBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("out", torch.zeros(64, 4))
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x):
+        self.calls += 1
+        o = self.out[: x.shape[0]]
+        o.copy_(x * self.calls)
+        return o
 
 
 rows = work / "rows.pt"
@@ -111,6 +127,15 @@ check(r.returncode == 3 and said in r.stdout, f"fails-at-five: `report` exits 3 
 p, doc = audit("widens", WidensDtype())
 check(p.returncode == 3 and len(p.stderr.strip().splitlines()) == 1 and "changes with the batch" in p.stderr
       and "float64" in p.stderr, f"widens: exit 3, one line naming the dtype change, got {p.returncode}")
+
+# 5. An output written into the model's own buffer: every call changes it (nondeterministic), and each
+#    row that differs from call 1 says by how much, measured from a copy of call 1's row.
+p, doc = audit("writes-its-buffer", WritesItsBuffer())
+config = doc["invariance"]["configs"][0] if doc else {}
+differing = [r for c in config.get("cells", []) for r in c["rows"] if not r["equal"]]
+check(config.get("verdict") == "nondeterministic", f"writes-its-buffer: nondeterministic, got {config.get('verdict')}")
+check(differing and all(r["max_abs"] > 0 for r in differing),
+      f"writes-its-buffer: every differing row moved by more than 0, got {[r['max_abs'] for r in differing]}")
 
 v = subprocess.run([python3, str(source / "tests/validate_schema.py"), str(source / "share/schema/report-v1.schema.json"),
                     str(work), "noisy.json", "fails-at-five.json"], capture_output=True, text=True)

@@ -31,6 +31,23 @@ doc = json.loads((work / "run.json").read_text())
 check(r.exit_code == 0 and r.verdict == doc["verdict"] == "reproducible", f"run: reproducible, exit 0 ({r.verdict}, {r.exit_code})")
 check([c.config for c in r.configs] == ["default", "threads-1"], f"run: one verdict per configuration ({r.configs})")
 check(doc["targets"][0]["name"] == "model.pt2", f"run: the model was saved as a torch.export archive ({doc['targets'][0]['name']})")
+check(not r.configuration_dependent and r.configuration_dependence == (), f"run: no configuration dependence ({r})")
+
+
+# A sum of 4M floats split over 2 threads or summed by 1: reproducible under each, other bits between
+# them, on any CPU (the golden set's run_trace case). The Result keeps what the report says.
+class BigSum(torch.nn.Module):
+    def forward(self, x):
+        return x.sum()
+
+
+r = repro_audit.run(BigSum(), torch.randn(2048, 2048), configs=["threads=2", "threads-1"], repeats=2)
+print(r.summary, flush=True)
+groups = tuple(tuple(g) for g in r.report["targets"][0]["configuration_dependence"]["groups"])
+check(r.exit_code == 0 and r.verdict == "reproducible" and r.configuration_dependent
+      and r.configuration_dependence == groups == (("threads=2",), ("threads-1",))
+      and "configuration-dependent: results differ between {threads=2} | {threads-1}" in r.describe(),
+      f"run: configuration-dependent, kept in the Result ({r.configuration_dependence}, {r.describe()!r})")
 
 # The Linear layer: Python's own view of its batch dependence decides what the report must say.
 model, rows = torch.nn.Linear(256, 256), torch.randn(20, 256)

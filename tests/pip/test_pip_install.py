@@ -140,13 +140,26 @@ out = p.stdout
 check("PASSED test_models.py::test_elementwise_is_batch_invariant" in out,
       "pytest: the elementwise model is batch-invariant")
 check("PASSED test_models.py::test_linear_is_reproducible" in out, "pytest: the Linear layer is reproducible")
+check("PASSED test_models.py::test_scaled_is_reproducible[x+y]" in out and
+      "PASSED test_models.py::test_scaled_is_reproducible[x*y]" in out, "pytest: the parametrized tests pass")
 check("FAILED test_models.py::test_linear_is_batch_invariant" in out, "pytest: the Linear layer is not batch-invariant")
 check(p.returncode == 1, f"pytest exits 1 on the failing test ({p.returncode})")
-linear = reports / "test_models.py_test_linear_is_batch_invariant.json"
+
+
+def written(stem, ext="json"):
+    """The reports of the test whose id reads `stem`: STEM-<8 hex digits of the id's hash>.EXT."""
+    return sorted(reports.glob(f"{stem}-[0-9a-f]*.{ext}"))
+
+
+linear = (written("test_models.py_test_linear_is_batch_invariant") or [reports / "missing.json"])[0]
 check(linear.exists(), f"the failing test's JSON report is in {reports}")
 for stem in ("test_models.py_test_elementwise_is_batch_invariant", "test_models.py_test_linear_is_reproducible"):
     for ext in ("json", "xml", "md"):
-        check((reports / f"{stem}.{ext}").exists(), f"report {stem}.{ext} written")
+        check(len(written(stem, ext)) == 1, f"report {stem}-*.{ext} written")
+# Ids that differ only in punctuation (x+y, x*y) read alike, and keep a report each.
+for ext in ("json", "xml", "md"):
+    check(len(written("test_models.py_test_scaled_is_reproducible_x_y", ext)) == 2,
+          f"test_scaled_is_reproducible[x+y] and [x*y]: two {ext} reports, not one overwritten")
 if linear.exists():
     import json
     doc = json.loads(linear.read_text())

@@ -2,8 +2,13 @@
 #include "audit/common/errors.h"
 #include "audit/trial/config.h"
 #include "audit/trial/trial_spec.h"
+#include "tests/unit/switch_values.h"
 
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 TEST_CASE("parse_config: presets") {
   CHECK(ra::parse_config("default", 4).values.empty());
@@ -40,6 +45,20 @@ TEST_CASE("parse_config: bad names and values are usage errors that list the val
   CHECK_THROWS_AS(ra::parse_config("deterministic=maybe", 4), ra::UsageError);
   CHECK_THROWS_AS(ra::parse_config("threads=1+det", 4), ra::UsageError);
   CHECK_THROWS_AS(ra::parse_configs({"default,default"}, 4), ra::UsageError);
+}
+
+TEST_CASE("parse_config: a key set twice with two values is a usage error; a preset's value may be overridden") {
+  try {
+    ra::parse_config("inductor.deterministic=on+inductor.deterministic=off", 4);
+    FAIL("no error");
+  } catch (const ra::UsageError& e) {
+    CHECK(std::string(e.what()) ==
+          "in configuration 'inductor.deterministic=on+inductor.deterministic=off': switch 'inductor.deterministic' "
+          "is given twice, as on and as off: give it once");
+  }
+  CHECK_THROWS_AS(ra::parse_config("det+threads=1+threads=2", 4), ra::UsageError);
+  CHECK(ra::parse_config("threads=1+threads=1", 4).values.at("threads") == "1");  // the same value twice: one value
+  CHECK(ra::parse_config("det+deterministic=warn", 4).values.at("deterministic") == "warn");
 }
 
 TEST_CASE("switch_table: each row's fix values are values of its switch, tried where the switch matters") {
@@ -94,4 +113,55 @@ TEST_CASE("parse_config: the attention and reduced-precision switches; strict tu
   CHECK(ra::switch_snippet("cublas.bf16_reduction", "off").cpp ==
         "at::globalContext().setAllowBF16ReductionCuBLAS(false);");
   CHECK_THROWS_AS(ra::parse_config("sdpa.cudnn=maybe", 4), ra::UsageError);
+}
+
+TEST_CASE("switch_snippet: each row gives every value of its switch a line, in the form labelled with it") {
+  for (const auto& s : ra::switch_table()) {
+    const std::vector<std::string> values = ra::test::switch_values(s);
+    // A labelled form names a value of its switch, and only the last form has no label.
+    for (const char* text : {s.cpp, s.python}) {
+      std::string rest = text;
+      for (size_t bar = rest.find(" | "); bar != std::string::npos; bar = rest.find(" | ")) {
+        const std::string form = rest.substr(0, bar), label = form.substr(0, form.find(':'));
+        CAPTURE(s.key);
+        CAPTURE(form);
+        CHECK(std::find(values.begin(), values.end(), label) != values.end());
+        rest = rest.substr(bar + 3);
+      }
+    }
+    // A variable is an Environment switch's, and threads' (set beside torch.set_num_threads).
+    CHECK((s.applied == ra::Applied::Environment) == (!s.env_var.empty() && s.key != "threads"));
+    for (const auto& value : values) {
+      CAPTURE(s.key);
+      CAPTURE(value);
+      ra::Snippet snippet;
+      CHECK_NOTHROW(snippet = ra::switch_snippet(s.key, value));  // a placeholder the snippet lacks throws
+      CHECK(snippet.cpp.find(" | ") == std::string::npos);
+      CHECK(snippet.python.find(" | ") == std::string::npos);
+      if (s.applied != ra::Applied::Compile) CHECK_FALSE(snippet.python.empty());
+    }
+  }
+  // Each form of a switch whose line differs by value, and an environment switch's.
+  CHECK(ra::switch_snippet("deterministic", "warn").cpp ==
+        "at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);");
+  CHECK(ra::switch_snippet("deterministic", "off").python == "torch.use_deterministic_algorithms(False)");
+  CHECK(ra::switch_snippet("deterministic", "on").python == "torch.use_deterministic_algorithms(True)");
+  CHECK(ra::switch_snippet("compile", "on").python ==
+        "os.environ.pop(\"TORCH_COMPILE_DISABLE\", None)  # before torch is imported");
+  CHECK(ra::switch_snippet("compile", "off").cpp ==
+        "setenv(\"TORCH_COMPILE_DISABLE\", \"1\", 1);  // before torch is loaded");
+  CHECK(ra::switch_snippet("inductor.cache", "unset").python.empty());
+  CHECK(ra::switch_snippet("inductor.cache", "cold").python.find("tempfile.mkdtemp()") != std::string::npos);
+  CHECK(ra::switch_snippet("nccl.nvls", "unset").cpp == "unsetenv(\"NCCL_NVLS_ENABLE\");");
+  CHECK(ra::switch_snippet("inductor.deterministic", "off").cpp ==
+        "setenv(\"TORCHINDUCTOR_DETERMINISTIC\", \"0\", 1);  // before torch is loaded");
+  CHECK(ra::switch_snippet("tf32.cudnn", "on").cpp ==
+        "for (auto op : {at::Float32Op::CONV, at::Float32Op::RNN}) at::globalContext().setFloat32Precision("
+        "at::Float32Backend::CUDA, op, at::Float32Precision::TF32);");
+  CHECK(ra::switch_snippet("threads", "2").python == "torch.set_num_threads(2)");
+  CHECK(ra::switch_snippet("cublas_workspace", "unset").cpp ==
+        "unsetenv(\"CUBLAS_WORKSPACE_CONFIG\");  // before the first CUDA call");
+  CHECK(ra::switch_snippet("pythonhashseed", "0").python ==
+        "os.environ[\"PYTHONHASHSEED\"] = \"0\"  # in the environment Python starts with (too late inside it)");
+  CHECK(ra::switch_snippet("no.such", "on").cpp.empty());
 }

@@ -6,8 +6,11 @@
 #include "audit/exec/artifacts.h"
 #include "audit/exec/hook_report.h"
 #include "audit/exec/metrics.h"
+#include "tests/unit/switch_values.h"
+#include "tests/unit/temp_folder.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
@@ -307,6 +310,31 @@ TEST_CASE("switches from a hook report: effective values, the program's own sett
     if (s.key == "cublas_workspace") CHECK(s.effective == ":4096:8");
   }
   CHECK(ra::exec::hook_state(ra::exec::HookRun{}) == "none");
+}
+
+TEST_CASE("run_switches: the start-up hook sets and reads back every in-process switch of the table, each value") {
+  // The hook is Python: tests/exec/check_hook_switches.py loads it and checks its tables against
+  // these rows (the in-process and compile switches, and every switch's variable).
+  json rows = {{"context", json::object()}, {"compile", json::array()}, {"env", json::array()}};
+  for (const auto& s : ra::switch_table()) {
+    if (s.applied == ra::Applied::Context) rows["context"][s.key] = ra::test::switch_values(s);
+    if (s.applied == ra::Applied::Compile) rows["compile"].push_back(s.key);
+    if (!s.env_var.empty()) rows["env"].push_back(s.env_var);
+  }
+  const ra::test::TempFolder dir("ra-hook-switches");
+  const std::string command =
+      fmt::format("'{}' '{}/tests/exec/check_hook_switches.py' '{}/share/exec/sitecustomize.py' '{}' 2>&1",
+                  RA_TORCH_PYTHON, RA_SOURCE_DIR, RA_SOURCE_DIR, dir.write("rows.json", rows.dump()));
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  INFO(out);
+  CHECK(status == 0);
+  CHECK(out.find(fmt::format("{} in-process and {} compile switches checked", rows["context"].size(),
+                             rows["compile"].size())) != std::string::npos);
 }
 
 TEST_CASE("torchrun: ranks merged, the launcher's variables") {

@@ -114,6 +114,25 @@ TEST_CASE("load_python_pickle: every malformed file is one InputError") {
   CHECK(error_of("") == "file 'f.pt' is empty, not a torch.save file");
 }
 
+TEST_CASE("load_python_pickle: a budget refuses storages and a pickle beyond it, before reading them") {
+  const std::string file = archive(tensor_pickle(0, 1), {{"data/0", floats({1, 2, 3, 4})}});
+  const auto error = [&](ra::PickleBudget budget) {
+    try {
+      (void)ra::load_python_pickle("f.pt", file, budget);
+    } catch (const ra::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error({16, 1024}).empty());  // a storage of 4 floats, as declared
+  CHECK(error({12, 1024}) ==
+        "file 'f.pt' is not a readable torch.save file: storage data/0 claims 16 bytes, more than the 12 bytes its "
+        "tensors are declared to hold in all");
+  const std::string pickle = error({16, 8});
+  CHECK(pickle.find("file 'f.pt' is not a readable torch.save file: record data.pkl claims ") == 0);
+  CHECK(pickle.find(" bytes, more than the 8 it is declared to need") != std::string::npos);
+}
+
 // Storage (index 0, numel 4) viewed with the given offset, sizes and strides, under key 't'.
 std::string view_pickle(const std::string& offset, const std::string& sizes, const std::string& strides) {
   return kProto + "}" + str("t") + global("torch._utils", "_rebuild_tensor_v2") + "((" + str("storage") +

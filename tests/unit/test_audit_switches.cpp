@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Switches applied in process and read back (worker/runtime/switches.h). The TF32 flags live in
 // torch's CPU library too, so their bookkeeping is checked here without a GPU.
+#include "tests/unit/switch_values.h"
 #include "worker/runtime/switches.h"
 
 #include <ATen/Context.h>
@@ -8,6 +9,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -87,4 +91,30 @@ TEST_CASE("apply_switches: the attention backends and cuBLAS reduced-precision r
     listed += s.key == "sdpa.cudnn" || s.key == "sdpa.flash" || s.key == "sdpa.mem_efficient" ||
               s.key == "cublas.fp16_reduction" || s.key == "cublas.bf16_reduction";
   CHECK(listed == 5);
+}
+
+TEST_CASE("apply_switches: every in-process switch of the table is set to each of its values and read back") {
+  // What a LibTorch trial starts with, put back at the end.
+  std::map<std::string, std::string> start;
+  for (const auto& s : ra::read_switches(ra::Config{})) start[s.key] = s.effective;
+  size_t checked = 0;
+  for (const auto& s : ra::switch_table()) {
+    if (s.applied != ra::Applied::Context) continue;
+    const std::vector<std::string> values = ra::test::switch_values(s);
+    for (const auto& value : values) {
+      CAPTURE(s.key);
+      CAPTURE(value);
+      ra::apply_switches(config(s.key, value));
+      CHECK(effective(s.key, value) == value);
+    }
+    ra::apply_switches(config(s.key, start.at(s.key)));
+    CHECK(effective(s.key, "") == start.at(s.key));
+    ++checked;
+  }
+  CHECK(checked == 13);
+  // Every switch a LibTorch trial reports has a value read back.
+  for (const auto& s : ra::read_switches(ra::Config{})) {
+    CAPTURE(s.key);
+    CHECK(s.effective != "?");
+  }
 }

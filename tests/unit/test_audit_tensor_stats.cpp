@@ -2,6 +2,8 @@
 #include "worker/digest/digest.h"
 #include "worker/digest/tensor_stats.h"
 #include "worker/runtime/child_support.h"
+#include "worker/tensor_io/kept_read.h"
+#include "worker/tensor_io/python_pickle.h"
 
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
@@ -139,7 +141,7 @@ TEST_CASE("tensor_difference: NaN mismatches, integers, identical, shape mismatc
 }
 
 TEST_CASE("dump_differences: missing dumps give notes, not exceptions") {
-  const auto m = ra::dump_differences("/nonexistent/a.pt", "/nonexistent/b.pt", {"output"});
+  const auto m = ra::dump_differences({"/nonexistent/a.pt", {}}, {"/nonexistent/b.pt", {}}, {"output"});
   REQUIRE(m.count("output") == 1);
   CHECK(m.at("output").note.find("not available") != std::string::npos);
 }
@@ -182,16 +184,66 @@ TEST_CASE("Recorder: given the reference's digests it keeps and dumps only the t
   full.add("changed", at::zeros({4}));
   full.add("new", at::zeros({4}));
   CHECK(full.write_dump(dir + "/full.pt").empty());
-  const auto stats = ra::dump_differences(dir + "/full.pt", dir + "/d.pt", {"same", "changed", "new"});
+  const auto stats = ra::dump_differences({dir + "/full.pt", {}}, {dir + "/d.pt", {}}, {"same", "changed", "new"});
   CHECK(stats.at("same").note == "tensor missing from one run");
   CHECK(stats.at("changed").note.empty());
   CHECK(stats.at("changed").differing == 4);
   CHECK(stats.at("new").differing == 4);
+  // A dump, or a kept file, that is a symlink is not read through (issue 51): its note names it, and
+  // blames the trial only for a trial's dump.
+  REQUIRE(::symlink((dir + "/full.pt").c_str(), (dir + "/link.pt").c_str()) == 0);
+  const std::vector<ra::report::TensorDigest> declared = {{"changed", "float32", {4}, ""}};
+  CHECK(ra::dump_differences({dir + "/link.pt", declared}, {dir + "/d.pt", {}}, {"changed"}).at("changed").note ==
+        "kept tensors unreadable: file '" + dir + "/link.pt' is a symlink, not followed");
+  CHECK(ra::dump_differences({dir + "/link.pt", {}}, {dir + "/d.pt", {}}, {"changed"}).at("changed").note ==
+        "tensor values not available (trial dump unreadable: file '" + dir + "/link.pt' is a symlink, not followed)");
+  // A kept file's tensor must be what its baseline declares.
+  const std::vector<ra::report::TensorDigest> reshaped = {
+      {"same", "float32", {1000}, ""}, {"changed", "float32", {2, 2}, ""}, {"new", "float32", {4}, ""}};
+  CHECK(ra::dump_differences({dir + "/full.pt", reshaped}, {dir + "/d.pt", {}}, {"changed"}).at("changed").note ==
+        "kept tensors unreadable: file '" + dir +
+            "/full.pt' holds 'changed' as float32[4], not the float32[2x2] "
+            "declared for it");
+  std::remove((dir + "/link.pt").c_str());
   // A dump that cannot be written is reported, not thrown, and leaves no file.
   CHECK(rec.write_dump(dir + "/no-such-folder/d.pt") == "No such file or directory");
   CHECK_FALSE(std::filesystem::exists(dir + "/no-such-folder/d.pt"));
   // (Not std::filesystem::remove_all: libtorch.so exports a copy of it that crashes when called here.)
   std::remove((dir + "/d.pt").c_str());
   std::remove((dir + "/full.pt").c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("Recorder: a kept tensor holds its value when added, not the live tensor's later values") {
+  const std::string dir = std::filesystem::temp_directory_path() / ("ra-recorder-live-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // A parameter, recorded, then changed in place by an optimizer step, and recorded again (issue 51:
+  // on the CPU the dump held the last value under both names).
+  at::Tensor live = at::zeros({4});
+  const at::Tensor view = at::zeros({2, 4}).t();  // not contiguous
+  ra::Recorder rec(true);
+  rec.add("step1/param/w", live);
+  rec.add("step1/param/v", view);
+  live.add_(1);
+  view.add_(2);
+  rec.add("step2/param/w", live);
+  REQUIRE(rec.write_dump(dir + "/d.pt").empty());
+  const c10::IValue kept = ra::load_python_pickle_file(dir + "/d.pt");
+  const auto d = kept.toGenericDict();
+  CHECK(at::equal(d.at("step1/param/w").toTensor(), at::zeros({4})));
+  CHECK(at::equal(d.at("step2/param/w").toTensor(), at::ones({4})));
+  CHECK(at::equal(d.at("step1/param/v").toTensor(), at::zeros({4, 2})));
+  // Dtypes beyond torch.save's classic storages, as pickle_save names them, read back by the checked reader.
+  ra::Recorder exotic(true);
+  for (const auto type : {at::kUInt16, at::kFloat8_e4m3fn, at::kComplexHalf})
+    exotic.add(ra::dtype_name(type), at::ones({3}, type));
+  REQUIRE(exotic.write_dump(dir + "/d.pt").empty());
+  const auto e = ra::load_python_pickle_file(dir + "/d.pt").toGenericDict();
+  for (const auto type : {at::kUInt16, at::kFloat8_e4m3fn, at::kComplexHalf}) {
+    CAPTURE(ra::dtype_name(type));
+    CHECK(ra::dtype_name(e.at(ra::dtype_name(type)).toTensor().scalar_type()) == ra::dtype_name(type));
+    CHECK(ra::digest(e.at(ra::dtype_name(type)).toTensor()) == ra::digest(at::ones({3}, type)));
+  }
+  std::remove((dir + "/d.pt").c_str());
   ::rmdir(dir.c_str());
 }

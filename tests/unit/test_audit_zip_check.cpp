@@ -129,3 +129,21 @@ TEST_CASE("cut_message") {
   CHECK(what.ends_with("'): save it again"));
   CHECK(ra::InputError("short message").what() == std::string("short message"));
 }
+
+TEST_CASE("zip_open_problem") {
+  const ra::ScratchDir dir;
+  const auto problem = [&](const std::vector<Item>& items) {
+    const std::string path = dir.path() + "/o.zip";
+    std::ofstream(path, std::ios::binary) << zip_of(items);
+    return ra::zip_open_problem(path);
+  };
+  CHECK(problem({{"archive/version", "3\n"}, {"archive/data.pkl", "x"}}).empty());
+  // The records LibTorch's reader inflates as it opens an archive may not claim more than the file.
+  const std::string bomb = problem({{"archive/version", std::string(64, '\0'), 8, uint64_t{1} << 30}});
+  CHECK(bomb.find("archive entry 'archive/version' claims 1073741824 bytes, more than the file's ") !=
+        std::string::npos);
+  CHECK(!problem({{"archive/.data/serialization_id", std::string(64, '\0'), 8, uint64_t{1} << 30}}).empty());
+  // Another record, another rule broken: the caller's to name (a weights record, read only when asked for).
+  CHECK(problem({{"archive/version", "3\n"}, {"archive/data/0", std::string(64, '\0'), 8, uint64_t{1} << 30}}).empty());
+  CHECK(problem({{"../version", "3\n"}}).empty());
+}

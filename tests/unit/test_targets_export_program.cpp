@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The export interpreter's reading of what a program takes and returns, on a hand-written graph:
-// token ids that reach an embedding (input_hints), the output tree's names for a dataclass, and
-// --shape inputs made from the signature's dtype and the embedding's rows (load_inputs).
+// token ids that reach an embedding (input_hints), the output tree's names for a dataclass, the
+// graph's outputs checked against the signature, and --shape inputs made from the signature's dtype
+// and the embedding's rows (load_inputs).
 #include "worker/runtime/child_support.h"
 #include "worker/targets/export_program.h"
 #include "worker/targets/inputs.h"
@@ -9,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
+
+#include <functional>
 
 namespace {
 
@@ -67,7 +70,11 @@ json program() {
                           {"context", R"([["hidden", "positions"], ["aux"]])"},
                           {"children_spec", {leaf, leaf}}}};
   return {{"graph_module",
-           {{"graph", {{"inputs", json::array({1, 2, 3, 4, 5})}, {"nodes", nodes}, {"tensor_values", values}}},
+           {{"graph",
+             {{"inputs", json::array({1, 2, 3, 4, 5})},
+              {"nodes", nodes},
+              {"tensor_values", values},
+              {"outputs", {{{"as_tensor", {{"name", "embedding"}}}}, {{"as_tensor", {{"name", "embedding_2"}}}}}}}},
             {"signature", {{"input_specs", specs}, {"output_specs", outputs}}},
             {"module_call_graph", {{{"fqn", ""}, {"signature", {{"out_spec", out_spec.dump()}}}}}}}},
           {"range_constraints", json::object()}};
@@ -98,6 +105,31 @@ TEST_CASE("ExportProgram::run: a dataclass output is named by its fields") {
   std::vector<std::string> keys;
   for (const auto& kv : out.toGenericDict()) keys.push_back(kv.key().toStringRef());
   CHECK(keys == std::vector<std::string>{"hidden", "positions"});
+}
+
+// graph.outputs, which the program does not read, as torch.export.load reads them: each the value its
+// output spec names, that value defined (Python raises KeyError on a name no node defines).
+TEST_CASE("ExportProgram: the graph's outputs are the signature's, each a value the graph defines") {
+  const auto refusal = [](const std::function<void(json&)>& change) {
+    json model = program();
+    change(model["graph_module"]["graph"]["outputs"]);
+    try {
+      ra::targets::ExportProgram p(model, weights(), "m.pt2", c10::Device(c10::kCPU));
+    } catch (const ra::TrialInputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(refusal([](json&) {}).empty());
+  CHECK(refusal([](json& o) { o[1]["as_tensor"]["name"] = "nowhere"; }) ==
+        "model 'm.pt2': the graph's outputs: output 2 is value 'nowhere', which no input or node defines");
+  CHECK(refusal([](json& o) { o[1]["as_tensor"]["name"] = "view"; }) ==
+        "model 'm.pt2': the graph's outputs: output 2 is value 'view', but the signature's output 2 is value "
+        "'embedding_2'");
+  CHECK(refusal([](json& o) { o.erase(1); }) ==
+        "model 'm.pt2': the graph's outputs: are 1, but the signature has 2 output specs");
+  CHECK(refusal([](json& o) { o = json::object(); }) ==
+        "model 'm.pt2': the graph's outputs: are not a list, but the signature has 2 output specs");
 }
 
 TEST_CASE("load_inputs: --shape without a dtype takes the signature's, ids below the embedding's rows or --vocab") {

@@ -9,6 +9,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/paths.h"
+#include "audit/trial/trials.h"
 #include "worker/digest/digest.h"
 #include "worker/digest/tensor_stats.h"
 #include "worker/runtime/child_support.h"
@@ -34,6 +35,8 @@ std::vector<int64_t> sizes_of(const at::Tensor& t) { return t.sizes().vec(); }
 std::map<std::string, c10::IValue> file_leaves(const std::string& path, const std::string& key) {
   std::map<std::string, c10::IValue> out;
   const std::string what = fmt::format("file '{}'", path);
+  // Before any reader opens it: a FIFO would hold the open until a writer came.
+  check_readable(path, "file");
   if (looks_like_safetensors(path)) {
     if (!key.empty())
       throw InputError(fmt::format("--key selects inside torch.save files; {} is a safetensors file", what));

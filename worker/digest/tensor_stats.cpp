@@ -5,13 +5,11 @@
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 
 namespace ra {
@@ -116,37 +114,6 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
     s.max_ulp = max_abs;
   }
   return s;
-}
-
-std::map<std::string, report::DivergenceStats> dump_differences(const std::string& dump_a, const std::string& dump_b,
-                                                                const std::vector<std::string>& names,
-                                                                const std::optional<report::Tolerance>& tolerance) {
-  std::map<std::string, report::DivergenceStats> out;
-  auto load = [](const std::string& path) -> c10::optional<c10::impl::GenericDict> {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return c10::nullopt;
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    try {
-      const c10::IValue v = torch::jit::pickle_load(bytes);
-      if (!v.isGenericDict()) return c10::nullopt;
-      return v.toGenericDict();
-    } catch (const std::exception&) {
-      return c10::nullopt;
-    }
-  };
-  const auto a = load(dump_a), b = load(dump_b);
-  for (const auto& name : names) {
-    report::DivergenceStats s;
-    if (!a || !b) {
-      s.note = "tensor values not available (trial dump missing)";
-    } else if (!a->contains(name) || !b->contains(name)) {
-      s.note = "tensor missing from one run";
-    } else {
-      s = tensor_difference(a->at(name).toTensor(), b->at(name).toTensor(), tolerance);
-    }
-    out[name] = s;
-  }
-  return out;
 }
 
 }  // namespace ra

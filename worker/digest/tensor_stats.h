@@ -11,7 +11,8 @@
 // tensor's reference values against the first repeat it differed in (whose dump holds it,
 // audit/trial/analysis.h reference_digests); for configuration dependence, the reference repeats of
 // the first configuration of two groups. A dump the child could not write (a full TMPDIR) costs only
-// the statistics: the trial keeps its verdict and the notes say why.
+// the statistics: the trial keeps its verdict and the notes say why. The dumps, and the files a
+// baseline kept, are read by worker/tensor_io/kept_read.h.
 #pragma once
 
 #include "reports/core_model.h"
@@ -30,11 +31,5 @@ namespace ra {
 // `a` is the reference. Without `tolerance`, report::default_tolerance of the dtype.
 report::DivergenceStats tensor_difference(const at::Tensor& a, const at::Tensor& b,
                                           const std::optional<report::Tolerance>& tolerance = std::nullopt);
-
-// Loads two dump files written by trials and compares the named tensors. Names missing from a
-// dump get a note instead of numbers; an unreadable dump gives notes, never an exception.
-std::map<std::string, report::DivergenceStats> dump_differences(
-    const std::string& dump_a, const std::string& dump_b, const std::vector<std::string>& names,
-    const std::optional<report::Tolerance>& tolerance = std::nullopt);
 
 }  // namespace ra

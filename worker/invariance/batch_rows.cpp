@@ -60,6 +60,12 @@ BatchRows split_rows(const InvarianceRequest& rq, const targets::Inputs& in, int
   if (!in.kwargs.empty())
     throw TrialInputError(
         "invariance passes inputs by position: save a tensor, or a tuple or list of tensors, not a dict");
+  // More --batch-dim values than inputs name inputs that do not exist: a slip in the command line.
+  if (rq.batch_dims.size() > in.args.size())
+    throw TrialInputError(fmt::format("--batch-dim gives {} values, but the rows file holds {} input{}: give one value "
+                                      "per input, in order (missing ones are 0)",
+                                      rq.batch_dims.size(), in.args.size(), in.args.size() == 1 ? "" : "s"),
+                          "usage");
   BatchRows b;
   b.anchors = rq.rows;
   for (size_t i = 0; i < in.args.size(); ++i) {

@@ -228,7 +228,9 @@ void Sweep::record(int64_t m, const char* placement, const std::vector<at::Tenso
           row.max_abs = s.max_abs_diff, row.max_ulp = s.max_ulp;
         }
       }
-      if (keep != nullptr) (*keep)[static_cast<size_t>(anchor)][i] = {slice, row.digest};
+      // A copy: the slice is a view of what the model returned, which may be its own buffer that
+      // the next call writes again (the reference's statistics then measured the latest call).
+      if (keep != nullptr) (*keep)[static_cast<size_t>(anchor)][i] = {slice.clone(), row.digest};
       cell.rows.push_back(std::move(row));
     }
   }
@@ -436,7 +438,7 @@ void check_dynamic_batch(const TrialSpec& spec, const targets::Target& target, c
 // The preflight's one call (Target::check) runs the inputs load() reads, the whole --input: a 4,096-row
 // input with --budget 8 asked for 4,096 rows at once (16 GB; on a GPU, out of memory). When the input
 // holds more rows than the largest batch the sweep makes, the target loads a copy cut to that many
-// rows instead (written into the trial's scratch folder), so that no call exceeds the budget.
+// rows instead (written into the trial's scratch folder), so that no call exceeds the largest batch asked for.
 void cut_input(TrialSpec& spec, const targets::Inputs& in, const BatchRows& rows, int64_t largest) {
   if (rows.count <= largest || spec.input_file.empty() || !in.kwargs.empty()) return;
   std::vector<c10::IValue> cut;
@@ -509,7 +511,10 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   seed_generators(spec.seed);
   const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
   const std::vector<int64_t> sizes = request.sizes.empty() ? auto_sizes(request.budget) : request.sizes;
-  const int64_t largest = std::max(request.budget, sizes.empty() ? 1 : sizes.back());
+  // The largest batch asked for: --sizes' largest, or with auto the largest size of --budget's. No call
+  // exceeds it, the first check's included (--sizes 1,2 once made it call the model on --budget's rows:
+  // 4 GB for a model of 4 MB per row; an archive exported for batches up to 64 refused --sizes 1,2,3).
+  const int64_t largest = sizes.empty() ? 1 : *std::max_element(sizes.begin(), sizes.end());
   // The rows first (their counts, --rows), then the archive's batch, then one call of at most the
   // largest batch's rows (cut_input).
   const targets::Inputs inputs = targets::load_inputs(spec, device);

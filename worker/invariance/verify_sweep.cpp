@@ -130,12 +130,24 @@ RowComparison VerifySweep::compare(int anchor, size_t output, const Token& want,
 void VerifySweep::prefix(int anchor, int64_t tokens) {
   const auto a = static_cast<size_t>(anchor);
   if (decode_.size() <= a) decode_.resize(a + 1), block_.resize(a + 1), again_.resize(a + 1), steady_.resize(a + 1);
-  const std::vector<at::Tensor> out = call(anchor, tokens), second = call(anchor, tokens);
-  decode_[a].push_back(tokens_at(out, tokens - 1));
+  // The first call's tokens are copies, taken before the second call: a token is a view of what the
+  // model returned, which may be its own buffer that the next call writes again.
+  std::vector<std::vector<Token>> first;
+  {
+    const std::vector<at::Tensor> out = call(anchor, tokens);
+    for (int64_t p = first_; p < tokens; ++p) {
+      first.push_back(tokens_at(out, p));
+      for (Token& t : first.back())
+        if (t.t.defined()) t.t = t.t.clone();
+    }
+  }
+  const std::vector<at::Tensor> second = call(anchor, tokens);
+  decode_[a].push_back(first.back());
   auto& block = block_[a][tokens];
   auto& again = again_[a][tokens];
   for (int64_t p = first_; p < tokens; ++p) {
-    const std::vector<Token> got = tokens_at(out, p), repeat = tokens_at(second, p);
+    const std::vector<Token>& got = first[static_cast<size_t>(p - first_)];
+    const std::vector<Token> repeat = tokens_at(second, p);
     const std::vector<Token>& want = decode_[a][static_cast<size_t>(p - first_)];
     block.emplace_back(), again.emplace_back();
     for (size_t i = 0; i < names_.size(); ++i) {

@@ -47,9 +47,7 @@
 #include "worker/lint/lint_graph.h"
 
 #include "audit/common/errors.h"
-#include "audit/common/json_document.h"
 #include "audit/common/paths.h"
-#include "audit/common/zip_check.h"
 #include "audit/trial/trials.h"
 #include "worker/lint/gemm_rows.h"
 #include "worker/runtime/export_graph.h"
@@ -720,34 +718,17 @@ std::map<std::string, lint::SymbolInfo> input_symbols(const nlohmann::json& mode
   return out;
 }
 
-// lint of a torch.export archive: the graph in its models/model.json, node by node.
-LintResult lint_export(const std::string& path, const Device& device, const KnowledgeBase& kb,
+// lint of a torch.export archive: the graph in its models/model.json (`model`, as the one check of
+// the archive read and checked it: every node is one the interpreter runs), node by node.
+LintResult lint_export(const nlohmann::json& model, const Device& device, const KnowledgeBase& kb,
                        const std::string& mode) {
   LintResult r;
-  nlohmann::json model;
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    const auto [data, size] = reader.getRecord("models/model.json");
-    model = parse_json_document<nlohmann::json>(std::string(static_cast<const char*>(data.get()), size),
-                                                fmt::format("model '{}': models/model.json", path));
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError(
-        fmt::format("model '{}' is a torch.export archive that cannot be read: {}", path, first_line(e.what())));
-  }
-  if (!model.is_object() || !model.contains("graph_module") || !model["graph_module"].is_object() ||
-      !model["graph_module"].contains("graph") || !model["graph_module"]["graph"].contains("nodes") ||
-      !model["graph_module"]["graph"]["nodes"].is_array())
-    throw InputError(fmt::format("model '{}': its models/model.json has no graph_module.graph.nodes", path));
-  if (const std::string schema = export_schema_problem(model); !schema.empty())
-    throw InputError(fmt::format("model '{}' {}", path, schema));
   Scanner scanner(kb, device, mode == "train");
   r.methods = {"forward"};
-  const nlohmann::json& graph = model["graph_module"]["graph"];
+  const nlohmann::json& graph = model.at("graph_module").at("graph");
   const nlohmann::json tensor_values = graph.contains("tensor_values") ? graph["tensor_values"] : nlohmann::json();
   const std::map<std::string, lint::SymbolInfo> symbols = input_symbols(model, tensor_values);
-  for (const auto& node : graph["nodes"]) {
+  for (const auto& node : graph.at("nodes")) {
     if (!node.is_object() || !node.contains("target") || !node["target"].is_string()) continue;
     std::string target = node["target"].get<std::string>();
     // "torch.ops.aten.index_add.default" -> "aten::index_add", overload "default" -> "".
@@ -799,8 +780,8 @@ LintResult lint_export(const std::string& path, const Device& device, const Know
 }  // namespace
 
 LintResult lint_model(const std::string& model, const Device& device, const KnowledgeBase& kb,
-                      const std::vector<std::string>& libraries, const std::string& mode, bool strict,
-                      BatchVariant batch) {
+                      const ExportCheck& check_export, const std::vector<std::string>& libraries,
+                      const std::string& mode, bool strict, BatchVariant batch) {
   LintResult r;
   r.mode = mode;
   r.strict = strict;
@@ -813,8 +794,6 @@ LintResult lint_model(const std::string& model, const Device& device, const Know
 
   open_libraries(libraries);
   check_readable(model, "model");
-  // An archive's entry names and sizes, before any record is read (audit/common/zip_check.h).
-  if (looks_like_zip(model)) (void)checked_zip_entries(model, fmt::format("model '{}'", model));
   const std::string kind = pt2_kind(model);
   if (kind == "aoti")
     throw InputError(
@@ -822,7 +801,7 @@ LintResult lint_model(const std::string& model, const Device& device, const Know
                     "torch.export archive it was compiled from (torch.export.save(ep, \"model.pt2\"))",
                     model));
   if (kind == "export") {
-    const LintResult graph = lint_export(model, device, kb, mode);
+    const LintResult graph = lint_export(check_export(model), device, kb, mode);
     r.methods = graph.methods;
     r.findings = graph.findings;
     r.notes = graph.notes;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "worker/runtime/child_support.h"
 
+#include "audit/common/errors.h"
 #include "worker/digest/digest.h"
 #include "worker/runtime/library_error.h"
 
@@ -11,6 +12,7 @@
 #include <torch/csrc/jit/codegen/fuser/interface.h>
 #include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/csrc/jit/runtime/jit_exception.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -39,6 +41,12 @@ double ms_since_spawn() {
 }
 
 std::string error_text(const std::exception& e) {
+  // What a TorchScript model raised: its class and its message, whole (a message of several lines, whose
+  // last line alone once stood in the tool's error line as if the tool had said it; its line breaks are
+  // escaped where it is printed), cut as a quoted value is.
+  if (const auto* raised = dynamic_cast<const torch::jit::JITException*>(&e); raised && raised->getOriginalMsg())
+    return excerpt(fmt::format("{}: {}", raised->getPythonClassName().value_or("Exception"), *raised->getOriginalMsg()),
+                   kMaxRaised);
   const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
   std::string text = c10_error ? c10_error->what_without_backtrace() : e.what();
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
@@ -137,7 +145,11 @@ void Recorder::add(const std::string& name, const at::Tensor& t) {
   const auto ref = reference_.find(name);
   if (dump_ && (ref == reference_.end() || ref->second != tensors_.back().digest)) {
     names_.push_back(name);
-    values_.push_back(t.detach().to(at::kCPU).contiguous());
+    // A copy, never the tensor itself: on the CPU, .to(kCPU) and .contiguous() give back the live
+    // tensor, a parameter or buffer that the next optimizer step or forward changes in place, so
+    // a dump held the last step's values under every step's name (issue 51).
+    values_.push_back(t.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true,
+                                    at::MemoryFormat::Contiguous));
   }
 }
 

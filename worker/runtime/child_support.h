@@ -31,8 +31,11 @@ double now_ms();
 // Milliseconds since the parent spawned this process (REPRO_AUDIT_SPAWN_NS), 0 when unknown.
 double ms_since_spawn();
 
-// The line of an exception worth showing: c10 errors without backtrace; for TorchScript
+// The line of an exception worth showing: c10 errors without backtrace; for an exception a
+// TorchScript model raised, its class and whole message ("builtins.RuntimeError: ..."), cut to
+// kMaxRaised bytes (its line breaks are escaped where it is printed); for other TorchScript
 // interpreter errors, the final "RuntimeError: ..." line.
+inline constexpr size_t kMaxRaised = 900;  // inside a line of at most kMaxMessage (audit/common/errors.h)
 std::string error_text(const std::exception& e);
 bool is_determinism_alert(const std::string& message);
 
@@ -56,8 +59,9 @@ void synchronize(const c10::Device& device);
 // Digests tensors in the order they are added, and optionally keeps CPU copies for a dump.
 class Recorder {
  public:
-  // With `dump`, keeps a host copy of each tensor for write_dump; with `reference` digests too
-  // (TrialSpec::dump_only_differing), only of tensors whose digest differs from theirs.
+  // With `dump`, keeps a host copy of each tensor (its values when added) for write_dump; with
+  // `reference` digests too (TrialSpec::dump_only_differing), only of tensors whose digest differs
+  // from theirs.
   explicit Recorder(bool dump, std::map<std::string, std::string> reference = {})
       : dump_(dump), reference_(std::move(reference)) {}
   // A recorder that keeps nothing: for timed runs.

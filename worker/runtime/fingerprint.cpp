@@ -2,6 +2,7 @@
 #include "worker/runtime/fingerprint.h"
 
 #include "audit/common/paths.h"
+#include "audit/common/torch_release.h"
 #include "audit/trial/config.h"
 #include "worker/runtime/switches.h"
 
@@ -126,6 +127,9 @@ nlohmann::ordered_json environment_fingerprint() {
                   {"git_version", torch_git_version()},
                   {"library_dir", torch_library_dir()},
                   {"cuda_compiled", at::detail::getCUDAHooks().versionCUDART() > 0}};
+  // A release newer than the newest tested: one line, which `env` prints and every report shows.
+  if (const std::string untested = untested_torch_line(TORCH_VERSION, self_executable()); !untested.empty())
+    env["torch"]["untested"] = untested;
   env["cuda"] = cuda_fingerprint();
   // <site-packages>/torch/lib/libtorch_cpu.so: the wheels are <site-packages>/nvidia_*.dist-info.
   if (const std::string lib = torch_library_dir(); !lib.empty())

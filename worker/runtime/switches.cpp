@@ -12,7 +12,7 @@
 namespace ra {
 namespace {
 
-const char* onoff(bool b) { return b ? "on" : "off"; }
+std::string onoff(bool b) { return b ? "on" : "off"; }
 
 std::string env_or_unset(const char* name) {
   const char* v = std::getenv(name);
@@ -65,69 +65,71 @@ std::string reduction_state(at::CuBLASReductionOption option) {
   return "?";
 }
 
-std::string effective(const std::string& key) {
-  auto& ctx = at::globalContext();
-  if (key == "cudnn.benchmark") return onoff(ctx.benchmarkCuDNN());
-  if (key == "cudnn.deterministic") return onoff(ctx.deterministicCuDNN());
-  if (key == "cudnn.enabled") return onoff(ctx.userEnabledCuDNN());
-  if (key == "deterministic")
-    return !ctx.deterministicAlgorithms() ? "off" : (ctx.deterministicAlgorithmsWarnOnly() ? "warn" : "on");
-  if (key == "fill_uninitialized_memory") return onoff(ctx.deterministicFillUninitializedMemory());
-  if (key == "cublas_workspace") return env_or_unset("CUBLAS_WORKSPACE_CONFIG");
-  if (key == "tf32.cublas") return tf32_cublas();
-  if (key == "tf32.cudnn") return tf32_state(tf32(at::Float32Op::CONV) && tf32(at::Float32Op::RNN), false);
-  if (key == "threads") return std::to_string(at::get_num_threads());
-  if (key == "sdpa.cudnn") return onoff(ctx.userEnabledCuDNNSDP());
-  if (key == "sdpa.flash") return onoff(ctx.userEnabledFlashSDP());
-  if (key == "sdpa.mem_efficient") return onoff(ctx.userEnabledMemEfficientSDP());
-  if (key == "cublas.fp16_reduction") return reduction_state(ctx.allowFP16ReductionCuBLAS());
-  if (key == "cublas.bf16_reduction") return reduction_state(ctx.allowBF16ReductionCuBLAS());
-  if (key == "mkl_cbwr") {
-    // MKL reads MKL_CBWR when it initialises; without MKL the variable has no effect.
-    const std::string v = env_or_unset("MKL_CBWR");
-    return (v != "unset" && !at::hasMKL()) ? "no effect (torch built without MKL)" : v;
-  }
-  return "?";
+// MKL reads MKL_CBWR when it initialises; without MKL the variable has no effect.
+std::string mkl_cbwr_state() {
+  const std::string v = env_or_unset("MKL_CBWR");
+  return (v != "unset" && !at::hasMKL()) ? "no effect (torch built without MKL)" : v;
+}
+
+// TF32 through the legacy setters, which set the new per-op precision too: setting only the new one
+// leaves the two disagreeing, and every float32 GEMM then throws under TunableOp.
+void set_tf32_cudnn(at::Context& ctx, bool on) {
+  ctx.setAllowTF32CuDNN(on);
+  for (auto op : {at::Float32Op::CONV, at::Float32Op::RNN})
+    ctx.setFloat32Precision(at::Float32Backend::CUDA, op, on ? at::Float32Precision::TF32 : at::Float32Precision::IEEE);
+}
+
+// The torch half of a row of switch_table (audit/trial/config.h), by its key: how the worker sets
+// it (null for an environment switch, which the parent set before exec) and reads it back. Every
+// in-process row (Applied::Context) has one; tests/unit/test_audit_switches.cpp checks each value.
+struct TorchSwitch {
+  const char* key;
+  void (*set)(at::Context& ctx, const std::string& value);
+  std::string (*get)(at::Context& ctx);
+};
+
+using Ctx = at::Context;
+using Value = const std::string&;
+
+// clang-format off
+const TorchSwitch kTorchSwitches[] = {
+    {"cudnn.benchmark",           [](Ctx& c, Value v) { c.setBenchmarkCuDNN(v == "on"); },                          [](Ctx& c) { return onoff(c.benchmarkCuDNN()); }},
+    {"cudnn.deterministic",       [](Ctx& c, Value v) { c.setDeterministicCuDNN(v == "on"); },                      [](Ctx& c) { return onoff(c.deterministicCuDNN()); }},
+    {"cudnn.enabled",             [](Ctx& c, Value v) { c.setUserEnabledCuDNN(v == "on"); },                        [](Ctx& c) { return onoff(c.userEnabledCuDNN()); }},
+    {"deterministic",             [](Ctx& c, Value v) { c.setDeterministicAlgorithms(v != "off", v == "warn"); },  [](Ctx& c) -> std::string { return !c.deterministicAlgorithms() ? "off" : c.deterministicAlgorithmsWarnOnly() ? "warn" : "on"; }},
+    {"fill_uninitialized_memory", [](Ctx& c, Value v) { c.setDeterministicFillUninitializedMemory(v == "on"); },    [](Ctx& c) { return onoff(c.deterministicFillUninitializedMemory()); }},
+    {"tf32.cublas",               [](Ctx& c, Value v) { c.setAllowTF32CuBLAS(v == "on"); },                         [](Ctx&) { return tf32_cublas(); }},
+    {"tf32.cudnn",                [](Ctx& c, Value v) { set_tf32_cudnn(c, v == "on"); },                            [](Ctx&) { return tf32_state(tf32(at::Float32Op::CONV) && tf32(at::Float32Op::RNN), false); }},
+    {"threads",                   [](Ctx&, Value v) { at::set_num_threads(std::stoi(v)); },                         [](Ctx&) { return std::to_string(at::get_num_threads()); }},
+    {"mkl_cbwr",                  nullptr,                                                                          [](Ctx&) { return mkl_cbwr_state(); }},
+    {"sdpa.cudnn",                [](Ctx& c, Value v) { c.setSDPUseCuDNN(v == "on"); },                             [](Ctx& c) { return onoff(c.userEnabledCuDNNSDP()); }},
+    {"sdpa.flash",                [](Ctx& c, Value v) { c.setSDPUseFlash(v == "on"); },                             [](Ctx& c) { return onoff(c.userEnabledFlashSDP()); }},
+    {"sdpa.mem_efficient",        [](Ctx& c, Value v) { c.setSDPUseMemEfficient(v == "on"); },                      [](Ctx& c) { return onoff(c.userEnabledMemEfficientSDP()); }},
+    {"cublas.fp16_reduction",     [](Ctx& c, Value v) { c.setAllowFP16ReductionCuBLAS(v == "on"); },                [](Ctx& c) { return reduction_state(c.allowFP16ReductionCuBLAS()); }},
+    {"cublas.bf16_reduction",     [](Ctx& c, Value v) { c.setAllowBF16ReductionCuBLAS(v == "on"); },                [](Ctx& c) { return reduction_state(c.allowBF16ReductionCuBLAS()); }},
+};
+// clang-format on
+static_assert(std::size(kTorchSwitches) == 14, "the in-process rows of switch_table, and mkl_cbwr's read-back");
+
+const TorchSwitch* torch_switch(const std::string& key) {
+  for (const auto& t : kTorchSwitches)
+    if (key == t.key) return &t;
+  return nullptr;
+}
+
+// The value in effect now: torch's own, or the environment's for a switch the parent set there.
+std::string effective(const SwitchInfo& s) {
+  if (const TorchSwitch* t = torch_switch(s.key)) return t->get(at::globalContext());
+  return s.env_var.empty() ? "?" : env_or_unset(s.env_var.c_str());
 }
 
 }  // namespace
 
 void apply_switches(const Config& config) {
-  auto& ctx = at::globalContext();
   for (const auto& [key, value] : config.values) {
-    const bool on = value == "on";
-    if (key == "cudnn.benchmark")
-      ctx.setBenchmarkCuDNN(on);
-    else if (key == "cudnn.deterministic")
-      ctx.setDeterministicCuDNN(on);
-    else if (key == "cudnn.enabled")
-      ctx.setUserEnabledCuDNN(on);
-    else if (key == "deterministic")
-      ctx.setDeterministicAlgorithms(value != "off", value == "warn");
-    else if (key == "fill_uninitialized_memory")
-      ctx.setDeterministicFillUninitializedMemory(on);
-    // TF32 through the legacy setters, which set the new per-op precision too: setting only the
-    // new one leaves the two disagreeing, and every float32 GEMM then throws under TunableOp.
-    else if (key == "tf32.cublas")
-      ctx.setAllowTF32CuBLAS(on);
-    else if (key == "tf32.cudnn") {
-      ctx.setAllowTF32CuDNN(on);
-      for (auto op : {at::Float32Op::CONV, at::Float32Op::RNN})
-        ctx.setFloat32Precision(at::Float32Backend::CUDA, op,
-                                on ? at::Float32Precision::TF32 : at::Float32Precision::IEEE);
-    } else if (key == "threads")
-      at::set_num_threads(std::stoi(value));
-    else if (key == "sdpa.cudnn")
-      ctx.setSDPUseCuDNN(on);
-    else if (key == "sdpa.flash")
-      ctx.setSDPUseFlash(on);
-    else if (key == "sdpa.mem_efficient")
-      ctx.setSDPUseMemEfficient(on);
-    else if (key == "cublas.fp16_reduction")
-      ctx.setAllowFP16ReductionCuBLAS(on);
-    else if (key == "cublas.bf16_reduction")
-      ctx.setAllowBF16ReductionCuBLAS(on);
-    // cublas_workspace and mkl_cbwr are environment switches, set by the parent before exec.
+    const SwitchInfo* s = find_switch(key);
+    if (s == nullptr || s->applied != Applied::Context) continue;  // the environment's were set before exec
+    if (const TorchSwitch* t = torch_switch(key); t != nullptr && t->set != nullptr) t->set(at::globalContext(), value);
   }
 }
 
@@ -136,7 +138,7 @@ std::vector<report::SwitchValue> read_switches(const Config& config) {
   for (const auto& s : switch_table()) {
     if (s.exec_only) continue;
     const auto it = config.values.find(s.key);
-    out.push_back({s.key, it == config.values.end() ? "" : it->second, effective(s.key), ""});
+    out.push_back({s.key, it == config.values.end() ? "" : it->second, effective(s), ""});
   }
   return out;
 }

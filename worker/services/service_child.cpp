@@ -16,9 +16,9 @@
 #include "worker/child/probe_child.h"
 #include "worker/child/selftest_child.h"
 #include "worker/child/trial_child.h"
-#include "worker/digest/tensor_stats.h"
 #include "worker/services/service_table.h"
 #include "worker/tensor_io/artifact_read.h"
+#include "worker/tensor_io/kept_read.h"
 
 #include <CLI/CLI.hpp>
 
@@ -61,7 +61,8 @@ Action attach_stats(CLI::App& sub, const GlobalOptions&) {
       throw InputError(std::string("malformed statistics request: ") + e.what());
     }
     std::vector<StatsAnswer> answers;
-    for (const auto& r : requests) answers.push_back(dump_differences(r.dump_a, r.dump_b, r.names, r.tolerance));
+    for (const auto& r : requests)
+      answers.push_back(dump_differences({r.dump_a, r.declared_a}, {r.dump_b, r.declared_b}, r.names, r.tolerance));
     write_file_atomic(paths->second, stats_answers_to_json(answers).dump());
     return 0;
   };

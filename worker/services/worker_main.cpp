@@ -1,53 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // repro-audit-worker: the half of the tool that links LibTorch (see CMakeLists.txt). It loads
-// LibTorch's CUDA half only for work that asks for a CUDA device, before anything could ask torch
-// whether CUDA exists (worker/runtime/cuda_loader.h).
+// LibTorch's CUDA half only for the commands whose row of the command table asks for it
+// (worker/services/service_table.h: `env`, and work on a CUDA device or recording the fingerprint),
+// before anything could ask torch whether CUDA exists (worker/runtime/cuda_loader.h).
 #include "audit/cmdline/command_line.h"
-#include "audit/common/device.h"
 #include "audit/common/errors.h"
 #include "worker/runtime/cuda_loader.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/library_error.h"
 #include "worker/services/service_table.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
-
-namespace {
-
-// Whether this command needs LibTorch's CUDA half: `env` (it lists the GPUs), a `__selftest` on a
-// CUDA device, an `__invariance` whose request names a CUDA device or asks for the fingerprint, and
-// a `__child` whose spec names a CUDA device or is a preflight (the preflight
-// records the fingerprint).
-// REPRO_AUDIT_LOAD_CUDA=1 loads it for any command (repro-audit-bench compares both).
-bool needs_cuda(int argc, char** argv) {
-  if (ra::cuda_forced_by_environment()) return true;
-  int i = 1;
-  while (i < argc && argv[i][0] == '-') ++i;  // global flags: -v, -q
-  if (i >= argc) return false;
-  const std::string command = argv[i];
-  if (command == "env") return true;
-  if (command == "__selftest") return i + 1 < argc && ra::Device::of(argv[i + 1]).is_cuda();
-  if (command == "__invariance" && i + 1 < argc) {  // its request holds a trial spec
-    std::ifstream in(argv[i + 1]);
-    const auto request = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!request.is_object() || !request.contains("spec") || !request["spec"].is_object()) return false;
-    return request.value("fingerprint", false) ||
-           ra::Device::of(request["spec"].value("device", std::string())).is_cuda();
-  }
-  if (command != "__child" || i + 1 >= argc) return false;
-  std::ifstream in(argv[i + 1]);
-  const auto spec = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!spec.is_object()) return false;  // the command itself reports the malformed spec
-  return ra::Device::of(spec.value("device", std::string())).is_cuda() ||
-         spec.value("task", std::string()) == "preflight";
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   // Another torch's libraries (LD_LIBRARY_PATH, a replaced environment): one line, exit 3, before
@@ -56,7 +21,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "repro-audit: %s\n", mismatch.c_str());
     return static_cast<int>(ra::ExitCode::Input);
   }
-  if (needs_cuda(argc, argv)) ra::load_cuda();
+  if (ra::services::needs_cuda(argc, argv)) ra::load_cuda();  // as its row of the command table says
   const int code = ra::cmdline::run(argc, argv, ra::cmdline::Program{ra::services::commands(), ra::library_error_text});
   // Every file the command wrote is closed (they are written and renamed in scope), so what is
   // left is LibTorch's static teardown: deregistering thousands of operators, about a fifth of a

@@ -21,6 +21,7 @@
 #include <torch/csrc/inductor/aoti_runner/model_container_runner.h>
 #include <torch/csrc/inductor/aoti_runner/model_container_runner_cpu.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -210,6 +211,19 @@ class AotiTarget final : public Target {
                       "dtypes it was compiled for",
                       fmt::join(descriptions_, ", ")));
     }
+    // The release that compiled the package, where its metadata names it (torch writes none; the
+    // GUIDE's snippet adds "torch_version"). A package from another release loads and runs, both ways
+    // between 2.11 and 2.15 (its library calls torch through AOTInductor's C shim), with the outputs
+    // Python's aoti_load_package gives; but its fused kernels are that release's code, so an upgrade
+    // audit of the package tests only the ATen calls it makes.
+    const auto release = [](const std::string& v) { return v.substr(0, v.find('+')); };
+    if (const auto it = package_.find("torch_version");
+        it != package_.end() && release(it->second) != release(TORCH_VERSION))
+      return {
+          fmt::format("this AOTInductor package was compiled by torch {} and runs under torch {}: its fused "
+                      "kernels are {}'s code and only the ATen calls it makes are {}'s (compile it again under {} "
+                      "to audit that release's compiler)",
+                      excerpt(it->second), TORCH_VERSION, excerpt(release(it->second)), TORCH_VERSION, TORCH_VERSION)};
     return {};
   }
 

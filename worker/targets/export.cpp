@@ -80,7 +80,11 @@ class ExportTarget final : public Target {
           "usage");
     if (!device.is_cpu() && runtime_ == "nativert")
       throw TrialInputError("NativeRT runs torch.export archives on the CPU only: use --device cpu", "usage");
-    ExportArchive archive = read_export_archive(spec.model);  // checked before anything runs
+    // Checked before anything runs, as `lint` checks it (export_program.h). Under NativeRT the
+    // program is not built: NativeRT's own loader reads the graph.
+    CheckedExport checked = runtime_ == "interpreter" ? open_export_archive(spec.model, device)
+                                                      : CheckedExport{read_export_archive(spec.model), nullptr};
+    ExportArchive& archive = checked.archive;
     names_ = std::move(archive.input_names);
     nodes_ = std::move(archive.nodes);
     graph_digest_ = std::move(archive.graph_digest);
@@ -88,14 +92,7 @@ class ExportTarget final : public Target {
     identity_ = {weights_identity(weights_), graph_digest_};
     const std::vector<InputHint> hints = input_hints(archive.model);  // --shape's dtypes and token ranges
     if (runtime_ == "interpreter") {
-      try {
-        program_ = std::make_unique<ExportProgram>(archive.model, weights_, spec.model, device);
-      } catch (const TrialInputError&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw TrialInputError(
-            fmt::format("model '{}' is a torch.export archive that cannot be read: {}", spec.model, error_text(e)));
-      }
+      program_ = std::move(checked.program);
       // The weights as the program holds them (on the device, requiring grad as exported), so that
       // what is recorded is what runs, and a mutated buffer is seen.
       std::unordered_map<std::string, at::Tensor> held;
@@ -104,8 +101,8 @@ class ExportTarget final : public Target {
         if (const auto it = held.find(n); it != held.end()) t = it->second;
       if (spec.mode == "train" && program_->inference_only())
         throw TrialInputError(
-            "--mode train: the exported program has no parameter that requires grad (it was exported for inference, "
-            "e.g. under torch.no_grad()): export it from a model whose parameters require grad",
+            "--mode train: the exported program has no parameter that requires grad (its parameters were frozen, "
+            "requires_grad_(False), when it was exported): export it from a model whose parameters require grad",
             "usage");
     }
 #ifdef RA_HAVE_NATIVERT
@@ -155,8 +152,9 @@ class ExportTarget final : public Target {
   std::map<std::string, std::string> package() const override { return {{"runtime", runtime_}}; }
 
   std::vector<std::string> check() override {
+    c10::IValue out;
     try {
-      (void)forward(inputs_.args);
+      out = forward(inputs_.args);
     } catch (const TrialInputError& e) {
       throw TrialInputError(fmt::format("the exported program rejects the inputs ({}): {}",
                                         fmt::join(inputs_.descriptions, ", "), e.what()));
@@ -164,6 +162,7 @@ class ExportTarget final : public Target {
       throw TrialInputError(fmt::format("the exported program rejects the inputs ({}): {}",
                                         fmt::join(inputs_.descriptions, ", "), error_text(e)));
     }
+    check_output(out);
     if (spec_.mode == "train") (void)train_loss(forward(inputs_.args));
     return {};
   }

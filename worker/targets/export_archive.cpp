@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 
 namespace ra::targets {
@@ -82,7 +83,7 @@ struct WeightBudget {
 // every element it reaches lies inside the record.
 at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std::string& folder,
                        const std::string& name, const nlohmann::json& entry, const std::string& path,
-                       WeightBudget& budget) {
+                       WeightBudget& budget, WeightData data_mode) {
   const std::string what = fmt::format("model '{}': {} '{}'", path, folder, excerpt(name));
   const auto& meta = entry.at("tensor_meta");
   const auto dtype = export_dtype(meta.at("dtype").get<int>());
@@ -101,7 +102,8 @@ at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std
   const std::string record = fmt::format("data/{}/{}", folder, entry.at("path_name").get<std::string>());
   if (!reader.hasRecord(record))
     throw TrialInputError(fmt::format("{}: the archive has no record {}", what, excerpt(record)));
-  auto [data, bytes] = reader.getRecord(record);
+  // The size the archive declares (audit/common/zip_check.h checked it against what is stored).
+  const size_t bytes = reader.getRecordSize(record);
   // The last element it reaches: offset + sum((size - 1) * stride), each term checked.
   const int64_t item = static_cast<int64_t>(c10::elementSize(*dtype));
   bool empty = false;
@@ -118,22 +120,30 @@ at::Tensor read_tensor(caffe2::serialize::PyTorchStreamReader& reader, const std
   int64_t need = 0, out_bytes = 0;
   if (bad || __builtin_mul_overflow(last + 1, item, &need) || (!empty && static_cast<uint64_t>(need) > bytes))
     throw TrialInputError(fmt::format("{} reaches past its record ({} bytes)", what, bytes));
-  if (empty) return at::empty(sizes, at::TensorOptions().dtype(*dtype));
+  const auto options = at::TensorOptions().dtype(*dtype);
+  const auto held = data_mode == WeightData::Read ? options : options.device(at::kMeta);
+  if (empty) return at::empty(sizes, held);
   if (__builtin_mul_overflow(numel, item, &out_bytes) || static_cast<uint64_t>(out_bytes) > budget.left)
     throw TrialInputError(
         fmt::format("{} would take {} bytes once read, more than is left of the archive's budget ({} "
                     "times its size plus {} MiB, for all its weights together)",
                     what, out_bytes, kMaxZipRatio, kZipExpansionSlack >> 20));
   budget.left -= static_cast<uint64_t>(out_bytes);
-  const at::Tensor view =
-      at::from_blob(static_cast<char*>(data.get()) + offset * item, sizes, strides, at::TensorOptions().dtype(*dtype));
+  if (data_mode == WeightData::Declared) return at::empty(sizes, held);
+  const at::DataPtr data = std::get<0>(reader.getRecord(record));  // `bytes` of them
+  const at::Tensor view = at::from_blob(static_cast<char*>(data.get()) + offset * item, sizes, strides, options);
   return view.clone();
 }
 
-// Parameters, buffers and constants in the archive, in its config's order.
+// Parameters, buffers and constants in the archive, in its config's order. Entries that name the same
+// record with the same dtype, sizes, strides and offset are one tensor, as torch.export.load makes them
+// (a GPT-2's tied transformer.wte.weight and lm_head.weight): what a training step does to one, the
+// other shows. (Other views of one record are read as copies.)
 std::vector<std::pair<std::string, at::Tensor>> read_weights(caffe2::serialize::PyTorchStreamReader& reader,
-                                                             const std::string& path, uint64_t file_size) {
+                                                             const std::string& path, uint64_t file_size,
+                                                             WeightData data_mode) {
   std::vector<std::pair<std::string, at::Tensor>> out;
+  std::map<std::string, at::Tensor> read;  // by record and view
   WeightBudget budget{file_size * kMaxZipRatio + kZipExpansionSlack};
   for (const std::string folder : {"weights", "constants"}) {
     const std::string config = fmt::format("data/{}/model_{}_config.json", folder, folder);
@@ -148,7 +158,15 @@ std::vector<std::pair<std::string, at::Tensor>> read_weights(caffe2::serialize::
                         "this version does not read",
                         path, folder, excerpt(name)));
       const std::string kind = folder == "constants" ? "constant" : entry.value("is_param", false) ? "param" : "buffer";
-      out.emplace_back(kind + "/" + name, read_tensor(reader, folder, name, entry, path, budget));
+      const auto& meta = entry.value("tensor_meta", nlohmann::json::object());
+      const std::string view = fmt::format(
+          "{}/{}|{}|{}|{}|{}", folder, entry.value("path_name", nlohmann::json()).dump(),
+          meta.value("dtype", nlohmann::json()).dump(), meta.value("sizes", nlohmann::json()).dump(),
+          meta.value("strides", nlohmann::json()).dump(), meta.value("storage_offset", nlohmann::json()).dump());
+      auto it = read.find(view);
+      if (it == read.end())
+        it = read.emplace(view, read_tensor(reader, folder, name, entry, path, budget, data_mode)).first;
+      out.emplace_back(kind + "/" + name, it->second);
     }
   }
   return out;
@@ -187,12 +205,29 @@ bool torch_file(const std::string& file) {
   return file.find("/torch/") != std::string::npos || file.find("site-packages") != std::string::npos;
 }
 
+// A node's metadata holds strings (the schema's Node.metadata is a dict of str to str; torch.export.load
+// splits nn_module_stack and torch_fn as such, and the reports read stack_trace): anything else is refused
+// in one line naming the node, before `run` or `lint` reads it.
+void check_metadata(const nlohmann::json& node, size_t index, const std::string& path) {
+  if (!node.is_object() || !node.contains("metadata") || !node["metadata"].is_object()) return;
+  for (const auto& [key, value] : node["metadata"].items())
+    if (!value.is_string()) {
+      const std::string name =
+          node.contains("name") && node["name"].is_string() ? node["name"].get<std::string>() : std::to_string(index);
+      const std::string target =
+          node.contains("target") && node["target"].is_string() ? node["target"].get<std::string>() : "";
+      throw TrialInputError(fmt::format("model '{}': node {} ({}): its metadata '{}' is {}, not a string", path,
+                                        excerpt(name), excerpt(target), excerpt(key), value.type_name()));
+    }
+}
+
 // The graph's ATen nodes in order, with their metadata.
-std::vector<GraphNode> graph_nodes(const nlohmann::json& j) {
+std::vector<GraphNode> graph_nodes(const nlohmann::json& j, const std::string& path) {
   std::vector<GraphNode> out;
   size_t index = 0;
   for (const auto& node : j.at("graph_module").at("graph").at("nodes")) {
     const size_t at_index = index++;
+    check_metadata(node, at_index, path);
     const std::string target = node.value("target", std::string());
     if (target.rfind("torch.ops.", 0) != 0) continue;
     const std::string rest = target.substr(10);
@@ -221,7 +256,7 @@ std::vector<GraphNode> graph_nodes(const nlohmann::json& j) {
 
 }  // namespace
 
-ExportArchive read_export_archive(const std::string& path) {
+ExportArchive read_export_archive(const std::string& path, WeightData weight_data) {
   const std::string what = fmt::format("model '{}'", path);
   try {
     (void)checked_zip_entries(path, what);
@@ -235,9 +270,9 @@ ExportArchive read_export_archive(const std::string& path) {
     ExportArchive a;
     a.input_names = user_input_names(graph);
     a.input_sizes = user_input_sizes(graph);
-    a.nodes = graph_nodes(graph);
+    a.nodes = graph_nodes(graph, path);
     a.graph_digest = text_digest(canonical_export_graph(graph));
-    a.weights = read_weights(reader, path, file_size);
+    a.weights = read_weights(reader, path, file_size, weight_data);
     a.model = std::move(graph);
     return a;
   } catch (const TrialInputError&) {

@@ -35,8 +35,16 @@ struct ExportArchive {
   nlohmann::json model;                                     // models/model.json, for the interpreter (export_program.h)
 };
 
+// What read_export_archive makes of the weights' records. Read (what `run` needs): each record's
+// elements copied out. Declared (what `lint` needs): the same checks of every record (present, its
+// declared size reached by no element beyond it, the archive's budget), and each weight a tensor of
+// its dtype and shape on the meta device, without reading its bytes: an archive whose data is that
+// of a large model is checked as fast as a small one. Either way the same archives are refused, with
+// the same line, but for a record whose compressed bytes are damaged, which only Read inflates.
+enum class WeightData { Read, Declared };
+
 // Reads the archive at `path` as above. Throws TrialInputError (one line, naming the file) for
 // anything wrong with it, whatever the reader underneath threw.
-ExportArchive read_export_archive(const std::string& path);
+ExportArchive read_export_archive(const std::string& path, WeightData data = WeightData::Read);
 
 }  // namespace ra::targets

@@ -432,6 +432,46 @@ void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::s
   }
 }
 
+// The name of the value an argument of the serialized program refers to ({"as_tensor": {"name": N}},
+// a symbolic value {"as_sym_int": {"as_name": N}}, or a spec's bare {"name": N}); "" for a constant.
+std::string value_name(const json& arg) {
+  if (arg.is_object() && arg.contains("name") && arg["name"].is_string()) return arg["name"].get<std::string>();
+  const std::string key = union_key(arg);
+  const json& v = key.empty() ? arg : arg[key];
+  if (key == "as_tensor" && v.is_object() && v.contains("name") && v["name"].is_string())
+    return v["name"].get<std::string>();
+  if ((key == "as_sym_int" || key == "as_sym_float" || key == "as_sym_bool") && union_key(v) == "as_name" &&
+      v["as_name"].is_string())
+    return v["as_name"].get<std::string>();
+  return "";
+}
+
+// The graph's own outputs (graph.outputs), which the program does not read (it returns what the
+// signature names), checked as torch.export.load checks them: one per output spec, in order, each
+// the value its spec names, and that value defined. Python raises KeyError on an output that no
+// node defines; without this check such an archive ran, and the audit answered for a program that
+// Python cannot load.
+void check_graph_outputs(Builder& b, const json& graph, const json& output_specs) {
+  b.where = "the graph's outputs";
+  if (!graph.contains("outputs")) b.fail("are missing (graph.outputs)");
+  const json& outs = graph["outputs"];
+  if (!outs.is_array() || outs.size() != output_specs.size())
+    b.fail(fmt::format("are {}, but the signature has {} output specs",
+                       outs.is_array() ? std::to_string(outs.size()) : std::string("not a list"), output_specs.size()));
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const std::string name = value_name(outs[k]);
+    if (!name.empty() && !b.slots.count(name))
+      b.fail(fmt::format("output {} is value '{}', which no input or node defines", k + 1, excerpt(name)));
+    const json& spec = output_specs[k];
+    const std::string key = union_key(spec);
+    const std::string want = key.empty() || !spec[key].is_object() ? "" : value_name(spec[key].value("arg", json()));
+    if (name != want)
+      b.fail(fmt::format("output {} is {}, but the signature's output {} is {}", k + 1,
+                         name.empty() ? "a constant" : fmt::format("value '{}'", excerpt(name)), k + 1,
+                         want.empty() ? "a constant" : fmt::format("value '{}'", excerpt(want))));
+  }
+}
+
 }  // namespace
 
 ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std::string, at::Tensor>>& weights,
@@ -457,6 +497,7 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
   // Inputs: the signature's specs, in the graph's placeholder order.
   std::unordered_map<std::string, at::Tensor> by_name;
   for (const auto& [n, t] : weights) by_name.emplace(n, t);
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> on_device;  // each archive tensor, moved once
   const auto& specs = signature.at("input_specs");
   b.where = "the signature";
   for (const auto& spec : specs) {
@@ -531,7 +572,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
                              fmt::join(t.sizes(), ", "), fmt::join(want, ", ")));
         grad = meta.value("requires_grad", false);
       }
-      at::Tensor v = t.to(device);
+      // One archive tensor under two names (tied weights) stays one storage on the device, as in Python.
+      auto moved = on_device.find(t.unsafeGetTensorImpl());
+      if (moved == on_device.end()) moved = on_device.emplace(t.unsafeGetTensorImpl(), t.to(device)).first;
+      at::Tensor v = moved->second;
       if (grad && at::isFloatingType(v.scalar_type())) v = v.detach().requires_grad_(true);
       const int slot = b.define(name);
       fixed_.emplace_back(slot, v);
@@ -688,6 +732,8 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
     }
   }
 
+  check_graph_outputs(b, graph, outs);
+
   // The output tree: its leaves' names.
   std::vector<std::string> leaf_names;
   bool keyed = false;
@@ -725,6 +771,12 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
 } catch (const std::exception& e) {  // a field missing or of the wrong JSON type
   throw TrialInputError(
       fmt::format("model '{}' is a torch.export archive whose program is malformed: {}", path, excerpt(error_text(e))));
+}
+
+CheckedExport open_export_archive(const std::string& path, const c10::Device& device, WeightData data) {
+  CheckedExport c{read_export_archive(path, data), nullptr};
+  c.program = std::make_unique<ExportProgram>(c.archive.model, c.archive.weights, path, device);
+  return c;
 }
 
 std::vector<size_t> ExportProgram::dispatched_nodes() const {

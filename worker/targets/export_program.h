@@ -15,6 +15,7 @@
 // call sees them, as the unlifted Python module does.
 #pragma once
 
+#include "worker/targets/export_archive.h"
 #include "worker/targets/inputs.h"
 
 #include <ATen/core/Tensor.h>
@@ -26,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -128,5 +130,17 @@ class ExportProgram {
   size_t slot_count_ = 0;
   bool inference_only_ = true;
 };
+
+// The one check of a torch.export archive: the archive at `path` read and checked (export_archive.h),
+// then its program built on `device` (every check above that needs no input). `run` opens its archives
+// here (then runs the program), and so does `lint` (then walks the graph; with WeightData::Declared on
+// the meta device: the same checks, the weights' bytes unread), so that the two commands refuse the
+// same archives with the same line. Throws TrialInputError, one line naming `path`.
+struct CheckedExport {
+  ExportArchive archive;
+  std::unique_ptr<ExportProgram> program;
+};
+CheckedExport open_export_archive(const std::string& path, const c10::Device& device,
+                                  WeightData data = WeightData::Read);
 
 }  // namespace ra::targets

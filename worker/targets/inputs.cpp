@@ -76,6 +76,18 @@ at::Tensor train_loss(const c10::IValue& out) {
   return loss;
 }
 
+void check_output(const c10::IValue& out) {
+  NamedTensors flat;
+  try {
+    flatten_tensors(out, "output", flat, "the model's output");
+  } catch (const InputError& e) {
+    throw TrialInputError(
+        fmt::format("{}: repro-audit compares the tensors a model returns; return a tensor, or a "
+                    "tuple, list or dict of tensors",
+                    e.what()));
+  }
+}
+
 void record_value(Recorder& rec, const std::string& name, const c10::IValue& v) {
   NamedTensors flat;
   collect_tensors(v, name, flat, "the model's output");

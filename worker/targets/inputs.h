@@ -50,6 +50,11 @@ void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors
 // a floating tensor.
 at::Tensor train_loss(const c10::IValue& out);
 
+// The preflight's check of a model's output: tensors only (in tuples, lists and dicts; None is
+// skipped). Anything else (an int, a string) is a property of the model, not a crash of a trial:
+// TrialInputError naming where it sits, so the audit exits 3 before any trial runs.
+void check_output(const c10::IValue& out);
+
 // Flattens a model's output into named tensors ("output", "output/0", ...) and records each.
 void record_value(Recorder& rec, const std::string& name, const c10::IValue& v);
 

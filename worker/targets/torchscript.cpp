@@ -223,6 +223,7 @@ class TorchScriptTarget final : public Target {
       throw TrialInputError(
           fmt::format("the model rejects the inputs ({}): {}", fmt::join(inputs_.descriptions, ", "), error_text(e)));
     }
+    check_output(out);
     if (spec_.mode == "train") {
       (void)train_loss(out);
       bool has_float_param = false;

@@ -2,6 +2,7 @@
 #include "worker/tensor_io/python_pickle.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/zip_check.h"
 #include "worker/runtime/child_support.h"
 
 #include <ATen/core/Tensor.h>
@@ -14,11 +15,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace ra {
 namespace {
@@ -38,6 +43,30 @@ class BytesAdapter final : public caffe2::serialize::ReadAdapterInterface {
 
  private:
   const std::string& bytes_;
+};
+
+// A file already open, read with pread: the caller decided how it was opened (without following a
+// symlink, for kept tensors), so nothing here opens it by name again.
+class FdAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  FdAdapter(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  size_t size() const override { return size_; }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= size_) return 0;
+    n = static_cast<size_t>(std::min<uint64_t>(n, size_ - pos));
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::pread(fd_, static_cast<char*>(buf) + got, n - got, static_cast<off_t>(pos + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;  // a file cut meanwhile reads short, which the archive reader reports
+      got += static_cast<size_t>(r);
+    }
+    return got;
+  }
+
+ private:
+  int fd_;
+  uint64_t size_;
 };
 
 // A value on the pickle machine's stack: an IValue leaf (None, bool, int, float, str, tensor), a
@@ -65,19 +94,19 @@ struct Node {
 };
 
 // The storage types torch.save names in persistent ids, by dtype.
+// A storage type as torch.save ("torch.FloatStorage") and LibTorch's pickle_save (which the trial
+// recorder writes dumps with: "torch." + the dtype's name + "Storage", "torch.Float8_e4m3fnStorage"
+// too) name it. Quantized and bit types are not read.
 std::optional<at::ScalarType> storage_dtype(const std::string& global) {
-  static const std::map<std::string, at::ScalarType> types = {{"torch.FloatStorage", at::kFloat},
-                                                              {"torch.DoubleStorage", at::kDouble},
-                                                              {"torch.HalfStorage", at::kHalf},
-                                                              {"torch.BFloat16Storage", at::kBFloat16},
-                                                              {"torch.LongStorage", at::kLong},
-                                                              {"torch.IntStorage", at::kInt},
-                                                              {"torch.ShortStorage", at::kShort},
-                                                              {"torch.CharStorage", at::kChar},
-                                                              {"torch.ByteStorage", at::kByte},
-                                                              {"torch.BoolStorage", at::kBool},
-                                                              {"torch.ComplexFloatStorage", at::kComplexFloat},
-                                                              {"torch.ComplexDoubleStorage", at::kComplexDouble}};
+  static const std::map<std::string, at::ScalarType> types = [] {
+    std::map<std::string, at::ScalarType> m;
+    for (int i = 0; i < static_cast<int>(at::ScalarType::NumOptions); ++i) {
+      const auto type = static_cast<at::ScalarType>(i);
+      if (type == at::ScalarType::Undefined || c10::isQIntType(type) || c10::isBitsType(type)) continue;
+      m.emplace(fmt::format("torch.{}Storage", c10::toString(type)), type);
+    }
+    return m;
+  }();
   const auto it = types.find(global);
   if (it == types.end()) return std::nullopt;
   return it->second;
@@ -111,8 +140,14 @@ std::string path_of(const Step* s) {
 class Machine {
  public:
   Machine(std::string where, caffe2::serialize::PyTorchStreamReader& archive, uint64_t file_size, const char* data,
-          size_t size)
-      : where_(std::move(where)), archive_(archive), file_size_(file_size), p_(data), end_(data + size) {}
+          size_t size, uint64_t storage_budget)
+      : where_(std::move(where)),
+        archive_(archive),
+        file_size_(file_size),
+        storage_budget_(storage_budget),
+        storage_left_(storage_budget),
+        p_(data),
+        end_(data + size) {}
 
   c10::IValue run() {
     for (;;) {
@@ -255,6 +290,10 @@ class Machine {
     if (size != nbytes)
       bad(fmt::format("storage record {} holds {} bytes, not the {} its {} elements need", record, size, nbytes,
                       *numel));
+    if (nbytes > storage_left_)
+      bad(fmt::format("storage {} claims {} bytes, more than the {} bytes its tensors are declared to hold in all",
+                      record, nbytes, storage_budget_));
+    storage_left_ -= nbytes;
     Obj s{Obj::Kind::Storage, {}, at::empty({*numel}, at::TensorOptions().dtype(*dtype)), 0};
     if (nbytes > 0) archive_.getRecord(record, s.storage.data_ptr(), nbytes);
     storages_.emplace(key, s);
@@ -573,6 +612,8 @@ class Machine {
   std::string where_;
   caffe2::serialize::PyTorchStreamReader& archive_;
   uint64_t file_size_;
+  uint64_t storage_budget_;  // PickleBudget::storage_bytes
+  uint64_t storage_left_;
   const char* p_;
   const char* end_;
   int64_t objects_ = 0;
@@ -586,7 +627,8 @@ class Machine {
   std::unordered_map<size_t, c10::IValue> converted_;
 };
 
-c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::ReadAdapterInterface> in) {
+c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::ReadAdapterInterface> in,
+                 const PickleBudget& budget) {
   const std::string where = fmt::format("file '{}'", path);
   const uint64_t file_size = in->size();
   char magic[4] = {};
@@ -599,17 +641,23 @@ c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::Rea
                       where));
     throw InputError(fmt::format("{} is not a torch.save file: it is not a zip archive", where));
   }
+  // The zip's directory first: LibTorch's reader inflates the `version` record as it opens the
+  // archive, to whatever size the entry declares (audit/common/zip_check.h).
+  const caffe2::serialize::ReadAdapterInterface& adapter = *in;
+  (void)stored_zip_entries(
+      [&adapter](uint64_t at, char* buf, size_t n) { return adapter.read(at, buf, n, "zip directory"); }, file_size,
+      where);
   try {
     caffe2::serialize::PyTorchStreamReader archive(std::move(in));
     // A zip entry says how big it is; a hostile one may claim far more than the file could hold
     // even compressed, so nothing is read that the file's own size cannot back.
     auto record = [&](const std::string& name, uint64_t at_most) {
       const size_t size = archive.getRecordSize(name);
-      if (size > at_most)
-        throw InputError(
-            fmt::format("{} is not a readable torch.save file: record {} claims {} bytes, more than the "
-                        "file's {}",
-                        where, name, size, file_size));
+      if (size > std::min(at_most, file_size))
+        throw InputError(fmt::format("{} is not a readable torch.save file: record {} claims {} bytes, more than {}",
+                                     where, name, size,
+                                     at_most < file_size ? fmt::format("the {} it is declared to need", at_most)
+                                                         : fmt::format("the file's {}", file_size)));
       return archive.getRecord(name);
     };
     if (archive.hasRecord("byteorder")) {
@@ -619,8 +667,8 @@ c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::Rea
     }
     if (!archive.hasRecord("data.pkl"))
       throw InputError(fmt::format("{} is not a torch.save file: it has no data.pkl", where));
-    auto [pickle, size] = record("data.pkl", file_size);
-    return Machine(where, archive, file_size, static_cast<const char*>(pickle.get()), size).run();
+    auto [pickle, size] = record("data.pkl", budget.pickle_bytes);
+    return Machine(where, archive, file_size, static_cast<const char*>(pickle.get()), size, budget.storage_bytes).run();
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
@@ -630,18 +678,24 @@ c10::IValue load(const std::string& path, std::shared_ptr<caffe2::serialize::Rea
 
 }  // namespace
 
-c10::IValue load_python_pickle(const std::string& path, const std::string& bytes) {
-  return load(path, std::make_shared<BytesAdapter>(bytes));
+c10::IValue load_python_pickle(const std::string& path, const std::string& bytes, const PickleBudget& budget) {
+  return load(path, std::make_shared<BytesAdapter>(bytes), budget);
 }
 
-c10::IValue load_python_pickle_file(const std::string& path) {
+c10::IValue load_python_pickle_file(const std::string& path, const PickleBudget& budget) {
   std::shared_ptr<caffe2::serialize::ReadAdapterInterface> in;
   try {
     in = std::make_shared<caffe2::serialize::FileAdapter>(path);
   } catch (const std::exception& e) {
     throw InputError(fmt::format("file '{}' cannot be read: {}", path, error_text(e)));
   }
-  return load(path, std::move(in));
+  return load(path, std::move(in), budget);
+}
+
+c10::IValue load_python_pickle_fd(const std::string& path, int fd, const PickleBudget& budget) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw InputError(fmt::format("file '{}' cannot be read: {}", path, std::strerror(errno)));
+  return load(path, std::make_shared<FdAdapter>(fd, static_cast<uint64_t>(st.st_size)), budget);
 }
 
 }  // namespace ra

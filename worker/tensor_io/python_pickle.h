@@ -46,11 +46,24 @@ inline constexpr int64_t kMaxViewExcess = int64_t{1} << 30;
 // The most objects (values, containers, marks, memo entries) one pickle may make.
 inline constexpr int64_t kMaxPickleObjects = int64_t{1} << 22;
 
+// What a file is declared to hold, where something says so (a baseline's kept tensors: the dtypes
+// and shapes the baseline names, worker/tensor_io/kept_read.h): a storage or a pickle that claims
+// more is refused before anything is read or inflated. Without it, the file's own size bounds every
+// record (torch.save stores records uncompressed; a zip entry may claim gigabytes deflated).
+struct PickleBudget {
+  uint64_t storage_bytes = UINT64_MAX;  // every storage of the file together
+  uint64_t pickle_bytes = UINT64_MAX;   // data.pkl
+};
+
 // The value in the torch.save zip archive held in `bytes`, named `path` in errors. Throws
 // InputError when the archive or its pickle cannot be read or breaks a check above.
-c10::IValue load_python_pickle(const std::string& path, const std::string& bytes);
+c10::IValue load_python_pickle(const std::string& path, const std::string& bytes, const PickleBudget& budget = {});
 
 // The same for the file at `path`, read record by record (the file is never held whole).
-c10::IValue load_python_pickle_file(const std::string& path);
+c10::IValue load_python_pickle_file(const std::string& path, const PickleBudget& budget = {});
+
+// The same for the file open at `fd` (named `path` in errors; the caller chose how to open it),
+// read with pread; `fd` stays open.
+c10::IValue load_python_pickle_fd(const std::string& path, int fd, const PickleBudget& budget = {});
 
 }  // namespace ra

@@ -3,6 +3,7 @@
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
+#include "audit/common/zip_check.h"
 #include "worker/runtime/child_support.h"
 #include "worker/tensor_io/python_pickle.h"
 #include "worker/tensor_io/safetensors.h"
@@ -156,6 +157,7 @@ ArchiveKind kind_of_records(const std::vector<std::string>& records) {
 
 ArchiveKind archive_kind(const std::string& path) {
   try {
+    if (!zip_open_problem(path).empty()) return ArchiveKind::Other;
     caffe2::serialize::PyTorchStreamReader reader(path);
     return kind_of_records(reader.getAllRecords());
   } catch (const std::exception&) {
@@ -179,6 +181,8 @@ std::string not_torchscript_because(const std::string& path) {
     if (const std::string why = safetensors_header_problem(path); !why.empty()) return why + "; " + save;
     return "is not a PyTorch file (not a zip archive); " + save;
   }
+  if (const std::string why = zip_open_problem(path); !why.empty())
+    return fmt::format("is a zip archive that repro-audit refuses to open ({}); {}", why, save);
   std::vector<std::string> records;
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
