@@ -16,11 +16,12 @@
 // candidate fixes it when those sizes then give one class and neither dependence, and the
 // configuration itself gives more than one there: the first sweep says so when it swept exactly
 // those sizes; otherwise the configuration is swept again, once, after the first candidate that
-// came out invariant (the variance must come back on those sizes alone). Each candidate is
-// screened first on the anchors up to the first one whose bits moved in the first sweep (usually
-// anchor 0 alone): where the variance is still there it fixes nothing, and that sweep stands (its
-// classes are those anchors'); only a candidate the screen finds invariant is swept again with
-// every anchor, which decides. When none fixes it alone
+// came out invariant (the variance must come back on those sizes alone). On the verify axis, whose
+// calls are made anchor by anchor, each candidate is screened first on the anchors up to the first
+// one whose bits moved in the first sweep (usually anchor 0 alone): where the variance is still there
+// it fixes nothing, and that sweep stands (its classes are those anchors'); only a candidate the
+// screen finds invariant is swept again with every anchor, which decides. (A batch holds every
+// anchor at once: fewer anchors save almost no calls there, so it has no screen.) When none fixes it alone
 // and two or more ran, all of them together are tried. Only a candidate that fixes it is priced
 // (issue 54: the search priced candidates of which none fixed anything, 188 of 203 s): its forward
 // passes (per call, timed in the worker around the model's calls only) against the configuration's
@@ -32,8 +33,8 @@
 // one class, named (invariance_analysis.h's padding_advice).
 //
 // The cost. One worker per candidate that runs (plus the combination), one at a time so that their
-// timings do not share the CPU, most of them on a few anchors; a sweep of every anchor only for a
-// candidate that may fix it; a rerun only to credit a fix; pricing rounds only for fixes. The
+// timings do not share the CPU (on the verify axis most of them on a few anchors, a sweep of every
+// anchor only for a candidate that may fix it); a rerun only to credit a fix; pricing rounds only for fixes. The
 // whole search makes at most kFixCallBudget times the first sweep's model calls: a sweep that would
 // pass it is not started (a candidate "not run" says so, a fix's cost has fewer rounds). Counted in
 // calls, which a sweep of given sizes makes the same on every machine, so what the search runs is

@@ -192,9 +192,10 @@ TEST_CASE("search_invariance_fix: at most kFixCallBudget times the first sweep's
 
 namespace {
 
-// Two anchors: at sizes >= 4 both get other bits unless threads=1; a sweep of the first anchor alone
-// makes half the calls.
+// Two anchors: at sizes (block lengths) >= 4 both get other bits unless threads=1; a sweep of the
+// first anchor alone makes half the calls. Its cells are the verify axis's ("block") or a batch's.
 struct FakeTwo {
+  std::string placement = "block";
   std::vector<std::pair<std::string, int>> calls;  // configuration, anchors asked
   std::vector<InvarianceConfig> operator()(const std::vector<ra::invariance::SweepStep>& steps,
                                            const std::vector<int64_t>& s, int anchors) {
@@ -205,7 +206,7 @@ struct FakeTwo {
       InvarianceConfig r = swept(c.name, {{1, "x"}});
       r.cells.clear();
       for (const int64_t m : s) {
-        InvarianceCell cell{m, "start", {}};
+        InvarianceCell cell{m, placement, {}};
         for (int a = 0; a < (anchors == 0 ? 2 : anchors); ++a) {
           const std::string d = (m >= 4 && !fixed ? "y" : "x") + std::to_string(a);
           cell.rows.push_back({a, "output", a, d, d == "x" + std::to_string(a), 0, 0});
@@ -223,7 +224,7 @@ struct FakeTwo {
 
 }  // namespace
 
-TEST_CASE("search_invariance_fix: each candidate screened on the first anchor that moved, every anchor only to fix") {
+TEST_CASE("search_invariance_fix: on the verify axis each candidate screened on the first anchor that moved") {
   FakeTwo fake;
   const std::vector<ra::invariance::SweepStep> first = {{ra::parse_config("default", 2), "first"}};
   InvarianceConfig from = fake(first, {1, 2, 4, 8}, 0).front();  // both anchors move at 4 and 8
@@ -233,11 +234,10 @@ TEST_CASE("search_invariance_fix: each candidate screened on the first anchor th
       ra::invariance::search_invariance_fix(from, ra::parse_config("default", 2), ra::Device::cpu(), std::ref(fake));
   using Calls = std::vector<std::pair<std::string, int>>;
   // deterministic=on: its screen shows the variance, so it stands; threads=1: its screen is invariant,
-  // so every anchor decides, then the rerun credits it (sizes 1 and 4 were not the first sweep's).
+  // so every anchor decides (the first sweep, of the same block lengths, credits it).
   const Calls want = {{"default+deterministic=on", 1},
                       {"default+threads=1", 1},
                       {"default+threads=1", 0},
-                      {"default", 0},
                       {"default+mkl_cbwr=COMPATIBLE", 1}};
   REQUIRE(fake.calls.size() >= want.size());
   CHECK(Calls(fake.calls.begin(), fake.calls.begin() + static_cast<long>(want.size())) == want);
@@ -251,9 +251,24 @@ TEST_CASE("search_invariance_fix: each candidate screened on the first anchor th
   inv.configs = {from};
   inv.fix = f;
   ra::report::finalize(r);
-  CHECK(ra::report::render_text(r).find("deterministic=on: variant on anchor 0: {1} | {4}") != std::string::npos);
+  CHECK(ra::report::render_text(r).find("deterministic=on: variant on anchor 0: {1,2} | {4,8}") != std::string::npos);
   const auto back = ra::report::report_from_json(ra::report::to_json(r));
   CHECK(named(std::get<ra::report::Invariance>(back.body).fix->candidates, "deterministic=on").anchors == 1);
+}
+
+TEST_CASE("search_invariance_fix: a batch holds every anchor at once, so no screen: every sweep has them all") {
+  FakeTwo fake;
+  fake.placement = "start";
+  const std::vector<ra::invariance::SweepStep> first = {{ra::parse_config("default", 2), "first"}};
+  InvarianceConfig from = fake(first, {1, 2, 4, 8}, 0).front();
+  from.timing.calls = 100;
+  fake.calls.clear();
+  const auto f =
+      ra::invariance::search_invariance_fix(from, ra::parse_config("default", 2), ra::Device::cpu(), std::ref(fake));
+  REQUIRE_FALSE(fake.calls.empty());
+  for (const auto& [config, anchors] : fake.calls) CHECK(anchors == 0);
+  for (const auto& c : f.candidates) CHECK(c.anchors == 0);
+  CHECK(named(f.candidates, "threads=1").fixes);
 }
 
 TEST_CASE("search_invariance_fix: none alone, all together; then none at all: pad to the widest class") {
