@@ -159,6 +159,7 @@ json invariance_to_json(const Invariance& inv) {
       {"notes", inv.notes},     {"control", {{"detected", inv.control.detected}, {"evidence", inv.control.evidence}}},
       {"configs", configs},     {"fix", invariance_fix_to_json(inv.fix)}};
   if (inv.axis == "verify") out["draft"] = inv.draft, out["positions"] = inv.positions;
+  if (!inv.runtime.empty()) out["runtime"] = inv.runtime;
   return out;
 }
 
@@ -167,6 +168,7 @@ Invariance invariance_from_json(const json& j) {
   Invariance inv;
   detail::read_invariance_head(n, inv);
   inv.input = n.at("input").str();
+  if (n.has("runtime")) inv.runtime = n.at("runtime").str();  // a torch.export archive's only
   inv.excluded = n.at("excluded").strings();
   inv.notes = n.at("notes").strings();
   inv.control = {n.at("control").at("detected").boolean(), n.at("control").at("evidence").str()};

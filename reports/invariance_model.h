@@ -157,6 +157,7 @@ struct InvarianceFix {
 struct Invariance {
   std::string model;                  // the path as given
   std::string kind;                   // "torchscript", "a torch.export archive", ...
+  std::string runtime;                // what ran a torch.export archive ("interpreter"), as run names it; "" otherwise
   std::string device;                 // "cpu", "cuda:0"
   std::string input;                  // the rows file
   std::vector<std::string> inputs;    // "x=float32[16x3x64x64] (batch dim 0)", "mask=... (passed whole)"

@@ -100,13 +100,30 @@ std::string exit_words(const Report& r, const Invariance& inv) {
   return words + baseline_verdict_text(r);
 }
 
+// What ran the model: its kind, and a torch.export archive's runtime, as run's report names it.
+std::string kind_text(const Invariance& inv) {
+  return inv.runtime.empty() ? inv.kind : fmt::format("{}, runtime {}", inv.kind, inv.runtime);
+}
+
+// "largest difference from batch 1" (the decode step on the verify axis); "" when nothing differed.
+std::string worst_line(const InvarianceConfig& c, const Invariance& inv) {
+  const std::string w = worst_text(c);
+  return w.empty() ? ""
+                   : fmt::format("largest difference from {}: {}", verify_axis(inv) ? "the decode step" : "batch 1", w);
+}
+
+// --trace: the op's tensors at batch 1, "aten::linear inputs float32[1x64] -> outputs ... (anchor 0
+// alone vs row 3 of a batch of 4)"; "" when no op was found.
+std::string trace_shapes(const RowTrace& t) {
+  if (t.outcome != "found" && t.outcome != "stopped") return "";
+  return fmt::format("{} inputs {} -> outputs {} (anchor {} alone vs row {} of a batch of {})", t.op,
+                     fmt::join(t.inputs, ", "), fmt::join(t.outputs, ", "), t.anchor, t.position, t.size);
+}
+
 // --trace: the answer in one sentence, then the op's tensors at batch 1.
 std::string trace_text(const RowTrace& t) {
   std::string out = fmt::format("  trace: {}\n", ln(t.message));
-  if (t.outcome == "found" || t.outcome == "stopped")
-    out += fmt::format("    {} inputs {} -> outputs {} (anchor {} alone vs row {} of a batch of {})\n", ln(t.op),
-                       ln(fmt::format("{}", fmt::join(t.inputs, ", "))),
-                       ln(fmt::format("{}", fmt::join(t.outputs, ", "))), t.anchor, t.position, t.size);
+  if (const std::string shapes = trace_shapes(t); !shapes.empty()) out += fmt::format("    {}\n", ln(shapes));
   return out;
 }
 
@@ -139,8 +156,7 @@ void config_text(std::string& out, const InvarianceConfig& c, const Invariance& 
     out += fmt::format("  position: {}\n", position_text(c));
   }
   out += fmt::format("  warm-up: {}\n", warmup_text(c));
-  if (const std::string w = worst_text(c); !w.empty())
-    out += fmt::format("  largest difference from {}: {}\n", verify_axis(inv) ? "the decode step" : "batch 1", ln(w));
+  if (const std::string w = worst_line(c, inv); !w.empty()) out += fmt::format("  {}\n", ln(w));
   for (const auto& a : advice_of(c, inv)) out += fmt::format("  advice: {}\n", ln(a));
   if (c.trace) out += trace_text(*c.trace);
 }
@@ -249,7 +265,8 @@ std::string invariance_incomplete_reason(const Invariance& inv) {
 }
 
 std::string invariance_text(const Report& r, const Invariance& inv) {
-  std::string out = fmt::format("repro-audit invariance: {} ({}, {})\n", ln(inv.model), ln(inv.kind), ln(inv.device));
+  std::string out =
+      fmt::format("repro-audit invariance: {} ({}, {})\n", ln(inv.model), ln(kind_text(inv)), ln(inv.device));
   out += fmt::format("  {}\n", ln(head_line(inv)));
   for (const auto& i : inv.inputs) out += fmt::format("  input: {}\n", ln(i));
   out += fmt::format("  outputs compared: {}\n", ln(fmt::format("{}", fmt::join(inv.outputs, ", "))));
@@ -271,7 +288,7 @@ std::string invariance_text(const Report& r, const Invariance& inv) {
 
 std::string invariance_markdown(const Report& r, const Invariance& inv) {
   std::string out = fmt::format("## repro-audit invariance: {} (exit {})\n\n", exit_words(r, inv), r.exit_code);
-  out += fmt::format("{} ({}, {}): {}\n\n", md(inv.model), md(inv.kind), md(inv.device), md(head_line(inv)));
+  out += fmt::format("{} ({}, {}): {}\n\n", md(inv.model), md(kind_text(inv)), md(inv.device), md(head_line(inv)));
   out += fmt::format("Negative control: {}\n\n", md(inv.control.evidence));
   for (const auto& e : inv.excluded) out += fmt::format("- left out: {}\n", md(e));
   for (const auto& n : inv.notes) out += fmt::format("- note: {}\n", md(n));
@@ -285,10 +302,14 @@ std::string invariance_markdown(const Report& r, const Invariance& inv) {
   // The fix search's conclusion, which the first configuration's advice repeats, is said once: in
   // the fix search's section below.
   for (const auto& c : inv.configs)
+    if (const std::string w = worst_line(c, inv); !w.empty()) out += fmt::format("\n- **{}** {}", md(c.config), md(w));
+  for (const auto& c : inv.configs)
     for (const auto& a : advice_of(c, inv)) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
   for (const auto& c : inv.configs)
-    if (c.trace)
+    if (c.trace) {
       out += fmt::format("\n- **{}** trace ({}): {}", md(c.config), md(c.trace->outcome), md(c.trace->message));
+      if (const std::string shapes = trace_shapes(*c.trace); !shapes.empty()) out += fmt::format(": {}", md(shapes));
+    }
   out += invariance_fix_markdown(inv);
   out += fmt::format("\n\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   for (const auto& c : inv.configs)
@@ -305,25 +326,35 @@ std::string invariance_html_section(const Report& r, const Invariance& inv) {
                   r.exit_code == 0 ? "reproducible" : "diverged", to_string(r.verdict), r.exit_code);
   out += fmt::format("<h1>invariance of {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(inv.model), r.exit_code,
                      esc(exit_words(r, inv)));
-  out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(inv.kind),
+  out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(kind_text(inv)),
                      esc(inv.device), esc(head_line(inv)), esc(inv.control.evidence));
   for (const auto& e : inv.excluded) out += fmt::format("<p>left out: {}</p>\n", esc(e));
   out +=
       "<table class=\"invariance\"><thead><tr><th>configuration</th><th>verdict</th><th>classes of identical bits</th>"
       "<th>position</th><th>warm-up</th><th>advice</th></tr></thead><tbody>\n";
   for (const auto& c : inv.configs) {
+    // Each piece of advice its own item, as the Markdown's bullets (issue 54: four ran into one sentence).
+    std::string advice;
+    for (const auto& a : advice_of(c, inv)) advice += fmt::format("<li>{}</li>", esc(a));
     out += fmt::format(
         "<tr data-config=\"{}\" "
         "data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
         esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes)),
         esc(verify_axis(inv) ? "-" : position_text(c)), esc(warmup_text(c)),
-        esc(fmt::format("{}", fmt::join(advice_of(c, inv), " "))));
+        advice.empty() ? "-" : "<ul class=\"advice\">" + advice + "</ul>");
   }
   out += "</tbody></table>\n";
   for (const auto& c : inv.configs)
-    if (c.trace)
-      out += fmt::format("<p class=\"row-trace\" data-config=\"{}\" data-outcome=\"{}\">{} trace: {}</p>\n",
-                         esc(c.config), esc(c.trace->outcome), esc(c.config), esc(c.trace->message));
+    if (const std::string w = worst_line(c, inv); !w.empty())
+      out += fmt::format("<p class=\"largest-difference\" data-config=\"{}\">{} {}</p>\n", esc(c.config), esc(c.config),
+                         esc(w));
+  for (const auto& c : inv.configs)
+    if (c.trace) {
+      const std::string shapes = trace_shapes(*c.trace);
+      out += fmt::format("<p class=\"row-trace\" data-config=\"{}\" data-outcome=\"{}\">{} trace: {}{}</p>\n",
+                         esc(c.config), esc(c.trace->outcome), esc(c.config), esc(c.trace->message),
+                         shapes.empty() ? "" : ": <code>" + esc(shapes) + "</code>");
+    }
   return out + invariance_fix_html(inv) + "</section>\n";
 }
 

@@ -99,6 +99,9 @@ std::string no_divergence_text(int completed, double rate_high);
 // The inputs as the summaries print them: "x: float32[8x16]" when the target knows the forward
 // argument of each, else the descriptions alone.
 std::vector<std::string> named_inputs(const Target& t);
+// The model's outputs among a target's compared tensors, in record order, each once: "output",
+// "output/logits" (a training step's "step1/output" as "output"); empty for exec, which records files.
+std::vector<std::string> compared_outputs(const Target& t);
 // "1 run" / "2 runs": the count with the word that agrees with it.
 std::string plural(size_t n, const char* one, const char* many);
 // `words` with its first letter upper-case: a label that opens a sentence ("Downgrade:").

@@ -115,6 +115,19 @@ std::vector<std::string> named_inputs(const Target& t) {
   return out;
 }
 
+std::vector<std::string> compared_outputs(const Target& t) {
+  std::vector<std::string> out;
+  if (t.exec) return out;
+  for (const auto& c : t.configs)
+    for (const auto& d : c.reference) {
+      std::string name = d.name;
+      if (name.rfind("step", 0) == 0 && name.find('/') != std::string::npos) name = name.substr(name.find('/') + 1);
+      if ((name == "output" || name.rfind("output/", 0) == 0) && std::find(out.begin(), out.end(), name) == out.end())
+        out.push_back(name);
+    }
+  return out;
+}
+
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
 std::string capitalized(std::string words) {
@@ -424,6 +437,15 @@ std::string targets_text(const Report& r, const TargetsBody& body) {
                                            : "",
                          t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
+    // The model's outputs among the tensors compared (issue 54: only the JSON named output/logits),
+    // the first few of a long list (a language model's cache).
+    if (const std::vector<std::string> outputs = compared_outputs(t); !outputs.empty()) {
+      constexpr size_t kShown = 6;
+      std::vector<std::string> shown;
+      for (size_t i = 0; i < std::min(kShown, outputs.size()); ++i) shown.push_back(ln(outputs[i]));
+      out += fmt::format("  outputs compared: {}{}\n", fmt::join(shown, ", "),
+                         outputs.size() > kShown ? fmt::format(" and {} more", outputs.size() - kShown) : "");
+    }
     for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
     if (t.package.size() == 1 && t.package.count("runtime")) {  // a torch.export archive's runtime
       out += fmt::format("  runtime: {}\n", ln(t.package.at("runtime")));

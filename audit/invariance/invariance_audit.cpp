@@ -202,7 +202,8 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
     if (results[i].measured && environment.is_null()) environment = results[i].measured->environment;
     if (!results[i].measured || !inv.kind.empty()) continue;
     const InvarianceMeasurement& m = *results[i].measured;
-    inv.kind = m.kind, inv.inputs = m.inputs, inv.outputs = m.outputs, inv.excluded = m.excluded, inv.notes = m.notes;
+    inv.kind = m.kind, inv.runtime = m.runtime, inv.inputs = m.inputs, inv.outputs = m.outputs,
+    inv.excluded = m.excluded, inv.notes = m.notes;
     inv.control = m.control;
   }
   if (inv.kind.empty()) inv.control.evidence = "not run: no configuration's worker finished";

@@ -67,6 +67,7 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
   for (const auto& s : m.switches)
     switches.push_back({{"key", s.key}, {"requested", s.requested}, {"effective", s.effective}});
   return {{"kind", m.kind},
+          {"runtime", m.runtime},
           {"inputs", m.inputs},
           {"switches", switches},
           {"outputs", m.outputs},
@@ -86,6 +87,7 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
 InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_json& j) {
   InvarianceMeasurement m;
   m.kind = j.at("kind").get<std::string>();
+  m.runtime = j.value("runtime", std::string());
   m.inputs = j.at("inputs").get<std::vector<std::string>>();
   for (const auto& s : j.at("switches"))
     m.switches.push_back(

@@ -54,6 +54,7 @@ struct InvarianceRequest {
 // What a worker measured.
 struct InvarianceMeasurement {
   std::string kind;                 // the target's kind
+  std::string runtime;              // what ran a torch.export archive ("interpreter", "nativert"); "" otherwise
   std::vector<std::string> inputs;  // "x=float32[16x3x64x64] (batch dim 0)"
   std::vector<report::SwitchValue> switches;
   std::vector<std::string> outputs;   // compared

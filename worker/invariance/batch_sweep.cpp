@@ -522,6 +522,8 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   cut_input(spec, inputs, rows, largest);
   (void)target->load(spec, device);
   m.kind = target->kind();
+  // A torch.export archive's runtime, as run's report names it (worker/targets/export.cpp).
+  if (const auto p = target->package(); p.size() == 1 && p.count("runtime")) m.runtime = p.at("runtime");
   check_dynamic_batch(spec, *target, rows);
   (void)target->check();
   m.inputs = named(rows.descriptions, target->input_names());
