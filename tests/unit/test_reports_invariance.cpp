@@ -108,8 +108,9 @@ TEST_CASE("invariance_markdown and html: the largest difference from batch 1 and
   Invariance inv;
   inv.configs = {variant()};
   const auto r = report(inv);
-  const std::string worst = "largest difference from batch 1: max abs 0.25, 3 ULP (size 4, start, anchor 0, "
-                            "output/logits)";
+  const std::string worst =
+      "largest difference from batch 1: max abs 0.25, 3 ULP (size 4, start, anchor 0, "
+      "output/logits)";
   const std::string shapes =
       "aten::linear inputs float32[1x64], float32[32x64] -&gt; outputs float32[1x32] (anchor 0 alone vs row 0 of a "
       "batch of 4)";
