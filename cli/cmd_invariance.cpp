@@ -30,11 +30,12 @@ struct InvarianceArgs : AuditArgs {
   std::string axis = "batch";
   std::string pad_others;  // "", "right" or "left"
   int draft = 4;
+  int positions = 3;
 };
 
 // --axis and --pad-others: pad-others alone chooses the pad axis; --axis pad pads on the right
 // unless --pad-others says left. --sizes and --shard split batch sizes, which the verify axis has
-// none of; --draft belongs to it alone.
+// none of; --draft and --positions belong to it alone.
 Axis parse_axis(const InvarianceArgs& a, const CLI::App& sub) {
   const bool padded = !a.pad_others.empty();
   if (a.axis == "batch" && sub.count("--axis") == 0 && padded)
@@ -45,6 +46,10 @@ Axis parse_axis(const InvarianceArgs& a, const CLI::App& sub) {
   if (a.axis != "verify" && sub.count("--draft") > 0)
     throw UsageError(
         fmt::format("--draft sets the verify blocks' draft tokens: it goes with --axis verify, not --axis {}", a.axis));
+  if (a.axis != "verify" && sub.count("--positions") > 0)
+    throw UsageError(fmt::format(
+        "--positions sets the places a verify block is measured at: it goes with --axis verify, not --axis {}",
+        a.axis));
   if (a.axis == "pad") return a.pad_others == "left" ? Axis::PadLeft : Axis::PadRight;
   if (a.axis == "batch") return Axis::Batch;
   if (a.sizes != "auto")
@@ -121,6 +126,7 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global, con
   invariance::InvarianceOptions o;
   o.axis = parse_axis(a, sub);
   o.draft = a.draft;
+  o.positions = a.positions;
   o.session.device = Device::parse(a.device);  // a usage error for anything but cpu, cuda, cuda:N
   fill_session(o.session, a, global, {"default"});
   o.model = a.model;
@@ -182,6 +188,11 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"right", "left"}));
   sub.add_option("--draft", a->draft, "--axis verify: the most draft tokens k of a verify block (blocks of 2…k+1)")
       ->check(integer_in(1, 64))
+      ->capture_default_str();
+  sub.add_option("--positions", a->positions,
+                 "--axis verify: the places the longest block is measured at; every block inside the rows' last "
+                 "draft+positions tokens is measured")
+      ->check(integer_in(1, 1024))
       ->capture_default_str();
   sub.add_option("--device", a->device, "cpu, cuda or cuda:N")->capture_default_str();
   sub.add_flag("--trace", a->trace,

@@ -35,19 +35,25 @@ json result_json(const BaselineResult& r) {
     if (t.stats) entry["stats"] = stats_to_json(*t.stats);  // only where measured: older reports stay as they were
     tensors.push_back(std::move(entry));
   }
-  return {{"target", r.target},
-          {"config", r.config},
-          {"status", to_string(r.status)},
-          {"baseline_verdict", verdict_or_null(r.baseline_verdict)},
-          {"verdict", verdict_or_null(r.current_verdict)},
-          {"reason", r.reason},
-          {"switch_changes", switches},
-          {"explained_by", r.explained_by},
-          {"tensors", r.tensors},
-          {"differing", r.differing},
-          {"differing_tensors", tensors},
-          {"first_changed_op", r.first_changed_op ? root_cause_json(*r.first_changed_op) : json(nullptr)},
-          {"op_note", r.op_note}};
+  json j = {{"target", r.target},
+            {"config", r.config},
+            {"status", to_string(r.status)},
+            {"baseline_verdict", verdict_or_null(r.baseline_verdict)},
+            {"verdict", verdict_or_null(r.current_verdict)},
+            {"reason", r.reason},
+            {"switch_changes", switches},
+            {"explained_by", r.explained_by},
+            {"tensors", r.tensors},
+            {"differing", r.differing},
+            {"differing_tensors", tensors},
+            {"first_changed_op", r.first_changed_op ? root_cause_json(*r.first_changed_op) : json(nullptr)},
+            {"op_note", r.op_note}};
+  const auto repeats = [](const RepeatEvidence& e) {
+    return json{{"completed", e.completed}, {"diverging", e.diverging}, {"ci95", {e.rate_low, e.rate_high}}};
+  };
+  if (r.baseline_repeats && r.current_repeats)  // only where both are known: older reports stay as they were
+    j["repeats"] = {{"baseline", repeats(*r.baseline_repeats)}, {"current", repeats(*r.current_repeats)}};
+  return j;
 }
 
 BaselineResult read_result(const Node& n) {
@@ -75,6 +81,15 @@ BaselineResult read_result(const Node& n) {
   if (n.has("first_changed_op") && !n.at("first_changed_op").null())
     r.first_changed_op = read_root_cause(n.at("first_changed_op"));
   if (n.has("op_note")) r.op_note = n.at("op_note").str();
+  if (n.has("repeats")) {
+    const auto repeats = [](const Node& e) {
+      const Node ci = e.at("ci95");
+      if (ci.size() != 2) ci.fail("expected two numbers");
+      return RepeatEvidence{e.at("completed").i32(), e.at("diverging").i32(), ci[0].num(), ci[1].num()};
+    };
+    r.baseline_repeats = repeats(n.at("repeats").at("baseline"));
+    r.current_repeats = repeats(n.at("repeats").at("current"));
+  }
   return r;
 }
 

@@ -2,6 +2,9 @@
 // Baseline statuses by name (reports/baseline_model.h).
 #include "reports/baseline_model.h"
 #include "reports/enum_names.h"
+#include "reports/render.h"
+
+#include <fmt/format.h>
 
 namespace ra::report {
 
@@ -30,7 +33,19 @@ BehaviourChanges behaviour_changes(const BaselineComparison& b) {
     const std::string name = r.target + " / " + r.config;
     const Verdict before = *r.baseline_verdict, now = *r.current_verdict;
     if (now == Verdict::Diverged && before == Verdict::Reproducible) out.newly_divergent.push_back(name);
-    if (now == Verdict::Reproducible && before == Verdict::Diverged) out.newly_fixed.push_back(name);
+    if (now == Verdict::Reproducible && before == Verdict::Diverged) {
+      if (!r.baseline_repeats || !r.current_repeats) {
+        out.newly_fixed.push_back(name);  // no rates (invariance, older reports): the verdicts alone
+        continue;
+      }
+      const RepeatEvidence& b0 = *r.baseline_repeats;
+      const RepeatEvidence& c0 = *r.current_repeats;
+      const bool excluded = c0.completed >= 2 && c0.rate_high < b0.rate_low;
+      (excluded ? out.newly_fixed : out.not_seen).push_back(name);
+      out.repeats[name] =
+          fmt::format("{}; before, {} of {} comparison{} diverged", no_divergence_text(c0.completed, c0.rate_high),
+                      b0.diverging, b0.completed - 1, b0.completed == 2 ? "" : "s");
+    }
     if (now == Verdict::Raised) out.newly_raising.push_back(name);
     if (before == Verdict::Raised && (now == Verdict::Reproducible || now == Verdict::Diverged))
       out.no_longer_raising.push_back(name);

@@ -8,6 +8,7 @@
 #include "reports/trace_model.h"
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,14 @@ struct BaselineTensor {
 // The differing tensors a result lists (then a count).
 inline constexpr size_t kBaselineTensorsListed = 20;
 
+// The repeats behind one side's verdict: completed runs, of them diverging from the reference run,
+// and the Wilson 95% interval of the divergence rate over their comparisons (ConfigResult's).
+struct RepeatEvidence {
+  int completed = 0;
+  int diverging = 0;
+  double rate_low = 0, rate_high = 0;
+};
+
 struct BaselineResult {
   std::string target;
   std::string config;
@@ -58,6 +67,9 @@ struct BaselineResult {
   // the baseline's and whose outputs did not (runs_compared 1); op_note says why none is named.
   std::optional<RootCause> first_changed_op;
   std::string op_note;
+  // Each side's repeats, where its verdict is a rate over repeats (run, probes, exec; not
+  // invariance, and not in reports written before them): what "newly fixed" needs.
+  std::optional<RepeatEvidence> baseline_repeats, current_repeats;
 };
 
 // A paired model whose file's bytes differ from the baseline's while it can still be compared
@@ -81,15 +93,24 @@ struct StackVersion {
 // What an upgrade did to determinism, read from each result's two verdicts: a configuration that
 // was reproducible and now diverges, one that diverged and now reproduces, and one that now raises
 // (under `det`, an op that lost or gained its deterministic implementation). "target / config".
+// A race that did not show in the current repeats is newly fixed only where those repeats exclude
+// it: their rate's upper bound lies below the lower bound of the rate it had in the baseline; else
+// it is not_seen, never "fixed" (issue 54: four probe races "newly fixed" by the luck of 3 repeats).
 struct BehaviourChanges {
   std::vector<std::string> newly_divergent;
   std::vector<std::string> newly_fixed;
+  std::vector<std::string> not_seen;
   std::vector<std::string> newly_raising;
   std::vector<std::string> no_longer_raising;
+  // Per name in newly_fixed and not_seen with repeats on both sides: those repeats in words ("no
+  // divergence in 2 comparisons (3 runs); a divergence rate above 66% would have shown (95%
+  // confidence); before, 1 of 2 comparisons diverged").
+  std::map<std::string, std::string> repeats;
   size_t kept_bits = 0;     // results whose reference digests all match
   size_t changed_bits = 0;  // results whose digests differ (explained, regression, nondeterministic)
   bool empty() const {
-    return newly_divergent.empty() && newly_fixed.empty() && newly_raising.empty() && no_longer_raising.empty();
+    return newly_divergent.empty() && newly_fixed.empty() && not_seen.empty() && newly_raising.empty() &&
+           no_longer_raising.empty();
   }
 };
 struct BaselineComparison;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 
 namespace ra::report {
 namespace {
@@ -62,21 +63,66 @@ std::string upgrade_text(const BaselineComparison& b) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+namespace {
+
+// The leading numbers of a version ("2.15.0+cu130": 2, 15, 0); empty for "(absent)" and the like.
+std::vector<long> version_numbers(const std::string& v) {
+  std::vector<long> out;
+  size_t i = 0;
+  while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) {
+    long n = 0;
+    for (; i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])) && n < 100000000; ++i)
+      n = n * 10 + (v[i] - '0');
+    out.push_back(n);
+    if (i + 1 < v.size() && v[i] == '.' && std::isdigit(static_cast<unsigned char>(v[i + 1])))
+      ++i;
+    else
+      break;
+  }
+  return out;
+}
+
+// +1 when `to` is a later version than `from`, -1 when an earlier one, 0 when neither can be said.
+int version_direction(const std::string& from, const std::string& to) {
+  std::vector<long> a = version_numbers(from), b = version_numbers(to);
+  if (a.empty() || b.empty()) return 0;
+  a.resize(std::max(a.size(), b.size())), b.resize(a.size());
+  return a < b ? 1 : b < a ? -1 : 0;
+}
+
+}  // namespace
+
+std::string upgrade_label(const BaselineComparison& b) {
+  bool up = false, down = false, neither = false;
+  for (const auto& v : b.stack) {
+    if (!v.changed()) continue;
+    const int d = version_direction(v.baseline, v.current);
+    (d > 0 ? up : d < 0 ? down : neither) = true;
+  }
+  if (up && !down && !neither) return "upgrade";
+  if (down && !up && !neither) return "downgrade";
+  return "version change";
+}
+
 std::vector<std::string> behaviour_lines(const BaselineComparison& b) {
   const BehaviourChanges c = behaviour_changes(b);
   if (c.empty() && upgrade_text(b).empty()) return {};
   std::vector<std::string> out{
       fmt::format("{} kept their bits, {} changed", plural(c.kept_bits, "result", "results"), c.changed_bits)};
-  const auto line = [&out](const char* what, const std::vector<std::string>& names) {
+  const auto line = [&out, &c](const char* what, const std::vector<std::string>& names) {
     if (names.empty()) return;
     constexpr size_t kNamed = 8;
     std::vector<std::string> shown;
-    for (size_t i = 0; i < names.size() && i < kNamed; ++i) shown.push_back(ln(names[i]));
+    for (size_t i = 0; i < names.size() && i < kNamed; ++i) {
+      const auto repeats = c.repeats.find(names[i]);
+      shown.push_back(ln(names[i]) + (repeats == c.repeats.end() ? "" : " (" + repeats->second + ")"));
+    }
     out.push_back(fmt::format("{} ({}): {}{}", what, names.size(), fmt::join(shown, ", "),
                               names.size() > kNamed ? fmt::format(" and {} more", names.size() - kNamed) : ""));
   };
   line("newly divergent", c.newly_divergent);
   line("newly fixed", c.newly_fixed);
+  line("no divergence seen, too few repeats to call it fixed", c.not_seen);
   line("newly raising", c.newly_raising);
   line("no longer raising", c.no_longer_raising);
   // Across an upgrade, "nothing changed" is an answer the user asked for, not a silence.
@@ -114,7 +160,7 @@ std::string render_baseline_text(const Report& r) {
       out += fmt::format("    {}: {} -> {} (can affect {})\n", ln(c.key), ln(c.baseline), ln(c.current),
                          affects_text(c.affects));
   }
-  if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("  upgrade: {}\n", up);
+  if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("  {}: {}\n", upgrade_label(b), up);
   for (const auto& line : behaviour_lines(b)) out += fmt::format("  {}\n", line);
   if (!b.ignored.empty()) {
     std::vector<std::string> keys;

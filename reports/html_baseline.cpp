@@ -57,7 +57,7 @@ void baseline_section(std::string& out, const Report& r) {
   }
   // An upgrade and what it did to the verdicts, as the text and Markdown say them.
   if (const std::string up = upgrade_text(b); !up.empty())
-    out += fmt::format("<p class=\"upgrade\"><strong>Upgrade:</strong> {}.</p>\n", esc(up));
+    out += fmt::format("<p class=\"upgrade\"><strong>{}:</strong> {}.</p>\n", capitalized(upgrade_label(b)), esc(up));
   if (const auto lines = behaviour_lines(b); !lines.empty()) {
     out += "<ul class=\"behaviour\">\n";
     for (const auto& line : lines) out += fmt::format("<li>{}</li>\n", esc(line));

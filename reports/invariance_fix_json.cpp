@@ -20,9 +20,11 @@ json classes_json(const std::vector<SizeClass>& classes) {
 }
 
 json candidate_json(const InvarianceFixCandidate& c) {
-  return {{"toggles", c.toggles}, {"config", c.config},   {"stage", c.stage},
-          {"verdict", c.verdict}, {"message", c.message}, {"classes", classes_json(c.classes)},
-          {"fixes", c.fixes},     {"cpp", c.cpp},         {"python", c.python}};
+  json j = {{"toggles", c.toggles}, {"config", c.config},   {"stage", c.stage},
+            {"verdict", c.verdict}, {"message", c.message}, {"classes", classes_json(c.classes)},
+            {"fixes", c.fixes},     {"cpp", c.cpp},         {"python", c.python}};
+  if (c.anchors > 0) j["anchors"] = c.anchors;  // a screen's sweep only
+  return j;
 }
 
 InvarianceFixCandidate candidate_from(const Node& n) {
@@ -39,6 +41,7 @@ InvarianceFixCandidate candidate_from(const Node& n) {
   c.classes = n.at("classes").list([](const Node& k) {
     return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()};
   });
+  if (n.has("anchors")) c.anchors = n.at("anchors").i32();
   c.fixes = n.at("fixes").boolean();
   c.cpp = n.at("cpp").str();
   c.python = n.at("python").str();
@@ -64,7 +67,11 @@ json invariance_fix_to_json(const std::optional<InvarianceFix>& fix) {
           {"baseline_verdict", fix->baseline_verdict},
           {"candidates", candidates},
           {"conclusion", fix->conclusion},
-          {"timing", {{"baseline_forward_ms", optional_number(fix->baseline_forward_ms)}, {"candidates", costs}}}};
+          {"timing",
+           {{"baseline_forward_ms", optional_number(fix->baseline_forward_ms)},
+            {"search_ms", optional_number(fix->search_ms)},
+            {"first_sweep_ms", optional_number(fix->first_sweep_ms)},
+            {"candidates", costs}}}};
 }
 
 std::optional<InvarianceFix> invariance_fix_from_json(const json& j) {
@@ -78,6 +85,8 @@ std::optional<InvarianceFix> invariance_fix_from_json(const json& j) {
   f.conclusion = n.at("conclusion").str();
   const Node t = n.at("timing");
   f.baseline_forward_ms = t.at("baseline_forward_ms").opt_num();
+  if (t.has("search_ms")) f.search_ms = t.at("search_ms").opt_num();  // reports before issue 54 lack them
+  if (t.has("first_sweep_ms")) f.first_sweep_ms = t.at("first_sweep_ms").opt_num();
   const Node costs = t.at("candidates");
   if (costs.size() != f.candidates.size()) costs.fail("expected one entry per candidate");
   for (size_t i = 0; i < f.candidates.size(); ++i) {

@@ -21,16 +21,34 @@ using escaped::ln;
 using escaped::md;
 using escaped::xml;
 
-// "invariant: fixes it", "variant: {1} | {2}", "not run: no effect on cpu", "crashed: ...".
-std::string outcome(const InvarianceFixCandidate& c, const std::vector<int64_t>& sizes) {
+// "invariant: fixes it", "variant: {1} | {2}", "variant on anchor 0: {1} | {2}" (its screen), "not run:
+// no effect on cpu", "crashed: ...".
+std::string outcome(const InvarianceFixCandidate& c) {
   if (c.verdict == "not run" || c.verdict == "crashed") return fmt::format("{}: {}", c.verdict, c.message);
   if (c.fixes) return "invariant: fixes it";
-  return fmt::format("{}: {}", c.verdict, classes_text(c.classes, sizes));
+  const std::string on = c.anchors == 1  ? " on anchor 0"
+                         : c.anchors > 1 ? fmt::format(" on anchors 0…{}", c.anchors - 1)
+                                         : "";
+  return fmt::format("{}{}: {}", c.verdict, on, classes_text(c.classes));
 }
 
 std::string head(const Invariance& inv, const InvarianceFix& f) {
-  return fmt::format("fix search from {} over {} {} (rerun there: {})", f.from,
-                     inv.axis == "verify" ? "block lengths" : "sizes", fmt::join(f.sizes, ","), f.baseline_verdict);
+  const bool covered = !inv.configs.empty() && tried_sizes(inv.configs.front()) == f.sizes;
+  return fmt::format("fix search from {} over {} {} ({})", f.from, inv.axis == "verify" ? "block lengths" : "sizes",
+                     fmt::join(f.sizes, ","),
+                     f.baseline_verdict != "not run" ? "rerun there: " + f.baseline_verdict
+                     : covered                       ? "its first sweep covered them"
+                                                     : "not swept again: no switch came out invariant");
+}
+
+// "fix search: 41.2 s, 1.74 times the first sweep's worker (23.7 s)"; "" without the figures.
+std::string search_time_text(const InvarianceFix& f) {
+  if (!f.search_ms) return "";
+  std::string out = fmt::format("fix search: {:.1f} s", *f.search_ms / 1000);
+  if (f.first_sweep_ms && *f.first_sweep_ms > 0)
+    out += fmt::format(", {:.2f}x the first sweep's worker ({:.1f} s)", *f.search_ms / *f.first_sweep_ms,
+                       *f.first_sweep_ms / 1000);
+  return out;
 }
 
 std::string cost(const InvarianceFixCandidate& c) {
@@ -38,6 +56,12 @@ std::string cost(const InvarianceFixCandidate& c) {
 }
 
 bool candidate_ran(const InvarianceFixCandidate& c) { return c.verdict != "not run"; }
+
+// The snippet columns (C++, Python) only where some switch fixes it: they say how a program sets a
+// fix, and were empty in every row when none did (issue 54).
+bool any_fix(const InvarianceFix& f) {
+  return std::any_of(f.candidates.begin(), f.candidates.end(), [](const auto& c) { return c.fixes; });
+}
 
 // The candidates that did not run, by reason, in one line: "cublas.fp16_reduction=off,
 // cudnn.benchmark=off (no effect on cpu)"; "" when every candidate ran.
@@ -63,7 +87,7 @@ std::string invariance_fix_text(const Invariance& inv) {
   std::string out = fmt::format("{}\n  {}\n", ln(head(inv, f)), ln(f.conclusion));
   for (const auto& c : f.candidates) {
     if (!candidate_ran(c)) continue;
-    out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c, f.sizes)), c.cost_ratio ? ", cost " + cost(c) : "");
+    out += fmt::format("  {}: {}{}\n", ln(c.toggles), ln(outcome(c)), c.cost_ratio ? ", cost " + cost(c) : "");
     if (c.fixes) out += fmt::format("    C++: {}\n    Python: {}\n", ln(c.cpp), ln(c.python));
   }
   if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("  not run: {}\n", ln(skipped));
@@ -73,24 +97,36 @@ std::string invariance_fix_text(const Invariance& inv) {
 std::string invariance_fix_markdown(const Invariance& inv) {
   if (!inv.fix) return "";
   const InvarianceFix& f = *inv.fix;
-  std::string out = fmt::format("\n\n### {}\n\n{}\n\n| switch | outcome | Python |\n|---|---|---|\n", md(head(inv, f)),
-                                md(f.conclusion));
+  const bool snippets = any_fix(f);
+  std::string out = fmt::format("\n\n### {}\n\n{}\n\n| switch | outcome |{}\n|---|---|{}\n", md(head(inv, f)),
+                                md(f.conclusion), snippets ? " Python |" : "", snippets ? "---|" : "");
   for (const auto& c : f.candidates)
     if (candidate_ran(c))
-      out += fmt::format("| {} | {} | {} |\n", md(c.toggles), md(outcome(c, f.sizes)), c.fixes ? md(c.python) : "-");
+      out += fmt::format("| {} | {} |{}\n", md(c.toggles), md(outcome(c)),
+                         !snippets ? ""
+                         : c.fixes ? " " + md(c.python) + " |"
+                                   : " - |");
   if (const std::string skipped = not_run_text(f); !skipped.empty()) out += fmt::format("\nNot run: {}\n", md(skipped));
   return out;
 }
 
 std::string invariance_fix_markdown_timing(const Invariance& inv) {
   if (!inv.fix) return "";
-  std::string out = fmt::format(
-      "\n- fix search: forward pass {} ms under {}",
-      inv.fix->baseline_forward_ms ? fmt::format("{:.3f}", *inv.fix->baseline_forward_ms) : std::string("-"),
-      md(inv.fix->from));
+  std::string out;
+  if (inv.fix->baseline_forward_ms)
+    out += fmt::format("\n- fix search: forward pass {:.3f} ms under {}", *inv.fix->baseline_forward_ms,
+                       md(inv.fix->from));
   for (const auto& c : inv.fix->candidates)
-    if (c.forward_ms) out += fmt::format("\n- fix search: {}: cost {}", md(c.toggles), cost(c));
+    if (c.forward_ms)
+      out += fmt::format("\n- fix search: {}: forward pass {:.3f} ms, cost {}", md(c.toggles), *c.forward_ms, cost(c));
+  if (const std::string t = search_time_text(*inv.fix); !t.empty()) out += "\n- " + md(t);
   return out;
+}
+
+std::string invariance_fix_text_timing(const Invariance& inv) {
+  if (!inv.fix) return "";
+  const std::string t = search_time_text(*inv.fix);
+  return t.empty() ? "" : "timing (" + t + ")\n";
 }
 
 std::string invariance_fix_html(const Invariance& inv) {
@@ -98,15 +134,18 @@ std::string invariance_fix_html(const Invariance& inv) {
   const InvarianceFix& f = *inv.fix;
   std::string out = fmt::format("<section id=\"invariance-fix\">\n<h2>{}</h2>\n<p class=\"conclusion\">{}</p>\n",
                                 esc(head(inv, f)), esc(f.conclusion));
+  const bool snippets = any_fix(f);
   out +=
-      "<table class=\"invariance-fix\"><thead><tr><th>switch</th><th>outcome</th><th>C++</th><th>Python</th></tr>"
-      "</thead><tbody>\n";
+      fmt::format("<table class=\"invariance-fix\"><thead><tr><th>switch</th><th>outcome</th>{}</tr></thead><tbody>\n",
+                  snippets ? "<th>C++</th><th>Python</th>" : "");
   for (const auto& c : f.candidates)
     if (candidate_ran(c))
       out += fmt::format(
-          "<tr data-toggles=\"{}\" data-verdict=\"{}\"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-          esc(c.toggles), esc(c.verdict), c.fixes ? " data-fixes=\"true\"" : "", esc(c.toggles),
-          esc(outcome(c, f.sizes)), c.fixes ? esc(c.cpp) : "", c.fixes ? esc(c.python) : "");
+          "<tr data-toggles=\"{}\" data-verdict=\"{}\"{}><td>{}</td><td>{}</td>{}</tr>\n", esc(c.toggles),
+          esc(c.verdict), c.fixes ? " data-fixes=\"true\"" : "", esc(c.toggles), esc(outcome(c)),
+          !snippets ? ""
+          : c.fixes ? fmt::format("<td><code>{}</code></td><td><code>{}</code></td>", esc(c.cpp), esc(c.python))
+                    : std::string("<td>-</td><td>-</td>"));
   out += "</tbody></table>\n";
   if (const std::string skipped = not_run_text(f); !skipped.empty())
     out += fmt::format("<p class=\"fix-not-run\">Not run: {}.</p>\n", esc(skipped));
@@ -119,11 +158,18 @@ std::string invariance_fix_html_timing(const Invariance& inv) {
       "<h3>Invariance fix costs (forward passes against {})</h3>\n<table class=\"fix-costs\"><thead><tr>"
       "<th>candidate</th><th>forward pass</th><th>cost</th></tr></thead><tbody>\n",
       esc(inv.fix->from));
+  // The configuration's own forward pass first: what each cost is measured against (issue 54).
+  if (inv.fix->baseline_forward_ms)
+    out += fmt::format(
+        "<tr data-toggles=\"\" class=\"reference\"><td>{} (itself)</td><td>{:.3f} ms</td><td>1x</td></tr>\n",
+        esc(inv.fix->from), *inv.fix->baseline_forward_ms);
   for (const auto& c : inv.fix->candidates)
     if (c.forward_ms)
       out += fmt::format("<tr data-toggles=\"{}\"><td>{}</td><td>{:.3f} ms</td><td>{}</td></tr>\n", esc(c.toggles),
                          esc(c.toggles), *c.forward_ms, esc(cost(c)));
-  return out + "</tbody></table>\n";
+  out += "</tbody></table>\n";
+  if (const std::string t = search_time_text(*inv.fix); !t.empty()) out += fmt::format("<p>{}.</p>\n", esc(t));
+  return out;
 }
 
 std::string invariance_fix_junit_case(const Invariance& inv, int& tests, int& failures) {

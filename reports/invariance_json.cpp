@@ -107,7 +107,9 @@ json cells_to_json(const std::vector<InvarianceCell>& cells) {
       if (!r.equal) row["max_abs"] = number_or_null(r.max_abs), row["max_ulp"] = number_or_null(r.max_ulp);
       rows.push_back(std::move(row));
     }
-    out.push_back({{"size", cell.size}, {"placement", cell.placement}, {"rows", rows}});
+    json entry = {{"size", cell.size}, {"placement", cell.placement}, {"rows", rows}};
+    if (cell.start >= 0) entry["start"] = cell.start;  // the verify axis's blocks only
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -118,6 +120,7 @@ std::vector<InvarianceCell> cells_from_json(const json& j) {
     InvarianceCell cell;
     cell.size = n.at("size").i64();
     cell.placement = n.at("placement").str();
+    if (n.has("start")) cell.start = n.at("start").i64();
     bool known = false;
     for (const char* p : kPlacements) known = known || cell.placement == p;
     if (!known) n.at("placement").fail("expected start, middle, end, permuted, second-call or block");
@@ -155,7 +158,8 @@ json invariance_to_json(const Invariance& inv) {
       {"outputs", inv.outputs}, {"excluded", inv.excluded},
       {"notes", inv.notes},     {"control", {{"detected", inv.control.detected}, {"evidence", inv.control.evidence}}},
       {"configs", configs},     {"fix", invariance_fix_to_json(inv.fix)}};
-  if (inv.axis == "verify") out["draft"] = inv.draft;
+  if (inv.axis == "verify") out["draft"] = inv.draft, out["positions"] = inv.positions;
+  if (!inv.runtime.empty()) out["runtime"] = inv.runtime;
   return out;
 }
 
@@ -164,6 +168,7 @@ Invariance invariance_from_json(const json& j) {
   Invariance inv;
   detail::read_invariance_head(n, inv);
   inv.input = n.at("input").str();
+  if (n.has("runtime")) inv.runtime = n.at("runtime").str();  // a torch.export archive's only
   inv.excluded = n.at("excluded").strings();
   inv.notes = n.at("notes").strings();
   inv.control = {n.at("control").at("detected").boolean(), n.at("control").at("evidence").str()};

@@ -10,7 +10,7 @@
 // the model's device and compared with the reference. What is derived (audit/invariance/): the
 // classes of sizes that give identical bits, position and warm-up dependence, advice.
 //
-// Ordering: cells by size, then placement in kPlacements order; rows by anchor, then output. Every
+// Ordering: cells by size, then (verify) start, then placement in kPlacements order; rows by anchor, then output. Every
 // figure that depends on the clock sits in `InvarianceTiming`, which renderers keep apart.
 #pragma once
 
@@ -33,8 +33,9 @@ struct Report;
 // "middle", "end", "permuted" (a seeded permutation of the start batch) and "second-call" (the
 // start batch called again in the same process, compared with its first call, not the reference).
 // The verify axis (Invariance::axis) has "block" instead of the batch's four places: the size is
-// the block's tokens (1: the decode step itself), a row's `position` the token's place in the
-// block, and each token is compared with the decode step that ends at it.
+// the block's tokens (1: the decode step itself), the cell's `start` the block's first token in
+// the row, a row's `position` the token's place in the block, and each token is compared with the
+// decode step that ends at it; a block length's cells are ordered by start.
 inline constexpr const char* kPlacements[] = {"start", "middle", "end", "permuted", "second-call", "block"};
 
 // One output's anchor-row slice in one call, against the reference (or, for "second-call", against
@@ -54,6 +55,9 @@ struct InvarianceCell {
   int64_t size = 0;
   std::string placement;  // one of kPlacements
   std::vector<RowComparison> rows;
+  // The verify axis: the block's first token in the row (from 0); a block length has one cell per
+  // place it was measured at (issue 54). -1 on the batch and pad axes.
+  int64_t start = -1;
 };
 
 // Batch sizes that gave identical bits for every anchor row and output at the start placement.
@@ -120,8 +124,8 @@ struct NegativeControl {
 
 // What fixes a variant configuration (audit/invariance/invariance_fix.h): the sizes that matter
 // (batch 1 and one size of each other class) swept again under each candidate switch, one worker
-// each, beside a rerun of the configuration itself that prices them. Clock figures (kept in the
-// JSON's fix.timing): baseline_forward_ms, forward_ms and cost_ratio.
+// each; the fixes priced against reruns of the configuration itself. Clock figures (kept in the
+// JSON's fix.timing): baseline_forward_ms, search_ms, first_sweep_ms, forward_ms and cost_ratio.
 struct InvarianceFixCandidate {
   std::string toggles;               // "threads=1", or several joined by '+' for the combination
   std::string config;                // as --configs spells it: "default+threads=1"
@@ -129,6 +133,7 @@ struct InvarianceFixCandidate {
   std::string verdict;               // "invariant", "variant", "crashed" or "not run"
   std::string message;               // why not run ("no effect on cpu"), or why its worker crashed; "" otherwise
   std::vector<SizeClass> classes;    // the sizes' classes under it
+  int anchors = 0;                   // when not 0: its sweep compared only the first anchors (the screen showed no fix)
   bool fixes = false;                // invariant where the configuration was not
   std::optional<double> forward_ms;  // per forward pass
   std::optional<double> cost_ratio;  // median over pricing rounds of its forward pass over the configuration's
@@ -137,10 +142,14 @@ struct InvarianceFixCandidate {
 };
 
 struct InvarianceFix {
-  std::string from;                           // the configuration searched from (the first of --configs)
-  std::vector<int64_t> sizes;                 // the sizes swept again
-  std::string baseline_verdict;               // the rerun of `from` on those sizes
+  std::string from;            // the configuration searched from (the first of --configs)
+  std::vector<int64_t> sizes;  // the sizes swept again
+  // The rerun of `from` on those sizes, or "not run": not swept again (no candidate came out
+  // invariant, or the first sweep, which swept those very sizes, credits it).
+  std::string baseline_verdict;
   std::optional<double> baseline_forward_ms;  // per forward pass, median over the pricing rounds
+  std::optional<double> search_ms;            // the search's wall time (a clock figure)
+  std::optional<double> first_sweep_ms;       // the first configuration's worker, for comparison (a clock figure)
   std::vector<InvarianceFixCandidate> candidates;
   std::string conclusion;  // one sentence: which switch fixes it at what cost, or which class to pad to
 };
@@ -148,6 +157,7 @@ struct InvarianceFix {
 struct Invariance {
   std::string model;                  // the path as given
   std::string kind;                   // "torchscript", "a torch.export archive", ...
+  std::string runtime;                // what ran a torch.export archive ("interpreter"), as run names it; "" otherwise
   std::string device;                 // "cpu", "cuda:0"
   std::string input;                  // the rows file
   std::vector<std::string> inputs;    // "x=float32[16x3x64x64] (batch dim 0)", "mask=... (passed whole)"
@@ -155,6 +165,7 @@ struct Invariance {
   std::string filler = "input";       // "input" or "random"
   std::string axis = "batch";         // "batch", "pad-right", "pad-left" or "verify" (invariance_protocol.h's Axis)
   int draft = 0;                      // verify: the most draft tokens a block held (blocks of 2…draft+1)
+  int positions = 0;                  // verify: the places the longest block was measured at (0: another axis)
   std::string sizes = "auto";         // "auto" or the list as given
   int64_t budget = 1024;              // largest batch size tried
   std::vector<std::string> outputs;   // compared
@@ -165,12 +176,19 @@ struct Invariance {
   std::optional<InvarianceFix> fix;  // when the first configuration was variant and the search ran
 };
 
-// "{1,2,3} | {4…257}": the classes in one line; a run of three or more consecutive tried sizes is
-// written first…last.
-std::string classes_text(const std::vector<SizeClass>& classes, const std::vector<int64_t>& tried);
-std::string sizes_text(const std::vector<int64_t>& sizes, const std::vector<int64_t>& tried);
+// "{1,2,3} | {4…9,15…17}": the classes in one line; a run of three or more consecutive integers, every
+// one of them measured, is written first…last (the sizes are ascending and measured, so a range never
+// spans a size that was not tried).
+std::string classes_text(const std::vector<SizeClass>& classes);
+std::string sizes_text(const std::vector<int64_t>& sizes);
 // True when the configuration swept the verify axis: its cells are verify blocks ("block").
 bool verify_blocks(const InvarianceConfig& c);
+// The verify axis: the tokens its blocks were measured among, counted from 1 ("tokens 26…32"); "the
+// tokens measured" for cells without a place (reports before issue 54).
+std::string verify_window_text(const InvarianceConfig& c);
+// The first block that gave a token other bits, by length then place: "first: blocks of 2 tokens at
+// tokens 31…32, anchor 0's output/logits"; "" when none did.
+std::string first_differing_block_text(const InvarianceConfig& c);
 // The sizes a configuration tried, ascending.
 std::vector<int64_t> tried_sizes(const InvarianceConfig& c);
 // Per output: the classes read from a baseline (by_output), else grouped from the start cells.
@@ -215,6 +233,7 @@ nlohmann::ordered_json invariance_fix_to_json(const std::optional<InvarianceFix>
 std::optional<InvarianceFix> invariance_fix_from_json(const nlohmann::ordered_json& j);
 // Markdown and HTML put the clock's figures (costs) in their timing block: the *_timing parts.
 std::string invariance_fix_text(const Invariance& inv);
+std::string invariance_fix_text_timing(const Invariance& inv);  // its line in the text's closing timing lines
 std::string invariance_fix_markdown(const Invariance& inv);
 std::string invariance_fix_markdown_timing(const Invariance& inv);
 std::string invariance_fix_html(const Invariance& inv);

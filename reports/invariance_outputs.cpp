@@ -78,20 +78,23 @@ bool placement_differs(const OutputRows& o) {
 
 // The output's classes of sizes, from the start cells (a start cell without a row of the output
 // counts as an empty signature, and a later start cell of the same size replaces an earlier one).
-// A verify block's cell counts as whether each anchor got the decode step's bits at every token of
-// the block, as the analysis counts it.
+// A verify block length counts as whether each anchor got the decode step's bits at every token of
+// every place it was measured at (its cells), as the analysis counts it.
 std::vector<SizeClass> classes_of(const InvarianceConfig& c, const OutputRows& o) {
   std::unordered_map<const InvarianceCell*, std::vector<std::string>> rows;
-  std::map<std::pair<const InvarianceCell*, int>, bool> agree;  // block cells: (cell, anchor) -> every token equal
+  std::map<std::pair<int64_t, int>, bool> agree;  // block lengths: (size, anchor) -> every token equal
   for (const auto& [cell, r] : o.rows)
     if (cell->placement == std::string("start"))
       rows[cell].push_back(fmt::format("{}:{}", r->anchor, r->digest));
     else if (cell->placement == std::string("block"))
-      agree.try_emplace({cell, r->anchor}, true).first->second &= r->equal;
-  for (const auto& [key, same] : agree) rows[key.first].push_back(fmt::format("{}:{}", key.second, same ? "=" : "≠"));
+      agree.try_emplace({cell->size, r->anchor}, true).first->second &= r->equal;
   std::map<int64_t, std::string> signatures;
   for (const auto& cell : c.cells) {
-    if (cell.placement != std::string("start") && cell.placement != std::string("block")) continue;
+    if (cell.placement == std::string("block")) {
+      signatures[cell.size].clear();  // filled below from every place; a length without the output's rows stays empty
+      continue;
+    }
+    if (cell.placement != std::string("start")) continue;
     auto it = rows.find(&cell);
     if (it == rows.end()) {
       signatures[cell.size].clear();
@@ -100,6 +103,9 @@ std::vector<SizeClass> classes_of(const InvarianceConfig& c, const OutputRows& o
     std::sort(it->second.begin(), it->second.end());
     signatures[cell.size] = fmt::format("{}", fmt::join(it->second, ";"));
   }
+  std::map<int64_t, std::vector<std::string>> blocks;
+  for (const auto& [key, same] : agree) blocks[key.first].push_back(fmt::format("{}:{}", key.second, same ? "=" : "≠"));
+  for (const auto& [size, parts] : blocks) signatures[size] = fmt::format("{}", fmt::join(parts, ";"));
   return group(signatures);
 }
 
@@ -180,6 +186,8 @@ void detail::read_invariance_head(const Node& n, Invariance& inv) {
       n.at("axis").fail("expected batch, pad-right, pad-left or verify");
   }
   if (n.has("draft")) inv.draft = n.at("draft").i32();
+  // Verify reports before issue 54 measured each block length at one place.
+  if (inv.axis == "verify") inv.positions = n.has("positions") ? n.at("positions").i32() : 1;
   inv.sizes = n.at("sizes").str();
   inv.budget = n.at("budget").i64();
   inv.outputs = n.at("outputs").strings();

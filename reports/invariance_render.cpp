@@ -22,41 +22,47 @@ using escaped::ln;
 using escaped::md;
 using escaped::xml;
 
+// "tokens 31…32" (from 1) for the block of `size` tokens that starts at token `start` (from 0).
+std::string block_place(int64_t start, int64_t size) {
+  return size == 1 ? fmt::format("token {}", start + 1) : fmt::format("tokens {}…{}", start + 1, start + size);
+}
+
 // The largest difference from the reference over every cell but the warm-up's, in words.
 std::string worst_text(const InvarianceConfig& c) {
   const RowComparison* worst = nullptr;
-  int64_t at = 0;
+  int64_t at = 0, start = -1;
   std::string placement;
   for (const auto& cell : c.cells) {
     if (cell.placement == std::string("second-call")) continue;
     for (const auto& r : cell.rows)
       if (!r.equal && (worst == nullptr || (std::isfinite(r.max_abs) && !(r.max_abs <= worst->max_abs))))
-        worst = &r, at = cell.size, placement = cell.placement;
+        worst = &r, at = cell.size, start = cell.start, placement = cell.placement;
   }
   if (worst == nullptr) return "";
   const std::string ulp =
       std::isfinite(worst->max_ulp) ? fmt::format("{:.0f} ULP", worst->max_ulp) : "ULP not measurable";
   if (placement == "block")
-    return fmt::format("max abs {:.3g}, {} (block of {} tokens, its token {}, anchor {}, {})", worst->max_abs, ulp, at,
-                       worst->position, worst->anchor, worst->output);
+    return fmt::format("max abs {:.3g}, {} (block of {} tokens{}, its token {}, anchor {}, {})", worst->max_abs, ulp,
+                       at, start >= 0 ? " at " + block_place(start, at) : "", worst->position, worst->anchor,
+                       worst->output);
   return fmt::format("max abs {:.3g}, {} (size {}, {}, anchor {}, {})", worst->max_abs, ulp, at, placement,
                      worst->anchor, worst->output);
 }
 
-std::string position_text(const InvarianceConfig& c, const std::vector<int64_t>& tried) {
+std::string position_text(const InvarianceConfig& c) {
   if (c.position_dependent.empty()) return "a row's bits do not depend on its place in the batch at any size tried";
   return fmt::format("a row's bits depend on its place in the batch at size{} {}",
-                     c.position_dependent.size() == 1 ? "" : "s", sizes_text(c.position_dependent, tried));
+                     c.position_dependent.size() == 1 ? "" : "s", sizes_text(c.position_dependent));
 }
 
-std::string warmup_text(const InvarianceConfig& c, const std::vector<int64_t>& tried) {
+std::string warmup_text(const InvarianceConfig& c) {
   const bool blocks = verify_blocks(c);
   if (c.warmup_dependent.empty())
     return blocks ? "a second call of the same block gives the same bits at every block length tried"
                   : "a second call of the same batch gives the same bits at every size tried";
   return fmt::format("the second call of a {} differs from its first at {}{} {}", blocks ? "block" : "batch",
                      blocks ? "block length" : "size", c.warmup_dependent.size() == 1 ? "" : "s",
-                     sizes_text(c.warmup_dependent, tried));
+                     sizes_text(c.warmup_dependent));
 }
 
 bool verify_axis(const Invariance& inv) { return inv.axis == "verify"; }
@@ -66,8 +72,9 @@ std::string head_line(const Invariance& inv) {
   const std::string anchors = fmt::format("{} anchor row{}", inv.rows, inv.rows == 1 ? "" : "s");
   if (verify_axis(inv))
     return fmt::format(
-        "{}, axis verify: each token at its decode step and inside verify blocks of 2…{} tokens (draft {})", anchors,
-        inv.draft + 1, inv.draft);
+        "{}, axis verify: each token at its decode step and inside verify blocks of 2…{} tokens, each block at every "
+        "place in the rows' last {} tokens (draft {}, positions {})",
+        anchors, inv.draft + 1, inv.draft + inv.positions, inv.draft, inv.positions);
   const std::string padded = inv.axis == "pad-right"  ? ", axis pad: the other rows padded on the right"
                              : inv.axis == "pad-left" ? ", axis pad: the other rows padded on the left"
                                                       : "";
@@ -93,13 +100,30 @@ std::string exit_words(const Report& r, const Invariance& inv) {
   return words + baseline_verdict_text(r);
 }
 
+// What ran the model: its kind, and a torch.export archive's runtime, as run's report names it.
+std::string kind_text(const Invariance& inv) {
+  return inv.runtime.empty() ? inv.kind : fmt::format("{}, runtime {}", inv.kind, inv.runtime);
+}
+
+// "largest difference from batch 1" (the decode step on the verify axis); "" when nothing differed.
+std::string worst_line(const InvarianceConfig& c, const Invariance& inv) {
+  const std::string w = worst_text(c);
+  return w.empty() ? ""
+                   : fmt::format("largest difference from {}: {}", verify_axis(inv) ? "the decode step" : "batch 1", w);
+}
+
+// --trace: the op's tensors at batch 1, "aten::linear inputs float32[1x64] -> outputs ... (anchor 0
+// alone vs row 3 of a batch of 4)"; "" when no op was found.
+std::string trace_shapes(const RowTrace& t) {
+  if (t.outcome != "found" && t.outcome != "stopped") return "";
+  return fmt::format("{} inputs {} -> outputs {} (anchor {} alone vs row {} of a batch of {})", t.op,
+                     fmt::join(t.inputs, ", "), fmt::join(t.outputs, ", "), t.anchor, t.position, t.size);
+}
+
 // --trace: the answer in one sentence, then the op's tensors at batch 1.
 std::string trace_text(const RowTrace& t) {
   std::string out = fmt::format("  trace: {}\n", ln(t.message));
-  if (t.outcome == "found" || t.outcome == "stopped")
-    out += fmt::format("    {} inputs {} -> outputs {} (anchor {} alone vs row {} of a batch of {})\n", ln(t.op),
-                       ln(fmt::format("{}", fmt::join(t.inputs, ", "))),
-                       ln(fmt::format("{}", fmt::join(t.outputs, ", "))), t.anchor, t.position, t.size);
+  if (const std::string shapes = trace_shapes(t); !shapes.empty()) out += fmt::format("    {}\n", ln(shapes));
   return out;
 }
 
@@ -125,51 +149,68 @@ void config_text(std::string& out, const InvarianceConfig& c, const Invariance& 
   const std::vector<int64_t> tried = tried_sizes(c);
   if (verify_axis(inv)) {
     out += fmt::format("  block lengths tried: {}\n", fmt::join(tried, ","));
-    out += fmt::format("  classes (the decode step's bits first): {}\n", classes_text(c.classes, tried));
+    out += fmt::format("  classes (the decode step's bits first): {}\n", classes_text(c.classes));
   } else {
     out += fmt::format("  sizes tried: {}\n", fmt::join(tried, ","));
-    out += fmt::format("  classes of identical bits: {}\n", classes_text(c.classes, tried));
-    out += fmt::format("  position: {}\n", position_text(c, tried));
+    out += fmt::format("  classes of identical bits: {}\n", classes_text(c.classes));
+    out += fmt::format("  position: {}\n", position_text(c));
   }
-  out += fmt::format("  warm-up: {}\n", warmup_text(c, tried));
-  if (const std::string w = worst_text(c); !w.empty())
-    out += fmt::format("  largest difference from {}: {}\n", verify_axis(inv) ? "the decode step" : "batch 1", ln(w));
+  out += fmt::format("  warm-up: {}\n", warmup_text(c));
+  if (const std::string w = worst_line(c, inv); !w.empty()) out += fmt::format("  {}\n", ln(w));
   for (const auto& a : advice_of(c, inv)) out += fmt::format("  advice: {}\n", ln(a));
   if (c.trace) out += trace_text(*c.trace);
 }
 
 }  // namespace
 
-std::string sizes_text(const std::vector<int64_t>& sizes, const std::vector<int64_t>& tried) {
-  // Runs of sizes that are consecutive among those tried (every tried size between them is in).
-  const std::vector<int64_t>& order = tried.empty() ? sizes : tried;
-  const std::set<int64_t> in(sizes.begin(), sizes.end());
+std::string sizes_text(const std::vector<int64_t>& sizes) {
+  // A run first…last only where every size from first to last was measured (issue 54: {2…5} for
+  // the sizes 2, 4, 5 read as if 3 had been); three or more make a run.
   std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < order.size()) {
-    if (!in.count(order[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j + 1 < order.size() && in.count(order[j + 1])) ++j;
+  for (size_t i = 0, j = 0; i < sizes.size(); i = j + 1) {
+    for (j = i; j + 1 < sizes.size() && sizes[j + 1] == sizes[j] + 1;) ++j;
     if (j - i >= 2)
-      parts.push_back(fmt::format("{}…{}", order[i], order[j]));
+      parts.push_back(fmt::format("{}…{}", sizes[i], sizes[j]));
     else
-      for (size_t k = i; k <= j; ++k) parts.push_back(fmt::format("{}", order[k]));
-    i = j + 1;
+      for (size_t k = i; k <= j; ++k) parts.push_back(fmt::format("{}", sizes[k]));
   }
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
-std::string classes_text(const std::vector<SizeClass>& classes, const std::vector<int64_t>& tried) {
+std::string classes_text(const std::vector<SizeClass>& classes) {
   std::vector<std::string> parts;
-  for (const auto& k : classes) parts.push_back("{" + sizes_text(k.sizes, tried) + "}");
+  for (const auto& k : classes) parts.push_back("{" + sizes_text(k.sizes) + "}");
   return fmt::format("{}", fmt::join(parts, " | "));
 }
 
 bool verify_blocks(const InvarianceConfig& c) {
   return std::any_of(c.cells.begin(), c.cells.end(), [](const auto& cell) { return cell.placement == "block"; });
+}
+
+std::string verify_window_text(const InvarianceConfig& c) {
+  int64_t first = -1, last = -1;
+  for (const auto& cell : c.cells)
+    if (cell.placement == std::string("block") && cell.start >= 0) {
+      first = first < 0 ? cell.start : std::min(first, cell.start);
+      last = std::max(last, cell.start + cell.size - 1);
+    }
+  return first < 0 ? "the tokens measured" : block_place(first, last - first + 1);
+}
+
+std::string first_differing_block_text(const InvarianceConfig& c) {
+  const InvarianceCell* first = nullptr;
+  const RowComparison* row = nullptr;
+  for (const auto& cell : c.cells) {
+    if (cell.placement != std::string("block")) continue;
+    const auto differs = std::find_if(cell.rows.begin(), cell.rows.end(), [](const auto& r) { return !r.equal; });
+    if (differs == cell.rows.end()) continue;
+    if (first == nullptr || std::pair{cell.size, cell.start} < std::pair{first->size, first->start})
+      first = &cell, row = &*differs;
+  }
+  if (first == nullptr) return "";
+  return fmt::format("first: blocks of {} tokens{}, anchor {}'s {}", first->size,
+                     first->start >= 0 ? " at " + block_place(first->start, first->size) : "", row->anchor,
+                     row->output);
 }
 
 std::vector<int64_t> tried_sizes(const InvarianceConfig& c) {
@@ -224,7 +265,8 @@ std::string invariance_incomplete_reason(const Invariance& inv) {
 }
 
 std::string invariance_text(const Report& r, const Invariance& inv) {
-  std::string out = fmt::format("repro-audit invariance: {} ({}, {})\n", ln(inv.model), ln(inv.kind), ln(inv.device));
+  std::string out =
+      fmt::format("repro-audit invariance: {} ({}, {})\n", ln(inv.model), ln(kind_text(inv)), ln(inv.device));
   out += fmt::format("  {}\n", ln(head_line(inv)));
   for (const auto& i : inv.inputs) out += fmt::format("  input: {}\n", ln(i));
   out += fmt::format("  outputs compared: {}\n", ln(fmt::format("{}", fmt::join(inv.outputs, ", "))));
@@ -237,6 +279,7 @@ std::string invariance_text(const Report& r, const Invariance& inv) {
     if (c.timing.calls > 0)
       out += fmt::format("timing ({}): {} calls, forward {:.0f} ms, sweep {:.0f} ms, worker {:.0f} ms\n", ln(c.config),
                          c.timing.calls, c.timing.forward_ms, c.timing.sweep_ms, c.timing.worker_ms);
+  out += invariance_fix_text_timing(inv);
   out += render_baseline_text(r);
   for (const auto& e : r.allowlist_expired) out += fmt::format("allowlist: {}\n", ln(e));
   out += fmt::format("invariance: {} (exit {})\n", exit_words(r, inv), r.exit_code);
@@ -245,25 +288,28 @@ std::string invariance_text(const Report& r, const Invariance& inv) {
 
 std::string invariance_markdown(const Report& r, const Invariance& inv) {
   std::string out = fmt::format("## repro-audit invariance: {} (exit {})\n\n", exit_words(r, inv), r.exit_code);
-  out += fmt::format("{} ({}, {}): {}\n\n", md(inv.model), md(inv.kind), md(inv.device), md(head_line(inv)));
+  out += fmt::format("{} ({}, {}): {}\n\n", md(inv.model), md(kind_text(inv)), md(inv.device), md(head_line(inv)));
   out += fmt::format("Negative control: {}\n\n", md(inv.control.evidence));
   for (const auto& e : inv.excluded) out += fmt::format("- left out: {}\n", md(e));
   for (const auto& n : inv.notes) out += fmt::format("- note: {}\n", md(n));
   out += "| configuration | verdict | classes of identical bits | position | warm-up |\n|---|---|---|---|---|\n";
   for (const auto& c : inv.configs) {
-    const auto tried = tried_sizes(c);
     out += fmt::format("| {} | {} | {} | {} | {} |\n", md(c.config), md(invariance_summary(c)),
-                       md(classes_text(c.classes, tried)),
-                       c.position_dependent.empty() ? "-" : md(sizes_text(c.position_dependent, tried)),
-                       c.warmup_dependent.empty() ? "-" : md(sizes_text(c.warmup_dependent, tried)));
+                       md(classes_text(c.classes)),
+                       c.position_dependent.empty() ? "-" : md(sizes_text(c.position_dependent)),
+                       c.warmup_dependent.empty() ? "-" : md(sizes_text(c.warmup_dependent)));
   }
   // The fix search's conclusion, which the first configuration's advice repeats, is said once: in
   // the fix search's section below.
   for (const auto& c : inv.configs)
+    if (const std::string w = worst_line(c, inv); !w.empty()) out += fmt::format("\n- **{}** {}", md(c.config), md(w));
+  for (const auto& c : inv.configs)
     for (const auto& a : advice_of(c, inv)) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
   for (const auto& c : inv.configs)
-    if (c.trace)
+    if (c.trace) {
       out += fmt::format("\n- **{}** trace ({}): {}", md(c.config), md(c.trace->outcome), md(c.trace->message));
+      if (const std::string shapes = trace_shapes(*c.trace); !shapes.empty()) out += fmt::format(": {}", md(shapes));
+    }
   out += invariance_fix_markdown(inv);
   out += fmt::format("\n\n{}\n### Timing\n\nAudit wall time: {:.1f} s\n", kTimingBegin, r.wall_ms / 1000);
   for (const auto& c : inv.configs)
@@ -280,26 +326,35 @@ std::string invariance_html_section(const Report& r, const Invariance& inv) {
                   r.exit_code == 0 ? "reproducible" : "diverged", to_string(r.verdict), r.exit_code);
   out += fmt::format("<h1>invariance of {} <span class=\"exit\">exit {}: {}</span></h1>\n", esc(inv.model), r.exit_code,
                      esc(exit_words(r, inv)));
-  out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(inv.kind),
+  out += fmt::format("<p>{} ({}, {}): {}</p>\n<p>Negative control: {}</p>\n", esc(inv.model), esc(kind_text(inv)),
                      esc(inv.device), esc(head_line(inv)), esc(inv.control.evidence));
   for (const auto& e : inv.excluded) out += fmt::format("<p>left out: {}</p>\n", esc(e));
   out +=
       "<table class=\"invariance\"><thead><tr><th>configuration</th><th>verdict</th><th>classes of identical bits</th>"
       "<th>position</th><th>warm-up</th><th>advice</th></tr></thead><tbody>\n";
   for (const auto& c : inv.configs) {
-    const auto tried = tried_sizes(c);
+    // Each piece of advice its own item, as the Markdown's bullets (issue 54: four ran into one sentence).
+    std::string advice;
+    for (const auto& a : advice_of(c, inv)) advice += fmt::format("<li>{}</li>", esc(a));
     out += fmt::format(
         "<tr data-config=\"{}\" "
         "data-verdict=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes, tried)),
-        esc(verify_axis(inv) ? "-" : position_text(c, tried)), esc(warmup_text(c, tried)),
-        esc(fmt::format("{}", fmt::join(advice_of(c, inv), " "))));
+        esc(c.config), esc(c.verdict), esc(c.config), esc(invariance_summary(c)), esc(classes_text(c.classes)),
+        esc(verify_axis(inv) ? "-" : position_text(c)), esc(warmup_text(c)),
+        advice.empty() ? "-" : "<ul class=\"advice\">" + advice + "</ul>");
   }
   out += "</tbody></table>\n";
   for (const auto& c : inv.configs)
-    if (c.trace)
-      out += fmt::format("<p class=\"row-trace\" data-config=\"{}\" data-outcome=\"{}\">{} trace: {}</p>\n",
-                         esc(c.config), esc(c.trace->outcome), esc(c.config), esc(c.trace->message));
+    if (const std::string w = worst_line(c, inv); !w.empty())
+      out += fmt::format("<p class=\"largest-difference\" data-config=\"{}\">{} {}</p>\n", esc(c.config), esc(c.config),
+                         esc(w));
+  for (const auto& c : inv.configs)
+    if (c.trace) {
+      const std::string shapes = trace_shapes(*c.trace);
+      out += fmt::format("<p class=\"row-trace\" data-config=\"{}\" data-outcome=\"{}\">{} trace: {}{}</p>\n",
+                         esc(c.config), esc(c.trace->outcome), esc(c.config), esc(c.trace->message),
+                         shapes.empty() ? "" : ": <code>" + esc(shapes) + "</code>");
+    }
   return out + invariance_fix_html(inv) + "</section>\n";
 }
 
@@ -314,9 +369,9 @@ std::string invariance_junit_suites(const Invariance& inv, int& tests, int& fail
       body = fmt::format("      <failure type=\"nondeterministic\" message=\"{}\"/>\n", xml(invariance_summary(c)));
     } else if (c.verdict == "variant" && !c.allowed_by) {
       ++f;
-      body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n",
-                         xml(invariance_summary(c) + ": " + classes_text(c.classes, tried_sizes(c)) +
-                             (c.trace ? "; " + c.trace->message : "")));
+      body = fmt::format(
+          "      <failure type=\"diverged\" message=\"{}\"/>\n",
+          xml(invariance_summary(c) + ": " + classes_text(c.classes) + (c.trace ? "; " + c.trace->message : "")));
     } else if (c.verdict == "crashed") {
       ++e;
       body = fmt::format("      <error type=\"crashed\" message=\"{}\"/>\n", xml(c.message));

@@ -160,7 +160,8 @@ void baseline_section(std::string& out, const Report& r) {
       out += fmt::format("\nAlso differ, ignored (cannot change results): {}\n", fmt::join(ignored, ", "));
     out += "\n";
   }
-  if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("**Upgrade:** {}.\n\n", md(up));
+  if (const std::string up = upgrade_text(b); !up.empty())
+    out += fmt::format("**{}:** {}.\n\n", capitalized(upgrade_label(b)), md(up));
   if (const auto lines = behaviour_lines(b); !lines.empty()) {
     for (const auto& line : lines) out += fmt::format("- {}\n", md(line));
     out += "\n";

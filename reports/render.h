@@ -92,11 +92,20 @@ std::string cost_clause(const FixCandidate& fix, const std::string& from);
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);
 // "" when no configuration is reproducible with two completed runs.
 std::string detection_power_text(const Target& t);
+// Its words after "reproducible: ", for `completed` runs without a divergence and the Wilson 95%
+// upper bound of their rate: "no divergence in 2 comparisons (3 runs); a divergence rate above 66%
+// would have shown (95% confidence)". Also what `compare` says of a race no longer seen.
+std::string no_divergence_text(int completed, double rate_high);
 // The inputs as the summaries print them: "x: float32[8x16]" when the target knows the forward
 // argument of each, else the descriptions alone.
 std::vector<std::string> named_inputs(const Target& t);
+// The model's outputs among a target's compared tensors, in record order, each once: "output",
+// "output/logits" (a training step's "step1/output" as "output"); empty for exec, which records files.
+std::vector<std::string> compared_outputs(const Target& t);
 // "1 run" / "2 runs": the count with the word that agrees with it.
 std::string plural(size_t n, const char* one, const char* many);
+// `words` with its first letter upper-case: a label that opens a sentence ("Downgrade:").
+std::string capitalized(std::string words);
 // exec (ConfigResult::compared set): what one run is compared by, "1 file, 1 metric", the figure
 // every format shows in place of run's tensor count; "" for other configurations.
 std::string compared_text(const ConfigResult& c);
@@ -134,6 +143,10 @@ std::string affects_text(const std::string& affects);
 // Across an upgrade (a component of BaselineComparison::stack changed): "torch 2.11.0 -> 2.15.0,
 // CUDA 13.0, cuDNN 9.19.0, cuBLAS 13.1.0.3 -> 13.2.1.1, NCCL 2.28.9"; "" when nothing changed.
 std::string upgrade_text(const BaselineComparison& baseline);
+// Its label: "upgrade" when every changed component's version went up (numbers compared as numbers:
+// 2.9 < 2.11), "downgrade" when every one went down, else "version change" (both ways, or a side
+// without the component).
+std::string upgrade_label(const BaselineComparison& baseline);
 // What the upgrade did to determinism, as lines without newlines: what kept its bits ("420 results
 // kept their bits, 3 changed"), then one line per kind that has members ("newly divergent (1):
 // put / default"), or one saying that none changed; none when neither side changed behaviour and

@@ -94,11 +94,15 @@ std::string detection_power_text(const Target& t) {
         (weakest == nullptr || c.completed < weakest->completed))
       weakest = &c;
   if (weakest == nullptr) return "";
-  const int n = weakest->completed - 1;
+  return "reproducible: " + no_divergence_text(weakest->completed, weakest->rate_ci_high);
+}
+
+std::string no_divergence_text(int completed, double rate_high) {
+  const int n = completed - 1;
   return fmt::format(
-      "reproducible: no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
+      "no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
       "(95% confidence)",
-      n, n == 1 ? "" : "s", weakest->completed, 100 * weakest->rate_ci_high);
+      n, n == 1 ? "" : "s", completed, 100 * rate_high);
 }
 
 std::vector<std::string> named_inputs(const Target& t) {
@@ -111,7 +115,25 @@ std::vector<std::string> named_inputs(const Target& t) {
   return out;
 }
 
+std::vector<std::string> compared_outputs(const Target& t) {
+  std::vector<std::string> out;
+  if (t.exec) return out;
+  for (const auto& c : t.configs)
+    for (const auto& d : c.reference) {
+      std::string name = d.name;
+      if (name.rfind("step", 0) == 0 && name.find('/') != std::string::npos) name = name.substr(name.find('/') + 1);
+      if ((name == "output" || name.rfind("output/", 0) == 0) && std::find(out.begin(), out.end(), name) == out.end())
+        out.push_back(name);
+    }
+  return out;
+}
+
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
+std::string capitalized(std::string words) {
+  if (!words.empty()) words[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(words[0])));
+  return words;
+}
 
 std::string compared_text(const ConfigResult& c) {
   if (!c.compared) return "";
@@ -415,6 +437,15 @@ std::string targets_text(const Report& r, const TargetsBody& body) {
                                            : "",
                          t.seed);
     if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
+    // The model's outputs among the tensors compared (issue 54: only the JSON named output/logits),
+    // the first few of a long list (a language model's cache).
+    if (const std::vector<std::string> outputs = compared_outputs(t); !outputs.empty()) {
+      constexpr size_t kShown = 6;
+      std::vector<std::string> shown;
+      for (size_t i = 0; i < std::min(kShown, outputs.size()); ++i) shown.push_back(ln(outputs[i]));
+      out += fmt::format("  outputs compared: {}{}\n", fmt::join(shown, ", "),
+                         outputs.size() > kShown ? fmt::format(" and {} more", outputs.size() - kShown) : "");
+    }
     for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
     if (t.package.size() == 1 && t.package.count("runtime")) {  // a torch.export archive's runtime
       out += fmt::format("  runtime: {}\n", ln(t.package.at("runtime")));

@@ -223,6 +223,8 @@ report::BaselineResult compare_config(const report::Target& target, const report
   r.config = c.name;
   r.baseline_verdict = b.verdict;
   r.current_verdict = c.verdict;
+  r.baseline_repeats = report::RepeatEvidence{b.completed, b.diverging_repeats, b.rate_ci_low, b.rate_ci_high};
+  r.current_repeats = report::RepeatEvidence{c.completed, c.diverging_repeats, c.rate_ci_low, c.rate_ci_high};
   r.switch_changes = switch_changes(b, c);
   if (b.reference.empty() || c.reference.empty()) {
     const bool in_baseline = b.reference.empty();

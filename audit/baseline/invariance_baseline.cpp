@@ -74,13 +74,6 @@ std::string output_label(const std::string& name) {
   return "output " + name;
 }
 
-std::string classes_line(const std::vector<SizeClass>& classes) {
-  std::vector<int64_t> all;
-  for (const auto& k : classes) all.insert(all.end(), k.sizes.begin(), k.sizes.end());
-  std::sort(all.begin(), all.end());
-  return report::classes_text(classes, all);
-}
-
 // One output's change in words, with each side's own boundaries.
 std::vector<std::string> boundary_changes(const std::vector<SizeClass>& b, const std::vector<SizeClass>& c,
                                           const std::string& output) {
@@ -93,7 +86,9 @@ std::vector<std::string> boundary_changes(const std::vector<SizeClass>& b, const
     out.push_back(fmt::format("new class boundary at {} for {}", cb[i], of));
   for (size_t i = cb.size(); i < bb.size(); ++i)
     out.push_back(fmt::format("class boundary at {} gone for {}", bb[i], of));
-  if (out.empty()) out.push_back(fmt::format("classes changed for {}: {} -> {}", of, classes_line(b), classes_line(c)));
+  if (out.empty())
+    out.push_back(
+        fmt::format("classes changed for {}: {} -> {}", of, report::classes_text(b), report::classes_text(c)));
   return out;
 }
 
@@ -126,7 +121,8 @@ std::vector<std::string> changes(const InvarianceConfig& b, const InvarianceConf
     for (auto& line : boundary_changes(it->classes, o.classes, o.output)) out.push_back(std::move(line));
   }
   if (out.empty() && restricted(b.classes, common) != restricted(c.classes, common))
-    out.push_back(fmt::format("classes changed: {} -> {}", classes_line(b.classes), classes_line(c.classes)));
+    out.push_back(
+        fmt::format("classes changed: {} -> {}", report::classes_text(b.classes), report::classes_text(c.classes)));
   dependence_changes(b.position_dependent, c.position_dependent, common, "position", out);
   dependence_changes(b.warmup_dependent, c.warmup_dependent, common, "warm-up", out);
   return out;
@@ -152,7 +148,7 @@ BaselineResult compare_config(const std::string& model, const InvarianceConfig& 
   const std::vector<std::string> found = changes(b, c);
   if (found.empty()) {
     r.status = BaselineStatus::Match;
-    r.reason = fmt::format("the classes of sizes are the baseline's: {}", classes_line(c.classes));
+    r.reason = fmt::format("the classes of sizes are the baseline's: {}", report::classes_text(c.classes));
     return r;
   }
   r.status = BaselineStatus::Regression;

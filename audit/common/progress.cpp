@@ -72,7 +72,7 @@ void Progress::done(const std::string& what) {
   const std::string eta_part = eta();
   const std::string line = fmt::format("[{}/{}] {}{}{}", done_, total_, what, eta_part.empty() ? "" : ", ", eta_part);
   if (terminal_)
-    status_line(line, done_ >= total_);
+    status_line(line, end_ == LineEnd::AtTotal && done_ >= total_);
   else
     log::debug("{}", report::escape::text_line(line));
 }

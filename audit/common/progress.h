@@ -13,10 +13,15 @@
 
 namespace ra {
 
+// Who ends the line with its newline: the last item done (a batch of known size), or its owner
+// through close_status_line (work that plans more as it goes, such as invariance's fix search, whose
+// line would otherwise end, and stay, after each of its rounds).
+enum class LineEnd { AtTotal, ByOwner };
+
 class Progress {
  public:
-  Progress(size_t total, bool terminal)
-      : total_(total), terminal_(terminal), start_(std::chrono::steady_clock::now()) {}
+  Progress(size_t total, bool terminal, LineEnd end = LineEnd::AtTotal)
+      : total_(total), terminal_(terminal), end_(end), start_(std::chrono::steady_clock::now()) {}
   // One more of `total` finished; `what` describes it. The ETA extrapolates the mean time per
   // finished item (children run side by side, so this is wall time, not CPU time), less the time
   // since the last one finished.
@@ -37,6 +42,7 @@ class Progress {
   size_t total_;
   size_t done_ = 0;
   bool terminal_;
+  LineEnd end_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_done_;
 };

@@ -20,25 +20,30 @@ using report::SizeClass;
 // row, sorted. A verify block's tokens are other tokens at every size, so a block's class is which
 // anchors' outputs got the decode step's bits at every token ("anchor:output:=" or ":≠"): the
 // blocks that agree with decode share the decode step's class.
+// A block length holds only where every token got the decode step's bits at every place it was
+// measured at (its cells, one per place), so its agreement is gathered over all of them.
 std::map<int64_t, std::string> start_signatures(const InvarianceConfig& c) {
   std::map<int64_t, std::string> out;
+  std::map<int64_t, std::map<std::pair<int, std::string>, bool>>
+      agree;  // block length -> (anchor, output) -> all equal
   for (const auto& cell : c.cells) {
-    std::vector<std::string> rows;
-    if (cell.placement == "start") {
-      for (const auto& r : cell.rows) rows.push_back(fmt::format("{}:{}:{}", r.anchor, r.output, r.digest));
-    } else if (cell.placement == "block") {
-      std::map<std::pair<int, std::string>, bool> agree;
-      for (const auto& r : cell.rows) {
-        const auto [it, fresh] = agree.emplace(std::pair{r.anchor, r.output}, r.equal);
-        if (!fresh) it->second = it->second && r.equal;
-      }
-      for (const auto& [key, same] : agree)
-        rows.push_back(fmt::format("{}:{}:{}", key.first, key.second, same ? "=" : "≠"));
-    } else {
+    if (cell.placement == "block") {
+      auto& at = agree[cell.size];
+      for (const auto& r : cell.rows) at.try_emplace({r.anchor, r.output}, true).first->second &= r.equal;
       continue;
     }
+    if (cell.placement != "start") continue;
+    std::vector<std::string> rows;
+    for (const auto& r : cell.rows) rows.push_back(fmt::format("{}:{}:{}", r.anchor, r.output, r.digest));
     std::sort(rows.begin(), rows.end());
     out[cell.size] = fmt::format("{}", fmt::join(rows, ";"));
+  }
+  for (const auto& [size, rows] : agree) {
+    std::vector<std::string> parts;
+    for (const auto& [key, same] : rows)
+      parts.push_back(fmt::format("{}:{}:{}", key.first, key.second, same ? "=" : "≠"));
+    std::sort(parts.begin(), parts.end());
+    out[size] = fmt::format("{}", fmt::join(parts, ";"));
   }
   return out;
 }
@@ -103,41 +108,21 @@ const SizeClass& widest(const std::vector<SizeClass>& classes, const InvarianceC
   });
 }
 
-// Sizes as runs of consecutive integers: "4,8,12,15…17".
-std::string runs_text(const std::vector<int64_t>& sizes) {
-  std::vector<std::string> parts;
-  for (size_t i = 0, j = 0; i < sizes.size(); i = j + 1) {
-    for (j = i; j + 1 < sizes.size() && sizes[j + 1] == sizes[j] + 1;) ++j;
-    if (j - i >= 2)
-      parts.push_back(fmt::format("{}…{}", sizes[i], sizes[j]));
-    else
-      for (size_t k = i; k <= j; ++k) parts.push_back(fmt::format("{}", sizes[k]));
-  }
-  return fmt::format("{}", fmt::join(parts, ","));
-}
-
-// The sizes to pad to, in braces, and which were measured: every size named was measured, except
-// the untried sizes inside the open top range (from the first safe size above which every size
-// tried is safe, up to the largest tried), which are inferred and said to be (issue 43).
+// The sizes to pad to, in braces: only sizes measured (issue 54: {4…8} was advised from 4 and 8
+// alone, and a row got other bits at 5, 6 and 7), with a word on the untried sizes between them.
 struct SafeSizes {
-  std::string sizes;  // "{4,8,12…33}"
-  std::string
-      inferred;  // " (measured at 4,8,12,15…17,31…33; the sizes from 12 to 33 that were not tried are inferred)"
+  std::string sizes;  // "{4,8,12,15…17}"
+  std::string gaps;   // " (sizes between them that were not tried are not advised: measure them with --sizes)" or ""
 };
 
 SafeSizes safe_sizes(const std::vector<int64_t>& sizes, const std::vector<int64_t>& all) {
-  const std::set<int64_t> in(sizes.begin(), sizes.end());
-  size_t top = all.size();
-  while (top > 0 && in.count(all[top - 1])) --top;
-  const size_t n = all.size() - top;
-  if (n < 2 || all.back() - all[top] + 1 == static_cast<int64_t>(n)) return {"{" + runs_text(sizes) + "}", ""};
-  const int64_t from = all[top], to = all.back();
-  std::vector<int64_t> below;
-  for (const int64_t m : sizes)
-    if (m < from) below.push_back(m);
-  return {fmt::format("{{{}{}…{}}}", below.empty() ? "" : runs_text(below) + ",", from, to),
-          fmt::format(" (measured at {}; the sizes from {} to {} that were not tried are inferred)", runs_text(sizes),
-                      from, to)};
+  // `all` holds each size tried once: fewer of them between the first and the last named than
+  // integers there means some were not tried.
+  const bool gaps = !sizes.empty() && std::upper_bound(all.begin(), all.end(), sizes.back()) -
+                                              std::lower_bound(all.begin(), all.end(), sizes.front()) <
+                                          sizes.back() - sizes.front() + 1;
+  return {"{" + report::sizes_text(sizes) + "}",
+          gaps ? " (sizes between them that were not tried are not advised: measure them with --sizes)" : ""};
 }
 
 // What to pad to when the batched sizes fall into `batched` classes: the safe sizes of the widest,
@@ -149,9 +134,9 @@ std::string pad_line(const std::vector<SizeClass>& batched, const InvarianceConf
     return "no batched size tried gives a row the same bits at every place in the batch, so padding alone is no fix";
   const SafeSizes text = safe_sizes(sizes, all);
   return fmt::format(
-      "pad every batch to a size in {}{}: at each size measured there a row got the same bits at every "
-      "place tried",
-      text.sizes, text.inferred);
+      "pad every batch to a size in {}{}: each size named was measured to give a row the same bits at every place "
+      "tried",
+      text.sizes, text.gaps);
 }
 
 std::vector<std::string> size_advice(const InvarianceConfig& c) {
@@ -159,7 +144,7 @@ std::vector<std::string> size_advice(const InvarianceConfig& c) {
   const bool steady = c.position_dependent.empty() && c.warmup_dependent.empty();
   if (c.classes.size() <= 1 && steady)
     return {fmt::format("every batch size tried ({}) gives a row the same bits: batch freely within them",
-                        report::sizes_text(all, all))};
+                        report::sizes_text(all))};
   if (c.classes.size() <= 1) {
     SizeClass batched{c.classes.empty() ? all : c.classes.front().sizes, false};
     std::erase(batched.sizes, 1);
@@ -173,43 +158,47 @@ std::vector<std::string> size_advice(const InvarianceConfig& c) {
     advice.push_back(fmt::format(
         "batch 1 is the odd one: never compare unbatched with batched results; every batch of {}{} gives a row the "
         "same bits",
-        safe_sizes(c.classes.back().sizes, all).sizes, safe_sizes(c.classes.back().sizes, all).inferred));
+        safe_sizes(c.classes.back().sizes, all).sizes, safe_sizes(c.classes.back().sizes, all).gaps));
   else if (alone)
     advice.push_back("batch 1 is the odd one: never compare unbatched with batched results");
   if (!alone || c.classes.size() > 2 || !steady) advice.push_back(pad_line(batched, c, all));
   if (c.classes.size() > 2)
     advice.push_back(fmt::format("or bucket batches so that results you compare come from one class: {}",
-                                 report::classes_text(c.classes, all)));
+                                 report::classes_text(c.classes)));
   if (!alone)
     advice.push_back(fmt::format("results compared with a row run alone must come from batches of {{{}}}",
-                                 report::sizes_text(ref.sizes, all)));
+                                 report::sizes_text(ref.sizes)));
   return advice;
 }
 
 // The verify axis's advice (issue 41, item 6): which block lengths gave every token the decode
-// step's bits, all of them measured (the sweep tries every length from 1 to draft+1).
+// step's bits at every place they were measured at (issue 54), all of them measured, and where.
 std::vector<std::string> verify_advice(const InvarianceConfig& c) {
   const std::vector<int64_t> all = tried(c);
+  const std::string where = report::verify_window_text(c);
   std::vector<int64_t> same = c.classes.empty() ? all : c.classes.front().sizes, other;
   for (const int64_t b : all)
     if (!std::binary_search(same.begin(), same.end(), b)) other.push_back(b);
   if (other.empty())
-    return {
-        fmt::format("every verify block tried ({} tokens) gives each token the bits of the decode step that "
-                    "ends at it: speculative decoding accepts what decoding one token at a time would give",
-                    report::sizes_text(all, all))};
-  std::vector<std::string> advice{fmt::format(
-      "a verify block of {} tokens gives a token other bits than the decode step that ends at it, so speculative "
-      "decoding can accept other tokens than decoding one at a time would",
-      report::sizes_text(other, all))};
+    return {fmt::format(
+        "every verify block tried ({} tokens, at every place among {}) gives each token the bits of the decode step "
+        "that ends at it: speculative decoding accepts what decoding one token at a time would give",
+        report::sizes_text(all), where)};
+  std::vector<std::string> advice{
+      fmt::format("a verify block of {} tokens gives a token other bits than the decode step that ends at it ({}), so "
+                  "speculative decoding can accept other tokens than decoding one at a time would",
+                  report::sizes_text(other), report::first_differing_block_text(c))};
   std::erase(same, 1);
   if (!same.empty())
-    advice.push_back(
-        fmt::format("blocks of {} tokens were measured to give every token the decode step's bits: "
-                    "keep the draft within them, or find a switch that fixes the others",
-                    report::sizes_text(same, all)));
+    advice.push_back(fmt::format(
+        "blocks of {} tokens were measured to give every token the decode step's bits at every place among {}: keep "
+        "the draft within them, or find a switch that fixes the others",
+        report::sizes_text(same), where));
   else
-    advice.push_back("no verify block tried gives every token the decode step's bits: no draft length is safe here");
+    advice.push_back(
+        fmt::format("no verify block tried gives every token the decode step's bits at every place among {}: no "
+                    "draft length is safe here",
+                    where));
   return advice;
 }
 
@@ -238,12 +227,12 @@ void analyse(InvarianceConfig& c) {
     c.advice.push_back(
         fmt::format("a row's bits depend on its place in the batch at sizes {}: keep each row at the same place "
                     "(no shuffling, padding on the same side) in results you compare",
-                    report::sizes_text(c.position_dependent, all)));
+                    report::sizes_text(c.position_dependent)));
   if (!c.warmup_dependent.empty())
     c.advice.push_back(
         fmt::format("the first call of a {} differs from the second at sizes {}: call the model once per {} "
                     "before the results you compare",
-                    report::verify_blocks(c) ? "block" : "batch", report::sizes_text(c.warmup_dependent, all),
+                    report::verify_blocks(c) ? "block" : "batch", report::sizes_text(c.warmup_dependent),
                     report::verify_blocks(c) ? "block length" : "batch size"));
 }
 
@@ -252,7 +241,9 @@ std::string padding_advice(const InvarianceConfig& c) {
   if (report::verify_blocks(c)) {  // no padding: the block length is what the user chooses
     std::vector<int64_t> same = c.classes.front().sizes;
     std::erase(same, 1);
-    return same.empty() ? "" : fmt::format("verify with blocks of {} tokens", report::sizes_text(same, tried(c)));
+    return same.empty() ? ""
+                        : fmt::format("verify with blocks of {} tokens (each measured at every place among {})",
+                                      report::sizes_text(same), report::verify_window_text(c));
   }
   const std::vector<int64_t> all = tried(c);
   const bool alone = c.classes.front().sizes == std::vector<int64_t>{1};
@@ -260,10 +251,9 @@ std::string padding_advice(const InvarianceConfig& c) {
   const std::vector<int64_t> sizes = safe(widest(batched, c), c);
   if (sizes.empty()) return "";
   const SafeSizes text = safe_sizes(sizes, all);
-  std::string out = fmt::format("pad every batch to a size in {}{}", text.sizes, text.inferred);
+  std::string out = fmt::format("pad every batch to a size in {}{}", text.sizes, text.gaps);
   if (alone) out += " and never compare a row run alone with batched results";
-  if (c.classes.size() > 2)
-    out += fmt::format(", or bucket batches by class: {}", report::classes_text(c.classes, all));
+  if (c.classes.size() > 2) out += fmt::format(", or bucket batches by class: {}", report::classes_text(c.classes));
   return out;
 }
 

@@ -30,6 +30,8 @@ namespace {
 
 struct Cell {
   Config config;
+  // What the progress line says it runs: "invariance under default", "fix search: candidate threads=1".
+  std::string label;
   std::string request_path, result_path;
   ChildJob job;
 };
@@ -43,20 +45,23 @@ struct CellResult {
 // One cell per configuration of `configs` that `parts` runs (parts[i] for configs[i]: the audit's
 // own sweep is cut by shard, invariance_shard.h; the fix search's sweeps run all, their own sizes):
 // its request written, its worker described. `tag` names the files ("" for the audit's own sweep;
-// the fix search's sweeps have their own); the first of the audit's own cells reads the fingerprint.
+// the fix search's sweeps have their own, and its screens compare only the first `anchors`); the
+// first of the audit's own cells reads the fingerprint.
 // --trace rides on the audit's own sweep, never on a shard's (a shard holds only some sizes).
-std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch, const std::vector<Config>& configs,
-                             const std::vector<SweepPart>& parts, const std::string& tag) {
+std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch, const std::vector<SweepStep>& steps,
+                             const std::vector<SweepPart>& parts, const std::string& tag, int anchors = 0) {
   std::vector<Cell> cells;
-  for (size_t i = 0; i < configs.size(); ++i) {
+  for (size_t i = 0; i < steps.size(); ++i) {
     if (!parts[i].runs) continue;
     Cell c;
-    c.config = configs[i];
+    c.config = steps[i].config;
+    c.label = steps[i].label;
     const bool own = tag.empty();
-    InvarianceRequest rq{{}, o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, own && cells.empty()};
+    InvarianceRequest rq{
+        {}, anchors > 0 ? anchors : o.rows, o.filler, parts[i].sizes, o.budget, o.batch_dims, own && cells.empty()};
     rq.bisect = parts[i].bisect;
     rq.trace = o.trace && own && !o.shard;
-    rq.axis = o.axis, rq.draft = o.draft;
+    rq.axis = o.axis, rq.draft = o.draft, rq.positions = o.positions;
     rq.spec.model = o.model;
     rq.spec.input_file = o.input;
     rq.spec.device = o.session.device;
@@ -97,16 +102,18 @@ std::string failure(const ChildOutcome& out, bool fatal) {
 }
 
 // The progress line while workers sweep: "invariance under default: sizes 3/9, size 8, 14 s, ETA
-// 20 s" from the longest-running worker's progress file (SweepProgress), or its time alone when it
-// has none yet (loading the model) or a garbled one.
-std::string sweep_line(const std::vector<Cell>& cells, const std::vector<RunningChild>& now) {
+// 20 s" ("prefixes 3/7, 29 tokens" on the verify axis) from the longest-running worker's progress
+// file (SweepProgress), or its time alone when it has none yet (loading the model) or a garbled one.
+std::string sweep_line(const std::vector<Cell>& cells, const std::vector<RunningChild>& now, Axis axis) {
   const Cell& cell = cells[now.front().index];
   const auto seconds = static_cast<long>(now.front().elapsed_ms / 1000);
   const std::string others = now.size() > 1 ? fmt::format(" (and {} more)", now.size() - 1) : "";
   const auto p = read_sweep_progress(sweep_progress_path(cell.result_path));
-  if (!p || p->planned == 0)
-    return fmt::format("invariance under {}: {} s, still running{}", cell.config.name, seconds, others);
-  const std::string current = p->current > 0 ? fmt::format(", size {}", p->current) : "";
+  if (!p || p->planned == 0) return fmt::format("{}: {} s, still running{}", cell.label, seconds, others);
+  const bool verify = axis == Axis::Verify;
+  const std::string current = p->current <= 0 ? ""
+                              : verify        ? fmt::format(", {} tokens", p->current)
+                                              : fmt::format(", size {}", p->current);
   // The worker's estimate dates from the file's last rewrite: the time since was spent on what is left.
   double age = 0;
   struct stat st {};
@@ -117,20 +124,21 @@ std::string sweep_line(const std::vector<Cell>& cells, const std::vector<Running
           static_cast<double>(wall.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
   }
   const std::string eta = p->eta_s >= 0 ? eta_text(p->eta_s - age) : "";
-  return fmt::format("invariance under {}: sizes {}/{}{}, {} s{}{}{}", cell.config.name, p->done, p->planned, current,
-                     seconds, eta.empty() ? "" : ", ", eta, others);
+  return fmt::format("{}: {} {}/{}{}, {} s{}{}{}", cell.label, verify ? "prefixes" : "sizes", p->done, p->planned,
+                     current, seconds, eta.empty() ? "" : ", ", eta, others);
 }
 
+// Runs the cells' workers, `jobs_at_once` at a time, counting them on `progress` (the fix search
+// keeps one for all its sweeps, so that its rounds rewrite one line).
 std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const InvarianceOptions& o, int jobs_at_once,
-                                  bool fatal) {
+                                  bool fatal, Progress& progress) {
   std::vector<ChildJob> jobs;
   for (const auto& c : cells) jobs.push_back(c.job);
-  Progress progress(cells.size(), o.session.progress);
   const auto on_done = [&](size_t i, const ChildOutcome& out) {
-    progress.done(fmt::format("invariance under {}: {:.1f} s", cells[i].config.name, out.wall_ms / 1000));
+    progress.done(fmt::format("{}: {:.1f} s", cells[i].label, out.wall_ms / 1000));
   };
   const auto on_tick = [&](const std::vector<RunningChild>& now) {
-    if (o.session.progress) progress.show(sweep_line(cells, now));  // reads a file: only for a terminal
+    if (o.session.progress) progress.show(sweep_line(cells, now, o.axis));  // reads a file: only for a terminal
   };
   const auto outcomes = run_children(jobs, jobs_at_once, on_done, {}, 1, on_tick);
   std::vector<CellResult> results;
@@ -188,12 +196,14 @@ report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<C
   inv.filler = o.filler == Filler::Random ? "random" : "input";
   inv.sizes = o.sizes_text, inv.budget = o.budget;
   inv.axis = axis_name(o.axis), inv.draft = o.axis == Axis::Verify ? o.draft : 0;
+  inv.positions = o.axis == Axis::Verify ? o.positions : 0;
   for (size_t i = 0; i < cells.size(); ++i) {
     inv.configs.push_back(config_of(cells[i], results[i], o.axis));
     if (results[i].measured && environment.is_null()) environment = results[i].measured->environment;
     if (!results[i].measured || !inv.kind.empty()) continue;
     const InvarianceMeasurement& m = *results[i].measured;
-    inv.kind = m.kind, inv.inputs = m.inputs, inv.outputs = m.outputs, inv.excluded = m.excluded, inv.notes = m.notes;
+    inv.kind = m.kind, inv.runtime = m.runtime, inv.inputs = m.inputs, inv.outputs = m.outputs,
+    inv.excluded = m.excluded, inv.notes = m.notes;
     inv.control = m.control;
   }
   if (inv.kind.empty()) inv.control.evidence = "not run: no configuration's worker finished";
@@ -260,7 +270,9 @@ constexpr const char* kFixLeft =
     "the audit unsharded to search for a switch that makes it invariant";
 
 // The fix search (invariance_fix.h) from the first configuration when it is variant: its sweeps
-// run one worker at a time, so that the forward passes it prices do not share the CPU.
+// run one worker at a time, so that the forward passes it prices do not share the CPU, on one
+// progress line ("[3/5] fix search: timing round 2 of 5, candidate threads=1: 4.1 s") whose total
+// grows as the search plans more.
 void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::Invariance& inv) {
   // Not after the model failed at a size: every candidate's sweep would stop there too.
   if (!o.fix_search || inv.configs.empty() || inv.configs.front().verdict != "variant" ||
@@ -271,17 +283,27 @@ void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::I
     return;
   }
   int round = 0;
-  const SweepFn sweep = [&](const std::vector<Config>& configs, const std::vector<int64_t>& sizes) {
-    const std::vector<SweepPart> all(configs.size(), SweepPart{true, sizes, false});
-    const std::vector<Cell> cells = plan_cells(o, scratch, configs, all, fmt::format("-fix{}", round++));
-    const std::vector<CellResult> results = run_cells(cells, o, 1, false);
+  // The plan: every candidate that runs alone and their combination; reruns and rounds are added.
+  size_t planned = 1;
+  for (const auto& c : fix_candidates(inv.configs.front(), o.session.device)) planned += c.stage == "single";
+  Progress progress(planned, o.session.progress, LineEnd::ByOwner);
+  const SweepFn sweep = [&](const std::vector<SweepStep>& steps, const std::vector<int64_t>& sizes, int anchors) {
+    const std::vector<SweepPart> all(steps.size(), SweepPart{true, sizes, false});
+    const std::vector<Cell> cells = plan_cells(o, scratch, steps, all, fmt::format("-fix{}", round++), anchors);
+    if (const size_t need = progress.finished() + cells.size(); need > progress.total())
+      progress.add(need - progress.total());
+    const std::vector<CellResult> results = run_cells(cells, o, 1, false, progress);
     std::vector<report::InvarianceConfig> out;
     for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i], o.axis));
     return out;
   };
   if (o.session.progress)
     log::info("invariance: {} is variant; searching for a switch that fixes it", inv.configs.front().config);
+  const auto start = std::chrono::steady_clock::now();
   inv.fix = search_invariance_fix(inv.configs.front(), o.session.configs.front(), o.session.device, sweep);
+  close_status_line(true);  // the search's last line stays, once
+  inv.fix->search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  inv.fix->first_sweep_ms = inv.configs.front().timing.worker_ms;
   inv.configs.front().advice.push_back("fix search: " + inv.fix->conclusion);
 }
 
@@ -308,8 +330,11 @@ class InvarianceKind : public AuditKind {
   }
 
   void run(const Cells& cells) override {
-    cells_ = plan_cells(o_, scratch_, o_.session.configs, sweep_parts(o_, cells), "");
-    results_ = run_cells(cells_, o_, o_.session.jobs, true);
+    std::vector<SweepStep> steps;
+    for (const auto& c : o_.session.configs) steps.push_back({c, "invariance under " + c.name});
+    cells_ = plan_cells(o_, scratch_, steps, sweep_parts(o_, cells), "");
+    Progress progress(cells_.size(), o_.session.progress);
+    results_ = run_cells(cells_, o_, o_.session.jobs, true, progress);
   }
 
   void analyse(const Cells&, report::Report& report) override {

@@ -39,6 +39,7 @@ struct InvarianceOptions {
   bool fix_search = true;                    // when the first configuration is variant (invariance_fix.h)
   Axis axis = Axis::Batch;                   // --axis, --pad-others (invariance_protocol.h)
   int draft = 4;                             // --draft: verify blocks of 2…draft+1 tokens
+  int positions = 3;                         // --positions: the places the longest verify block is measured at
 };
 
 // Throws UsageError or InputError (one line) for what stops the audit before any report.

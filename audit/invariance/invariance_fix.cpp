@@ -61,12 +61,74 @@ std::optional<double> per_call(const InvarianceConfig& c) {
   return c.timing.forward_ms / static_cast<double>(c.timing.calls);
 }
 
-// Fills a candidate from its sweep (`baseline`: the rerun of the same sitting).
-void record(InvarianceFixCandidate& c, const InvarianceConfig& result, const InvarianceConfig& baseline) {
+// Fills a candidate from its sweep (whether it fixes anything is the search's to say).
+void record(InvarianceFixCandidate& c, const InvarianceConfig& result) {
   c.verdict = result.verdict;
   c.message = result.verdict == "crashed" ? result.message : "";
   c.classes = result.classes;
-  c.fixes = result.verdict == "invariant" && baseline.verdict == "variant";
+}
+
+// A candidate the search does not run: listed with the reason, no snippet.
+void not_run(InvarianceFixCandidate& c, const std::string& why) {
+  c.stage = "skipped", c.verdict = "not run", c.message = why, c.cpp.clear(), c.python.clear();
+}
+
+// The search's sweeps within its budget (invariance_fix.h): kFixCallBudget times the first sweep's
+// model calls. A worker is estimated at the most calls a worker of the same anchors has made in the
+// search, or, before one has, at the first sweep's calls scaled to its sizes and anchors.
+class Sweeps {
+ public:
+  Sweeps(const InvarianceConfig& from, const SweepFn& sweep, const std::vector<int64_t>& sizes, int anchors)
+      : sweep_(sweep), first_(from.timing.calls), limit_(kFixCallBudget * from.timing.calls), anchors_(anchors) {
+    const size_t tried = std::max<size_t>(1, report::tried_sizes(from).size());
+    full_ =
+        (first_ * static_cast<int64_t>(sizes.size()) + static_cast<int64_t>(tried) - 1) / static_cast<int64_t>(tried);
+  }
+
+  // Whether workers of these anchors (0: every anchor), one after the other, fit what is left.
+  bool fits(const std::vector<int>& workers) const {
+    int64_t need = 0;
+    for (const int a : workers) need += estimate(a);
+    return limit_ <= 0 || spent_ + need <= limit_;
+  }
+  std::vector<InvarianceConfig> run(const std::vector<SweepStep>& steps, const std::vector<int64_t>& sizes,
+                                    int anchors) {
+    std::vector<InvarianceConfig> out = sweep_(steps, sizes, anchors);
+    for (const auto& c : out) {
+      spent_ += c.timing.calls;
+      auto& most = largest_[anchors];
+      most = std::max(most, c.timing.calls);
+    }
+    return out;
+  }
+  std::string spent_text() const {
+    return fmt::format("the search's budget was spent: at most {} times the first sweep's {} model calls",
+                       kFixCallBudget, first_);
+  }
+
+ private:
+  int64_t estimate(int anchors) const {
+    if (const auto it = largest_.find(anchors); it != largest_.end()) return it->second;
+    if (anchors == 0 || anchors_ <= 0) return full_;
+    return (full_ * anchors + anchors_ - 1) / anchors_;
+  }
+
+  const SweepFn& sweep_;
+  int64_t first_, limit_;
+  int anchors_;       // every anchor of the first sweep
+  int64_t full_ = 0;  // a sweep of every anchor, before one ran
+  int64_t spent_ = 0;
+  std::map<int, int64_t> largest_;  // by anchors
+};
+
+// The screen (the verify axis): the anchors up to the first one whose bits moved in the first sweep
+// (usually anchor 0 alone), or 0 (none: every anchor) when that is all of them.
+int screen_anchors(const InvarianceConfig& from, int all) {
+  int first = all;
+  for (const auto& cell : from.cells)
+    for (const auto& r : cell.rows)
+      if (!r.equal) first = std::min(first, r.anchor);
+  return first + 1 < all ? first + 1 : 0;
 }
 
 // A candidate's price from its forward pass and the configuration's in each round (paired by round:
@@ -103,13 +165,13 @@ std::string verify_partial(const InvarianceFix& f, const InvarianceConfig& from)
   int64_t top = 1;  // every block from 2 to top agrees: drafts of 1 to top-1 tokens
   while (std::binary_search(blocks.begin(), blocks.end(), top + 1)) ++top;
   return fmt::format(
-      "; under {}, verify blocks of {} tokens get the decode step's bits (each measured){}", best->toggles,
-      report::sizes_text(blocks, report::tried_sizes(from)),
+      "; under {}, verify blocks of {} tokens get the decode step's bits (each measured at every place among {}){}",
+      best->toggles, report::sizes_text(blocks), report::verify_window_text(from),
       top >= 2 ? fmt::format(", so drafts of at most {} token{} are safe with it", top - 1, top == 2 ? "" : "s") : "");
 }
 
 std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, const Device& device) {
-  if (f.baseline_verdict != "variant")
+  if (f.baseline_verdict != "variant" && f.baseline_verdict != "not run")
     return fmt::format(
         "{} swept again over sizes {} was {}: the variance did not come back, so no switch can be credited", f.from,
         fmt::join(f.sizes, ","), f.baseline_verdict);
@@ -181,63 +243,93 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
   f.from = from_config.name;
   f.sizes = fix_sizes(from);
   f.candidates = fix_candidates(from, device);
-  // 1. The rerun of `from`, then every single toggle, in one sitting.
-  std::vector<Config> configs = {from_config};
-  std::vector<size_t> singles;
-  std::vector<Toggles> toggles;
+  f.baseline_verdict = "not run";
+  int anchors = 0;
+  for (const auto& cell : from.cells)
+    for (const auto& r : cell.rows) anchors = std::max(anchors, r.anchor + 1);
+  // Only the verify axis calls each anchor's prefixes apart, so that fewer anchors make fewer calls;
+  // a batch holds every anchor at once, and a screen there would cost nearly a sweep (the golden
+  // invariance case: 17 of 18 calls), leaving a candidate out of the budget.
+  const int screen = report::verify_blocks(from) ? screen_anchors(from, anchors) : 0;
+  Sweeps sweeps(from, sweep, f.sizes, anchors);
+  // The first sweep credits a fix when it swept these very sizes; else `from` is swept again, once.
+  const bool first_sweep_credits = f.sizes == report::tried_sizes(from);
+  std::optional<InvarianceConfig> rerun;
+  std::map<size_t, Config> fixes;                              // by candidate: its configuration
+  std::map<size_t, std::vector<std::optional<double>>> times;  // by candidate: forward ms per call, per round
+  // What a candidate may still need: its screen, its sweep of every anchor, and the rerun that credits it.
+  const auto room = [&] {
+    std::vector<int> workers = {0};
+    if (screen > 0) workers.push_back(screen);
+    if (!first_sweep_credits && !rerun) workers.push_back(0);
+    return sweeps.fits(workers);
+  };
+  // A candidate's verdict: its screen where that shows the variance still there (it fixes nothing),
+  // else its sweep of every anchor, which the first sweep or a rerun of `from` credits.
+  const auto judge = [&](size_t i, const Config& config, const std::string& label) {
+    InvarianceFixCandidate& c = f.candidates[i];
+    if (screen > 0) {
+      const InvarianceConfig result = sweeps.run({{config, label}}, f.sizes, screen).at(0);
+      if (result.verdict != "invariant") {
+        record(c, result);
+        c.anchors = screen;
+        return;
+      }
+    }
+    const InvarianceConfig result =
+        sweeps.run({{config, screen > 0 ? label + ", every anchor" : label}}, f.sizes, 0).at(0);
+    record(c, result);
+    if (c.verdict != "invariant") return;
+    if (!first_sweep_credits && !rerun) {
+      rerun =
+          sweeps.run({{from_config, fmt::format("fix search: {} again, to credit {}", f.from, c.toggles)}}, f.sizes, 0)
+              .at(0);
+      f.baseline_verdict = rerun->verdict;
+    }
+    c.fixes = (rerun ? rerun->verdict : from.verdict) == "variant";
+    if (c.fixes) fixes.emplace(i, config), times[i] = {per_call(result)};
+  };
+  // 1. Every single toggle, one worker each.
+  Toggles usable;
   for (size_t i = 0; i < f.candidates.size(); ++i) {
     if (f.candidates[i].stage != "single") continue;
-    const std::string& t = f.candidates[i].toggles;
-    toggles.push_back({{t.substr(0, t.find('=')), t.substr(t.find('=') + 1)}});
-    singles.push_back(i);
-    configs.push_back(toggled(from_config, toggles.back(), f.candidates[i]));
-  }
-  const std::vector<InvarianceConfig> first = sweep(configs, f.sizes);
-  f.baseline_verdict = first.at(0).verdict;
-  // Forward-pass times per priced configuration and round: the rerun of `from` first.
-  std::vector<Config> priced = {from_config};
-  std::vector<std::vector<std::optional<double>>> times = {{per_call(first.at(0))}};
-  std::vector<size_t> priced_candidate = {SIZE_MAX};
-  Toggles usable;
-  bool fixed = false;
-  for (size_t k = 0; k < singles.size(); ++k) {
-    InvarianceFixCandidate& c = f.candidates[singles[k]];
-    record(c, first.at(k + 1), first.at(0));
-    fixed = fixed || c.fixes;
-    if (c.verdict == "crashed") continue;
-    usable.push_back(toggles[k].front());
-    priced.push_back(configs[k + 1]), times.push_back({per_call(first.at(k + 1))}),
-        priced_candidate.push_back(singles[k]);
-  }
-  // 2. None alone: all that ran, together, beside a rerun of `from` (its first round's price).
-  std::optional<double> combined_base;
-  if (!fixed && f.baseline_verdict == "variant" && usable.size() >= 2) {
-    InvarianceFixCandidate c = candidate(from_config, usable, "combined");
-    const Config together = toggled(from_config, usable, c);
-    const std::vector<InvarianceConfig> second = sweep({from_config, together}, f.sizes);
-    record(c, second.at(1), second.at(0));
-    combined_base = per_call(second.at(0));
-    f.candidates.push_back(std::move(c));
-    if (f.candidates.back().verdict != "crashed")
-      priced.push_back(together), times.push_back({per_call(second.at(1))}),
-          priced_candidate.push_back(f.candidates.size() - 1);
-  }
-  // 3. Prices: every configuration that ran swept again, one worker at a time in turn (A B C A B C
-  // ...), until each has report::kTimingRounds rounds.
-  if (priced.size() > 1)
-    for (int r = 1; r < report::kTimingRounds; ++r) {
-      const std::vector<InvarianceConfig> again = sweep(priced, f.sizes);
-      for (size_t k = 0; k < priced.size(); ++k) times[k].push_back(per_call(again.at(k)));
+    const std::string t = f.candidates[i].toggles;
+    if (!room()) {
+      not_run(f.candidates[i], sweeps.spent_text());
+      continue;
     }
-  std::vector<double> base_times;
-  for (const auto& t : times[0])
-    if (t) base_times.push_back(*t);
-  f.baseline_forward_ms = report::median(base_times);
-  for (size_t k = 1; k < priced.size(); ++k) {
-    InvarianceFixCandidate& c = f.candidates[priced_candidate[k]];
-    std::vector<std::optional<double>> base = times[0];
-    if (c.stage == "combined") base[0] = combined_base;  // its first round sat beside the second rerun
-    price(c, base, times[k]);
+    const Toggles toggle = {{t.substr(0, t.find('=')), t.substr(t.find('=') + 1)}};
+    judge(i, toggled(from_config, toggle, f.candidates[i]), "fix search: candidate " + t);
+    if (f.candidates[i].verdict != "crashed") usable.push_back(toggle.front());
+  }
+  // 2. None alone, while the variance stands: all that ran, together.
+  if (fixes.empty() && (!rerun || rerun->verdict == "variant") && usable.size() >= 2) {
+    f.candidates.push_back(candidate(from_config, usable, "combined"));
+    const size_t i = f.candidates.size() - 1;
+    if (room())
+      judge(i, toggled(from_config, usable, f.candidates[i]),
+            "fix search: candidates together, " + f.candidates[i].toggles);
+    else
+      not_run(f.candidates[i], sweeps.spent_text());
+  }
+  // 3. Prices, of the fixes only: `from` and every fix swept again, one worker at a time in turn
+  // (A B C A B C ...), round after round while the budget lasts, up to report::kTimingRounds rounds.
+  if (!fixes.empty()) {
+    std::vector<std::optional<double>> base = {per_call(rerun ? *rerun : from)};
+    for (int r = 2; r <= report::kTimingRounds && sweeps.fits(std::vector<int>(1 + fixes.size(), 0)); ++r) {
+      const std::string round = fmt::format("fix search: timing round {} of {}, ", r, report::kTimingRounds);
+      std::vector<SweepStep> steps = {{from_config, round + f.from}};
+      for (const auto& [i, config] : fixes) steps.push_back({config, round + "candidate " + f.candidates[i].toggles});
+      const std::vector<InvarianceConfig> again = sweeps.run(steps, f.sizes, 0);
+      base.push_back(per_call(again.at(0)));
+      size_t k = 1;
+      for (const auto& entry : fixes) times[entry.first].push_back(per_call(again.at(k++)));
+    }
+    std::vector<double> base_times;
+    for (const auto& t : base)
+      if (t) base_times.push_back(*t);
+    f.baseline_forward_ms = report::median(base_times);
+    for (const auto& [i, mine] : times) price(f.candidates[i], base, mine);
   }
   f.conclusion = conclusion(f, from, device);
   return f;

@@ -39,7 +39,8 @@ nlohmann::json to_json(const InvarianceRequest& r) {
           {"bisect", r.bisect},
           {"trace", r.trace},
           {"axis", axis_name(r.axis)},
-          {"draft", r.draft}};
+          {"draft", r.draft},
+          {"positions", r.positions}};
 }
 
 InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
@@ -57,6 +58,7 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
   if (!axis) throw std::invalid_argument("unknown axis " + j.value("axis", std::string()));
   r.axis = *axis;
   r.draft = j.value("draft", 4);
+  r.positions = j.value("positions", 3);
   return r;
 }
 
@@ -65,6 +67,7 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
   for (const auto& s : m.switches)
     switches.push_back({{"key", s.key}, {"requested", s.requested}, {"effective", s.effective}});
   return {{"kind", m.kind},
+          {"runtime", m.runtime},
           {"inputs", m.inputs},
           {"switches", switches},
           {"outputs", m.outputs},
@@ -84,6 +87,7 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
 InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_json& j) {
   InvarianceMeasurement m;
   m.kind = j.at("kind").get<std::string>();
+  m.runtime = j.value("runtime", std::string());
   m.inputs = j.at("inputs").get<std::vector<std::string>>();
   for (const auto& s : j.at("switches"))
     m.switches.push_back(

@@ -46,11 +46,15 @@ struct InvarianceRequest {
   bool trace = false;               // --trace: name the op (worker/invariance/row_trace.h)
   Axis axis = Axis::Batch;
   int draft = 4;  // Verify: the most draft tokens k a verify block holds (blocks of 2…draft+1 tokens)
+  // Verify: the places the longest block is measured at; every block inside the row's last
+  // draft + positions tokens is measured (worker/invariance/verify_sweep.h).
+  int positions = 3;
 };
 
 // What a worker measured.
 struct InvarianceMeasurement {
   std::string kind;                 // the target's kind
+  std::string runtime;              // what ran a torch.export archive ("interpreter", "nativert"); "" otherwise
   std::vector<std::string> inputs;  // "x=float32[16x3x64x64] (batch dim 0)"
   std::vector<report::SwitchValue> switches;
   std::vector<std::string> outputs;   // compared

@@ -166,14 +166,15 @@ def invariance(model, rows, *, sizes: Sizes = None, configs: Union[str, Sequence
                trace: bool = True, fix_search: bool = True, device: Optional[str] = None,
                report: Optional[str] = None, junit: Optional[str] = None, markdown: Optional[str] = None,
                html: Optional[str] = None, axis: Optional[str] = None, pad_others: Optional[str] = None,
-               draft: Optional[int] = None, extra: Sequence[str] = ()) -> Result:
+               draft: Optional[int] = None, positions: Optional[int] = None, extra: Sequence[str] = ()) -> Result:
     """`repro-audit invariance` on a model object: does a row's result depend on the batch it shares?
     `rows` is a tensor (or tuple of tensors) whose first dimension is the batch; `sizes` batch sizes
     (a list, or a range: passed as ranges "1..16" however many), a string as --sizes takes it
     ("1..16,32", "auto"), or None for the tool's default.
     trace names the first differing op; fix_search measures the switches that make it invariant.
-    axis ("batch", "pad", "verify"), pad_others ("right", "left") and draft are --axis,
-    --pad-others and --draft: what serving engines ask (the guide's "What serving engines ask")."""
+    axis ("batch", "pad", "verify"), pad_others ("right", "left"), draft and positions are --axis,
+    --pad-others, --draft and --positions: what serving engines ask (the guide's "What serving engines
+    ask")."""
     _check_model(model, "invariance")
     opts = [] if sizes is None else ["--sizes", _sizes_text(sizes)]
     import torch
@@ -186,7 +187,8 @@ def invariance(model, rows, *, sizes: Sizes = None, configs: Union[str, Sequence
             model_path = model_path.rename(folder / "model.pt")
         if not fix_search:
             opts.append("--no-fix-search")
-        for flag, value in (("--axis", axis), ("--pad-others", pad_others), ("--draft", draft)):
+        for flag, value in (("--axis", axis), ("--pad-others", pad_others), ("--draft", draft),
+                            ("--positions", positions)):
             if value is not None:
                 opts += [flag, str(value)]
         argv = ["invariance", str(model_path), "--input", str(input_path), *opts,

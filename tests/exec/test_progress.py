@@ -6,9 +6,12 @@
 #  - `exec` on a script that sleeps 6 s per run shows the updating line "run 1/2 (default): N s,
 #    still running" (rewritten with '\r' and ESC[K) at least once;
 #  - `invariance` on a scripted model slow enough to take a few seconds shows the sizes done of
-#    those planned ("sizes 3/9") at least once.
+#    those planned ("sizes 3/9") at least once;
 #  - on a terminal 32 columns wide, that line is cut to 31 columns with an ellipsis (issue 51 item 11:
-#    a line that wraps leaves a row behind at each rewrite).
+#    a line that wraps leaves a row behind at each rewrite);
+#  - its fix search, on a model batch-variant by construction, says what runs ("fix search:
+#    candidate deterministic=on"), never under the main sweep's label, and leaves one line on the screen,
+#    not one per sweep (issue 54: four identical "[5/5] invariance under default+..." lines).
 # And none of it where it must not be: with pipes (no terminal), with stdout in a file and stderr on
 # the terminal, and with -q on a terminal. Nothing here is timed beyond "the line appears at least
 # once" while a run lasts several ticks of about a second.
@@ -166,7 +169,33 @@ code, text = on_terminal([binary, "-q", *inv_cmd])
 check(code in (0, 1), f"invariance -q on a terminal: a verdict, got {code}")
 no_progress(text, "invariance -q on a terminal")
 
+
+# invariance's fix search: a row left over past a block of four gets other bits (rounded another
+# way), on any CPU and under every switch, so every candidate runs and none fixes it.
+class Leftover(torch.nn.Module):
+    def forward(self, x):
+        n = x.shape[0]
+        full = (n // 4) * 4
+        y = x * 2.0 + 1.0
+        if full < n:
+            y = torch.cat([y[:full], (x[full:] * 3.0) * (2.0 / 3.0) + 1.0], 0)
+        return y
+
+
+leftover = work / "leftover.pt"
+torch.jit.script(Leftover().eval()).save(str(leftover))
+fix_cmd = ["invariance", str(leftover), "--input", str(rows), "--rows", "1", "--sizes", "1,4,5"]
+code, text = on_terminal([binary, *fix_cmd])
+check(code == 1, f"invariance with its fix search on a terminal: variant (exit 1), got {code}")
+check(re.search(r"\[\d+/\d+\] fix search: candidate deterministic=on: ", text) is not None,
+      "the fix search's progress line says which candidate runs ('fix search: candidate deterministic=on')")
+check("invariance under default+" not in text, "the fix search's sweeps do not reuse the main sweep's label")
+# What stays on the screen: each line as its last rewrite left it.
+screen = [line.split("\r")[-1] for line in text.replace("\r\n", "\n").split("\n")]
+kept = [line for line in screen if "fix search:" in line and line.startswith("[")]
+check(len(kept) == 1, f"the fix search leaves one progress line on the screen, not one per sweep: {kept}")
+
 if failures:
     print(f"{len(failures)} failure(s)")
     sys.exit(1)
-print("progress: the line appears on a terminal for exec and invariance, and nowhere else")
+print("progress: the line appears on a terminal for exec, invariance and its fix search, and nowhere else")

@@ -3,9 +3,13 @@
 # What serving engines test, checked against Python (issue 41, item 6):
 #   * --axis verify: a Llama-style model and a GPT-2 from tiny configs, exported by
 #     share/export_hf.py with a dynamic batch and sequence and with attention_mask and position_ids
-#     (--mask). For every anchor, block of k+1 tokens and token in it, the report's "equal" is what
-#     Python finds comparing that token's logits in the block with the decode step that ends at it
-#     (one thread; Llama has blocks that differ there, so the test sees both answers);
+#     (--mask). For every anchor, block of k+1 tokens, place of the block (every place in the rows'
+#     last draft+positions tokens: three for the longest) and token in it, the report's "equal" is
+#     what Python finds comparing that token's logits in the block with the decode step that ends at
+#     it (one thread; Llama has blocks that differ there, so the test sees both answers). The
+#     advice's block lengths hold in Python at every place it names, and are exactly those that do;
+#     also on rows of 32 tokens (issue 54: blocks of 2…4 were advised from one place, and a block of
+#     2 ending at token 32 differed);
 #   * --axis pad / --pad-others right|left: a model that takes SDPA's causal kernel when no row is
 #     padded and a masked softmax when one is (as attention code does for a mask with zeros). The
 #     batch axis calls it invariant; padding the other rows makes every batch with a padded
@@ -13,13 +17,14 @@
 #     the report describes (the filler rows padded as its note says). The HF exports agree too;
 #   * one line and the documented exit for what cannot be done: --pad-others on a model without an
 #     attention_mask, --axis verify on an archive with a fixed sequence or rows too short for the
-#     draft (exit 3); --draft without --axis verify, --sizes or --shard with it, --pad-others with
-#     another axis (exit 2);
+#     draft or the positions asked (exit 3); --draft or --positions without --axis verify, --sizes or
+#     --shard with it, --pad-others with another axis (exit 2);
 #   * the axis is named in every format, and a baseline of one axis is refused for another.
 #
 # usage: test_invariance_serving.py REPRO_AUDIT_BINARY SOURCE_DIR WORK_FOLDER
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -41,7 +46,7 @@ jit_as_the_worker(torch)
 torch.set_num_threads(1)
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 transformers.logging.set_verbosity_error()
-ROWS, DRAFT = 2, 4
+ROWS, DRAFT, POSITIONS = 2, 4, 3
 
 
 def invariance(model, rows_file, name, *extra):
@@ -55,6 +60,12 @@ def invariance(model, rows_file, name, *extra):
 
 def cells(doc, placement):
     return {c["size"]: c["rows"] for c in doc["invariance"]["configs"][0]["cells"] if c["placement"] == placement}
+
+
+def block_cells(doc):
+    """{(block length, first token): rows} of the verify blocks."""
+    return {(c["size"], c.get("start")): c["rows"] for c in doc["invariance"]["configs"][0]["cells"]
+            if c["placement"] == "block"}
 
 
 # --- the HF models, exported with a mask and dynamic dims ---
@@ -88,47 +99,122 @@ hf_rows = work / "hf_rows.pt"
 torch.save((ids, mask, positions), str(hf_rows))
 
 
-def python_verify(module):
-    """[anchor][k-1][j]: token L-1+j's logits in the block of k+1 tokens equal its decode step's."""
-    S = ids.shape[1]
-    L = S - DRAFT
-    out = []
+def python_verify(call, S):
+    """{(b, start): [[token equal to its decode step] per token] per anchor}: every block of b = 2…DRAFT+1
+    tokens at every place in the rows' last DRAFT+POSITIONS tokens of S, as Python computes it;
+    call(a, n) is anchor a's output for its first n tokens, [n x ...]."""
+    first = S - DRAFT - POSITIONS
+    out = {}
     for a in range(ROWS):
-        def call(n):
-            return module(input_ids=ids[a:a + 1, :n], attention_mask=mask[a:a + 1, :n],
-                          position_ids=positions[a:a + 1, :n]).logits[0]
-        decode = [call(L + j)[L + j - 1] for j in range(DRAFT + 1)]
-        out.append([[torch.equal(call(L + k)[L - 1 + j], decode[j]) for j in range(k + 1)]
-                    for k in range(1, DRAFT + 1)])
+        calls = {n: call(a, n) for n in range(first + 1, S + 1)}
+        for b in range(2, DRAFT + 2):
+            for start in range(first, S - b + 1):
+                n = start + b
+                out.setdefault((b, start), []).append(
+                    [torch.equal(calls[n][start + j], calls[start + j + 1][start + j]) for j in range(b)])
     return out
 
 
-differing_blocks = 0
-for name, pt2 in exported.items():
-    p, doc = invariance(pt2, hf_rows, f"{name}_verify", "--axis", "verify")
+def hf_call(pt2, tokens, pos_ids):
+    module = torch.export.load(str(pt2)).module()
+    return lambda a, n: module(input_ids=tokens[a:a + 1, :n], attention_mask=torch.ones_like(tokens[a:a + 1, :n]),
+                               position_ids=pos_ids[a:a + 1, :n]).logits[0]
+
+
+def advised_lengths(doc):
+    """The block lengths the advice calls safe, and the tokens (from 0) it names: ([2, 3, 4], 5, 11)."""
+    for line in doc["invariance"]["configs"][0]["advice"]:
+        found = re.search(r"blocks of ([0-9,…]+) tokens were measured to give every token the decode step's bits"
+                          r"(?: at every place among tokens (\d+)…(\d+))?", line)
+        if found:
+            lengths = []
+            for part in found.group(1).split(","):
+                a, _, b = part.partition("…")
+                lengths += list(range(int(a), int(b or a) + 1))
+            places = (int(found.group(2)) - 1, int(found.group(3)) - 1) if found.group(2) else (None, None)
+            return (lengths, *places)
+    return [], None, None
+
+
+def check_verify(name, model, rows_file, call, S, output="output/logits"):
+    p, doc = invariance(model, rows_file, f"{name}_verify", "--axis", "verify")
     check(p.returncode in (0, 1) and doc is not None, f"{name} --axis verify: exit {p.returncode}: {p.stderr[-600:]}")
     if doc is None:
-        continue
+        return 0
     inv = doc["invariance"]
-    check(inv["axis"] == "verify" and inv["draft"] == DRAFT, f"{name}: the report names the axis: {inv.get('axis')}")
-    want = python_verify(torch.export.load(str(pt2)).module())
-    blocks = cells(doc, "block")
-    check(sorted(blocks) == list(range(1, DRAFT + 2)), f"{name}: blocks of 1…{DRAFT + 1} tokens: {sorted(blocks)}")
-    for k in range(1, DRAFT + 1):
-        got = [[None] * (k + 1) for _ in range(ROWS)]
-        for r in blocks.get(k + 1, []):
-            if r["output"] == "output/logits":
+    check(inv["axis"] == "verify" and inv["draft"] == DRAFT and inv.get("positions") == POSITIONS,
+          f"{name}: the report names the axis, draft and positions: {inv.get('axis')}")
+    want = python_verify(call, S)
+    blocks = block_cells(doc)
+    check(sorted((k for k in blocks if k[0] > 1), key=str) == sorted(want, key=str),
+          f"{name}: every block at every place: {sorted(blocks)} vs {sorted(want)}")
+    places = {b: sum(1 for k in want if k[0] == b) for b in range(2, DRAFT + 2)}
+    check(places[DRAFT + 1] == POSITIONS, f"{name}: the longest block at {POSITIONS} places: {places}")
+    for (b, start), per_anchor in want.items():
+        got = [[None] * b for _ in range(ROWS)]
+        for r in blocks.get((b, start), []):
+            if r["output"] == output:
                 got[r["anchor"]][r["position"]] = r["equal"]
-        for a in range(ROWS):
-            check(got[a] == want[a][k - 1],
-                  f"{name}: anchor {a}, block of {k + 1}: the tool says {got[a]}, Python {want[a][k - 1]}")
-            differing_blocks += not all(want[a][k - 1])
-    variant = any(not all(b) for a in want for b in a)
+        check(got == per_anchor, f"{name}: block of {b} at token {start + 1}: the tool says {got}, Python {per_anchor}")
+    # The advice: a length is named only where Python finds every place of it agreeing, and every
+    # such length is named.
+    holds = sorted(b for b in range(2, DRAFT + 2)
+                   if all(all(all(t) for t in want[(b, s)]) for (bb, s) in want if bb == b))
+    lengths, first, last = advised_lengths(doc)
+    check(lengths == holds, f"{name}: the advice names blocks of {lengths}, Python finds {holds} hold at every place")
+    if lengths:
+        check((first, last) == (S - DRAFT - POSITIONS, S - 1), f"{name}: the advice names tokens {first}…{last}")
+    if lengths and lengths == holds:
+        checked = sorted({s for (b, s) in want if b in lengths})
+        print(f"{name}: the advice's blocks {lengths} hold in Python at the places starting at tokens "
+              f"{[s + 1 for s in checked]}", flush=True)
+    variant = any(not all(t) for v in want.values() for t in v)
     check((doc["exit_code"] == 1) == variant and (p.returncode == 1) == variant,
           f"{name}: exit {p.returncode} for a model Python finds {'variant' if variant else 'invariant'}")
     check(("verify block" in p.stdout) and ("axis verify" in p.stdout), f"{name}: the text says the axis:\n{p.stdout}")
     print(f"{name} --axis verify: agrees with Python ({'variant' if variant else 'invariant'})", flush=True)
+    return sum(1 for v in want.values() for t in v if not all(t))
+
+
+differing_blocks = 0
+for name, pt2 in exported.items():
+    differing_blocks += check_verify(name, pt2, hf_rows, hf_call(pt2, ids, positions), ids.shape[1])
+# The issue's shape: rows of 32 tokens (the export's sequence is dynamic).
+ids32 = torch.randint(1, 90, (6, 32), generator=torch.Generator().manual_seed(4))
+positions32 = torch.arange(32).expand(6, 32).contiguous()
+rows32 = work / "hf_rows32.pt"
+torch.save((ids32, torch.ones_like(ids32), positions32), str(rows32))
+differing_blocks += check_verify("gpt2_32", exported["gpt2"], rows32, hf_call(exported["gpt2"], ids32, positions32), 32)
 check(differing_blocks > 0, "some verify block differs from decode in Python (else the test could not fail)")
+
+
+class LateRounding(nn.Module):
+    """Plays a kernel that rounds a call's earlier tokens another way: all but the last two below 12
+    tokens (so blocks of 2 agree with decode at every place, longer ones do not), all but the last
+    from 12 tokens on (so no block ending at token 12 agrees). On any CPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Parameter(torch.randn(50, 8, generator=torch.Generator().manual_seed(6)))
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        h = self.emb[input_ids]
+        n = input_ids.shape[1]
+        k = n - 1 if n >= 12 else n - 2
+        if k <= 0:
+            return h * 2.0
+        return torch.cat([(h[:, :k] * 3.0) * (2.0 / 3.0), h[:, k:] * 2.0], 1)
+
+
+late = work / "late.pt"
+torch.jit.script(LateRounding()).save(str(late))
+late_module = torch.jit.load(str(late))
+for S in (11, 12):  # 11: blocks of 2 are safe at every place; 12: a block of 2 ending at token 12 is not
+    late_ids = torch.randint(1, 50, (4, S), generator=torch.Generator().manual_seed(S))
+    late_rows = work / f"late_rows{S}.pt"
+    torch.save(late_ids, str(late_rows))
+    differing_blocks += check_verify(f"late_{S}", late, late_rows,
+                                     lambda a, n, x=late_ids: late_module(x[a:a + 1, :n])[0], S, output="output")
 
 # The fix search sweeps every block length (a switch can fix the short blocks and not the long
 # ones), and what it says of mkl_cbwr=COMPATIBLE is what Python measures with MKL_CBWR set.
@@ -137,14 +223,15 @@ import json, sys, torch, transformers.modeling_outputs
 torch.set_num_threads(1)
 m = torch.export.load(sys.argv[1]).module()
 ids, mask, pos = torch.load(sys.argv[2])
-S, K, R = ids.shape[1], int(sys.argv[3]), int(sys.argv[4])
-L, same = S - K, []
-for b in range(1, K + 2):
+S, K, R, P = ids.shape[1], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+first, same = S - K - P, [1]
+for b in range(2, K + 2):
     ok = True
     for a in range(R):
         call = lambda n: m(input_ids=ids[a:a+1, :n], attention_mask=mask[a:a+1, :n], position_ids=pos[a:a+1, :n]).logits[0]
-        block = call(L + b - 1)
-        ok = ok and all(torch.equal(block[L - 1 + j], call(L + j)[L + j - 1]) for j in range(b))
+        for start in range(first, S - b + 1):
+            block = call(start + b)
+            ok = ok and all(torch.equal(block[start + j], call(start + j + 1)[start + j]) for j in range(b))
     if ok:
         same.append(b)
 print(json.dumps(same))
@@ -152,7 +239,7 @@ print(json.dumps(same))
 
 
 def python_agreeing(pt2, env):
-    p = subprocess.run([sys.executable, "-c", AGREEING, str(pt2), str(hf_rows), str(DRAFT), str(ROWS)],
+    p = subprocess.run([sys.executable, "-c", AGREEING, str(pt2), str(hf_rows), str(DRAFT), str(ROWS), str(POSITIONS)],
                        capture_output=True, text=True, env=dict(ENV, **env))
     check(p.returncode == 0, f"Python's verify blocks: {p.stderr[-400:]}")
     return json.loads(p.stdout) if p.returncode == 0 else None
@@ -314,8 +401,11 @@ torch.save(toy_ids, str(ids_only))
 for name, model, rows_file, extra, code, words in [
         ("no_mask", nomask, ids_only, ["--pad-others", "left"], 3, "attention_mask"),
         ("static_sequence", static, hf_rows, ["--axis", "verify"], 3, "--seq-dim dynamic"),
-        ("draft_too_long", exported["llama"], hf_rows, ["--axis", "verify", "--draft", "12"], 3, "more than 12 tokens"),
+        ("draft_too_long", exported["llama"], hf_rows, ["--axis", "verify", "--draft", "12"], 3, "at least 15 tokens"),
+        ("positions_too_many", exported["llama"], hf_rows, ["--axis", "verify", "--positions", "9"], 3,
+         "at least 13 tokens"),
         ("draft_elsewhere", padswitch, toy_rows, ["--draft", "2"], 2, "--axis verify"),
+        ("positions_elsewhere", padswitch, toy_rows, ["--positions", "2"], 2, "--axis verify"),
         ("verify_sizes", padswitch, toy_rows, ["--axis", "verify", "--sizes", "1,2"], 2, "--draft"),
         ("verify_shard", padswitch, toy_rows, ["--axis", "verify", "--shard", "1/2"], 2, "without --shard"),
         ("pad_verify", padswitch, toy_rows, ["--axis", "verify", "--pad-others", "left"], 2, "--axis pad")]:

@@ -52,6 +52,14 @@ ra::report::ConfigResult config(const std::string& name, Verdict v, char output 
   return c;
 }
 
+// Sets a configuration's repeats: `completed` runs, `diverging` of them, the rate's Wilson interval.
+void repeats(ra::report::ConfigResult& c, int completed, int diverging, double low, double high) {
+  c.repeats = c.completed = completed;
+  c.diverging_repeats = diverging;
+  c.divergence_rate = completed > 1 ? static_cast<double>(diverging) / (completed - 1) : 0;
+  c.rate_ci_low = low, c.rate_ci_high = high;
+}
+
 ra::report::Report report(const std::string& device = "cpu") {
   ra::report::Report r;
   r.tool_version = "0.1.0";
@@ -596,6 +604,7 @@ TEST_CASE(
   before.environment["cuda"]["wheels"] = {{"nvidia-cublas", "13.1.0.3"}, {"nvidia-nccl-cu13", "2.28.9"}};
   before.targets()[0].configs.push_back(config("det", Verdict::Reproducible));
   before.targets()[0].configs.push_back(config("deterministic", Verdict::Diverged));
+  repeats(before.targets()[0].configs.back(), 20, 12, 0.41, 0.81);  // a race seen in 12 of 19 comparisons
   ra::report::finalize(before);
   auto now = report();
   now.environment["torch"]["version"] = "2.15.0";
@@ -603,6 +612,7 @@ TEST_CASE(
   now.targets()[0].configs[1].verdict = Verdict::Diverged;                             // threads-1: newly divergent
   now.targets()[0].configs.push_back(config("det", Verdict::Raised));                  // newly raising
   now.targets()[0].configs.push_back(config("deterministic", Verdict::Reproducible));  // newly fixed
+  repeats(now.targets()[0].configs.back(), 20, 0, 0, 0.17);    // none in 19: a rate above 17% would have shown
   now.targets()[0].configs[0].reference[1].digest = hex('c');  // default: changed bits, explained
   ra::report::finalize(now);
   ra::apply_baseline(now, baseline_of(before));
@@ -627,13 +637,67 @@ TEST_CASE(
                   "NCCL 2.28.9\n") != std::string::npos);
   CHECK(text.find("  newly divergent (1): m.pt / threads-1\n") != std::string::npos);
   CHECK(text.find("  newly raising (1): m.pt / det\n") != std::string::npos);
-  CHECK(text.find("  newly fixed (1): m.pt / deterministic\n") != std::string::npos);
+  CHECK(text.find("  newly fixed (1): m.pt / deterministic (no divergence in 19 comparisons (20 runs); a divergence "
+                  "rate above 17% would have shown (95% confidence); before, 12 of 19 comparisons diverged)\n") !=
+        std::string::npos);
   CHECK(text.find("determinism behaviour unchanged") == std::string::npos);
   // The stack travels in the JSON and back.
   const auto back = ra::report::report_from_json(ra::report::to_json(now));
   REQUIRE(back.baseline);
   REQUIRE(back.baseline->stack.size() == 5);
   CHECK(back.baseline->stack[3].current == "13.2.1.1");
+}
+
+TEST_CASE("behaviour_changes: a race the current repeats cannot exclude is not called fixed") {
+  // Issue 54: compare of two probe reports said "newly fixed (4)" for races that did not show in the
+  // new release's 3 repeats; 2 comparisons bound a rate only below 66%, and the races ran at 50%.
+  auto before = report();
+  before.targets()[0].configs[1].verdict = Verdict::Diverged;  // threads-1: 1 of 2 comparisons diverged
+  repeats(before.targets()[0].configs[1], 3, 1, 0.09, 0.91);
+  ra::report::finalize(before);
+  auto now = report();
+  now.environment["torch"]["version"] = "2.15.0";
+  repeats(now.targets()[0].configs[1], 3, 0, 0, 0.66);
+  ra::report::finalize(now);
+  ra::apply_baseline(now, baseline_of(before));
+  const auto changes = ra::report::behaviour_changes(*now.baseline);
+  CHECK(changes.newly_fixed.empty());
+  CHECK(changes.not_seen == std::vector<std::string>{"m.pt / threads-1"});
+  const std::string line =
+      "no divergence seen, too few repeats to call it fixed (1): m.pt / threads-1 (no divergence in 2 comparisons "
+      "(3 runs); a divergence rate above 66% would have shown (95% confidence); before, 1 of 2 comparisons diverged)";
+  for (const std::string& out :
+       {ra::report::render_text(now), ra::report::render_markdown(now), ra::report::render_html(now)}) {
+    CHECK(out.find(line) != std::string::npos);
+    CHECK(out.find("newly fixed (") == std::string::npos);
+  }
+  // The repeats travel in the JSON and back, so a re-rendered report says the same.
+  const auto back = ra::report::report_from_json(ra::report::to_json(now));
+  CHECK(ra::report::render_text(back) == ra::report::render_text(now));
+}
+
+TEST_CASE("upgrade_label: the direction of every changed version, compared as numbers") {
+  auto before = report();
+  before.environment["torch"]["version"] = "2.15.0";
+  ra::report::finalize(before);
+  auto now = report();  // torch 2.11.0
+  ra::report::finalize(now);
+  ra::apply_baseline(now, baseline_of(before));
+  CHECK(ra::report::upgrade_label(*now.baseline) == "downgrade");  // 2.15 -> 2.11: 15 > 11, not "1" < "5"
+  CHECK(ra::report::render_text(now).find("  downgrade: torch 2.15.0 -> 2.11.0") != std::string::npos);
+  CHECK(ra::report::render_text(now).find("upgrade:") == std::string::npos);
+  CHECK(ra::report::render_markdown(now).find("**Downgrade:** torch 2.15.0 -\\> 2.11.0") != std::string::npos);
+  CHECK(ra::report::render_html(now).find("<strong>Downgrade:</strong> torch 2.15.0 -&gt; 2.11.0") !=
+        std::string::npos);
+  ra::report::BaselineComparison b;
+  b.stack = {{"torch", "2.9.1", "2.11.0"}, {"CUDA", "13.0", "13.0"}};
+  CHECK(ra::report::upgrade_label(b) == "upgrade");
+  b.stack[1].current = "12.8";  // one up, one down
+  CHECK(ra::report::upgrade_label(b) == "version change");
+  b.stack = {{"torch", "2.11.0+cpu", "2.11.0+cu130"}};  // the same release, another build
+  CHECK(ra::report::upgrade_label(b) == "version change");
+  b.stack = {{"NCCL", "(absent)", "2.28.9"}};
+  CHECK(ra::report::upgrade_label(b) == "version change");
 }
 
 TEST_CASE("apply_baseline: an upgrade that changed no verdict says so, in text, Markdown and HTML") {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -62,7 +63,7 @@ TEST_CASE("analyse: classes by their smallest size, and the advice that follows"
   REQUIRE(c.classes.size() == 2);
   CHECK(c.classes[0].sizes == std::vector<int64_t>{1});
   CHECK(c.classes[1].sizes == std::vector<int64_t>{2, 3, 4, 8});
-  CHECK(ra::report::classes_text(c.classes, ra::report::tried_sizes(c)) == "{1} | {2…8}");
+  CHECK(ra::report::classes_text(c.classes) == "{1} | {2…4,8}");  // 5, 6 and 7 were not tried
   CHECK(c.advice.front().find("batch 1 is the odd one") != std::string::npos);
   CHECK(c.position_dependent.empty());
   CHECK(c.warmup_dependent.empty());
@@ -79,7 +80,36 @@ TEST_CASE("analyse: position and warm-up dependence apart from size dependence")
   CHECK(ra::report::invariance_summary(c).find("position-dependent at 1 size") != std::string::npos);
 }
 
-TEST_CASE("analyse: padding advice names only sizes measured free of position dependence, and says what is inferred") {
+TEST_CASE("classes_text: a range spans only sizes that were measured") {
+  // Issue 54: {2…5} for a class over the sizes 2, 4, 5 read as if 3 had been measured.
+  using ra::report::SizeClass;
+  CHECK(ra::report::classes_text({SizeClass{{1}, true}, SizeClass{{2, 4, 5}, false}}) == "{1} | {2,4,5}");
+  CHECK(ra::report::classes_text({SizeClass{{1, 2, 3}, true}, SizeClass{{4, 5, 6, 7, 8, 9, 15, 16, 17, 257}, false}}) ==
+        "{1…3} | {4…9,15…17,257}");
+  CHECK(ra::report::sizes_text({5, 6, 7, 9, 10, 11}) == "5…7,9…11");
+  CHECK(ra::report::sizes_text({}).empty());
+}
+
+TEST_CASE("analyse: sparse sizes: the padding advice names no size between two measured ones") {
+  // Issue 54: sizes 1,2,3,4,8 with classes {1} | {2,3} | {4,8} advised {4…8}, and a row placed last
+  // got other bits at 5, 6 and 7.
+  InvarianceConfig c = sweep({{1, "a"}, {2, "x"}, {3, "x"}, {4, "y"}, {8, "y"}});
+  ra::invariance::analyse(c);
+  REQUIRE(c.classes.size() == 3);
+  std::string all;
+  for (const auto& a : c.advice) all += a + "\n";
+  CHECK(all.find("pad every batch to a size in {4,8} (sizes between them that were not tried are not advised") !=
+        std::string::npos);
+  CHECK(all.find("4…8") == std::string::npos);
+  CHECK(all.find("inferred") == std::string::npos);
+  CHECK(ra::invariance::padding_advice(c).find("pad every batch to a size in {4,8} (") == 0);
+  // Every size between measured: nothing to say about gaps.
+  InvarianceConfig dense = sweep({{1, "a"}, {2, "x"}, {3, "x"}, {4, "y"}, {5, "y"}, {6, "y"}});
+  ra::invariance::analyse(dense);
+  CHECK(ra::invariance::padding_advice(dense).find("pad every batch to a size in {4…6} and never") == 0);
+}
+
+TEST_CASE("analyse: padding advice names only sizes measured free of position dependence, none inferred") {
   // Issue 43: classes {1} | {4…13}, but a row at the end of a batch of 10 or 11 gets other bits.
   InvarianceConfig c = sweep({{1, "a"}, {4, "x"}, {8, "x"}, {10, "x"}, {11, "x"}, {12, "x"}, {13, "x"}, {20, "x"}});
   c.cells.push_back(cell(10, "end", "z", "x'"));
@@ -91,11 +121,11 @@ TEST_CASE("analyse: padding advice names only sizes measured free of position de
   for (const auto& a : c.advice) all += a + "\n";
   CHECK(all.find("{4…13}") == std::string::npos);
   CHECK(all.find("gives a row the same bits") == std::string::npos);  // never beside the position finding
-  CHECK(all.find("pad every batch to a size in {4,8,12…20}") != std::string::npos);
-  CHECK(all.find("(measured at 4,8,12,13,20; the sizes from 12 to 20 that were not tried are inferred)") !=
-        std::string::npos);
+  CHECK(all.find("pad every batch to a size in {4,8,12,13,20} (sizes between them that were not tried are not "
+                 "advised: measure them with --sizes)") != std::string::npos);
+  CHECK(all.find("inferred") == std::string::npos);
   CHECK(all.find("depend on its place in the batch at sizes 10,11") != std::string::npos);
-  CHECK(ra::invariance::padding_advice(c).find("{4,8,12…20}") != std::string::npos);
+  CHECK(ra::invariance::padding_advice(c).find("{4,8,12,13,20}") != std::string::npos);
 }
 
 TEST_CASE("analyse: one class with a row's place mattering at every batched size gets no padding advice") {
@@ -145,19 +175,21 @@ TEST_CASE("invariance_to_json: read back as written, and finalize's exit code") 
   CHECK(std::get<ra::report::Invariance>(back.body).configs[0].cells[2].rows[0].max_ulp == 2.0);
 }
 
-// A verify sweep of blocks 1…4: block b holds tokens 0…b-1, each equal to its decode step unless
-// `differs` names (b, token).
-InvarianceConfig verify_sweep(const std::vector<std::pair<int64_t, int64_t>>& differs) {
+// A verify sweep of blocks 1…4 at every place among tokens 5…10 (from 0; the decode step at token 5
+// alone): block b starting at token s holds tokens s…s+b-1, each equal to its decode step unless
+// `differs` names (b, s, its place in the block).
+InvarianceConfig verify_sweep(const std::vector<std::tuple<int64_t, int64_t, int64_t>>& differs) {
   InvarianceConfig c;
   c.config = "default";
-  for (int64_t b = 1; b <= 4; ++b) {
-    InvarianceCell block{b, "block", {}};
-    for (int64_t j = 0; j < b; ++j) {
-      const bool equal = std::find(differs.begin(), differs.end(), std::pair{b, j}) == differs.end();
-      block.rows.push_back({0, "output/logits", j, equal ? "d" : "x", equal, equal ? 0.0 : 1e-7, equal ? 0.0 : 3.0});
+  for (int64_t b = 1; b <= 4; ++b)
+    for (int64_t s = 5; s + b <= (b == 1 ? 6 : 11); ++s) {
+      InvarianceCell block{b, "block", {}, s};
+      for (int64_t j = 0; j < b; ++j) {
+        const bool equal = std::find(differs.begin(), differs.end(), std::tuple{b, s, j}) == differs.end();
+        block.rows.push_back({0, "output/logits", j, equal ? "d" : "x", equal, equal ? 0.0 : 1e-7, equal ? 0.0 : 3.0});
+      }
+      c.cells.push_back(std::move(block));
     }
-    c.cells.push_back(std::move(block));
-  }
   return c;
 }
 
@@ -170,15 +202,21 @@ TEST_CASE("analyse: verify blocks are classed by whether every token got the dec
   CHECK(same.advice.front().find("speculative decoding accepts") != std::string::npos);
   CHECK(same.position_dependent.empty());  // a block's tokens are not places in a batch
 
-  InvarianceConfig late = verify_sweep({{3, 1}, {4, 0}, {4, 2}});
+  // Blocks of 3 differ at one place only (starting at token 7), blocks of 4 at their first.
+  InvarianceConfig late = verify_sweep({{3, 7, 1}, {4, 5, 0}, {4, 5, 2}});
   ra::invariance::analyse(late);
   CHECK(late.verdict == "variant");
   REQUIRE(late.classes.size() == 2);
   CHECK(late.classes[0].sizes == std::vector<int64_t>{1, 2});
   CHECK(late.classes[1].sizes == std::vector<int64_t>{3, 4});
-  CHECK(late.advice[0].find("a verify block of 3,4 tokens") != std::string::npos);
-  CHECK(late.advice[1].find("blocks of 2 tokens were measured") != std::string::npos);
-  CHECK(ra::invariance::padding_advice(late) == "verify with blocks of 2 tokens");
+  CHECK(late.advice[0].find("a verify block of 3,4 tokens gives a token other bits than the decode step that ends at "
+                            "it (first: blocks of 3 tokens at tokens 8…10, anchor 0's output/logits)") !=
+        std::string::npos);
+  CHECK(late.advice[1].find("blocks of 2 tokens were measured to give every token the decode step's bits at every "
+                            "place among tokens 6…11") != std::string::npos);
+  CHECK(ra::invariance::padding_advice(late) ==
+        "verify with blocks of 2 tokens (each measured at every place among "
+        "tokens 6…11)");
   CHECK(ra::report::invariance_summary(late) == "variant: 2 classes of block lengths");
   // The per-output classes a baseline keeps are the same grouping.
   const auto outputs = ra::report::output_classes(late);
@@ -186,13 +224,13 @@ TEST_CASE("analyse: verify blocks are classed by whether every token got the dec
   CHECK(outputs[0].classes.size() == 2);
   CHECK(outputs[0].classes[1].sizes == std::vector<int64_t>{3, 4});
 
-  InvarianceConfig all = verify_sweep({{2, 0}, {3, 0}, {4, 0}});
+  InvarianceConfig all = verify_sweep({{2, 9, 0}, {3, 5, 0}, {4, 6, 0}});  // each length at one of its places
   ra::invariance::analyse(all);
   CHECK(all.advice[1].find("no draft length is safe") != std::string::npos);
   CHECK(ra::invariance::padding_advice(all).empty());
 }
 
-TEST_CASE("invariance_to_json: the axis and draft are read back; a report without them swept the batch") {
+TEST_CASE("invariance_to_json: the axis, draft, positions and places are read back; without them the batch") {
   ra::report::Report r;
   r.tool_version = "0.1.0";
   r.command = {"repro-audit", "invariance", "m.pt2", "--axis", "verify"};
@@ -200,8 +238,8 @@ TEST_CASE("invariance_to_json: the axis and draft are read back; a report withou
   inv.model = "m.pt2", inv.kind = "a torch.export archive", inv.device = "cpu", inv.input = "rows.pt";
   inv.outputs = {"output/logits"};
   inv.control = {true, "passed"};
-  inv.axis = "verify", inv.draft = 3;
-  InvarianceConfig c = verify_sweep({{4, 0}});
+  inv.axis = "verify", inv.draft = 3, inv.positions = 3;
+  InvarianceConfig c = verify_sweep({{4, 6, 0}});
   ra::invariance::analyse(c);
   inv.configs = {c};
   r.body = inv;
@@ -210,8 +248,14 @@ TEST_CASE("invariance_to_json: the axis and draft are read back; a report withou
   const auto back = ra::report::report_from_json(j);
   CHECK(std::get<ra::report::Invariance>(back.body).axis == "verify");
   CHECK(std::get<ra::report::Invariance>(back.body).draft == 3);
+  CHECK(std::get<ra::report::Invariance>(back.body).positions == 3);
+  CHECK(std::get<ra::report::Invariance>(back.body).configs[0].cells.back().start == 7);  // blocks of 4 from token 7
   CHECK(ra::report::render_text(back) == ra::report::render_text(r));
+  CHECK(ra::report::render_text(r).find("(block of 4 tokens at tokens 7…10, its token 0, anchor 0, output/logits)") !=
+        std::string::npos);
   CHECK(ra::report::render_text(r).find("block lengths tried: 1,2,3,4") != std::string::npos);
+  j["invariance"].erase("positions");  // a verify report before issue 54: one place per block length
+  CHECK(std::get<ra::report::Invariance>(ra::report::report_from_json(j).body).positions == 1);
   j["invariance"].erase("axis");
   j["invariance"].erase("draft");
   CHECK(std::get<ra::report::Invariance>(ra::report::report_from_json(j).body).axis == "batch");

@@ -156,6 +156,29 @@ TEST_CASE("render_text: an AOTInductor package's metadata, and whether it says h
   CHECK(text.find("does not record whether") == std::string::npos);
 }
 
+TEST_CASE("render_text: run's summary names the outputs it compared, each once, a long list cut") {
+  ra::report::Report r;
+  ra::report::Target t;
+  t.name = "lm.pt2";
+  t.device = "cpu";
+  t.mode = "train";
+  t.package = {{"runtime", "interpreter"}};
+  ra::report::ConfigResult c;
+  c.name = "default";
+  c.verdict = ra::report::Verdict::Reproducible;
+  for (const char* name : {"param/lm_head.weight", "step1/output/logits", "step1/loss", "step2/output/logits"})
+    c.reference.push_back({name, "float32", {2}, std::string(32, '0')});
+  t.configs = {c};
+  r.targets() = {t};
+  ra::report::finalize(r);
+  CHECK(ra::report::render_text(r).find("  outputs compared: output/logits\n") != std::string::npos);
+  auto& ref = r.targets()[0].configs[0].reference;
+  ref.clear();
+  for (int i = 0; i < 8; ++i) ref.push_back({"output/" + std::to_string(i), "float32", {2}, std::string(32, '0')});
+  CHECK(ra::report::render_text(r).find("  outputs compared: output/0, output/1, output/2, output/3, output/4, "
+                                        "output/5 and 2 more\n") != std::string::npos);
+}
+
 TEST_CASE("batch_classes_text: runs of four or more neighbouring sizes are written first…last") {
   using Classes = std::vector<std::vector<int64_t>>;
   CHECK(ra::report::batch_classes_text(Classes{{1, 2, 3}, {4, 5, 6, 7, 8, 9, 16, 17, 257}}) == "{1,2,3} | {4…257}");

@@ -479,20 +479,20 @@ std::vector<std::string> named(std::vector<std::string> descriptions, const std:
   return descriptions;
 }
 
-// --axis verify (verify_sweep.h): the block lengths in place of the batch sizes; --trace follows a
+// --axis verify (verify_sweep.h): the window's prefixes in place of the batch sizes; --trace follows a
 // batch, so it names no op here.
 InvarianceMeasurement verify_measurement(const InvarianceRequest& request, targets::Target& target,
                                          const BatchRows& rows, const c10::Device& device,
                                          const std::string& progress_path, InvarianceMeasurement& m) {
-  std::vector<int64_t> blocks{1};  // the decode steps, then the blocks sweep_verify measures
-  for (int64_t b = 2; b <= request.draft + 1; ++b)
-    if (request.sizes.empty() || std::binary_search(request.sizes.begin(), request.sizes.end(), b)) blocks.push_back(b);
-  ProgressFile progress(progress_path, blocks);
+  ProgressFile progress(progress_path, {});  // the steps are the window's prefixes, which sweep_verify plans
   const double t0 = now_ms();
   {
     c10::InferenceMode guard;
-    sweep_verify(target, rows, request, device, m,
-                 [&](int64_t tokens, bool starting) { starting ? progress.start(tokens) : progress.end(tokens); });
+    sweep_verify(target, rows, request, device, m, [&](int64_t tokens, StepEvent event) {
+      if (event == StepEvent::Plan) progress.plan(tokens);
+      if (event == StepEvent::Start) progress.start(tokens);
+      if (event == StepEvent::End) progress.end(tokens);
+    });
   }
   m.sweep_ms = now_ms() - t0;
   if (request.trace)
@@ -522,6 +522,8 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   cut_input(spec, inputs, rows, largest);
   (void)target->load(spec, device);
   m.kind = target->kind();
+  // A torch.export archive's runtime, as run's report names it (worker/targets/export.cpp).
+  if (const auto p = target->package(); p.size() == 1 && p.count("runtime")) m.runtime = p.at("runtime");
   check_dynamic_batch(spec, *target, rows);
   (void)target->check();
   m.inputs = named(rows.descriptions, target->input_names());

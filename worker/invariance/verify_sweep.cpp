@@ -36,31 +36,34 @@ struct BlockFailure : TrialInputError {
 
 class VerifySweep {
  public:
-  VerifySweep(targets::Target& target, const BatchRows& rows, const c10::Device& device, int64_t length, int draft)
-      : target_(target), rows_(rows), device_(device), length_(length), draft_(draft), first_(length - draft) {}
+  VerifySweep(targets::Target& target, const BatchRows& rows, const c10::Device& device, int64_t length, int64_t window)
+      : target_(target), rows_(rows), device_(device), length_(length), first_(length - window) {}
 
-  void decode_steps(int anchor);
+  void prefix(int anchor, int64_t tokens);
   bool steady(int anchor);
-  void block(int anchor, int64_t tokens);
-  void drop(int64_t tokens);
-  void fill(InvarianceMeasurement& m);
+  void complete(int64_t tokens) { complete_ = tokens; }
+  void fill(InvarianceMeasurement& m, const std::set<int64_t>& blocks);
   std::string nondeterministic;
 
  private:
   std::vector<at::Tensor> call(int anchor, int64_t tokens);
   std::vector<Token> tokens_at(const std::vector<at::Tensor>& out, int64_t position) const;
-  InvarianceCell& cell(int64_t size, const char* placement);
+  RowComparison compare(int anchor, size_t output, const Token& want, const Token& got) const;
+  void block_cells(int64_t size, int64_t start, std::vector<InvarianceCell>& cells) const;
 
   targets::Target& target_;
   const BatchRows& rows_;
   c10::Device device_;
-  int64_t length_;  // S: the anchor rows' tokens
-  int draft_;
-  int64_t first_;                                            // L: the first decode step's tokens
-  std::vector<std::string> names_;                           // every output
-  std::vector<std::string> excluded_;                        // "" where compared
-  std::vector<std::vector<std::vector<Token>>> decode_;      // [anchor][step j][output]
-  std::map<std::pair<int64_t, int>, InvarianceCell> cells_;  // by size, then second-call before block
+  int64_t length_;                     // S: the anchor rows' tokens
+  int64_t first_;                      // F: the window's first token (from 0); the first prefix holds F+1 tokens
+  int64_t complete_ = 0;               // the longest prefix measured for every anchor
+  std::vector<std::string> names_;     // every output
+  std::vector<std::string> excluded_;  // "" where compared
+  std::vector<std::vector<std::vector<Token>>> decode_;  // [anchor][token - F][output]: its decode step's
+  // [anchor][prefix tokens][token - F][output]: the token in that call against its decode step
+  // ("block"), and the call's second run against its first ("second-call").
+  std::vector<std::map<int64_t, std::vector<std::vector<RowComparison>>>> block_, again_;
+  std::vector<std::vector<RowComparison>> steady_;  // [anchor][output]: the first prefix's second call
   double forward_ms_ = 0;
   int64_t calls_ = 0;
 };
@@ -78,7 +81,7 @@ std::vector<at::Tensor> VerifySweep::call(int anchor, int64_t tokens) {
     for (const auto& [name, t] : flat) names_.push_back(name), excluded_.emplace_back();
   if (flat.size() != names_.size())
     throw TrialInputError(fmt::format("the model returns {} tensors for {} tokens but {} for {}", flat.size(), tokens,
-                                      names_.size(), first_));
+                                      names_.size(), first_ + 1));
   std::vector<at::Tensor> tensors;
   for (size_t i = 0; i < flat.size(); ++i) {
     const at::Tensor& t = flat[i].second;
@@ -111,98 +114,113 @@ std::vector<Token> VerifySweep::tokens_at(const std::vector<at::Tensor>& out, in
   return tokens;
 }
 
-InvarianceCell& VerifySweep::cell(int64_t size, const char* placement) {
-  InvarianceCell& c = cells_[{size, std::string(placement) == "block" ? 1 : 0}];
-  c.size = size, c.placement = placement;
-  return c;
-}
-
-// The decode steps that end at tokens L-1 … L-1+draft; the first is the block of one token.
-void VerifySweep::decode_steps(int anchor) {
-  if (decode_.size() <= static_cast<size_t>(anchor)) decode_.resize(static_cast<size_t>(anchor) + 1);
-  auto& steps = decode_[static_cast<size_t>(anchor)];
-  for (int j = 0; j <= draft_; ++j) {
-    // Kept as copies: a token is a view of what the model returned, which may be its own buffer
-    // that the next call writes again.
-    std::vector<Token> tokens = tokens_at(call(anchor, first_ + j), first_ + j - 1);
-    for (Token& t : tokens)
-      if (t.t.defined()) t.t = t.t.clone();
-    steps.push_back(std::move(tokens));
+// `got` against `want` (a row whose position is filled in later, for the block it sits in).
+RowComparison VerifySweep::compare(int anchor, size_t output, const Token& want, const Token& got) const {
+  RowComparison row{anchor, names_[output], 0, got.digest, got.digest == want.digest, 0, 0};
+  if (!row.equal) {
+    const report::DivergenceStats s = tensor_difference(want.t, got.t);
+    row.max_abs = s.max_abs_diff, row.max_ulp = s.max_ulp;
   }
-  for (size_t i = 0; i < names_.size(); ++i)
-    if (excluded_[i].empty())
-      cell(1, "block").rows.push_back({anchor, names_[i], 0, steps.front()[i].digest, true, 0, 0});
+  return row;
 }
 
-// The first decode step twice more: the second call against the first ("second-call" of size 1),
-// the third against the second (false, with `nondeterministic` said, when they differ).
-bool VerifySweep::steady(int anchor) {
-  const auto& first = decode_[static_cast<size_t>(anchor)].front();
-  const std::vector<Token> second = tokens_at(call(anchor, first_), first_ - 1);
-  const std::vector<Token> third = tokens_at(call(anchor, first_), first_ - 1);
-  for (size_t i = 0; i < names_.size(); ++i) {
-    if (!excluded_[i].empty()) continue;
-    RowComparison row{anchor, names_[i], 0, second[i].digest, second[i].digest == first[i].digest, 0, 0};
-    if (!row.equal) {
-      const report::DivergenceStats s = tensor_difference(first[i].t, second[i].t);
-      row.max_abs = s.max_abs_diff, row.max_ulp = s.max_ulp;
+// The call of the anchor's first `tokens` tokens, twice: its last token is the decode step that ends
+// there, and each token of the window in it is compared with its own decode step (measured by a
+// shorter prefix before) and with the second call.
+void VerifySweep::prefix(int anchor, int64_t tokens) {
+  const auto a = static_cast<size_t>(anchor);
+  if (decode_.size() <= a) decode_.resize(a + 1), block_.resize(a + 1), again_.resize(a + 1), steady_.resize(a + 1);
+  // The first call's tokens are copies, taken before the second call: a token is a view of what the
+  // model returned, which may be its own buffer that the next call writes again.
+  std::vector<std::vector<Token>> first;
+  {
+    const std::vector<at::Tensor> out = call(anchor, tokens);
+    for (int64_t p = first_; p < tokens; ++p) {
+      first.push_back(tokens_at(out, p));
+      for (Token& t : first.back())
+        if (t.t.defined()) t.t = t.t.clone();
     }
-    cell(1, "second-call").rows.push_back(std::move(row));
-    if (third[i].digest != second[i].digest && nondeterministic.empty())
+  }
+  const std::vector<at::Tensor> second = call(anchor, tokens);
+  decode_[a].push_back(first.back());
+  auto& block = block_[a][tokens];
+  auto& again = again_[a][tokens];
+  for (int64_t p = first_; p < tokens; ++p) {
+    const std::vector<Token>& got = first[static_cast<size_t>(p - first_)];
+    const std::vector<Token> repeat = tokens_at(second, p);
+    const std::vector<Token>& want = decode_[a][static_cast<size_t>(p - first_)];
+    block.emplace_back(), again.emplace_back();
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (!excluded_[i].empty()) continue;
+      if (want[i].t.sizes() != got[i].t.sizes() || want[i].t.scalar_type() != got[i].t.scalar_type())
+        throw TrialInputError(
+            fmt::format("the model's {} changes shape with the sequence: token {} is {}[{}] in a call of {} tokens "
+                        "but {}[{}] at its decode step",
+                        names_[i], p + 1, dtype_name(got[i].t.scalar_type()), fmt::join(got[i].t.sizes(), "x"), tokens,
+                        dtype_name(want[i].t.scalar_type()), fmt::join(want[i].t.sizes(), "x")));
+      block.back().push_back(compare(anchor, i, want[i], got[i]));
+      again.back().push_back(compare(anchor, i, got[i], repeat[i]));
+    }
+  }
+  if (tokens == first_ + 1) steady_[a] = again.back();
+}
+
+// The first prefix a third time, against its second call (false, with `nondeterministic` said, when
+// they differ: the first and second call differing alone is warm-up).
+bool VerifySweep::steady(int anchor) {
+  const std::vector<at::Tensor> out = call(anchor, first_ + 1);
+  const std::vector<Token> third = tokens_at(out, first_);
+  for (const RowComparison& second : steady_[static_cast<size_t>(anchor)]) {
+    size_t i = 0;
+    while (names_[i] != second.output) ++i;
+    if (third[i].digest != second.digest && nondeterministic.empty())
       nondeterministic = fmt::format(
           "anchor {}'s {} at the decode step of {} tokens gets other bits on every call in one process (call 3 "
           "differs from call 2): the model is nondeterministic (random numbers drawn on every call, or state it "
           "changes), so no block length gives a token stable bits",
-          anchor, names_[i], first_);
+          anchor, names_[i], first_ + 1);
   }
   return nondeterministic.empty();
 }
 
-// The block of `tokens` = k+1 tokens ending at L-1+k, twice: each of its tokens against the decode
-// step that ends there ("block"), and the second call against the first ("second-call").
-void VerifySweep::block(int anchor, int64_t tokens) {
-  const int64_t k = tokens - 1, end = first_ + k;
-  const std::vector<at::Tensor> out = call(anchor, end), again = call(anchor, end);
-  const auto& steps = decode_[static_cast<size_t>(anchor)];
-  for (int64_t j = 0; j <= k; ++j) {
-    const std::vector<Token> got = tokens_at(out, first_ - 1 + j), second = tokens_at(again, first_ - 1 + j);
-    for (size_t i = 0; i < names_.size(); ++i) {
-      if (!excluded_[i].empty()) continue;
-      const Token& want = steps[static_cast<size_t>(j)][i];
-      if (want.t.sizes() != got[i].t.sizes() || want.t.scalar_type() != got[i].t.scalar_type())
-        throw TrialInputError(
-            fmt::format("the model's {} changes shape with the sequence: a token is {}[{}] in a "
-                        "block of {} but {}[{}] at its decode step",
-                        names_[i], dtype_name(got[i].t.scalar_type()), fmt::join(got[i].t.sizes(), "x"), tokens,
-                        dtype_name(want.t.scalar_type()), fmt::join(want.t.sizes(), "x")));
-      RowComparison row{anchor, names_[i], j, got[i].digest, got[i].digest == want.digest, 0, 0};
-      if (!row.equal) {
-        const report::DivergenceStats s = tensor_difference(want.t, got[i].t);
-        row.max_abs = s.max_abs_diff, row.max_ulp = s.max_ulp;
-      }
-      cell(tokens, "block").rows.push_back(std::move(row));
-      RowComparison warm{anchor, names_[i], j, second[i].digest, second[i].digest == got[i].digest, 0, 0};
-      if (!warm.equal) {
-        const report::DivergenceStats s = tensor_difference(got[i].t, second[i].t);
-        warm.max_abs = s.max_abs_diff, warm.max_ulp = s.max_ulp;
-      }
-      cell(tokens, "second-call").rows.push_back(std::move(warm));
+// The cells of the block of `size` tokens that starts at token `start`: its call is the prefix that
+// ends at its last token, each of its tokens a row ("block", against the decode step; "second-call",
+// the call's second run against its first).
+void VerifySweep::block_cells(int64_t size, int64_t start, std::vector<InvarianceCell>& cells) const {
+  InvarianceCell block{size, "block", {}, start}, warm{size, "second-call", {}, start};
+  const int64_t tokens = start + size;  // the prefix that ends at the block's last token
+  for (size_t a = 0; a < block_.size(); ++a)
+    for (int64_t j = 0; j < size; ++j) {
+      const auto k = static_cast<size_t>(start + j - first_);
+      for (const auto& [from, into] : {std::pair{&block_, &block.rows}, std::pair{&again_, &warm.rows}})
+        for (RowComparison row : (*from)[a].at(tokens)[k]) {
+          row.position = j;  // the token's place in the block
+          into->push_back(std::move(row));
+        }
     }
-  }
+  cells.push_back(std::move(warm)), cells.push_back(std::move(block));
 }
 
-// A block length the model failed on is measured whole or not at all.
-void VerifySweep::drop(int64_t tokens) {
-  std::erase_if(cells_, [&](const auto& c) { return c.first.first == tokens; });
-}
-
-void VerifySweep::fill(InvarianceMeasurement& m) {
+void VerifySweep::fill(InvarianceMeasurement& m, const std::set<int64_t>& blocks) {
   for (size_t i = 0; i < names_.size(); ++i)
     (excluded_[i].empty() ? m.outputs : m.excluded).push_back(excluded_[i].empty() ? names_[i] : excluded_[i]);
-  for (auto& [key, c] : cells_) m.cells.push_back(std::move(c));
+  if (complete_ > first_) {
+    // The decode step itself (size 1) at the window's first token: its own bits, and its second call.
+    InvarianceCell decode{1, "block", {}, first_}, warm{1, "second-call", {}, first_};
+    for (size_t a = 0; a < decode_.size(); ++a)
+      for (RowComparison row : steady_[a]) {
+        warm.rows.push_back(row);
+        size_t i = 0;
+        while (names_[i] != row.output) ++i;
+        decode.rows.push_back({row.anchor, row.output, 0, decode_[a].front()[i].digest, true, 0, 0});
+      }
+    m.cells.push_back(std::move(warm)), m.cells.push_back(std::move(decode));
+  }
+  for (const int64_t b : blocks)
+    for (int64_t start = first_; start + b <= complete_; ++start) block_cells(b, start, m.cells);
   size_t out = 0;
   while (out < excluded_.size() && !excluded_[out].empty()) ++out;
-  if (!decode_.empty() && out < names_.size()) {
+  if (!decode_.empty() && !decode_.front().empty() && out < names_.size()) {
     const Token& ref = decode_.front().front()[out];
     m.control = negative_control(ref.t, ref.digest, names_[out], device_);
   }
@@ -253,44 +271,47 @@ void check_dynamic_sequence(const TrialSpec& spec, const targets::Target& target
 }  // namespace
 
 void sweep_verify(targets::Target& target, const BatchRows& rows, const InvarianceRequest& request,
-                  const c10::Device& device, InvarianceMeasurement& m, const BlockProgress& progress) {
+                  const c10::Device& device, InvarianceMeasurement& m, const StepProgress& progress) {
   const int64_t length = sequence_length(rows);
-  if (length <= request.draft)
+  const int64_t window = int64_t{request.draft} + request.positions;
+  if (length < window)
     throw TrialInputError(fmt::format(
-        "--axis verify with --draft {} needs rows of more than {} tokens (a decode step before the first draft): the "
-        "input's rows hold {}; give longer rows or a smaller --draft",
-        request.draft, request.draft, length));
+        "--axis verify with --draft {} and --positions {} needs rows of at least {} tokens (blocks of up to {} tokens, "
+        "the longest at {} place{}): the input's rows hold {}; give longer rows, a smaller --draft or fewer "
+        "--positions",
+        request.draft, request.positions, window, request.draft + 1, request.positions,
+        request.positions == 1 ? "" : "s", length));
   check_dynamic_sequence(request.spec, target, rows);
   std::set<int64_t> blocks;
   for (int64_t b = 2; b <= request.draft + 1; ++b)
     if (request.sizes.empty() || std::binary_search(request.sizes.begin(), request.sizes.end(), b)) blocks.insert(b);
-  VerifySweep sweep(target, rows, device, length, request.draft);
-  int64_t at = 1;
+  VerifySweep sweep(target, rows, device, length, window);
+  const int64_t first = length - window + 1;  // the first prefix's tokens
+  for (int64_t n = first; n <= length; ++n) progress(n, StepEvent::Plan);
+  int64_t at = first;
   try {
-    progress(1, true);
-    for (int a = 0; a < rows.anchors; ++a) sweep.decode_steps(a);
-    for (int a = 0; a < rows.anchors; ++a)
-      if (!sweep.steady(a)) break;
-    progress(1, false);
-    if (sweep.nondeterministic.empty())
-      for (const int64_t b : blocks) {
-        at = b;
-        progress(b, true);
-        for (int a = 0; a < rows.anchors; ++a) sweep.block(a, b);
-        progress(b, false);
-      }
+    for (int64_t n = first; n <= length && sweep.nondeterministic.empty(); ++n) {
+      at = n;
+      progress(n, StepEvent::Start);
+      for (int a = 0; a < rows.anchors; ++a) sweep.prefix(a, n);
+      if (n == first)
+        for (int a = 0; a < rows.anchors; ++a)
+          if (!sweep.steady(a)) break;
+      sweep.complete(n);
+      progress(n, StepEvent::End);
+    }
   } catch (const BlockFailure& e) {
-    if (at == 1) throw;  // nothing measured: the model's error is the run's (exit 3)
-    sweep.drop(at);
+    if (at == first) throw;  // nothing measured: the model's error is the run's (exit 3)
     m.stopped = e.what();
   }
   m.nondeterministic = sweep.nondeterministic;
   m.notes.push_back(fmt::format(
-      "verify axis: each anchor's tokens {}…{} (of {}) compared in blocks of 2…{} tokens with the decode step that "
-      "ends at each, one row per call; the model keeps no cache, so a decode step is a call of the row's tokens up "
-      "to the one it ends at",
-      length - request.draft, length, length, request.draft + 1));
-  sweep.fill(m);
+      "verify axis: each anchor's tokens {}…{} (of {}) compared, in every block of 2…{} tokens at every place among "
+      "them ({} places for the longest), with the decode step that ends at each, one row per call; the model keeps "
+      "no cache, so a decode step is a call of the row's tokens up to the one it ends at, and a block is the call "
+      "that ends at its last token",
+      first, length, length, request.draft + 1, request.positions));
+  sweep.fill(m, blocks);
 }
 
 }  // namespace ra::invariance

@@ -9,17 +9,25 @@
 // plain decoding would: "the same prompt gives other text with speculative decoding on".
 //
 // The approach. The model is one without a KV cache (an export of forward(input_ids, ...), as
-// share/export_hf.py writes it), so a decode step is a call whose sequence ends at the token. For
-// each anchor row of S tokens and L = S - draft: the decode steps are the calls of the row's first
-// L, L+1, …, L+draft tokens, each keeping the output at its last position; the verify block of
-// k+1 tokens (k = 1…draft) is the call of the first L+k tokens, whose last k+1 positions are
-// compared, token by token, with those decode steps. Every batched input is cut along dim 1 (a
-// mask and position ids are cut with the ids), one row per call, so the batch plays no part. A
-// block is called twice (warm-up), and the first decode step three times (a model that draws new
-// numbers on every call is nondeterministic, as on the batch axis).
+// share/export_hf.py writes it), so a decode step is a call whose sequence ends at the token, and a
+// verify block of b tokens that ends at token e is the call that ends there too: the call of the
+// row's first e+1 tokens, whose last b positions are compared, token by token, with the decode
+// steps that end at each. A block holds at one place, but speculative decoding verifies at every
+// place of a generation (issue 54: blocks of 2…4 tokens were advised from the blocks that start at
+// token 28, and every block ending at token 32 differed). So the sweep measures a window: the
+// row's last W = draft + positions tokens, from token F = S - W (from 0). For each anchor row of S
+// tokens it calls every prefix of F+1, F+2, …, S tokens, each twice (warm-up: the second call
+// against the first), and keeps every token of the window in each; each call is the decode step of
+// its last token. A block length b is then measured at every place inside the window: its S-F-b+1
+// places (`positions` for the longest block, draft+1 tokens), and holds only where every token of
+// every place got its decode step's bits. Every batched input is cut along dim 1 (a mask and
+// position ids are cut with the ids), one row per call, so the batch plays no part. The first
+// prefix is called a third time (a model that draws new numbers on every call is nondeterministic,
+// as on the batch axis).
 //
-// The cost. 3 + draft calls for the decode steps and 2 per block length, per anchor: with the
-// default draft of 4, 11 calls per anchor of at most S tokens.
+// The cost. 2W + 1 calls per anchor of at most S tokens: with the default draft of 4 and 3
+// positions, 15 calls (as many as the single place took before: each block was its own call), and
+// W²/2 token digests.
 #pragma once
 
 #include "audit/invariance/invariance_protocol.h"
@@ -33,14 +41,16 @@
 
 namespace ra::invariance {
 
-// Called as each block length starts (true) and ends (false), for the progress file.
-using BlockProgress = std::function<void(int64_t tokens, bool starting)>;
+// The sweep's steps for the progress file, each a prefix length: planned once, then started and ended.
+enum class StepEvent { Plan, Start, End };
+using StepProgress = std::function<void(int64_t tokens, StepEvent event)>;
 
-// Sweeps the block lengths 1…draft+1 (only those of `request.sizes`, when it names some: the fix
-// search's sweeps) and fills `m`'s outputs, excluded, cells, control, calls and times, and its
+// Sweeps the prefixes of the window and fills `m`'s outputs, excluded, cells (for the block lengths
+// 1…draft+1, or those of `request.sizes` when it names some: the fix search's sweeps; a block
+// length's cells one per place, InvarianceCell::start), control, calls and times, and its
 // nondeterministic or stopped sentence. Throws TrialInputError for inputs without a sequence
-// dimension, rows too short for the draft, or an archive with a static sequence length.
+// dimension, rows shorter than draft + positions tokens, or an archive with a static sequence length.
 void sweep_verify(targets::Target& target, const BatchRows& rows, const InvarianceRequest& request,
-                  const c10::Device& device, InvarianceMeasurement& m, const BlockProgress& progress);
+                  const c10::Device& device, InvarianceMeasurement& m, const StepProgress& progress);
 
 }  // namespace ra::invariance
