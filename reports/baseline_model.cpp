@@ -2,7 +2,6 @@
 // Baseline statuses by name (reports/baseline_model.h).
 #include "reports/baseline_model.h"
 #include "reports/enum_names.h"
-#include "reports/render.h"
 
 #include <fmt/format.h>
 

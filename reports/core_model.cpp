@@ -73,4 +73,12 @@ Tolerance default_tolerance(const std::string& dtype) {
 
 bool within_tolerance(const DivergenceStats& s) { return s.note.empty() && s.differing > 0 && s.beyond_tolerance == 0; }
 
+std::string no_divergence_text(int completed, double rate_high) {
+  const int n = completed - 1;
+  return fmt::format(
+      "no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
+      "(95% confidence)",
+      n, n == 1 ? "" : "s", completed, 100 * rate_high);
+}
+
 }  // namespace ra::report

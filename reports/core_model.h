@@ -139,4 +139,9 @@ inline constexpr const char* kCostNotMeasurable = "not measurable on this machin
 std::string round_cost_text(const std::optional<double>& ratio, const std::optional<double>& low,
                             const std::optional<double>& high);
 
+// Its words after "reproducible: ", for `completed` runs without a divergence and the Wilson 95%
+// upper bound of their rate: "no divergence in 2 comparisons (3 runs); a divergence rate above 66%
+// would have shown (95% confidence)". Also what `compare` says of a race no longer seen.
+std::string no_divergence_text(int completed, double rate_high);
+
 }  // namespace ra::report

@@ -91,11 +91,7 @@ std::string cost_clause(const FixCandidate& fix, const std::string& from);
 // comparisons (3 runs); a divergence rate above 66% would have shown (95% confidence)", for the
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);
 // "" when no configuration is reproducible with two completed runs.
-std::string detection_power_text(const Target& t);
-// Its words after "reproducible: ", for `completed` runs without a divergence and the Wilson 95%
-// upper bound of their rate: "no divergence in 2 comparisons (3 runs); a divergence rate above 66%
-// would have shown (95% confidence)". Also what `compare` says of a race no longer seen.
-std::string no_divergence_text(int completed, double rate_high);
+std::string detection_power_text(const Target& t);  // its words: no_divergence_text (core_model.h)
 // The inputs as the summaries print them: "x: float32[8x16]" when the target knows the forward
 // argument of each, else the descriptions alone.
 std::vector<std::string> named_inputs(const Target& t);

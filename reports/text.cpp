@@ -97,14 +97,6 @@ std::string detection_power_text(const Target& t) {
   return "reproducible: " + no_divergence_text(weakest->completed, weakest->rate_ci_high);
 }
 
-std::string no_divergence_text(int completed, double rate_high) {
-  const int n = completed - 1;
-  return fmt::format(
-      "no divergence in {} comparison{} ({} runs); a divergence rate above {:.0f}% would have shown "
-      "(95% confidence)",
-      n, n == 1 ? "" : "s", completed, 100 * rate_high);
-}
-
 std::vector<std::string> named_inputs(const Target& t) {
   std::vector<std::string> out;
   if (t.input_names.size() != t.inputs.size()) {
