@@ -419,11 +419,13 @@ std::vector<std::string> child_keys(const json& spec, size_t children) {
 // The leaves of a pytree spec (torch.utils._pytree's JSON), with the names reports give them:
 // dict keys and dataclass fields by name, tuple and list items by position.
 void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::string>& names, bool& keyed) {
-  if (!spec.is_object() || spec["type"].is_null()) {
+  // A spec without a type, or whose children are not a list, is a leaf: a damaged archive is named by
+  // the checks that follow, never a lookup of a key it lacks.
+  const json children = spec.is_object() ? spec.value("children_spec", json::array()) : json();
+  if (!spec.is_object() || !spec.contains("type") || spec["type"].is_null() || !children.is_array()) {
     names.push_back(prefix);
     return;
   }
-  const auto& children = spec.value("children_spec", json::array());
   const std::vector<std::string> keys = child_keys(spec, children.size());
   keyed |= !keys.empty();
   for (size_t i = 0; i < children.size(); ++i) {
