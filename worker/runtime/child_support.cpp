@@ -3,6 +3,7 @@
 
 #include "audit/common/errors.h"
 #include "worker/digest/digest.h"
+#include "worker/digest/tensor_stats.h"
 #include "worker/runtime/library_error.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -151,6 +152,26 @@ void Recorder::add(const std::string& name, const at::Tensor& t) {
     values_.push_back(t.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true,
                                     at::MemoryFormat::Contiguous));
   }
+  if (compare_ && (at::isFloatingType(t.scalar_type()) || t.is_complex())) {
+    const auto it = referee_.find(name);
+    if (it == referee_.end()) {
+      report::ReferenceError e;
+      e.name = name;
+      e.dtype = tensors_.back().dtype;
+      e.numel = t.numel();
+      e.note = referee_missing_;
+      errors_.push_back(std::move(e));
+    } else {
+      errors_.push_back(reference_error(name, t, it->second));
+      referee_.erase(it);
+    }
+  }
+}
+
+void Recorder::compare_with(std::map<std::string, at::Tensor> reference, std::string missing) {
+  compare_ = true;
+  referee_ = std::move(reference);
+  referee_missing_ = std::move(missing);
 }
 
 std::string Recorder::write_dump(const std::string& path) const {

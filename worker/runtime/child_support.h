@@ -72,6 +72,12 @@ class Recorder {
   }
   void add(const std::string& name, const at::Tensor& t);
   std::vector<report::TensorDigest>& tensors() { return tensors_; }
+  // Measures every floating tensor added from now on against the float64 referee's tensor of the
+  // same name in `reference` (TrialSpec::reference_dump), as it is added: a tensor recorded mid-run
+  // (a parameter between optimizer steps) is measured as it was then. `missing` is the note of a
+  // tensor the reference lacks. Each reference tensor is released once used.
+  void compare_with(std::map<std::string, at::Tensor> reference, std::string missing);
+  std::vector<report::ReferenceError>& errors() { return errors_; }
   // Writes the kept copies as a pickled Dict[str, Tensor]; a no-op without dump. A dump only feeds
   // divergence statistics, so failing to write it (a full disk) fails nothing else: the partial
   // file is removed, a warning goes to the child's log, and the reason ("No space left on device")
@@ -83,6 +89,10 @@ class Recorder {
   std::map<std::string, std::string> reference_;
   bool enabled_ = true;
   std::vector<report::TensorDigest> tensors_;
+  bool compare_ = false;
+  std::map<std::string, at::Tensor> referee_;
+  std::string referee_missing_;
+  std::vector<report::ReferenceError> errors_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> values_;
 };
