@@ -91,8 +91,9 @@ NORMALISE = [
                 r'passed on the controls: '), 'a Linear row: <machine>; '),
     # the float64 referee's figures show the machine's kernels: how far each result lies from float64
     # (the furthest tensor too), and float64's own error beside it; the class stays compared
-    (re.compile(r'"(max_ulp|max_abs|max_rel|referee_own_ulp)": *([-0-9.e+]+|null)'), r'"\1": <e>'),
-    (re.compile(r'error vs float64: [^\n<"]*'), 'error vs float64: <machine>'),
+    (re.compile(r'("max_ulp": )[-0-9.e+]+(,\s*"max_abs": )[-0-9.e+]+(,\s*"max_rel": )[-0-9.e+]+'), r'\1<e>\2<e>\3<e>'),
+    (re.compile(r'"referee_own_ulp": *([-0-9.e+]+|null)'), r'"referee_own_ulp": <e>'),
+    (re.compile(r'error vs float64: (?:[^\n<"]|<(?!/))*'), 'error vs float64: <machine>'),
     (re.compile(r'within [0-9.e+]+ and [0-9.e+]+ ULP of float64'), 'within <e> and <e> ULP of float64'),
     (re.compile(r"float64(?:'|&#39;|&apos;)s own error here (?:< 0\.01|is at most ~[0-9.e+]+) ULP"),
      "float64's own error here <e> ULP"),
