@@ -79,7 +79,8 @@ std::string class_summary_line(const ClassSummary& s) {
     std::vector<std::string> others;
     for (int i = 0; i < kDifferenceClasses; ++i)
       if (i != static_cast<int>(s.cls) && s.counts[static_cast<size_t>(i)] > 0)
-        others.push_back(fmt::format("{} {}", s.counts[static_cast<size_t>(i)], to_string(static_cast<DifferenceClass>(i))));
+        others.push_back(
+            fmt::format("{} {}", s.counts[static_cast<size_t>(i)], to_string(static_cast<DifferenceClass>(i))));
     std::string rest;
     for (size_t i = 0; i < others.size(); ++i) rest += (i == 0 ? "" : ", ") + others[i];
     counts = fmt::format(" ({} of {} tensors; {})", mine, total, rest);
@@ -88,7 +89,8 @@ std::string class_summary_line(const ClassSummary& s) {
 }
 
 std::string errors_line(const std::vector<ReferenceError>& errors) {
-  if (errors.empty()) return "error vs float64: no floating tensor (integer and bool tensors are compared bit for bit only)";
+  if (errors.empty())
+    return "error vs float64: no floating tensor (integer and bool tensors are compared bit for bit only)";
   const ReferenceError* worst = nullptr;
   std::vector<const ReferenceError*> unmeasured;
   for (const auto& e : errors) {
@@ -106,11 +108,11 @@ std::string errors_line(const std::vector<ReferenceError>& errors) {
   }
   if (!unmeasured.empty()) {
     const ReferenceError& e = *unmeasured.front();
-    const std::string why = !e.note.empty()                 ? e.note
-                            : e.nan_reference > 0           ? "NaN in the reference"
-                            : e.nan_result > 0              ? "NaN in the result"
-                            : e.nonfinite > 0               ? "an infinity where the reference differs"
-                                                            : "no element finite in both";
+    const std::string why = !e.note.empty()       ? e.note
+                            : e.nan_reference > 0 ? "NaN in the reference"
+                            : e.nan_result > 0    ? "NaN in the result"
+                            : e.nonfinite > 0     ? "an infinity where the reference differs"
+                                                  : "no element finite in both";
     line += fmt::format("{} {} without figures ({}: {})", worst != nullptr ? ";" : "",
                         unmeasured.size() == 1 ? std::string("1 tensor") : fmt::format("{} tensors", unmeasured.size()),
                         e.name, why);

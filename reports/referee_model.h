@@ -70,7 +70,7 @@ struct Classified {
   // The evidence in one sentence ("both within 3 and 4 ULP of float64; neither is more right"), or
   // for Unclassified the reason ("no referee: ...", "NaN in the reference").
   std::string why;
-  std::string a_run, b_run;  // what the two results are: "repeat 0", "repeat 2", or two configurations' names
+  std::string a_run, b_run;            // what the two results are: "repeat 0", "repeat 2", or two configurations' names
   std::optional<ReferenceError> a, b;  // each result's error against the referee, where measured
   // Uninitialized and write races: the op the trace named ("" when none); for a write race the
   // first few duplicate indices and how many there are.

@@ -109,9 +109,8 @@ report::Referee referee_outcome(RefereeMode mode, const Device& where, const rep
   return r;
 }
 
-Classified classify_difference(const report::TensorFinding& f, const report::Referee& referee,
-                               const std::string& a_run, const ReferenceError* a, const std::string& b_run,
-                               const ReferenceError* b) {
+Classified classify_difference(const report::TensorFinding& f, const report::Referee& referee, const std::string& a_run,
+                               const ReferenceError* a, const std::string& b_run, const ReferenceError* b) {
   if (!referee.ran) return unclassified(fmt::format("no float64 referee: {}", referee.note));
   if (report::significand_bits(f.dtype) == 0)
     return unclassified(fmt::format("a {} tensor: compared bit for bit only, without error figures", f.dtype));
@@ -144,11 +143,11 @@ Classified classify_difference(const report::TensorFinding& f, const report::Ref
   const bool a_far = ea > eb;
   const std::string far = a_far ? a_run : b_run, near = a_far ? b_run : a_run;
   c.cls = DifferenceClass::BeyondReordering;
-  c.why = fmt::format("{} is {} ULP from float64 where {} is {}: investigate as a bug (an ignored mask, a changed "
-                      "algorithm, a downgrade) ({})",
-                      far, ulp_figure(high), near,
-                      low == 0 ? std::string("exact") : fmt::format("{} ({:.3g}x further)", ulp_figure(low), high / low),
-                      own);
+  c.why = fmt::format(
+      "{} is {} ULP from float64 where {} is {}: investigate as a bug (an ignored mask, a changed "
+      "algorithm, a downgrade) ({})",
+      far, ulp_figure(high), near,
+      low == 0 ? std::string("exact") : fmt::format("{} ({:.3g}x further)", ulp_figure(low), high / low), own);
   return c;
 }
 
@@ -165,8 +164,7 @@ void attach_referee(report::ConfigResult& c, const std::vector<TrialRun>& runs, 
     const TrialRun* other = nullptr;
     const ReferenceError* other_error = nullptr;
     for (size_t i = 0; i < runs.size(); ++i) {
-      if (static_cast<int>(i) == ref || !runs[i].result || runs[i].result->status != report::TrialStatus::Ok)
-        continue;
+      if (static_cast<int>(i) == ref || !runs[i].result || runs[i].result->status != report::TrialStatus::Ok) continue;
       bool differs = true;
       for (const auto& t : runs[i].result->tensors)
         if (t.name == f.name) differs = t.digest != f.reference_digest;
