@@ -563,7 +563,7 @@ class ModelAudit : public AuditKind {
     if (native_) {
       referee_ = referee_refused(o_.referee, where, "an AOTInductor package: its kernels are compiled for one dtype");
     } else {
-      log::info("float64 referee: one run of the model in float64 on {}", where.to_string());
+      log::debug("float64 referee: one run of the model in float64 on {}", where.to_string());
       TrialSpec spec = base_spec(o_);
       spec.task = ChildTask::Referee;
       spec.device = where;
