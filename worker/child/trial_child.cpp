@@ -86,6 +86,7 @@ void run_later_calls(const TrialSpec& spec, targets::Target& target, const c10::
 void run_referee(const TrialSpec& spec, targets::Target& target, TrialResult& result) {
   c10::set_default_dtype(caffe2::TypeMeta::Make<double>());
   Recorder rec(true);
+  rec.dump_results_only();
   std::string below;
   try {
     trace::PrecisionGuard guard;
