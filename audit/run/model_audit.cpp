@@ -535,6 +535,8 @@ class ModelAudit : public AuditKind {
     }
     target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
     if (referee_ && target.dependence) classify_dependence(*target.dependence, target.configs, *referee_);
+    if (referee_ && referee_->ran && any_beyond_reordering(target.configs, target.dependence))
+      weigh_conditioning(target.configs, target.dependence, conditioning_errors());
     keep_tensors(reference_dumps, target);
     if (!o_.trace || !target.dependence) return;
     std::vector<std::string> traces;
@@ -579,6 +581,34 @@ class ModelAudit : public AuditKind {
       if (referee_->ran) o_.reference_dump = p.dump_path;
     }
     if (!referee_->ran) log::warn("{}", report::referee_note_line(*referee_));
+  }
+
+  // The conditioning run (audit/trial/referee.h): the referee once more, its floating inputs moved by
+  // one rounding of their dtype, measured against the referee's dump. Its errors by tensor; none,
+  // with a warning, when it fails (the classes then stand as the ULP figures give them).
+  std::vector<report::ReferenceError> conditioning_errors() {
+    log::debug("float64 referee: one more run, its inputs moved by one rounding, for the conditioning");
+    const Device where = o_.referee == RefereeMode::Device ? o_.device : Device::cpu();
+    TrialSpec spec = base_spec(o_);
+    spec.task = ChildTask::Referee;
+    spec.device = where;
+    spec.config = referee_config(where);
+    spec.precision = "float64";
+    spec.perturb_inputs = true;
+    spec.reference_dump = o_.reference_dump;
+    const std::string gpu = where.is_cuda() && placement_ ? placement_->visible.front() : "";
+    const PreparedChild p = prepare_child(scratch_, "conditioning", spec, o_.timeout_s, /*dump=*/false, gpu);
+    TrialRun run;
+    run.process = run_children({p.job}, 1).front();
+    run.result = read_result(p.result_path);
+    run.timeout_s = o_.timeout_s;
+    const report::Trial summary = summarise_trial(run);
+    if (summary.status != report::TrialStatus::Ok || !run.result) {
+      log::warn("float64 referee: the conditioning run failed ({}); differences beyond reordering stay so classed",
+                excerpt(summary.message, 200));
+      return {};
+    }
+    return run.result->errors;
   }
 
   // Divergence statistics of the first few root causes of each diverged configuration.

@@ -207,4 +207,56 @@ void classify_dependence(report::ConfigDependence& d, const std::vector<report::
   d.referee = report::summarise_classes(classes);
 }
 
+bool any_beyond_reordering(const std::vector<report::ConfigResult>& configs,
+                           const std::optional<report::ConfigDependence>& d) {
+  const auto beyond = [](const std::vector<report::TensorFinding>& fs) {
+    return std::any_of(fs.begin(), fs.end(), [](const report::TensorFinding& f) {
+      return f.referee && f.referee->cls == DifferenceClass::BeyondReordering;
+    });
+  };
+  if (d && beyond(d->differing)) return true;
+  return std::any_of(configs.begin(), configs.end(),
+                     [&](const report::ConfigResult& c) { return beyond(c.diverged_tensors); });
+}
+
+namespace {
+
+// One beyond-reordering class weighed against its tensor's sensitivity `s` (nullptr: unmeasured).
+void weigh(Classified& c, const ReferenceError* s) {
+  if (c.cls != DifferenceClass::BeyondReordering || !c.a || !c.b || s == nullptr || !s->note.empty() ||
+      !std::isfinite(s->max_abs) || s->nan_result > 0)
+    return;
+  const double far = std::max(c.a->max_abs, c.b->max_abs);
+  if (s->max_abs > 0 && far <= kFactor * s->max_abs) {
+    c.cls = DifferenceClass::Reordering;
+    c.why = fmt::format(
+        "{} and {} lie {:.3g} and {:.3g} from float64 ({} and {} ULP), and rounding the inputs alone moves "
+        "float64 by up to {:.3g}: an ill-conditioned result, which reordering moves this far; neither is more right",
+        c.a_run, c.b_run, c.a->max_abs, c.b->max_abs, ulp_figure(c.a->max_ulp), ulp_figure(c.b->max_ulp), s->max_abs);
+    return;
+  }
+  c.why += fmt::format("; rounding the inputs alone moves float64 by {:.3g}, far less than the {:.3g} seen", s->max_abs,
+                       far);
+}
+
+}  // namespace
+
+void weigh_conditioning(std::vector<report::ConfigResult>& configs, std::optional<report::ConfigDependence>& d,
+                        const std::vector<ReferenceError>& sensitivity) {
+  for (auto& c : configs) {
+    if (!c.referee) continue;
+    for (auto& f : c.diverged_tensors)
+      if (f.referee) weigh(*f.referee, error_named(sensitivity, f.name));
+    if (c.referee->summary) summarise(c);
+  }
+  if (!d) return;
+  std::vector<std::pair<std::string, Classified>> classes;
+  for (auto& f : d->differing)
+    if (f.referee) {
+      weigh(*f.referee, error_named(sensitivity, f.name));
+      classes.emplace_back(f.name, *f.referee);
+    }
+  if (d->referee) d->referee = report::summarise_classes(classes);
+}
+
 }  // namespace ra

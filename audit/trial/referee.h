@@ -16,6 +16,14 @@
 //   * unclassified, with the reason: no referee (the line that says why), an integer or bool tensor
 //     (compared bit for bit only), a NaN in the reference or a result, disagreeing infinities, a
 //     shape that differs between the reference and the run.
+// Reordering can move an ill-conditioned result (a sum of large terms that cancel: 1 + 2^24 - 2^24)
+// arbitrarily many of its ULP from float64, so the ULP test alone would call it beyond reordering.
+// Where it does, one more float64 child runs with each floating input moved by one rounding of its
+// dtype (TrialSpec::perturb_inputs): how far that moves each tensor from the referee (its max abs) is
+// how far rounding alone can move it, the tensor's sensitivity. A difference whose further result
+// lies within kFactor times that of float64 is reordering of an ill-conditioned result after all
+// (weigh_conditioning). Only the inputs are moved, so the sensitivity is a lower estimate: a model
+// whose ill-conditioning lies in its weights or its own constants stays beyond reordering.
 // The write-race and uninitialized-memory classes (a rerun with fill_uninitialized_memory off and on;
 // with --trace, an index write whose captured inputs hold duplicate indices) have their place in the
 // model (reports/referee_model.h) and are not decided here yet. The cost: one float64 run per audit
@@ -27,6 +35,7 @@
 #include "audit/trial/config.h"
 #include "reports/target_model.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,5 +83,14 @@ void attach_referee(report::ConfigResult& c, const std::vector<TrialRun>& runs, 
 // class a dependence across shards too), and the summary.
 void classify_dependence(report::ConfigDependence& d, const std::vector<report::ConfigResult>& configs,
                          const report::Referee& referee);
+
+// Whether any difference of `configs` or `d` is classed beyond reordering (and the conditioning run
+// is worth its child).
+bool any_beyond_reordering(const std::vector<report::ConfigResult>& configs,
+                           const std::optional<report::ConfigDependence>& d);
+// Re-weighs each beyond-reordering difference against `sensitivity` (the conditioning run's errors
+// against the referee, by tensor name; see the top of this file), and the summaries with them.
+void weigh_conditioning(std::vector<report::ConfigResult>& configs, std::optional<report::ConfigDependence>& d,
+                        const std::vector<report::ReferenceError>& sensitivity);
 
 }  // namespace ra

@@ -155,6 +155,7 @@ nlohmann::json to_json(const TrialSpec& s) {
             {"resume_step", s.checkpoint.resume_step},
             {"omit", s.checkpoint.omit}}},
           {"precision", s.precision},
+          {"perturb_inputs", s.perturb_inputs},
           {"reference_dump", exact(s.reference_dump)}};
 }
 
@@ -204,6 +205,7 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
     s.checkpoint.omit = c.at("omit").get<std::vector<std::string>>();
   }
   s.precision = j.value("precision", std::string());
+  s.perturb_inputs = j.value("perturb_inputs", false);
   s.reference_dump = j.contains("reference_dump") ? exact_string(j.at("reference_dump")) : std::string();
   return s;
 }

@@ -82,6 +82,11 @@ struct TrialSpec {
   // buffers, constants and inputs cast to float64, and an export graph's floating dtype arguments
   // promoted; "" runs the model as it is.
   std::string precision;
+  // Task Referee in float64: each floating input element is moved by up to one rounding of its own
+  // dtype (x * (1 + u * r), u = 2^-p for its p significand bits, r uniform in [-1, 1] from the seed)
+  // before the cast, so that the run's distance from the unmoved referee says how far rounding alone
+  // can move each result (the computation's conditioning; audit/trial/referee.h).
+  bool perturb_inputs = false;
   // Trial: the referee's dump; the child measures each floating tensor it records against the
   // referee's tensor of that name (TrialResult::errors). "" when the audit has no referee.
   std::string reference_dump;

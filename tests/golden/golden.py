@@ -97,6 +97,9 @@ NORMALISE = [
     (re.compile(r'"referee_own_ulp": *([-0-9.e+]+|null)'), r'"referee_own_ulp": <e>'),
     (re.compile(r'error vs float64: (?:[^\n<"]|<(?!/))*'), 'error vs float64: <machine>'),
     (re.compile(r'within [0-9.e+]+ and [0-9.e+]+ ULP of float64'), 'within <e> and <e> ULP of float64'),
+    (re.compile(r' lie [-0-9.e+]+ and [-0-9.e+]+ from float64 \([0-9.e+]+ and [0-9.e+]+ ULP\), and rounding the '
+                r'inputs alone moves float64 by up to [-0-9.e+]+:'), ' lie <e>, and rounding the inputs moves float64 <e>:'),
+    (re.compile(r'moves float64 by [-0-9.e+]+, far less than the [-0-9.e+]+ seen'), 'moves float64 by <e>, far less'),
     (re.compile(r"float64(?:'|&#39;|&apos;)s own error here (?:< 0\.01|is at most ~[0-9.e+]+) ULP"),
      "float64's own error here <e> ULP"),
     # invariance's negative control shows the machine's BLAS: whether torch.mm batches a row alike varies

@@ -10,6 +10,10 @@
 #     counted through zero), max abs and max relative error equal Python's; where the two threads
 #     give other bits, the configuration dependence's class is the one Python's two ULP figures give
 #     (reordering when the larger is within max(16, 8 x the smaller));
+#   * a sum whose float32 result cancels (1, then 2^24 and -2^24 in another lane): 1 and 2 threads
+#     give 0 and 1 where float64 gives 1, a gap the ULP figures alone call beyond reordering; the
+#     conditioning run's figure (how far one rounding of the inputs moves float64) must lie within
+#     Python's bound for it (the sum of |x| times one float32 rounding), and the class follow from it;
 #   * a model whose float64 run raises, and one that casts its input back to float32: one line on
 #     stderr and in the report saying why the referee did not run, the bitwise verdict as without it;
 #   * a model with an integer output: the referee runs, and the output has no error figures;
@@ -155,6 +159,30 @@ if doc:
     check(e is not None and e["max_ulp"] == ulp and close(e["max_abs"], ab) and close(e["max_rel"], rel),
           "linear: the export archive's figures are Python's")
 
+# 2b. Cancellation: reordering moves this sum from 1 to 0, a billion float32 ULP; the conditioning run
+#     says so (its figure within Python's bound), so the class is reordering, not a bug.
+xc = torch.zeros(256 * 256)
+half = xc.numel() // 2
+xc[0], xc[half + 1024], xc[half + 1025] = 1.0, 2.0 ** 24, -(2.0 ** 24)
+path, inp = save_script(Sum(), "cancel", xc)
+p, doc, base = audit(path, inp, "--configs", "threads=1,threads=2", name="cancel")
+dep = doc["targets"][0].get("configuration_dependence") if doc else None
+check(dep is not None and dep["differing_tensors"], "cancel: threads 1 and 2 give other bits (as the golden set's input)")
+if dep and dep["differing_tensors"]:
+    reference = xc.double().sum()
+    ulps = [python_error(kept_tensors(torch, base, c)["output"], reference)[0] for c in range(2)]
+    fars = [python_error(kept_tensors(torch, base, c)["output"], reference)[1] for c in range(2)]
+    check(max(ulps) > max(16, 8 * min(ulps)), f"cancel: the ULP figures alone say beyond reordering ({ulps})")
+    bound = xc.double().abs().sum().item() * 2.0 ** -24
+    why = dep["differing_tensors"][0].get("referee", {}).get("why", "")
+    moved = [float(w.split()[0].rstrip(",:")) for w in why.split("moves float64 by ")[1:2]
+             for w in [w.removeprefix("up to ")]]
+    print(f"python: cancel: ULP {ulps}, abs {fars}, one rounding moves float64 by at most {bound}; tool: {why}")
+    check(len(moved) == 1 and 0 < moved[0] <= bound * (1 + 1e-9), f"cancel: the conditioning figure {moved} within {bound}")
+    if moved:
+        expected = "reordering" if max(fars) <= 8 * moved[0] else "beyond-reordering"
+        check(dep.get("referee", {}).get("class") == expected, f"cancel: class {dep.get('referee')} is {expected}")
+
 # 3. Where the referee cannot run: one line, and the bitwise verdict as without the referee.
 small = torch.randn(4, 8)
 for name, module, why in [("raises", Raises(), "its float64 run raised: "),
@@ -183,7 +211,7 @@ check("error vs float64: no floating tensor" in p.stdout, "count: the text says 
 
 # 5. The reports validate against the schema.
 v = subprocess.run([python3, str(source / "tests/validate_schema.py"), str(source / "share/schema/report-v1.schema.json"),
-                    str(work), "sum.json", "linear.json", "raises.json", "downcast.json", "count.json"],
+                    str(work), "sum.json", "cancel.json", "linear.json", "raises.json", "downcast.json", "count.json"],
                    capture_output=True, text=True)
 print(v.stdout + v.stderr)
 check(v.returncode == 0, "the reports validate against report-v1.schema.json")

@@ -80,13 +80,28 @@ void run_later_calls(const TrialSpec& spec, targets::Target& target, const c10::
   }
 }
 
+// With the referee's dump (TrialSpec::reference_dump), `rec` measures each floating tensor it records
+// against it; an unreadable dump gives every tensor a note instead of figures.
+void compare_with_referee(const TrialSpec& spec, Recorder& rec) {
+  if (spec.reference_dump.empty()) return;
+  std::string problem;
+  auto referee = read_own_dump(spec.reference_dump, problem);
+  rec.compare_with(referee ? std::move(*referee) : std::map<std::string, at::Tensor>{},
+                   referee ? "the referee has no tensor of this name"
+                           : fmt::format("the referee's dump could not be read{}",
+                                         problem.empty() ? "" : fmt::format(" ({})", problem)));
+}
+
 // The float64 referee's run: once, recording and dumping every tensor, with float64 the default dtype
 // of factory functions (torch.zeros(3) in the model's code) and the precision guard watching every op.
 // A run that raises, or that computes anything below float64, writes no dump: its message says why.
+// The conditioning run (TrialSpec::perturb_inputs) dumps nothing and measures itself against the
+// referee's dump instead.
 void run_referee(const TrialSpec& spec, targets::Target& target, TrialResult& result) {
   c10::set_default_dtype(caffe2::TypeMeta::Make<double>());
-  Recorder rec(true);
+  Recorder rec(!spec.dump_path.empty());
   rec.dump_results_only();
+  compare_with_referee(spec, rec);
   std::string below;
   try {
     trace::PrecisionGuard guard;
@@ -105,24 +120,18 @@ void run_referee(const TrialSpec& spec, targets::Target& target, TrialResult& re
     result.message = below;
     return;
   }
-  result.dump_error = rec.write_dump(spec.dump_path);
+  if (!spec.dump_path.empty()) result.dump_error = rec.write_dump(spec.dump_path);
   result.tensors = std::move(rec.tensors());
+  result.errors = std::move(rec.errors());
 }
 
 // A trial's recorder: dumping as the spec asks, and with the referee's dump, measuring each floating
-// tensor against it (an unreadable dump gives every tensor a note instead of figures).
+// tensor against it (compare_with_referee).
 Recorder trial_recorder(const TrialSpec& spec) {
   const auto reference = spec.dump_only_differing.find("");
   Recorder rec(!spec.dump_path.empty(),
                reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
-  if (!spec.reference_dump.empty()) {
-    std::string problem;
-    auto referee = read_own_dump(spec.reference_dump, problem);
-    rec.compare_with(referee ? std::move(*referee) : std::map<std::string, at::Tensor>{},
-                     referee ? "the referee has no tensor of this name"
-                             : fmt::format("the referee's dump could not be read{}",
-                                           problem.empty() ? "" : fmt::format(" ({})", problem)));
-  }
+  compare_with_referee(spec, rec);
   return rec;
 }
 

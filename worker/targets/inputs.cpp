@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace ra::targets {
 namespace {
@@ -52,35 +54,55 @@ int64_t token_range(int64_t vocab, const InputHint& hint, size_t k, at::ScalarTy
   return high;
 }
 
+// One rounding of a floating dtype: 2^-p for its p significand bits (float32 2^-24, bfloat16 2^-8).
+double unit_roundoff(at::ScalarType type) {
+  switch (type) {
+    case at::kHalf:
+      return std::ldexp(1.0, -11);
+    case at::kBFloat16:
+      return std::ldexp(1.0, -8);
+    case at::kDouble:
+      return std::ldexp(1.0, -53);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
+
 // The float64 referee's copy of an input (TrialSpec::precision): its floating tensors cast to
-// float64 (complex to complex128), in tuples, lists and dicts alike; everything else as it is.
-c10::IValue referee_input(const c10::IValue& v) {
+// float64 (complex to complex128), in tuples, lists and dicts alike; everything else as it is. With
+// `moved` (TrialSpec::perturb_inputs), each floating element moved by up to one rounding of its dtype.
+c10::IValue referee_input(const c10::IValue& v, at::Generator* moved) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     if (!t.defined()) return v;
+    if (at::isFloatingType(t.scalar_type()) && moved != nullptr) {
+      const at::Tensor x = t.to(at::kDouble);
+      const at::Tensor r = at::rand(x.sizes(), *moved, at::TensorOptions().dtype(at::kDouble)).to(x.device());
+      return x * (1 + unit_roundoff(t.scalar_type()) * (2 * r - 1));
+    }
     if (at::isFloatingType(t.scalar_type())) return t.to(at::kDouble);
     if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
     return v;
   }
   if (v.isTuple()) {
     std::vector<c10::IValue> elems;
-    for (const auto& e : v.toTupleRef().elements()) elems.push_back(referee_input(e));
+    for (const auto& e : v.toTupleRef().elements()) elems.push_back(referee_input(e, moved));
     return c10::ivalue::Tuple::create(std::move(elems));
   }
   if (v.isTensorList()) {
     c10::List<at::Tensor> out;
-    for (const at::Tensor& t : v.toTensorVector()) out.push_back(referee_input(c10::IValue(t)).toTensor());
+    for (const at::Tensor& t : v.toTensorVector()) out.push_back(referee_input(c10::IValue(t), moved).toTensor());
     return out;
   }
   if (v.isList()) {
     c10::impl::GenericList out(c10::AnyType::get());
-    for (const auto& e : v.toListRef()) out.push_back(referee_input(e));
+    for (const auto& e : v.toListRef()) out.push_back(referee_input(e, moved));
     return out;
   }
   if (v.isGenericDict()) {
     const c10::impl::GenericDict in = v.toGenericDict();
     c10::impl::GenericDict out(in.keyType(), in.valueType());
-    for (const auto& kv : in) out.insert(kv.key(), referee_input(kv.value()));
+    for (const auto& kv : in) out.insert(kv.key(), referee_input(kv.value(), moved));
     return out;
   }
   return v;
@@ -88,8 +110,11 @@ c10::IValue referee_input(const c10::IValue& v) {
 
 Inputs referee_inputs(const TrialSpec& spec, Inputs in) {
   if (spec.precision != "float64") return in;
-  for (auto& a : in.args) a = referee_input(a);
-  for (auto& [k, v] : in.kwargs) v = referee_input(v);
+  std::optional<at::Generator> moved;
+  if (spec.perturb_inputs) moved = at::make_generator<at::CPUGeneratorImpl>(spec.seed ^ 0xc0d1ull);
+  at::Generator* g = moved ? &*moved : nullptr;
+  for (auto& a : in.args) a = referee_input(a, g);
+  for (auto& [k, v] : in.kwargs) v = referee_input(v, g);
   return in;
 }
 

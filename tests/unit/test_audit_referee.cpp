@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// The classes of a difference from the float64 referee's figures (audit/trial/referee.h): the ULP
+// test, and the conditioning run that keeps an ill-conditioned reordering from being called a bug.
+#include "audit/trial/referee.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace {
+
+using ra::report::DifferenceClass;
+using ra::report::ReferenceError;
+
+ReferenceError error(double ulp, double abs) {
+  ReferenceError e;
+  e.name = "output";
+  e.dtype = "float32";
+  e.numel = 1;
+  e.max_ulp = ulp;
+  e.max_abs = abs;
+  e.max_rel = abs;
+  return e;
+}
+
+ra::report::TensorFinding finding() {
+  ra::report::TensorFinding f;
+  f.name = "output";
+  f.dtype = "float32";
+  f.shape = {};
+  return f;
+}
+
+const ra::report::Referee ran{"cpu", "cpu", true, ""};
+
+// A configuration dependence of one scalar tensor between configurations a and b.
+std::optional<ra::report::ConfigDependence> dependence(const ReferenceError& a, const ReferenceError& b) {
+  ra::report::ConfigDependence d;
+  d.groups = {{"a"}, {"b"}};
+  d.differing = {finding()};
+  d.differing[0].referee = ra::classify_difference(d.differing[0], ran, "a", &a, "b", &b);
+  d.referee = ra::report::summarise_classes({{"output", *d.differing[0].referee}});
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("referee: errors of one order are reordering, one far further is beyond it") {
+  const auto f = finding();
+  const auto near_a = error(3, 3e-7), near_b = error(20, 2e-6), far = error(4000, 4e-4);
+  CHECK(ra::classify_difference(f, ran, "a", &near_a, "b", &near_b).cls == DifferenceClass::Reordering);
+  const auto c = ra::classify_difference(f, ran, "a", &near_a, "b", &far);
+  CHECK(c.cls == DifferenceClass::BeyondReordering);
+  CHECK(c.why.find("b is 4000 ULP from float64") == 0);
+}
+
+TEST_CASE("referee: a NaN or no referee leaves a difference unclassified, with the reason") {
+  const auto f = finding();
+  auto nan = error(std::numeric_limits<double>::quiet_NaN(), 0);
+  nan.nan_reference = 1;
+  const auto e = error(3, 3e-7);
+  const auto c = ra::classify_difference(f, ran, "a", &nan, "b", &e);
+  CHECK(c.cls == DifferenceClass::Unclassified);
+  CHECK(c.why == "NaN in the reference");
+  const ra::report::Referee refused{"cpu", "cpu", false, "an AOTInductor package"};
+  CHECK(ra::classify_difference(f, refused, "a", &e, "b", &e).why == "no float64 referee: an AOTInductor package");
+}
+
+TEST_CASE("referee: conditioning turns an ill-conditioned gap into reordering, and only that") {
+  // 1 + 2^24 - 2^24 summed in two orders: 0 and 1, float64 1. The ULP test alone says beyond.
+  const auto exact = error(0, 0), cancelled = error(1.07e9, 1);
+  std::vector<ra::report::ConfigResult> none;
+  auto d = dependence(cancelled, exact);
+  REQUIRE(d->referee->cls == DifferenceClass::BeyondReordering);
+  CHECK(ra::any_beyond_reordering(none, d));
+
+  SUBCASE("rounding the inputs moves float64 by as much: reordering") {
+    ra::weigh_conditioning(none, d, {error(1e9, 0.9)});
+    CHECK(d->differing[0].referee->cls == DifferenceClass::Reordering);
+    CHECK(d->referee->cls == DifferenceClass::Reordering);
+    CHECK(d->differing[0].referee->why.find("rounding the inputs alone moves float64 by up to 0.9") !=
+          std::string::npos);
+    CHECK_FALSE(ra::any_beyond_reordering(none, d));
+  }
+  SUBCASE("rounding moves it far less: still beyond, and the figure said") {
+    ra::weigh_conditioning(none, d, {error(1, 1e-7)});
+    CHECK(d->referee->cls == DifferenceClass::BeyondReordering);
+    CHECK(d->differing[0].referee->why.find("far less than the 1 seen") != std::string::npos);
+  }
+  SUBCASE("no conditioning figure for the tensor: the ULP class stands") {
+    auto other = error(1e9, 0.9);
+    other.name = "other";
+    ra::weigh_conditioning(none, d, {other});
+    CHECK(d->referee->cls == DifferenceClass::BeyondReordering);
+  }
+}
