@@ -533,6 +533,7 @@ class ModelAudit : public AuditKind {
       target.configs.back().stopped_by = batch_.stopped_by[c];
       if (referee_) attach_referee(target.configs.back(), batch_.runs[c], *referee_);
     }
+    if (referee_ && referee_->ran) decide_uninitialized(target);
     target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
     if (referee_ && target.dependence) classify_dependence(*target.dependence, target.configs, *referee_);
     if (referee_ && referee_->ran && any_beyond_reordering(target.configs, target.dependence))
@@ -581,6 +582,24 @@ class ModelAudit : public AuditKind {
       if (referee_->ran) o_.reference_dump = p.dump_path;
     }
     if (!referee_->ran) log::warn("{}", report::referee_note_line(*referee_));
+  }
+
+  // Differences the referee did not call reordering, in a configuration that leaves memory nobody
+  // wrote as it finds it: two reruns with that memory filled decide whether they came from it
+  // (audit/trial/referee.h, classify_uninitialized).
+  void decide_uninitialized(report::Target& target) {
+    RunOptions twice = o_;
+    twice.auto_repeats.reset();
+    for (size_t c = 0; c < configs_.size() && c < target.configs.size(); ++c) {
+      report::ConfigResult& r = target.configs[c];
+      const std::optional<Config> rerun = fill_rerun_config(configs_[c]);
+      if (!rerun || !worth_fill_rerun(r)) continue;
+      log::info("float64 referee: rerunning {} with uninitialized memory filled", r.name);
+      const Batch b = run_batch(twice, scratch_, {*rerun}, 2, fmt::format("fill{}-", c), false, place(),
+                                place() ? static_cast<int>(place()->slot_of(c)) : -1);
+      const std::string op = r.trace && !r.trace->root_causes.empty() ? r.trace->root_causes.front().op : "";
+      classify_uninitialized(r, b.runs[0], rerun->name, op);
+    }
   }
 
   // The conditioning run (audit/trial/referee.h): the referee once more, its floating inputs moved by

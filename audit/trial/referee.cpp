@@ -185,6 +185,65 @@ void attach_referee(report::ConfigResult& c, const std::vector<TrialRun>& runs, 
   summarise(c);
 }
 
+std::optional<Config> fill_rerun_config(const Config& config) {
+  const auto value = [&](const char* key, const char* otherwise) {
+    const auto it = config.values.find(key);
+    return it == config.values.end() ? std::string(otherwise) : it->second;
+  };
+  const std::string deterministic = value("deterministic", "off");
+  if (deterministic != "off" && value("fill_uninitialized_memory", "on") == "on") return std::nullopt;
+  Config rerun = config;
+  rerun.name += "+fill_uninitialized_memory=on";
+  if (deterministic == "off") {
+    rerun.values["deterministic"] = "warn";
+    rerun.name += "+deterministic=warn";
+  }
+  rerun.values["fill_uninitialized_memory"] = "on";
+  return rerun;
+}
+
+bool worth_fill_rerun(const report::ConfigResult& c) {
+  if (!c.referee) return false;
+  return std::any_of(c.diverged_tensors.begin(), c.diverged_tensors.end(), [](const report::TensorFinding& f) {
+    return report::significand_bits(f.dtype) > 0 && (!f.referee || f.referee->cls != DifferenceClass::Reordering);
+  });
+}
+
+void classify_uninitialized(report::ConfigResult& c, const std::vector<TrialRun>& reruns, const std::string& rerun,
+                            const std::string& op) {
+  std::vector<const TrialResult*> ok;
+  for (const auto& r : reruns)
+    if (r.result && r.result->status == report::TrialStatus::Ok) ok.push_back(&*r.result);
+  if (ok.size() < 2 || !c.referee) return;
+  const auto digest = [](const TrialResult& r, const std::string& name) -> const std::string* {
+    for (const auto& t : r.tensors)
+      if (t.name == name) return &t.digest;
+    return nullptr;
+  };
+  bool changed = false;
+  for (auto& f : c.diverged_tensors) {
+    if (report::significand_bits(f.dtype) == 0 || (f.referee && f.referee->cls == DifferenceClass::Reordering))
+      continue;
+    const std::string* first = digest(*ok[0], f.name);
+    const std::string* second = digest(*ok[1], f.name);
+    const ReferenceError* filled = error_named(ok[0]->errors, f.name);
+    const ReferenceError* before = error_named(c.referee->errors, f.name);
+    if (first == nullptr || second == nullptr || *first != *second || filled == nullptr) continue;
+    const int64_t fresh = filled->nan_result - (before != nullptr ? before->nan_result : 0);
+    if (fresh <= 0) continue;
+    Classified u = f.referee.value_or(Classified{});
+    u.cls = DifferenceClass::Uninitialized;
+    u.op = op;
+    u.why = fmt::format(
+        "under {} two reruns agree bit for bit and {} of its {} elements are NaN that were not: they were read "
+        "from memory nobody wrote{}",
+        rerun, fresh, filled->numel, op.empty() ? "" : fmt::format(" (the first differing op: {})", op));
+    f.referee = std::move(u);
+    changed = true;
+  }
+  if (changed) summarise(c);
+}
+
 void classify_dependence(report::ConfigDependence& d, const std::vector<report::ConfigResult>& configs,
                          const report::Referee& referee) {
   if (d.groups.size() < 2 || d.groups[0].empty() || d.groups[1].empty()) return;
@@ -200,7 +259,19 @@ void classify_dependence(report::ConfigDependence& d, const std::vector<report::
   const auto& ea = a->referee ? a->referee->errors : none;
   const auto& eb = b->referee ? b->referee->errors : none;
   std::vector<std::pair<std::string, Classified>> classes;
+  // A tensor that one of the two configurations reads from memory nobody wrote differs for that reason.
+  const auto uninitialized = [](const report::ConfigResult& c, const std::string& name) -> const Classified* {
+    for (const auto& f : c.diverged_tensors)
+      if (f.name == name && f.referee && f.referee->cls == DifferenceClass::Uninitialized) return &*f.referee;
+    return nullptr;
+  };
   for (auto& f : d.differing) {
+    if (const Classified* u = uninitialized(*a, f.name) ? uninitialized(*a, f.name) : uninitialized(*b, f.name)) {
+      f.referee = *u;
+      f.referee->why = fmt::format("as in {}: {}", uninitialized(*a, f.name) ? a->name : b->name, u->why);
+      classes.emplace_back(f.name, *f.referee);
+      continue;
+    }
     f.referee = classify_difference(f, referee, a->name, error_named(ea, f.name), b->name, error_named(eb, f.name));
     classes.emplace_back(f.name, *f.referee);
   }

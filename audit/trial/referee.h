@@ -24,9 +24,13 @@
 // lies within kFactor times that of float64 is reordering of an ill-conditioned result after all
 // (weigh_conditioning). Only the inputs are moved, so the sensitivity is a lower estimate: a model
 // whose ill-conditioning lies in its weights or its own constants stays beyond reordering.
-// The write-race and uninitialized-memory classes (a rerun with fill_uninitialized_memory off and on;
-// with --trace, an index write whose captured inputs hold duplicate indices) have their place in the
-// model (reports/referee_model.h) and are not decided here yet. The cost: one float64 run per audit
+// Memory nobody wrote (torch.empty read before it is written) gives garbage that differs from process
+// to process. A configuration with a difference the referee did not call reordering is rerun twice
+// with deterministic algorithms and fill_uninitialized_memory on, under which torch fills what it
+// allocates with NaN: a tensor whose reruns agree bit for bit and hold NaN it did not hold before is
+// uninitialized memory (classify_uninitialized; with --trace the first differing op is named).
+// The write-race class (with --trace, an index write whose captured inputs hold duplicate indices)
+// has its place in the model (reports/referee_model.h) and is not decided here yet. The cost: one float64 run per audit
 // and a comparison per recorded floating tensor in each trial.
 #pragma once
 
@@ -83,6 +87,20 @@ void attach_referee(report::ConfigResult& c, const std::vector<TrialRun>& runs, 
 // class a dependence across shards too), and the summary.
 void classify_dependence(report::ConfigDependence& d, const std::vector<report::ConfigResult>& configs,
                          const report::Referee& referee);
+
+// The configuration under which memory nobody wrote is filled: `config` with deterministic algorithms
+// on (warn-only where they were off, so that an op without a deterministic kernel does not stop it)
+// and fill_uninitialized_memory on. nullopt when `config` has both already: a floating difference
+// there did not come from such memory.
+std::optional<Config> fill_rerun_config(const Config& config);
+// Whether configuration `c` has a floating difference that the referee did not call reordering (and
+// a fill rerun may explain).
+bool worth_fill_rerun(const report::ConfigResult& c);
+// Re-classes those differences of `c` from its reruns under fill_rerun_config (named `rerun`): a
+// tensor whose first two reruns agree bit for bit and hold more NaN than the configuration's
+// reference run held is uninitialized; `op` names the trace's first differing op ("" without one).
+void classify_uninitialized(report::ConfigResult& c, const std::vector<TrialRun>& reruns, const std::string& rerun,
+                            const std::string& op);
 
 // Whether any difference of `configs` or `d` is classed beyond reordering (and the conditioning run
 // is worth its child).

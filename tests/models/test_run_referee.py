@@ -14,6 +14,9 @@
 #     give 0 and 1 where float64 gives 1, a gap the ULP figures alone call beyond reordering; the
 #     conditioning run's figure (how far one rounding of the inputs moves float64) must lie within
 #     Python's bound for it (the sum of |x| times one float32 rounding), and the class follow from it;
+#   * a model that adds a slice of torch.empty to its input: its repeats differ, and the class is
+#     uninitialized, with as many NaN elements as Python sees under deterministic algorithms with
+#     fill_uninitialized_memory on;
 #   * a model whose float64 run raises, and one that casts its input back to float32: one line on
 #     stderr and in the report saying why the referee did not run, the bitwise verdict as without it;
 #   * a model with an integer output: the referee runs, and the output has no error figures;
@@ -46,6 +49,16 @@ class Sum(nn.Module):
         return x.sum()
 
 
+class ReadsEmpty(nn.Module):
+    """Adds memory nobody wrote: torch.empty gets the block y just freed, whose first bytes the heap
+    has overwritten with its own pointers, which differ from process to process."""
+    def forward(self, x):
+        y = torch.ones(x.shape[0], 64, dtype=x.dtype) * 2
+        s = y.sum()
+        e = torch.empty(x.shape[0], 64, dtype=x.dtype)
+        return x + e[:, :x.shape[1]] + 0 * s
+
+
 class Raises(nn.Module):
     def forward(self, x):
         if x.dtype != torch.float32:
@@ -63,10 +76,10 @@ class Count(nn.Module):
         return (x > 0).sum(dim=1)
 
 
-def audit(model, inp, *extra, name):
+def audit(model, inp, *extra, name, repeats=2):
     report = work / f"{name}.json"
     baseline = work / f"{name}-base.json"
-    cmd = [binary, "run", str(model), "--input", str(inp), "--repeats", "2", "--report", str(report),
+    cmd = [binary, "run", str(model), "--input", str(inp), "--repeats", str(repeats), "--report", str(report),
            "--save-baseline", str(baseline), "--baseline-tensors", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     print(f"$ {' '.join(cmd[1:])}\n{p.stdout}{p.stderr}exit {p.returncode}", flush=True)
@@ -183,6 +196,22 @@ if dep and dep["differing_tensors"]:
         expected = "reordering" if max(fars) <= 8 * moved[0] else "beyond-reordering"
         check(dep.get("referee", {}).get("class") == expected, f"cancel: class {dep.get('referee')} is {expected}")
 
+# 2c. Memory nobody wrote: the repeats differ; under fill_uninitialized_memory the reruns agree with
+#     NaN where Python's run under the same switches has NaN.
+path, inp = save_script(ReadsEmpty(), "empty", torch.ones(8, 16))
+p, doc, _ = audit(path, inp, "--configs", "default", name="empty", repeats=4)
+config = doc["targets"][0]["configs"][0] if doc else {}
+check(config.get("verdict") == "diverged", f"empty: the repeats differ (garbage from the heap): {config.get('verdict')}")
+if config.get("verdict") == "diverged":
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    nans = torch.isnan(torch.jit.load(str(path))(torch.ones(8, 16))).sum().item()
+    torch.use_deterministic_algorithms(False)
+    cls = config.get("referee", {}).get("summary", {})
+    print(f"python: empty: {nans} NaN under fill_uninitialized_memory; tool: {cls}")
+    check(cls.get("class") == "uninitialized", f"empty: the class is uninitialized ({cls.get('class')})")
+    check(f"{nans} of its 128 elements are NaN" in cls.get("why", ""), f"empty: {nans} NaN elements named")
+    check("class: uninitialized - output: under default+fill_uninitialized_memory=on" in p.stdout, "empty: the text line")
+
 # 3. Where the referee cannot run: one line, and the bitwise verdict as without the referee.
 small = torch.randn(4, 8)
 for name, module, why in [("raises", Raises(), "its float64 run raised: "),
@@ -211,7 +240,7 @@ check("error vs float64: no floating tensor" in p.stdout, "count: the text says 
 
 # 5. The reports validate against the schema.
 v = subprocess.run([python3, str(source / "tests/validate_schema.py"), str(source / "share/schema/report-v1.schema.json"),
-                    str(work), "sum.json", "cancel.json", "linear.json", "raises.json", "downcast.json", "count.json"],
+                    str(work), "sum.json", "cancel.json", "empty.json", "linear.json", "raises.json", "downcast.json", "count.json"],
                    capture_output=True, text=True)
 print(v.stdout + v.stderr)
 check(v.returncode == 0, "the reports validate against report-v1.schema.json")

@@ -95,3 +95,63 @@ TEST_CASE("referee: conditioning turns an ill-conditioned gap into reordering, a
     CHECK(d->referee->cls == DifferenceClass::BeyondReordering);
   }
 }
+
+TEST_CASE("referee: the fill rerun turns on what fills memory nobody wrote, unless both are on") {
+  const auto rerun = ra::fill_rerun_config({"default", {}});
+  REQUIRE(rerun);
+  CHECK(rerun->values.at("deterministic") == "warn");
+  CHECK(rerun->values.at("fill_uninitialized_memory") == "on");
+  CHECK_FALSE(ra::fill_rerun_config({"det", {{"deterministic", "on"}}}));
+  const auto off = ra::fill_rerun_config({"x", {{"deterministic", "on"}, {"fill_uninitialized_memory", "off"}}});
+  REQUIRE(off);
+  CHECK(off->values.at("deterministic") == "on");
+  CHECK(off->values.at("fill_uninitialized_memory") == "on");
+}
+
+namespace {
+
+// A rerun whose output has `digest` and `nan` NaN elements.
+ra::TrialRun rerun(int repeat, const std::string& digest, int64_t nan) {
+  ra::TrialRun r;
+  r.repeat = repeat;
+  r.result.emplace();
+  r.result->tensors = {{"output", "float32", {4}, digest}};
+  auto e = error(std::numeric_limits<double>::quiet_NaN(), 0);
+  e.numel = 4;
+  e.nan_result = nan;
+  r.result->errors = {e};
+  return r;
+}
+
+ra::report::ConfigResult diverged() {
+  ra::report::ConfigResult c;
+  c.name = "default";
+  c.diverged_tensors = {finding()};
+  c.diverged_tensors[0].referee = ra::report::Classified{DifferenceClass::Unclassified, "NaN in the reference"};
+  c.referee.emplace();
+  c.referee->errors = {error(3, 3e-7)};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("referee: reruns that agree with fresh NaN are uninitialized memory; anything else is not") {
+  const std::string a(32, 'a'), b(32, 'b');
+  auto c = diverged();
+  REQUIRE(ra::worth_fill_rerun(c));
+  ra::classify_uninitialized(c, {rerun(0, a, 4), rerun(1, a, 4)}, "default+fill", "aten::empty");
+  CHECK(c.diverged_tensors[0].referee->cls == DifferenceClass::Uninitialized);
+  CHECK(c.diverged_tensors[0].referee->why.find("4 of its 4 elements are NaN") != std::string::npos);
+  CHECK(c.diverged_tensors[0].referee->op == "aten::empty");
+  CHECK(c.referee->summary->cls == DifferenceClass::Uninitialized);
+
+  auto differ = diverged();  // the reruns still differ: not decided by the fill
+  ra::classify_uninitialized(differ, {rerun(0, a, 4), rerun(1, b, 4)}, "default+fill", "");
+  CHECK(differ.diverged_tensors[0].referee->cls == DifferenceClass::Unclassified);
+  auto no_nan = diverged();  // they agree, but no NaN appeared (deterministic algorithms fixed a race)
+  ra::classify_uninitialized(no_nan, {rerun(0, a, 0), rerun(1, a, 0)}, "default+fill", "");
+  CHECK(no_nan.diverged_tensors[0].referee->cls == DifferenceClass::Unclassified);
+  auto one = diverged();  // one rerun is not two
+  ra::classify_uninitialized(one, {rerun(0, a, 4)}, "default+fill", "");
+  CHECK(one.diverged_tensors[0].referee->cls == DifferenceClass::Unclassified);
+}
