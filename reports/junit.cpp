@@ -18,6 +18,7 @@
 // results give the same bytes. Text is escaped for XML 1.0: markup characters become entities,
 // control characters XML cannot carry become U+FFFD, as do bytes that are not UTF-8.
 #include "reports/escape.h"
+#include "reports/referee_model.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -76,12 +77,18 @@ Outcome diverged_outcome(const ConfigResult& c) {
                   c.diverging_repeats, c.completed > 0 ? c.completed - 1 : 0, c.diverged_tensors.size(),
                   findings_word(c, c.diverged_tensors.size()), c.diverged_tensors.size() == 1 ? "s" : "");
   if (!c.diverged_tensors.empty()) o.message += fmt::format(" (first: {})", c.diverged_tensors.front().name);
+  if (c.referee && c.referee->summary)
+    o.message += fmt::format("; class {} ({})", to_string(c.referee->summary->cls), c.referee->summary->tensor);
   o.body = fmt::format("divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {}/{} repeats diverged, {} distinct outcomes\n",
                        c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.diverging_repeats,
                        c.completed > 0 ? c.completed - 1 : 0, c.distinct_outcomes);
   if (!c.diverged_tensors.empty()) {
     o.body += fmt::format("diverged {} ({}):\n", findings_word(c, 2), c.diverged_tensors.size());
     tensor_lines(o.body, c.diverged_tensors);
+  }
+  if (c.referee) {
+    o.body += errors_line(c.referee->errors) + "\n";
+    if (c.referee->summary) o.body += class_summary_line(*c.referee->summary) + "\n";
   }
   if (c.trace) {
     if (!c.trace->root_causes.empty()) o.message += "; root cause: " + root_cause_text(c.trace->root_causes.front());

@@ -38,6 +38,35 @@ class Fix:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReferenceError:
+    """run: how far a configuration's result for one floating tensor lies from the float64 referee's
+    (the report's `configs[].referee.errors[]`): in the tensor's own dtype's ULP, as max abs and max
+    relative error, with float64's own error in that ULP beside it. The figures are NaN where no element
+    is finite in both: then the NaN counts, or `note` ("shape differs from the referee's"), say why."""
+    config: str
+    tensor: str
+    dtype: str
+    max_ulp: float
+    max_abs: float
+    max_rel: float
+    referee_own_ulp: float
+    nan_result: int
+    nan_reference: int
+    note: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DifferenceClass:
+    """run: the class of one difference the report names (reordering, beyond-reordering,
+    uninitialized, write-race, unclassified) with its evidence; `between` is the configuration whose
+    repeats differed, or "dependence" for a difference between configurations."""
+    between: str
+    tensor: str
+    cls: str
+    why: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Result:
     verdict: str          # the report's verdict
     exit_code: int        # the binary's exit code: 0 reproducible/invariant, 1 a finding
@@ -53,6 +82,12 @@ class Result:
     # which differ between groups ((("default",), ("threads-1",)): threads change the bits); () when the
     # configurations agree. The verdict stays "reproducible": the report's "configuration-dependent".
     configuration_dependence: tuple[tuple[str, ...], ...] = ()
+    # run with the float64 referee (the default): each configuration's error per floating tensor, and
+    # the class of every difference; () with --referee off, or where the referee did not run (its
+    # reason is in report["targets"][0]["referee"]["note"]). Named difference_classes, because
+    # `classes` is invariance's classes of batch sizes.
+    error_vs_reference: tuple[ReferenceError, ...] = ()
+    difference_classes: tuple[DifferenceClass, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -120,8 +155,33 @@ def _classes(cfg) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(c.get("sizes", ())) for c in cfg.get("classes", ()))
 
 
+def _number(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _referee_parts(target: dict) -> tuple[list[ReferenceError], list[DifferenceClass]]:
+    errors, classes = [], []
+    for cfg in target.get("configs", ()):
+        name = cfg.get("config", "")
+        for e in (cfg.get("referee") or {}).get("errors", ()):
+            errors.append(ReferenceError(name, e.get("name", ""), e.get("dtype", ""), _number(e.get("max_ulp")),
+                                         _number(e.get("max_abs")), _number(e.get("max_rel")),
+                                         _number(e.get("referee_own_ulp")), e.get("nan_result", 0),
+                                         e.get("nan_reference", 0), e.get("note", "")))
+        for f in cfg.get("diverged_tensors", ()):
+            if f.get("referee"):
+                classes.append(DifferenceClass(name, f.get("name", ""), f["referee"].get("class", ""),
+                                               f["referee"].get("why", "")))
+    for f in (target.get("configuration_dependence") or {}).get("differing_tensors", ()):
+        if f.get("referee"):
+            classes.append(DifferenceClass("dependence", f.get("name", ""), f["referee"].get("class", ""),
+                                           f["referee"].get("why", "")))
+    return errors, classes
+
+
 def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
     configs, first_op, fixes, advice, conclusion, dependence = [], None, [], [], "", ()
+    errors, difference_classes = _referee_parts((doc.get("targets") or [{}])[0])
     inv = doc.get("invariance")
     if inv:
         for cfg in inv.get("configs", ()):
@@ -152,4 +212,4 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
                     toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
                     fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
     return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), conclusion,
-                  summary, doc, path, dependence)
+                  summary, doc, path, dependence, tuple(errors), tuple(difference_classes))

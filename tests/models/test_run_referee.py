@@ -17,6 +17,8 @@
 #   * a model that adds a slice of torch.empty to its input: its repeats differ, and the class is
 #     uninitialized, with as many NaN elements as Python sees under deterministic algorithms with
 #     fill_uninitialized_memory on;
+#   * the JUnit failure names the class, and the Python API's Result carries the errors and classes
+#     (error_vs_reference, difference_classes) as the JSON has them;
 #   * a model whose float64 run raises, and one that casts its input back to float32: one line on
 #     stderr and in the report saying why the referee did not run, the bitwise verdict as without it;
 #   * a model with an integer output: the referee runs, and the output has no error figures;
@@ -211,6 +213,19 @@ if config.get("verdict") == "diverged":
     check(cls.get("class") == "uninitialized", f"empty: the class is uninitialized ({cls.get('class')})")
     check(f"{nans} of its 128 elements are NaN" in cls.get("why", ""), f"empty: {nans} NaN elements named")
     check("class: uninitialized - output: under default+fill_uninitialized_memory=on" in p.stdout, "empty: the text line")
+    # JUnit: the failure's message names the class.
+    junit = work / "empty.xml"
+    subprocess.run([binary, "report", str(work / "empty.json"), "--junit", str(junit)], capture_output=True, text=True)
+    check(junit.exists() and "class uninitialized (output)" in junit.read_text(), "empty: the JUnit failure names the class")
+    # The Python API reads the same.
+    sys.path.insert(0, str(source / "python"))
+    from repro_audit.results import from_report
+    result = from_report(doc, p.returncode, p.stdout, str(work / "empty.json"))
+    check([(c.between, c.tensor, c.cls) for c in result.difference_classes] == [("default", "output", "uninitialized")],
+          f"empty: Result.difference_classes {result.difference_classes}")
+    check([(e.config, e.tensor, e.nan_reference) for e in result.error_vs_reference] ==
+          [("default", "output", nans)] and math.isnan(result.error_vs_reference[0].max_ulp),
+          f"empty: Result.error_vs_reference {result.error_vs_reference}")
 
 # 3. Where the referee cannot run: one line, and the bitwise verdict as without the referee.
 small = torch.randn(4, 8)
