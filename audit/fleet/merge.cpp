@@ -13,7 +13,7 @@
 #include "audit/trace/trace_align.h"
 #include "audit/trial/analysis.h"
 #include "audit/trial/trial_spec.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 #include <fmt/format.h>
 
