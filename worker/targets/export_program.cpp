@@ -19,7 +19,9 @@
 // dropped (`plan_releases`). A `Builder` carries what they share: a value's name becomes a slot
 // number where it is defined, and reading a name not yet defined is the error (which also refuses
 // cycles). `run` then never sees JSON or a name: it fills a vector of IValues, builds each op's
-// stack from its argument recipes and calls the op boxed, as TorchScript's interpreter does.
+// stack from its argument recipes and calls the op boxed, as TorchScript's interpreter does. The
+// float64 referee reads the same program with its floating weights and dtype arguments promoted
+// (Precision::Float64, `referee_dtype`).
 //
 // Its cost. Reading is linear in the nodes, once per trial process. Running adds to the kernels
 // only the boxing of each op's arguments: on 2 CPU cores the forward took 0.92 to 1.04 times
@@ -155,6 +157,14 @@ const std::unordered_map<std::string, int>& sym_arity() {
 // What the serialized program says a value of `type` is, in the op schema's words.
 std::string type_text(const c10::TypePtr& type) { return type->str(); }
 
+// The float64 referee's dtype for `t` (Precision::Float64): a floating dtype below float64 promoted to
+// float64, a complex one to complex128, any other as it is.
+at::ScalarType referee_dtype(at::ScalarType t) {
+  if (at::isFloatingType(t)) return at::kDouble;
+  if (at::isComplexType(t)) return at::kComplexDouble;
+  return t;
+}
+
 // The names a pytree node gives its children, from its serialized context, or none (positional):
 //   * a dict, an OrderedDict or a transformers ModelOutput: the keys, '["logits", "hidden_states"]';
 //   * a dataclass (torch.utils._pytree.register_dataclass): its fields, '[["logits", "aux"], ["none_field"]]';
@@ -257,6 +267,7 @@ std::map<std::string, std::pair<int64_t, int64_t>> dimension_ranges(const json& 
 // archive's weights by their stored names, and the part being read, which every error line names.
 struct ExportProgram::Builder {
   std::string path;
+  bool float64 = false;  // Precision::Float64: floating weights and dtype arguments promoted
   c10::Device device{c10::kCPU};
   std::optional<c10::Device> archive_device;
   std::unordered_map<std::string, at::Tensor> archive_weights;       // "param/fc.weight" -> its tensor
@@ -340,7 +351,7 @@ struct ExportProgram::Builder {
     if (key == "as_scalar_type") {
       const auto t = v.is_number_integer() ? serde_dtype(v.get<int64_t>()) : std::nullopt;
       if (!t) fail(fmt::format("has dtype code {}, which this version does not read", excerpt(v.dump())));
-      r.constant = static_cast<int64_t>(*t);
+      r.constant = static_cast<int64_t>(float64 ? referee_dtype(*t) : *t);
       return r;
     }
     if (key == "as_layout") {
@@ -607,7 +618,11 @@ struct ExportProgram::Builder {
     }
     // One archive tensor under two names (tied weights) stays one storage on the device, as in Python.
     auto moved = on_device.find(t.unsafeGetTensorImpl());
-    if (moved == on_device.end()) moved = on_device.emplace(t.unsafeGetTensorImpl(), t.to(device)).first;
+    if (moved == on_device.end())
+      moved =
+          on_device
+              .emplace(t.unsafeGetTensorImpl(), float64 ? t.to(device, referee_dtype(t.scalar_type())) : t.to(device))
+              .first;
     w.tensor = moved->second;
     if (w.grad && at::isFloatingType(w.tensor.scalar_type())) w.tensor = w.tensor.detach().requires_grad_(true);
     w.slot = define(name);
@@ -854,10 +869,11 @@ void ExportProgram::plan_releases(const Builder& b) {
 }
 
 ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std::string, at::Tensor>>& weights,
-                             const std::string& path, const c10::Device& device) try
+                             const std::string& path, const c10::Device& device, Precision precision) try
     : path_(path) {
   Builder b;
   b.path = path;
+  b.float64 = precision == Precision::Float64;
   b.device = device;
   for (const auto& [n, t] : weights) b.archive_weights.emplace(n, t);
   const json& gm = model.at("graph_module");
@@ -877,9 +893,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
       fmt::format("model '{}' is a torch.export archive whose program is malformed: {}", path, excerpt(error_text(e))));
 }
 
-CheckedExport open_export_archive(const std::string& path, const c10::Device& device, WeightData data) {
+CheckedExport open_export_archive(const std::string& path, const c10::Device& device, WeightData data,
+                                  Precision precision) {
   CheckedExport c{read_export_archive(path, data), nullptr};
-  c.program = std::make_unique<ExportProgram>(c.archive.model, c.archive.weights, path, device);
+  c.program = std::make_unique<ExportProgram>(c.archive.model, c.archive.weights, path, device, precision);
   return c;
 }
 
