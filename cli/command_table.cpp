@@ -4,7 +4,7 @@
 
 #include "audit/common/paths.h"
 #include "audit/selftest/first_use.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 namespace ra::cli {
 namespace {

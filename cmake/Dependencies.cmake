@@ -38,7 +38,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/Re2.cmake)  # re2::re2, for exec's --metric ma
 # (a second venv, a LibTorch archive) cannot then slip other libraries under a worker built against
 # this one. A moved or replaced environment is still caught: the worker compares the torch it
 # loaded with the one it was built against (worker/runtime/fingerprint.h), and the front names a
-# worker the loader could not start (audit/trial/worker.h).
+# worker the loader could not start (audit/trial/worker_client.h).
 add_link_options(LINKER:--disable-new-dtags)
 
 # Directory of libtorch*.so, for RPATH and for the fingerprint.

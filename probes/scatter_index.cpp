@@ -179,21 +179,21 @@ void repeat_interleave_backward(ProbeContext& ctx) {
   ctx.backward(y, {{"input", x}});
 }
 
-}  // namespace
+// The forms the descriptions name: rows added along dim 0, flat elements written, elements scattered.
+constexpr const char* kRowForm =
+    "float32, dim 0; CUDA 64Ki source rows onto 64x64 (1Ki per element), CPU 32Ki onto 8Ki x 16 (4 per row)";
+constexpr const char* kFlatForm =
+    "float32; CUDA 1Mi flat updates onto 64x64 (256 per element), CPU 128Ki onto 256x256 (2 per element)";
+constexpr const char* kElementwiseForm = "float32 [64Ki, 64] source onto 64 rows (CPU [32Ki, 16] onto 8Ki rows)";
 
-void register_scatter_index(ProbeList& out) {
+// index_add and index_put, and the gradient of x[i, j] (an index_put that accumulates).
+void add_index_add_and_put(ProbeList& out) {
   const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
-  const char* rows =
-      "float32, dim 0; CUDA 64Ki source rows onto 64x64 (1Ki per element), CPU 32Ki onto 8Ki x 16 (4 per row)";
-  const char* flat =
-      "float32; CUDA 1Mi flat updates onto 64x64 (256 per element), CPU 128Ki onto 256x256 (2 per element)";
-  const char* elementwise = "float32 [64Ki, 64] source onto 64 rows (CPU [32Ki, 16] onto 8Ki rows)";
-
   add({.name = "index_add",
        .family = kScatterIndexFamily,
        .op = "aten::index_add",
        .kb = "index_add.cuda",
-       .form = std::string(rows) + ", duplicate indices"},
+       .form = std::string(kRowForm) + ", duplicate indices"},
       index_add);
   add({.name = "index_add.unique-control",
        .family = kScatterIndexFamily,
@@ -206,7 +206,7 @@ void register_scatter_index(ProbeList& out) {
        .family = kScatterIndexFamily,
        .op = "aten::index_put",
        .kb = "index_put.accumulate.cpu",
-       .form = std::string(rows) + ", x[idx] += v (accumulate=True), duplicate rows"},
+       .form = std::string(kRowForm) + ", x[idx] += v (accumulate=True), duplicate rows"},
       index_put_accumulate);
   add({.name = "index_put.accumulate.unique-control",
        .family = kScatterIndexFamily,
@@ -219,15 +219,20 @@ void register_scatter_index(ProbeList& out) {
        .family = kScatterIndexFamily,
        .op = "aten::index_put",
        .kb = "index_put.no_accumulate",
-       .form = std::string(flat) + ", x[i, j] = v (accumulate=False), duplicate (i, j)"},
+       .form = std::string(kFlatForm) + ", x[i, j] = v (accumulate=False), duplicate (i, j)"},
       index_put_overwrite);
   add({.name = "getitem.backward",
        .family = kScatterIndexFamily,
        .op = "aten::index",
        .direction = Direction::Backward,
        .kb = "getitem.backward.cpu",
-       .form = std::string(flat) + ", y = x[i, j], duplicate (i, j); gradient of x"},
+       .form = std::string(kFlatForm) + ", y = x[i, j], duplicate (i, j); gradient of x"},
       getitem_backward);
+}
+
+// put_, with and without accumulation.
+void add_put(ProbeList& out) {
+  const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
   // accumulate=True has one documentation row per device (a deterministic alternative on the CPU,
   // an error on CUDA), hence one probe per device.
   add({.name = "put.accumulate.cpu",
@@ -248,13 +253,18 @@ void register_scatter_index(ProbeList& out) {
        .family = kScatterIndexFamily,
        .op = "aten::put",
        .kb = "put.no_accumulate",
-       .form = std::string(flat) + ", put_ accumulate=False, duplicate indices"},
+       .form = std::string(kFlatForm) + ", put_ accumulate=False, duplicate indices"},
       put(false));
+}
+
+// scatter_add, scatter and scatter_reduce, elementwise along dim 0.
+void add_scatter(ProbeList& out) {
+  const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
   add({.name = "scatter_add",
        .family = kScatterIndexFamily,
        .op = "aten::scatter_add",
        .kb = "scatter_add.cuda",
-       .form = std::string(elementwise) + ", dim 0"},
+       .form = std::string(kElementwiseForm) + ", dim 0"},
       scatter_add);
   add({.name = "scatter_add.unique-control",
        .family = kScatterIndexFamily,
@@ -274,52 +284,57 @@ void register_scatter_index(ProbeList& out) {
        .family = kScatterIndexFamily,
        .op = "aten::scatter",
        .kb = "scatter.src.cuda",
-       .form = std::string(elementwise) + ", src tensor: the last write wins"},
+       .form = std::string(kElementwiseForm) + ", src tensor: the last write wins"},
       scatter_src);
   add({.name = "scatter_reduce.sum",
        .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "scatter_reduce.sum_mean.cuda",
-       .form = std::string(elementwise) + ", reduce=sum, include_self"},
+       .form = std::string(kElementwiseForm) + ", reduce=sum, include_self"},
       scatter_reduce("sum"));
   add({.name = "scatter_reduce.mean",
        .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "scatter_reduce.sum_mean.cuda",
-       .form = std::string(elementwise) + ", reduce=mean, include_self"},
+       .form = std::string(kElementwiseForm) + ", reduce=mean, include_self"},
       scatter_reduce("mean"));
   add({.name = "scatter_reduce.prod",
        .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "scatter_reduce.prod.cuda",
-       .form = std::string(elementwise) + ", values 1 + 0.01 N(0,1), reduce=prod, include_self"},
+       .form = std::string(kElementwiseForm) + ", values 1 + 0.01 N(0,1), reduce=prod, include_self"},
       scatter_reduce("prod"));
   add({.name = "scatter_reduce.amax-control",
        .family = kScatterIndexFamily,
        .op = "aten::scatter_reduce",
        .kb = "",
        .role = Role::Control,
-       .form = std::string(elementwise) + ", reduce=amax: exact in any order"},
+       .form = std::string(kElementwiseForm) + ", reduce=amax: exact in any order"},
       scatter_reduce("amax"));
+}
+
+// index_copy, and the gradients of gather, index_select and repeat_interleave (scatter-adds).
+void add_index_copy_and_gradients(ProbeList& out) {
+  const auto add = [&out](ProbeInfo info, ProbeFn fn) { out.push_back(make_probe(std::move(info), std::move(fn))); };
   add({.name = "index_copy",
        .family = kScatterIndexFamily,
        .op = "aten::index_copy",
        .kb = "index_copy",
-       .form = std::string(rows) + ", duplicate indices: the last copy wins"},
+       .form = std::string(kRowForm) + ", duplicate indices: the last copy wins"},
       index_copy);
   add({.name = "gather.backward",
        .family = kScatterIndexFamily,
        .op = "aten::gather",
        .direction = Direction::Backward,
        .kb = "gather.backward.cuda",
-       .form = std::string(elementwise) + " (gathered); gradient of the input (64 rows, CPU 8Ki)"},
+       .form = std::string(kElementwiseForm) + " (gathered); gradient of the input (64 rows, CPU 8Ki)"},
       gather_backward);
   add({.name = "index_select.backward",
        .family = kScatterIndexFamily,
        .op = "aten::index_select",
        .direction = Direction::Backward,
        .kb = "index_select.backward.cuda",
-       .form = std::string(rows) + " (selected); gradient of the input (64 rows, CPU 8Ki), an index_add"},
+       .form = std::string(kRowForm) + " (selected); gradient of the input (64 rows, CPU 8Ki), an index_add"},
       index_select_backward);
   add({.name = "repeat_interleave.backward",
        .family = kScatterIndexFamily,
@@ -328,6 +343,15 @@ void register_scatter_index(ProbeList& out) {
        .kb = "repeat_interleave.backward.cuda",
        .form = "float32 64x64 (CPU 8Ki x 16), tensor repeats in [1, 2Ki) (CPU [1, 8)) per row; gradient of input"},
       repeat_interleave_backward);
+}
+
+}  // namespace
+
+void register_scatter_index(ProbeList& out) {
+  add_index_add_and_put(out);
+  add_put(out);
+  add_scatter(out);
+  add_index_copy_and_gradients(out);
 }
 
 }  // namespace ra::probes

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The layout test: the torch side lives under worker/ and probes/ (the probe catalogue) and only there; every #include "folder/..."
-in the product code goes in an allowed direction (docs/ARCHITECTURE.md, "Dependency rule"); every source
-file has a unique basename; and the front executable links no LibTorch.
+"""The layout test: the torch side lives under worker/, probes/ (the probe catalogue) and bench/ (the
+benchmarks of the torch side) and only there; every #include "folder/..." in the product code goes in an
+allowed direction (docs/ARCHITECTURE.md, "Dependency rule"); the torch side includes nothing of the
+front's client of the worker (it shares the protocol, audit/trial/worker_protocol.h); every source file
+has a unique basename; and the front executable links no LibTorch.
 
 usage: check_layout.py SOURCE_DIR [FRONT_BINARY]
 """
@@ -12,8 +14,8 @@ import subprocess
 import sys
 
 # Folder -> the folders its files may include (besides their own). The rule a reader needs: a file
-# links LibTorch if and only if its path starts with worker/ or probes/ (the probe catalogue, torch code at the
-# top level because it is the product's second face). audit/, cli/ and reports/ are the
+# links LibTorch if and only if its path starts with worker/, probes/ (the probe catalogue, torch code at the
+# top level because it is the product's second face) or bench/ (the benchmarks of the torch side). audit/, cli/ and reports/ are the
 # torch-free side (the front, and what the worker shares with it); they never include worker/.
 BASE = ["reports"]
 DIGEST = BASE + ["audit/digest"]
@@ -56,12 +58,18 @@ ALLOWED = {
     "worker/invariance": WORKER_BASE + WORKER_CONCERNS + ["worker/targets", "audit/invariance"],
     "worker/services": ["audit/cmdline"] + WORKER_BASE + WORKER_CONCERNS +
                        ["probes", "worker/targets", "worker/child", "worker/invariance"],
+    # The benchmarks of the torch side (docs/BENCHMARKS.md): digests, the tracer, the export interpreter.
+    "bench": WORKER_BASE + WORKER_CONCERNS + ["worker/targets"],
 }
+TORCH_SIDE = ("worker/", "probes/", "bench/")
 # The two towers: the worker (worker/, probes/) stands on the ground floor it shares with the front,
 # never on the front's command line or its audits' drivers (the `worker_tower` test checks the binary).
 FRONT_ONLY = ["cli", "audit/fleet", "audit/skeleton", "audit/exec", "audit/run", "audit/selftest"]
+# Files of an allowed folder that only the front includes: the client of the worker's services (the
+# worker reads and answers the same files through audit/trial/worker_protocol.h).
+FRONT_ONLY_FILES = ["audit/trial/worker_client.h"]
 TORCH_HEADER = re.compile(r'^\s*#\s*include\s+<(torch|ATen|c10|caffe2|cuda|cublas|cudnn)[/_.a-z]', re.M)
-TOPS = ("audit", "cli", "reports", "worker", "probes")
+TOPS = ("audit", "cli", "reports", "worker", "probes", "bench")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -78,7 +86,7 @@ def main():
     problems = []
     checked = 0
     for here, allowed in ALLOWED.items():
-        if here.startswith(("worker/", "probes")):
+        if (here + "/").startswith(TORCH_SIDE):
             for there in allowed:
                 if there in FRONT_ONLY:
                     problems.append(f"layout table: {here} may include {there}, the front's (the worker stands on its own)")
@@ -99,12 +107,16 @@ def main():
                     problems.append(f"{rel}: basename {stem} is also {other} (every source basename is unique)")
                 with open(os.path.join(root, name), encoding="utf-8") as f:
                     text = f.read()
-                if not rel.startswith(("worker/", "probes/")) and TORCH_HEADER.search(text):
-                    problems.append(f"{rel}: includes a LibTorch or CUDA header outside worker/ and probes/ (the torch side)")
+                if not rel.startswith(TORCH_SIDE) and TORCH_HEADER.search(text):
+                    problems.append(f"{rel}: includes a LibTorch or CUDA header outside worker/, probes/ and bench/ "
+                                    "(the torch side)")
                 for inc in INCLUDE.findall(text):
                     if "/" not in inc:
                         continue
                     checked += 1
+                    if rel.startswith(TORCH_SIDE) and inc in FRONT_ONLY_FILES:
+                        problems.append(f"{rel}: includes {inc}, the front's (the worker shares only its protocol, "
+                                        "audit/trial/worker_protocol.h)")
                     there = folder_of(inc)
                     if there == here:
                         continue

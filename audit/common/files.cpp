@@ -34,6 +34,14 @@ void check_not_special(const std::string& path, const std::string& what) {
   throw InputError(fmt::format("{} '{}' is {}, not a regular file", what, path, kind));
 }
 
+void check_readable(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));
+  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{} '{}' is a directory", what, path));
+  check_not_special(path, what);
+  if (::access(path.c_str(), R_OK) != 0) throw InputError(fmt::format("{} '{}' is not readable", what, path));
+}
+
 std::string read_file(const std::string& path, const std::string& what) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));

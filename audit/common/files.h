@@ -14,6 +14,9 @@ namespace ra {
 // until --timeout) or feed it without end, so every file the user names is refused at once.
 void check_not_special(const std::string& path, const std::string& what);
 
+// InputError unless `path` exists, is not a folder and is readable; `what` names it ("model").
+void check_readable(const std::string& path, const char* what);
+
 // Reads a whole file; throws InputError naming `what` ("model", "report", ...) when it cannot.
 std::string read_file(const std::string& path, const std::string& what);
 

@@ -13,7 +13,7 @@
 #include "audit/trace/fix_search.h"
 #include "audit/trial/analysis.h"
 #include "audit/trial/runner.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -27,7 +27,7 @@
 #include "audit/trial/analysis.h"
 #include "audit/trial/config.h"
 #include "audit/trial/runner.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 #include "reports/model.h"
 
 #include <map>

@@ -124,6 +124,113 @@ int64_t seq_of(const json& j) {
   return d >= -9.0e18 && d <= 9.0e18 ? static_cast<int64_t>(d) : 0;
 }
 
+// A DataLoader the program iterated (`l`): where its shuffle order and its workers' seeds come from,
+// and the RNGs its dataset holds, which each worker copies.
+void loader_items(Items& items, const json& l) {
+  const int workers = member(l, "num_workers").is_number_integer() ? member(l, "num_workers").get<int>() : 0;
+  const std::string what = fmt::format("DataLoader over {} (num_workers={}{})", text(l, "dataset"), workers,
+                                       flag(l, "shuffle") ? ", shuffle" : "");
+  const std::string uses =
+      workers > 0 ? (flag(l, "shuffle") ? "its shuffle order and its workers' seeds come" : "its workers' seeds come")
+                  : (flag(l, "shuffle") ? "its shuffle order comes" : "its base seed comes");
+  if (flag(l, "generator"))
+    add(items, "dataloader", "ok", fmt::format("{}: {} from its own generator", what, uses), text(l, "where"));
+  else if (flag(l, "torch_seeded"))
+    add(items, "dataloader", "ok",
+        fmt::format("{}: {} from torch's global RNG, seeded before it was first iterated", what, uses),
+        text(l, "where"));
+  else if (workers == 0 && !flag(l, "shuffle"))
+    add(items, "dataloader", "not-applicable",
+        fmt::format("{}: draws nothing from torch's RNG that reaches the data (no workers, no shuffle)", what),
+        text(l, "where"));
+  else
+    add(items, "dataloader", "missing",
+        fmt::format("{}: {} from torch's global RNG, which was not seeded before it was first iterated (at {}); "
+                    "in each worker, random, torch and NumPy are reseeded from that base seed",
+                    what, uses, text(l, "iterated_at")),
+        text(l, "where"));
+  for (const auto& g : member(l, "dataset_rngs")) {
+    const json& seeded = member(g, "seeded");
+    const std::string attr =
+        fmt::format("dataset {} holds {} ({})", text(l, "dataset"), text(g, "attribute"), text(g, "type"));
+    if (workers > 0)
+      add(items, "dataloader.rng", "missing",
+          fmt::format("{}: each of the {} workers gets a copy that nothing reseeds, so every worker draws the same "
+                      "numbers{}",
+                      attr, workers,
+                      seeded.is_boolean() && !seeded.get<bool>() ? ", and it was built without a seed" : ""),
+          text(l, "where"));
+    else if (seeded.is_boolean() && !seeded.get<bool>())
+      add(items, "dataloader.rng", "missing", fmt::format("{}, built without a seed", attr), text(l, "where"));
+    else
+      add(items, "dataloader.rng", "ok", fmt::format("{}, seeded, in one process", attr), text(l, "where"));
+  }
+}
+
+// The switches in effect at the first convolution or matmul, and any the program set after the
+// model was built.
+void switch_items(Items& items, const json& r) {
+  const json& first = member(r, "first_op");
+  const json& built = member(r, "model_built");
+  if (first.is_null()) {
+    add(items, "switches", "not-applicable", "no convolution or matmul ran through torch's Python API", "");
+  } else {
+    std::vector<std::string> values;
+    for (const auto& [k, v] : member(first, "switches").items())
+      if (v.is_string()) values.push_back(k + "=" + v.get<std::string>());
+    std::vector<std::string> late;
+    std::string late_where;
+    bool after_first = false;
+    const int64_t built_at = built.is_null() ? seq_of(first) : seq_of(built);
+    for (const auto& set : member(r, "sets"))
+      if (seq_of(set) > built_at) {
+        late.push_back(fmt::format("{}={}", text(set, "key"), text(set, "value")));
+        if (late_where.empty()) late_where = text(set, "where");
+        after_first = after_first || seq_of(set) > seq_of(first);
+      }
+    if (late.empty())
+      add(items, "switches", "ok",
+          fmt::format("at the first convolution or matmul ({}): {}; none changed after the model was built",
+                      text(first, "op"), fmt::join(values, ", ")),
+          text(first, "where"));
+    else
+      add(items, "switches", "missing",
+          fmt::format("the program set {} after the model was built{}", fmt::join(late, ", "),
+                      after_first ? " and after the first convolution or matmul ran"
+                                  : ", before its first convolution or matmul"),
+          late_where);
+  }
+}
+
+// Each checkpoint the program saved: whether it holds every RNG state the program uses.
+void checkpoint_items(Items& items, const json& r) {
+  for (const auto& s : member(r, "saves")) {
+    const std::string kind = text(s, "kind");
+    const std::string path = text(s, "path");
+    if (kind != "checkpoint") continue;
+    std::vector<std::string> lacking;
+    std::set<std::string> holds;
+    for (const auto& h : member(s, "holds"))
+      if (h.is_string()) holds.insert(h.get<std::string>());
+    static const std::map<std::string, std::string> names = {{"cpu", "CPU (torch.get_rng_state())"},
+                                                             {"cuda", "CUDA (torch.cuda.get_rng_state_all())"},
+                                                             {"python", "Python (random.getstate())"},
+                                                             {"numpy", "NumPy (numpy.random.get_state())"}};
+    for (const auto& n : member(s, "needed"))
+      if (n.is_string() && !holds.count(n.get<std::string>()))
+        lacking.push_back(names.count(n.get<std::string>()) ? names.at(n.get<std::string>()) : n.get<std::string>());
+    const std::string file = path.empty() ? "a checkpoint" : "checkpoint " + path;
+    if (lacking.empty())
+      add(items, "checkpoint", "ok", fmt::format("{} holds every RNG state this program uses", file), text(s, "where"),
+          path);
+    else
+      // A note about resuming from it: it says nothing about why this run's results differ.
+      add(items, "checkpoint", "note",
+          fmt::format("{} lacks the RNG state a resumed run needs: {}", file, fmt::join(lacking, ", ")),
+          text(s, "where"), path);
+  }
+}
+
 }  // namespace
 
 HookRun read_hook_run(const std::string& dir) {
@@ -246,103 +353,10 @@ std::vector<report::ChecklistItem> seeding_checklist(const HookRun& run) {
     for (const auto& g : member(r, "unseeded_generators"))
       add(items, "generator", "missing",
           fmt::format("{} built without a seed draws different numbers every run", text(g, "what")), text(g, "where"));
-    for (const auto& l : member(r, "loaders")) {
-      const int workers = member(l, "num_workers").is_number_integer() ? member(l, "num_workers").get<int>() : 0;
-      const std::string what = fmt::format("DataLoader over {} (num_workers={}{})", text(l, "dataset"), workers,
-                                           flag(l, "shuffle") ? ", shuffle" : "");
-      const std::string uses = workers > 0 ? (flag(l, "shuffle") ? "its shuffle order and its workers' seeds come"
-                                                                 : "its workers' seeds come")
-                                           : (flag(l, "shuffle") ? "its shuffle order comes" : "its base seed comes");
-      if (flag(l, "generator"))
-        add(items, "dataloader", "ok", fmt::format("{}: {} from its own generator", what, uses), text(l, "where"));
-      else if (flag(l, "torch_seeded"))
-        add(items, "dataloader", "ok",
-            fmt::format("{}: {} from torch's global RNG, seeded before it was first iterated", what, uses),
-            text(l, "where"));
-      else if (workers == 0 && !flag(l, "shuffle"))
-        add(items, "dataloader", "not-applicable",
-            fmt::format("{}: draws nothing from torch's RNG that reaches the data (no workers, no shuffle)", what),
-            text(l, "where"));
-      else
-        add(items, "dataloader", "missing",
-            fmt::format("{}: {} from torch's global RNG, which was not seeded before it was first iterated (at {}); "
-                        "in each worker, random, torch and NumPy are reseeded from that base seed",
-                        what, uses, text(l, "iterated_at")),
-            text(l, "where"));
-      for (const auto& g : member(l, "dataset_rngs")) {
-        const json& seeded = member(g, "seeded");
-        const std::string attr =
-            fmt::format("dataset {} holds {} ({})", text(l, "dataset"), text(g, "attribute"), text(g, "type"));
-        if (workers > 0)
-          add(items, "dataloader.rng", "missing",
-              fmt::format("{}: each of the {} workers gets a copy that nothing reseeds, so every worker draws the same "
-                          "numbers{}",
-                          attr, workers,
-                          seeded.is_boolean() && !seeded.get<bool>() ? ", and it was built without a seed" : ""),
-              text(l, "where"));
-        else if (seeded.is_boolean() && !seeded.get<bool>())
-          add(items, "dataloader.rng", "missing", fmt::format("{}, built without a seed", attr), text(l, "where"));
-        else
-          add(items, "dataloader.rng", "ok", fmt::format("{}, seeded, in one process", attr), text(l, "where"));
-      }
-    }
+    for (const auto& l : member(r, "loaders")) loader_items(items, l);
     if (flag(r, "torch")) {
-      const json& first = member(r, "first_op");
-      const json& built = member(r, "model_built");
-      if (first.is_null()) {
-        add(items, "switches", "not-applicable", "no convolution or matmul ran through torch's Python API", "");
-      } else {
-        std::vector<std::string> values;
-        for (const auto& [k, v] : member(first, "switches").items())
-          if (v.is_string()) values.push_back(k + "=" + v.get<std::string>());
-        std::vector<std::string> late;
-        std::string late_where;
-        bool after_first = false;
-        const int64_t built_at = built.is_null() ? seq_of(first) : seq_of(built);
-        for (const auto& set : member(r, "sets"))
-          if (seq_of(set) > built_at) {
-            late.push_back(fmt::format("{}={}", text(set, "key"), text(set, "value")));
-            if (late_where.empty()) late_where = text(set, "where");
-            after_first = after_first || seq_of(set) > seq_of(first);
-          }
-        if (late.empty())
-          add(items, "switches", "ok",
-              fmt::format("at the first convolution or matmul ({}): {}; none changed after the model was built",
-                          text(first, "op"), fmt::join(values, ", ")),
-              text(first, "where"));
-        else
-          add(items, "switches", "missing",
-              fmt::format("the program set {} after the model was built{}", fmt::join(late, ", "),
-                          after_first ? " and after the first convolution or matmul ran"
-                                      : ", before its first convolution or matmul"),
-              late_where);
-      }
-      for (const auto& s : member(r, "saves")) {
-        const std::string kind = text(s, "kind");
-        const std::string path = text(s, "path");
-        if (kind != "checkpoint") continue;
-        std::vector<std::string> lacking;
-        std::set<std::string> holds;
-        for (const auto& h : member(s, "holds"))
-          if (h.is_string()) holds.insert(h.get<std::string>());
-        static const std::map<std::string, std::string> names = {{"cpu", "CPU (torch.get_rng_state())"},
-                                                                 {"cuda", "CUDA (torch.cuda.get_rng_state_all())"},
-                                                                 {"python", "Python (random.getstate())"},
-                                                                 {"numpy", "NumPy (numpy.random.get_state())"}};
-        for (const auto& n : member(s, "needed"))
-          if (n.is_string() && !holds.count(n.get<std::string>()))
-            lacking.push_back(names.count(n.get<std::string>()) ? names.at(n.get<std::string>())
-                                                                : n.get<std::string>());
-        const std::string file = path.empty() ? "a checkpoint" : "checkpoint " + path;
-        if (lacking.empty())
-          add(items, "checkpoint", "ok", fmt::format("{} holds every RNG state this program uses", file),
-              text(s, "where"), path);
-        else
-          // A note about resuming from it: it says nothing about why this run's results differ.
-          add(items, "checkpoint", "note",
-              fmt::format("{} lacks the RNG state a resumed run needs: {}", file, fmt::join(lacking, ", ")),
-              text(s, "where"), path);
-      }
+      switch_items(items, r);
+      checkpoint_items(items, r);
     }
     for (auto& item : items) {
       auto same = std::find_if(merged.begin(), merged.end(), [&](const report::ChecklistItem& m) {

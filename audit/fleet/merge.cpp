@@ -14,7 +14,7 @@
 #include "audit/trial/analysis.h"
 #include "audit/trial/referee.h"
 #include "audit/trial/trial_spec.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 #include <fmt/format.h>
 

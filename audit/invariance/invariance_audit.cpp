@@ -11,7 +11,7 @@
 #include "audit/invariance/invariance_shard.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 #include <fmt/format.h>
 

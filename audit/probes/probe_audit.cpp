@@ -26,7 +26,7 @@
 #include "audit/trial/analysis.h"
 #include "audit/trial/probe_protocol.h"
 #include "audit/trial/trials.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 #include <fmt/format.h>
 
@@ -488,7 +488,7 @@ class ProbeSuite : public AuditKind {
   }
 
   // A runnable probe's results per configuration and their dependence, analysed twice: once to
-  // collect what statistics are needed, then with the answers of one worker (audit/trial/worker.h).
+  // collect what statistics are needed, then with the answers of one worker (audit/trial/worker_client.h).
   std::pair<std::vector<report::ConfigResult>, std::optional<report::ConfigDependence>> analyse_probe(
       size_t i, const Cells& cells, const DiffFn& diff) {
     std::vector<report::ConfigResult> configs;

@@ -36,7 +36,7 @@ struct ProbeRunOptions : SessionOptions {
 };
 
 // Every probe, built in and from the --load-library plugins, in suite order, as the worker
-// describes them (audit/trial/worker.h). Throws InputError for an unreadable or unusable library.
+// describes them (audit/trial/worker_client.h). Throws InputError for an unreadable or unusable library.
 std::vector<probes::ProbeInfo> probe_catalogue(const std::vector<std::string>& libraries);
 
 // The probes `only` selects, in suite order: a glob matches a probe's name or its family. Throws

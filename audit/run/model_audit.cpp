@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The parent never initialises CUDA (it does not even link LibTorch): it writes trial specs, starts
 // children, reads their results, and asks the worker for statistics from the children's CPU dumps
-// (audit/trial/worker.h). The preflight child checks the model, the inputs and the device once,
+// (audit/trial/worker_client.h). The preflight child checks the model, the inputs and the device once,
 // and brings back the environment fingerprint.
 #include "audit/run/model_audit.h"
 #include "audit/run/warm_up.h"
@@ -25,7 +25,7 @@
 #include "audit/trial/analysis.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/trials.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 #include <fmt/format.h>
 

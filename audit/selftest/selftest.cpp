@@ -10,7 +10,7 @@
 #include "audit/run/model_audit.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/config.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -8,7 +8,7 @@
 #include "audit/common/progress.h"
 #include "audit/common/stop.h"
 #include "audit/skeleton/changed_ops.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 #include "reports/baseline_file.h"
 #include "reports/escape.h"
 #include "reports/render.h"

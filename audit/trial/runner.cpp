@@ -162,106 +162,40 @@ std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int pa
       jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, on_done, slot_of, per_slot, on_tick);
 }
 
-std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done,
-                                       const SlotFn& slot_of, int per_slot, const TickFn& on_tick) {
-  std::vector<ChildOutcome> outcomes(count);
-  std::vector<Running> running;
-  size_t next = 0;  // the first job not started
-  std::vector<char> started(slot_of ? count : 0, 0);
-  std::map<int, size_t> busy;  // slot -> running children holding it (0 to per_slot)
-  if (parallel < 1) parallel = 1;
-  const size_t capacity = static_cast<size_t>(std::max(1, per_slot));
-  // The next job to start: `next`, or with slots the first within reach whose slot is free;
-  // `count` when none can start now.
-  const auto pick = [&]() -> size_t {
-    if (!slot_of) return next;
-    for (size_t i = next; i < count && i < next + kSlotLookahead; ++i) {
-      if (started[i]) continue;
-      const int slot = slot_of(i);
-      if (slot < 0 || busy[slot] < capacity) return i;
-    }
-    return count;
-  };
-  const auto advance = [&](size_t i) {
-    if (!slot_of) {
-      ++next;
-      return;
-    }
-    started[i] = 1;
-    while (next < count && started[next]) ++next;
-  };
+namespace {
 
-  const auto remove_files = [](const ChildJob& job) {
-    for (const auto& f : job.remove_after) ::unlink(f.c_str());
-  };
-  ProcessTrees trees;  // what the children start, wherever it goes, ends with them (process_tree.h)
-  // Kills and reaps every running child: on a stop signal, or when making a job failed.
-  const auto stop_all = [&] {
-    for (const auto& r : running) kill_group(r.pid);
-    for (const auto& r : running) {
-      ::waitpid(r.pid, nullptr, 0);
-      remove_files(r.job);
-    }
-    running.clear();
-    trees.end_all();
-  };
-  auto finish = [&](size_t r, ChildOutcome outcome) {
-    const size_t index = running[r].index;
-    outcome.wall_ms = ms_since(running[r].start);
-    if (!(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0)) {
-      outcome.log_tail = file_tail(running[r].job.log_path);
-      outcome.disk_full =
-          no_space_at(running[r].job.log_path) || outcome.log_tail.find("No space left on device") != std::string::npos;
-    }
-    remove_files(running[r].job);
-    outcomes[index] = outcome;
-    if (slot_of && slot_of(index) >= 0) --busy[slot_of(index)];
-    running.erase(running.begin() + static_cast<long>(r));
-    if (on_done) on_done(index, outcomes[index]);
-  };
+// The children of one run_children call: the jobs not started yet, the children running (each
+// holding its slot), and what each ended with. run_children's loop starts, reaps and ticks
+// through it.
+class ChildPool {
+ public:
+  ChildPool(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done, const SlotFn& slot_of,
+            int per_slot)
+      : count_(count),
+        make_(make),
+        parallel_(std::max(1, parallel)),
+        on_done_(on_done),
+        slot_of_(slot_of),
+        capacity_(static_cast<size_t>(std::max(1, per_slot))),
+        outcomes_(count),
+        started_(slot_of ? count : 0, 0) {}
 
-  auto next_tick = std::chrono::steady_clock::now() + kTickEvery;
-  while (next < count || !running.empty()) {
-    if (stop_signal() != 0) {
-      stop_all();
-      throw Interrupted();
-    }
-    for (size_t i = pick(); i < count && static_cast<int>(running.size()) < parallel; i = pick()) {
-      const auto now = std::chrono::steady_clock::now();
-      ChildJob job;
-      try {
-        job = make(i);
-      } catch (...) {
-        stop_all();
-        throw;
-      }
-      advance(i);
-      ProcessTrees::Gate gate = ProcessTrees::make_gate();
-      const pid_t pid = spawn(job, gate);
-      const int spawn_errno = errno;
-      trees.admit(pid, gate);
-      errno = spawn_errno;
-      if (pid < 0) {
-        ChildOutcome o;
-        o.kind = ChildOutcome::Kind::SpawnFailed;
-        o.log_tail = std::string("cannot start child: ") + std::strerror(errno);
-        o.disk_full = errno == ENOSPC;
-        remove_files(job);
-        outcomes[i] = o;
-        if (on_done) on_done(i, o);
-      } else {
-        const auto timeout = job.timeout;
-        if (slot_of && slot_of(i) >= 0) ++busy[slot_of(i)];
-        running.push_back({i, std::move(job), pid, now, now + timeout});
-      }
-    }
-    reap_ended_orphans(running);
-    trees.poll();
+  bool done() const { return next_ >= count_ && running_.empty(); }
+
+  // Starts jobs while fewer than `parallel` children run and one can start.
+  void start_ready() {
+    for (size_t i = pick(); i < count_ && static_cast<int>(running_.size()) < parallel_; i = pick()) start(i);
+  }
+
+  // Reaps the children that have ended and kills those past their deadline; whether any did.
+  bool reap() {
+    reap_ended_orphans(running_);
+    trees_.poll();
     bool progressed = false;
-    for (size_t r = 0; r < running.size();) {
+    for (size_t r = 0; r < running_.size();) {
       int status = 0;
-      const pid_t done = ::waitpid(running[r].pid, &status, WNOHANG);
-      if (done == running[r].pid) {
+      const pid_t ended = ::waitpid(running_[r].pid, &status, WNOHANG);
+      if (ended == running_[r].pid) {
         ChildOutcome o;
         if (WIFSIGNALED(status)) {
           o.kind = ChildOutcome::Kind::Signaled;
@@ -269,16 +203,16 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
         } else {
           o.exit_code = WEXITSTATUS(status);
         }
-        ::killpg(running[r].pid, SIGKILL);  // anything the child left behind
-        trees.ended(running[r].pid);        // and outside its group
+        ::killpg(running_[r].pid, SIGKILL);  // anything the child left behind
+        trees_.ended(running_[r].pid);       // and outside its group
         finish(r, o);
         progressed = true;
         continue;
       }
-      if (std::chrono::steady_clock::now() >= running[r].deadline) {
-        kill_group(running[r].pid);
-        ::waitpid(running[r].pid, nullptr, 0);
-        trees.ended(running[r].pid);
+      if (std::chrono::steady_clock::now() >= running_[r].deadline) {
+        kill_group(running_[r].pid);
+        ::waitpid(running_[r].pid, nullptr, 0);
+        trees_.ended(running_[r].pid);
         ChildOutcome o;
         o.kind = ChildOutcome::Kind::TimedOut;
         finish(r, o);
@@ -287,15 +221,139 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
       }
       ++r;
     }
-    if (on_tick && !running.empty() && std::chrono::steady_clock::now() >= next_tick) {
-      std::vector<RunningChild> now;  // `running` is in the order they started
-      for (const auto& r : running) now.push_back({r.index, ms_since(r.start)});
-      on_tick(now);
+    return progressed;
+  }
+
+  // The children running, in the order they started, for on_tick.
+  std::vector<RunningChild> running() const {
+    std::vector<RunningChild> now;
+    for (const auto& r : running_) now.push_back({r.index, ms_since(r.start)});
+    return now;
+  }
+  bool any_running() const { return !running_.empty(); }
+
+  // Kills and reaps every running child: on a stop signal, or when making a job failed.
+  void stop_all() {
+    for (const auto& r : running_) kill_group(r.pid);
+    for (const auto& r : running_) {
+      ::waitpid(r.pid, nullptr, 0);
+      remove_files(r.job);
+    }
+    running_.clear();
+    trees_.end_all();
+  }
+
+  // What every child ended with, in job order, once all have; what they started ends with them.
+  std::vector<ChildOutcome> outcomes() {
+    trees_.end_all();
+    return std::move(outcomes_);
+  }
+
+ private:
+  // The next job to start: `next_`, or with slots the first within reach whose slot is free;
+  // `count_` when none can start now.
+  size_t pick() {
+    if (!slot_of_) return next_;
+    for (size_t i = next_; i < count_ && i < next_ + kSlotLookahead; ++i) {
+      if (started_[i]) continue;
+      const int slot = slot_of_(i);
+      if (slot < 0 || busy_[slot] < capacity_) return i;
+    }
+    return count_;
+  }
+
+  void advance(size_t i) {
+    if (!slot_of_) {
+      ++next_;
+      return;
+    }
+    started_[i] = 1;
+    while (next_ < count_ && started_[next_]) ++next_;
+  }
+
+  void start(size_t i) {
+    const auto now = std::chrono::steady_clock::now();
+    ChildJob job;
+    try {
+      job = make_(i);
+    } catch (...) {
+      stop_all();
+      throw;
+    }
+    advance(i);
+    ProcessTrees::Gate gate = ProcessTrees::make_gate();
+    const pid_t pid = spawn(job, gate);
+    const int spawn_errno = errno;
+    trees_.admit(pid, gate);
+    errno = spawn_errno;
+    if (pid < 0) {
+      ChildOutcome o;
+      o.kind = ChildOutcome::Kind::SpawnFailed;
+      o.log_tail = std::string("cannot start child: ") + std::strerror(errno);
+      o.disk_full = errno == ENOSPC;
+      remove_files(job);
+      outcomes_[i] = o;
+      if (on_done_) on_done_(i, o);
+    } else {
+      const auto timeout = job.timeout;
+      if (slot_of_ && slot_of_(i) >= 0) ++busy_[slot_of_(i)];
+      running_.push_back({i, std::move(job), pid, now, now + timeout});
+    }
+  }
+
+  void finish(size_t r, ChildOutcome outcome) {
+    const size_t index = running_[r].index;
+    outcome.wall_ms = ms_since(running_[r].start);
+    if (!(outcome.kind == ChildOutcome::Kind::Exited && outcome.exit_code == 0)) {
+      outcome.log_tail = file_tail(running_[r].job.log_path);
+      outcome.disk_full = no_space_at(running_[r].job.log_path) ||
+                          outcome.log_tail.find("No space left on device") != std::string::npos;
+    }
+    remove_files(running_[r].job);
+    outcomes_[index] = outcome;
+    if (slot_of_ && slot_of_(index) >= 0) --busy_[slot_of_(index)];
+    running_.erase(running_.begin() + static_cast<long>(r));
+    if (on_done_) on_done_(index, outcomes_[index]);
+  }
+
+  static void remove_files(const ChildJob& job) {
+    for (const auto& f : job.remove_after) ::unlink(f.c_str());
+  }
+
+  const size_t count_;
+  const JobMaker& make_;
+  const int parallel_;
+  const DoneFn& on_done_;
+  const SlotFn& slot_of_;
+  const size_t capacity_;  // children that may hold one slot at once
+  std::vector<ChildOutcome> outcomes_;
+  std::vector<Running> running_;
+  size_t next_ = 0;  // the first job not started
+  std::vector<char> started_;
+  std::map<int, size_t> busy_;  // slot -> running children holding it (0 to capacity_)
+  ProcessTrees trees_;          // what the children start, wherever it goes, ends with them (process_tree.h)
+};
+
+}  // namespace
+
+std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done,
+                                       const SlotFn& slot_of, int per_slot, const TickFn& on_tick) {
+  ChildPool pool(count, make, parallel, on_done, slot_of, per_slot);
+  auto next_tick = std::chrono::steady_clock::now() + kTickEvery;
+  while (!pool.done()) {
+    if (stop_signal() != 0) {
+      pool.stop_all();
+      throw Interrupted();
+    }
+    pool.start_ready();
+    const bool progressed = pool.reap();
+    if (on_tick && pool.any_running() && std::chrono::steady_clock::now() >= next_tick) {
+      on_tick(pool.running());
       next_tick = std::chrono::steady_clock::now() + kTickEvery;
     }
     if (!progressed) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  trees.end_all();
+  std::vector<ChildOutcome> outcomes = pool.outcomes();
   return outcomes;
 }
 

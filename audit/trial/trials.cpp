@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/trial/trials.h"
 
-#include "audit/common/errors.h"
 #include "audit/common/files.h"
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
@@ -12,8 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <unistd.h>
 
 namespace ra {
 
@@ -56,14 +53,6 @@ std::optional<TrialResult> read_result(const std::string& path) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
-}
-
-void check_readable(const std::string& path, const char* what) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{} '{}' does not exist", what, path));
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{} '{}' is a directory", what, path));
-  check_not_special(path, what);
-  if (::access(path.c_str(), R_OK) != 0) throw InputError(fmt::format("{} '{}' is not readable", what, path));
 }
 
 std::string last_line(const std::string& tail) {

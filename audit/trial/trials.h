@@ -75,9 +75,6 @@ PreparedChild prepare_child(const ScratchDir& scratch, const std::string& tag, T
 // The result a model child wrote, or nullopt when it wrote none (or an unreadable one).
 std::optional<TrialResult> read_result(const std::string& path);
 
-// InputError unless `path` exists, is not a folder and is readable; `what` names it ("model").
-void check_readable(const std::string& path, const char* what);
-
 // The last line of a child's stderr tail, for one-line error messages.
 std::string last_line(const std::string& tail);
 

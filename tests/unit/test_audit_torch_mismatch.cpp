@@ -4,7 +4,7 @@
 // start, into one input error (exit 3), never a symbol-lookup error passed on as a crash.
 #include "audit/common/errors.h"
 #include "audit/trial/runner.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_client.h"
 #include "worker/runtime/fingerprint.h"
 
 #include <doctest/doctest.h>

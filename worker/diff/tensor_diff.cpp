@@ -8,8 +8,8 @@
 #include "worker/diff/tensor_diff.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "audit/common/paths.h"
-#include "audit/trial/trials.h"
 #include "worker/digest/digest.h"
 #include "worker/digest/tensor_stats.h"
 #include "worker/runtime/child_support.h"

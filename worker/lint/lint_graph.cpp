@@ -47,8 +47,8 @@
 #include "worker/lint/lint_graph.h"
 
 #include "audit/common/errors.h"
+#include "audit/common/files.h"
 #include "audit/common/paths.h"
-#include "audit/trial/trials.h"
 #include "worker/lint/gemm_rows.h"
 #include "worker/runtime/export_graph.h"
 

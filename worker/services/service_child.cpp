@@ -3,7 +3,7 @@
 //   __child SPEC RESULT        one trial (or a probe child, or a preflight): reads a trial spec,
 //                              runs it, writes the result atomically; the front treats a missing
 //                              result as a crash.
-//   __stats REQUEST RESULT     divergence statistics between dumps (audit/trial/worker.h).
+//   __stats REQUEST RESULT     divergence statistics between dumps (audit/trial/worker_protocol.h).
 //   __artifacts REQUEST RESULT what exec's artifact files hold and how they differ
 //                              (worker/tensor_io/artifact_read.h).
 //   __catalogue RESULT [LIB...]  the probes, built in and from plugins, as JSON.
@@ -12,7 +12,7 @@
 //   __invariance REQUEST RESULT  one configuration's batch-invariance sweep (worker/services/service_invariance.cpp).
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_protocol.h"
 #include "worker/child/probe_child.h"
 #include "worker/child/selftest_child.h"
 #include "worker/child/trial_child.h"

@@ -8,7 +8,6 @@
 #include "audit/common/source_root.h"
 #include "audit/common/zip_check.h"
 #include "audit/knowledge/knowledge.h"
-#include "audit/trial/trials.h"
 #include "reports/lint_model.h"
 #include "worker/lint/lint_graph.h"
 #include "worker/services/service_table.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The worker executable's subcommands (repro-audit-worker): env, lint and diff, which the front
 // hands over whole (audit/cmdline/worker_options.h), and the hidden services the front starts as children:
-// `__child` (a trial, a probe child or a preflight), `__stats`, `__catalogue` (audit/trial/worker.h)
+// `__child` (a trial, a probe child or a preflight), `__stats`, `__catalogue` (audit/trial/worker_client.h)
 // and `__selftest` (worker/child/selftest_child.h). Nobody is meant to run it by hand.
 #pragma once
 

@@ -5,7 +5,7 @@
 // before anything could ask torch whether CUDA exists (worker/runtime/cuda_loader.h).
 #include "audit/cmdline/command_line.h"
 #include "audit/common/errors.h"
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_protocol.h"
 #include "worker/runtime/cuda_loader.h"
 #include "worker/runtime/fingerprint.h"
 #include "worker/runtime/library_error.h"

@@ -1,4 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
+// The export interpreter's reading and running of a torch.export program (export_program.h says
+// what it promises; export_archive.h reads the archive around it).
+//
+// The problem. `run` must give what Python's `torch.export.load(p).module()(*inputs)` gives, bit for
+// bit, on every supported torch release, and refuse what it cannot run in one line naming the node,
+// before a trial spends time on it. The program is JSON in torch's serde schema
+// (torch/_export/serde/schema.py): a signature saying which graph inputs are the user's and which
+// are weights, a flat list of nodes whose arguments name values by string, and the ranges of the
+// dynamic dimensions.
+//
+// The approach. The constructor reads the program once, one function per part, in the order the
+// parts depend on one another: the ranges of the dynamic dimensions (`dimension_ranges`); the
+// signature's input specs, the user inputs and the weights each placeholder names, checked
+// against the shapes the graph declares (`read_inputs`); the graph's nodes, each op found in the
+// dispatcher and its arguments matched to its schema (`read_nodes`); the signature's output specs
+// and the mutations written back (`read_outputs`); the graph's own outputs against them
+// (`check_graph_outputs`); the output tree's names (`name_outputs`); and when each value may be
+// dropped (`plan_releases`). A `Builder` carries what they share: a value's name becomes a slot
+// number where it is defined, and reading a name not yet defined is the error (which also refuses
+// cycles). `run` then never sees JSON or a name: it fills a vector of IValues, builds each op's
+// stack from its argument recipes and calls the op boxed, as TorchScript's interpreter does. The
+// float64 referee reads the same program with its floating weights and dtype arguments promoted
+// (Precision::Float64, `referee_dtype`).
+//
+// Its cost. Reading is linear in the nodes, once per trial process. Running adds to the kernels
+// only the boxing of each op's arguments: on 2 CPU cores the forward took 0.92 to 1.04 times
+// Python's on ResNet-18 and 0.93 to 1.01 times on GPT-2 (docs/GUIDE.md, bench/export_interp.sh).
+// A value is dropped after the step that last reads it, so intermediates do not pile up over a
+// long graph. What the interpreter does not run (higher-order ops such as cond, effect tokens,
+// custom objects, attribute reads) is refused while reading, never halfway through a call.
 #include "worker/targets/export_program.h"
 
 #include "audit/common/errors.h"
@@ -135,12 +165,113 @@ at::ScalarType referee_dtype(at::ScalarType t) {
   return t;
 }
 
-// The builder's state: names to slots, the node being read.
-struct Builder {
+// The names a pytree node gives its children, from its serialized context, or none (positional):
+//   * a dict, an OrderedDict or a transformers ModelOutput: the keys, '["logits", "hidden_states"]';
+//   * a dataclass (torch.utils._pytree.register_dataclass): its fields, '[["logits", "aux"], ["none_field"]]';
+//   * a defaultdict: {"dict_context": [keys], ...};
+//   * a tuple, a list, a namedtuple (its context is its type's name): none.
+std::vector<std::string> child_keys(const json& spec, size_t children) {
+  json ctx;
+  const json& raw = spec.contains("context") ? spec["context"] : json();
+  if (raw.is_string()) {
+    try {
+      ctx = json::parse(raw.get<std::string>());
+    } catch (const std::exception&) {
+      return {};
+    }
+  } else {
+    ctx = raw;
+  }
+  if (ctx.is_object() && ctx.contains("dict_context")) ctx = ctx["dict_context"];
+  if (!ctx.is_array()) return {};
+  const auto is_scalar = [](const json& k) { return k.is_string() || k.is_number_integer() || k.is_boolean(); };
+  // A dataclass's [present fields, None fields] (a dict's keys are never lists).
+  const json* keys = ctx.size() == 2 && ctx[0].is_array() && ctx[1].is_array() ? &ctx[0] : &ctx;
+  if (keys->size() != children || !std::all_of(keys->begin(), keys->end(), is_scalar)) return {};
+  std::vector<std::string> out;
+  for (const auto& k : *keys) out.push_back(k.is_string() ? k.get<std::string>() : k.dump());
+  return out;
+}
+
+// The leaves of a pytree spec (torch.utils._pytree's JSON), with the names reports give them:
+// dict keys and dataclass fields by name, tuple and list items by position.
+void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::string>& names, bool& keyed) {
+  // A spec without a type, or whose children are not a list, is a leaf: a damaged archive is named by
+  // the checks that follow, never a lookup of a key it lacks.
+  const json children = spec.is_object() ? spec.value("children_spec", json::array()) : json();
+  if (!spec.is_object() || !spec.contains("type") || spec["type"].is_null() || !children.is_array()) {
+    names.push_back(prefix);
+    return;
+  }
+  const std::vector<std::string> keys = child_keys(spec, children.size());
+  keyed |= !keys.empty();
+  for (size_t i = 0; i < children.size(); ++i) {
+    const std::string part = keys.empty() ? std::to_string(i) : keys[i];
+    spec_leaves(children[i], prefix.empty() ? part : prefix + "/" + part, names, keyed);
+  }
+}
+
+// The name of the value an argument of the serialized program refers to ({"as_tensor": {"name": N}},
+// a symbolic value {"as_sym_int": {"as_name": N}}, or a spec's bare {"name": N}); "" for a constant.
+std::string value_name(const json& arg) {
+  if (arg.is_object() && arg.contains("name") && arg["name"].is_string()) return arg["name"].get<std::string>();
+  const std::string key = union_key(arg);
+  const json& v = key.empty() ? arg : arg[key];
+  if (key == "as_tensor" && v.is_object() && v.contains("name") && v["name"].is_string())
+    return v["name"].get<std::string>();
+  if ((key == "as_sym_int" || key == "as_sym_float" || key == "as_sym_bool") && union_key(v) == "as_name" &&
+      v["as_name"].is_string())
+    return v["as_name"].get<std::string>();
+  return "";
+}
+// Whether an argument the op's schema declares of `kind` takes a scalar the archive gives as `key`.
+bool takes_scalar(c10::TypeKind kind, const std::string& key) {
+  switch (kind) {
+    case c10::TypeKind::IntType:
+      return key == "as_int" || key == "as_sym_int" || key == "as_scalar_type" || key == "as_layout" ||
+             key == "as_memory_format";
+    case c10::TypeKind::FloatType:
+      return key == "as_float" || key == "as_sym_float" || key == "as_int" || key == "as_sym_int";
+    case c10::TypeKind::NumberType:
+      return key == "as_int" || key == "as_sym_int" || key == "as_float" || key == "as_sym_float" || key == "as_bool" ||
+             key == "as_sym_bool" || key == "as_complex";
+    case c10::TypeKind::BoolType:
+      return key == "as_bool" || key == "as_sym_bool";
+    case c10::TypeKind::StringType:
+      return key == "as_string";
+    case c10::TypeKind::DeviceObjType:
+      return key == "as_device";
+    case c10::TypeKind::ComplexType:
+      return key == "as_complex";
+    default:
+      return false;
+  }
+}
+
+// The ranges of the dynamic dimensions (the model's range_constraints): symbol -> [min, max].
+std::map<std::string, std::pair<int64_t, int64_t>> dimension_ranges(const json& model) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  const json ranges = model.value("range_constraints", json::object());
+  for (const auto& [sym, range] : ranges.items()) {
+    int64_t lo = 0, hi = std::numeric_limits<int64_t>::max();
+    if (range.contains("min_val") && range["min_val"].is_number_integer()) lo = range["min_val"].get<int64_t>();
+    if (range.contains("max_val") && range["max_val"].is_number_integer()) hi = range["max_val"].get<int64_t>();
+    out[sym] = {lo, hi};
+  }
+  return out;
+}
+
+}  // namespace
+
+// What reading the program shares: each value's slot by name and the step that last reads it, the
+// archive's weights by their stored names, and the part being read, which every error line names.
+struct ExportProgram::Builder {
   std::string path;
-  bool float64 = false;  // Precision::Float64: floating dtype arguments promoted
+  bool float64 = false;  // Precision::Float64: floating weights and dtype arguments promoted
   c10::Device device{c10::kCPU};
   std::optional<c10::Device> archive_device;
+  std::unordered_map<std::string, at::Tensor> archive_weights;       // "param/fc.weight" -> its tensor
+  std::unordered_map<const c10::TensorImpl*, at::Tensor> on_device;  // each archive tensor, moved once
   std::unordered_map<std::string, int> slots;
   std::vector<int> last_read;  // per slot: the step that last reads it (-1: none)
   size_t slot_count = 0;
@@ -279,91 +410,77 @@ struct Builder {
       r.slot = read(t.at("name").get<std::string>(), step);
       return r;
     }
-    if (key == "as_tensors" || key == "as_optional_tensors") {
-      if (kind != c10::TypeKind::ListType) mismatch();
-      const auto elem = type->expectRef<c10::ListType>().getElementType();
-      const bool opt_elem = elem->kind() == c10::TypeKind::OptionalType;
-      const auto base = opt_elem ? elem->expectRef<c10::OptionalType>().getElementType() : elem;
-      if (base->kind() != c10::TypeKind::TensorType || (key == "as_optional_tensors" && !opt_elem)) mismatch();
-      ArgRecipe r;
-      r.kind = opt_elem ? ArgRecipe::Kind::OptionalTensorList : ArgRecipe::Kind::TensorList;
-      if (!v.is_array()) mismatch();
-      for (const auto& e : v) {
-        const json& t = key == "as_tensors" ? e : (union_key(e) == "as_tensor" ? e["as_tensor"] : json());
-        r.slots.push_back(t.is_object() ? read(t.at("name").get<std::string>(), step) : -1);
-        r.constants.emplace_back();
-      }
-      return r;
-    }
-    if (key == "as_ints" || key == "as_sym_ints" || key == "as_floats" || key == "as_sym_floats" || key == "as_bools" ||
-        key == "as_sym_bools" || key == "as_strings") {
-      if (kind != c10::TypeKind::ListType || !v.is_array()) mismatch();
-      const auto ek = type->expectRef<c10::ListType>().getElementType()->kind();
-      ArgRecipe r;
-      const std::string ekey = key == "as_ints"         ? "as_int"
-                               : key == "as_floats"     ? "as_float"
-                               : key == "as_bools"      ? "as_bool"
-                               : key == "as_strings"    ? "as_string"
-                               : key == "as_sym_ints"   ? "as_sym_int"
-                               : key == "as_sym_floats" ? "as_sym_float"
-                                                        : "as_sym_bool";
-      if (ek == c10::TypeKind::IntType && (ekey == "as_int" || ekey == "as_sym_int"))
-        r.kind = ArgRecipe::Kind::IntList;
-      else if (ek == c10::TypeKind::FloatType && (ekey == "as_float" || ekey == "as_sym_float" || ekey == "as_int"))
-        r.kind = ArgRecipe::Kind::FloatList;
-      else if (ek == c10::TypeKind::BoolType && (ekey == "as_bool" || ekey == "as_sym_bool"))
-        r.kind = ArgRecipe::Kind::BoolList;
-      else if (ek == c10::TypeKind::StringType && ekey == "as_string") {
-        std::vector<std::string> s;
-        for (const auto& e : v) s.push_back(e.get<std::string>());
-        ArgRecipe c;
-        c.constant = c10::List<std::string>(s);
-        return c;
-      } else
-        mismatch();
-      for (const auto& e : v) {
-        ArgRecipe one = scalar(ekey, e, step);
-        r.slots.push_back(one.kind == ArgRecipe::Kind::Slot ? one.slot : -1);
-        r.constants.push_back(one.constant);
-      }
-      return r;
+    if (key == "as_tensors" || key == "as_optional_tensors" || key == "as_ints" || key == "as_sym_ints" ||
+        key == "as_floats" || key == "as_sym_floats" || key == "as_bools" || key == "as_sym_bools" ||
+        key == "as_strings") {
+      std::optional<ArgRecipe> r = key == "as_tensors" || key == "as_optional_tensors"
+                                       ? tensor_list(key, v, type, step)
+                                       : scalar_list(key, v, type, step);
+      if (!r) mismatch();
+      return std::move(*r);
     }
     // A scalar: check the schema takes it, then convert.
-    bool ok = false;
-    switch (kind) {
-      case c10::TypeKind::IntType:
-        ok = key == "as_int" || key == "as_sym_int" || key == "as_scalar_type" || key == "as_layout" ||
-             key == "as_memory_format";
-        break;
-      case c10::TypeKind::FloatType:
-        ok = key == "as_float" || key == "as_sym_float" || key == "as_int" || key == "as_sym_int";
-        break;
-      case c10::TypeKind::NumberType:
-        ok = key == "as_int" || key == "as_sym_int" || key == "as_float" || key == "as_sym_float" || key == "as_bool" ||
-             key == "as_sym_bool" || key == "as_complex";
-        break;
-      case c10::TypeKind::BoolType:
-        ok = key == "as_bool" || key == "as_sym_bool";
-        break;
-      case c10::TypeKind::StringType:
-        ok = key == "as_string";
-        break;
-      case c10::TypeKind::DeviceObjType:
-        ok = key == "as_device";
-        break;
-      case c10::TypeKind::ComplexType:
-        ok = key == "as_complex";
-        break;
-      default:
-        break;
-    }
-    if (!ok) mismatch();
+    if (!takes_scalar(kind, key)) mismatch();
     ArgRecipe r = scalar(key, v, step);
     if (kind == c10::TypeKind::FloatType) {
       if (r.kind == ArgRecipe::Kind::Slot)
         r.to_double = true;
       else if (r.constant.isInt())
         r.constant = static_cast<double>(r.constant.toInt());
+    }
+    return r;
+  }
+
+  // A list of tensors (`key` "as_tensors" or "as_optional_tensors"); none where the schema's `type`
+  // is not such a list.
+  std::optional<ArgRecipe> tensor_list(const std::string& key, const json& v, const c10::TypePtr& type, int step) {
+    if (type->kind() != c10::TypeKind::ListType) return std::nullopt;
+    const auto elem = type->expectRef<c10::ListType>().getElementType();
+    const bool opt_elem = elem->kind() == c10::TypeKind::OptionalType;
+    const auto base = opt_elem ? elem->expectRef<c10::OptionalType>().getElementType() : elem;
+    if (base->kind() != c10::TypeKind::TensorType || (key == "as_optional_tensors" && !opt_elem)) return std::nullopt;
+    ArgRecipe r;
+    r.kind = opt_elem ? ArgRecipe::Kind::OptionalTensorList : ArgRecipe::Kind::TensorList;
+    if (!v.is_array()) return std::nullopt;
+    for (const auto& e : v) {
+      const json& t = key == "as_tensors" ? e : (union_key(e) == "as_tensor" ? e["as_tensor"] : json());
+      r.slots.push_back(t.is_object() ? read(t.at("name").get<std::string>(), step) : -1);
+      r.constants.emplace_back();
+    }
+    return r;
+  }
+
+  // A list of scalars (`key` "as_ints", "as_sym_floats", ..., "as_strings"), each element a
+  // constant or a symbolic value; none where the schema's `type` is not such a list.
+  std::optional<ArgRecipe> scalar_list(const std::string& key, const json& v, const c10::TypePtr& type, int step) {
+    if (type->kind() != c10::TypeKind::ListType || !v.is_array()) return std::nullopt;
+    const auto ek = type->expectRef<c10::ListType>().getElementType()->kind();
+    ArgRecipe r;
+    const std::string ekey = key == "as_ints"         ? "as_int"
+                             : key == "as_floats"     ? "as_float"
+                             : key == "as_bools"      ? "as_bool"
+                             : key == "as_strings"    ? "as_string"
+                             : key == "as_sym_ints"   ? "as_sym_int"
+                             : key == "as_sym_floats" ? "as_sym_float"
+                                                      : "as_sym_bool";
+    if (ek == c10::TypeKind::IntType && (ekey == "as_int" || ekey == "as_sym_int"))
+      r.kind = ArgRecipe::Kind::IntList;
+    else if (ek == c10::TypeKind::FloatType && (ekey == "as_float" || ekey == "as_sym_float" || ekey == "as_int"))
+      r.kind = ArgRecipe::Kind::FloatList;
+    else if (ek == c10::TypeKind::BoolType && (ekey == "as_bool" || ekey == "as_sym_bool"))
+      r.kind = ArgRecipe::Kind::BoolList;
+    else if (ek == c10::TypeKind::StringType && ekey == "as_string") {
+      std::vector<std::string> s;
+      for (const auto& e : v) s.push_back(e.get<std::string>());
+      ArgRecipe c;
+      c.constant = c10::List<std::string>(s);
+      return c;
+    } else
+      return std::nullopt;
+    for (const auto& e : v) {
+      ArgRecipe one = scalar(ekey, e, step);
+      r.slots.push_back(one.kind == ArgRecipe::Kind::Slot ? one.slot : -1);
+      r.constants.push_back(one.constant);
     }
     return r;
   }
@@ -395,210 +512,251 @@ struct Builder {
     }
     return b;
   }
-};
 
-// The names a pytree node gives its children, from its serialized context, or none (positional):
-//   * a dict, an OrderedDict or a transformers ModelOutput: the keys, '["logits", "hidden_states"]';
-//   * a dataclass (torch.utils._pytree.register_dataclass): its fields, '[["logits", "aux"], ["none_field"]]';
-//   * a defaultdict: {"dict_context": [keys], ...};
-//   * a tuple, a list, a namedtuple (its context is its type's name): none.
-std::vector<std::string> child_keys(const json& spec, size_t children) {
-  json ctx;
-  const json& raw = spec.contains("context") ? spec["context"] : json();
-  if (raw.is_string()) {
-    try {
-      ctx = json::parse(raw.get<std::string>());
-    } catch (const std::exception&) {
-      return {};
-    }
-  } else {
-    ctx = raw;
-  }
-  if (ctx.is_object() && ctx.contains("dict_context")) ctx = ctx["dict_context"];
-  if (!ctx.is_array()) return {};
-  const auto is_scalar = [](const json& k) { return k.is_string() || k.is_number_integer() || k.is_boolean(); };
-  // A dataclass's [present fields, None fields] (a dict's keys are never lists).
-  const json* keys = ctx.size() == 2 && ctx[0].is_array() && ctx[1].is_array() ? &ctx[0] : &ctx;
-  if (keys->size() != children || !std::all_of(keys->begin(), keys->end(), is_scalar)) return {};
-  std::vector<std::string> out;
-  for (const auto& k : *keys) out.push_back(k.is_string() ? k.get<std::string>() : k.dump());
-  return out;
-}
-
-// The leaves of a pytree spec (torch.utils._pytree's JSON), with the names reports give them:
-// dict keys and dataclass fields by name, tuple and list items by position.
-void spec_leaves(const json& spec, const std::string& prefix, std::vector<std::string>& names, bool& keyed) {
-  // A spec without a type, or whose children are not a list, is a leaf: a damaged archive is named by
-  // the checks that follow, never a lookup of a key it lacks.
-  const json children = spec.is_object() ? spec.value("children_spec", json::array()) : json();
-  if (!spec.is_object() || !spec.contains("type") || spec["type"].is_null() || !children.is_array()) {
-    names.push_back(prefix);
-    return;
-  }
-  const std::vector<std::string> keys = child_keys(spec, children.size());
-  keyed |= !keys.empty();
-  for (size_t i = 0; i < children.size(); ++i) {
-    const std::string part = keys.empty() ? std::to_string(i) : keys[i];
-    spec_leaves(children[i], prefix.empty() ? part : prefix + "/" + part, names, keyed);
-  }
-}
-
-// The name of the value an argument of the serialized program refers to ({"as_tensor": {"name": N}},
-// a symbolic value {"as_sym_int": {"as_name": N}}, or a spec's bare {"name": N}); "" for a constant.
-std::string value_name(const json& arg) {
-  if (arg.is_object() && arg.contains("name") && arg["name"].is_string()) return arg["name"].get<std::string>();
-  const std::string key = union_key(arg);
-  const json& v = key.empty() ? arg : arg[key];
-  if (key == "as_tensor" && v.is_object() && v.contains("name") && v["name"].is_string())
-    return v["name"].get<std::string>();
-  if ((key == "as_sym_int" || key == "as_sym_float" || key == "as_sym_bool") && union_key(v) == "as_name" &&
-      v["as_name"].is_string())
-    return v["as_name"].get<std::string>();
-  return "";
-}
-
-// The graph's own outputs (graph.outputs), which the program does not read (it returns what the
-// signature names), checked as torch.export.load checks them: one per output spec, in order, each
-// the value its spec names, and that value defined. Python raises KeyError on an output that no
-// node defines; without this check such an archive ran, and the audit answered for a program that
-// Python cannot load.
-void check_graph_outputs(Builder& b, const json& graph, const json& output_specs) {
-  b.where = "the graph's outputs";
-  if (!graph.contains("outputs")) b.fail("are missing (graph.outputs)");
-  const json& outs = graph["outputs"];
-  if (!outs.is_array() || outs.size() != output_specs.size())
-    b.fail(fmt::format("are {}, but the signature has {} output specs",
+  // The graph's own outputs (graph.outputs), which the program does not read (it returns what the
+  // signature names), checked as torch.export.load checks them: one per output spec, in order, each
+  // the value its spec names, and that value defined. Python raises KeyError on an output that no
+  // node defines; without this check such an archive ran, and the audit answered for a program that
+  // Python cannot load.
+  void check_graph_outputs(const json& graph, const json& output_specs) {
+    where = "the graph's outputs";
+    if (!graph.contains("outputs")) fail("are missing (graph.outputs)");
+    const json& outs = graph["outputs"];
+    if (!outs.is_array() || outs.size() != output_specs.size())
+      fail(fmt::format("are {}, but the signature has {} output specs",
                        outs.is_array() ? std::to_string(outs.size()) : std::string("not a list"), output_specs.size()));
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const std::string name = value_name(outs[k]);
-    if (!name.empty() && !b.slots.count(name))
-      b.fail(fmt::format("output {} is value '{}', which no input or node defines", k + 1, excerpt(name)));
-    const json& spec = output_specs[k];
-    const std::string key = union_key(spec);
-    const std::string want = key.empty() || !spec[key].is_object() ? "" : value_name(spec[key].value("arg", json()));
-    if (name != want)
-      b.fail(fmt::format("output {} is {}, but the signature's output {} is {}", k + 1,
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const std::string name = value_name(outs[k]);
+      if (!name.empty() && !slots.count(name))
+        fail(fmt::format("output {} is value '{}', which no input or node defines", k + 1, excerpt(name)));
+      const json& spec = output_specs[k];
+      const std::string key = union_key(spec);
+      const std::string want = key.empty() || !spec[key].is_object() ? "" : value_name(spec[key].value("arg", json()));
+      if (name != want)
+        fail(fmt::format("output {} is {}, but the signature's output {} is {}", k + 1,
                          name.empty() ? "a constant" : fmt::format("value '{}'", excerpt(name)), k + 1,
                          want.empty() ? "a constant" : fmt::format("value '{}'", excerpt(want))));
+    }
   }
-}
 
-}  // namespace
+  // A user input (its spec's `arg`), with the sizes the graph declares for it in `values`.
+  ProgramInput user_input(const json& arg, const json& values) {
+    const std::string ak = union_key(arg);
+    ProgramInput in;
+    if (ak == "as_tensor") {
+      in.name = arg["as_tensor"].at("name").get<std::string>();
+      if (values.contains(in.name)) {
+        const json& meta = values[in.name];
+        if (!archive_device && meta.contains("device") && meta["device"].is_object()) {
+          try {
+            archive_device = c10::Device(meta["device"].value("type", std::string("cpu")));
+          } catch (const std::exception&) {
+            fail(fmt::format("input '{}' is on a device this torch does not know", excerpt(in.name)));
+          }
+        }
+        for (const auto& d : meta.value("sizes", json::array())) {
+          if (d.contains("as_int"))
+            in.dims.push_back(std::to_string(d["as_int"].get<int64_t>()));
+          else if (d.contains("as_expr"))
+            in.dims.push_back(d["as_expr"].value("expr_str", std::string("?")));
+          else
+            in.dims.push_back("?");
+        }
+      }
+    } else if (ak == "as_sym_int" || ak == "as_int" || ak == "as_float" || ak == "as_bool" || ak == "as_none" ||
+               ak == "as_string") {
+      in.tensor = false;
+      in.name = ak == "as_sym_int" && union_key(arg[ak]) == "as_name" ? arg[ak]["as_name"].get<std::string>() : "";
+    } else {
+      fail(fmt::format("a user input of kind {}, which the interpreter does not run", excerpt(ak)));
+    }
+    if (!in.name.empty()) in.slot = define(in.name);
+    return in;
+  }
 
-ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std::string, at::Tensor>>& weights,
-                             const std::string& path, const c10::Device& device, Precision precision) try
-    : path_(path) {
-  Builder b;
-  b.path = path;
-  b.float64 = precision == Precision::Float64;
-  b.device = device;
-  const json& gm = model.at("graph_module");
-  const json& graph = gm.at("graph");
-  const json& signature = gm.at("signature");
+  // A weight the signature names: a parameter, a buffer or a tensor constant (`key`), found among
+  // the archive's weights, checked against the shape the graph declares for it in `values`, and
+  // moved to the device.
+  struct Weight {
+    int slot = -1;
+    std::string stored;  // its name in the archive's data: "param/fc.weight"
+    std::string fqn;     // its name in the module: "fc.weight"
+    at::Tensor tensor;
+    bool grad = false;  // its placeholder requires grad
+  };
+  Weight weight(const std::string& key, const json& spec, const json& values) {
+    Weight w;
+    const std::string name = spec.at("arg").at("name").get<std::string>();
+    w.fqn = spec.at(key == "parameter" ? "parameter_name"
+                    : key == "buffer"  ? "buffer_name"
+                                       : "tensor_constant_name")
+                .get<std::string>();
+    at::Tensor t;
+    for (const char* prefix : {"param/", "buffer/", "constant/"}) {
+      const auto it = archive_weights.find(prefix + w.fqn);
+      if (it != archive_weights.end()) {
+        t = it->second;
+        w.stored = it->first;
+        break;
+      }
+    }
+    if (!t.defined()) fail(fmt::format("its {} '{}' is not in the archive's data", key, excerpt(w.fqn)));
+    if (values.contains(name)) {
+      const json& meta = values[name];
+      std::vector<int64_t> want;
+      bool known = true;
+      for (const auto& d : meta.value("sizes", json::array())) {
+        if (d.contains("as_int"))
+          want.push_back(d["as_int"].get<int64_t>());
+        else
+          known = false;
+      }
+      if (known && want != t.sizes().vec())
+        fail(fmt::format("{} '{}' has shape [{}] in its record, but the graph declares [{}]", key, excerpt(w.fqn),
+                         fmt::join(t.sizes(), ", "), fmt::join(want, ", ")));
+      w.grad = meta.value("requires_grad", false);
+    }
+    // One archive tensor under two names (tied weights) stays one storage on the device, as in Python.
+    auto moved = on_device.find(t.unsafeGetTensorImpl());
+    if (moved == on_device.end())
+      moved =
+          on_device
+              .emplace(t.unsafeGetTensorImpl(), float64 ? t.to(device, referee_dtype(t.scalar_type())) : t.to(device))
+              .first;
+    w.tensor = moved->second;
+    if (w.grad && at::isFloatingType(w.tensor.scalar_type())) w.tensor = w.tensor.detach().requires_grad_(true);
+    w.slot = define(name);
+    return w;
+  }
+
+  // The step of node `i` of the graph: symbolic-int arithmetic on host integers, or an op of the
+  // dispatcher with its arguments in the op's schema order.
+  ProgramStep node_step(const json& node, size_t i, int step) {
+    const std::string target = node.value("target", std::string());
+    const json& inputs = node.value("inputs", json::array());
+    const auto& sym = sym_arity();
+    ProgramStep st;
+    st.node = i;
+    if (sym.count(target)) {
+      if (target == "builtins.getattr") fail("is an attribute read, which the interpreter does not run");
+      st.sym = target;
+      for (const auto& in : inputs) {
+        const std::string k = union_key(in.at("arg"));
+        st.args.push_back(scalar(k, in["arg"][k], step));
+      }
+      if (static_cast<int>(st.args.size()) != sym.at(target))
+        fail(fmt::format("takes {} arguments, not {}", sym.at(target), st.args.size()));
+    } else if (target.rfind("torch.ops.", 0) == 0) {
+      st.op = find_op(target);
+      const c10::FunctionSchema& schema = st.op->schema();
+      st.args = arguments(schema, inputs, step);
+      const auto& outs = node.value("outputs", json::array());
+      const size_t returns = schema.returns().size();
+      if (outs.size() > returns && !(returns == 0 && outs.size() == 1 && union_key(outs[0]) == "as_none"))
+        fail(fmt::format("has {} outputs, but the op returns {}", outs.size(), returns));
+    } else {
+      fail("is not an op the interpreter runs (not a torch.ops op nor symbolic-int arithmetic)");
+    }
+    for (const auto& out : node.value("outputs", json::array())) st.outputs.push_back(output(out, step));
+    if (st.op && st.op->schema().returns().empty()) st.outputs.clear();
+    return st;
+  }
+
+  // The op a target names ("torch.ops.aten.linear.default"), as this torch's dispatcher has it.
+  c10::OperatorHandle find_op(const std::string& target) const {
+    const std::string rest = target.substr(10);
+    const size_t d1 = rest.find('.');
+    const size_t d2 = d1 == std::string::npos ? std::string::npos : rest.find('.', d1 + 1);
+    if (d1 == std::string::npos) fail("names no op");
+    const std::string ns = rest.substr(0, d1);
+    const std::string opname = rest.substr(d1 + 1, d2 == std::string::npos ? std::string::npos : d2 - d1 - 1);
+    std::string overload = d2 == std::string::npos ? "" : rest.substr(d2 + 1);
+    if (overload == "default") overload = "";
+    if (ns == "higher_order")
+      fail(
+          fmt::format("is the higher-order op {}, which the interpreter does not run (export the model without "
+                      "control flow, or use a TorchScript archive)",
+                      excerpt(opname)));
+    const auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + opname, overload});
+    if (!handle)
+      fail(ns == "aten" || ns == "prims"
+               ? std::string("names an op that this torch does not have")
+               : fmt::format("names the op {}::{}, which is not registered: load its library with --load-library",
+                             excerpt(ns), excerpt(opname)));
+    return *handle;
+  }
+
+  // A node's arguments (its `inputs`, by name) in the op's schema order: each one the node gives as
+  // the schema wants it, the schema's default for one it does not give.
+  std::vector<ArgRecipe> arguments(const c10::FunctionSchema& schema, const json& inputs, int step) {
+    std::unordered_map<std::string, const json*> given;
+    for (const auto& in : inputs) {
+      const std::string an = in.value("name", std::string());
+      if (!given.emplace(an, &in.at("arg")).second) fail(fmt::format("gives argument '{}' twice", excerpt(an)));
+    }
+    for (const auto& [an, unused] : given)
+      if (!schema.argumentIndexWithName(an))
+        fail(fmt::format("gives argument '{}', which the op's schema does not have ({})", excerpt(an),
+                         excerpt(toString(schema))));
+    std::vector<ArgRecipe> args;
+    for (const auto& a : schema.arguments()) {
+      const auto it = given.find(a.name());
+      if (it != given.end()) {
+        args.push_back(argument(*it->second, a.type(), a.name(), step));
+        given.erase(it);
+      } else if (a.default_value()) {
+        ArgRecipe r;
+        r.constant = *a.default_value();
+        args.push_back(std::move(r));
+      } else {
+        fail(fmt::format("misses argument '{}' of the op's schema ({})", a.name(),
+                         excerpt(fmt::format("{}", toString(schema)))));
+      }
+    }
+    if (!given.empty())
+      fail(fmt::format("gives argument '{}', which the op's schema does not have", excerpt(given.begin()->first)));
+    return args;
+  }
+
+  // A user output (its spec's `arg`): a value read after the last step (`end`), or a constant.
+  ProgramOutput user_output(const json& arg, int end) {
+    ProgramOutput o;
+    const std::string ak = union_key(arg);
+    if (ak == "as_tensor") {
+      o.slot = read(arg["as_tensor"].at("name").get<std::string>(), end);
+    } else if (ak == "as_sym_int" || ak == "as_sym_float" || ak == "as_sym_bool" || ak == "as_int" ||
+               ak == "as_float" || ak == "as_bool" || ak == "as_none" || ak == "as_string") {
+      ArgRecipe r = scalar(ak, arg[ak], end);
+      o.slot = r.kind == ArgRecipe::Kind::Slot ? r.slot : -1;
+      o.constant = r.constant;
+    } else {
+      fail(fmt::format("an output of kind {}, which the interpreter does not run", excerpt(ak)));
+    }
+    return o;
+  }
+};
+
+// The signature's input specs, in the graph's placeholder order: the user inputs, the weights, the
+// constant inputs.
+void ExportProgram::read_inputs(Builder& b, const json& specs, const json& graph) {
   const json& values = graph.value("tensor_values", json::object());
-
-  // Ranges of the dynamic dimensions.
-  const json ranges = model.value("range_constraints", json::object());
-  for (const auto& [sym, range] : ranges.items()) {
-    int64_t lo = 0, hi = std::numeric_limits<int64_t>::max();
-    if (range.contains("min_val") && range["min_val"].is_number_integer()) lo = range["min_val"].get<int64_t>();
-    if (range.contains("max_val") && range["max_val"].is_number_integer()) hi = range["max_val"].get<int64_t>();
-    ranges_[sym] = {lo, hi};
-  }
-
-  // Inputs: the signature's specs, in the graph's placeholder order.
-  std::unordered_map<std::string, at::Tensor> by_name;
-  for (const auto& [n, t] : weights) by_name.emplace(n, t);
-  std::unordered_map<const c10::TensorImpl*, at::Tensor> on_device;  // each archive tensor, moved once
-  const auto& specs = signature.at("input_specs");
   b.where = "the signature";
   for (const auto& spec : specs) {
     const std::string key = union_key(spec);
     const json& s = spec[key];
     if (key == "user_input") {
-      const json& arg = s.at("arg");
-      const std::string ak = union_key(arg);
-      ProgramInput in;
-      if (ak == "as_tensor") {
-        in.name = arg["as_tensor"].at("name").get<std::string>();
-        if (values.contains(in.name)) {
-          const json& meta = values[in.name];
-          if (!b.archive_device && meta.contains("device") && meta["device"].is_object()) {
-            try {
-              b.archive_device = c10::Device(meta["device"].value("type", std::string("cpu")));
-            } catch (const std::exception&) {
-              b.fail(fmt::format("input '{}' is on a device this torch does not know", excerpt(in.name)));
-            }
-          }
-          for (const auto& d : meta.value("sizes", json::array())) {
-            if (d.contains("as_int"))
-              in.dims.push_back(std::to_string(d["as_int"].get<int64_t>()));
-            else if (d.contains("as_expr"))
-              in.dims.push_back(d["as_expr"].value("expr_str", std::string("?")));
-            else
-              in.dims.push_back("?");
-          }
-        }
-      } else if (ak == "as_sym_int" || ak == "as_int" || ak == "as_float" || ak == "as_bool" || ak == "as_none" ||
-                 ak == "as_string") {
-        in.tensor = false;
-        in.name = ak == "as_sym_int" && union_key(arg[ak]) == "as_name" ? arg[ak]["as_name"].get<std::string>() : "";
-      } else {
-        b.fail(fmt::format("a user input of kind {}, which the interpreter does not run", excerpt(ak)));
-      }
+      ProgramInput in = b.user_input(s.at("arg"), values);
       input_names_.push_back(in.name.empty() ? "?" : in.name);
-      if (!in.name.empty()) in.slot = b.define(in.name);
       inputs_.push_back(std::move(in));
       continue;
     }
     if (key == "parameter" || key == "buffer" || key == "tensor_constant") {
-      const std::string name = s.at("arg").at("name").get<std::string>();
-      const std::string fqn = s.at(key == "parameter" ? "parameter_name"
-                                   : key == "buffer"  ? "buffer_name"
-                                                      : "tensor_constant_name")
-                                  .get<std::string>();
-      at::Tensor t;
-      std::string stored;
-      for (const char* prefix : {"param/", "buffer/", "constant/"}) {
-        const auto it = by_name.find(prefix + fqn);
-        if (it != by_name.end()) {
-          t = it->second;
-          stored = it->first;
-          break;
-        }
-      }
-      if (!t.defined()) b.fail(fmt::format("its {} '{}' is not in the archive's data", key, excerpt(fqn)));
-      bool grad = false;
-      if (values.contains(name)) {
-        const json& meta = values[name];
-        std::vector<int64_t> want;
-        bool known = true;
-        for (const auto& d : meta.value("sizes", json::array())) {
-          if (d.contains("as_int"))
-            want.push_back(d["as_int"].get<int64_t>());
-          else
-            known = false;
-        }
-        if (known && want != t.sizes().vec())
-          b.fail(fmt::format("{} '{}' has shape [{}] in its record, but the graph declares [{}]", key, excerpt(fqn),
-                             fmt::join(t.sizes(), ", "), fmt::join(want, ", ")));
-        grad = meta.value("requires_grad", false);
-      }
-      // One archive tensor under two names (tied weights) stays one storage on the device, as in Python.
-      auto moved = on_device.find(t.unsafeGetTensorImpl());
-      if (moved == on_device.end())
-        moved = on_device
-                    .emplace(t.unsafeGetTensorImpl(),
-                             b.float64 ? t.to(device, referee_dtype(t.scalar_type())) : t.to(device))
-                    .first;
-      at::Tensor v = moved->second;
-      if (grad && at::isFloatingType(v.scalar_type())) v = v.detach().requires_grad_(true);
-      const int slot = b.define(name);
-      fixed_.emplace_back(slot, v);
-      weights_.emplace_back(stored, v);
+      const Builder::Weight w = b.weight(key, s, values);
+      fixed_.emplace_back(w.slot, w.tensor);
+      weights_.emplace_back(w.stored, w.tensor);
       if (key == "parameter") {
-        params_.emplace_back(fqn, slot);
-        if (grad) inference_only_ = false;
+        params_.emplace_back(w.fqn, w.slot);
+        if (w.grad) inference_only_ = false;
       }
       continue;
     }
@@ -615,10 +773,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
   }
   if (graph.contains("inputs") && graph["inputs"].size() != specs.size())
     b.fail(fmt::format("the graph has {} inputs but its signature {}", graph["inputs"].size(), specs.size()));
+}
 
-  // The nodes.
-  const auto& nodes = graph.at("nodes");
-  const auto& sym = sym_arity();
+// The graph's nodes, one step each, in order.
+void ExportProgram::read_nodes(Builder& b, const json& nodes) {
   steps_.reserve(nodes.size());
   node_names_.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -627,108 +785,28 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
     const std::string name = node.value("name", std::string());
     node_names_.push_back(name);
     b.where = fmt::format("node {} ({})", excerpt(name.empty() ? std::to_string(i) : name), excerpt(target));
-    const int step = static_cast<int>(steps_.size());
-    ProgramStep st;
-    st.node = i;
-    const json& inputs = node.value("inputs", json::array());
-    if (sym.count(target)) {
-      if (target == "builtins.getattr") b.fail("is an attribute read, which the interpreter does not run");
-      st.sym = target;
-      for (const auto& in : inputs) {
-        const std::string k = union_key(in.at("arg"));
-        st.args.push_back(b.scalar(k, in["arg"][k], step));
-      }
-      if (static_cast<int>(st.args.size()) != sym.at(target))
-        b.fail(fmt::format("takes {} arguments, not {}", sym.at(target), st.args.size()));
-    } else if (target.rfind("torch.ops.", 0) == 0) {
-      const std::string rest = target.substr(10);
-      const size_t d1 = rest.find('.');
-      const size_t d2 = d1 == std::string::npos ? std::string::npos : rest.find('.', d1 + 1);
-      if (d1 == std::string::npos) b.fail("names no op");
-      const std::string ns = rest.substr(0, d1);
-      const std::string opname = rest.substr(d1 + 1, d2 == std::string::npos ? std::string::npos : d2 - d1 - 1);
-      std::string overload = d2 == std::string::npos ? "" : rest.substr(d2 + 1);
-      if (overload == "default") overload = "";
-      if (ns == "higher_order")
-        b.fail(
-            fmt::format("is the higher-order op {}, which the interpreter does not run (export the model without "
-                        "control flow, or use a TorchScript archive)",
-                        excerpt(opname)));
-      const auto handle = c10::Dispatcher::singleton().findSchema({ns + "::" + opname, overload});
-      if (!handle)
-        b.fail(ns == "aten" || ns == "prims"
-                   ? std::string("names an op that this torch does not have")
-                   : fmt::format("names the op {}::{}, which is not registered: load its library with --load-library",
-                                 excerpt(ns), excerpt(opname)));
-      st.op = *handle;
-      const c10::FunctionSchema& schema = handle->schema();
-      std::unordered_map<std::string, const json*> given;
-      for (const auto& in : inputs) {
-        const std::string an = in.value("name", std::string());
-        if (!given.emplace(an, &in.at("arg")).second) b.fail(fmt::format("gives argument '{}' twice", excerpt(an)));
-      }
-      for (const auto& [an, unused] : given)
-        if (!schema.argumentIndexWithName(an))
-          b.fail(fmt::format("gives argument '{}', which the op's schema does not have ({})", excerpt(an),
-                             excerpt(toString(schema))));
-      for (const auto& a : schema.arguments()) {
-        const auto it = given.find(a.name());
-        if (it != given.end()) {
-          st.args.push_back(b.argument(*it->second, a.type(), a.name(), step));
-          given.erase(it);
-        } else if (a.default_value()) {
-          ArgRecipe r;
-          r.constant = *a.default_value();
-          st.args.push_back(std::move(r));
-        } else {
-          b.fail(fmt::format("misses argument '{}' of the op's schema ({})", a.name(),
-                             excerpt(fmt::format("{}", toString(schema)))));
-        }
-      }
-      if (!given.empty())
-        b.fail(fmt::format("gives argument '{}', which the op's schema does not have", excerpt(given.begin()->first)));
-      const auto& outs = node.value("outputs", json::array());
-      const size_t returns = schema.returns().size();
-      if (outs.size() > returns && !(returns == 0 && outs.size() == 1 && union_key(outs[0]) == "as_none"))
-        b.fail(fmt::format("has {} outputs, but the op returns {}", outs.size(), returns));
-    } else {
-      b.fail("is not an op the interpreter runs (not a torch.ops op nor symbolic-int arithmetic)");
-    }
-    for (const auto& out : node.value("outputs", json::array())) st.outputs.push_back(b.output(out, step));
-    if (st.op && st.op->schema().returns().empty()) st.outputs.clear();
-    steps_.push_back(std::move(st));
+    steps_.push_back(b.node_step(node, i, static_cast<int>(steps_.size())));
   }
+}
 
-  // Outputs, and the mutations written back.
+// The signature's output specs: the user outputs (returned, in order), and the buffers, parameters
+// and user inputs that each call writes back.
+std::vector<ProgramOutput> ExportProgram::read_outputs(Builder& b, const json& signature) {
   b.where = "the signature's outputs";
-  const auto& outs = signature.at("output_specs");
   const int end = static_cast<int>(steps_.size());
   std::vector<ProgramOutput> user;
   std::unordered_map<std::string, int> input_index;
   for (size_t k = 0; k < inputs_.size(); ++k) input_index[inputs_[k].name] = static_cast<int>(k);
-  for (const auto& spec : outs) {
+  for (const auto& spec : signature.at("output_specs")) {
     const std::string key = union_key(spec);
     const json& s = spec[key];
     if (key == "user_output") {
-      ProgramOutput o;
-      const json& arg = s.at("arg");
-      const std::string ak = union_key(arg);
-      if (ak == "as_tensor") {
-        o.slot = b.read(arg["as_tensor"].at("name").get<std::string>(), end);
-      } else if (ak == "as_sym_int" || ak == "as_sym_float" || ak == "as_sym_bool" || ak == "as_int" ||
-                 ak == "as_float" || ak == "as_bool" || ak == "as_none" || ak == "as_string") {
-        ArgRecipe r = b.scalar(ak, arg[ak], end);
-        o.slot = r.kind == ArgRecipe::Kind::Slot ? r.slot : -1;
-        o.constant = r.constant;
-      } else {
-        b.fail(fmt::format("an output of kind {}, which the interpreter does not run", excerpt(ak)));
-      }
-      user.push_back(std::move(o));
+      user.push_back(b.user_output(s.at("arg"), end));
     } else if (key == "buffer_mutation" || key == "parameter_mutation") {
       const int from = b.read(s.at("arg").at("name").get<std::string>(), end);
       const std::string fqn = s.at(key == "buffer_mutation" ? "buffer_name" : "parameter_name").get<std::string>();
       int to = -1;
-      for (const auto& spec_in : specs) {
+      for (const auto& spec_in : signature.at("input_specs")) {
         const std::string ik = union_key(spec_in);
         if ((ik == "buffer" && spec_in[ik].value("buffer_name", std::string()) == fqn) ||
             (ik == "parameter" && spec_in[ik].value("parameter_name", std::string()) == fqn))
@@ -747,14 +825,17 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
       b.fail(fmt::format("an output of kind {}, which the interpreter does not run", excerpt(key)));
     }
   }
+  return user;
+}
 
-  check_graph_outputs(b, graph, outs);
-
-  // The output tree: its leaves' names.
+// The output tree (the root module's out_spec in the module call graph): its leaves name the user
+// outputs, by key where the tree is a dict or a dataclass. A tree with another number of leaves
+// leaves them positional.
+void ExportProgram::name_outputs(const json& graph_module, std::vector<ProgramOutput> user) {
   std::vector<std::string> leaf_names;
   bool keyed = false;
   single_output_ = false;
-  for (const auto& entry : gm.value("module_call_graph", json::array())) {
+  for (const auto& entry : graph_module.value("module_call_graph", json::array())) {
     if (entry.value("fqn", std::string("?")) != "" || !entry.contains("signature") || entry["signature"].is_null())
       continue;
     try {
@@ -772,8 +853,11 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
     single_output_ = user.size() == 1;
   }
   outputs_ = std::move(user);
+}
 
-  // Each value is dropped after the step that last reads it (outputs, weights and inputs are kept).
+// Each value is dropped after the step that last reads it (outputs, weights and inputs are kept).
+void ExportProgram::plan_releases(const Builder& b) {
+  const int end = static_cast<int>(steps_.size());
   std::vector<bool> kept(b.slot_count, false);
   for (const auto& [slot, v] : fixed_) kept[static_cast<size_t>(slot)] = true;
   for (const auto& in : inputs_)
@@ -782,6 +866,26 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
     if (!kept[s] && b.last_read[s] >= 0 && b.last_read[s] < end)
       steps_[static_cast<size_t>(b.last_read[s])].release.push_back(static_cast<int>(s));
   slot_count_ = b.slot_count;
+}
+
+ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std::string, at::Tensor>>& weights,
+                             const std::string& path, const c10::Device& device, Precision precision) try
+    : path_(path) {
+  Builder b;
+  b.path = path;
+  b.float64 = precision == Precision::Float64;
+  b.device = device;
+  for (const auto& [n, t] : weights) b.archive_weights.emplace(n, t);
+  const json& gm = model.at("graph_module");
+  const json& graph = gm.at("graph");
+  const json& signature = gm.at("signature");
+  ranges_ = dimension_ranges(model);
+  read_inputs(b, signature.at("input_specs"), graph);
+  read_nodes(b, graph.at("nodes"));
+  std::vector<ProgramOutput> user = read_outputs(b, signature);
+  b.check_graph_outputs(graph, signature.at("output_specs"));
+  name_outputs(gm, std::move(user));
+  plan_releases(b);
 } catch (const TrialInputError&) {
   throw;
 } catch (const std::exception& e) {  // a field missing or of the wrong JSON type

@@ -117,6 +117,15 @@ class ExportProgram {
   std::vector<std::pair<std::string, at::Tensor>> weights() const { return weights_; }
 
  private:
+  // Reading the program: the state the parts share, and the parts, by what each reads (the
+  // constructor calls them in this order; export_program.cpp opens with how).
+  struct Builder;
+  void read_inputs(Builder& b, const nlohmann::json& input_specs, const nlohmann::json& graph);
+  void read_nodes(Builder& b, const nlohmann::json& nodes);
+  std::vector<ProgramOutput> read_outputs(Builder& b, const nlohmann::json& signature);
+  void name_outputs(const nlohmann::json& graph_module, std::vector<ProgramOutput> user);
+  void plan_releases(const Builder& b);
+
   void bind_inputs(const std::vector<c10::IValue>& args, std::vector<c10::IValue>& values) const;
   c10::IValue sym_op(const ProgramStep& step, std::vector<c10::IValue>& values) const;
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The worker's side of `exec`'s artifacts (`__artifacts REQUEST RESULT`; the protocol is in
-// audit/trial/worker.h): what each file holds, entry by entry, and how two versions of an entry
+// audit/trial/worker_protocol.h): what each file holds, entry by entry, and how two versions of an entry
 // differ, with the readers `diff` uses (worker/tensor_io/tensor_file.h: torch.save through the
 // checked pickle reader, safetensors, TorchScript archives). Nothing here runs code from a file.
 // Torch-free header.
 #pragma once
 
-#include "audit/trial/worker.h"
+#include "audit/trial/worker_protocol.h"
 
 namespace ra {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The files divergence statistics read (`__stats`, audit/trial/worker.h): a trial's dump in the
+// The files divergence statistics read (`__stats`, audit/trial/worker_protocol.h): a trial's dump in the
 // scratch folder, or a kept file (a baseline's --baseline-tensors file, a shard's), each a pickled
 // Dict[str, Tensor] as the trial recorder writes it (worker/runtime/child_support.h).
 //

@@ -369,7 +369,10 @@ class Machine {
 
   // ---- the opcodes ------------------------------------------------------------------------------
 
+  // One opcode: a constant pushed, a container built or filled, or one that works the machine
+  // (framing, marks, the memo, globals, calls, persistent ids).
   void step(uint8_t op) {
+    if (push_constant(op) || build_container(op)) return;
     switch (op) {
       case 0x80:
         byte();
@@ -390,6 +393,60 @@ class Machine {
       case '2':
         push(Obj(top()));
         break;  // DUP
+      case 'q':
+        memo_put(uint_le(1));
+        break;  // BINPUT
+      case 'r':
+        memo_put(uint_le(4));
+        break;  // LONG_BINPUT
+      case 0x94:
+        memo_put(memo_.size());
+        break;  // MEMOIZE
+      case 'h':
+        memo_get(uint_le(1));
+        break;  // BINGET
+      case 'j':
+        memo_get(uint_le(4));
+        break;  // LONG_BINGET
+      case 'R':
+      case 0x81: {  // REDUCE, NEWOBJ
+        const Obj args = pop();
+        const Obj callable = pop();
+        push(call(callable, args));
+        break;
+      }
+      case 'c': {  // GLOBAL
+        std::string module = line();
+        push(named(Obj::Kind::Global, module + "." + line()));
+        break;
+      }
+      case 0x93: {  // STACK_GLOBAL
+        const Obj name = pop(), module = pop();
+        if (!is_string(module) || !is_string(name)) bad("a global is not named by strings");
+        push(named(Obj::Kind::Global, module.value.toStringRef() + "." + name.value.toStringRef()));
+        break;
+      }
+      case 'b': {  // BUILD: an OrderedDict's or a tensor's attributes
+        pop();
+        const Obj& target = top();
+        if (target.kind == Obj::Kind::Opaque || target.kind == Obj::Kind::Invalid) break;  // an error where used
+        if (node_of(target, Node::Kind::Dict) == nullptr &&
+            !(target.kind == Obj::Kind::Value && target.value.isTensor()))
+          bad("attributes are set on something that is neither a dict nor a tensor");
+        break;
+      }
+      case 'Q':
+        push(persistent(pop()));
+        break;  // BINPERSID
+      default:
+        bad(fmt::format("unsupported pickle opcode 0x{:02x}", op));
+    }
+  }
+
+  // An opcode that pushes a constant (None, a bool, an int, a float, a string or bytes): pushes it.
+  // False for any other opcode.
+  bool push_constant(uint8_t op) {
+    switch (op) {
       case 'N':
         push(leaf(c10::IValue()));
         break;
@@ -442,6 +499,16 @@ class Machine {
       case 0x8e:
         push(leaf(bytes(uint_le(8))));
         break;  // BINBYTES8
+      default:
+        return false;
+    }
+    return true;
+  }
+
+  // An opcode that makes a tuple, a list or a dict, or adds items to one: does it. False for any
+  // other opcode.
+  bool build_container(uint8_t op) {
+    switch (op) {
       case ')':
         push(make_node(Node::Kind::Tuple));
         break;
@@ -498,54 +565,10 @@ class Machine {
         add_items(Node::Kind::Dict, items);
         break;
       }
-      case 'c': {  // GLOBAL
-        std::string module = line();
-        push(named(Obj::Kind::Global, module + "." + line()));
-        break;
-      }
-      case 0x93: {  // STACK_GLOBAL
-        const Obj name = pop(), module = pop();
-        if (!is_string(module) || !is_string(name)) bad("a global is not named by strings");
-        push(named(Obj::Kind::Global, module.value.toStringRef() + "." + name.value.toStringRef()));
-        break;
-      }
-      case 'q':
-        memo_put(uint_le(1));
-        break;  // BINPUT
-      case 'r':
-        memo_put(uint_le(4));
-        break;  // LONG_BINPUT
-      case 0x94:
-        memo_put(memo_.size());
-        break;  // MEMOIZE
-      case 'h':
-        memo_get(uint_le(1));
-        break;  // BINGET
-      case 'j':
-        memo_get(uint_le(4));
-        break;  // LONG_BINGET
-      case 'R':
-      case 0x81: {  // REDUCE, NEWOBJ
-        const Obj args = pop();
-        const Obj callable = pop();
-        push(call(callable, args));
-        break;
-      }
-      case 'b': {  // BUILD: an OrderedDict's or a tensor's attributes
-        pop();
-        const Obj& target = top();
-        if (target.kind == Obj::Kind::Opaque || target.kind == Obj::Kind::Invalid) break;  // an error where used
-        if (node_of(target, Node::Kind::Dict) == nullptr &&
-            !(target.kind == Obj::Kind::Value && target.value.isTensor()))
-          bad("attributes are set on something that is neither a dict nor a tensor");
-        break;
-      }
-      case 'Q':
-        push(persistent(pop()));
-        break;  // BINPERSID
       default:
-        bad(fmt::format("unsupported pickle opcode 0x{:02x}", op));
+        return false;
     }
+    return true;
   }
 
   // ---- the checked tree -------------------------------------------------------------------------

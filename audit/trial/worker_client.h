@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The worker's services to the front. The front (repro-audit) never links LibTorch; whatever
+// The front's client of the worker's services. The front (repro-audit) never links LibTorch; whatever
 // needs it runs in the worker executable (repro-audit-worker), started like any trial child: its
 // own process and process group, a log file, a timeout. Besides trials, the front asks it for:
 //   * divergence statistics of tensors whose digests differ (`__stats REQUEST RESULT`): the
@@ -10,11 +10,14 @@
 //     TorchScript file's entries, read once per distinct version (worker/tensor_io/artifact_read.h);
 //   * the self-test's in-process checks and traced models (`__selftest`, worker/child/selftest_child.h).
 // A service that fails turns into the error the worker printed, with its exit code (2 usage,
-// 3 input), so that the user reads the same line as before the split.
+// 3 input), so that the user reads the same line as before the split. The files both sides read
+// and write are audit/trial/worker_protocol.h, which the worker includes instead of this header:
+// the worker links none of this client (ctest `worker_tower`).
 #pragma once
 
 #include "audit/common/files.h"
 #include "audit/trial/analysis.h"
+#include "audit/trial/worker_protocol.h"
 #include "reports/core_model.h"
 
 #include <map>
@@ -50,26 +53,12 @@ void check_worker_loaded(const ChildOutcome& out);
 // A stop signal the front receives goes on to the worker (whose own handlers end it: exit 130); the
 // worker dies with the front (PR_SET_PDEATHSIG). Returns the worker's exit code (128 + N for a signal).
 int run_forwarded(const std::vector<std::string>& argv);
-inline constexpr const char* kForwardedStderr = "REPRO_AUDIT_STDERR_FD";
-// The worker's side, first thing in main(): stderr back from the pipe to the front's, when forwarded.
-void take_back_forwarded_stderr();
 
 // Runs `repro-audit-worker ARGS...` (tagged `tag` in the scratch folder) and waits for it. On a
 // nonzero exit, throws the worker's own one-line error as UsageError, InputError or (a crash or a
 // timeout) Error(Incomplete).
 void run_worker_service(const ScratchDir& scratch, const std::string& tag, const std::vector<std::string>& args,
                         double timeout_s);
-
-struct StatsRequest {
-  std::string dump_a;
-  std::string dump_b;
-  std::vector<std::string> names;
-  std::optional<report::Tolerance> tolerance;  // --atol/--rtol; nullopt: each dtype's default
-  // For a kept file (a baseline's --baseline-tensors file), the tensors its baseline declares: what
-  // the worker reads from it is bounded by them (worker/tensor_io/kept_read.h); empty for a trial's dump.
-  std::vector<report::TensorDigest> declared_a, declared_b;
-};
-using StatsAnswer = std::map<std::string, report::DivergenceStats>;
 
 // Divergence statistics for each request, in one worker. A request the worker could not answer
 // (the worker failed, a dump is unreadable) gets a note per name, never an exception.
@@ -105,47 +94,6 @@ class BatchedDiff {
   std::vector<StatsAnswer> answers_;
 };
 
-// `__artifacts REQUEST RESULT` (audit/exec/exec_audit.h, worker/tensor_io/artifact_read.h): what
-// `exec`'s artifact files hold, entry by entry, and how two versions of entries differ.
-// One artifact file to read: its entries' digests, named "NAME:ENTRY" ("ckpt.pt:model/fc.weight";
-// a file holding one bare tensor gives "NAME").
-struct ArtifactRead {
-  std::string path;
-  std::string name;
-};
-// What a file held: its kind ("torch.save", "safetensors", "torchscript"), the entries, or, when
-// it could not be read as its kind, kind "bytes" and a note saying why (the front then compares
-// it by bytes).
-struct ArtifactContents {
-  std::string kind;
-  std::string note;
-  std::vector<report::TensorDigest> entries;
-};
-// Two versions of one artifact, and the entries whose statistics are wanted (full names).
-struct ArtifactCompare {
-  std::string path_a, path_b, name;
-  std::vector<std::string> entries;
-};
-struct ArtifactRequest {
-  std::vector<ArtifactRead> reads;
-  std::vector<ArtifactCompare> compares;
-  std::optional<report::Tolerance> tolerance;
-};
-struct ArtifactAnswer {
-  std::vector<ArtifactContents> reads;                                   // in request order
-  std::vector<std::map<std::string, report::DivergenceStats>> compares;  // likewise; a note where there are no numbers
-};
-
-nlohmann::json to_json(const ArtifactRequest& r);
-ArtifactRequest artifact_request_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const ArtifactAnswer& a);
-ArtifactAnswer artifact_answer_from_json(const nlohmann::json& j);
-
-// Request and answer files of `__stats` (the worker side reads and writes the same format).
-nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests);
-std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j);
-nlohmann::json stats_answers_to_json(const std::vector<StatsAnswer>& answers);
-std::vector<StatsAnswer> stats_answers_from_json(const nlohmann::json& j);
 // The answer of one `__artifacts` worker; a worker that fails is an Error (its one line).
 ArtifactAnswer worker_artifacts(const ScratchDir& scratch, const ArtifactRequest& request, double timeout_s);
 

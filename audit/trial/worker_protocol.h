@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the front and the worker say to each other besides a trial (audit/trial/trial_spec.h): the
+// request and answer files of the worker's services `__stats` and `__artifacts`, and how a
+// forwarded command's worker takes back the front's stderr. Both sides include this header: the
+// front's client (audit/trial/worker_client.h) writes the requests and reads the answers, the worker
+// (worker/services/) reads the requests and writes the answers, and neither includes the other's
+// side, so that the worker links nothing of the client (the `layout` and `worker_tower` tests).
+#pragma once
+
+#include "reports/core_model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ra {
+
+// `__stats REQUEST RESULT`: divergence statistics of the named tensors of two dumps, one answer per
+// request, computed where torch is (worker/tensor_io/kept_read.h reads the files).
+struct StatsRequest {
+  std::string dump_a;
+  std::string dump_b;
+  std::vector<std::string> names;
+  std::optional<report::Tolerance> tolerance;  // --atol/--rtol; nullopt: each dtype's default
+  // For a kept file (a baseline's --baseline-tensors file), the tensors its baseline declares: what
+  // the worker reads from it is bounded by them (worker/tensor_io/kept_read.h); empty for a trial's dump.
+  std::vector<report::TensorDigest> declared_a, declared_b;
+};
+using StatsAnswer = std::map<std::string, report::DivergenceStats>;
+
+// Request and answer files of `__stats` (the worker side reads and writes the same format).
+nlohmann::json stats_requests_to_json(const std::vector<StatsRequest>& requests);
+std::vector<StatsRequest> stats_requests_from_json(const nlohmann::json& j);
+nlohmann::json stats_answers_to_json(const std::vector<StatsAnswer>& answers);
+std::vector<StatsAnswer> stats_answers_from_json(const nlohmann::json& j);
+
+// `__artifacts REQUEST RESULT` (audit/exec/exec_audit.h, worker/tensor_io/artifact_read.h): what
+// `exec`'s artifact files hold, entry by entry, and how two versions of entries differ.
+// One artifact file to read: its entries' digests, named "NAME:ENTRY" ("ckpt.pt:model/fc.weight";
+// a file holding one bare tensor gives "NAME").
+struct ArtifactRead {
+  std::string path;
+  std::string name;
+};
+// What a file held: its kind ("torch.save", "safetensors", "torchscript"), the entries, or, when
+// it could not be read as its kind, kind "bytes" and a note saying why (the front then compares
+// it by bytes).
+struct ArtifactContents {
+  std::string kind;
+  std::string note;
+  std::vector<report::TensorDigest> entries;
+};
+// Two versions of one artifact, and the entries whose statistics are wanted (full names).
+struct ArtifactCompare {
+  std::string path_a, path_b, name;
+  std::vector<std::string> entries;
+};
+struct ArtifactRequest {
+  std::vector<ArtifactRead> reads;
+  std::vector<ArtifactCompare> compares;
+  std::optional<report::Tolerance> tolerance;
+};
+struct ArtifactAnswer {
+  std::vector<ArtifactContents> reads;                                   // in request order
+  std::vector<std::map<std::string, report::DivergenceStats>> compares;  // likewise; a note where there are no numbers
+};
+
+nlohmann::json to_json(const ArtifactRequest& r);
+ArtifactRequest artifact_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const ArtifactAnswer& a);
+ArtifactAnswer artifact_answer_from_json(const nlohmann::json& j);
+
+// `env`, `lint` and `diff` forwarded (run_forwarded, audit/trial/worker_client.h): the front names in
+// this variable the descriptor of its own stderr, which the worker takes back once main() runs.
+inline constexpr const char* kForwardedStderr = "REPRO_AUDIT_STDERR_FD";
+// The worker's side, first thing in main(): stderr back from the pipe to the front's, when forwarded.
+void take_back_forwarded_stderr();
+
+}  // namespace ra
