@@ -20,7 +20,9 @@ json dependence_json(const ConfigDependence& d) {
                       {"trace", c.trace ? trace_json(*c.trace) : json(nullptr)},
                       {"note", c.note}});
   }
-  return {{"groups", d.groups}, {"differing_tensors", findings_json(d.differing)}, {"causes", causes}};
+  json j = {{"groups", d.groups}, {"differing_tensors", findings_json(d.differing)}, {"causes", causes}};
+  if (d.referee) j["referee"] = class_summary_json(*d.referee);
+  return j;
 }
 
 ConfigDependence read_dependence(const Node& d) {
@@ -40,6 +42,7 @@ ConfigDependence read_dependence(const Node& d) {
       cause.note = c.at("note").str();
       return cause;
     });
+  if (d.has("referee")) dep.referee = read_class_summary(d.at("referee"));
   return dep;
 }
 
@@ -119,6 +122,7 @@ json config_json(const ConfigResult& c) {
   j["tolerated"] = c.tolerated;
   if (!c.stopped_by.empty()) j["stopped_by"] = c.stopped_by;
   if (c.warm_up) j["warm_up"] = warm_up_json(*c.warm_up);
+  if (c.referee) j["referee"] = config_referee_json(*c.referee);
   return j;
 }
 
@@ -137,6 +141,7 @@ ConfigResult read_config(const Node& n) {
   if (n.has("tolerated")) c.tolerated = n.at("tolerated").boolean();
   if (n.has("stopped_by")) c.stopped_by = n.at("stopped_by").str();
   if (n.has("warm_up")) c.warm_up = read_warm_up(n.at("warm_up"));
+  if (n.has("referee")) c.referee = read_config_referee(n.at("referee"));
   if (const Node a = n.at("allowed_by"); !a.null()) c.allowed_by = read_allowed_by(a);
   return c;
 }
@@ -203,6 +208,7 @@ json target_json(const Target& t) {
   if (t.probe) target["probe"] = probe_json(*t.probe);
   if (t.replay) target["replay"] = replay_json(*t.replay);
   if (t.exec) target["exec"] = exec_json(*t.exec);
+  if (t.referee) target["referee"] = referee_json(*t.referee);
   return target;
 }
 
@@ -217,6 +223,7 @@ Target read_target(const Node& n) {
   if (n.has("probe")) t.probe = read_probe(n.at("probe"));
   if (n.has("replay")) t.replay = read_replay(n.at("replay"));
   if (n.has("exec")) t.exec = read_exec(n.at("exec"));
+  if (n.has("referee")) t.referee = read_referee(n.at("referee"));
   if (t.exec)  // exec reports written before `compared` was recorded: counted from their digests
     for (auto& c : t.configs)
       if (!c.compared) c.compared = compared_from_digests(*t.exec, c.reference);

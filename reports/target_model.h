@@ -71,6 +71,9 @@ struct ConfigResult {
   // "confidence", "max-repeats"; see AutoRepeats); "" for a fixed number of repeats.
   std::string stopped_by;
   std::optional<WarmUp> warm_up;  // `run --calls K`, K >= 2 only
+  // The float64 referee (reports/referee_model.h): the reference repeat's errors against it, and a
+  // diverged configuration's classes; nullopt with --referee off.
+  std::optional<ConfigReferee> referee;
 };
 
 // A switch whose effective value differs between two configurations.
@@ -98,6 +101,7 @@ struct ConfigDependence {
   std::vector<std::vector<std::string>> groups;  // configurations with identical results, in order
   std::vector<TensorFinding> differing;          // first group vs second group
   std::vector<ConfigCause> causes;               // `run --trace`: one per group after the first
+  std::optional<ClassSummary> referee;           // the classes of `differing` against the float64 referee
 };
 
 struct Target {
@@ -136,6 +140,7 @@ struct Target {
   std::optional<ProbeFacts> probe;  // kind "probe" only
   std::optional<Replay> replay;     // `run --replay` only
   std::optional<ExecFacts> exec;    // kind "command" (`exec`) only
+  std::optional<Referee> referee;   // `run`: where the float64 referee ran, or why not (none with --referee off)
   Verdict verdict = Verdict::Reproducible;
 };
 

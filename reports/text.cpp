@@ -439,6 +439,7 @@ std::string targets_text(const Report& r, const TargetsBody& body) {
                          outputs.size() > kShown ? fmt::format(" and {} more", outputs.size() - kShown) : "");
     }
     for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
+    if (t.referee && !t.referee->ran) out += fmt::format("  note: {}\n", ln(referee_note_line(*t.referee)));
     if (t.package.size() == 1 && t.package.count("runtime")) {  // a torch.export archive's runtime
       out += fmt::format("  runtime: {}\n", ln(t.package.at("runtime")));
     } else if (!t.package.empty()) {
@@ -480,6 +481,7 @@ std::string targets_text(const Report& r, const TargetsBody& body) {
       if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
       if (c.verdict == Verdict::Diverged) unfinished_line(out, c);
       findings(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
+      for (const auto& line : config_referee_lines(t.referee, c.referee)) out += fmt::format("    {}\n", ln(line));
       if (c.trace) trace_lines(out, c, 5);
       if (c.warm_up)
         for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("    {}\n", ln(line));
@@ -509,6 +511,7 @@ std::string targets_text(const Report& r, const TargetsBody& body) {
           fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
                       fmt::join(groups, " and "));
       findings(out, t.dependence->differing, 5);
+      if (t.dependence->referee) out += fmt::format("    {}\n", ln(class_summary_line(*t.dependence->referee)));
       for (const auto& cause : t.dependence->causes) out += fmt::format("    {}\n", config_cause_text(cause));
     }
     if (t.replay) replay_lines(out, *t.replay);
