@@ -5,6 +5,10 @@
 // ESC[K) and ends with a newline when the batch is done; otherwise it goes to the debug log only,
 // and the "still running" lines nowhere. A log record written while the line is open first erases
 // it (log.cpp), so that no record starts in the middle of a progress line.
+//
+// Whoever plans the work owns the line and sets its total; the runner that runs the children
+// numbers, ticks and reports them (audit/trial/runner.h: ChildProgress; the rounds of `run`,
+// `probes` and `exec` in audit/skeleton/rounds.h). The work never counts itself.
 #pragma once
 
 #include <chrono>
@@ -35,6 +39,7 @@ class Progress {
   void add(size_t more) { total_ += more; }  // work found on the way (a retry after a crash)
   size_t finished() const { return done_; }
   size_t total() const { return total_; }
+  bool terminal() const { return terminal_; }  // drawn on the terminal, else logged
 
  private:
   std::string eta() const;

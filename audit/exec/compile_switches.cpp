@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 namespace ra::exec {
@@ -83,6 +84,40 @@ void add_or_merge(std::vector<report::ChecklistItem>& out, const char* id, const
   out.push_back(std::move(item));
 }
 
+using Environment = std::map<std::string, std::optional<std::string>>;
+using SeenVar = std::function<std::optional<std::string>(const char* name)>;
+
+// The parent's half of each compile row of switch_table (audit/trial/config.cpp, Applied::Compile),
+// by key: the variables a value sets in the run's environment (null: the start-up hook alone applies
+// it), and the switch as the environment shows it when no Python process importing torch reported
+// (null: unknown). The hook's half is share/exec/sitecustomize.py's _Hook.COMPILE; unit tests check
+// both sets of keys against the table's.
+struct CompileSwitch {
+  const char* key;
+  void (*apply)(Environment& env, const std::string& value, const std::string& cache_dir);
+  std::string (*seen)(const SeenVar& var);
+};
+
+using Value = const std::string&;
+
+// clang-format off
+const CompileSwitch kCompileSwitches[] = {
+    {"compile",                  [](Environment& e, Value v, Value) { if (v == "off") e["TORCH_COMPILE_DISABLE"] = "1"; if (v == "on") e["TORCH_COMPILE_DISABLE"] = std::nullopt; }, [](const SeenVar& var) -> std::string { return var("TORCH_COMPILE_DISABLE").value_or("") == "1" ? "off" : "on"; }},
+    {"inductor.deterministic",   [](Environment& e, Value v, Value) { e["TORCHINDUCTOR_DETERMINISTIC"] = v == "on" ? "1" : "0"; }, [](const SeenVar& var) -> std::string { return var("TORCHINDUCTOR_DETERMINISTIC").value_or("") == "1" ? "on" : "off"; }},
+    {"inductor.fallback_random", nullptr, nullptr},
+    {"inductor.autotune",        [](Environment& e, Value v, Value) { if (v == "off") for (const char* var : {"TORCHINDUCTOR_MAX_AUTOTUNE", "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE", "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM", "TORCHINDUCTOR_COORDINATE_DESCENT_TUNING"}) e[var] = "0"; }, nullptr},
+    {"inductor.cache",           [](Environment& e, Value v, Value dir) { if ((v == "cold" || v == "warm") && !dir.empty()) { e["TORCHINDUCTOR_CACHE_DIR"] = dir; e["TRITON_CACHE_DIR"] = dir + "/triton"; } }, [](const SeenVar& var) -> std::string { return var("TORCHINDUCTOR_CACHE_DIR") ? "set (TORCHINDUCTOR_CACHE_DIR)" : "unset"; }},
+    {"nccl.nvls",                [](Environment& e, Value v, Value) { if (v == "off") e["NCCL_NVLS_ENABLE"] = "0"; if (v == "unset") e["NCCL_NVLS_ENABLE"] = std::nullopt; }, [](const SeenVar& var) -> std::string { const auto v = var("NCCL_NVLS_ENABLE"); return !v ? "unset" : *v == "0" ? "off" : "NCCL_NVLS_ENABLE=" + *v; }},
+};
+// clang-format on
+static_assert(std::size(kCompileSwitches) == 6, "the compile rows of switch_table (Applied::Compile)");
+
+const CompileSwitch* compile_switch(const std::string& key) {
+  for (const auto& s : kCompileSwitches)
+    if (key == s.key) return &s;
+  return nullptr;
+}
+
 }  // namespace
 
 CacheMode cache_mode(const Config& config) {
@@ -92,24 +127,17 @@ CacheMode cache_mode(const Config& config) {
 
 std::map<std::string, std::optional<std::string>> compile_environment(const Config& config,
                                                                       const std::string& cache_dir) {
-  std::map<std::string, std::optional<std::string>> env;
-  const std::string compile = value_of(config, "compile");
-  if (compile == "off") env["TORCH_COMPILE_DISABLE"] = "1";
-  if (compile == "on") env["TORCH_COMPILE_DISABLE"] = std::nullopt;
-  const std::string det = value_of(config, "inductor.deterministic");
-  if (!det.empty()) env["TORCHINDUCTOR_DETERMINISTIC"] = det == "on" ? "1" : "0";
-  if (value_of(config, "inductor.autotune") == "off")
-    for (const char* var : {"TORCHINDUCTOR_MAX_AUTOTUNE", "TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE",
-                            "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM", "TORCHINDUCTOR_COORDINATE_DESCENT_TUNING"})
-      env[var] = "0";
-  if (cache_mode(config) != CacheMode::Unset && !cache_dir.empty()) {
-    env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir;
-    env["TRITON_CACHE_DIR"] = cache_dir + "/triton";
-  }
-  const std::string nvls = value_of(config, "nccl.nvls");
-  if (nvls == "off") env["NCCL_NVLS_ENABLE"] = "0";
-  if (nvls == "unset") env["NCCL_NVLS_ENABLE"] = std::nullopt;
+  Environment env;
+  for (const auto& [key, value] : config.values)
+    if (const CompileSwitch* s = compile_switch(key); s != nullptr && s->apply != nullptr)
+      s->apply(env, value, cache_dir);
   return env;
+}
+
+std::vector<std::string> compile_switch_keys() {
+  std::vector<std::string> keys;
+  for (const auto& s : kCompileSwitches) keys.emplace_back(s.key);
+  return keys;
 }
 
 void make_cache_folder(const std::string& dir) {
@@ -127,14 +155,8 @@ std::string compile_switch_effective(const std::string& key, const HookRun& run,
     if (!v.empty()) return v;
   }
   // No Python process importing torch reported: what the environment says.
-  const auto var = [&](const char* name) { return seen_variable(run, environment, name); };
-  if (key == "compile") return var("TORCH_COMPILE_DISABLE").value_or("") == "1" ? "off" : "on";
-  if (key == "inductor.deterministic") return var("TORCHINDUCTOR_DETERMINISTIC").value_or("") == "1" ? "on" : "off";
-  if (key == "inductor.cache") return var("TORCHINDUCTOR_CACHE_DIR") ? "set (TORCHINDUCTOR_CACHE_DIR)" : "unset";
-  if (key == "nccl.nvls") {
-    const auto v = var("NCCL_NVLS_ENABLE");
-    return !v ? "unset" : *v == "0" ? "off" : "NCCL_NVLS_ENABLE=" + *v;
-  }
+  if (const CompileSwitch* s = compile_switch(key); s != nullptr && s->seen != nullptr)
+    return s->seen([&](const char* name) { return seen_variable(run, environment, name); });
   return "unknown (no Python process importing torch reported)";
 }
 

@@ -12,6 +12,8 @@
 // has no variable is the start-up hook's (share/exec/sitecustomize.py): `fallback_random`, and a
 // torch.compile(mode="max-autotune") that autotune=off must turn down; it acts when the program
 // itself imports torch._inductor.config or calls torch.compile, and reads every value back at exit.
+// The parent's half is one row per switch (compile_switches.cpp: its variables, and its read-back
+// when no Python process importing torch reported), the hook's another (_Hook.COMPILE).
 //
 // The cache. `inductor.cache=cold` gives each run a fresh TORCHINDUCTOR_CACHE_DIR and
 // TRITON_CACHE_DIR inside the run's own scratch folder; `warm` gives every run of a configuration
@@ -42,6 +44,10 @@ CacheMode cache_mode(const Config& config);
 // is its `triton` subfolder.
 std::map<std::string, std::optional<std::string>> compile_environment(const Config& config,
                                                                       const std::string& cache_dir);
+
+// The compile switches whose environment and read-back this file holds, by key: its table's keys,
+// one per compile row of switch_table (Applied::Compile; a unit test checks them against it).
+std::vector<std::string> compile_switch_keys();
 
 // Makes `dir` and its `triton` subfolder; InputError (exit 3) naming the folder and the reason.
 void make_cache_folder(const std::string& dir);

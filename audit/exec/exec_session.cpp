@@ -78,11 +78,11 @@ void Session::warm_up(const std::vector<Config>& configs) {
     const std::string dir = fmt::format("{}/warmup{}", scratch_.path(), trial);
     log::info("{}: a warm-up run fills its Inductor cache (untimed, not compared)", config.name);
     Progress warming(1, o_.progress);
-    const auto on_tick = [&](const std::vector<RunningChild>& now) {
-      warming.still_running(1, fmt::format("{} warm-up", config.name), now.front().elapsed_ms);
-    };
-    const ChildOutcome outcome = run_children({job(config, dir, trial)}, 1, {}, {}, 1, on_tick).front();
-    warming.done(fmt::format("{} warm-up: {:.0f} ms", config.name, outcome.wall_ms));
+    const std::string what = fmt::format("{} warm-up", config.name);
+    const ChildProgress progress{
+        warming, [&](size_t) { return what; },
+        [&](size_t, const ChildOutcome& outcome) { return fmt::format("{}: {:.0f} ms", what, outcome.wall_ms); }};
+    const ChildOutcome outcome = run_children({job(config, dir, trial)}, 1, progress).front();
     take_artifacts(o_.artifacts, trial, roots_, fmt::format("warmup{}", trial));  // clears the way for the next run
     if (outcome.kind != ChildOutcome::Kind::Exited || outcome.exit_code != 0)
       log::warn("{}: the warm-up run failed ({}): its cache may be partly filled", config.name,
@@ -111,7 +111,8 @@ ChildJob Session::job(const Config& config, const std::string& dir, int trial) c
   return j;
 }
 
-void Session::collect(RunRecord& r, int trial, const ChildOutcome& outcome) {
+void Session::collect(RunRecord& r, const ChildOutcome& outcome) {
+  const int trial = r.trial;
   TakeResult got = take_artifacts(o_.artifacts, trial, roots_, r.dir.substr(scratch_.path().size() + 1));
   r.taken = std::move(got.taken);
   const std::vector<bool>& matched = got.matched;
@@ -147,67 +148,56 @@ Batch Session::run(const std::vector<Config>& configs, int repeats, const std::s
   b.runs.resize(configs.size());
   b.records.resize(configs.size());
   warm_up(configs);
-  // Runs are compared by their artifacts' entries, so with --repeats auto each round's artifacts
-  // are read (break_down) before the round-runner decides.
-  const auto round = [&](const RoundJobs& jobs, const std::vector<int>& target) {
-    extend(b, configs, jobs, target, tag);
-    if (o_.auto_repeats) break_down({&b});
-  };
-  std::vector<std::string> decided =
-      run_rounds(configs.size(), repeats, o_.auto_repeats,
-                 {round, [&]() -> const std::vector<std::vector<TrialRun>>& { return b.runs; }});
+  std::vector<std::string> decided = run_rounds(
+      configs.size(), repeats, o_.auto_repeats,
+      TrialParts{
+          .grow =
+              [&](size_t c, int n) {
+                b.runs[c].resize(static_cast<size_t>(n));
+                b.records[c].resize(static_cast<size_t>(n), nullptr);
+              },
+          .make = [&](size_t c, int r) { return start_run(b, configs[c], c, r, tag); },
+          .collect = [&](size_t c, int r, const ChildOutcome& outcome) { end_run(b, configs[c], c, r, outcome); },
+          // Runs are compared by their artifacts' entries, so with --repeats auto each round's
+          // artifacts are read (break_down) before the round-runner decides.
+          .runs = [&]() -> const std::vector<std::vector<TrialRun>>& {
+            break_down({&b});
+            return b.runs;
+          },
+          .name = [&](size_t c) { return configs[c].name; },
+          .parallel = o_.jobs,
+          .progress = o_.progress});
   if (stopped_by) *stopped_by = std::move(decided);
   return b;
 }
 
-void Session::extend(Batch& b, const std::vector<Config>& configs, const RoundJobs& jobs,
-                     const std::vector<int>& target, const std::string& tag) {
-  for (size_t c = 0; c < configs.size(); ++c) {
-    const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b.runs[c].size())));
-    b.runs[c].resize(n);
-    b.records[c].resize(n, nullptr);
-  }
-  if (jobs.empty()) return;
-  std::map<size_t, int> trial_of;
-  const auto make = [&](size_t i) {
-    check_stop();
-    const auto [c, r] = jobs[i];
-    const int trial = next_trial_++;
-    trial_of[i] = trial;
-    records_.push_back(std::make_unique<RunRecord>());
-    RunRecord& rec = *records_.back();
-    rec.dir = fmt::format("{}/{}t{}", scratch_.path(), tag, trial);
-    b.records[c][static_cast<size_t>(r)] = &rec;
-    ChildJob j = job(configs[c], rec.dir, trial);
-    rec.env = j.env;
-    return j;
-  };
-  const size_t numbered = progress_.total();  // runs before this round, for "run 2/6"
-  progress_.add(jobs.size());
-  const auto on_tick = [&](const std::vector<RunningChild>& now) {
-    progress_.still_running(numbered + now.front().index + 1, configs[jobs[now.front().index].first].name,
-                            now.front().elapsed_ms, now.size() - 1);
-  };
-  const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-    const auto [c, r] = jobs[i];
-    RunRecord& rec = *b.records[c][static_cast<size_t>(r)];
-    collect(rec, trial_of.at(i), outcome);
-    TrialRun& run = b.runs[c][static_cast<size_t>(r)];
-    run.repeat = r;
-    run.process = outcome;
-    run.timeout_s = o_.timeout_s;
-    run.dump_path = rec.dir;
-    if (rec.ok) {
-      TrialResult result;
-      for (const auto& t : rec.taken) result.tensors.push_back({t.name, "bytes", {t.bytes}, t.digest});
-      for (const auto& [name, values] : rec.metrics) result.tensors.push_back(metric_entry(name, values));
-      result.switches = run_switches(rec.hook, configs[c], rec.env);
-      result.wall_ms = outcome.wall_ms;
-      run.result = std::move(result);
-    }
-    progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs[c].name, r, outcome.wall_ms));
-  };
-  run_children(jobs.size(), make, o_.jobs, on_done, {}, 1, on_tick);
+ChildJob Session::start_run(Batch& b, const Config& config, size_t c, int r, const std::string& tag) {
+  check_stop();
+  records_.push_back(std::make_unique<RunRecord>());
+  RunRecord& rec = *records_.back();
+  rec.trial = next_trial_++;
+  rec.dir = fmt::format("{}/{}t{}", scratch_.path(), tag, rec.trial);
+  b.records[c][static_cast<size_t>(r)] = &rec;
+  ChildJob j = job(config, rec.dir, rec.trial);
+  rec.env = j.env;
+  return j;
+}
+
+void Session::end_run(Batch& b, const Config& config, size_t c, int r, const ChildOutcome& outcome) {
+  RunRecord& rec = *b.records[c][static_cast<size_t>(r)];
+  collect(rec, outcome);
+  TrialRun& run = b.runs[c][static_cast<size_t>(r)];
+  run.repeat = r;
+  run.process = outcome;
+  run.timeout_s = o_.timeout_s;
+  run.dump_path = rec.dir;
+  if (!rec.ok) return;
+  TrialResult result;
+  for (const auto& t : rec.taken) result.tensors.push_back({t.name, "bytes", {t.bytes}, t.digest});
+  for (const auto& [name, values] : rec.metrics) result.tensors.push_back(metric_entry(name, values));
+  result.switches = run_switches(rec.hook, config, rec.env);
+  result.wall_ms = outcome.wall_ms;
+  run.result = std::move(result);
 }
 
 void Session::break_down(const std::vector<Batch*>& batches) {
@@ -393,11 +383,12 @@ std::vector<std::vector<std::optional<double>>> Session::time(const std::vector<
     for (size_t c = 0; c < configs.size(); ++c) {
       const int trial = next_trial_++;
       const std::string dir = fmt::format("{}/time{}", scratch_.path(), trial);
-      const auto on_tick = [&](const std::vector<RunningChild>& now) {
-        timing.still_running(timing.finished() + 1, fmt::format("timing {}", configs[c].name), now.front().elapsed_ms);
-      };
-      const ChildOutcome outcome = run_children({job(configs[c], dir, trial)}, 1, {}, {}, 1, on_tick).front();
-      timing.done(fmt::format("timing {} round {}: {:.0f} ms", configs[c].name, round + 1, outcome.wall_ms));
+      const std::string what = fmt::format("timing {}", configs[c].name);
+      const ChildProgress progress{timing, [&](size_t) { return what; },
+                                   [&](size_t, const ChildOutcome& outcome) {
+                                     return fmt::format("{} round {}: {:.0f} ms", what, round + 1, outcome.wall_ms);
+                                   }};
+      const ChildOutcome outcome = run_children({job(configs[c], dir, trial)}, 1, progress).front();
       take_artifacts(o_.artifacts, trial, roots_, fmt::format("time{}", trial));  // clears the way for the next run
       // A cold cache compiles in every run: that time is the cache's, not the fix's, so it is
       // left out of the cost and said on its own (cold_compile_ms).

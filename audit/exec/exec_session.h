@@ -47,6 +47,7 @@ struct RunRecord {
   std::map<std::string, std::vector<std::string>> metric_lines;  // the line of each value (MetricScan::lines)
   HookRun hook;
   std::map<std::string, std::optional<std::string>> env;  // what the command was given, beyond the parent's
+  int trial = 0;                                          // its number: REPRO_AUDIT_TRIAL, {trial} in artifacts
   bool ok = false;
 };
 
@@ -74,16 +75,17 @@ class Session {
   // The child job of one run of `config` in `dir`, its folders made.
   ChildJob job(const Config& config, const std::string& dir, int trial) const;
   // After a run: takes its artifacts, reads its metrics and its hook's reports.
-  void collect(RunRecord& r, int trial, const ChildOutcome& outcome);
+  void collect(RunRecord& r, const ChildOutcome& outcome);
   // Runs every configuration `repeats` times, or with --repeats auto in rounds until each is
   // decided (the round-runner, audit/skeleton/rounds.h; `stopped_by`, when given, gets what decided
   // each). Repeat-major, each run in its own folder. Runs are compared by their artifacts'
   // entries, not bytes, so each round's artifacts are read before deciding.
   Batch run(const std::vector<Config>& configs, int repeats, const std::string& tag,
             std::vector<std::string>* stopped_by = nullptr);
-  // Runs one round's (configuration, repeat) jobs into `b`, up to target[c] for configuration c.
-  void extend(Batch& b, const std::vector<Config>& configs, const RoundJobs& jobs, const std::vector<int>& target,
-              const std::string& tag);
+  // The child of repeat r of configuration c (`config`) in `b`, its record and folder made as it
+  // starts; then, as it ends, what it left as that repeat's run.
+  ChildJob start_run(Batch& b, const Config& config, size_t c, int r, const std::string& tag);
+  void end_run(Batch& b, const Config& config, size_t c, int r, const ChildOutcome& outcome);
   // Replaces, in every completed run, the byte-level entry of each torch.save or safetensors
   // artifact whose bytes differ between runs by its entries, read once per distinct version.
   void break_down(const std::vector<Batch*>& batches);
@@ -156,7 +158,6 @@ class Session {
   std::vector<Wanted> wanted_;
   std::vector<Pending> pending_;
   std::map<std::string, report::DivergenceStats> answers_;
-  Progress progress_{0, o_.progress};
 };
 
 }  // namespace ra::exec::detail

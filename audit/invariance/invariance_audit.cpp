@@ -134,13 +134,12 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
                                   bool fatal, Progress& progress) {
   std::vector<ChildJob> jobs;
   for (const auto& c : cells) jobs.push_back(c.job);
-  const auto on_done = [&](size_t i, const ChildOutcome& out) {
-    progress.done(fmt::format("{}: {:.1f} s", cells[i].label, out.wall_ms / 1000));
-  };
-  const auto on_tick = [&](const std::vector<RunningChild>& now) {
-    if (o.session.progress) progress.show(sweep_line(cells, now, o.axis));  // reads a file: only for a terminal
-  };
-  const auto outcomes = run_children(jobs, jobs_at_once, on_done, {}, 1, on_tick);
+  const ChildProgress line{progress, [&](size_t i) { return cells[i].label; },
+                           [&](size_t i, const ChildOutcome& out) {
+                             return fmt::format("{}: {:.1f} s", cells[i].label, out.wall_ms / 1000);
+                           },
+                           [&](const std::vector<RunningChild>& now) { return sweep_line(cells, now, o.axis); }};
+  const auto outcomes = run_children(jobs, jobs_at_once, line);
   std::vector<CellResult> results;
   for (size_t i = 0; i < cells.size(); ++i) {
     CellResult r;

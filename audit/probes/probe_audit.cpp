@@ -99,10 +99,12 @@ class SuiteRunner {
     for (size_t i = 0; i < names_.size(); ++i)
       for (size_t c = 0; c < o_.configs.size(); ++c)
         if (wanted_(i, c)) cells_.emplace_back(i, c);
-    const std::vector<std::string> decided =
-        run_rounds(cells_.size(), o_.repeats, o_.auto_repeats,
-                   {[this](const RoundJobs& jobs, const std::vector<int>& target) { round(jobs, target); },
-                    [this]() -> const std::vector<std::vector<TrialRun>>& { return cell_runs(); }});
+    const std::vector<std::string> decided = run_rounds(
+        cells_.size(), o_.repeats, o_.auto_repeats,
+        RoundParts{[this](const RoundJobs& jobs, const std::vector<int>& target, Progress& line) {
+                     round(jobs, target, line);
+                   },
+                   [this]() -> const std::vector<std::vector<TrialRun>>& { return cell_runs(); }, o_.progress});
     for (size_t k = 0; k < cells_.size(); ++k) stopped_by_[cells_[k].first][cells_[k].second] = decided[k];
   }
 
@@ -120,7 +122,8 @@ class SuiteRunner {
   // undecided ones of a group have run the same repeats, so they stay together). The first repeats
   // (and, in the first round, the census) run first; the later ones then know each probe's
   // reference digests and dump only the tensors that differ from them (TrialSpec::dump_only_differing).
-  void round(const RoundJobs& jobs, const std::vector<int>& target) {
+  // Every child of the round is counted on `line` before the first starts.
+  void round(const RoundJobs& jobs, const std::vector<int>& target, Progress& line) {
     for (size_t k = 0; k < cells_.size(); ++k) counts_[cells_[k].first][cells_[k].second] = target[k];
     std::map<std::tuple<int, int, size_t>, std::vector<std::string>> children;  // (repeat, group, config) -> probes
     for (const auto& [k, r] : jobs) {
@@ -138,9 +141,9 @@ class SuiteRunner {
           first.push_back({-1, 0, std::move(probes), 0, static_cast<int>(g)});
       census_started_ = true;
     }
-    progress_.add(first.size() + later.size());
-    while (!first.empty()) first = run_round(first);
-    while (!later.empty()) later = run_round(later);
+    line.add(first.size() + later.size());
+    while (!first.empty()) first = run_round(first, line);
+    while (!later.empty()) later = run_round(later, line);
   }
 
   // Every cell's runs, in cells_ order (the round-runner's view).
@@ -162,13 +165,20 @@ class SuiteRunner {
     return b.config < 0 ? 0 : placement_->slot_of(static_cast<size_t>(b.config));
   }
 
+  // What the progress line and the log call a child: its configuration, or the census.
+  std::string what(const ProbeChild& b) const {
+    return b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
+  }
+
   Config census_config() const {
     Config c = parse_config("det-warn", logical_cpu_count());
     c.name = "census";
     return c;
   }
 
-  std::vector<ProbeChild> run_round(const std::vector<ProbeChild>& batches) {
+  // Runs `batches` side by side on `line`; returns the children that run the probes a crash left
+  // undone, counted on `line`.
+  std::vector<ProbeChild> run_round(const std::vector<ProbeChild>& batches, Progress& line) {
     std::vector<PreparedChild> prepared;
     std::vector<ChildJob> jobs;
     for (const auto& b : batches) {
@@ -196,29 +206,22 @@ class SuiteRunner {
       prepared.push_back(prepare_child(scratch_, tag, spec, o_.timeout_s, b.config >= 0, gpu));
       jobs.push_back(prepared.back().job);
     }
-    const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-      const ProbeChild& b = batches[i];
-      const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
-      progress_.done(
-          fmt::format("{} repeat {}: {} probes, {:.1f} s", what, b.repeat, b.probes.size(), outcome.wall_ms / 1000));
-    };
-    const size_t numbered = progress_.finished();  // children finished before this round, for "run 5/12"
-    const auto on_tick = [&](const std::vector<RunningChild>& now) {
-      const ProbeChild& b = batches[now.front().index];
-      const std::string what = b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name;
-      progress_.still_running(numbered + now.front().index + 1, fmt::format("{}, {} probes", what, b.probes.size()),
-                              now.front().elapsed_ms, now.size() - 1);
-    };
-    std::function<int(size_t)> slot_of;
+    const ChildProgress progress{
+        line, [&](size_t i) { return fmt::format("{}, {} probes", what(batches[i]), batches[i].probes.size()); },
+        [&](size_t i, const ChildOutcome& outcome) {
+          const ProbeChild& b = batches[i];
+          return fmt::format("{} repeat {}: {} probes, {:.1f} s", what(b), b.repeat, b.probes.size(),
+                             outcome.wall_ms / 1000);
+        }};
+    SlotFn slot_of;
     if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(batches[i])); };
     const std::vector<ChildOutcome> outcomes =
-        run_children(jobs, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1, on_tick);
+        run_children(jobs, o_.jobs, progress, {}, slot_of, placement_ ? placement_->per_slot : 1);
     std::vector<ProbeChild> again;
     for (size_t i = 0; i < batches.size(); ++i)
-      if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty()) {
+      if (auto rest = collect(batches[i], prepared[i], outcomes[i]); !rest.probes.empty())
         again.push_back(std::move(rest));
-        progress_.add(1);
-      }
+    line.add(again.size());
     return again;
   }
 
@@ -227,8 +230,7 @@ class SuiteRunner {
     const ProbeLog log = read_probe_log(p.result_path);
     ProbeChild rest{b.config, b.repeat, {}, b.attempt + 1, b.group};
     // Where a child's time goes (-v): its start-up up to the device being ready, then its probes.
-    log::debug("child {} repeat {} ({} probes): {:.0f} ms, of which start-up {:.0f} ms",
-               b.config < 0 ? std::string("census") : o_.configs[static_cast<size_t>(b.config)].name, b.repeat,
+    log::debug("child {} repeat {} ({} probes): {:.0f} ms, of which start-up {:.0f} ms", what(b), b.repeat,
                b.probes.size(), outcome.wall_ms, log.begin ? log.begin->startup_ms : 0.0);
     // A child that stopped on purpose after a sticky device error (log.restart) did not die in a
     // probe: the probes it did not reach simply run in a fresh process.
@@ -305,7 +307,6 @@ class SuiteRunner {
   std::vector<std::pair<size_t, size_t>> cells_;  // (probe, config): the cells this process runs
   std::vector<std::vector<TrialRun>> cell_runs_;  // per cell, for the round-runner
   bool census_started_ = false;
-  Progress progress_{0, o_.progress};
   bool warned_dump_ = false;  // one warning for dumps that could not be written, not one per probe
 };
 

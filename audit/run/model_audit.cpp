@@ -140,71 +140,65 @@ class BatchRunner {
   }
 
   Batch run(int repeats) {
-    b_.stopped_by = run_rounds(configs_.size(), repeats, o_.auto_repeats,
-                               {[this](const RoundJobs& jobs, const std::vector<int>& target) { round(jobs, target); },
-                                [this]() -> const std::vector<std::vector<TrialRun>>& { return b_.runs; }});
+    SlotFn slot_of;
+    if (placement_) slot_of = [this](size_t c) { return static_cast<int>(slot(c)); };
+    b_.stopped_by = run_rounds(
+        configs_.size(), repeats, o_.auto_repeats,
+        TrialParts{.grow = [this](size_t c, int n) { grow(c, n); },
+                   .make = [this](size_t c, int r) { return make(c, r); },
+                   .collect = [this](size_t c, int r, const ChildOutcome& outcome) { collect(c, r, outcome); },
+                   .runs = [this]() -> const std::vector<std::vector<TrialRun>>& { return b_.runs; },
+                   .name = [this](size_t c) { return configs_[c].name; },
+                   .parallel = o_.jobs,
+                   .slot_of = slot_of,
+                   .per_slot = placement_ ? placement_->per_slot : 1,
+                   .progress = o_.progress});
     return std::move(b_);
   }
 
  private:
-  // Runs one round's (configuration, repeat) jobs, up to target[c] for configuration c.
-  void round(const RoundJobs& jobs, const std::vector<int>& target) {
-    for (size_t c = 0; c < configs_.size(); ++c) {
-      const auto n = static_cast<size_t>(std::max(target[c], static_cast<int>(b_.runs[c].size())));
-      b_.runs[c].resize(n);
-      b_.traces[c].resize(n);
-      finished_[c].resize(n, 0);
+  // Configuration c is to hold n runs.
+  void grow(size_t c, int n) {
+    b_.runs[c].resize(static_cast<size_t>(n));
+    b_.traces[c].resize(static_cast<size_t>(n));
+    finished_[c].resize(static_cast<size_t>(n), 0);
+  }
+
+  // The child of repeat r of configuration c, made as it starts (a spec is written just before its
+  // trial and removed after, so --repeats 1000000 holds no million specs in memory or on disk).
+  ChildJob make(size_t c, int r) {
+    const std::string name = fmt::format("{}c{}-r{}", tag_, c, r);
+    TrialSpec spec = trial_spec(o_, scratch_, configs_[c], r, name, trace_);
+    if (tag_.empty()) spec.calls = o_.calls;  // the audit's own trials, not a fix search's
+    spec.reference_dump = o_.reference_dump;  // every trial measures itself against the referee
+    std::vector<const TrialRun*> earlier;
+    for (int k = 0; k < r; ++k)
+      earlier.push_back(finished_[c][static_cast<size_t>(k)] ? &b_.runs[c][static_cast<size_t>(k)] : nullptr);
+    if (auto digests = reference_digests(earlier); !digests.empty()) spec.dump_only_differing[""] = std::move(digests);
+    b_.traces[c][static_cast<size_t>(r)] = spec.trace_path;
+    check_stop();
+    const std::string gpu = placement_ ? placement_->visible[slot(c)] : "";
+    return started_.insert_or_assign({c, r}, prepare_child(scratch_, name, spec, o_.timeout_s, true, gpu))
+        .first->second.job;
+  }
+
+  void collect(size_t c, int r, const ChildOutcome& outcome) {
+    const PreparedChild& p = started_.at({c, r});
+    TrialRun& run = b_.runs[c][static_cast<size_t>(r)];
+    run.repeat = r;
+    run.process = outcome;
+    run.result = read_result(p.result_path);
+    run.dump_path = p.dump_path;
+    run.timeout_s = o_.timeout_s;
+    if (placement_) run.device = placement_->names[slot(c)];
+    ::unlink(p.result_path.c_str());  // read: the dump and the trace stay for the analysis
+    finished_[c][static_cast<size_t>(r)] = 1;
+    if (run.result && !run.result->dump_error.empty() && !warned_dump_) {
+      log::warn("{} repeat {}: its tensors could not be dumped for divergence statistics ({}); is TMPDIR full?",
+                configs_[c].name, r, run.result->dump_error);
+      warned_dump_ = true;  // once: the others fail the same way
     }
-    if (jobs.empty()) return;
-    // Children are made as they start (a spec is written just before its trial and removed after),
-    // so --repeats 1000000 holds no million specs in memory or on disk.
-    std::map<size_t, PreparedChild> started;  // the children running, by job index
-    const auto make = [&](size_t i) {
-      const auto [c, r] = jobs[i];
-      const std::string name = fmt::format("{}c{}-r{}", tag_, c, r);
-      TrialSpec spec = trial_spec(o_, scratch_, configs_[c], r, name, trace_);
-      if (tag_.empty()) spec.calls = o_.calls;  // the audit's own trials, not a fix search's
-      spec.reference_dump = o_.reference_dump;  // every trial measures itself against the referee
-      std::vector<const TrialRun*> earlier;
-      for (int k = 0; k < r; ++k)
-        earlier.push_back(finished_[c][static_cast<size_t>(k)] ? &b_.runs[c][static_cast<size_t>(k)] : nullptr);
-      if (auto digests = reference_digests(earlier); !digests.empty())
-        spec.dump_only_differing[""] = std::move(digests);
-      b_.traces[c][static_cast<size_t>(r)] = spec.trace_path;
-      check_stop();
-      const std::string gpu = placement_ ? placement_->visible[slot(c)] : "";
-      return started.insert_or_assign(i, prepare_child(scratch_, name, spec, o_.timeout_s, true, gpu))
-          .first->second.job;
-    };
-    const size_t numbered = progress_.total();  // runs before this round, for "run 2/6"
-    progress_.add(jobs.size());
-    const auto on_tick = [&](const std::vector<RunningChild>& now) {
-      progress_.still_running(numbered + now.front().index + 1, configs_[jobs[now.front().index].first].name,
-                              now.front().elapsed_ms, now.size() - 1);
-    };
-    const auto on_done = [&](size_t i, const ChildOutcome& outcome) {
-      const auto [c, r] = jobs[i];
-      const PreparedChild& p = started.at(i);
-      TrialRun& run = b_.runs[c][static_cast<size_t>(r)];
-      run.repeat = r;
-      run.process = outcome;
-      run.result = read_result(p.result_path);
-      run.dump_path = p.dump_path;
-      run.timeout_s = o_.timeout_s;
-      if (placement_) run.device = placement_->names[slot(c)];
-      ::unlink(p.result_path.c_str());  // read: the dump and the trace stay for the analysis
-      finished_[c][static_cast<size_t>(r)] = 1;
-      if (run.result && !run.result->dump_error.empty() && !warned_dump_) {
-        log::warn("{} repeat {}: its tensors could not be dumped for divergence statistics ({}); is TMPDIR full?",
-                  configs_[c].name, r, run.result->dump_error);
-        warned_dump_ = true;  // once: the others fail the same way
-      }
-      started.erase(i);
-      progress_.done(fmt::format("{} repeat {}: {:.0f} ms", configs_[c].name, r, outcome.wall_ms));
-    };
-    SlotFn slot_of;
-    if (placement_) slot_of = [&](size_t i) { return static_cast<int>(slot(jobs[i].first)); };
-    run_children(jobs.size(), make, o_.jobs, on_done, slot_of, placement_ ? placement_->per_slot : 1, on_tick);
+    started_.erase({c, r});
   }
 
   size_t slot(size_t config) const { return slot_ >= 0 ? static_cast<size_t>(slot_) : placement_->slot_of(config); }
@@ -217,8 +211,8 @@ class BatchRunner {
   const DevicePlacement* placement_;
   const int slot_;
   Batch b_;
-  std::vector<std::vector<char>> finished_;  // per configuration, per repeat
-  Progress progress_{0, o_.progress};
+  std::vector<std::vector<char>> finished_;                  // per configuration, per repeat
+  std::map<std::pair<size_t, int>, PreparedChild> started_;  // the children running, by (configuration, repeat)
   bool warned_dump_ = false;
 };
 
@@ -286,13 +280,9 @@ std::vector<std::vector<std::optional<double>>> time_configs(const RunOptions& o
   if (o.progress) std::fprintf(stderr, "timing %zu configurations, %d rounds\n", configs.size(), report::kTimingRounds);
   Progress timing(jobs.size(), o.progress);
   const auto name = [&](size_t i) { return fmt::format("timing {}", configs[i % configs.size()].name); };
-  const auto on_done = [&](size_t i, const ChildOutcome& out) {
-    timing.done(fmt::format("{}: {:.0f} ms", name(i), out.wall_ms));
-  };
-  const auto on_tick = [&](const std::vector<RunningChild>& now) {
-    timing.still_running(now.front().index + 1, name(now.front().index), now.front().elapsed_ms);
-  };
-  run_children(jobs, 1, on_done, {}, 1, on_tick);
+  run_children(jobs, 1, ChildProgress{timing, name, [&](size_t i, const ChildOutcome& out) {
+                                        return fmt::format("{}: {:.0f} ms", name(i), out.wall_ms);
+                                      }});
   std::vector<std::vector<std::optional<double>>> rounds(configs.size());
   for (size_t i = 0; i < prepared.size(); ++i) {
     const auto result = read_result(prepared[i].result_path);

@@ -45,19 +45,6 @@ std::string repeats_text(const ConfigResult& c) {
   return fmt::format("{}/{} repeats differ", c.diverging_repeats, std::max(0, c.completed - 1));
 }
 
-// Two configurations that between them set every switch of the table to two different values.
-std::vector<std::string> switch_configs(unsigned cpus) {
-  return {
-      "deterministic=on+cudnn.benchmark=off+cudnn.deterministic=on+cudnn.enabled=off+fill_uninitialized_memory=on"
-      "+cublas_workspace=:4096:8+tf32.cublas=off+tf32.cudnn=off+threads=1+mkl_cbwr=COMPATIBLE"
-      "+sdpa.cudnn=off+sdpa.flash=off+sdpa.mem_efficient=off+cublas.fp16_reduction=off+cublas.bf16_reduction=off",
-      fmt::format("deterministic=warn+cudnn.benchmark=on+cudnn.deterministic=off+cudnn.enabled=on"
-                  "+fill_uninitialized_memory=off+cublas_workspace=:16:8+tf32.cublas=on+tf32.cudnn=on+threads={}"
-                  "+mkl_cbwr=AUTO+sdpa.cudnn=on+sdpa.flash=on+sdpa.mem_efficient=on+cublas.fp16_reduction=on"
-                  "+cublas.bf16_reduction=on",
-                  std::max(2u, cpus))};
-}
-
 const report::RootCause* find_cause(const Report& r, const std::string& direction) {
   if (r.targets().empty() || r.targets().front().configs.empty()) return nullptr;
   const auto& trace = r.targets().front().configs.front().trace;
@@ -72,6 +59,18 @@ std::string cause_text(const report::RootCause& c) {
 }
 
 }  // namespace
+
+std::vector<std::string> switch_configs(unsigned cpus) {
+  return {
+      "deterministic=on+cudnn.benchmark=off+cudnn.deterministic=on+cudnn.enabled=off+fill_uninitialized_memory=on"
+      "+cublas_workspace=:4096:8+tf32.cublas=off+tf32.cudnn=off+threads=1+mkl_cbwr=COMPATIBLE"
+      "+sdpa.cudnn=off+sdpa.flash=off+sdpa.mem_efficient=off+cublas.fp16_reduction=off+cublas.bf16_reduction=off",
+      fmt::format("deterministic=warn+cudnn.benchmark=on+cudnn.deterministic=off+cudnn.enabled=on"
+                  "+fill_uninitialized_memory=off+cublas_workspace=:16:8+tf32.cublas=on+tf32.cudnn=on+threads={}"
+                  "+mkl_cbwr=AUTO+sdpa.cudnn=on+sdpa.flash=on+sdpa.mem_efficient=on+cublas.fp16_reduction=on"
+                  "+cublas.bf16_reduction=on",
+                  std::max(2u, cpus))};
+}
 
 SelfCheck detection_check(const Report& probes, const std::string& positive, const std::string& negative, unsigned cpus,
                           const Device& device) {

@@ -43,5 +43,9 @@ report::SelfCheck detection_check(const report::Report& probes, const std::strin
 report::SelfCheck switches_check(const report::Report& probes);
 report::SelfCheck fingerprint_check(const nlohmann::ordered_json& environment, const Device& device);
 report::SelfCheck tracing_check(const report::Report& forward, const report::Report& backward, const Device& device);
+// The two configurations of the switches check, which between them set every switch of the table
+// that a LibTorch trial applies (all but exec's) to two different values (a unit test checks them
+// against the table); `cpus` for the second's thread count.
+std::vector<std::string> switch_configs(unsigned cpus);
 
 }  // namespace ra

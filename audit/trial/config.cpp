@@ -142,8 +142,8 @@ std::span<const SwitchInfo> switch_table() {
       {"nccl.nvls",                 Choice,  Compile,     true,  Any,    {"off", false, true},          none,                        {"unset", "off"}, "", "NVLink SHARP in NCCL (off: NCCL_NVLS_ENABLE=0)", "", R"(off: setenv("NCCL_NVLS_ENABLE", "0", 1);  // before the process group is made | unsetenv("NCCL_NVLS_ENABLE");)", R"(off: os.environ["NCCL_NVLS_ENABLE"] = "0"  # before init_process_group, in every rank | os.environ.pop("NCCL_NVLS_ENABLE", None))"},
   };
   // clang-format on
-  // A new switch: its row above; for an in-process one (Context) its torch half in worker/runtime/switches.cpp
-  // and its Python half in share/exec/sitecustomize.py (unit tests check both); the GUIDE and the man page.
+  // A new switch: its row above, then its rows in the tables the recipe "A switch" in docs/ARCHITECTURE.md
+  // names (the torch, hook, compile and selftest halves; unit tests check each against this one).
   static_assert(std::size(table) == 25, "a switch was added or removed: see the recipe in docs/ARCHITECTURE.md");
   return table;
 }

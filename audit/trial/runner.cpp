@@ -357,4 +357,29 @@ std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int p
   return outcomes;
 }
 
+std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const ChildProgress& progress,
+                                       const DoneFn& on_done, const SlotFn& slot_of, int per_slot) {
+  const size_t numbered = progress.line.finished();  // children finished before these
+  const auto done = [&](size_t i, const ChildOutcome& outcome) {
+    if (on_done) on_done(i, outcome);
+    progress.line.done(progress.done(i, outcome));
+  };
+  const auto tick = [&](const std::vector<RunningChild>& now) {
+    if (progress.status) {
+      if (progress.line.terminal()) progress.line.show(progress.status(now));
+      return;
+    }
+    const RunningChild& longest = now.front();
+    progress.line.still_running(numbered + longest.index + 1, progress.running(longest.index), longest.elapsed_ms,
+                                now.size() - 1);
+  };
+  return run_children(count, make, parallel, done, slot_of, per_slot, tick);
+}
+
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const ChildProgress& progress,
+                                       const DoneFn& on_done, const SlotFn& slot_of, int per_slot) {
+  return run_children(
+      jobs.size(), [&jobs](size_t i) { return jobs[i]; }, parallel, progress, on_done, slot_of, per_slot);
+}
+
 }  // namespace ra

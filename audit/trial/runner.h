@@ -18,7 +18,13 @@
 // Jobs may be made as they start (run_children with a JobMaker): an audit of a million repeats
 // writes each trial's spec just before the trial and removes it after, so neither memory nor disk
 // holds a million specs, and a signal in that phase leaves nothing behind.
+//
+// The runner also keeps the progress line of what it runs (run_children with a ChildProgress), as
+// ninja's builder calls its Status and no edge counts itself: it numbers the children, says which
+// one has run long, and reports each end; a caller says only what a child is called.
 #pragma once
+
+#include "audit/common/progress.h"
 
 #include <chrono>
 #include <functional>
@@ -73,6 +79,25 @@ using SlotFn = std::function<int(size_t)>;
 inline constexpr size_t kSlotLookahead = 4096;
 std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const DoneFn& on_done = {},
                                        const SlotFn& slot_of = {}, int per_slot = 1, const TickFn& on_tick = {});
+
+// A batch of children on a progress line (audit/common/progress.h), which the runner keeps: it
+// numbers them after the children the line has finished already ("run 5/12" counts on from them),
+// says every kTickEvery which one has run longest ("run 5/12 (det): 14 s, still running"), and
+// reports each end after `on_done` ("[5/12] det repeat 1: 612 ms"). The line's total must count
+// them already: that is the plan of whoever owns the line (Progress(total), or Progress::add before
+// each batch). A child that writes how far it has got (invariance's SweepProgress) gets its
+// caller's line instead of "still running": `status`, when given, makes the whole line from the
+// children running, and is asked on a terminal only (it may read files).
+struct ChildProgress {
+  Progress& line;
+  std::function<std::string(size_t)> running;                    // job i while it runs: "det"
+  std::function<std::string(size_t, const ChildOutcome&)> done;  // job i once it ended: "det repeat 1: 612 ms"
+  std::function<std::string(const std::vector<RunningChild>&)> status = {};
+};
+std::vector<ChildOutcome> run_children(size_t count, const JobMaker& make, int parallel, const ChildProgress& progress,
+                                       const DoneFn& on_done = {}, const SlotFn& slot_of = {}, int per_slot = 1);
+std::vector<ChildOutcome> run_children(const std::vector<ChildJob>& jobs, int parallel, const ChildProgress& progress,
+                                       const DoneFn& on_done = {}, const SlotFn& slot_of = {}, int per_slot = 1);
 
 // The last `max_lines` lines (at most `max_bytes`) of a file.
 std::string file_tail(const std::string& path, size_t max_lines = 20, size_t max_bytes = 4096);

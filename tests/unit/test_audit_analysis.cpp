@@ -2,10 +2,15 @@
 #include "audit/digest/stats_math.h"
 #include "audit/skeleton/rounds.h"
 #include "audit/trial/analysis.h"
+#include "tests/unit/stderr_capture.h"
+#include "tests/unit/temp_folder.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
+#include <map>
+#include <set>
 #include <stdexcept>
 
 namespace {
@@ -271,8 +276,10 @@ TEST_CASE("the round-runner: rounds until every cell is decided, each job once, 
   const ra::report::AutoRepeats rule{3, 20, 0.2};
   std::vector<std::vector<ra::TrialRun>> runs(2);
   std::vector<ra::RoundJobs> rounds;
-  const ra::RoundParts parts{[&](const ra::RoundJobs& jobs, const std::vector<int>& target) {
+  std::set<const ra::Progress*> lines;
+  const ra::RoundParts parts{[&](const ra::RoundJobs& jobs, const std::vector<int>& target, ra::Progress& line) {
                                rounds.push_back(jobs);
+                               lines.insert(&line);
                                for (size_t c = 0; c < runs.size(); ++c) runs[c].resize(static_cast<size_t>(target[c]));
                                for (const auto& [c, r] : jobs)
                                  runs[c][static_cast<size_t>(r)] = ok_run(r, {c == 0 && r == 2 ? "b" : "a"});
@@ -280,6 +287,7 @@ TEST_CASE("the round-runner: rounds until every cell is decided, each job once, 
                              [&]() -> const std::vector<std::vector<ra::TrialRun>>& { return runs; }};
   const std::vector<std::string> decided = ra::run_rounds(2, 0, rule, parts);
   CHECK(decided == std::vector<std::string>{"divergence", "confidence"});
+  CHECK(lines.size() == 1);     // one progress line for every round
   REQUIRE(rounds.size() == 4);  // cell 1: 3, 6, 12, then 17 runs (runs_to_bound(0.2))
   CHECK(rounds[0] == ra::RoundJobs{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {1, 2}});
   CHECK(rounds[1] == ra::RoundJobs{{1, 3}, {1, 4}, {1, 5}});
@@ -296,4 +304,58 @@ TEST_CASE("the round-runner: rounds until every cell is decided, each job once, 
   CHECK(ra::run_rounds(2, 2, std::nullopt, once) == std::vector<std::string>{"", ""});
   REQUIRE(rounds.size() == 1);
   CHECK(rounds[0] == ra::RoundJobs{{0, 0}, {1, 0}, {0, 1}, {1, 1}});
+}
+
+TEST_CASE("the round-runner runs a trial kind's children: each (cell, repeat) once, on one line across rounds") {
+  // The kind gives only how a child is made, where its run goes and what a cell is called; the
+  // rounds are those of the test above (cell 0 diverges at its third repeat), each trial a shell
+  // child that ends with its repeat as exit code. The progress line, off a terminal the log's debug
+  // records, numbers the 20 children 1 to 20 across the four rounds, its total growing by round.
+  const ra::test::TempFolder dir("ra-rounds");
+  const ra::report::AutoRepeats rule{3, 20, 0.2};
+  std::vector<std::vector<ra::TrialRun>> runs(2);
+  std::map<std::pair<size_t, int>, int> made, collected;
+  const ra::TrialParts parts{.grow = [&](size_t c, int n) { runs[c].resize(static_cast<size_t>(n)); },
+                             .make =
+                                 [&](size_t c, int r) {
+                                   ++made[{c, r}];
+                                   ra::ChildJob job;
+                                   job.argv = {"/bin/sh", "-c", "exit " + std::to_string(r)};
+                                   job.log_path = dir.file(std::to_string(c) + "-" + std::to_string(r) + ".log");
+                                   return job;
+                                 },
+                             .collect =
+                                 [&](size_t c, int r, const ra::ChildOutcome& outcome) {
+                                   ++collected[{c, r}];
+                                   runs[c][static_cast<size_t>(r)] =
+                                       ok_run(outcome.exit_code, {c == 0 && r == 2 ? "b" : "a"});
+                                 },
+                             .runs = [&]() -> const std::vector<std::vector<ra::TrialRun>>& { return runs; },
+                             .name = [](size_t c) { return "cell" + std::to_string(c); },
+                             .parallel = 2};
+  std::vector<std::string> lines;
+  {
+    const ra::test::StderrCapture capture(dir.file("stderr"));
+    CHECK(ra::run_rounds(2, 0, rule, parts) == std::vector<std::string>{"divergence", "confidence"});
+    lines = capture.lines();
+  }
+  CHECK(made.size() == 20);
+  CHECK(collected == made);
+  for (const auto& [job, times] : made) CHECK(times == 1);
+  CHECK(runs[0].size() == 3);
+  REQUIRE(runs[1].size() == 17);
+  for (int r = 0; r < 17; ++r) CHECK(runs[1][static_cast<size_t>(r)].repeat == r);  // each run where its job was
+  std::vector<std::string> counted;
+  for (const auto& l : lines)
+    if (const auto at = l.find("] ["); at != std::string::npos) counted.push_back(l.substr(at + 2));
+  REQUIRE(counted.size() == 20);
+  for (size_t k = 0; k < counted.size(); ++k) {
+    const size_t total = k < 6 ? 6 : k < 9 ? 9 : k < 15 ? 15 : 20;
+    const std::string head = "[" + std::to_string(k + 1) + "/" + std::to_string(total) + "] cell";
+    CHECK_MESSAGE(counted[k].rfind(head, 0) == 0, counted[k]);
+    CHECK(counted[k].find(" repeat ") != std::string::npos);
+    CHECK(counted[k].find(" ms") != std::string::npos);
+  }
+  CHECK(std::count_if(counted.begin(), counted.end(),
+                      [](const std::string& l) { return l.find("] cell1 repeat 16: ") != std::string::npos; }) == 1);
 }

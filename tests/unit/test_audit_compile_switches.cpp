@@ -6,9 +6,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -48,6 +50,12 @@ TEST_CASE("compile_environment") {
   CHECK(env.at("TRITON_CACHE_DIR") == "/s/t1/inductor-cache/triton");
   CHECK(env.at("NCCL_NVLS_ENABLE") == "0");
   CHECK(ra::exec::compile_environment(ra::parse_config("default", 2), "").empty());
+  const auto other = ra::exec::compile_environment(
+      ra::parse_config("inductor.deterministic=off+nccl.nvls=unset+inductor.cache=warm+inductor.autotune=unset", 2),
+      "");
+  CHECK(other.size() == 2);  // a warm cache without its folder sets nothing, nor autotune=unset
+  CHECK(other.at("TORCHINDUCTOR_DETERMINISTIC") == "0");
+  CHECK_FALSE(other.at("NCCL_NVLS_ENABLE").has_value());
   CHECK_THROWS_AS(ra::parse_config("compile=maybe", 2), ra::UsageError);
   CHECK_THROWS_AS(ra::parse_config("inductor.cache=lukewarm", 2), ra::UsageError);
 }
@@ -134,4 +142,24 @@ TEST_CASE("compile_switch_effective") {
   const ra::exec::HookRun none;
   CHECK(ra::exec::compile_switch_effective("compile", none, {{"TORCH_COMPILE_DISABLE", "1"}}) == "off");
   CHECK(ra::exec::compile_switch_effective("nccl.nvls", none, {{"NCCL_NVLS_ENABLE", "0"}}) == "off");
+  CHECK(ra::exec::compile_switch_effective("nccl.nvls", none, {{"NCCL_NVLS_ENABLE", std::nullopt}}) == "unset");
+  CHECK(ra::exec::compile_switch_effective("nccl.nvls", none, {{"NCCL_NVLS_ENABLE", "1"}}) == "NCCL_NVLS_ENABLE=1");
+  CHECK(ra::exec::compile_switch_effective("inductor.deterministic", none, {{"TORCHINDUCTOR_DETERMINISTIC", "1"}}) ==
+        "on");
+  CHECK(ra::exec::compile_switch_effective("inductor.cache", none, {{"TORCHINDUCTOR_CACHE_DIR", "/c"}}) ==
+        "set (TORCHINDUCTOR_CACHE_DIR)");
+  CHECK(ra::exec::compile_switch_effective("inductor.autotune", none, {}) ==
+        "unknown (no Python process importing torch reported)");
+}
+
+TEST_CASE("compile_switch_keys: one row of the parent's half for each compile row of switch_table") {
+  // A compile switch added to the table without its row here would change nothing in the run's
+  // environment and read back as unknown; the hook's half is checked in test_audit_exec.cpp.
+  std::vector<std::string> table;
+  for (const auto& s : ra::switch_table())
+    if (s.applied == ra::Applied::Compile) table.push_back(s.key);
+  std::vector<std::string> here = ra::exec::compile_switch_keys();
+  std::sort(table.begin(), table.end());
+  std::sort(here.begin(), here.end());
+  CHECK(here == table);
 }

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // One GPU per child (audit/trial/placement.h): which GPUs, what each child sees, which slot a cell
-// keeps, the runner's promise that two children never hold one slot at once, and its ticks while
-// children run. All on the CPU: the placement is arithmetic, and the slots and ticks are exercised
-// with shell children.
+// keeps, the runner's promise that two children never hold one slot at once, its ticks while
+// children run, and the progress line it keeps. All on the CPU: the placement is arithmetic, and
+// the slots, ticks and line are exercised with shell children.
 #include "audit/common/errors.h"
+#include "audit/common/progress.h"
 #include "audit/trial/placement.h"
 #include "audit/trial/runner.h"
+#include "tests/unit/stderr_capture.h"
+#include "tests/unit/temp_folder.h"
 
 #include <doctest/doctest.h>
 
@@ -204,4 +207,84 @@ TEST_CASE("the runner ticks while children run, naming them with the time they h
     ::unlink((dir + "/f" + std::to_string(i)).c_str());
   }
   ::rmdir(dir.c_str());
+}
+
+TEST_CASE("the runner keeps a batch's progress line: numbered after what it finished, each end named") {
+  // A line that planned three children and has seen one end: the runner's two count on from it, and
+  // each end is reported by the caller's name for it, after on_done has filed it. Off a terminal the
+  // line is the log's debug records, which the capture reads.
+  const ra::test::TempFolder dir("ra-runner-progress");
+  std::vector<ra::ChildJob> jobs;
+  for (int i = 0; i < 2; ++i) {
+    ra::ChildJob j;
+    j.argv = {"/bin/sh", "-c", "exit " + std::to_string(i + 3)};
+    j.log_path = dir.file("child" + std::to_string(i) + ".log");
+    jobs.push_back(j);
+  }
+  std::vector<std::string> lines;
+  std::vector<size_t> finished_when_filed;
+  ra::Progress line(3, /*terminal=*/false);
+  {
+    const ra::test::StderrCapture capture(dir.file("stderr"));
+    line.done("an earlier child");
+    const ra::ChildProgress progress{line, [](size_t i) { return "job " + std::to_string(i); },
+                                     [](size_t i, const ra::ChildOutcome& outcome) {
+                                       return "job " + std::to_string(i) + ": exit " +
+                                              std::to_string(outcome.exit_code);
+                                     }};
+    const auto outcomes = ra::run_children(
+        jobs, 1, progress, [&](size_t, const ra::ChildOutcome&) { finished_when_filed.push_back(line.finished()); });
+    CHECK(outcomes.size() == 2);
+    lines = capture.lines();
+  }
+  CHECK(line.finished() == 3);
+  CHECK(line.total() == 3);
+  CHECK(finished_when_filed == std::vector<size_t>{1, 2});  // on_done first, then the count
+  std::vector<std::string> counted;
+  for (const auto& l : lines)
+    if (const auto at = l.find("] ["); at != std::string::npos) counted.push_back(l.substr(at + 2));
+  CHECK(counted == std::vector<std::string>{"[1/3] an earlier child", "[2/3] job 0: exit 3", "[3/3] job 1: exit 4"});
+}
+
+TEST_CASE("the runner asks a batch's own status line while its children run, on a terminal only") {
+  // A child that ends only once its status has been asked for (or after 20 s, exit 1): on a terminal
+  // line the runner draws the caller's line in place of "still running"; off a terminal it asks
+  // nothing (the status may read files), and the child, which only sleeps, ends as it would.
+  const ra::test::TempFolder dir("ra-runner-status");
+  const std::string flag = dir.file("asked");
+  ra::ChildJob waits;
+  waits.argv = {"/bin/sh", "-c",
+                "n=0; while [ ! -e " + flag + " ]; do [ $n -ge 400 ] && exit 1; sleep 0.05; n=$((n+1)); done"};
+  waits.log_path = dir.file("waits.log");
+  size_t asked = 0;
+  const auto status = [&](const std::vector<ra::RunningChild>& now) {
+    ++asked;
+    std::ofstream(flag) << "asked";
+    return "sizes 1/2 of job " + std::to_string(now.front().index);
+  };
+  const auto done = [](size_t i, const ra::ChildOutcome&) { return "job " + std::to_string(i); };
+  std::vector<std::string> lines;
+  {
+    ra::Progress terminal(1, /*terminal=*/true);
+    const ra::test::StderrCapture capture(dir.file("stderr"));
+    const auto outcomes = ra::run_children({waits}, 1, ra::ChildProgress{terminal, {}, done, status});
+    CHECK((outcomes.front().kind == ra::ChildOutcome::Kind::Exited && outcomes.front().exit_code == 0));
+    lines = capture.lines();
+  }
+  CHECK(asked >= 1);
+  std::string seen;
+  for (const auto& l : lines) seen += l + "\n";
+  CHECK(seen.find("\rsizes 1/2 of job 0\033[K") != std::string::npos);
+  CHECK(seen.find("still running") == std::string::npos);
+  CHECK(seen.find("\r[1/1] job 0\033[K\n") != std::string::npos);
+
+  asked = 0;
+  ra::ChildJob sleeps;
+  sleeps.argv = {"/bin/sh", "-c", "sleep 1.5"};
+  sleeps.log_path = dir.file("sleeps.log");
+  ra::Progress logged(1, /*terminal=*/false);
+  const auto outcomes = ra::run_children({sleeps}, 1, ra::ChildProgress{logged, {}, done, status});
+  CHECK(outcomes.front().exit_code == 0);
+  CHECK(asked == 0);
+  CHECK(logged.finished() == 1);
 }

@@ -4,12 +4,14 @@
 // tests/cli/test_cli_selftest.cpp.
 #include "audit/selftest/selftest.h"
 #include "audit/selftest/selftest_invariance.h"
+#include "audit/trial/config.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -258,4 +260,24 @@ TEST_CASE("selftest invariance: Linear variant where measured so in-process, lay
   Report partial = batch_probes(split, one, ulp);
   partial.targets().pop_back();
   CHECK_FALSE(ra::invariance_check(partial, variant).passed);
+}
+
+TEST_CASE("switch_configs: between them every switch of a LibTorch trial, each set to two different values") {
+  // A switch added to the table and not here would go unchecked by selftest's read-back.
+  const std::vector<ra::Config> configs = ra::parse_configs(ra::switch_configs(4), 4);
+  REQUIRE(configs.size() == 2);
+  size_t checked = 0;
+  for (const auto& s : ra::switch_table()) {
+    CAPTURE(s.key);
+    if (s.exec_only) {
+      CHECK_FALSE(configs[0].values.contains(s.key));
+      continue;
+    }
+    REQUIRE(configs[0].values.contains(s.key));
+    REQUIRE(configs[1].values.contains(s.key));
+    CHECK(configs[0].values.at(s.key) != configs[1].values.at(s.key));
+    ++checked;
+  }
+  CHECK(configs[0].values.size() == checked);
+  CHECK(configs[1].values.size() == checked);
 }
