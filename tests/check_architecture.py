@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The map is checked (STYLE.md, habit 20): every path docs/ARCHITECTURE.md names in backticks exists.
+"""The map is checked (STYLE.md, habit 20): every path docs/ARCHITECTURE.md names in backticks exists,
+and the map stays a map: at most 150 lines, none wider than 120 characters (issue 52).
 
 usage: check_architecture.py REPO
 
@@ -15,6 +16,7 @@ import re
 import subprocess
 import sys
 
+MAX_LINES, MAX_WIDTH = 150, 120
 FILE = re.compile(r"^[A-Za-z0-9_.*<>/-]+\.(h|cpp|cu|py|md|json|cmake|txt|sh|toml|1)$")
 
 
@@ -24,7 +26,14 @@ def main():
     folders = {os.path.dirname(f) for f in files}
     folders |= {p for f in folders for p in (os.path.join(*f.split("/")[:i]) for i in range(1, f.count("/") + 1))}
     with open(os.path.join(repo, "docs", "ARCHITECTURE.md"), encoding="utf-8") as f:
-        names = re.findall(r"`([^`\s]+)`", f.read())
+        text = f.read()
+    names = re.findall(r"`([^`\s]+)`", text)
+    lines = text.splitlines()
+    too_long = [i + 1 for i, line in enumerate(lines) if len(line) > MAX_WIDTH]
+    if len(lines) > MAX_LINES or too_long:
+        print(f"architecture: docs/ARCHITECTURE.md has {len(lines)} lines (at most {MAX_LINES}); lines wider than "
+              f"{MAX_WIDTH} characters: {too_long or 'none'}")
+        return 1
     missing = []
     for name in sorted(set(names)):
         if name.startswith(("./", "-", "<", "...", "$")) or ("/" not in name and not FILE.match(name)):
