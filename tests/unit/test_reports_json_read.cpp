@@ -23,10 +23,10 @@ ra::report::Report probes_report() {
   r.tool_version = "0.1.0";
   r.command = {"repro-audit", "probes"};
   r.environment = {{"torch", {{"version", "2.11.0"}}}, {"cpu", {{"threads", 2}}}};
+  ra::report::ProbesBody probes;
   for (const char* name : {"index_add.forward", "sum.control"}) {
     ra::report::Target t;
     t.name = name;
-    t.kind = "probe";
     t.device = "cpu";
     t.mode = "infer";
     t.seed = 7;
@@ -62,14 +62,14 @@ ra::report::Report probes_report() {
     p.disagreements = {"documented to raise, measured stable"};
     if (std::string(name) == "sum.control")
       p.batch_classes = {{"default", {{1, 2, 3}, {4, 5, 257}}}, {"det", {{1, 2, 3, 4, 5, 257}}}};
-    t.probe = p;
-    r.targets().push_back(t);
+    probes.targets.push_back({t, p});
   }
   ra::report::Census census;
   census.config = "det-warn";
   census.stable = {"index_add.forward", "sum.control"};
   census.not_run = {"embedding_bag.backward"};
-  r.body = ra::report::ProbesBody{r.targets(), census};
+  probes.census = census;
+  r.body = probes;
   r.wall_ms = 321.5;
   ra::report::finalize(r);
   return r;
@@ -89,7 +89,7 @@ void expect_error(const json& j, const std::string& message) {
 TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r), byte for byte") {
   SUBCASE("every verdict, trace, fix search with timings, dependence, restart-replay") {
     const auto r = ra::test::every_verdict_report(40);
-    REQUIRE(r.targets().front().replay.has_value());
+    REQUIRE(std::get<ra::report::RunBody>(r.body).targets.front().facts.replay.has_value());
     CHECK(round_trip(r) == ra::report::render_json(r));
   }
   SUBCASE("probe facts and the census") {
@@ -169,7 +169,7 @@ TEST_CASE("report_from_json: timings and non-finite statistics come back") {
   CHECK(back.wall_ms == r.wall_ms);
 
   auto nan = ra::test::every_verdict_report(40);
-  nan.targets().front().configs.front().diverged_tensors = nan.targets().front().replay->differing;
+  nan.targets().front().configs.front().diverged_tensors = ra::test::run_facts(nan).replay->differing;
   nan.targets().front().configs.front().diverged_tensors.front().stats->max_abs_diff = std::nan("");
   const auto nan_back = ra::report::report_from_json(to_json(nan));
   CHECK(std::isnan(nan_back.targets().front().configs.front().diverged_tensors.front().stats->max_abs_diff));
@@ -226,3 +226,4 @@ TEST_CASE("report_from_json: errors name the schema, the version or the JSON pat
   j["timing"]["trials"].erase(0);
   CHECK_THROWS_AS(ra::report::report_from_json(j), ra::report::ReportError);
 }
+
