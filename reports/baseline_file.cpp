@@ -103,6 +103,7 @@ json baseline_to_json(const Report& r, const std::string& tensors) {
       environment[section].erase(key);
   json j = {{"schema", kBaselineSchema},
             {"schema_version", kBaselineSchemaVersion},
+            {"kind", std::string(kind_of(r.body).name)},
             {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
             {"command", command},
             {"verdict", to_string(r.verdict)},

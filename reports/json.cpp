@@ -140,6 +140,7 @@ json to_json(const Report& r) {
              r.body);
   json j = {{"schema", "repro-audit/report"},
             {"schema_version", kSchemaVersion},
+            {"kind", std::string(kind_of(r.body).name)},
             {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
             {"command", r.command},
             {"verdict", to_string(r.verdict)},

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "reports/baseline_file.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 #include "tests/unit/report_samples.h"
@@ -6,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -73,6 +76,48 @@ ra::report::Report probes_report() {
   r.wall_ms = 321.5;
   ra::report::finalize(r);
   return r;
+}
+
+// An exec report: one command with its facts and one configuration.
+ra::report::Report exec_report() {
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.command = {"repro-audit", "exec", "--", "python", "train.py"};
+  r.environment = {{"torch", {{"version", "2.11.0"}}}};
+  ra::report::Target t;
+  t.name = "python train.py";
+  t.path = "/usr/bin/python";
+  t.device = "cpu";
+  ra::report::ConfigResult c;
+  c.name = "default";
+  c.repeats = c.completed = 2;
+  c.compared = ra::report::ExecCompared{0, 0};  // what exec records for a run that names no file
+  t.configs = {c};
+  ra::report::ExecFacts e;
+  e.command = {"python", "train.py"};
+  r.body = ra::report::ExecBody{{{t, e}}};
+  ra::report::finalize(r);
+  return r;
+}
+
+// A report of every kind, in the order of Body's alternatives.
+std::vector<ra::report::Report> one_of_each_kind() {
+  ra::report::Report invariance;
+  ra::report::Invariance inv;
+  inv.model = "m.pt2";
+  inv.kind = "a torch.export archive";
+  inv.device = "cpu";
+  inv.sizes = "1,4";
+  inv.control = {true, "passed"};
+  invariance.body = inv;
+  ra::report::finalize(invariance);
+  ra::report::Report selftest;
+  selftest.body = ra::report::SelfTest{};
+  ra::report::finalize(selftest);
+  std::vector<ra::report::Report> all = {ra::test::every_verdict_report(40), exec_report(), probes_report(), invariance,
+                                         selftest};
+  for (auto& r : all) r.environment = {{"torch", {{"version", "2.11.0"}}}};
+  return all;
 }
 
 void expect_error(const json& j, const std::string& message) {
@@ -227,3 +272,73 @@ TEST_CASE("report_from_json: errors name the schema, the version or the JSON pat
   CHECK_THROWS_AS(ra::report::report_from_json(j), ra::report::ReportError);
 }
 
+TEST_CASE("report kind: one row per alternative, each written as \"kind\" and read back as itself by both readers") {
+  using ra::report::kKinds;
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < kKinds.size(); ++i) {
+    CAPTURE(kKinds[i].name);
+    names.insert(kKinds[i].name);
+    const auto body = ra::report::body_of_kind(kKinds[i].name);
+    REQUIRE(body.has_value());
+    CHECK(body->index() == i);
+    CHECK(ra::report::kind_of(*body).name == kKinds[i].name);
+  }
+  CHECK(names.size() == kKinds.size());
+  CHECK_FALSE(ra::report::body_of_kind("model").has_value());
+
+  const auto reports = one_of_each_kind();
+  REQUIRE(reports.size() == kKinds.size());
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const auto& r = reports[i];
+    CAPTURE(kKinds[i].name);
+    REQUIRE(r.body.index() == i);
+    const json j = to_json(r);
+    CHECK(j.at("kind") == std::string(kKinds[i].name));
+    CHECK(ra::report::report_from_json(j).body.index() == i);
+    CHECK(round_trip(r) == ra::report::render_json(r));
+    const json b = ra::report::baseline_to_json(r);
+    CHECK(b.at("kind") == std::string(kKinds[i].name));
+    CHECK(ra::report::baseline_from_json(b).body.index() == i);
+  }
+}
+
+TEST_CASE("report kind: a file without \"kind\" reads as before, by its keys (legacy_kind)") {
+  for (const auto& r : one_of_each_kind()) {
+    CAPTURE(ra::report::kind_of(r.body).name);
+    json j = to_json(r);
+    j.erase("kind");
+    const auto back = ra::report::report_from_json(j);
+    CHECK(back.body.index() == r.body.index());
+    CHECK(ra::report::render_text(back) == ra::report::render_text(r));
+    // A self-test's baseline holds neither targets nor a section: only its "kind" tells it from a run's.
+    if (std::holds_alternative<ra::report::SelfTest>(r.body)) continue;
+    json b = ra::report::baseline_to_json(r);
+    b.erase("kind");
+    CHECK(ra::report::baseline_from_json(b).body.index() == r.body.index());
+  }
+  // An exec report and a probes report are their own kinds, not a run with facts.
+  const auto exec = ra::report::report_from_json(to_json(exec_report()));
+  REQUIRE(std::holds_alternative<ra::report::ExecBody>(exec.body));
+  CHECK(std::get<ra::report::ExecBody>(exec.body).targets.front().facts.command.size() == 2);
+  const auto probes = ra::report::report_from_json(to_json(probes_report()));
+  REQUIRE(std::holds_alternative<ra::report::ProbesBody>(probes.body));
+  CHECK(std::get<ra::report::ProbesBody>(probes.body).targets.size() == 2);
+}
+
+TEST_CASE("report kind: an unknown kind is refused with its name by both readers, never read as a run") {
+  const std::string message =
+      "kind: 'census-v2' is not a kind this repro-audit reads (it reads run, exec, probes, invariance, selftest)";
+  json j = to_json(ra::test::every_verdict_report(40));
+  j["kind"] = "census-v2";
+  expect_error(j, message);
+  j["kind"] = 3;
+  expect_error(j, "kind: expected a string");
+  json b = ra::report::baseline_to_json(one_of_each_kind().front());
+  b["kind"] = "census-v2";
+  CHECK_THROWS_WITH_AS(ra::report::baseline_from_json(b), message.c_str(), ra::report::ReportError);
+  // A kind that does not match its targets is named too: a probe's target in a run file.
+  j = to_json(probes_report());
+  j["kind"] = "run";
+  CHECK_THROWS_WITH_AS(ra::report::report_from_json(j),
+                       doctest::Contains("'probe' in a file whose targets are 'model'"), ra::report::ReportError);
+}
