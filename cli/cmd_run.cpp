@@ -27,6 +27,7 @@ struct RunArgs : AuditArgs {
   std::vector<std::string> replay_omit;
   bool no_native = false;
   int calls = 1;
+  std::string referee = "cpu";
 };
 
 // Train-mode options: --optimizer and --lr, and the restart-replay's preconditions.
@@ -59,6 +60,7 @@ int execute(const RunArgs& a, const GlobalOptions& global) {
   o.timed_runs = a.timed_runs;
   o.no_native = a.no_native;
   o.calls = a.calls;
+  o.referee = parse_referee_mode(a.referee);
   if (a.calls > 1 && a.mode == "train")
     throw UsageError("--calls applies to --mode infer only (training changes the model from one call to the next)");
   fill_training(o, a);
@@ -136,6 +138,7 @@ Action attach_run(CLI::App& sub, const GlobalOptions& global) {
       {"default,threads-1 on CPU, default,det on CUDA", "seconds before a trial is killed and recorded as timeout",
        "shared library with custom ops the model needs (repeatable)"});
   add_baseline_tensors_option(sub, a->out);
+  add_referee_option(sub, a->referee);
   return [a, &global, steps, capacity, timed] {
     // An option that does not apply would be silently ignored: a usage error instead.
     if (steps->count() > 0 && a->mode != "train") throw UsageError("--steps applies to --mode train only");

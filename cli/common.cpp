@@ -212,6 +212,15 @@ void fill_session(SessionOptions& o, const AuditArgs& a, const GlobalOptions& gl
   check_outputs(a.out);
 }
 
+void add_referee_option(CLI::App& sub, std::string& mode) {
+  sub.add_option("--referee", mode,
+                 "where the float64 referee runs: the model once more in float64, against which every result's "
+                 "error is measured and every difference classed (reordering, uninitialized, beyond-reordering); "
+                 "cpu (deterministic, one thread), device (the audited device), or off")
+      ->check(CLI::IsMember({"cpu", "device", "off"}))
+      ->capture_default_str();
+}
+
 void add_baseline_tensors_option(CLI::App& sub, ReportOutputs& out) {
   sub.add_flag("--baseline-tensors", out.baseline_tensors,
                "with --save-baseline FILE: keep each configuration's reference tensors in FILE.tensors/ too, so that "

@@ -108,6 +108,10 @@ void add_output_options(CLI::App& sub, ReportOutputs& out, const OutputHelp& hel
 // made from the same targets (audit/baseline/baseline.h).
 ReportJudges load_judges(const AuditArgs& a, SessionOptions& session);
 
+// --referee cpu|device|off on `sub`, storing into `mode` (run; invariance's classes take it too once
+// they are built): where the float64 referee runs (audit/trial/referee.h).
+void add_referee_option(CLI::App& sub, std::string& mode);
+
 // --baseline-tensors, on the commands whose kinds keep reference tensors (run, probes).
 void add_baseline_tensors_option(CLI::App& sub, ReportOutputs& out);
 // Checks --baseline-tensors (UsageError without --save-baseline) and gives the session a folder

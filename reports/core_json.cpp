@@ -72,6 +72,7 @@ json finding_json(const TensorFinding& f) {
             {"other_digest", f.other_digest},
             {"diverging_trials", f.diverging_trials}};
   j["stats"] = f.stats ? stats_to_json(*f.stats) : json(nullptr);
+  if (f.referee) j["referee"] = classified_json(*f.referee);
   return j;
 }
 
@@ -84,6 +85,7 @@ TensorFinding read_finding(const Node& n) {
   f.other_digest = n.at("other_digest").str();
   f.diverging_trials = n.at("diverging_trials").i32();
   f.stats = read_opt_stats(n.at("stats"));
+  if (n.has("referee")) f.referee = read_classified(n.at("referee"));
   return f;
 }
 

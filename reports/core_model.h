@@ -9,6 +9,8 @@
 // that depends on wall-clock time is marked "timing" and kept apart by the renderers.
 #pragma once
 
+#include "reports/referee_model.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +82,9 @@ struct TensorFinding {
   std::string other_digest;
   int diverging_trials = 0;  // trials (of this configuration) whose digest differs
   std::optional<DivergenceStats> stats;
+  // The class of this difference against the float64 referee (reports/referee_model.h); nullopt
+  // with --referee off and in reports written before it.
+  std::optional<Classified> referee = {};
 };
 
 struct SwitchValue {

@@ -61,6 +61,10 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   out += fmt::format("<p class=\"facts\">{}.</p>\n", esc(facts));
   if (c.warm_up)
     for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("<p class=\"facts\">{}</p>\n", esc(line));
+  if (j == 0 && t.referee && !t.referee->ran)
+    out += fmt::format("<p class=\"facts\">{}</p>\n", esc(referee_note_line(*t.referee)));
+  for (const auto& line : config_referee_lines(t.referee, c.referee))
+    out += fmt::format("<p class=\"facts\">{}</p>\n", esc(line));
   if (c.allowed_by)
     out += fmt::format("<p class=\"allowed\">Allowed by allowlist entry {}: {}{}</p>\n", c.allowed_by->entry,
                        esc(c.allowed_by->reason),

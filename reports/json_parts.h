@@ -129,6 +129,18 @@ Fleet read_fleet(const Node& n);
 json selftest_json(const SelfTest& s);
 SelfTest read_selftest(const Node& n);
 
+// referee_json.cpp (reference_error_to_json and reference_error_from_json, the public pair, are there
+// too): every part is optional in the documents that carry it.
+ReferenceError read_reference_error(const Node& n);
+json referee_json(const Referee& r);
+Referee read_referee(const Node& n);
+json classified_json(const Classified& c);
+Classified read_classified(const Node& n);
+json class_summary_json(const ClassSummary& s);
+ClassSummary read_class_summary(const Node& n);
+json config_referee_json(const ConfigReferee& c);
+ConfigReferee read_config_referee(const Node& n);
+
 // invariance_outputs.cpp: what an invariance report and an invariance baseline both hold (model,
 // kind, device, inputs, rows, filler, sizes, budget, outputs), read by one reader.
 void read_invariance_head(const Node& n, Invariance& inv);

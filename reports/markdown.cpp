@@ -58,6 +58,19 @@ void warm_up_items(std::string& out, const Report& r) {
   if (!items.empty()) out += "\n" + items;
 }
 
+// The float64 referee (reports/referee_model.h): why it did not run, or each configuration's error and
+// classes, as a list after the table.
+void referee_items(std::string& out, const Report& r) {
+  std::string items;
+  for (const auto& t : r.targets()) {
+    if (t.referee && !t.referee->ran) items += fmt::format("- {}: {}\n", md(t.name), md(referee_note_line(*t.referee)));
+    for (const auto& c : t.configs)
+      for (const auto& line : config_referee_lines(t.referee, c.referee))
+        items += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(line));
+  }
+  if (!items.empty()) out += "\n" + items;
+}
+
 void details(std::string& out, const Target& t, const ConfigResult& c) {
   out += fmt::format("\n**{} · {}: {}**", md(t.name), md(c.name), to_string(c.verdict));
   if (c.verdict == Verdict::Diverged)
@@ -237,6 +250,7 @@ void markdown::rules(std::string& out, const Report& r) {
           out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
   }
   warm_up_items(out, r);
+  referee_items(out, r);
 }
 
 void markdown::findings(std::string& out, const Target& t) {

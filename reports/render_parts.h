@@ -55,7 +55,8 @@ namespace markdown {
 // The heading with the verdict, and the table of targets × configurations (with exec's column of
 // what a run is compared by).
 std::string head(const Report& r, bool compared_column);
-// The --repeats auto rule with the undecided configurations, and the warm-up lines of `run --calls`.
+// The --repeats auto rule with the undecided configurations, the warm-up lines of `run --calls`, and the
+// float64 referee's lines.
 void rules(std::string& out, const Report& r);
 // A target's findings: each configuration that did not reproduce, then its configuration dependence.
 void findings(std::string& out, const Target& t);

@@ -24,7 +24,9 @@ json dependence_json(const ConfigDependence& d) {
                       {"trace", c.trace ? trace_json(*c.trace) : json(nullptr)},
                       {"note", c.note}});
   }
-  return {{"groups", d.groups}, {"differing_tensors", findings_json(d.differing)}, {"causes", causes}};
+  json j = {{"groups", d.groups}, {"differing_tensors", findings_json(d.differing)}, {"causes", causes}};
+  if (d.referee) j["referee"] = class_summary_json(*d.referee);
+  return j;
 }
 
 ConfigDependence read_dependence(const Node& d) {
@@ -44,6 +46,7 @@ ConfigDependence read_dependence(const Node& d) {
       cause.note = c.at("note").str();
       return cause;
     });
+  if (d.has("referee")) dep.referee = read_class_summary(d.at("referee"));
   return dep;
 }
 
@@ -123,6 +126,7 @@ json config_json(const ConfigResult& c) {
   j["tolerated"] = c.tolerated;
   if (!c.stopped_by.empty()) j["stopped_by"] = c.stopped_by;
   if (c.warm_up) j["warm_up"] = warm_up_json(*c.warm_up);
+  if (c.referee) j["referee"] = config_referee_json(*c.referee);
   return j;
 }
 
@@ -141,6 +145,7 @@ ConfigResult read_config(const Node& n) {
   if (n.has("tolerated")) c.tolerated = n.at("tolerated").boolean();
   if (n.has("stopped_by")) c.stopped_by = n.at("stopped_by").str();
   if (n.has("warm_up")) c.warm_up = read_warm_up(n.at("warm_up"));
+  if (n.has("referee")) c.referee = read_config_referee(n.at("referee"));
   if (const Node a = n.at("allowed_by"); !a.null()) c.allowed_by = read_allowed_by(a);
   return c;
 }
@@ -256,18 +261,21 @@ void read_target_head(const Node& n, ProbeTarget& t, TargetDoc doc) {
 json target_json(const RunTarget& t) {
   json target = report_target_json(target_head_json(t, TargetDoc::Report), t.common);
   if (t.facts.replay) target["replay"] = replay_json(*t.facts.replay);
+  if (t.common.referee) target["referee"] = referee_json(*t.common.referee);
   return target;
 }
 
 json target_json(const ExecTarget& t) {
   json target = report_target_json(target_head_json(t, TargetDoc::Report), t.common);
   target["exec"] = exec_json(t.facts);
+  if (t.common.referee) target["referee"] = referee_json(*t.common.referee);
   return target;
 }
 
 json target_json(const ProbeTarget& t) {
   json target = report_target_json(target_head_json(t, TargetDoc::Report), t.common);
   if (t.facts.known()) target["probe"] = probe_json(t.facts);
+  if (t.common.referee) target["referee"] = referee_json(*t.common.referee);
   return target;
 }
 
@@ -275,11 +283,13 @@ void read_target(const Node& n, RunTarget& t) {
   read_target_head(n, t, TargetDoc::Report);
   read_results(n, t.common);
   if (n.has("replay")) t.facts.replay = read_replay(n.at("replay"));
+  if (n.has("referee")) t.common.referee = read_referee(n.at("referee"));
 }
 
 void read_target(const Node& n, ExecTarget& t) {
   read_target_head(n, t, TargetDoc::Report);
   read_results(n, t.common);
+  if (n.has("referee")) t.common.referee = read_referee(n.at("referee"));
   if (!n.has("exec")) return;
   t.facts = read_exec(n.at("exec"));
   // exec reports written before `compared` was recorded: counted from their digests
@@ -291,6 +301,7 @@ void read_target(const Node& n, ProbeTarget& t) {
   read_target_head(n, t, TargetDoc::Report);
   read_results(n, t.common);
   if (n.has("probe")) t.facts = read_probe(n.at("probe"));
+  if (n.has("referee")) t.common.referee = read_referee(n.at("referee"));
 }
 
 json auto_repeats_json(const AutoRepeats& a) { return {{"min", a.min}, {"max", a.max}, {"detect_rate", a.rate}}; }

@@ -72,6 +72,9 @@ struct ConfigResult {
   // "confidence", "max-repeats"; see AutoRepeats); "" for a fixed number of repeats.
   std::string stopped_by;
   std::optional<WarmUp> warm_up;  // `run --calls K`, K >= 2 only
+  // The float64 referee (reports/referee_model.h): the reference repeat's errors against it, and a
+  // diverged configuration's classes; nullopt with --referee off.
+  std::optional<ConfigReferee> referee;
 };
 
 // A switch whose effective value differs between two configurations.
@@ -99,6 +102,7 @@ struct ConfigDependence {
   std::vector<std::vector<std::string>> groups;  // configurations with identical results, in order
   std::vector<TensorFinding> differing;          // first group vs second group
   std::vector<ConfigCause> causes;               // `run --trace`: one per group after the first
+  std::optional<ClassSummary> referee;           // the classes of `differing` against the float64 referee
 };
 
 // What every target shares, whatever its kind (run's model, exec's command, a probe): its name,
@@ -129,6 +133,8 @@ struct Target {
   std::vector<std::string> notes;
   std::vector<ConfigResult> configs;
   std::optional<ConfigDependence> dependence;
+  // `run`: where the float64 referee ran, or why not (none with --referee off); no other kind fills it.
+  std::optional<Referee> referee;
   Verdict verdict = Verdict::Reproducible;
 };
 

@@ -354,6 +354,7 @@ void text::target_lines(std::string& out, const Target& t, const std::vector<std
                        outputs.size() > kShown ? fmt::format(" and {} more", outputs.size() - kShown) : "");
   }
   for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
+  if (t.referee && !t.referee->ran) out += fmt::format("  note: {}\n", ln(referee_note_line(*t.referee)));
 }
 
 void text::config_lines(std::string& out, const Target& t, const ConfigTable& table) {
@@ -377,6 +378,7 @@ void text::config_lines(std::string& out, const Target& t, const ConfigTable& ta
     if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
     if (c.verdict == Verdict::Diverged) unfinished_line(out, c);
     finding_lines(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
+    for (const auto& line : config_referee_lines(t.referee, c.referee)) out += fmt::format("    {}\n", ln(line));
     if (c.trace) trace_lines(out, c, 5);
     if (c.warm_up)
       for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("    {}\n", ln(line));
@@ -407,6 +409,7 @@ void text::outcome_lines(std::string& out, const Target& t) {
   out += fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
                      fmt::join(groups, " and "));
   finding_lines(out, t.dependence->differing, 5);
+  if (t.dependence->referee) out += fmt::format("    {}\n", ln(class_summary_line(*t.dependence->referee)));
   for (const auto& cause : t.dependence->causes) out += fmt::format("    {}\n", config_cause_text(cause));
 }
 

@@ -12,6 +12,7 @@
 #include "audit/knowledge/probe_findings.h"
 #include "audit/trace/trace_align.h"
 #include "audit/trial/analysis.h"
+#include "audit/trial/referee.h"
 #include "audit/trial/trial_spec.h"
 #include "audit/trial/worker.h"
 
@@ -178,6 +179,8 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
     Joined& j = it->second;
     if (j.one_machine) {
       j.target.dependence = configuration_dependence(j.target.configs, j.dumps, stats->answer());
+      if (j.target.referee && j.target.dependence)  // from the errors each shard kept
+        classify_dependence(*j.target.dependence, j.target.configs, *j.target.referee);
       const bool traced = std::any_of(j.target.configs.begin(), j.target.configs.end(),
                                       [](const report::ConfigResult& c) { return c.trace.has_value(); });
       if (traced && j.target.dependence)

@@ -164,6 +164,7 @@ class BatchRunner {
       const std::string name = fmt::format("{}c{}-r{}", tag_, c, r);
       TrialSpec spec = trial_spec(o_, scratch_, configs_[c], r, name, trace_);
       if (tag_.empty()) spec.calls = o_.calls;  // the audit's own trials, not a fix search's
+      spec.reference_dump = o_.reference_dump;  // every trial measures itself against the referee
       std::vector<const TrialRun*> earlier;
       for (int k = 0; k < r; ++k)
         earlier.push_back(finished_[c][static_cast<size_t>(k)] ? &b_.runs[c][static_cast<size_t>(k)] : nullptr);
@@ -398,6 +399,7 @@ nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& targe
   plan["mode"] = o.mode;
   if (o.mode == "train") plan["train"] = {o.steps, o.optimizer, o.lr};
   if (o.calls > 1) plan["calls"] = o.calls;
+  plan["referee"] = to_string(o.referee);
   plan["trace"] =
       o.trace ? nlohmann::ordered_json{o.trace_capacity, o.fix_search, o.timed_runs} : nlohmann::ordered_json(false);
   return plan;
@@ -439,7 +441,7 @@ class ModelAudit : public AuditKind {
   explicit ModelAudit(const RunOptions& o) : o_(o) {}  // a copy: --trace may be dropped after the preflight
 
   AuditPlan plan() override {
-    const bool native = check_model();
+    native_ = check_model();
     log::debug("scratch folder {}", scratch_.path());
     const TrialResult pre = preflight(o_, scratch_);
     // A note on what --trace cannot see is the report's (target.notes, printed with the summary):
@@ -453,7 +455,7 @@ class ModelAudit : public AuditKind {
       log::warn("--trace: {}", pre.untraceable);
       o_.trace = false;
     }
-    report::RunTarget model = model_target(o_, pre, native);
+    report::RunTarget model = model_target(o_, pre, native_);
     AuditPlan plan;
     plan.environment = pre.environment;
     plan.identity = run_plan(o_, model.common);
@@ -465,6 +467,7 @@ class ModelAudit : public AuditKind {
   void run(const Cells& cells) override {
     for (const size_t c : cells.configs[0]) configs_.push_back(o_.configs[c]);
     placement_ = session_placement(o_, environment_);
+    if (o_.referee != RefereeMode::Off && !configs_.empty()) run_referee();
     batch_ = run_batch(o_, scratch_, configs_, o_.repeats, "", o_.trace, place());
   }
 
@@ -472,6 +475,7 @@ class ModelAudit : public AuditKind {
     if (placement_) rep.contention = contention_note(*placement_, o_.jobs);
     report::RunTarget& model = std::get<report::RunBody>(rep.body).targets.front();
     report::Target& target = model.common;
+    if (referee_) target.referee = *referee_;
     analyse_configs(cells, target);
     if (o_.calls > 1)
       for (size_t c = 0; c < configs_.size(); ++c)
@@ -532,8 +536,10 @@ class ModelAudit : public AuditKind {
     for (size_t c = 0; c < configs_.size(); ++c) {
       target.configs.push_back(analyse_runs(configs_[c], batch_.runs[c], batch_.traces[c], o_.trace, stats.answer()));
       target.configs.back().stopped_by = batch_.stopped_by[c];
+      if (referee_) attach_referee(target.configs.back(), batch_.runs[c], *referee_);
     }
     target.dependence = configuration_dependence(target.configs, reference_dumps, stats.answer());
+    if (referee_ && target.dependence) classify_dependence(*target.dependence, target.configs, *referee_);
     keep_tensors(reference_dumps, target);
     if (!o_.trace || !target.dependence) return;
     std::vector<std::string> traces;
@@ -552,6 +558,32 @@ class ModelAudit : public AuditKind {
     for (size_t c = 0; c < reference_dumps.size() && c < target.configs.size(); ++c)
       target.configs[c].reference_tensors =
           keep_reference_tensors(o_, reference_dumps[c], fmt::format("c{}.pt", c), configs_[c].name);
+  }
+
+  // The float64 referee (audit/trial/referee.h): one child, after the preflight and before the trials,
+  // on the CPU (or the audited device with --referee device). An AOTInductor package cannot run in
+  // float64: one line, without a child.
+  void run_referee() {
+    const Device where = o_.referee == RefereeMode::Device ? o_.device : Device::cpu();
+    if (native_) {
+      referee_ = referee_refused(o_.referee, where, "an AOTInductor package: its kernels are compiled for one dtype");
+    } else {
+      log::debug("float64 referee: one run of the model in float64 on {}", where.to_string());
+      TrialSpec spec = base_spec(o_);
+      spec.task = ChildTask::Referee;
+      spec.device = where;
+      spec.config = referee_config(where);
+      spec.precision = "float64";
+      const std::string gpu = where.is_cuda() && placement_ ? placement_->visible.front() : "";
+      const PreparedChild p = prepare_child(scratch_, "referee", spec, o_.timeout_s, /*dump=*/true, gpu);
+      TrialRun run;
+      run.process = run_children({p.job}, 1).front();
+      run.result = read_result(p.result_path);
+      run.timeout_s = o_.timeout_s;
+      referee_ = referee_outcome(o_.referee, where, summarise_trial(run), run.result);
+      if (referee_->ran) o_.reference_dump = p.dump_path;
+    }
+    if (!referee_->ran) log::warn("{}", report::referee_note_line(*referee_));
   }
 
   // Divergence statistics of the first few root causes of each diverged configuration.
@@ -595,6 +627,8 @@ class ModelAudit : public AuditKind {
 
   RunOptions o_;
   ScratchDir scratch_;
+  bool native_ = false;                     // the model is an AOTInductor package
+  std::optional<report::Referee> referee_;  // --referee cpu|device: where it ran, or why not
   nlohmann::ordered_json environment_;
   std::vector<Config> configs_;  // this process's configurations
   std::optional<DevicePlacement> placement_;

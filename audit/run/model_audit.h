@@ -20,10 +20,15 @@
 //      untraced timed children), so its unit tests need no processes.
 //   5b. With --calls K: each trial's calls 2..K compared with its call 1 (audit/run/warm_up.h).
 //   6. The restart-replay, when asked (audit/train/replay.h), then the report.
+// The float64 referee (audit/trial/referee.h), unless --referee off: one more child before the trials
+// runs the model in float64 and dumps its tensors; every trial (fix-search candidates too) measures its
+// floating tensors against that dump; the analysis classes each difference (runs, configuration
+// dependence). Where the referee cannot run, one line says why and the bitwise verdict stands.
 #pragma once
 
 #include "audit/fleet/shard_run.h"
 #include "audit/trial/config.h"
+#include "audit/trial/referee.h"
 #include "audit/trial/trial_spec.h"
 #include "audit/trial/trials.h"
 #include "reports/model.h"
@@ -57,6 +62,9 @@ struct RunOptions : SessionOptions {
   std::optional<fleet::ShardOptions> shard;  // --shard: run only this shard's configurations (audit/fleet/shard_run.h)
   bool no_native = false;                    // --no-native: refuse a model that is native code (an AOTInductor package)
   int calls = 1;                             // --calls K: calls per trial, later ones compared with call 1 (warm_up.h)
+  RefereeMode referee = RefereeMode::Cpu;    // --referee: where the float64 referee runs, or off
+  // Set by the audit once the referee ran: its dump, which every trial measures its tensors against.
+  std::string reference_dump;
 };
 
 // Runs the preflight (throws InputError/UsageError for a bad model, inputs or device), then every

@@ -30,6 +30,8 @@ const char* task_name(ChildTask t) {
       return "preflight";
     case ChildTask::Probes:
       return "probes";
+    case ChildTask::Referee:
+      return "referee";
     case ChildTask::Trial:
       break;
   }
@@ -151,13 +153,18 @@ nlohmann::json to_json(const TrialSpec& s) {
            {{"save_path", exact(s.checkpoint.save_path)},
             {"resume_path", exact(s.checkpoint.resume_path)},
             {"resume_step", s.checkpoint.resume_step},
-            {"omit", s.checkpoint.omit}}}};
+            {"omit", s.checkpoint.omit}}},
+          {"precision", s.precision},
+          {"reference_dump", exact(s.reference_dump)}};
 }
 
 TrialSpec trial_spec_from_json(const nlohmann::json& j) {
   TrialSpec s;
   const std::string task = j.at("task").get<std::string>();
-  s.task = task == "preflight" ? ChildTask::Preflight : task == "probes" ? ChildTask::Probes : ChildTask::Trial;
+  s.task = task == "preflight" ? ChildTask::Preflight
+           : task == "probes"  ? ChildTask::Probes
+           : task == "referee" ? ChildTask::Referee
+                               : ChildTask::Trial;
   s.model = exact_string(j.at("model"));
   s.input_file = exact_string(j.at("input_file"));
   for (const auto& sh : j.at("shapes"))
@@ -196,6 +203,8 @@ TrialSpec trial_spec_from_json(const nlohmann::json& j) {
     s.checkpoint.resume_step = c.at("resume_step").get<int>();
     s.checkpoint.omit = c.at("omit").get<std::vector<std::string>>();
   }
+  s.precision = j.value("precision", std::string());
+  s.reference_dump = j.contains("reference_dump") ? exact_string(j.at("reference_dump")) : std::string();
   return s;
 }
 
@@ -208,6 +217,8 @@ nlohmann::json to_json(const TrialResult& r) {
     tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}, {"digest", t.digest}});
   nlohmann::json later = nlohmann::json::array();
   for (const auto& call : r.later_calls) later.push_back(digests_json(call));
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& e : r.errors) errors.push_back(nlohmann::json(report::reference_error_to_json(e)));
   return {{"status", report::to_string(r.status)},
           {"message", r.message},
           {"error_kind", r.error_kind},
@@ -229,7 +240,8 @@ nlohmann::json to_json(const TrialResult& r) {
           {"dump_error", r.dump_error},
           {"later_calls", later},
           {"mutated", r.mutated},
-          {"traced_call", r.traced_call}};
+          {"traced_call", r.traced_call},
+          {"errors", errors}};
 }
 
 TrialResult trial_result_from_json(const nlohmann::json& j) {
@@ -261,6 +273,9 @@ TrialResult trial_result_from_json(const nlohmann::json& j) {
     for (const auto& call : j.at("later_calls")) r.later_calls.push_back(digests_from_json(call));
   r.mutated = j.value("mutated", std::vector<std::string>{});
   r.traced_call = j.value("traced_call", 0);
+  if (j.contains("errors"))
+    for (const auto& e : j.at("errors"))
+      r.errors.push_back(report::reference_error_from_json(nlohmann::ordered_json(e)));
   return r;
 }
 

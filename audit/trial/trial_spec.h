@@ -36,6 +36,7 @@ enum class ChildTask {
   Preflight,  // load model and inputs, run one forward, report the environment fingerprint
   Trial,      // apply the configuration, run, digest, dump
   Probes,     // apply the configuration, run each probe of `probes` in turn (worker/child/probe_child.h)
+  Referee,    // the float64 referee (reports/referee_model.h): run once in float64, dump every tensor
 };
 
 // Restart-replay (audit/train/replay.h): the checkpointing child saves after its last step, the resumed
@@ -77,6 +78,13 @@ struct TrialSpec {
   int calls = 1;                // Trial, `run --calls K`: call the model K times and compare calls 2..K with call 1
   int state_step = 0;           // train mode: also digest the training state after this step (0 = never)
   CheckpointTask checkpoint;    // restart-replay children only
+  // "float64": the referee's precision (task Referee): the target loads with its floating parameters,
+  // buffers, constants and inputs cast to float64, and an export graph's floating dtype arguments
+  // promoted; "" runs the model as it is.
+  std::string precision;
+  // Trial: the referee's dump; the child measures each floating tensor it records against the
+  // referee's tensor of that name (TrialResult::errors). "" when the audit has no referee.
+  std::string reference_dump;
   // Not in the JSON: set by the worker to the folder of its result file, the parent's scratch, which
   // the parent removes whatever the child does; where a target may unpack files ("" = none).
   std::string scratch;
@@ -112,6 +120,9 @@ struct TrialResult {
   std::vector<std::vector<report::TensorDigest>> later_calls;
   std::vector<std::string> mutated;
   int traced_call = 0;
+  // With TrialSpec::reference_dump: each recorded floating tensor's error against the referee's, in
+  // record order (integer and bool tensors have none).
+  std::vector<report::ReferenceError> errors;
 };
 
 nlohmann::json to_json(const TrialSpec& spec);

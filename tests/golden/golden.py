@@ -13,7 +13,10 @@ Each audit writes JSON, HTML, JUnit, Markdown and its text summary. What depends
 the machine is normalised before comparison: durations and timings, dates, the scratch folder,
 host and process ids, and the environment fingerprint's machine fields (CPU model, kernel, logical
 CPUs, ATen capability and the ATEN_CPU_CAPABILITY that chose it, torch's inter-op threads, one per
-physical core, the torch and CUDA library builds, the GPU line), in every format they appear in (JSON keys, HTML rows and summary, the self-test's fingerprint line). Digests are numbered
+physical core, the torch and CUDA library builds, the GPU line), in every format they appear in
+(JSON keys, HTML rows and summary, the self-test's fingerprint line), and the float64 referee's
+error figures (how far a result lies from float64 depends on the machine's kernels; the class of a
+difference does not, and is compared). Digests are numbered
 by first appearance: the set holds which tensors agree, not the bits a CPU's BLAS computes. Everything
 else (verdicts, tables, wording, order) is compared byte for byte, so the check runs, and passes,
 on any machine of the kind (STYLE.md, habit 21).
@@ -88,6 +91,14 @@ NORMALISE = [
                 r'batch\.linear found it variant \([0-9]+ classes\); |a Linear row kept its bits at every size tried '
                 r'in-process \(batch\.linear: [0-9]+ class(?:es)?\), so this library gives no real positive here; '
                 r'passed on the controls: '), 'a Linear row: <machine>; '),
+    # the float64 referee's figures show the machine's kernels: how far each result lies from float64
+    # (the furthest tensor too), and float64's own error beside it; the class stays compared
+    (re.compile(r'("max_ulp": )[-0-9.e+]+(,\s*"max_abs": )[-0-9.e+]+(,\s*"max_rel": )[-0-9.e+]+'), r'\1<e>\2<e>\3<e>'),
+    (re.compile(r'"referee_own_ulp": *([-0-9.e+]+|null)'), r'"referee_own_ulp": <e>'),
+    (re.compile(r'error vs float64: (?:[^\n<"]|<(?!/))*'), 'error vs float64: <machine>'),
+    (re.compile(r'within [0-9.e+]+ and [0-9.e+]+ ULP of float64'), 'within <e> and <e> ULP of float64'),
+    (re.compile(r"float64(?:'|&#39;|&apos;)s own error here (?:< 0\.01|is at most ~[0-9.e+]+) ULP"),
+     "float64's own error here <e> ULP"),
     # invariance's negative control shows the machine's BLAS: whether torch.mm batches a row alike varies
     (re.compile(r'torch\.mm gives row 0 (?:the same bits alone and in a batch of 64|other bits in a batch of 64 than '
                 r'alone) on ([a-z0-9:]+)(?: \(max abs [^)]*\))?'), r'torch.mm on \1: <machine>'),

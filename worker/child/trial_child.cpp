@@ -10,7 +10,12 @@
 //      fix search's costs, run it again unrecorded as often as the spec asks;
 //   4b. with `calls` > 1 (`run --calls K`), call it K-1 more times, each recorded apart (run_later_calls);
 //   5. optionally write every digested tensor to a dump file, so that the parent can compute
-//      divergence statistics for the tensors whose digests differ.
+//      divergence statistics for the tensors whose digests differ; with the float64 referee's dump
+//      (TrialSpec::reference_dump, read before the run), each floating tensor is measured against the
+//      referee's as it is recorded (TrialResult::errors).
+// The referee itself (ChildTask::Referee, reports/referee_model.h) is a trial of its own kind: the
+// target loads in float64 (TrialSpec::precision), runs once under the precision guard
+// (worker/trace/precision_guard.h) with float64 as the default dtype, and dumps every tensor.
 #include "worker/child/trial_child.h"
 
 #include "audit/common/errors.h"
@@ -20,7 +25,11 @@
 #include "worker/runtime/switches.h"
 #include "worker/targets/call_state.h"
 #include "worker/targets/target.h"
+#include "worker/tensor_io/kept_read.h"
+#include "worker/trace/precision_guard.h"
 #include "worker/trace/tracer.h"
+
+#include <c10/core/DefaultDtype.h>
 
 #include <fmt/format.h>
 
@@ -71,6 +80,52 @@ void run_later_calls(const TrialSpec& spec, targets::Target& target, const c10::
   }
 }
 
+// The float64 referee's run: once, recording and dumping every tensor, with float64 the default dtype
+// of factory functions (torch.zeros(3) in the model's code) and the precision guard watching every op.
+// A run that raises, or that computes anything below float64, writes no dump: its message says why.
+void run_referee(const TrialSpec& spec, targets::Target& target, TrialResult& result) {
+  c10::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  Recorder rec(true);
+  rec.dump_results_only();
+  std::string below;
+  try {
+    trace::PrecisionGuard guard;
+    target.run(rec, result.state);
+    below = guard.first_below();
+  } catch (const TrialInputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    result.status = TrialStatus::Error;
+    result.message = error_text(e);
+    return;
+  }
+  if (!below.empty()) {
+    result.status = TrialStatus::Error;
+    result.error_kind = "precision";
+    result.message = below;
+    return;
+  }
+  result.dump_error = rec.write_dump(spec.dump_path);
+  result.tensors = std::move(rec.tensors());
+}
+
+// A trial's recorder: dumping as the spec asks, and with the referee's dump, measuring each floating
+// tensor against it (an unreadable dump gives every tensor a note instead of figures).
+Recorder trial_recorder(const TrialSpec& spec) {
+  const auto reference = spec.dump_only_differing.find("");
+  Recorder rec(!spec.dump_path.empty(),
+               reference == spec.dump_only_differing.end() ? std::map<std::string, std::string>{} : reference->second);
+  if (!spec.reference_dump.empty()) {
+    std::string problem;
+    auto referee = read_own_dump(spec.reference_dump, problem);
+    rec.compare_with(referee ? std::move(*referee) : std::map<std::string, at::Tensor>{},
+                     referee ? "the referee has no tensor of this name"
+                             : fmt::format("the referee's dump could not be read{}",
+                                           problem.empty() ? "" : fmt::format(" ({})", problem)));
+  }
+  return rec;
+}
+
 }  // namespace
 
 TrialResult run_child(const TrialSpec& spec) {
@@ -106,10 +161,7 @@ TrialResult run_child(const TrialSpec& spec) {
       result.graph_digest = identity.graph;
     }
     result.startup_ms = ms_since_spawn();
-    const auto reference = spec.dump_only_differing.find("");
-    Recorder rec(!spec.dump_path.empty(), reference == spec.dump_only_differing.end()
-                                              ? std::map<std::string, std::string>{}
-                                              : reference->second);
+    Recorder rec = trial_recorder(spec);
     // The preflight answers for the trials: the front drops --trace for a compiled target.
     if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::Compiled) {
       if (spec.task != ChildTask::Preflight) throw TrialInputError("a compiled target cannot be traced", "usage");
@@ -121,7 +173,9 @@ TrialResult run_child(const TrialSpec& spec) {
           fmt::format("--trace cannot follow this model's ops one by one ({}); audit it without --trace",
                       target->kind()),
           "usage");
-    if (spec.task == ChildTask::Preflight) {
+    if (spec.task == ChildTask::Referee) {
+      run_referee(spec, *target, result);
+    } else if (spec.task == ChildTask::Preflight) {
       result.warnings = target->check();
       // Traced: one traced run, so that what the trace cannot see is said before any trial.
       if (!spec.trace_path.empty() && target->tracing() == targets::Tracing::OpByOp) {
@@ -172,6 +226,7 @@ TrialResult run_child(const TrialSpec& spec) {
       }
       result.dump_error = rec.write_dump(spec.dump_path);  // costs its statistics only
       result.tensors = std::move(rec.tensors());
+      result.errors = std::move(rec.errors());
     }
   } catch (const std::exception& e) {
     record_error(result, e);

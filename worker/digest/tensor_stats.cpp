@@ -116,4 +116,59 @@ report::DivergenceStats tensor_difference(const at::Tensor& a_in, const at::Tens
   return s;
 }
 
+report::ReferenceError reference_error(const std::string& name, const at::Tensor& x_in, const at::Tensor& r_in) {
+  report::ReferenceError e;
+  e.name = name;
+  e.dtype = dtype_name(x_in.scalar_type());
+  e.numel = x_in.numel();
+  if (x_in.sizes() != r_in.sizes()) {
+    e.note = fmt::format("shape differs from the referee's: {} vs {}", fmt::join(x_in.sizes(), "x"),
+                         fmt::join(r_in.sizes(), "x"));
+    return e;
+  }
+  const bool complex = x_in.is_complex();
+  const bool r_floating = complex ? r_in.is_complex() : at::isFloatingType(r_in.scalar_type());
+  if (!r_floating) {
+    e.note = fmt::format("dtype differs in kind from the referee's: {} vs {}", e.dtype, dtype_name(r_in.scalar_type()));
+    return e;
+  }
+  at::Tensor x = x_in.detach().to(at::kCPU), r = r_in.detach().to(at::kCPU, complex ? at::kComplexDouble : at::kDouble);
+  if (complex) {
+    x = at::view_as_real(x);
+    r = at::view_as_real(r);
+  }
+  bool any_finite = false;
+  double max_abs = 0, max_rel = 0, max_ulp = 0;
+  for_each_piece({x, r}, kStatsPiece, [&](const std::vector<at::Tensor>& piece, int64_t) {
+    const at::Tensor& px = piece[0];
+    const at::Tensor& pr = piece[1];
+    const at::Tensor x64 = px.to(at::kDouble);
+    e.nan_result += at::isnan(x64).sum().item<int64_t>();
+    e.nan_reference += at::isnan(pr).sum().item<int64_t>();
+    const at::Tensor finite = at::isfinite(x64).logical_and(at::isfinite(pr));
+    e.nonfinite += finite.logical_not().logical_and(x64 != pr).sum().item<int64_t>();
+    if (!finite.any().item<bool>()) return;
+    const at::Tensor diff = (x64 - pr).abs();
+    const at::Tensor scale = at::maximum(x64.abs(), pr.abs());
+    const at::Tensor rel = at::where(scale > 0, diff / scale, at::zeros_like(diff));
+    // R rounded to X's dtype, and the representable values of X's dtype between it and x: the
+    // ordered bits count through zero (-0 and +0 are one value), in doubles, which are exact for
+    // every distance below 2^53.
+    const at::Tensor rounded = pr.to(px.scalar_type());
+    const at::Tensor ulp = (ordered_bits(px).to(at::kDouble) - ordered_bits(rounded).to(at::kDouble)).abs();
+    const double a = diff.masked_select(finite).max().item<double>();
+    const double rl = rel.masked_select(finite).max().item<double>();
+    const double u = ulp.masked_select(finite).max().item<double>();
+    max_abs = any_finite ? std::max(max_abs, a) : a;
+    max_rel = any_finite ? std::max(max_rel, rl) : rl;
+    max_ulp = any_finite ? std::max(max_ulp, u) : u;
+    any_finite = true;
+  });
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  e.max_abs = any_finite ? max_abs : nan;
+  e.max_rel = any_finite ? max_rel : nan;
+  e.max_ulp = any_finite ? max_ulp : nan;
+  return e;
+}
+
 }  // namespace ra

@@ -32,4 +32,11 @@ namespace ra {
 report::DivergenceStats tensor_difference(const at::Tensor& a, const at::Tensor& b,
                                           const std::optional<report::Tolerance>& tolerance = std::nullopt);
 
+// How far `x` (a floating or complex tensor of a result) lies from `r`, the float64 referee's tensor of
+// the same name (reports/referee_model.h, ReferenceError): ULP of x's dtype between x and r rounded to
+// it, counted through zero; max abs and relative error over elements finite in both; NaN and
+// infinity disagreements counted apart. A shape or dtype-kind mismatch gives a note and no figures.
+// Computed on the CPU in pieces, as tensor_difference is.
+report::ReferenceError reference_error(const std::string& name, const at::Tensor& x, const at::Tensor& r);
+
 }  // namespace ra

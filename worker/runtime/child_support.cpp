@@ -3,6 +3,7 @@
 
 #include "audit/common/errors.h"
 #include "worker/digest/digest.h"
+#include "worker/digest/tensor_stats.h"
 #include "worker/runtime/library_error.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -138,12 +139,25 @@ void synchronize(const c10::Device& device) {
   if (device.is_cuda()) at::detail::getCUDAHooks().deviceSynchronize(device.has_index() ? device.index() : 0);
 }
 
+namespace {
+
+// A top-level record of the model's state before it runs (its weights, constants, attributes), not
+// a result it computed.
+bool model_state(const std::string& name) {
+  for (const char* prefix : {"param/", "buffer/", "constant/", "attr/"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 void Recorder::add(const std::string& name, const at::Tensor& t) {
   if (!enabled_) return;
   at::RecordFunctionGuard not_traced(false);  // the tracer records the model, not the recorder
   tensors_.push_back({name, dtype_name(t.scalar_type()), t.sizes().vec(), digest(t)});
   const auto ref = reference_.find(name);
-  if (dump_ && (ref == reference_.end() || ref->second != tensors_.back().digest)) {
+  if (dump_ && (ref == reference_.end() || ref->second != tensors_.back().digest) &&
+      !(results_only_ && model_state(name))) {
     names_.push_back(name);
     // A copy, never the tensor itself: on the CPU, .to(kCPU) and .contiguous() give back the live
     // tensor, a parameter or buffer that the next optimizer step or forward changes in place, so
@@ -151,6 +165,26 @@ void Recorder::add(const std::string& name, const at::Tensor& t) {
     values_.push_back(t.detach().to(at::TensorOptions().device(at::kCPU), /*non_blocking=*/false, /*copy=*/true,
                                     at::MemoryFormat::Contiguous));
   }
+  if (compare_ && (at::isFloatingType(t.scalar_type()) || t.is_complex()) && !model_state(name)) {
+    const auto it = referee_.find(name);
+    if (it == referee_.end()) {
+      report::ReferenceError e;
+      e.name = name;
+      e.dtype = tensors_.back().dtype;
+      e.numel = t.numel();
+      e.note = referee_missing_;
+      errors_.push_back(std::move(e));
+    } else {
+      errors_.push_back(reference_error(name, t, it->second));
+      referee_.erase(it);
+    }
+  }
+}
+
+void Recorder::compare_with(std::map<std::string, at::Tensor> reference, std::string missing) {
+  compare_ = true;
+  referee_ = std::move(reference);
+  referee_missing_ = std::move(missing);
 }
 
 std::string Recorder::write_dump(const std::string& path) const {

@@ -72,6 +72,17 @@ class Recorder {
   }
   void add(const std::string& name, const at::Tensor& t);
   std::vector<report::TensorDigest>& tensors() { return tensors_; }
+  // Measures every floating tensor added from now on against the float64 referee's tensor of the
+  // same name in `reference` (TrialSpec::reference_dump), as it is added: a tensor recorded mid-run
+  // (a parameter between optimizer steps) is measured as it was then. `missing` is the note of a
+  // tensor the reference lacks. Each reference tensor is released once used.
+  // The model's own state before it runs (top-level "param/", "buffer/", "constant/", "attr/"
+  // records) is not measured: the referee only cast it, so its error is the cast's, and measuring a
+  // ResNet's 11M weights in every trial cost more than the referee's run.
+  void compare_with(std::map<std::string, at::Tensor> reference, std::string missing);
+  // The referee's recorder: no copy of the model's own state in the dump (see compare_with).
+  void dump_results_only() { results_only_ = true; }
+  std::vector<report::ReferenceError>& errors() { return errors_; }
   // Writes the kept copies as a pickled Dict[str, Tensor]; a no-op without dump. A dump only feeds
   // divergence statistics, so failing to write it (a full disk) fails nothing else: the partial
   // file is removed, a warning goes to the child's log, and the reason ("No space left on device")
@@ -83,6 +94,11 @@ class Recorder {
   std::map<std::string, std::string> reference_;
   bool enabled_ = true;
   std::vector<report::TensorDigest> tensors_;
+  bool compare_ = false;
+  bool results_only_ = false;
+  std::map<std::string, at::Tensor> referee_;
+  std::string referee_missing_;
+  std::vector<report::ReferenceError> errors_;
   std::vector<std::string> names_;
   std::vector<at::Tensor> values_;
 };

@@ -131,6 +131,8 @@ class AotiTarget final : public Target {
   Tracing tracing() const override { return Tracing::Compiled; }
 
   std::vector<std::string> load(const TrialSpec& spec, const c10::Device& device) override {
+    if (spec.precision == "float64")  // the front does not ask; said here too, should it ever
+      throw TrialInputError("an AOTInductor package cannot run in float64: its kernels are compiled for one dtype");
     if (spec.mode == "train")
       throw TrialInputError(
           "--mode train needs autograd, which an AOTInductor package's compiled code does not have: "

@@ -78,12 +78,18 @@ class ExportTarget final : public Target {
           "--mode train needs autograd, which the torch.export runtime NativeRT does not have: use the interpreter "
           "(unset REPRO_AUDIT_EXPORT_RUNTIME)",
           "usage");
+    if (spec.precision == "float64" && runtime_ == "nativert")
+      throw TrialInputError(
+          "the float64 referee runs torch.export archives through the interpreter only (unset "
+          "REPRO_AUDIT_EXPORT_RUNTIME)");
     if (!device.is_cpu() && runtime_ == "nativert")
       throw TrialInputError("NativeRT runs torch.export archives on the CPU only: use --device cpu", "usage");
     // Checked before anything runs, as `lint` checks it (export_program.h). Under NativeRT the
     // program is not built: NativeRT's own loader reads the graph.
-    CheckedExport checked = runtime_ == "interpreter" ? open_export_archive(spec.model, device)
-                                                      : CheckedExport{read_export_archive(spec.model), nullptr};
+    const Precision precision = spec.precision == "float64" ? Precision::Float64 : Precision::AsExported;
+    CheckedExport checked = runtime_ == "interpreter"
+                                ? open_export_archive(spec.model, device, WeightData::Read, precision)
+                                : CheckedExport{read_export_archive(spec.model), nullptr};
     ExportArchive& archive = checked.archive;
     names_ = std::move(archive.input_names);
     nodes_ = std::move(archive.nodes);

@@ -127,9 +127,18 @@ const std::unordered_map<std::string, int>& sym_arity() {
 // What the serialized program says a value of `type` is, in the op schema's words.
 std::string type_text(const c10::TypePtr& type) { return type->str(); }
 
+// The float64 referee's dtype for `t` (Precision::Float64): a floating dtype below float64 promoted to
+// float64, a complex one to complex128, any other as it is.
+at::ScalarType referee_dtype(at::ScalarType t) {
+  if (at::isFloatingType(t)) return at::kDouble;
+  if (at::isComplexType(t)) return at::kComplexDouble;
+  return t;
+}
+
 // The builder's state: names to slots, the node being read.
 struct Builder {
   std::string path;
+  bool float64 = false;  // Precision::Float64: floating dtype arguments promoted
   c10::Device device{c10::kCPU};
   std::optional<c10::Device> archive_device;
   std::unordered_map<std::string, int> slots;
@@ -211,7 +220,7 @@ struct Builder {
     if (key == "as_scalar_type") {
       const auto t = v.is_number_integer() ? serde_dtype(v.get<int64_t>()) : std::nullopt;
       if (!t) fail(fmt::format("has dtype code {}, which this version does not read", excerpt(v.dump())));
-      r.constant = static_cast<int64_t>(*t);
+      r.constant = static_cast<int64_t>(float64 ? referee_dtype(*t) : *t);
       return r;
     }
     if (key == "as_layout") {
@@ -477,10 +486,11 @@ void check_graph_outputs(Builder& b, const json& graph, const json& output_specs
 }  // namespace
 
 ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std::string, at::Tensor>>& weights,
-                             const std::string& path, const c10::Device& device) try
+                             const std::string& path, const c10::Device& device, Precision precision) try
     : path_(path) {
   Builder b;
   b.path = path;
+  b.float64 = precision == Precision::Float64;
   b.device = device;
   const json& gm = model.at("graph_module");
   const json& graph = gm.at("graph");
@@ -576,7 +586,11 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
       }
       // One archive tensor under two names (tied weights) stays one storage on the device, as in Python.
       auto moved = on_device.find(t.unsafeGetTensorImpl());
-      if (moved == on_device.end()) moved = on_device.emplace(t.unsafeGetTensorImpl(), t.to(device)).first;
+      if (moved == on_device.end())
+        moved = on_device
+                    .emplace(t.unsafeGetTensorImpl(),
+                             b.float64 ? t.to(device, referee_dtype(t.scalar_type())) : t.to(device))
+                    .first;
       at::Tensor v = moved->second;
       if (grad && at::isFloatingType(v.scalar_type())) v = v.detach().requires_grad_(true);
       const int slot = b.define(name);
@@ -775,9 +789,10 @@ ExportProgram::ExportProgram(const json& model, const std::vector<std::pair<std:
       fmt::format("model '{}' is a torch.export archive whose program is malformed: {}", path, excerpt(error_text(e))));
 }
 
-CheckedExport open_export_archive(const std::string& path, const c10::Device& device, WeightData data) {
+CheckedExport open_export_archive(const std::string& path, const c10::Device& device, WeightData data,
+                                  Precision precision) {
   CheckedExport c{read_export_archive(path, data), nullptr};
-  c.program = std::make_unique<ExportProgram>(c.archive.model, c.archive.weights, path, device);
+  c.program = std::make_unique<ExportProgram>(c.archive.model, c.archive.weights, path, device, precision);
   return c;
 }
 

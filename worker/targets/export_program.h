@@ -86,13 +86,20 @@ struct ProgramOutput {
   c10::IValue constant;
 };
 
+// How the program computes: as exported, or as the float64 referee runs it (reports/referee_model.h):
+// every floating weight and constant cast to float64 (complex to complex128), and every floating
+// dtype argument of a lower precision in the graph's calls promoted likewise (`to(dtype=float32)`,
+// `softmax(dtype=...)`, `full(..., dtype=...)`), so that a model that upcasts to float32 on purpose (a
+// Hugging Face attention) runs in float64 throughout.
+enum class Precision { AsExported, Float64 };
+
 class ExportProgram {
  public:
   // The program of `model` (models/model.json, parsed) with `weights` ("param/fc.weight",
   // "buffer/...", "constant/...", as export_archive.h reads them) moved to `device`. Throws
   // TrialInputError, one line naming `path` and the node, for anything it cannot run.
   ExportProgram(const nlohmann::json& model, const std::vector<std::pair<std::string, at::Tensor>>& weights,
-                const std::string& path, const c10::Device& device);
+                const std::string& path, const c10::Device& device, Precision precision = Precision::AsExported);
 
   // Runs on the user inputs (positional, in signature order). Throws TrialInputError for inputs
   // that disagree with the signature; an op's own error propagates as thrown.
@@ -141,6 +148,6 @@ struct CheckedExport {
   std::unique_ptr<ExportProgram> program;
 };
 CheckedExport open_export_archive(const std::string& path, const c10::Device& device,
-                                  WeightData data = WeightData::Read);
+                                  WeightData data = WeightData::Read, Precision precision = Precision::AsExported);
 
 }  // namespace ra::targets

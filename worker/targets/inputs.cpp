@@ -52,6 +52,47 @@ int64_t token_range(int64_t vocab, const InputHint& hint, size_t k, at::ScalarTy
   return high;
 }
 
+// The float64 referee's copy of an input (TrialSpec::precision): its floating tensors cast to
+// float64 (complex to complex128), in tuples, lists and dicts alike; everything else as it is.
+c10::IValue referee_input(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) return v;
+    if (at::isFloatingType(t.scalar_type())) return t.to(at::kDouble);
+    if (at::isComplexType(t.scalar_type())) return t.to(at::kComplexDouble);
+    return v;
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> elems;
+    for (const auto& e : v.toTupleRef().elements()) elems.push_back(referee_input(e));
+    return c10::ivalue::Tuple::create(std::move(elems));
+  }
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorVector()) out.push_back(referee_input(c10::IValue(t)).toTensor());
+    return out;
+  }
+  if (v.isList()) {
+    c10::impl::GenericList out(c10::AnyType::get());
+    for (const auto& e : v.toListRef()) out.push_back(referee_input(e));
+    return out;
+  }
+  if (v.isGenericDict()) {
+    const c10::impl::GenericDict in = v.toGenericDict();
+    c10::impl::GenericDict out(in.keyType(), in.valueType());
+    for (const auto& kv : in) out.insert(kv.key(), referee_input(kv.value()));
+    return out;
+  }
+  return v;
+}
+
+Inputs referee_inputs(const TrialSpec& spec, Inputs in) {
+  if (spec.precision != "float64") return in;
+  for (auto& a : in.args) a = referee_input(a);
+  for (auto& [k, v] : in.kwargs) v = referee_input(v);
+  return in;
+}
+
 }  // namespace
 
 void collect_tensors(const c10::IValue& v, const std::string& name, NamedTensors& out, const char* what) {
@@ -121,7 +162,7 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device, const std::
           fmt::format("{} holds a {}, not a tensor, tuple, list or dict of tensors", what, value.tagKind()));
     }
     for (const auto& [name, t] : check) in.descriptions.push_back(fmt::format("{}={}", name, describe(t)));
-    return in;
+    return referee_inputs(spec, std::move(in));
   }
   // Synthetic inputs from their own generator, so they do not depend on the model's RNG use.
   auto gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed ^ 0x5eedull);
@@ -143,7 +184,7 @@ Inputs load_inputs(const TrialSpec& spec, const c10::Device& device, const std::
     in.descriptions.push_back(describe(t) + range);
     in.args.push_back(t.to(device));
   }
-  return in;
+  return referee_inputs(spec, std::move(in));
 }
 
 std::string weights_identity(const NamedTensors& weights) {

@@ -38,7 +38,8 @@ struct Inputs {
 };
 
 // Reads or makes the spec's inputs on `device`; `hints`, by position, are the model's own words on
-// the --shape inputs. Throws TrialInputError.
+// the --shape inputs. For the float64 referee (TrialSpec::precision), the same inputs made the same
+// way, then their floating tensors cast to float64. Throws TrialInputError.
 Inputs load_inputs(const TrialSpec& spec, const c10::Device& device, const std::vector<InputHint>& hints = {});
 
 // Flattens an IValue of tensors into (name, tensor) pairs (worker/tensor_io/tensor_file.h); throws

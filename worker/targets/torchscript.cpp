@@ -191,6 +191,8 @@ class TorchScriptTarget final : public Target {
       throw TrialInputError(
           fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
     }
+    // The float64 referee: parameters and buffers cast (Module::to casts the floating ones).
+    if (spec.precision == "float64") module_.to(at::kDouble);
     inputs_ = load_inputs(spec, device);
     check_arity(module_, inputs_);
     return inputs_.descriptions;

@@ -119,6 +119,21 @@ std::string unreadable(const DumpFile& f, const std::string& why) {
 
 }  // namespace
 
+std::optional<std::map<std::string, at::Tensor>> read_own_dump(const std::string& path, std::string& problem) {
+  const auto d = read_dump(DumpFile{path, {}}, problem);
+  if (!d) return std::nullopt;
+  std::map<std::string, at::Tensor> out;
+  for (const auto& item : *d) {
+    if (!item.value().isTensor()) {
+      problem = fmt::format("file '{}' holds '{}' as a {}, not a tensor", path, item.key().toStringRef(),
+                            item.value().tagKind());
+      return std::nullopt;
+    }
+    out.emplace(item.key().toStringRef(), item.value().toTensor());
+  }
+  return out;
+}
+
 std::map<std::string, report::DivergenceStats> dump_differences(const DumpFile& a, const DumpFile& b,
                                                                 const std::vector<std::string>& names,
                                                                 const std::optional<report::Tolerance>& tolerance) {

@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+namespace at {
+class Tensor;
+}
+
 namespace ra {
 
 // A file to read: a trial's dump (`declared` empty), or a kept file with the tensors its baseline
@@ -38,5 +42,9 @@ struct DumpFile {
 std::map<std::string, report::DivergenceStats> dump_differences(
     const DumpFile& a, const DumpFile& b, const std::vector<std::string>& names,
     const std::optional<report::Tolerance>& tolerance = std::nullopt);
+
+// The tensors of a dump our own child wrote in the scratch (the float64 referee's), by name, read as
+// a trial's dump is; nullopt with `problem` set (or "" when the file does not exist) otherwise.
+std::optional<std::map<std::string, at::Tensor>> read_own_dump(const std::string& path, std::string& problem);
 
 }  // namespace ra

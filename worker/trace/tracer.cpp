@@ -648,6 +648,8 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 
 }  // namespace
 
+OpLocation current_location() { return {module_path(), source_location()}; }
+
 Tracer::Tracer(const c10::Device& device, uint64_t capacity, std::optional<RowSlice> rows)
     : state_(std::make_unique<State>(device, capacity, rows)) {
   TORCH_CHECK(g_state == nullptr, "only one Tracer may record at a time");

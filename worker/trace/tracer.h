@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ra::trace {
@@ -52,6 +53,15 @@ namespace ra::trace {
 // What the trial is doing, for the records that follow (the train loop sets it; a GPU's autograd
 // thread reads it).
 void set_phase(const char* phase, int step);
+
+// Where the TorchScript code running on this thread is: its module path ("layer1.0.conv1") and
+// source line ("model.py:12: y = torch.matmul(x, w)"); both "" outside TorchScript. What the tracer
+// names a forward op by, and the float64 referee's precision guard (precision_guard.h) too.
+struct OpLocation {
+  std::string module;
+  std::string source;
+};
+OpLocation current_location();
 
 // Row-slice mode: tensors whose dim 0 is `batch` also get the digest of their row `row`.
 struct RowSlice {

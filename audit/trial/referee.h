@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// The float64 referee's parent side and the classes of a difference (issue 53; the report's words are
+// in reports/referee_model.h). Nothing here runs a process: the drivers (audit/run/model_audit.cpp)
+// start the referee child and the trials, and these functions turn their results into classes.
+//
+// The problem: a bitwise verdict says two results differ, not whether the difference matters. The
+// approach: one more child per audit runs the model in float64 (ChildTask::Referee: deterministic
+// algorithms, one thread on the CPU), every trial measures its floating tensors against that run
+// (TrialResult::errors), and each difference between two results A and B of a tensor is classed from
+// their errors eA and eB in their own dtype's ULP:
+//   * reordering: max(eA, eB) <= max(kFloorUlp, kFactor * min(eA, eB)): both about as close to
+//     float64 as one another; reorderings of one computation give errors of the same order;
+//   * beyond-reordering: otherwise: one result is much further from float64 than the other, which
+//     a different algorithm, a precision downgrade (TF32 ~2^13 ULP, bfloat16 ~2^16), an ignored mask
+//     or a wrong value gives, and reordering does not;
+//   * unclassified, with the reason: no referee (the line that says why), an integer or bool tensor
+//     (compared bit for bit only), a NaN in the reference or a result, disagreeing infinities, a
+//     shape that differs between the reference and the run.
+// The write-race and uninitialized-memory classes (a rerun with fill_uninitialized_memory off and on;
+// with --trace, an index write whose captured inputs hold duplicate indices) have their place in the
+// model (reports/referee_model.h) and are not decided here yet. The cost: one float64 run per audit
+// and a comparison per recorded floating tensor in each trial.
+#pragma once
+
+#include "audit/common/device.h"
+#include "audit/trial/analysis.h"
+#include "audit/trial/config.h"
+#include "reports/target_model.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ra {
+
+// --referee: where the float64 referee runs, or off.
+enum class RefereeMode { Cpu, Device, Off };
+const char* to_string(RefereeMode m);
+// "cpu", "device" or "off"; UsageError otherwise.
+RefereeMode parse_referee_mode(const std::string& s);
+
+// The classes' bound (a heuristic, see the top of this file): two errors within kFactor of each
+// other, or both within kFloorUlp, are of one order. kFloorUlp keeps last-bit noise (0 against 3
+// ULP) a reordering; kFactor is far below the gaps a downgrade or a bug opens (orders of magnitude).
+inline constexpr double kFloorUlp = 16;
+inline constexpr double kFactor = 8;
+
+// The referee child's configuration: deterministic algorithms in warn-only mode (deterministic
+// kernels wherever torch has them, and no error where it has none: the referee must run), and on the
+// CPU one intra-op thread.
+Config referee_config(const Device& where);
+
+// What the referee child's result says, for the report: ran, or one line saying why not ("its float64
+// run raised: ...", "an op has no float64 kernel: ...", "not float64 throughout: ..."). `outcome` and
+// `result` are the child's; `summary` its trial summary's message (crash, timeout).
+report::Referee referee_outcome(RefereeMode mode, const Device& where, const report::Trial& summary,
+                                const std::optional<TrialResult>& result);
+// The referee of an AOTInductor package, which cannot run (one line, without a child).
+report::Referee referee_refused(RefereeMode mode, const Device& where, const std::string& why);
+
+// The class of one difference between results `a` and `b` (named a_run, b_run) of finding `f`, from
+// their errors against the referee (nullptr: not measured).
+report::Classified classify_difference(const report::TensorFinding& f, const report::Referee& referee,
+                                       const std::string& a_run, const report::ReferenceError* a,
+                                       const std::string& b_run, const report::ReferenceError* b);
+
+// A configuration's referee part from its runs: the reference repeat's errors, and for each diverged
+// tensor its class against the repeat that differed from the reference and lies furthest from
+// float64, and the summary.
+void attach_referee(report::ConfigResult& c, const std::vector<TrialRun>& runs, const report::Referee& referee);
+
+// The classes of configuration dependence: each differing tensor of the first two groups' first
+// configurations, from their reference repeats' errors (ConfigResult::referee, so that merge can
+// class a dependence across shards too), and the summary.
+void classify_dependence(report::ConfigDependence& d, const std::vector<report::ConfigResult>& configs,
+                         const report::Referee& referee);
+
+}  // namespace ra
