@@ -81,6 +81,10 @@ struct TargetParts {
 // orders them.
 struct TargetSections {
   Section verdict, environment, matrix, baseline, root_causes, fixes, census, details;
+  // The page's usual order, as run's and probes' pages have it (exec's leads with other sections).
+  std::vector<Section> in_order() const {
+    return {verdict, environment, matrix, baseline, root_causes, fixes, census, details};
+  }
 };
 TargetSections target_sections(const Report& r, TargetParts parts);
 // The page of a report with targets: its title (the target's name, or `what` for several), the

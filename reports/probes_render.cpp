@@ -258,8 +258,7 @@ html::Page html::probes_page(const Report& r, const ProbesBody& body) {
   parts.census = body.census;
   parts.census_tail = [&body](std::string& out) { probe_facts_html(out, body); };
   const TargetSections s = target_sections(r, std::move(parts));
-  return targets_page(r, fmt::format("probe suite, {} probes", body.targets.size()),
-                      {s.verdict, s.environment, s.matrix, s.baseline, s.root_causes, s.fixes, s.census, s.details});
+  return targets_page(r, fmt::format("probe suite, {} probes", body.targets.size()), s.in_order());
 }
 
 std::string probes_junit(const Report& r, const ProbesBody& body, junit::Counts& all) {

@@ -182,8 +182,7 @@ html::Page html::run_page(const Report& r, const RunBody& body) {
     if (const auto& replay = body.targets[i].facts.replay) replay_block(out, *replay);
   };
   const TargetSections s = target_sections(r, std::move(parts));
-  return targets_page(r, fmt::format("{} targets", body.targets.size()),
-                      {s.verdict, s.environment, s.matrix, s.baseline, s.root_causes, s.fixes, s.census, s.details});
+  return targets_page(r, fmt::format("{} targets", body.targets.size()), s.in_order());
 }
 
 std::string run_junit(const Report& r, const RunBody& body, junit::Counts& all) {
