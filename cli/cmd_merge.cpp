@@ -38,11 +38,15 @@ int execute(const MergeArgs& a) {
   std::vector<fleet::ShardFile> shards;
   for (const auto& path : a.shards) shards.push_back({path, read_report(path)});
   std::optional<KnowledgeBase> kb;
+  // A probe split across shards is judged again against the knowledge base.
   const auto needs_knowledge = [&] {
+    bool probes = false;
     for (const auto& s : shards)
-      for (const auto& t : s.report.targets())
-        if (t.probe) return true;
-    return false;
+      std::visit(report::overloaded{[](const report::RunBody&) {}, [](const report::ExecBody&) {},
+                                    [&](const report::ProbesBody& b) { probes = probes || !b.targets.empty(); },
+                                    [](const report::Invariance&) {}, [](const report::SelfTest&) {}},
+                 s.report.body);
+    return probes;
   };
   if (needs_knowledge()) kb = load_knowledge(a.knowledge.empty() ? knowledge_path() : a.knowledge);
   fleet::MergeOptions options;

@@ -244,8 +244,8 @@ ReportJudges load_judges(const AuditArgs& a, SessionOptions& session) {
   judges.timeout_s = a.timeout;
   if (a.baseline.empty()) return judges;
   auto base = std::make_shared<const Baseline>(load_baseline(a.baseline));
-  session.check_targets = [base](const std::vector<report::Target>& targets, const std::vector<std::string>& configs) {
-    check_baseline_targets(*base, targets, configs);
+  session.check_targets = [base](const report::Body& body, const std::vector<std::string>& configs) {
+    check_baseline_targets(*base, body, configs);
   };
   judges.baseline = *base;
   return judges;

@@ -26,12 +26,21 @@ json config_json(const ConfigResult& c, bool tensors) {
   return j;
 }
 
-json target_json(const Target& t, bool tensors) {
+// A target as a baseline keeps it: its head (its kind's, target_json.cpp) and configurations.
+template <class Element>
+json target_json(const Element& t, bool tensors) {
   json configs = json::array();
-  for (const auto& c : t.configs) configs.push_back(config_json(c, tensors));
+  for (const auto& c : t.common.configs) configs.push_back(config_json(c, tensors));
   json j = detail::target_head_json(t, detail::TargetDoc::Baseline);
   j["configs"] = configs;
   return j;
+}
+
+template <class Element>
+json targets_json(const std::vector<Element>& targets, bool tensors) {
+  json out = json::array();
+  for (const auto& t : targets) out.push_back(target_json(t, tensors));
+  return out;
 }
 
 // A file or folder name the baseline gives: one plain name, never a path that leaves the folder.
@@ -56,11 +65,14 @@ ConfigResult config(const Node& n, const std::string& folder) {
   return c;
 }
 
-Target target(const Node& n, const std::string& folder) {
-  Target t;
-  detail::read_target_head(n, t, detail::TargetDoc::Baseline);
-  t.configs = n.at("configs").list([&folder](const Node& c) { return config(c, folder); });
-  return t;
+template <class Element>
+std::vector<Element> targets(const Node& list, const std::string& folder) {
+  return list.list([&folder](const Node& n) {
+    Element t;
+    detail::read_target_head(n, t, detail::TargetDoc::Baseline);
+    t.common.configs = n.at("configs").list([&folder](const Node& c) { return config(c, folder); });
+    return t;
+  });
 }
 
 // The schema's name, or "" when the document has none.
@@ -71,8 +83,15 @@ std::string schema_of(const json& j) {
 }  // namespace
 
 json baseline_to_json(const Report& r, const std::string& tensors) {
-  json targets = json::array();
-  for (const auto& t : r.targets()) targets.push_back(target_json(t, !tensors.empty()));
+  // The body's targets, and its own section: invariance's classes (optional: older files lack it).
+  json targets = json::array(), invariance;
+  const bool kept = !tensors.empty();
+  std::visit(
+      overloaded{[&](const RunBody& b) { targets = targets_json(b.targets, kept); },
+                 [&](const ExecBody& b) { targets = targets_json(b.targets, kept); },
+                 [&](const ProbesBody& b) { targets = targets_json(b.targets, kept); },
+                 [&](const Invariance& inv) { invariance = invariance_baseline_to_json(inv); }, [](const SelfTest&) {}},
+      r.body);
   // A baseline is path-free, so that the same audit gives the same file wherever it was written
   // from and to: the command keeps its program and subcommand (not the files it named), and the
   // fingerprint drops the folders of this installation (they explain no difference).
@@ -84,17 +103,14 @@ json baseline_to_json(const Report& r, const std::string& tensors) {
       environment[section].erase(key);
   json j = {{"schema", kBaselineSchema},
             {"schema_version", kBaselineSchemaVersion},
+            {"kind", std::string(kind_of(r.body).name)},
             {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
             {"command", command},
             {"verdict", to_string(r.verdict)},
             {"environment", environment},
             {"targets", targets}};
   if (!tensors.empty()) j["tensors"] = tensors;  // only then: a baseline without kept tensors stays as it was
-  // The body's own section: invariance's classes (optional: older files lack it); the others are their targets.
-  std::visit(overloaded{[](const TargetsBody&) {}, [](const ProbesBody&) {},
-                        [&](const Invariance& inv) { j["invariance"] = invariance_baseline_to_json(inv); },
-                        [](const SelfTest&) {}},
-             r.body);
+  if (!invariance.is_null()) j["invariance"] = std::move(invariance);
   return j;
 }
 
@@ -123,15 +139,21 @@ Report baseline_from_json(const json& j) {
   const Node env = root.at("environment");
   if (!env.v.is_object()) env.fail("expected an object");
   r.environment = env.v;
-  // The kind, as the report reader tells it (reports/json.cpp): an invariance section, probes, or targets.
+  // The kind, read as the report reader reads it (reports/json.cpp), and each kind's targets.
   const std::string folder = root.has("tensors") ? plain_name(root.at("tensors")) : "";
-  std::vector<Target> targets = root.at("targets").list([&folder](const Node& t) { return target(t, folder); });
-  if (root.has("invariance"))
-    r.body = invariance_baseline_from_json(root.at("invariance").v);
-  else if (!targets.empty() && targets.front().probe)
-    r.body = ProbesBody{std::move(targets), std::nullopt};
-  else
-    r.body = TargetsBody{std::move(targets)};
+  const Node list = root.at("targets");
+  r.body = detail::read_kind(root);
+  std::visit(overloaded{[&](RunBody& b) { b.targets = targets<RunTarget>(list, folder); },
+                        [&](ExecBody& b) { b.targets = targets<ExecTarget>(list, folder); },
+                        [&](ProbesBody& b) { b.targets = targets<ProbeTarget>(list, folder); },
+                        [&](Invariance& inv) {
+                          if (list.size() != 0) list.fail("an invariance baseline has no targets");
+                          inv = invariance_baseline_from_json(root.at("invariance").v);
+                        },
+                        [&](SelfTest&) {
+                          if (list.size() != 0) list.fail("a self-test baseline has no targets");
+                        }},
+             r.body);
   return r;
 }
 

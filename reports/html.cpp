@@ -47,6 +47,7 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -57,6 +58,8 @@ namespace {
 
 using escaped::esc;  // the same function as html::esc (both are escape::html)
 using html::badge;
+using html::Page;
+using html::Section;
 
 constexpr std::array<Verdict, 6> kVerdictOrder = {Verdict::Diverged, Verdict::Raised,  Verdict::Crashed,
                                                   Verdict::Timeout,  Verdict::Skipped, Verdict::Reproducible};
@@ -134,7 +137,8 @@ std::string exit_meaning(const Report& r) {
 
 // The page's title for a report with targets: "repro-audit: diverged (exit 1) - net.pt" (`what`
 // names the targets when there is more than one).
-std::string targets_title(const Report& r, const std::vector<Target>& targets, const std::string& what) {
+std::string targets_title(const Report& r, const std::string& what) {
+  const ConstTargets targets = r.targets();
   return fmt::format("repro-audit: {} (exit {}) - {}", verdict_text(r), r.exit_code,
                      targets.size() == 1 ? targets.front().name : what);
 }
@@ -261,13 +265,11 @@ void switch_table(std::string& out, const Report& r, const std::vector<std::stri
   out += "</tbody></table>\n</details>\n";
 }
 
-void matrix_section(std::string& out, const Report& r) {
+void matrix_section(std::string& out, const Report& r, const html::TargetParts& parts) {
   std::vector<std::string> columns;
   for (const auto& t : r.targets())
     for (const auto& c : t.configs)
       if (std::find(columns.begin(), columns.end(), c.name) == columns.end()) columns.push_back(c.name);
-  const bool probes =
-      std::any_of(r.targets().begin(), r.targets().end(), [](const Target& t) { return t.probe.has_value(); });
   out += fmt::format(
       "<section id=\"matrix\" data-targets=\"{}\" data-configs=\"{}\">\n<h2>Targets × configurations</h2>\n",
       r.targets().size(), columns.size());
@@ -278,16 +280,17 @@ void matrix_section(std::string& out, const Report& r) {
   legend(out);
   out += "<div id=\"matrix-controls\" class=\"controls\"></div>\n";
   out += "<table class=\"heatmap\"><thead><tr><th scope=\"col\">target</th>";
-  if (probes) out += "<th scope=\"col\">family</th>";
+  if (parts.column) out += fmt::format("<th scope=\"col\">{}</th>", parts.column);
   for (const auto& name : columns) out += fmt::format("<th scope=\"col\" class=\"cfg\">{}</th>", esc(name));
   out += "<th scope=\"col\">verdict</th><th scope=\"col\">notes</th></tr></thead>\n<tbody>\n";
-  for (size_t i = 0; i < r.targets().size(); ++i) {
-    const Target& t = r.targets()[i];
+  const ConstTargets targets = r.targets();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Target& t = targets[i];
     out += fmt::format(
         "<tr class=\"hm-row\" data-index=\"{}\" data-target=\"{}\" data-verdict=\"{}\">"
         "<th scope=\"row\"><a href=\"#{}\">{}</a></th>",
         i, esc(t.name), to_string(t.verdict), html::target_id(i), esc(t.name));
-    if (probes) out += fmt::format("<td class=\"family\">{}</td>", t.probe ? esc(t.probe->family) : "");
+    if (parts.column) out += parts.cell(i);
     for (const auto& name : columns) {
       const auto it =
           std::find_if(t.configs.begin(), t.configs.end(), [&](const ConfigResult& c) { return c.name == name; });
@@ -303,10 +306,7 @@ void matrix_section(std::string& out, const Report& r) {
     }
     std::vector<std::string> notes;
     if (t.dependence) notes.push_back("configuration-dependent");
-    if (t.replay) notes.push_back(fmt::format("restart-replay {}", to_string(t.replay->verdict)));
-    if (t.probe && !t.probe->disagreements.empty())
-      notes.push_back(fmt::format("{} disagreement{} with the documentation", t.probe->disagreements.size(),
-                                  t.probe->disagreements.size() == 1 ? "" : "s"));
+    if (parts.notes) parts.notes(notes, i);
     out += fmt::format("<td>{}</td><td class=\"notes\">{}</td></tr>\n", badge(t.verdict),
                        esc(fmt::format("{}", fmt::join(notes, "; "))));
   }
@@ -331,7 +331,7 @@ void timing_section(std::string& out, const Report& r, const std::string& body) 
 
 // The targets' clock figures: each fix search's costs, the median trial time per target ×
 // configuration, every trial's times.
-std::string targets_timing(const std::vector<Target>& targets) {
+std::string targets_timing(const ConstTargets& targets) {
   std::string out;
   for (size_t i = 0; i < targets.size(); ++i) {
     const Target& t = targets[i];
@@ -411,52 +411,6 @@ std::string targets_timing(const std::vector<Target>& targets) {
   return out;
 }
 
-// A section of the page: its id, the nav's label, and what writes it.
-struct Section {
-  const char* id;
-  const char* label;
-  std::function<void(std::string&)> write;
-};
-
-// What a page is made of, chosen by the report's kind: the title, the sections in order, and the
-// body's clock figures for the timing section.
-struct Page {
-  std::string title;
-  std::vector<Section> sections;
-  std::string timing;
-};
-
-// A report with targets (run, exec, merge, probes). exec's page leads with what answers its
-// question: the verdict, the seeding checklist (often the answer), what diverged, the fixes, then
-// the details and the environment; it has no trace (root causes) and no probe census.
-Page targets_page(const Report& r, const std::vector<Target>& targets, const std::optional<Census>& census,
-                  const std::string& what) {
-  const Section verdict{"verdict", "Verdict", [&](std::string& o) { banner_section(o, r); }};
-  const Section checklist{"checklist", "Checklist", [&](std::string& o) { html::checklist_section(o, r); }};
-  const Section environment{"environment", "Environment", [&](std::string& o) { html::environment_section(o, r); }};
-  const Section baseline{"baseline", "Baseline", [&](std::string& o) { html::baseline_section(o, r); }};
-  const Section root_causes{"root-causes", "Root causes", [&](std::string& o) { html::root_causes_section(o, r); }};
-  const Section fixes{"fixes", "Fixes", [&](std::string& o) { html::fixes_section(o, r); }};
-  const Section details{"details", "Details", [&](std::string& o) { html::details_section(o, r); }};
-  const auto matrix = [&](const char* label) {
-    return Section{"matrix", label, [&](std::string& o) { matrix_section(o, r); }};
-  };
-  Page page{targets_title(r, targets, what), {}, targets_timing(targets)};
-  const bool exec = std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.exec.has_value(); });
-  if (exec)
-    page.sections = {verdict, checklist, matrix("Runs"), baseline, fixes, details, environment};
-  else
-    page.sections = {verdict,
-                     environment,
-                     matrix("Matrix"),
-                     baseline,
-                     root_causes,
-                     fixes,
-                     {"census", "Census", [&r, census](std::string& o) { html::census_section(o, r, census); }},
-                     details};
-  return page;
-}
-
 // invariance and selftest: their own section in place of the verdict banner, then what every
 // report has (the environment, a baseline comparison); no targets, so no matrix, traces, fixes,
 // census, details or trial times.
@@ -471,12 +425,9 @@ Page own_page(const Report& r, std::string title, Section verdict, std::string t
 Page page_of(const Report& r) {
   return std::visit(
       overloaded{
-          [&](const TargetsBody& b) {
-            return targets_page(r, b.targets, std::nullopt, fmt::format("{} targets", b.targets.size()));
-          },
-          [&](const ProbesBody& b) {
-            return targets_page(r, b.targets, b.census, fmt::format("probe suite, {} probes", b.targets.size()));
-          },
+          [&](const RunBody& b) { return html::run_page(r, b); },
+          [&](const ExecBody& b) { return html::exec_page(r, b); },
+          [&](const ProbesBody& b) { return html::probes_page(r, b); },
           [&](const Invariance& inv) {
             return own_page(r, fmt::format("repro-audit invariance: {} (exit {})", inv.model, r.exit_code),
                             {"invariance", "Invariance", [&](std::string& o) { o += invariance_html_section(r, inv); }},
@@ -492,6 +443,23 @@ Page page_of(const Report& r) {
 }
 
 }  // namespace
+
+html::TargetSections html::target_sections(const Report& r, TargetParts given) {
+  const auto parts = std::make_shared<const TargetParts>(std::move(given));
+  return {
+      {"verdict", "Verdict", [&r](std::string& o) { banner_section(o, r); }},
+      {"environment", "Environment", [&r](std::string& o) { environment_section(o, r); }},
+      {"matrix", parts->matrix_label, [&r, parts](std::string& o) { matrix_section(o, r, *parts); }},
+      {"baseline", "Baseline", [&r](std::string& o) { baseline_section(o, r); }},
+      {"root-causes", "Root causes", [&r](std::string& o) { root_causes_section(o, r); }},
+      {"fixes", "Fixes", [&r, parts](std::string& o) { fixes_section(o, r, parts->command); }},
+      {"census", "Census", [&r, parts](std::string& o) { census_section(o, r, parts->census, parts->census_tail); }},
+      {"details", "Details", [&r, parts](std::string& o) { details_section(o, r, *parts); }}};
+}
+
+html::Page html::targets_page(const Report& r, const std::string& what, std::vector<Section> sections) {
+  return Page{targets_title(r, what), std::move(sections), targets_timing(r.targets())};
+}
 
 std::string render_html(const Report& r) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";

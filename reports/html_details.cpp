@@ -2,7 +2,7 @@
 // The per-target details of the HTML report (reports/html.cpp has the essay): one <details> per
 // target with, per configuration, the divergence rate, each tensor that differs with its
 // statistics, and failed trials with their messages and stderr; then the configuration dependence
-// and the restart-replay.
+// and what the target's kind adds (reports/<kind>_render.cpp: run's restart-replay, exec's program).
 #include "reports/html.h"
 #include "reports/render.h"
 
@@ -43,20 +43,6 @@ std::string tensor_row(const TensorFinding& f, const char* cls, bool trials) {
   }
   if (trials) row += fmt::format("<td class=\"num\">{}</td>", f.diverging_trials);
   return row + "</tr>\n";
-}
-
-void tensor_table(std::string& out, const std::vector<TensorFinding>& fs, const char* cls, bool trials,
-                  const char* what = "tensor") {
-  out += fmt::format(
-      "<table class=\"tensors\"><thead><tr><th>{}</th><th>type</th><th class=\"num\">elements "
-      "differing</th><th>first at</th>"
-      "<th class=\"num\">max abs diff</th><th class=\"num\">max rel diff</th><th class=\"num\">max ULP</th>"
-      "<th class=\"num\">NaN mismatches</th><th class=\"num\">beyond tolerance</th>",
-      what);
-  if (trials) out += "<th class=\"num\">trials differing</th>";
-  out += "</tr></thead><tbody>\n";
-  for (const auto& f : fs) out += tensor_row(f, cls, trials);
-  out += "</tbody></table>\n";
 }
 
 void config_block(std::string& out, const Target& t, size_t i, size_t j) {
@@ -111,113 +97,37 @@ void config_block(std::string& out, const Target& t, size_t i, size_t j) {
   out += "</div>\n";
 }
 
-// exec: what each run is compared by, the switches the program set itself, the ranks (the
-// checklist has its own section).
-void exec_block(std::string& out, const Target& t) {
-  const ExecFacts& e = *t.exec;
-  std::vector<std::string> what;
-  for (const auto& a : e.artifacts)
-    what.push_back(code(a.name) + " (" + esc(a.kind) + (a.note.empty() ? "" : ": " + esc(a.note)) + ")");
-  for (const auto& m : e.metrics) what.push_back(fmt::format("metric {} ({} per run)", code(m.name), m.occurrences));
-  out += "<div class=\"exec\">\n<h4>What the program did</h4>\n";
-  out += fmt::format("<p class=\"compared\">Compared: {}.</p>\n",
-                     what.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(what, ", ")));
-  if (!e.hook_note.empty()) out += fmt::format("<p>{}</p>\n", esc(e.hook_note));
-  for (const auto& c : t.configs)
-    for (const auto& sw : c.switches)
-      if (!sw.set_at.empty())
-        out += fmt::format(
-            "<p class=\"switch-set\">{}: the program set <code>{}={}</code> at <code>{}</code>{}</p>\n", esc(c.name),
-            esc(sw.key), esc(sw.effective), esc(sw.set_at),
-            !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + esc(sw.requested) + ")" : "");
-  if (e.ranks_equal)
-    out +=
-        e.ranks_equal->equal
-            ? fmt::format("<p>Ranks equal: every rank's artifacts equal rank 0's ({} comparisons).</p>\n",
-                          e.ranks_equal->compared)
-            : fmt::format(
-                  "<p class=\"ranks-differ\">Rank {} differs from rank 0 in <code>{}</code> of <code>{}</code>.</p>\n",
-                  e.ranks_equal->rank, esc(e.ranks_equal->tensor), esc(e.ranks_equal->artifact));
-  out += "</div>\n";
-}
-
-void replay_block(std::string& out, const Replay& rp) {
-  out +=
-      fmt::format("<div class=\"replay\" data-verdict=\"{}\">\n<h4>{} Restart-replay{}</h4>\n", to_string(rp.verdict),
-                  badge(to_string(rp.verdict)), rp.config.empty() ? "" : " under " + esc(rp.config));
-  if (!rp.config.empty())
-    out += fmt::format(
-        "<p>{}, a checkpoint, then {} more in a fresh process{}; {} compared with the uninterrupted run.</p>\n",
-        plural(static_cast<size_t>(rp.steps_before), "step", "steps"), rp.steps_after,
-        rp.omit.empty() ? "" : esc(fmt::format(" (left out of the checkpoint: {})", fmt::join(rp.omit, ", "))),
-        plural(rp.tensors_compared, "tensor", "tensors"));
-  if (!rp.reason.empty()) out += message(rp.reason) + "\n";
-  if (!rp.components.empty()) {
-    out +=
-        "<table class=\"replay-state\"><thead><tr><th>state at the restart</th><th>tensors</th><th>in checkpoint</th>"
-        "<th>saved</th><th>restored</th><th>differing after restore</th></tr></thead><tbody>\n";
-    for (const auto& c : rp.components)
-      out += fmt::format(
-          "<tr class=\"replay-component\"><td>{}<div class=\"sub\">{}</div></td><td class=\"num\">{}</td><td>{}</td>"
-          "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-          code(c.name), esc(c.description), c.tensors, c.in_checkpoint ? "yes" : "no",
-          c.saved_match ? "matches" : "differs", c.restored_match ? "matches" : "<strong>differs</strong>",
-          esc(fmt::format("{}", fmt::join(c.differing, ", "))));
-    out += "</tbody></table>\n";
-  }
-  if (!rp.differing.empty()) tensor_table(out, rp.differing, "replay-tensor", false);
-  out += "</div>\n";
-}
-
 }  // namespace
 
-void checklist_section(std::string& out, const Report& r) {
-  out += "<section id=\"checklist\">\n<h2>Seeding checklist</h2>\n";
-  bool any = false;
-  for (const auto& t : r.targets()) {
-    if (!t.exec || t.exec->checklist.empty()) continue;
-    any = true;
-    out +=
-        "<p class=\"hint\">Checked while the program ran: what it seeded, where, and the diverged artifact or metric "
-        "each missing line may explain.</p>\n";
-    out +=
-        "<table class=\"checklist\"><thead><tr><th>status</th><th>seeding "
-        "checklist</th><th>where</th><th>diverged</th></tr>"
-        "</thead><tbody>\n";
-    for (const auto& item : t.exec->checklist)
-      out += fmt::format(
-          "<tr class=\"checklist-item\" "
-          "data-status=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td></tr>\n",
-          esc(item.status), esc(item.status), esc(item.text), esc(item.where), esc(item.artifact));
-    out += "</tbody></table>\n";
-  }
-  if (!any)
-    out +=
-        "<p class=\"empty\">No checklist: the start-up hook did not report (not a Python program that imported "
-        "torch, or one started with -S or -I).</p>\n";
-  out += "</section>\n";
+void tensor_table(std::string& out, const std::vector<TensorFinding>& fs, const char* cls, bool trials,
+                  const char* what) {
+  out += fmt::format(
+      "<table class=\"tensors\"><thead><tr><th>{}</th><th>type</th><th class=\"num\">elements "
+      "differing</th><th>first at</th>"
+      "<th class=\"num\">max abs diff</th><th class=\"num\">max rel diff</th><th class=\"num\">max ULP</th>"
+      "<th class=\"num\">NaN mismatches</th><th class=\"num\">beyond tolerance</th>",
+      what);
+  if (trials) out += "<th class=\"num\">trials differing</th>";
+  out += "</tr></thead><tbody>\n";
+  for (const auto& f : fs) out += tensor_row(f, cls, trials);
+  out += "</tbody></table>\n";
 }
 
-void details_section(std::string& out, const Report& r) {
+void details_section(std::string& out, const Report& r, const TargetParts& parts) {
   out += "<section id=\"details\">\n<h2>Per-target details</h2>\n";
-  const bool exec =
-      std::any_of(r.targets().begin(), r.targets().end(), [](const Target& t) { return t.exec.has_value(); });
-  out +=
-      exec ? "<p class=\"hint\">Per configuration: the divergence rate, each entry that differs (a tensor or value of "
-             "a file read because its bytes differed, a file compared by bytes, or a metric: elements differing, "
-             "first index, largest absolute and ULP difference), failed runs with their messages; then what the "
-             "program set itself.</p>\n"
-           : "<p class=\"hint\">Per configuration: the divergence rate, each tensor that differs (elements "
-             "differing, first index, largest absolute and ULP difference), failed trials with their messages; then "
-             "configuration dependence and the restart-replay.</p>\n";
+  out += *parts.details_hint
+             ? std::string(parts.details_hint)
+             : "<p class=\"hint\">Per configuration: the divergence rate, each tensor that differs (elements "
+               "differing, first index, largest absolute and ULP difference), failed trials with their messages; then "
+               "configuration dependence and the restart-replay.</p>\n";
   out += "<div id=\"details-controls\" class=\"controls\"></div>\n";
-  for (size_t i = 0; i < r.targets().size(); ++i) {
-    const Target& t = r.targets()[i];
-    const bool open = r.targets().size() <= 5 && t.verdict != Verdict::Reproducible && t.verdict != Verdict::Skipped;
-    std::string facts = fmt::format("{} · {}", t.kind, t.device);
+  const ConstTargets targets = r.targets();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const Target& t = targets[i];
+    const bool open = targets.size() <= 5 && t.verdict != Verdict::Reproducible && t.verdict != Verdict::Skipped;
+    std::string facts = fmt::format("{} · {}", kind_of(r.body).target, t.device);
     if (!t.mode.empty()) facts += " · " + t.mode;
-    if (t.steps > 0 && t.mode == "train") facts += ", " + plural(static_cast<size_t>(t.steps), "step", "steps");
-    if (!t.optimizer.empty()) facts += fmt::format(" ({}, lr {:g})", t.optimizer, t.lr);
+    if (parts.facts) facts += parts.facts(i);
     facts += fmt::format(" · seed {}", t.seed);
     out += fmt::format(
         "<details class=\"target\" id=\"{}\" data-verdict=\"{}\"{}>\n<summary>{} <strong>{}</strong> "
@@ -228,7 +138,8 @@ void details_section(std::string& out, const Report& r) {
       if (!t.path.empty()) out += "path " + code(t.path);
       if (!t.inputs.empty()) {
         std::vector<std::string> inputs;
-        for (const auto& in : named_inputs(t)) inputs.push_back(code(in));
+        for (const auto& in : named_inputs(t, parts.input_names ? parts.input_names(i) : std::vector<std::string>()))
+          inputs.push_back(code(in));
         out += fmt::format("{}inputs {}", t.path.empty() ? "" : "; ", fmt::join(inputs, ", "));
       }
       out += "</p>\n";
@@ -248,8 +159,7 @@ void details_section(std::string& out, const Report& r) {
       tensor_table(out, t.dependence->differing, "dependence-tensor", false);
       out += "</div>\n";
     }
-    if (t.replay) replay_block(out, *t.replay);
-    if (t.exec) exec_block(out, t);
+    if (parts.details) parts.details(out, i);
     out += "</div>\n</details>\n";
   }
   out += "</section>\n";

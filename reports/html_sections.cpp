@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Root causes, fix searches and the alert census (with the probes' facts) of the HTML report
-// (reports/html.cpp has the essay). None of them writes a clock figure: fix costs live in the
+// Root causes, fix searches and the alert census of the HTML report (reports/html.cpp has the
+// essay; the probes' facts under the census are probes', reports/probes_render.cpp). None of them writes a clock figure: fix costs live in the
 // timing section, and the fix tables' cost cells stay empty for the page's script to fill.
 #include "reports/html.h"
 #include "reports/render.h"
@@ -82,7 +82,8 @@ std::string toggles_text(const FixCandidate& c) {
   return parts.empty() ? code(c.config) : fmt::format("{}", fmt::join(parts, " "));
 }
 
-void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, size_t i, size_t j, const Target& t) {
+void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, size_t i, size_t j, const Target& t,
+                bool command) {
   const size_t causes = c.trace ? c.trace->root_causes.size() : 0;
   out += fmt::format("<div class=\"fix-search\" id=\"fixes-{}\" data-candidates=\"{}\">\n<h3>{}</h3>\n",
                      config_id(i, j), f.candidates.size(), heading(i, j, t, c));
@@ -92,7 +93,6 @@ void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, siz
     return;
   }
   // exec runs the command, untraced: each candidate is that many runs, and no root cause is counted.
-  const bool command = t.exec.has_value();
   out += fmt::format(
       "<p class=\"hint\">From {}: each switch alone, then combinations, then reductions to minimal sets; {}{} {} per "
       "candidate{}. Costs are measured (see Timing).</p>\n",
@@ -143,13 +143,6 @@ void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, siz
   out += "</div>\n";
 }
 
-std::string target_link(const Report& r, const std::string& name) {
-  for (size_t i = 0; i < r.targets().size(); ++i)
-    if (r.targets()[i].name == name)
-      return fmt::format("<a class=\"census-name\" href=\"#{}\">{}</a>", target_id(i), esc(name));
-  return fmt::format("<span class=\"census-name\">{}</span>", esc(name));
-}
-
 void census_names(std::string& out, const Report& r, const char* cls, const char* label,
                   const std::vector<std::string>& names) {
   if (names.empty()) return;
@@ -165,64 +158,24 @@ std::string census_cell(const char* cls, const std::vector<std::string>& names) 
                      names.size(), names.size());
 }
 
-std::string documented_text(const ProbeFacts& p) {
-  if (p.documented == "not-listed" || p.documented.empty()) return "not listed";
-  return p.documented_device.empty() ? p.documented : fmt::format("{} ({})", p.documented, p.documented_device);
-}
-
-void probe_facts(std::string& out, const Report& r) {
-  std::vector<size_t> disagreeing;
-  size_t probes = 0;
-  for (size_t i = 0; i < r.targets().size(); ++i)
-    if (r.targets()[i].probe) {
-      ++probes;
-      if (!r.targets()[i].probe->disagreements.empty()) disagreeing.push_back(i);
-    }
-  if (probes == 0) return;
-  out += fmt::format(
-      "<h3>Measurement against the documentation</h3>\n<p>{} of {} disagree{} with what PyTorch documents.</p>\n",
-      disagreeing.size(), plural(probes, "probe", "probes"), disagreeing.size() == 1 ? "s" : "");
-  if (!disagreeing.empty()) {
-    out += "<ul class=\"disagreements\">\n";
-    for (const size_t i : disagreeing)
-      for (const auto& d : r.targets()[i].probe->disagreements)
-        out += fmt::format("<li class=\"disagreement\"><a href=\"#{}\">{}</a>: {}</li>\n", target_id(i),
-                           esc(r.targets()[i].name), esc(d));
-    out += "</ul>\n";
-  }
-  out += fmt::format("<details class=\"probe-facts\"><summary>What each probe runs ({})</summary>\n", probes);
-  out +=
-      "<table><thead><tr><th>probe</th><th>family</th><th>op and "
-      "form</th><th>direction</th><th>role</th><th>documented</th>"
-      "<th>census</th><th>advice</th></tr></thead><tbody>\n";
-  for (size_t i = 0; i < r.targets().size(); ++i) {
-    if (!r.targets()[i].probe) continue;
-    const ProbeFacts& p = *r.targets()[i].probe;
-    std::string census = p.census.empty() ? "-" : esc(p.census);
-    if (!p.alerts.empty())
-      census +=
-          fmt::format("<div class=\"sub\">{}</div>", esc(p.alerts.front().substr(0, p.alerts.front().find('\n'))));
-    std::string form = esc(p.form);
-    for (const auto& line : batch_classes_lines(p))
-      form += fmt::format("<div class=\"batch-classes\">{}</div>", esc(line));
-    out += fmt::format(
-        "<tr class=\"probe-fact\"><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}<div class=\"sub\">{}</div></td>"
-        "<td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td></tr>\n",
-        target_id(i), esc(r.targets()[i].name), esc(p.family), code(p.op), form, esc(p.direction), esc(p.role),
-        esc(p.doc_row), esc(documented_text(p)), census, esc(p.advice));
-  }
-  out += "</tbody></table>\n</details>\n";
-}
-
 }  // namespace
 
+std::string target_link(const Report& r, const std::string& name) {
+  const ConstTargets targets = r.targets();
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (targets[i].name == name)
+      return fmt::format("<a class=\"census-name\" href=\"#{}\">{}</a>", target_id(i), esc(name));
+  return fmt::format("<span class=\"census-name\">{}</span>", esc(name));
+}
+
 void root_causes_section(std::string& out, const Report& r) {
+  const ConstTargets targets = r.targets();
   out += "<section id=\"root-causes\">\n<h2>Root causes</h2>\n";
   bool any = false;
   std::vector<std::string> identical;  // traced configurations whose runs did not differ at all
-  for (size_t i = 0; i < r.targets().size(); ++i)
-    for (size_t j = 0; j < r.targets()[i].configs.size(); ++j) {
-      const ConfigResult& c = r.targets()[i].configs[j];
+  for (size_t i = 0; i < targets.size(); ++i)
+    for (size_t j = 0; j < targets[i].configs.size(); ++j) {
+      const ConfigResult& c = targets[i].configs[j];
       if (!c.trace) continue;
       if (!any)
         out +=
@@ -233,12 +186,12 @@ void root_causes_section(std::string& out, const Report& r) {
       const TraceSummary& t = *c.trace;
       if (c.verdict != Verdict::Diverged && t.root_causes.empty() && t.splits.empty()) {
         identical.push_back(fmt::format("<a href=\"#{}\">{} · {}</a> ({}/{} runs identical, {} records per run)",
-                                        config_id(i, j), esc(r.targets()[i].name), esc(c.name), t.runs_identical,
+                                        config_id(i, j), esc(targets[i].name), esc(c.name), t.runs_identical,
                                         t.runs_compared, t.records));
         continue;
       }
       out += fmt::format("<div class=\"trace\" data-root-causes=\"{}\">\n<h3>{}</h3>\n", t.root_causes.size(),
-                         heading(i, j, r.targets()[i], c));
+                         heading(i, j, targets[i], c));
       out += fmt::format(
           "<p class=\"facts\">{} records per run, {} in memory; {} compared, {} identical{}.</p>\n", t.records,
           bytes_text(t.memory_bytes), plural(static_cast<size_t>(t.runs_compared), "run", "runs"), t.runs_identical,
@@ -257,14 +210,14 @@ void root_causes_section(std::string& out, const Report& r) {
       out += "</div>\n";
     }
   // Configuration-dependent targets: where each later group parts from the first (run --trace).
-  for (size_t i = 0; i < r.targets().size(); ++i) {
-    if (!r.targets()[i].dependence) continue;
-    for (const auto& cause : r.targets()[i].dependence->causes) {
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!targets[i].dependence) continue;
+    for (const auto& cause : targets[i].dependence->causes) {
       any = true;
       const bool named = cause.trace && !cause.trace->root_causes.empty();
       out += fmt::format(
           "<div class=\"trace config-cause\" data-config=\"{}\" data-reference=\"{}\">\n<h3>{} · {} against {}</h3>\n",
-          esc(cause.config), esc(cause.reference_config), esc(r.targets()[i].name), esc(cause.config),
+          esc(cause.config), esc(cause.reference_config), esc(targets[i].name), esc(cause.config),
           esc(cause.reference_config));
       out += fmt::format(
           "<p class=\"facts\">The two configurations are each reproducible and give different results. What "
@@ -295,18 +248,17 @@ void root_causes_section(std::string& out, const Report& r) {
   out += "</section>\n";
 }
 
-void fixes_section(std::string& out, const Report& r) {
+void fixes_section(std::string& out, const Report& r, bool command) {
   out += "<section id=\"fixes\">\n<h2>Fixes</h2>\n";
   bool any = false;
-  for (size_t i = 0; i < r.targets().size(); ++i)
-    for (size_t j = 0; j < r.targets()[i].configs.size(); ++j)
-      if (const ConfigResult& c = r.targets()[i].configs[j]; c.fix_search) {
-        fix_search(out, *c.fix_search, c, i, j, r.targets()[i]);
+  const ConstTargets targets = r.targets();
+  for (size_t i = 0; i < targets.size(); ++i)
+    for (size_t j = 0; j < targets[i].configs.size(); ++j)
+      if (const ConfigResult& c = targets[i].configs[j]; c.fix_search) {
+        fix_search(out, *c.fix_search, c, i, j, targets[i], command);
         any = true;
       }
-  const bool exec =
-      std::any_of(r.targets().begin(), r.targets().end(), [](const Target& t) { return t.exec.has_value(); });
-  if (!any && exec)
+  if (!any && command)
     out +=
         "<p class=\"empty\">No fix search: no configuration diverged, or <code>--no-fix-search</code> was given. "
         "<code>exec</code> searches, for each diverged configuration, the smallest set of switches that makes it "
@@ -319,7 +271,8 @@ void fixes_section(std::string& out, const Report& r) {
   out += "</section>\n";
 }
 
-void census_section(std::string& out, const Report& r, const std::optional<Census>& census) {
+void census_section(std::string& out, const Report& r, const std::optional<Census>& census,
+                    const std::function<void(std::string&)>& tail) {
   out += "<section id=\"census\">\n<h2>Alert census</h2>\n";
   if (census) {
     const Census& c = *census;
@@ -344,7 +297,7 @@ void census_section(std::string& out, const Report& r, const std::optional<Censu
         "<p class=\"empty\">No alert census: <code>repro-audit probes</code> runs one, each probe under deterministic "
         "algorithms in warn-only mode.</p>\n";
   }
-  probe_facts(out, r);
+  if (tail) tail(out);
   out += "</section>\n";
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The report as JSON (reports/render.h) and back (reports/json_read.h), side by side: `to_json`
 // joins the concerns' writers (json_parts.h) and keeps every clock figure in "timing";
-// `report_from_json` is its inverse. Every accessor takes the JSON path of the value it reads, so
+// `report_from_json` is its inverse. The kind of a file is read here once (`read_kind`, which the
+// baseline file's reader shares), and each kind's body by its own reader. Every accessor takes the JSON path of the value it reads, so
 // an error names the field ("targets[0].configs[1].trials[2].status: expected a string").
 #include "reports/json_read.h"
 #include "reports/render.h"
@@ -11,6 +12,7 @@
 #include "reports/json_parts.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <utility>
 
@@ -22,7 +24,7 @@ using detail::Node;
 using detail::verdict;
 
 // timing.trials lists every trial in report order (target, configuration, repeat), as to_json writes it.
-void read_trial_times(const Node& timing, std::vector<Target>& targets) {
+void read_trial_times(const Node& timing, const Targets& targets) {
   const Node list = timing.at("trials");
   size_t i = 0;
   for (auto& t : targets)
@@ -38,7 +40,7 @@ void read_trial_times(const Node& timing, std::vector<Target>& targets) {
 }
 
 // timing.fixes: one entry per fix search in report order, with the measured candidates by name.
-void read_fix_times(const Node& timing, std::vector<Target>& targets) {
+void read_fix_times(const Node& timing, const Targets& targets) {
   const Node list = timing.at("fixes");
   size_t i = 0;
   for (auto& t : targets)
@@ -53,31 +55,52 @@ void read_fix_times(const Node& timing, std::vector<Target>& targets) {
   if (i != list.size()) list[i].fail("entry for no fix search of the report");
 }
 
-// The body, chosen by the kind the file's keys say, once, here at the edge: "selftest" or
-// "invariance" (neither has targets), else probes when a census or a probe target says so, else
-// the targets of run, exec or merge.
+// The targets of a body, each read by its kind's reader (target_json.cpp).
+template <class Element>
+std::vector<Element> read_targets(const Node& list) {
+  return list.list([](const Node& n) {
+    Element t;
+    detail::read_target(n, t);
+    return t;
+  });
+}
+
+template <class Element>
+json targets_json(const std::vector<Element>& targets) {
+  json out = json::array();
+  for (const auto& t : targets) out.push_back(detail::target_json(t));
+  return out;
+}
+
+void no_targets(const Node& targets, const char* what) {
+  if (targets.size() != 0) targets.fail(fmt::format("{} has no targets", what));
+}
+
+// The body of the file's kind (read_kind, once, here at the edge), read by that kind's reader.
 Body read_body(const Node& root) {
-  std::vector<Target> targets = root.at("targets").list(detail::read_target);
-  if (root.has("selftest")) {
-    SelfTest self = detail::read_selftest(root.at("selftest"));
-    if (!targets.empty()) root.at("targets").fail("a self-test report has no targets");
-    return self;
-  }
-  if (root.has("invariance")) {
-    Invariance inv = invariance_from_json(root.at("invariance").v);
-    if (!targets.empty()) root.at("targets").fail("an invariance report has no targets");
-    return inv;
-  }
-  std::optional<Census> census;
-  if (root.has("census")) census = detail::read_census(root.at("census"));
-  if (census || (!targets.empty() && targets.front().probe)) return ProbesBody{std::move(targets), std::move(census)};
-  return TargetsBody{std::move(targets)};
+  Body body = detail::read_kind(root);
+  const Node targets = root.at("targets");
+  std::visit(overloaded{[&](RunBody& b) { b.targets = read_targets<RunTarget>(targets); },
+                        [&](ExecBody& b) { b.targets = read_targets<ExecTarget>(targets); },
+                        [&](ProbesBody& b) {
+                          b.targets = read_targets<ProbeTarget>(targets);
+                          if (root.has("census")) b.census = detail::read_census(root.at("census"));
+                        },
+                        [&](Invariance& inv) {
+                          no_targets(targets, "an invariance report");
+                          inv = invariance_from_json(root.at("invariance").v);
+                        },
+                        [&](SelfTest& self) {
+                          no_targets(targets, "a self-test report");
+                          self = detail::read_selftest(root.at("selftest"));
+                        }},
+             body);
+  return body;
 }
 
 }  // namespace
 
 json to_json(const Report& r) {
-  json targets = json::array();
   json timing_trials = json::array();
   json timing_costs = json::array();
   json timing_fixes = json::array();
@@ -102,10 +125,22 @@ json to_json(const Report& r) {
         timing_trials.push_back(std::move(entry));
       }
     }
-    targets.push_back(detail::target_json(t));
   }
+  // The body's targets (none for invariance and selftest) and its own keys, which keep the order
+  // the schema's examples have: census, baseline, selftest, fleet, invariance.
+  json targets = json::array(), census, selftest, invariance;
+  std::visit(overloaded{[&](const RunBody& b) { targets = targets_json(b.targets); },
+                        [&](const ExecBody& b) { targets = targets_json(b.targets); },
+                        [&](const ProbesBody& b) {
+                          targets = targets_json(b.targets);
+                          if (b.census) census = detail::census_json(*b.census);
+                        },
+                        [&](const Invariance& inv) { invariance = invariance_to_json(inv); },
+                        [&](const SelfTest& self) { selftest = detail::selftest_json(self); }},
+             r.body);
   json j = {{"schema", "repro-audit/report"},
             {"schema_version", kSchemaVersion},
+            {"kind", std::string(kind_of(r.body).name)},
             {"tool", {{"name", "repro-audit"}, {"version", r.tool_version}}},
             {"command", r.command},
             {"verdict", to_string(r.verdict)},
@@ -120,16 +155,6 @@ json to_json(const Report& r) {
                       {"tolerant", r.tolerant}};
   if (r.auto_repeats) j["auto_repeats"] = detail::auto_repeats_json(*r.auto_repeats);
   if (r.shard) j["shard"] = detail::shard_json(*r.shard);
-  // The body's own keys; "targets" above is every kind's (empty for invariance and selftest). The
-  // keys keep the order the schema's examples have: census, baseline, selftest, fleet, invariance.
-  json census, selftest, invariance;
-  std::visit(overloaded{[&](const TargetsBody&) {},
-                        [&](const ProbesBody& b) {
-                          if (b.census) census = detail::census_json(*b.census);
-                        },
-                        [&](const Invariance& inv) { invariance = invariance_to_json(inv); },
-                        [&](const SelfTest& self) { selftest = detail::selftest_json(self); }},
-             r.body);
   if (!census.is_null()) j["census"] = std::move(census);
   if (r.baseline) j["baseline"] = detail::baseline_json(*r.baseline);
   if (!selftest.is_null()) j["selftest"] = std::move(selftest);
@@ -183,11 +208,9 @@ Report report_from_json(const json& j) {
   const Node timing = root.at("timing");
   r.wall_ms = timing.at("wall_ms").num();
   if (timing.has("contention")) r.contention = timing.at("contention").str();
-  timing.at("configs").size();  // derived from the trials' times: checked, not read
-  std::vector<Target> none;     // invariance and selftest: their timing lists name no trial
-  std::vector<Target>& targets = target_list(r.body) ? *target_list(r.body) : none;
-  read_trial_times(timing, targets);
-  read_fix_times(timing, targets);
+  timing.at("configs").size();            // derived from the trials' times: checked, not read
+  read_trial_times(timing, r.targets());  // none for invariance and selftest
+  read_fix_times(timing, r.targets());
   // The verdict and the exit code follow from the targets: a CI gate must not trust a stored
   // number that a hand edit or a corruption could change. Recompute them; refuse a disagreement.
   Report check = r;
@@ -201,5 +224,30 @@ Report report_from_json(const json& j) {
                                         to_string(r.verdict), to_string(check.verdict)));
   return r;
 }
+
+namespace detail {
+
+std::string legacy_kind(const Node& root) {
+  if (root.has("selftest")) return "selftest";
+  if (root.has("invariance")) return "invariance";
+  if (root.has("census")) return "probes";
+  const Node targets = root.at("targets");
+  if (!targets.v.is_array() || targets.v.empty() || !targets.v.front().is_object()) return "run";
+  const json& kind = targets.v.front().value("kind", json());
+  if (kind == "probe") return "probes";
+  if (kind == "command") return "exec";
+  return "run";
+}
+
+Body read_kind(const Node& root) {
+  const std::string name = root.has("kind") ? root.at("kind").str() : legacy_kind(root);
+  if (std::optional<Body> body = body_of_kind(name)) return std::move(*body);
+  std::vector<std::string> names;
+  for (const auto& k : kKinds) names.emplace_back(k.name);
+  root.at("kind").fail(
+      fmt::format("'{}' is not a kind this repro-audit reads (it reads {})", name, fmt::join(names, ", ")));
+}
+
+}  // namespace detail
 
 }  // namespace ra::report

@@ -28,6 +28,14 @@ inline json or_null(const std::string& s) { return s.empty() ? json(nullptr) : j
 // A number that is written as null when it is not finite (JSON has no NaN or infinity).
 inline json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// The kind of a report or baseline file (json.cpp): its "kind" by name (model.h, kKinds), or for a
+// file written before it carried one, `legacy_kind`, which holds the old guessing from the file's
+// keys (a self-test, invariance or census section, or its first target's kind) and is the only
+// place that guesses. Returns the empty alternative; ReportError ("kind: 'x' is not a kind ...")
+// for a name no row has.
+std::string legacy_kind(const Node& root);
+Body read_kind(const Node& root);
+
 // core_json.cpp (stats_to_json and stats_from_json, the public pair, are there too).
 DivergenceStats read_stats(const Node& n);
 std::optional<DivergenceStats> read_opt_stats(const Node& n);  // null: nullopt
@@ -85,13 +93,25 @@ enum class TargetDoc { Report, Baseline };
 json config_head_json(const ConfigResult& c);
 void read_config_head(const Node& n, ConfigResult& c);
 // {"name", "kind", ("path",) "model_digest", "input_digest", "device", "mode", "steps", "optimizer",
-// "seed", "inputs", "verdict"}; callers append the rest of their target object.
-json target_head_json(const Target& t, TargetDoc doc);
-void read_target_head(const Node& n, Target& t, TargetDoc doc);
+// "seed", "inputs", "verdict"}, with the facts of run's model that a head holds (steps, optimizer,
+// and in a report its input names and package); callers append the rest of their target object. A
+// target's "kind" is its body's (kKinds), checked on reading.
+json target_head_json(const RunTarget& t, TargetDoc doc);
+json target_head_json(const ExecTarget& t, TargetDoc doc);
+json target_head_json(const ProbeTarget& t, TargetDoc doc);
+void read_target_head(const Node& n, RunTarget& t, TargetDoc doc);
+void read_target_head(const Node& n, ExecTarget& t, TargetDoc doc);
+void read_target_head(const Node& n, ProbeTarget& t, TargetDoc doc);
 json config_json(const ConfigResult& c);  // a report's configuration, without its times
 ConfigResult read_config(const Node& n);
-json target_json(const Target& t);  // a report's target, without its times
-Target read_target(const Node& n);
+// A report's target, without its times: its head, configurations, and its kind's facts (run's
+// restart-replay, exec's facts, a probe's facts where known).
+json target_json(const RunTarget& t);
+json target_json(const ExecTarget& t);
+json target_json(const ProbeTarget& t);
+void read_target(const Node& n, RunTarget& t);
+void read_target(const Node& n, ExecTarget& t);
+void read_target(const Node& n, ProbeTarget& t);
 json auto_repeats_json(const AutoRepeats& a);
 AutoRepeats read_auto_repeats(const Node& n);
 

@@ -20,6 +20,7 @@
 #include "reports/escape.h"
 #include "reports/referee_model.h"
 #include "reports/render.h"
+#include "reports/render_parts.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -36,13 +37,9 @@ std::string xml_value(const std::string& raw, Context where = Context::Attribute
   return escape::xml(raw, where == Context::Text ? escape::XmlContext::Text : escape::XmlContext::Attribute);
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+using junit::first_line;
 
-void tensor_lines(std::string& out, const std::vector<TensorFinding>& fs) {
-  for (const auto& f : fs)
-    out += fmt::format("  {} {}[{}]: {}\n", f.name, f.dtype, fmt::join(f.shape, "x"),
-                       f.stats ? stats_text(*f.stats) : std::string("digests differ"));
-}
+using junit::tensor_lines;
 
 // "ra_test::nondet_sum (forward) at model.py:3 in encoder.block"
 std::string root_cause_text(const RootCause& r) {
@@ -63,12 +60,10 @@ std::vector<const FixCandidate*> minimal_fixes(const FixSearch& f) {
   return out;
 }
 
-struct Outcome {
-  std::string element;  // "" (passed), failure, error, skipped
-  std::string type;
-  std::string message;
-  std::string body;
-};
+using junit::Counts;
+using junit::Outcome;
+using junit::property;
+using junit::testcase;
 
 Outcome diverged_outcome(const ConfigResult& c) {
   Outcome o{"failure", "diverged", "", ""};
@@ -157,32 +152,6 @@ Outcome config_outcome(const ConfigResult& c) {
   return {};
 }
 
-Outcome replay_outcome(const Replay& r) {
-  std::string body = r.reason.empty() ? "" : r.reason + "\n";
-  for (const auto& c : r.components)
-    if (!c.restored_match || !c.in_checkpoint)
-      body += fmt::format("{}: {}{}\n", c.name, c.restored_match ? "matches" : "differs after restore",
-                          c.in_checkpoint ? "" : " (not in the checkpoint)");
-  if (!r.differing.empty()) {
-    body += fmt::format("differing tensors ({}):\n", r.differing.size());
-    tensor_lines(body, r.differing);
-  }
-  switch (r.verdict) {
-    case ReplayVerdict::Reproducible:
-      return {};
-    case ReplayVerdict::Diverged:
-      return {"failure", "replay-diverged",
-              fmt::format("resuming from the step-{} checkpoint gives different results ({} tensor{})", r.steps_before,
-                          r.differing.size(), r.differing.size() == 1 ? " differs" : "s differ"),
-              body};
-    case ReplayVerdict::Crashed:
-      return {"error", "crashed", first_line(r.reason), body};
-    case ReplayVerdict::Inconclusive:
-      return {"skipped", "", first_line(r.reason), ""};
-  }
-  return {};
-}
-
 // A baseline result: regression and (not allowed) nondeterministic fail; explained passes with
 // the changes in <system-out>; incomparable, missing and added are skipped with the reason.
 Outcome baseline_outcome(const Report& r, const BaselineResult& b, std::string& system_out) {
@@ -213,22 +182,31 @@ Outcome baseline_outcome(const Report& r, const BaselineResult& b, std::string& 
   return {};
 }
 
-struct Counts {
-  int tests = 0, failures = 0, errors = 0, skipped = 0;
-  void add(const Outcome& o) {
-    ++tests;
-    failures += o.element == "failure";
-    errors += o.element == "error";
-    skipped += o.element == "skipped";
-  }
-  void add(const Counts& c) { tests += c.tests, failures += c.failures, errors += c.errors, skipped += c.skipped; }
-  std::string attributes() const {
-    return fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"", tests, failures, errors, skipped);
-  }
-};
+}  // namespace
 
-std::string testcase(const std::string& classname, const std::string& name, const Outcome& o,
-                     const std::string& system_out = "") {
+void junit::tensor_lines(std::string& out, const std::vector<TensorFinding>& fs) {
+  for (const auto& f : fs)
+    out += fmt::format("  {} {}[{}]: {}\n", f.name, f.dtype, fmt::join(f.shape, "x"),
+                       f.stats ? stats_text(*f.stats) : std::string("digests differ"));
+}
+
+void junit::Counts::add(const Outcome& o) {
+  ++tests;
+  failures += o.element == "failure";
+  errors += o.element == "error";
+  skipped += o.element == "skipped";
+}
+
+void junit::Counts::add(const Counts& c) {
+  tests += c.tests, failures += c.failures, errors += c.errors, skipped += c.skipped;
+}
+
+std::string junit::Counts::attributes() const {
+  return fmt::format("tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"", tests, failures, errors, skipped);
+}
+
+std::string junit::testcase(const std::string& classname, const std::string& name, const Outcome& o,
+                            const std::string& system_out) {
   std::string out = fmt::format("    <testcase classname=\"{}\" name=\"{}\"", xml_value(classname), xml_value(name));
   if (o.element.empty() && system_out.empty()) return out + "/>\n";
   out += ">\n";
@@ -243,98 +221,57 @@ std::string testcase(const std::string& classname, const std::string& name, cons
   return out + "    </testcase>\n";
 }
 
-std::string property(const std::string& name, const std::string& value) {
+std::string junit::property(const std::string& name, const std::string& value) {
   return fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_value(name), xml_value(value));
 }
 
-// One <testsuite> per target (run, exec, probes).
-std::string target_suites(const Report& r, const std::vector<Target>& targets, Counts& all) {
-  std::string suites;
-  for (const auto& t : targets) {
-    Counts counts;
-    std::string cases;
-    for (const auto& c : t.configs) {
-      const Outcome o = config_outcome(c);
-      counts.add(o);
-      cases += testcase(t.name, c.name, o);
-    }
-    if (t.dependence) {
-      std::vector<std::string> groups;
-      for (const auto& g : t.dependence->groups) groups.push_back(fmt::format("{{{}}}", fmt::join(g, ", ")));
-      std::string text = fmt::format("each configuration is reproducible, but results differ between {}\n",
-                                     fmt::join(groups, " and "));
-      tensor_lines(text, t.dependence->differing);
-      for (const auto& cause : t.dependence->causes) text += config_cause_text(cause) + "\n";
-      counts.add(Outcome{});
-      cases += testcase(t.name, "configuration-dependence", Outcome{}, text);
-    }
-    if (t.exec && t.exec->ranks_equal) {
-      const RanksEqual& q = *t.exec->ranks_equal;
-      const Outcome o =
-          q.equal ? Outcome{}
-                  : Outcome{"failure", "ranks-differ",
-                            fmt::format("rank {} differs from rank 0 in {} of {}", q.rank, q.tensor, q.artifact), ""};
-      counts.add(o);
-      cases += testcase(t.name, "ranks-equal", o);
-    }
-    if (t.exec && !t.exec->checklist.empty()) {
-      // The seeding checklist rides along as the output of a passing case: it explains, it does not judge.
-      std::string text;
-      for (const auto& item : t.exec->checklist)
-        text += fmt::format("{}: {}{}{}\n", item.status, item.text, item.where.empty() ? "" : " (" + item.where + ")",
-                            item.artifact.empty() ? "" : " -> diverged: " + item.artifact);
-      counts.add(Outcome{});
-      cases += testcase(t.name, "seeding-checklist", Outcome{}, text);
-    }
-    if (t.replay) {
-      const Outcome o = replay_outcome(*t.replay);
-      counts.add(o);
-      cases += testcase(t.name, t.replay->config.empty() ? "restart-replay" : "restart-replay " + t.replay->config, o);
-    }
-    all.add(counts);
-    suites += fmt::format("  <testsuite name=\"{}\" {}>\n    <properties>\n", xml_value(t.name), counts.attributes());
-    std::string props = property("kind", t.kind) + property("device", t.device);
-    if (!t.mode.empty()) props += property("mode", t.mode);
-    if (t.probe) props += property("family", t.probe->family) + property("op", t.probe->op);
-    if (t.probe)  // a batch-invariance probe's classes of sizes, one property per configuration
-      for (const auto& b : t.probe->batch_classes)
-        props += property("batch-classes " + b.config, batch_classes_text(b.classes));
-    props += property("seed", std::to_string(t.seed)) + property("verdict", verdict_text(t));
-    for (const auto& c : t.configs)  // exec: what each run is compared by, per configuration
-      if (c.compared) props += property("compared per run: " + c.name, compared_text(c));
-    if (r.auto_repeats) props += property("repeats", auto_repeats_text(r));
-    suites += props;
-    suites += "    </properties>\n" + cases + "  </testsuite>\n";
-  }
-  return suites;
-}
+std::string junit::first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-std::string selftest_suite(const SelfTest& self, Counts& all) {
-  Counts counts;
+std::string junit::target_cases(const Target& t, Counts& counts) {
   std::string cases;
-  for (const auto& c : self.checks) {
-    const Outcome o = c.passed ? Outcome{} : Outcome{"failure", "selftest", c.evidence, ""};
+  for (const auto& c : t.configs) {
+    const Outcome o = config_outcome(c);
     counts.add(o);
-    cases += testcase("selftest", c.name, o, c.passed ? c.evidence : "");
+    cases += testcase(t.name, c.name, o);
   }
-  all.add(counts);
-  std::string suite = fmt::format("  <testsuite name=\"selftest\" {}>\n    <properties>\n", counts.attributes());
-  suite += property("device", self.device);
-  return suite + "    </properties>\n" + cases + "  </testsuite>\n";
+  if (t.dependence) {
+    std::vector<std::string> groups;
+    for (const auto& g : t.dependence->groups) groups.push_back(fmt::format("{{{}}}", fmt::join(g, ", ")));
+    std::string text =
+        fmt::format("each configuration is reproducible, but results differ between {}\n", fmt::join(groups, " and "));
+    tensor_lines(text, t.dependence->differing);
+    for (const auto& cause : t.dependence->causes) text += config_cause_text(cause) + "\n";
+    counts.add(Outcome{});
+    cases += testcase(t.name, "configuration-dependence", Outcome{}, text);
+  }
+  return cases;
 }
 
-}  // namespace
+std::string junit::target_suite(const Report& r, const Target& t, std::string_view kind,
+                                const std::string& kind_properties, const Counts& counts, const std::string& cases) {
+  std::string suite =
+      fmt::format("  <testsuite name=\"{}\" {}>\n    <properties>\n", xml_value(t.name), counts.attributes());
+  std::string props = property("kind", std::string(kind)) + property("device", t.device);
+  if (!t.mode.empty()) props += property("mode", t.mode);
+  props += kind_properties;
+  props += property("seed", std::to_string(t.seed)) + property("verdict", verdict_text(t));
+  for (const auto& c : t.configs)  // exec: what each run is compared by, per configuration
+    if (c.compared) props += property("compared per run: " + c.name, compared_text(c));
+  if (r.auto_repeats) props += property("repeats", auto_repeats_text(r));
+  return suite + props + "    </properties>\n" + cases + "  </testsuite>\n";
+}
 
 std::string render_junit(const Report& r) {
   Counts all;
   // The targets' suites come before the baseline's, a self-test's or an invariance audit's after it.
   std::string suites, after;
-  std::visit(overloaded{[&](const TargetsBody& b) { suites = target_suites(r, b.targets, all); },
-                        [&](const ProbesBody& b) { suites = target_suites(r, b.targets, all); },
+  std::visit(overloaded{[&](const RunBody& b) { suites = run_junit(r, b, all); },
+                        [&](const ExecBody& b) { suites = exec_junit(r, b, all); },
+                        [&](const ProbesBody& b) { suites = probes_junit(r, b, all); },
                         [&](const Invariance& inv) {
                           after = invariance_junit_suites(inv, all.tests, all.failures, all.errors);
                         },
-                        [&](const SelfTest& self) { after = selftest_suite(self, all); }},
+                        [&](const SelfTest& self) { after = selftest_junit(self, all); }},
              r.body);
   if (r.baseline) {
     const BaselineComparison& b = *r.baseline;

@@ -11,6 +11,7 @@
 // only there.
 #include "reports/escape.h"
 #include "reports/render.h"
+#include "reports/render_parts.h"
 #include "reports/utf8.h"
 
 #include <fmt/format.h>
@@ -107,18 +108,6 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   for (const auto& n : f.no_deterministic)
     out += fmt::format("- {} has no deterministic implementation here{}\n", code(n.op),
                        n.advice.empty() ? "" : ": " + md(n.advice));
-}
-
-// exec: the seeding checklist, before what diverged.
-void checklist(std::string& out, const Target& t) {
-  if (t.exec->checklist.empty()) return;
-  out += fmt::format(
-      "\n**{}: seeding checklist** (checked while the program ran)\n\n| status | what | where | diverged "
-      "|\n|---|---|---|---|\n",
-      md(t.name));
-  for (const auto& item : t.exec->checklist)
-    out += fmt::format("| {} | {} | {} | {} |\n", md(item.status), md(item.text),
-                       item.where.empty() ? "" : code(item.where), item.artifact.empty() ? "" : code(item.artifact));
 }
 
 // The measured part: the audit's wall time, then per diverged configuration with a fix search the
@@ -219,24 +208,10 @@ void baseline_section(std::string& out, const Report& r) {
 
 }  // namespace
 
-namespace {
+// The frame of every kind with targets; each kind's own parts are in its file (reports/render_parts.h).
 
-// The batch-invariance probes' classes of sizes, as the text summary gives them under each probe.
-void batch_section(std::string& out, const ProbesBody& probes) {
-  std::string rows;
-  for (const auto& t : probes.targets)
-    if (t.probe)
-      for (const auto& b : t.probe->batch_classes)
-        rows += fmt::format("| {} | {} | {} | {} |\n", md(t.name), md(b.config), md(batch_classes_text(b.classes)),
-                            b.classes.size() == 1 ? "invariant" : "**variant**");
-  if (rows.empty()) return;
-  out += "\n**Batch invariance** (sizes whose anchor row has identical bits, one class per group)\n\n";
-  out += "| probe | configuration | classes of batch sizes | verdict |\n|---|---|---|---|\n" + rows;
-}
-
-// The verdict, the table of targets × configurations and what each target found: run, exec and
-// probes alike.
-std::string targets_markdown(const Report& r, const std::vector<Target>& targets) {
+std::string markdown::head(const Report& r, bool compared_column) {
+  const ConstTargets targets = r.targets();
   std::string out =
       fmt::format("## repro-audit: {}{}{}{} (exit {})\n\n", md(verdict_text(r)),
                   std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.dependence.has_value(); })
@@ -252,9 +227,8 @@ std::string targets_markdown(const Report& r, const std::vector<Target>& targets
                       : "",
                   md(baseline_verdict_text(r)), r.exit_code);
   // exec: a column of what each run is compared by (compared_text), the same figure as in the other formats.
-  const bool exec = std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.exec.has_value(); });
   out +=
-      exec
+      compared_column
           ? "| target | configuration | verdict | diverged repeats (rate) | compared per run |\n|---|---|---|---|---|\n"
           : "| target | configuration | verdict | diverged repeats (rate) |\n|---|---|---|---|\n";
   for (const auto& t : targets)
@@ -262,86 +236,41 @@ std::string targets_markdown(const Report& r, const std::vector<Target>& targets
       const bool bad = c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped;
       out += fmt::format("| {} | {} | {} | {} |{}\n", md(t.name), md(c.name),
                          bad ? fmt::format("**{}**", to_string(c.verdict)) : to_string(c.verdict), rate_cell(c),
-                         exec ? " " + md(compared_text(c)) + " |" : "");
+                         compared_column ? " " + md(compared_text(c)) + " |" : "");
     }
-  for (const auto& t : targets)  // models only: a probe suite would repeat it a hundred times
-    if (const std::string power = detection_power_text(t); !power.empty() && t.kind == "model")
-      out += fmt::format("\n{}: {}\n", md(t.name), md(power));
+  return out;
+}
+
+void markdown::rules(std::string& out, const Report& r) {
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) {
     out += fmt::format("\n{}\n", md(rule));
-    for (const auto& t : targets)
+    for (const auto& t : r.targets())
       for (const auto& c : t.configs)
         if (const std::string u = undecided_text(c); !u.empty())
           out += fmt::format("- {} · {}: {}\n", md(t.name), md(c.name), md(u));
   }
   warm_up_items(out, r);
   referee_items(out, r);
-  for (const auto& t : targets) {
-    if (t.exec) checklist(out, t);  // first: it often holds the answer
-    for (const auto& c : t.configs)
-      if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);
-    if (t.dependence) {
-      std::vector<std::string> groups;
-      for (const auto& g : t.dependence->groups) {
-        std::vector<std::string> names;
-        for (const auto& n : g) names.push_back(md(n));
-        groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
-      }
-      out += fmt::format(
-          "\n**{}: configuration-dependent** - each configuration is reproducible, but results differ between {}\n",
-          md(t.name), fmt::join(groups, " and "));
-      if (!t.dependence->causes.empty()) out += "\n";
-      for (const auto& cause : t.dependence->causes) out += fmt::format("- {}\n", md(config_cause_text(cause)));
-    }
-    if (t.exec) {
-      const ExecFacts& e = *t.exec;
-      std::vector<std::string> set;
-      for (const auto& c : t.configs)
-        for (const auto& sw : c.switches)
-          if (!sw.set_at.empty())
-            set.push_back(fmt::format(
-                "- {}: the program set {} at {}{}", md(c.name), code(sw.key + "=" + sw.effective), code(sw.set_at),
-                !sw.requested.empty() && sw.requested != sw.effective ? " (overriding " + md(sw.requested) + ")" : ""));
-      if (!set.empty())
-        out += fmt::format("\n**{}: switches the program set itself**\n\n{}\n", md(t.name), fmt::join(set, "\n"));
-      if (!e.hook_note.empty()) out += fmt::format("\nNote: {}\n", md(e.hook_note));
-      if (e.ranks_equal)
-        out += e.ranks_equal->equal
-                   ? fmt::format("\nRanks equal: every rank's artifacts equal rank 0's ({} comparisons)\n",
-                                 e.ranks_equal->compared)
-                   : fmt::format("\n**Ranks differ**: rank {} differs from rank 0 in {} of {}\n", e.ranks_equal->rank,
-                                 code(e.ranks_equal->tensor), code(e.ranks_equal->artifact));
-    }
-    if (t.replay) {
-      const Replay& rp = *t.replay;
-      out += fmt::format("\n**{}: restart-replay{}: {}**", md(t.name),
-                         rp.config.empty() ? "" : " under " + md(rp.config), to_string(rp.verdict));
-      if (!rp.reason.empty()) out += " - " + md(rp.reason.substr(0, rp.reason.find('\n')));
-      out += "\n";
-    }
-  }
-  return out;
 }
 
-// probes: the alert census (--census) and the batch-invariance probes' classes.
-void probes_markdown(std::string& out, const ProbesBody& probes) {
-  if (probes.census) {
-    const Census& c = *probes.census;
-    out += fmt::format("\n**Alert census under {}**\n\n", md(c.config));
-    out += "| alerted & diverged | alerted & stable | silent & diverged | stable | not run |\n|---|---|---|---|---|\n";
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", c.alerted_diverged.size(), c.alerted_stable.size(),
-                       c.silent_diverged.size(), c.stable.size(), c.not_run.size());
-    if (!c.silent_diverged.empty()) {
-      std::vector<std::string> names;
-      for (const auto& n : c.silent_diverged) names.push_back(code(n));
-      out += fmt::format("\nDiverged without an alert: {}\n", fmt::join(names, ", "));
-    }
+void markdown::findings(std::string& out, const Target& t) {
+  for (const auto& c : t.configs)
+    if (c.verdict != Verdict::Reproducible && c.verdict != Verdict::Skipped) details(out, t, c);
+  if (!t.dependence) return;
+  std::vector<std::string> groups;
+  for (const auto& g : t.dependence->groups) {
+    std::vector<std::string> names;
+    for (const auto& n : g) names.push_back(md(n));
+    groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
   }
-  batch_section(out, probes);
+  out += fmt::format(
+      "\n**{}: configuration-dependent** - each configuration is reproducible, but results differ between {}\n",
+      md(t.name), fmt::join(groups, " and "));
+  if (!t.dependence->causes.empty()) out += "\n";
+  for (const auto& cause : t.dependence->causes) out += fmt::format("- {}\n", md(config_cause_text(cause)));
 }
 
-// What every report with targets ends with: the baseline, where shards ran, the timing block.
-void targets_tail(std::string& out, const Report& r) {
+void markdown::tail(std::string& out, const Report& r) {
   if (r.baseline) baseline_section(out, r);
   // Where a shard or a merged report's shards ran: as the text summary says it.
   // The fence is longer than any backtick run in it: a host named "```" cannot close it.
@@ -350,18 +279,12 @@ void targets_tail(std::string& out, const Report& r) {
   timing(out, r);
 }
 
+namespace {
+
 std::string render_markdown_raw(const Report& r) {
-  return std::visit(overloaded{[&](const TargetsBody& b) {
-                                 std::string out = targets_markdown(r, b.targets);
-                                 targets_tail(out, r);
-                                 return out;
-                               },
-                               [&](const ProbesBody& b) {
-                                 std::string out = targets_markdown(r, b.targets);
-                                 probes_markdown(out, b);
-                                 targets_tail(out, r);
-                                 return out;
-                               },
+  return std::visit(overloaded{[&](const RunBody& b) { return run_markdown(r, b); },
+                               [&](const ExecBody& b) { return exec_markdown(r, b); },
+                               [&](const ProbesBody& b) { return probes_markdown(r, b); },
                                [&](const Invariance& inv) { return invariance_markdown(r, inv); },
                                [&](const SelfTest& self) { return selftest_markdown(r, self); }},
                     r.body);

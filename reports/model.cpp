@@ -8,29 +8,58 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <stdexcept>
+#include <utility>
 
 namespace ra::report {
 
-const std::vector<Target>& Report::targets() const {
-  static const std::vector<Target> none;
-  return std::visit(overloaded{[](const TargetsBody& b) -> const std::vector<Target>& { return b.targets; },
-                               [](const ProbesBody& b) -> const std::vector<Target>& { return b.targets; },
-                               [](const Invariance&) -> const std::vector<Target>& { return none; },
-                               [](const SelfTest&) -> const std::vector<Target>& { return none; }},
+const KindName& kind_of(const Body& body) { return kKinds[body.index()]; }
+
+namespace {
+
+template <size_t... I>
+std::optional<Body> body_at(size_t index, std::index_sequence<I...>) {
+  std::optional<Body> out;
+  ((index == I ? (void)out.emplace(std::in_place_index<I>) : (void)0), ...);
+  return out;
+}
+
+template <class T, class Element>
+TargetRefs<T> refs(std::vector<Element>& elements) {
+  std::vector<T*> out;
+  for (auto& e : elements) out.push_back(&e.common);
+  return TargetRefs<T>(std::move(out));
+}
+
+template <class Element>
+void keep(std::vector<Element>& elements, const std::function<bool(size_t)>& keep) {
+  std::vector<Element> kept;
+  for (size_t t = 0; t < elements.size(); ++t)
+    if (keep(t)) kept.push_back(std::move(elements[t]));
+  elements = std::move(kept);
+}
+
+}  // namespace
+
+std::optional<Body> body_of_kind(std::string_view name) {
+  for (size_t i = 0; i < kKinds.size(); ++i)
+    if (kKinds[i].name == name) return body_at(i, std::make_index_sequence<std::variant_size_v<Body>>());
+  return std::nullopt;
+}
+
+Targets common_targets(Body& body) {
+  return std::visit(overloaded{[](RunBody& b) { return refs<Target>(b.targets); },
+                               [](ExecBody& b) { return refs<Target>(b.targets); },
+                               [](ProbesBody& b) { return refs<Target>(b.targets); },
+                               [](Invariance&) { return Targets(); }, [](SelfTest&) { return Targets(); }},
                     body);
 }
 
-std::vector<Target>* target_list(Body& body) {
-  return std::visit(overloaded{[](TargetsBody& b) { return &b.targets; }, [](ProbesBody& b) { return &b.targets; },
-                               [](Invariance&) -> std::vector<Target>* { return nullptr; },
-                               [](SelfTest&) -> std::vector<Target>* { return nullptr; }},
-                    body);
-}
+ConstTargets common_targets(const Body& body) { return common_targets(const_cast<Body&>(body)); }
 
-std::vector<Target>& Report::targets() {
-  if (std::vector<Target>* list = target_list(body)) return *list;
-  throw std::logic_error("a report of this kind has no targets");
+void keep_targets(Body& body, const std::function<bool(size_t)>& accept) {
+  std::visit(overloaded{[&](RunBody& b) { keep(b.targets, accept); }, [&](ExecBody& b) { keep(b.targets, accept); },
+                        [&](ProbesBody& b) { keep(b.targets, accept); }, [](Invariance&) {}, [](SelfTest&) {}},
+             body);
 }
 
 namespace {
@@ -102,31 +131,40 @@ std::string verdict_text(const Report& report) {
 
 namespace {
 
-// The verdicts of a body's targets, and the report's from them (a target's restart-replay and exec's
-// --ranks-equal count; run --calls K: a later call that differs from call 1 in its process is a
-// finding, exit 1, which leaves the run-to-run verdicts as they are).
-void finalize_targets(Report& report, std::vector<Target>& targets) {
-  Verdict worst = Verdict::Reproducible;
-  for (auto& target : targets) {
-    Verdict t = Verdict::Reproducible;
-    bool all_skipped = !target.configs.empty();
-    for (auto& c : target.configs) {
-      c.within_tolerance = all_within_tolerance(c);
-      c.tolerated = report.tolerant && c.within_tolerance && !c.allowed_by;
-      if (!c.allowed_by && !c.tolerated && severity(c.verdict) > severity(t)) t = c.verdict;
-      all_skipped = all_skipped && c.verdict == Verdict::Skipped;
-    }
-    if (target.replay && target.replay->verdict == ReplayVerdict::Diverged && severity(Verdict::Diverged) > severity(t))
-      t = Verdict::Diverged;
-    if (target.replay && target.replay->verdict == ReplayVerdict::Crashed && severity(Verdict::Crashed) > severity(t))
-      t = Verdict::Crashed;
-    // exec --ranks-equal: data-parallel replicas that hold different parameters diverged.
-    if (target.exec && target.exec->ranks_equal && !target.exec->ranks_equal->equal &&
-        severity(Verdict::Diverged) > severity(t))
-      t = Verdict::Diverged;
-    target.verdict = all_skipped && t == Verdict::Reproducible ? Verdict::Skipped : t;
-    if (severity(target.verdict) > severity(worst)) worst = target.verdict;
+// A target's verdict from its configurations (allowed and tolerated ones count as reproducible)
+// and `kind`, what its kind adds: a restart-replay's, exec's --ranks-equal.
+void judge_target(const Report& report, Target& target, Verdict kind) {
+  Verdict t = Verdict::Reproducible;
+  bool all_skipped = !target.configs.empty();
+  for (auto& c : target.configs) {
+    c.within_tolerance = all_within_tolerance(c);
+    c.tolerated = report.tolerant && c.within_tolerance && !c.allowed_by;
+    if (!c.allowed_by && !c.tolerated && severity(c.verdict) > severity(t)) t = c.verdict;
+    all_skipped = all_skipped && c.verdict == Verdict::Skipped;
   }
+  if (severity(kind) > severity(t)) t = kind;
+  target.verdict = all_skipped && t == Verdict::Reproducible ? Verdict::Skipped : t;
+}
+
+// run --replay: a diverged replay diverged, a crashed one crashed; inconclusive changes nothing.
+Verdict replay_verdict(const RunFacts& facts) {
+  if (!facts.replay) return Verdict::Reproducible;
+  if (facts.replay->verdict == ReplayVerdict::Diverged) return Verdict::Diverged;
+  if (facts.replay->verdict == ReplayVerdict::Crashed) return Verdict::Crashed;
+  return Verdict::Reproducible;
+}
+
+// exec --ranks-equal: data-parallel replicas that hold different parameters diverged.
+Verdict ranks_verdict(const ExecFacts& facts) {
+  return facts.ranks_equal && !facts.ranks_equal->equal ? Verdict::Diverged : Verdict::Reproducible;
+}
+
+// The report's verdict and exit code from its targets' (run --calls K: a later call that differs
+// from call 1 in its process is a finding, exit 1, which leaves the run-to-run verdicts as they are).
+void judge_report(Report& report) {
+  Verdict worst = Verdict::Reproducible;
+  for (const auto& target : report.targets())
+    if (severity(target.verdict) > severity(worst)) worst = target.verdict;
   report.verdict = worst;
   switch (worst) {
     case Verdict::Diverged:
@@ -140,7 +178,7 @@ void finalize_targets(Report& report, std::vector<Target>& targets) {
     default:
       report.exit_code = 0;
   }
-  for (const auto& target : targets)
+  for (const auto& target : report.targets())
     for (const auto& c : target.configs)
       if (c.warm_up && warm_up_dependent(*c.warm_up) && report.exit_code == 0) report.exit_code = 1;
 }
@@ -148,8 +186,18 @@ void finalize_targets(Report& report, std::vector<Target>& targets) {
 }  // namespace
 
 void finalize(Report& report) {
-  std::visit(overloaded{[&](TargetsBody& b) { finalize_targets(report, b.targets); },
-                        [&](ProbesBody& b) { finalize_targets(report, b.targets); },
+  std::visit(overloaded{[&](RunBody& b) {
+                          for (auto& t : b.targets) judge_target(report, t.common, replay_verdict(t.facts));
+                          judge_report(report);
+                        },
+                        [&](ExecBody& b) {
+                          for (auto& t : b.targets) judge_target(report, t.common, ranks_verdict(t.facts));
+                          judge_report(report);
+                        },
+                        [&](ProbesBody& b) {
+                          for (auto& t : b.targets) judge_target(report, t.common, Verdict::Reproducible);
+                          judge_report(report);
+                        },
                         [&](const Invariance& inv) { finalize_invariance(report, inv); },
                         [&](const SelfTest& self) {
                           report.verdict = Verdict::Reproducible;
@@ -166,22 +214,35 @@ void finalize(Report& report) {
 
 namespace {
 
-std::string first_incomplete(const std::vector<Target>& targets) {
-  for (const auto& t : targets) {
-    for (const auto& c : t.configs)
-      if ((c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout) && !c.allowed_by)
-        return fmt::format("{}, configuration {} {}: {}", t.name, c.name, to_string(c.verdict),
-                           c.message.empty() ? "no reason recorded" : c.message);
-    if (t.replay && t.replay->verdict == ReplayVerdict::Crashed)
-      return fmt::format("{}, restart-replay crashed: {}", t.name, t.replay->reason);
-  }
+// The first configuration of `t` that crashed or timed out and no allowlist entry excuses.
+std::string first_incomplete(const Target& t) {
+  for (const auto& c : t.configs)
+    if ((c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout) && !c.allowed_by)
+      return fmt::format("{}, configuration {} {}: {}", t.name, c.name, to_string(c.verdict),
+                         c.message.empty() ? "no reason recorded" : c.message);
+  return "";
+}
+
+template <class Element>
+std::string first_incomplete(const std::vector<Element>& targets) {
+  for (const auto& t : targets)
+    if (std::string reason = first_incomplete(t.common); !reason.empty()) return reason;
   return "";
 }
 
 }  // namespace
 
 std::string incomplete_reason(const Report& report) {
-  return std::visit(overloaded{[](const TargetsBody& b) { return first_incomplete(b.targets); },
+  return std::visit(overloaded{[](const RunBody& b) {
+                                 for (const auto& m : b.targets) {
+                                   if (std::string reason = first_incomplete(m.common); !reason.empty()) return reason;
+                                   if (m.facts.replay && m.facts.replay->verdict == ReplayVerdict::Crashed)
+                                     return fmt::format("{}, restart-replay crashed: {}", m.common.name,
+                                                        m.facts.replay->reason);
+                                 }
+                                 return std::string();
+                               },
+                               [](const ExecBody& b) { return first_incomplete(b.targets); },
                                [](const ProbesBody& b) { return first_incomplete(b.targets); },
                                [](const Invariance& inv) { return invariance_incomplete_reason(inv); },
                                [](const SelfTest&) { return std::string(); }},

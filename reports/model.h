@@ -5,11 +5,13 @@
 //
 // A report is a head that every audit fills (tool, command, environment, allowlist, baseline, shard,
 // verdict, exit code, timing) and a body that is one closed alternative chosen by the audit's kind
-// (`Body`): the targets of `run`, `exec` and `merge`, the probes of `probes`, the sweep of
-// `invariance`, the checks of `selftest`. Every consumer (renderers, the JSON writer and reader,
-// finalize, baseline, allowlist, merge) dispatches on it with one `std::visit` over an
-// `overloaded` set, so a new kind is one more alternative and the compiler lists every place that
-// must say what to do with it.
+// (`Body`): the model of `run`, the command of `exec`, the probes of `probes` (each a list of
+// targets of its own kind, and a merge of shards is a body of theirs), the sweep of `invariance`,
+// the checks of `selftest`. The kind is written in the JSON by its name (`kKinds`) and read back in
+// one place. Every consumer (renderers, the JSON writer and both readers, finalize, baseline,
+// allowlist, merge) dispatches on it with one `std::visit` over an `overloaded` set, so a new kind
+// is one more alternative and a row of `kKinds`, and the compiler lists every place that must say
+// what to do with it.
 //
 // The model is split by concern, and this header keeps only the `Report` that joins them (and what
 // is computed over a whole report): core_model.h (verdicts, digests, statistics, trials),
@@ -27,6 +29,7 @@
 
 #include "reports/baseline_model.h"
 #include "reports/core_model.h"
+#include "reports/exec_model.h"
 #include "reports/fleet_model.h"
 #include "reports/invariance_model.h"
 #include "reports/probe_model.h"
@@ -35,8 +38,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -44,22 +53,76 @@ namespace ra::report {
 
 inline constexpr int kSchemaVersion = 1;
 
-// `run`, `exec`, and a merge of their shards: the targets audited (models, or exec's one command),
-// each with its configurations.
-struct TargetsBody {
-  std::vector<Target> targets;
+// Each kind with targets holds targets of its own kind: what every target shares (`common`,
+// target_model.h) and the facts only that kind has (`facts`).
+struct RunTarget {
+  Target common;
+  RunFacts facts;
+};
+struct ExecTarget {
+  Target common;
+  ExecFacts facts;
+};
+struct ProbeTarget {
+  Target common;
+  ProbeFacts facts;
 };
 
-// `probes`: one target per probe (Target::probe set), and with --census the alerts cross-tabulated.
+// `run`, and a merge of its shards: the model audited, with its configurations.
+struct RunBody {
+  std::vector<RunTarget> targets;
+};
+
+// `exec`, and a merge of its shards: the command audited, with its configurations.
+struct ExecBody {
+  std::vector<ExecTarget> targets;
+};
+
+// `probes`, and a merge of its shards: one target per probe, and with --census the alerts
+// cross-tabulated.
 struct ProbesBody {
-  std::vector<Target> targets;
+  std::vector<ProbeTarget> targets;
   std::optional<Census> census;
 };
 
 // The body of a report, chosen by the audit's kind. `invariance` (reports/invariance_model.h) and
-// `selftest` (reports/selftest_model.h) have no targets. A report starts as a TargetsBody (the
-// skeleton plans targets for every kind); an audit whose result is another kind sets its own.
-using Body = std::variant<TargetsBody, ProbesBody, Invariance, SelfTest>;
+// `selftest` (reports/selftest_model.h) have no targets.
+using Body = std::variant<RunBody, ExecBody, ProbesBody, Invariance, SelfTest>;
+
+// The kinds by name, one row per alternative of Body in its order: the name a JSON report and a
+// baseline file carry as "kind", read back in one place (reports/json.cpp, `read_kind`), and what
+// the kind calls a target (each target's "kind" in the JSON; "" for a kind without targets).
+struct KindName {
+  std::string_view name;
+  std::string_view target;
+};
+// clang-format off
+inline constexpr std::array<KindName, 5> kKinds = {{
+    {"run",        "model"},    // RunBody
+    {"exec",       "command"},  // ExecBody
+    {"probes",     "probe"},    // ProbesBody
+    {"invariance", ""},         // Invariance
+    {"selftest",   ""},         // SelfTest
+}};
+// clang-format on
+static_assert(kKinds.size() == std::variant_size_v<Body>, "kKinds has one row per alternative of Body");
+
+// The row of a body's kind, and of the alternative B.
+const KindName& kind_of(const Body& body);
+template <class B, size_t I = 0>
+constexpr size_t body_index() {
+  static_assert(I < std::variant_size_v<Body>, "not an alternative of Body");
+  if constexpr (std::is_same_v<B, std::variant_alternative_t<I, Body>>)
+    return I;
+  else
+    return body_index<B, I + 1>();
+}
+template <class B>
+constexpr const KindName& kind_row() {
+  return kKinds[body_index<B>()];
+}
+// The empty alternative a kind's name stands for; nullopt for a name no row has.
+std::optional<Body> body_of_kind(std::string_view name);
 
 // The visitor for `std::visit`: one lambda per alternative, `[](const auto&)` only where every kind
 // is truly treated alike.
@@ -71,9 +134,66 @@ struct overloaded : F... {
 template <class... F>
 overloaded(F...) -> overloaded<F...>;
 
-// The targets of a body that has them (run, exec, merge, probes), to fill or change; nullptr for
-// invariance and selftest.
-std::vector<Target>* target_list(Body& body);
+// The shared part of each target of a body (`common`), in order, whatever its kind: `T` is Target
+// or const Target. What treats every target alike (loops, timing lists, shard bookkeeping) walks
+// these; what a kind means is decided by visiting the body. The targets stay in the body: a list
+// lives only as long as the body is left as it is.
+template <class T>
+class TargetRefs {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = std::remove_const_t<T>;
+    using difference_type = std::ptrdiff_t;
+    using pointer = T*;
+    using reference = T&;
+    iterator() = default;
+    explicit iterator(typename std::vector<T*>::const_iterator at) : at_(at) {}
+    T& operator*() const { return **at_; }
+    T* operator->() const { return *at_; }
+    iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator old = *this;
+      ++at_;
+      return old;
+    }
+    bool operator==(const iterator& other) const { return at_ == other.at_; }
+    bool operator!=(const iterator& other) const { return at_ != other.at_; }
+
+   private:
+    typename std::vector<T*>::const_iterator at_;
+  };
+
+  TargetRefs() = default;
+  explicit TargetRefs(std::vector<T*> items) : items_(std::move(items)) {}
+  // A list to change is also a list to read.
+  template <class U, class = std::enable_if_t<std::is_same_v<T, const U>>>
+  TargetRefs(const TargetRefs<U>& other) : items_(other.pointers().begin(), other.pointers().end()) {}  // NOLINT
+
+  iterator begin() const { return iterator(items_.begin()); }
+  iterator end() const { return iterator(items_.end()); }
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  T& operator[](size_t i) const { return *items_[i]; }
+  T& front() const { return *items_.front(); }
+  const std::vector<T*>& pointers() const { return items_; }
+
+ private:
+  std::vector<T*> items_;
+};
+using Targets = TargetRefs<Target>;
+using ConstTargets = TargetRefs<const Target>;
+
+// The shared part of each target of a body that has them (run, exec, probes); none for invariance
+// and selftest.
+Targets common_targets(Body& body);
+ConstTargets common_targets(const Body& body);
+// Keeps the targets of a body whose index `keep` accepts, in order, with their kind's facts.
+void keep_targets(Body& body, const std::function<bool(size_t)>& keep);
 
 struct Report {
   std::string tool_version;
@@ -93,12 +213,10 @@ struct Report {
   double wall_ms = 0;      // timing
   std::string contention;  // timing: children that shared a GPU (audit/trial/placement.h), "" when none
 
-  // The targets of a body that has them (run, exec, merge, probes); an empty list for invariance and
-  // selftest, whose results are not targets. For what treats every target alike (loops, timing
-  // lists, shard bookkeeping); what a kind means is decided by visiting `body`.
-  const std::vector<Target>& targets() const;
-  // The same, to fill or change; a report of a kind without targets has none to change (logic_error).
-  std::vector<Target>& targets();
+  // common_targets(body): the shared part of each target, whatever its kind; none for invariance and
+  // selftest, whose results are not targets.
+  ConstTargets targets() const { return common_targets(body); }
+  Targets targets() { return common_targets(body); }
 };
 
 // True when a baseline result fails the exit code: a regression, a nondeterministic result

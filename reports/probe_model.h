@@ -34,6 +34,9 @@ struct ProbeFacts {
   std::vector<std::string> alerts;  // alert messages seen in the census run
   std::vector<std::string> disagreements;   // measurement vs documentation, one sentence each
   std::vector<BatchClasses> batch_classes;  // family batch-invariance only, one per configuration run
+  // False for a probe whose facts the file it was read from does not hold: a baseline keeps a
+  // probe's identity, not its facts.
+  bool known() const { return !family.empty(); }
 };
 
 // The alert census cross-tabulated over probes (names in suite order).

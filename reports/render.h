@@ -30,9 +30,8 @@ std::string render_json(const Report& report);
 // environment.torch.untested.
 std::string untested_torch_text(const Report& report);
 
-// Human summary for stdout (the probe-suite layout for a probes report: reports/probes_text.cpp).
+// Human summary for stdout (each kind's in its reports/<kind>_render.cpp: reports/render_parts.h).
 std::string render_text(const Report& report);
-std::string render_probes_text(const Report& report, const ProbesBody& body);
 // A batch-invariance probe's classes, "{1,2,3} | {4…257}": a run of four or more sizes that
 // follow each other among all the sizes tried is written first…last.
 std::string batch_classes_text(const std::vector<std::vector<int64_t>>& classes);
@@ -92,11 +91,11 @@ std::string cost_clause(const FixCandidate& fix, const std::string& from);
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);
 // "" when no configuration is reproducible with two completed runs.
 std::string detection_power_text(const Target& t);  // its words: no_divergence_text (core_model.h)
-// The inputs as the summaries print them: "x: float32[8x16]" when the target knows the forward
-// argument of each, else the descriptions alone.
-std::vector<std::string> named_inputs(const Target& t);
-// The model's outputs among a target's compared tensors, in record order, each once: "output",
-// "output/logits" (a training step's "step1/output" as "output"); empty for exec, which records files.
+// The inputs as the summaries print them: "x: float32[8x16]" when `names` gives the forward
+// argument of each (a model's, RunFacts::input_names), else the descriptions alone.
+std::vector<std::string> named_inputs(const Target& t, const std::vector<std::string>& names);
+// A model's outputs among a target's compared tensors, in record order, each once: "output",
+// "output/logits" (a training step's "step1/output" as "output"). run's only: exec records files.
 std::vector<std::string> compared_outputs(const Target& t);
 // "1 run" / "2 runs": the count with the word that agrees with it.
 std::string plural(size_t n, const char* one, const char* many);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// A self-test's report in words (reports/selftest_model.h): the text summary, the Markdown summary
-// and the HTML section that stands in place of the verdict banner (its report has no targets).
-// Its JUnit suite is written with the other suites' test-case writer, in reports/junit.cpp.
+// A self-test's report in words (reports/selftest_model.h): the text summary, the Markdown summary,
+// the HTML section that stands in place of the verdict banner (its report has no targets), and its
+// JUnit suite, one test case per check.
 #include "reports/escape.h"
 #include "reports/render.h"
+#include "reports/render_parts.h"
 #include "reports/selftest_model.h"
 
 #include <fmt/format.h>
@@ -51,6 +52,20 @@ std::string selftest_html_section(const Report& r, const SelfTest& self) {
                        esc(c.name), c.passed ? "true" : "false", c.passed ? "pass" : "<strong>FAIL</strong>",
                        esc(c.evidence));
   return out + "</tbody></table>\n</section>\n";
+}
+
+std::string selftest_junit(const SelfTest& self, junit::Counts& all) {
+  junit::Counts counts;
+  std::string cases;
+  for (const auto& c : self.checks) {
+    const junit::Outcome o = c.passed ? junit::Outcome{} : junit::Outcome{"failure", "selftest", c.evidence, ""};
+    counts.add(o);
+    cases += junit::testcase("selftest", c.name, o, c.passed ? c.evidence : "");
+  }
+  all.add(counts);
+  std::string suite = fmt::format("  <testsuite name=\"selftest\" {}>\n    <properties>\n", counts.attributes());
+  suite += junit::property("device", self.device);
+  return suite + "    </properties>\n" + cases + "  </testsuite>\n";
 }
 
 }  // namespace ra::report

@@ -5,6 +5,10 @@
 // (baseline_file.cpp), so that the two documents cannot drift apart.
 #include "reports/json_parts.h"
 
+#include <fmt/format.h>
+
+#include <string_view>
+
 namespace ra::report::detail {
 namespace {
 
@@ -146,8 +150,11 @@ ConfigResult read_config(const Node& n) {
   return c;
 }
 
-json target_head_json(const Target& t, TargetDoc doc) {
-  json j = {{"name", t.name}, {"kind", t.kind}};
+namespace {
+
+// The head every kind's target writes, with run's facts where the target is a model (`run`).
+json head_json(const Target& t, std::string_view kind, const RunFacts* run, TargetDoc doc) {
+  json j = {{"name", t.name}, {"kind", kind}};
   if (doc == TargetDoc::Report) j["path"] = t.path;
   j["model_digest"] = t.model_digest.empty() ? json(nullptr) : json(t.model_digest);
   j["input_digest"] = t.input_digest.empty() ? json(nullptr) : json(t.input_digest);
@@ -155,20 +162,23 @@ json target_head_json(const Target& t, TargetDoc doc) {
   if (!t.graph_digest.empty()) j["graph_digest"] = t.graph_digest;
   j["device"] = t.device;
   j["mode"] = t.mode;
-  j["steps"] = t.steps;
-  j["optimizer"] = t.optimizer.empty() ? json(nullptr) : json({{"name", t.optimizer}, {"lr", t.lr}});
+  j["steps"] = run ? run->steps : 0;
+  j["optimizer"] = run && !run->optimizer.empty() ? json({{"name", run->optimizer}, {"lr", run->lr}}) : json(nullptr);
   j["seed"] = t.seed;
   j["inputs"] = t.inputs;
-  if (doc == TargetDoc::Report && !t.input_names.empty()) j["input_names"] = t.input_names;
-  if (doc == TargetDoc::Report && !t.package.empty()) j["package"] = t.package;
+  if (doc == TargetDoc::Report && run && !run->input_names.empty()) j["input_names"] = run->input_names;
+  if (doc == TargetDoc::Report && run && !run->package.empty()) j["package"] = run->package;
   if (doc == TargetDoc::Report && !t.notes.empty()) j["notes"] = t.notes;
   j["verdict"] = to_string(t.verdict);
   return j;
 }
 
-void read_target_head(const Node& n, Target& t, TargetDoc doc) {
+// The inverse of head_json. A target's "kind" must be its body's (`kind`); the run facts a head
+// holds are read into `run` where the target is a model, and checked and left where it is not.
+void read_head(const Node& n, Target& t, std::string_view kind, RunFacts* run, TargetDoc doc) {
   t.name = n.at("name").str();
-  t.kind = n.at("kind").str();
+  if (const std::string k = n.at("kind").str(); k != kind)
+    n.at("kind").fail(fmt::format("'{}' in a file whose targets are '{}'", k, kind));
   if (doc == TargetDoc::Report) t.path = n.at("path").str();
   // Reports written before targets carried their identity have no digests; baselines always do.
   if (doc == TargetDoc::Baseline || n.has("model_digest")) t.model_digest = n.at("model_digest").str_or_null();
@@ -178,56 +188,120 @@ void read_target_head(const Node& n, Target& t, TargetDoc doc) {
   if (n.has("graph_digest")) t.graph_digest = n.at("graph_digest").str();
   t.device = n.at("device").str();
   t.mode = n.at("mode").str();
-  t.steps = n.at("steps").i32();
+  RunFacts none;
+  RunFacts& facts = run ? *run : none;
+  facts.steps = n.at("steps").i32();
   if (const Node o = n.at("optimizer"); !o.null()) {
-    t.optimizer = o.at("name").str();
-    t.lr = o.at("lr").num();
+    facts.optimizer = o.at("name").str();
+    facts.lr = o.at("lr").num();
   }
   t.seed = n.at("seed").u64();
   t.inputs = n.at("inputs").strings();
   if (doc == TargetDoc::Report && n.has("package")) {
     const Node p = n.at("package");
     if (!p.v.is_object()) p.fail("expected an object of strings");
-    for (const auto& item : p.v.items()) t.package[item.key()] = p.at(item.key()).str();
+    for (const auto& item : p.v.items()) facts.package[item.key()] = p.at(item.key()).str();
   }
   if (doc == TargetDoc::Report && n.has("notes")) t.notes = n.at("notes").strings();
   if (doc == TargetDoc::Report && n.has("input_names")) {
-    t.input_names = n.at("input_names").strings();
-    if (t.input_names.size() != t.inputs.size()) n.at("input_names").fail("needs one name per input");
+    facts.input_names = n.at("input_names").strings();
+    if (facts.input_names.size() != t.inputs.size()) n.at("input_names").fail("needs one name per input");
   }
   t.verdict = verdict(n.at("verdict"));
 }
 
-json target_json(const Target& t) {
+// What every kind's target holds in a report after its head: the configuration dependence and the
+// configurations.
+json results_json(const Target& t) {
   json configs = json::array();
   for (const auto& c : t.configs) configs.push_back(config_json(c));
-  json target = target_head_json(t, TargetDoc::Report);
+  json target = json::object();
   target["configuration_dependent"] = t.dependence.has_value();
   target["configuration_dependence"] = t.dependence ? dependence_json(*t.dependence) : json(nullptr);
   target["configs"] = configs;
-  if (t.probe) target["probe"] = probe_json(*t.probe);
-  if (t.replay) target["replay"] = replay_json(*t.replay);
-  if (t.exec) target["exec"] = exec_json(*t.exec);
-  if (t.referee) target["referee"] = referee_json(*t.referee);
   return target;
 }
 
-Target read_target(const Node& n) {
-  Target t;
-  read_target_head(n, t, TargetDoc::Report);
+void read_results(const Node& n, Target& t) {
   const bool dependent = n.at("configuration_dependent").boolean();
   if (const Node d = n.at("configuration_dependence"); !d.null()) t.dependence = read_dependence(d);
   if (dependent != t.dependence.has_value())
     n.at("configuration_dependent").fail("disagrees with configuration_dependence");
   t.configs = n.at("configs").list(read_config);
-  if (n.has("probe")) t.probe = read_probe(n.at("probe"));
-  if (n.has("replay")) t.replay = read_replay(n.at("replay"));
-  if (n.has("exec")) t.exec = read_exec(n.at("exec"));
-  if (n.has("referee")) t.referee = read_referee(n.at("referee"));
-  if (t.exec)  // exec reports written before `compared` was recorded: counted from their digests
-    for (auto& c : t.configs)
-      if (!c.compared) c.compared = compared_from_digests(*t.exec, c.reference);
-  return t;
+}
+
+// A report's target: its head, then its results, then what its kind adds.
+json report_target_json(json head, const Target& t) {
+  head.update(results_json(t));
+  return head;
+}
+
+}  // namespace
+
+json target_head_json(const RunTarget& t, TargetDoc doc) {
+  return head_json(t.common, kind_row<RunBody>().target, &t.facts, doc);
+}
+json target_head_json(const ExecTarget& t, TargetDoc doc) {
+  return head_json(t.common, kind_row<ExecBody>().target, nullptr, doc);
+}
+json target_head_json(const ProbeTarget& t, TargetDoc doc) {
+  return head_json(t.common, kind_row<ProbesBody>().target, nullptr, doc);
+}
+
+void read_target_head(const Node& n, RunTarget& t, TargetDoc doc) {
+  read_head(n, t.common, kind_row<RunBody>().target, &t.facts, doc);
+}
+void read_target_head(const Node& n, ExecTarget& t, TargetDoc doc) {
+  read_head(n, t.common, kind_row<ExecBody>().target, nullptr, doc);
+}
+void read_target_head(const Node& n, ProbeTarget& t, TargetDoc doc) {
+  read_head(n, t.common, kind_row<ProbesBody>().target, nullptr, doc);
+}
+
+json target_json(const RunTarget& t) {
+  json target = report_target_json(target_head_json(t, TargetDoc::Report), t.common);
+  if (t.facts.replay) target["replay"] = replay_json(*t.facts.replay);
+  if (t.common.referee) target["referee"] = referee_json(*t.common.referee);
+  return target;
+}
+
+json target_json(const ExecTarget& t) {
+  json target = report_target_json(target_head_json(t, TargetDoc::Report), t.common);
+  target["exec"] = exec_json(t.facts);
+  if (t.common.referee) target["referee"] = referee_json(*t.common.referee);
+  return target;
+}
+
+json target_json(const ProbeTarget& t) {
+  json target = report_target_json(target_head_json(t, TargetDoc::Report), t.common);
+  if (t.facts.known()) target["probe"] = probe_json(t.facts);
+  if (t.common.referee) target["referee"] = referee_json(*t.common.referee);
+  return target;
+}
+
+void read_target(const Node& n, RunTarget& t) {
+  read_target_head(n, t, TargetDoc::Report);
+  read_results(n, t.common);
+  if (n.has("replay")) t.facts.replay = read_replay(n.at("replay"));
+  if (n.has("referee")) t.common.referee = read_referee(n.at("referee"));
+}
+
+void read_target(const Node& n, ExecTarget& t) {
+  read_target_head(n, t, TargetDoc::Report);
+  read_results(n, t.common);
+  if (n.has("referee")) t.common.referee = read_referee(n.at("referee"));
+  if (!n.has("exec")) return;
+  t.facts = read_exec(n.at("exec"));
+  // exec reports written before `compared` was recorded: counted from their digests
+  for (auto& c : t.common.configs)
+    if (!c.compared) c.compared = compared_from_digests(t.facts, c.reference);
+}
+
+void read_target(const Node& n, ProbeTarget& t) {
+  read_target_head(n, t, TargetDoc::Report);
+  read_results(n, t.common);
+  if (n.has("probe")) t.facts = read_probe(n.at("probe"));
+  if (n.has("referee")) t.common.referee = read_referee(n.at("referee"));
 }
 
 json auto_repeats_json(const AutoRepeats& a) { return {{"min", a.min}, {"max", a.max}, {"detect_rate", a.rate}}; }

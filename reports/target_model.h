@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// One audited target and its configurations: the results every audit kind fills in, with the
-// facts of its kind (probe, replay, exec) and, traced, what trace_model.h holds. The JSON writer and
-// reader of these structs sit beside them in reports/target_json.cpp.
+// One audited target and its configurations: what every audit kind with targets fills in (`Target`),
+// and, traced, what trace_model.h holds. The facts only one kind has are that kind's: run's below
+// (`RunFacts`), exec's in exec_model.h, a probe's in probe_model.h; reports/model.h joins each kind's
+// facts to its targets. The JSON writer and reader of these structs sit beside them in
+// reports/target_json.cpp.
 #pragma once
 
 #include "reports/core_model.h"
 #include "reports/exec_model.h"
-#include "reports/probe_model.h"
 #include "reports/replay_model.h"
 #include "reports/trace_model.h"
 
@@ -104,10 +105,12 @@ struct ConfigDependence {
   std::optional<ClassSummary> referee;           // the classes of `differing` against the float64 referee
 };
 
+// What every target shares, whatever its kind (run's model, exec's command, a probe): its name,
+// identity, results and verdict. A kind's own facts sit beside it (reports/model.h: RunTarget,
+// ExecTarget, ProbeTarget).
 struct Target {
-  std::string name;  // model file name, or probe name
-  std::string kind;  // "model" or "probe"
-  std::string path;
+  std::string name;  // model file name, the command, or probe name
+  std::string path;  // the model file, the command's executable; "" for a probe
   // Content identities, which `--baseline` and `compare` check (audit/baseline/baseline.h): a model's is the
   // digest of its TorchScript archive's bytes, a probe's that of its name and form; input_digest is
   // the digest of the --input file's bytes ("" for synthetic inputs and probes). "" when unknown
@@ -120,28 +123,35 @@ struct Target {
   std::string weights_digest;
   std::string graph_digest;
   std::string device;
-  std::string mode;  // infer | train
-  int steps = 0;
-  std::string optimizer;  // train mode: sgd | adam ("" in infer mode)
-  double lr = 0;          // train mode: learning rate
+  // infer | train: a model's --mode, a probe's direction (a backward probe trains); "" for a command.
+  // Part of a baseline's identity for both.
+  std::string mode;
   uint64_t seed = 0;
   std::vector<std::string> inputs;  // description of the inputs (part of a baseline's identity)
-  // The forward argument each input binds to, one per input, or none (a dict input, whose
-  // descriptions carry their keys). Shown beside the descriptions; not part of any identity.
-  std::vector<std::string> input_names;
-  // An AOTInductor package's build metadata (AOTI_DEVICE_KEY, AOTI_CPU_ISA, AOTI_PLATFORM, ...), as
-  // the package records it; empty for other targets. Not part of any identity.
-  std::map<std::string, std::string> package;
   // What the user should know about this target, one sentence each: the preflight's warnings (a
   // traced export archive's nodes the trace cannot see, a model traced in eval mode run in train).
   std::vector<std::string> notes;
   std::vector<ConfigResult> configs;
   std::optional<ConfigDependence> dependence;
-  std::optional<ProbeFacts> probe;  // kind "probe" only
-  std::optional<Replay> replay;     // `run --replay` only
-  std::optional<ExecFacts> exec;    // kind "command" (`exec`) only
-  std::optional<Referee> referee;   // `run`: where the float64 referee ran, or why not (none with --referee off)
+  // `run`: where the float64 referee ran, or why not (none with --referee off); no other kind fills it.
+  std::optional<Referee> referee;
   Verdict verdict = Verdict::Reproducible;
+};
+
+// What only `run`'s model has (reports/model.h: RunTarget): how it trains, what its inputs bind to,
+// its package, and the restart-replay.
+struct RunFacts {
+  int steps = 0;          // train mode: the steps of each trial (0 in infer mode)
+  std::string optimizer;  // train mode: sgd | adam ("" in infer mode)
+  double lr = 0;          // train mode: learning rate
+  // The forward argument each input binds to, one per input, or none (a dict input, whose
+  // descriptions carry their keys). Shown beside the descriptions; not part of any identity.
+  std::vector<std::string> input_names;
+  // An AOTInductor package's build metadata (AOTI_DEVICE_KEY, AOTI_CPU_ISA, AOTI_PLATFORM, ...), as
+  // the package records it, or a torch.export archive's runtime; empty for other models. Not part of
+  // any identity.
+  std::map<std::string, std::string> package;
+  std::optional<Replay> replay;  // `run --replay` only
 };
 
 // --repeats auto: repeats are added to each configuration, in rounds, until it is decided. A

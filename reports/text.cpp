@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/escape.h"
 #include "reports/render.h"
+#include "reports/render_parts.h"
 #include "reports/utf8.h"
 
 #include <fmt/format.h>
@@ -97,19 +98,18 @@ std::string detection_power_text(const Target& t) {
   return "reproducible: " + no_divergence_text(weakest->completed, weakest->rate_ci_high);
 }
 
-std::vector<std::string> named_inputs(const Target& t) {
+std::vector<std::string> named_inputs(const Target& t, const std::vector<std::string>& names) {
   std::vector<std::string> out;
-  if (t.input_names.size() != t.inputs.size()) {
+  if (names.size() != t.inputs.size()) {
     for (const auto& in : t.inputs) out.push_back(ln(in));
     return out;
   }
-  for (size_t i = 0; i < t.inputs.size(); ++i) out.push_back(ln(t.input_names[i]) + ": " + ln(t.inputs[i]));
+  for (size_t i = 0; i < t.inputs.size(); ++i) out.push_back(ln(names[i]) + ": " + ln(t.inputs[i]));
   return out;
 }
 
 std::vector<std::string> compared_outputs(const Target& t) {
   std::vector<std::string> out;
-  if (t.exec) return out;
   for (const auto& c : t.configs)
     for (const auto& d : c.reference) {
       std::string name = d.name;
@@ -189,9 +189,7 @@ std::string tolerance_text(const DivergenceStats& s) {
   return fmt::format("; {} beyond {}", s.beyond_tolerance, tol);
 }
 
-namespace {
-
-void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t limit, const char* more = "tensors") {
+void text::finding_lines(std::string& out, const std::vector<TensorFinding>& fs, size_t limit, const char* more) {
   for (size_t i = 0; i < fs.size() && i < limit; ++i) {
     const auto& f = fs[i];
     out += fmt::format("      {} {}[{}]: {}\n", ln(f.name), ln(f.dtype), fmt::join(f.shape, "x"),
@@ -199,6 +197,10 @@ void findings(std::string& out, const std::vector<TensorFinding>& fs, size_t lim
   }
   if (fs.size() > limit) out += fmt::format("      ... and {} more {}\n", fs.size() - limit, more);
 }
+
+namespace {
+
+using text::finding_lines;
 
 std::string bytes_text(uint64_t b) {
   if (b < 1024) return fmt::format("{} B", b);
@@ -247,63 +249,6 @@ std::string warm_up_text(const Report& r) {
     for (const auto& c : t.configs)
       if (c.warm_up && warm_up_dependent(*c.warm_up)) return ", warm-up-dependent";
   return "";
-}
-
-// exec: the command, what is compared, how the switches reached it.
-void exec_head_lines(std::string& out, const Target& t) {
-  const ExecFacts& e = *t.exec;
-  out += fmt::format("exec: {}\n", ln(t.name));
-  std::vector<std::string> what;
-  for (const auto& a : e.artifacts) what.push_back(fmt::format("{} ({})", ln(a.name), ln(a.kind)));
-  for (const auto& m : e.metrics) what.push_back(fmt::format("metric {} ({} per run)", ln(m.name), m.occurrences));
-  out +=
-      fmt::format("  compared: {}\n", what.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(what, ", ")));
-  for (const auto& a : e.artifacts)
-    if (!a.note.empty()) out += fmt::format("  note: {}: {}\n", ln(a.name), ln(a.note));
-  if (!e.hook_note.empty()) out += fmt::format("  note: {}\n", ln(e.hook_note));
-  if (e.world_size > 0) {
-    std::vector<std::string> set;
-    for (const auto& [k, v] : e.launcher_set) set.push_back(ln(k) + "=" + ln(v));
-    out += fmt::format("  torchrun: world size {}{}{}\n", e.world_size,
-                       e.backend.empty() ? "" : ", backend " + ln(e.backend),
-                       set.empty() ? "" : fmt::format("; set by the launcher in every rank: {}", fmt::join(set, ", ")));
-  }
-}
-
-// exec: switches the program set itself, in one configuration.
-void switches_set_lines(std::string& out, const ConfigResult& c) {
-  for (const auto& s : c.switches) {
-    if (s.set_at.empty()) continue;
-    const bool overridden = !s.requested.empty() && s.requested != s.effective;
-    out += fmt::format("    {} by the program at {}: {}={}{}\n", overridden ? "overridden" : "set", ln(s.set_at),
-                       ln(s.key), ln(s.effective),
-                       overridden ? fmt::format(" (this configuration asked for {})", ln(s.requested)) : "");
-  }
-}
-
-// exec: the seeding checklist.
-void checklist_lines(std::string& out, const ExecFacts& e) {
-  if (!e.checklist.empty()) out += "  seeding checklist (checked while the program ran):\n";
-  for (const auto& item : e.checklist) {
-    std::string line = fmt::format("    {:<14} {}", ln(item.status), ln(item.text));
-    if (!item.where.empty()) line += fmt::format(" ({})", ln(item.where));
-    if (!item.ranks.empty())
-      line += fmt::format(" [rank{} {}]", item.ranks.size() == 1 ? "" : "s", fmt::join(item.ranks, ","));
-    if (!item.artifact.empty()) line += fmt::format(" -> diverged: {}", ln(item.artifact));
-    out += line + "\n";
-  }
-}
-
-// exec: the ranks' comparison.
-void exec_tail_lines(std::string& out, const ExecFacts& e) {
-  if (e.ranks_equal) {
-    const RanksEqual& r = *e.ranks_equal;
-    if (r.equal)
-      out += fmt::format("  ranks equal: every rank's artifacts equal rank 0's ({} comparisons)\n", r.compared);
-    else
-      out += fmt::format("  ranks differ: rank {} differs from rank 0 in {} of {} ({} repeat {})\n", r.rank,
-                         ln(r.tensor), ln(r.artifact), ln(r.config), r.repeat);
-  }
 }
 
 // A diverged configuration's repeats that did not complete, in one line, each with how it ended
@@ -374,26 +319,6 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
   }
 }
 
-void replay_lines(std::string& out, const Replay& r) {
-  const std::string omit = r.omit.empty() ? "" : ln(fmt::format(", --replay-omit {}", fmt::join(r.omit, ",")));
-  if (r.config.empty()) {
-    out += fmt::format("  restart-replay{}: {}\n    {}\n", omit, to_string(r.verdict), block(r.reason, "    "));
-    return;
-  }
-  out +=
-      fmt::format("  restart-replay under {} ({} step{}, checkpoint, {} more in a fresh process{}): {}\n", ln(r.config),
-                  r.steps_before, r.steps_before == 1 ? "" : "s", r.steps_after, omit, to_string(r.verdict));
-  if (!r.reason.empty()) out += fmt::format("    {}\n", block(r.reason, "    "));
-  std::vector<std::string> parts;
-  for (const auto& c : r.components) {
-    std::string state = c.tensors == 0 && c.restored_match ? "empty" : c.restored_match ? "match" : "differs";
-    if (!c.in_checkpoint) state += " (not in the checkpoint)";
-    parts.push_back(fmt::format("{} {}", ln(c.name), state));
-  }
-  if (!parts.empty()) out += fmt::format("    state at the restart: {}\n", fmt::join(parts, ", "));
-  findings(out, r.differing, 5);
-}
-
 std::string flatten_env(const nlohmann::ordered_json& j, const std::string& prefix, std::string& out, size_t width) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix.empty() ? ln(it.key()) : prefix + "." + ln(it.key());
@@ -414,109 +339,82 @@ std::string flatten_env(const nlohmann::ordered_json& j, const std::string& pref
 
 }  // namespace
 
-namespace {
+// The frame of every kind with targets; each kind's own lines are in its file (reports/render_parts.h).
 
-// run, exec and their merge: each target with its configurations.
-std::string targets_text(const Report& r, const TargetsBody& body) {
-  std::string out;
-  for (const auto& t : body.targets) {
-    if (t.exec)
-      exec_head_lines(out, t);
-    else
-      out += fmt::format("{} ({}, {}{}, seed {})\n", ln(t.name), ln(t.device), ln(t.mode),
-                         t.mode == "train" ? fmt::format(", {} step{}, {} lr {:g}", t.steps, t.steps == 1 ? "" : "s",
-                                                         ln(t.optimizer), t.lr)
-                                           : "",
-                         t.seed);
-    if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t), ", "));
-    // The model's outputs among the tensors compared (issue 54: only the JSON named output/logits),
-    // the first few of a long list (a language model's cache).
-    if (const std::vector<std::string> outputs = compared_outputs(t); !outputs.empty()) {
-      constexpr size_t kShown = 6;
-      std::vector<std::string> shown;
-      for (size_t i = 0; i < std::min(kShown, outputs.size()); ++i) shown.push_back(ln(outputs[i]));
-      out += fmt::format("  outputs compared: {}{}\n", fmt::join(shown, ", "),
-                         outputs.size() > kShown ? fmt::format(" and {} more", outputs.size() - kShown) : "");
-    }
-    for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
-    if (t.referee && !t.referee->ran) out += fmt::format("  note: {}\n", ln(referee_note_line(*t.referee)));
-    if (t.package.size() == 1 && t.package.count("runtime")) {  // a torch.export archive's runtime
-      out += fmt::format("  runtime: {}\n", ln(t.package.at("runtime")));
-    } else if (!t.package.empty()) {
-      std::vector<std::string> facts;
-      for (const auto& [k, v] : t.package) facts.push_back(fmt::format("{} {}", ln(k), v.empty() ? "-" : ln(v)));
-      out += fmt::format("  AOTInductor package: {}\n", fmt::join(facts, ", "));
-      // torch 2.11 writes neither the Inductor configuration nor the determinism setting into a
-      // package; a user can, as metadata (docs/GUIDE.md, "Exported models").
-      const bool determinism = std::any_of(t.package.begin(), t.package.end(), [](const auto& kv) {
-        std::string key = kv.first;
-        std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-        return key.find("determin") != std::string::npos;
-      });
-      if (!determinism)
-        out +=
-            "  (the package does not record whether it was compiled with deterministic algorithms: add it as "
-            "aot_inductor.metadata when compiling)\n";
-    }
-    size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
-    for (const auto& c : t.configs) width = std::max(width, ln(c.name).size());
-    // exec: the checklist first, as it often holds the answer; its column counts files and metrics
-    // per run (compared_text), not the digests, whose number grows when a file is read entry by entry.
-    if (t.exec) checklist_lines(out, *t.exec);
-    out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged",
-                       t.exec ? "compared per run" : "tensors");
-    for (const auto& c : t.configs) {
-      out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", ln(c.name), width, to_string(c.verdict),
-                         fmt::format("{}/{}", c.completed, c.repeats),
-                         c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-",
-                         c.compared ? compared_text(c) : std::to_string(c.tensor_count));
-      if (c.verdict == Verdict::Diverged)
-        out += fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} {} differ{}\n",
-                           c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes,
-                           c.diverged_tensors.size(), findings_word(c, c.diverged_tensors.size()),
-                           c.diverged_tensors.size() == 1 ? "s" : "");
-      if (c.allowed_by)
-        out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(c.allowed_by->reason), c.allowed_by->entry);
-      if (c.within_tolerance) out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
-      if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
-      if (c.verdict == Verdict::Diverged) unfinished_line(out, c);
-      findings(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
-      for (const auto& line : config_referee_lines(t.referee, c.referee)) out += fmt::format("    {}\n", ln(line));
-      if (c.trace) trace_lines(out, c, 5);
-      if (c.warm_up)
-        for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("    {}\n", ln(line));
-      if (t.exec) switches_set_lines(out, c);
-      if (c.fix_search)
-        fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, t.exec.has_value());
-      if (!c.message.empty() && c.verdict != Verdict::Diverged)
-        out += fmt::format("    {}\n", block(c.message, "    "));
-      for (const auto& trial : c.trials)
-        if (!trial.stderr_tail.empty() &&
-            (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {
-          const auto nl = trial.stderr_tail.rfind('\n');
-          out += fmt::format("    repeat {} stderr: {}\n", trial.repeat,
-                             ln(nl == std::string::npos ? trial.stderr_tail : trial.stderr_tail.substr(nl + 1)));
-          break;
-        }
-    }
-    if (const std::string power = detection_power_text(t); !power.empty()) out += fmt::format("  {}\n", power);
-    if (t.dependence) {
-      std::vector<std::string> groups;
-      for (const auto& g : t.dependence->groups) {
-        std::vector<std::string> names;
-        for (const auto& n : g) names.push_back(ln(n));
-        groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
-      }
-      out +=
-          fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
-                      fmt::join(groups, " and "));
-      findings(out, t.dependence->differing, 5);
-      if (t.dependence->referee) out += fmt::format("    {}\n", ln(class_summary_line(*t.dependence->referee)));
-      for (const auto& cause : t.dependence->causes) out += fmt::format("    {}\n", config_cause_text(cause));
-    }
-    if (t.replay) replay_lines(out, *t.replay);
-    if (t.exec) exec_tail_lines(out, *t.exec);
+void text::target_lines(std::string& out, const Target& t, const std::vector<std::string>& input_names,
+                        const std::vector<std::string>& outputs) {
+  if (!t.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(named_inputs(t, input_names), ", "));
+  // The model's outputs among the tensors compared (issue 54: only the JSON named output/logits),
+  // the first few of a long list (a language model's cache).
+  if (!outputs.empty()) {
+    constexpr size_t kShown = 6;
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < std::min(kShown, outputs.size()); ++i) shown.push_back(ln(outputs[i]));
+    out += fmt::format("  outputs compared: {}{}\n", fmt::join(shown, ", "),
+                       outputs.size() > kShown ? fmt::format(" and {} more", outputs.size() - kShown) : "");
   }
+  for (const auto& note : t.notes) out += fmt::format("  note: {}\n", ln(note));
+  if (t.referee && !t.referee->ran) out += fmt::format("  note: {}\n", ln(referee_note_line(*t.referee)));
+}
+
+void text::config_lines(std::string& out, const Target& t, const ConfigTable& table) {
+  size_t width = 24;  // wider for long names ("default+mkl_cbwr=COMPATIBLE"), so the columns stay aligned
+  for (const auto& c : t.configs) width = std::max(width, ln(c.name).size());
+  out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", "configuration", width, "verdict", "repeats", "diverged",
+                     table.column);
+  for (const auto& c : t.configs) {
+    out += fmt::format("  {:<{}} {:<13} {:>8} {:>9}  {}\n", ln(c.name), width, to_string(c.verdict),
+                       fmt::format("{}/{}", c.completed, c.repeats),
+                       c.completed > 1 ? fmt::format("{}/{}", c.diverging_repeats, c.completed - 1) : "-",
+                       c.compared ? compared_text(c) : std::to_string(c.tensor_count));
+    if (c.verdict == Verdict::Diverged)
+      out +=
+          fmt::format("    divergence rate {:.2f} (95% CI {:.2f}-{:.2f}), {} distinct outcomes, {} {} differ{}\n",
+                      c.divergence_rate, c.rate_ci_low, c.rate_ci_high, c.distinct_outcomes, c.diverged_tensors.size(),
+                      findings_word(c, c.diverged_tensors.size()), c.diverged_tensors.size() == 1 ? "s" : "");
+    if (c.allowed_by)
+      out += fmt::format("    allowed: {} (allowlist entry {})\n", ln(c.allowed_by->reason), c.allowed_by->entry);
+    if (c.within_tolerance) out += fmt::format("    {}\n", ln(tolerance_verdict(c)));
+    if (const std::string u = undecided_text(c); !u.empty()) out += fmt::format("    {}\n", u);
+    if (c.verdict == Verdict::Diverged) unfinished_line(out, c);
+    finding_lines(out, c.diverged_tensors, 5, findings_word(c, 2).c_str());
+    for (const auto& line : config_referee_lines(t.referee, c.referee)) out += fmt::format("    {}\n", ln(line));
+    if (c.trace) trace_lines(out, c, 5);
+    if (c.warm_up)
+      for (const auto& line : warm_up_lines(*c.warm_up)) out += fmt::format("    {}\n", ln(line));
+    if (table.extra) table.extra(out, c);
+    if (c.fix_search)
+      fix_lines(out, *c.fix_search, c.trace ? c.trace->root_causes.size() : 0, c.switches, table.command);
+    if (!c.message.empty() && c.verdict != Verdict::Diverged) out += fmt::format("    {}\n", block(c.message, "    "));
+    for (const auto& trial : c.trials)
+      if (!trial.stderr_tail.empty() &&
+          (trial.status == TrialStatus::Crashed || trial.status == TrialStatus::Timeout)) {
+        const auto nl = trial.stderr_tail.rfind('\n');
+        out += fmt::format("    repeat {} stderr: {}\n", trial.repeat,
+                           ln(nl == std::string::npos ? trial.stderr_tail : trial.stderr_tail.substr(nl + 1)));
+        break;
+      }
+  }
+}
+
+void text::outcome_lines(std::string& out, const Target& t) {
+  if (const std::string power = detection_power_text(t); !power.empty()) out += fmt::format("  {}\n", power);
+  if (!t.dependence) return;
+  std::vector<std::string> groups;
+  for (const auto& g : t.dependence->groups) {
+    std::vector<std::string> names;
+    for (const auto& n : g) names.push_back(ln(n));
+    groups.push_back(fmt::format("{{{}}}", fmt::join(names, ", ")));
+  }
+  out += fmt::format("  configuration-dependent: each configuration is reproducible, but results differ between {}\n",
+                     fmt::join(groups, " and "));
+  finding_lines(out, t.dependence->differing, 5);
+  if (t.dependence->referee) out += fmt::format("    {}\n", ln(class_summary_line(*t.dependence->referee)));
+  for (const auto& cause : t.dependence->causes) out += fmt::format("    {}\n", config_cause_text(cause));
+}
+
+std::string text::report_tail(const Report& r, bool configuration_dependent) {
+  std::string out;
   if (const std::string rule = auto_repeats_text(r); !rule.empty()) out += rule + "\n";
   for (const auto& e : r.allowlist_expired) out += fmt::format("{}\n", ln(e));
   for (const auto& e : r.allowlist_notes) out += fmt::format("note: {}\n", ln(e));
@@ -524,17 +422,20 @@ std::string targets_text(const Report& r, const TargetsBody& body) {
   out += render_baseline_text(r);
   out += shard_text(r) + fleet_text(r);
   out += fmt::format("verdict: {}{}{}{} (exit {})\n", verdict_text(r),
-                     !body.targets.empty() && body.targets.front().dependence ? ", configuration-dependent" : "",
-                     warm_up_text(r), baseline_verdict_text(r), r.exit_code);
+                     configuration_dependent ? ", configuration-dependent" : "", warm_up_text(r),
+                     baseline_verdict_text(r), r.exit_code);
   return out;
 }
 
+namespace {
+
 std::string render_text_raw(const Report& r) {
-  return std::visit(overloaded{[&](const TargetsBody& b) { return targets_text(r, b); },
-                               [&](const ProbesBody& b) { return render_probes_text(r, b); },
-                               [&](const Invariance& inv) { return invariance_text(r, inv); },
-                               [&](const SelfTest& self) { return selftest_text(r, self); }},
-                    r.body);
+  return std::visit(
+      overloaded{[&](const RunBody& b) { return run_text(r, b); }, [&](const ExecBody& b) { return exec_text(r, b); },
+                 [&](const ProbesBody& b) { return probes_text(r, b); },
+                 [&](const Invariance& inv) { return invariance_text(r, inv); },
+                 [&](const SelfTest& self) { return selftest_text(r, self); }},
+      r.body);
 }
 
 }  // namespace

@@ -211,20 +211,29 @@ bool expired(const AllowEntry& e, const std::string& today) { return !e.expires.
 
 namespace {
 
+// A target the allowlist judges: its shared part, and a probe's op (null for a model or a command,
+// whose divergence is matched by its root causes).
+struct Judged {
+  report::Target* target;
+  const std::string* probe_op;
+};
+
 // The targets' findings: by target name, by a probe's op, or a model's divergence by its root
 // causes (every one must be covered). Notes whether models were traced.
-void allow_targets(std::vector<report::Target>& targets, const Allowlist& list, const std::string& today,
+void allow_targets(const std::vector<Judged>& targets, const Allowlist& list, const std::string& today,
                    std::set<int>& seen, std::set<int>& used, bool& traced_models, bool& untraced_models) {
-  for (const auto& t : targets)
-    for (const auto& c : t.configs)
-      if (!t.probe) (c.trace ? traced_models : untraced_models) = true;
-  for (auto& t : targets) {
-    for (auto& c : t.configs) {
+  for (const Judged& j : targets)
+    for (const auto& c : j.target->configs)
+      if (!j.probe_op) (c.trace ? traced_models : untraced_models) = true;
+  for (const Judged& j : targets) {
+    report::Target* t = j.target;
+    const std::string* op = j.probe_op;  // not a structured binding: clang 14 cannot capture one
+    for (auto& c : t->configs) {
       c.allowed_by.reset();
       if (!finding(c.verdict)) continue;
       const Matches by_target = match(list, today, [&](const AllowEntry& e) {
         return config_matches(e, c.name) && e.output.empty() &&
-               (e.target == t.name || (t.probe && !e.op.empty() && same_op(e.op, t.probe->op)));
+               (e.target == t->name || (op && !e.op.empty() && same_op(e.op, *op)));
       });
       note_expired(seen, by_target);
       note_used(used, by_target);
@@ -233,7 +242,7 @@ void allow_targets(std::vector<report::Target>& targets, const Allowlist& list, 
         continue;
       }
       // A model's divergence by its root causes: every one must be covered.
-      if (t.probe || !c.trace || c.trace->root_causes.empty()) continue;
+      if (op || !c.trace || c.trace->root_causes.empty()) continue;
       const auto allows = [&](const AllowEntry& e, const report::RootCause& rc) {
         return config_matches(e, c.name) && !e.op.empty() && same_op(e.op, rc.op);
       };
@@ -243,17 +252,30 @@ void allow_targets(std::vector<report::Target>& targets, const Allowlist& list, 
   }
 }
 
+// The targets of run and exec (matched by name or root causes), and of probes (also by their op).
+template <class Element>
+std::vector<Judged> models(std::vector<Element>& targets) {
+  std::vector<Judged> out;
+  for (auto& t : targets) out.push_back({&t.common, nullptr});
+  return out;
+}
+std::vector<Judged> probes(std::vector<report::ProbeTarget>& targets) {
+  std::vector<Judged> out;
+  for (auto& t : targets) out.push_back({&t.common, &t.facts.op});
+  return out;
+}
+
 }  // namespace
 
 void apply_allowlist(report::Report& report, const Allowlist& list, const std::string& today) {
   std::set<int> seen, used;
   bool traced_models = false, untraced_models = false;
-  std::visit(report::overloaded{[&](report::TargetsBody& b) {
-                                  allow_targets(b.targets, list, today, seen, used, traced_models, untraced_models);
-                                },
-                                [&](report::ProbesBody& b) {
-                                  allow_targets(b.targets, list, today, seen, used, traced_models, untraced_models);
-                                },
+  const auto targets = [&](const std::vector<Judged>& judged_targets) {
+    allow_targets(judged_targets, list, today, seen, used, traced_models, untraced_models);
+  };
+  std::visit(report::overloaded{[&](report::RunBody& b) { targets(models(b.targets)); },
+                                [&](report::ExecBody& b) { targets(models(b.targets)); },
+                                [&](report::ProbesBody& b) { targets(probes(b.targets)); },
                                 [&](report::Invariance& inv) { allow_invariance(inv, list, today, seen, used); },
                                 [](report::SelfTest&) {}},
              report.body);

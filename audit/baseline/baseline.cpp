@@ -61,20 +61,19 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 std::string short_digest(const std::string& d) { return d.size() > 12 ? d.substr(0, 12) + "..." : d; }
 
-std::string describe_target(const report::Target& t) { return fmt::format("{} {}", t.kind, t.name); }
+std::string describe_target(const Side& s) { return fmt::format("{} {}", s.noun, s.target->name); }
 
 // "model a.pt", "probes a, b, c and 4 more".
-std::string describe_targets(const std::vector<report::Target>& ts) {
+std::string describe_targets(const std::vector<Side>& ts) {
   if (ts.empty()) return "no target";
   if (ts.size() == 1) return describe_target(ts.front());
   std::vector<std::string> names;
-  for (size_t i = 0; i < ts.size() && i < 3; ++i) names.push_back(ts[i].name);
+  for (size_t i = 0; i < ts.size() && i < 3; ++i) names.push_back(ts[i].target->name);
   const std::string more = ts.size() > 3 ? fmt::format(" and {} more", ts.size() - 3) : "";
-  const bool same_kind = std::all_of(ts.begin(), ts.end(), [&](const auto& t) { return t.kind == ts.front().kind; });
-  return fmt::format("{}s {}{}", same_kind ? ts.front().kind : "target", fmt::join(names, ", "), more);
+  return fmt::format("{}s {}{}", ts.front().noun, fmt::join(names, ", "), more);
 }
 
-std::string optimizer_text(const report::Target& t) { return fmt::format("{} (lr {:g})", t.optimizer, t.lr); }
+std::string optimizer_text(const report::RunFacts& f) { return fmt::format("{} (lr {:g})", f.optimizer, f.lr); }
 
 std::string inputs_text(const std::vector<std::string>& inputs) {
   return inputs.empty() ? std::string("no inputs") : fmt::format("{}", fmt::join(inputs, ", "));
@@ -82,7 +81,9 @@ std::string inputs_text(const std::vector<std::string>& inputs) {
 
 // What makes `b` (the baseline's) and `c` (the current) different experiments, as the end of the
 // sentence "baseline X was made ...", or "" when they are the same.
-std::string identity_mismatch(const report::Target& b, const report::Target& c) {
+std::string identity_mismatch(const Side& bs, const Side& cs) {
+  const report::Target& b = *bs.target;
+  const report::Target& c = *cs.target;
   // Reports written before targets carried digests have none: then only the rest is checked.
   const bool digests = !b.model_digest.empty() && !c.model_digest.empty();
   const ModelSameness same = model_sameness(b, c);
@@ -90,8 +91,8 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
     const std::string graphs =
         fmt::format("graph {}; this one's is {}", short_digest(b.graph_digest), short_digest(c.graph_digest));
     if (b.name == c.name)
-      return fmt::format("from another version of {}, which computes another graph ({})", describe_target(b), graphs);
-    return fmt::format("from {}, which computes another graph than {} ({})", describe_target(b), c.name, graphs);
+      return fmt::format("from another version of {}, which computes another graph ({})", describe_target(bs), graphs);
+    return fmt::format("from {}, which computes another graph than {} ({})", describe_target(bs), c.name, graphs);
   }
   if (same == ModelSameness::OtherBytes) {
     // A side without identities by content (a file written before them) is matched by its bytes.
@@ -101,18 +102,21 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
               "save it again to match a re-saved model by its graph and weights"
             : "";
     if (b.name == c.name)
-      return fmt::format("from another version of {} (digest {}; this one's is {}){}", describe_target(b),
+      return fmt::format("from another version of {} (digest {}; this one's is {}){}", describe_target(bs),
                          short_digest(b.model_digest), short_digest(c.model_digest), older);
-    return fmt::format("from {} (digest {}), not {} (digest {}){}", describe_target(b), short_digest(b.model_digest),
+    return fmt::format("from {} (digest {}), not {} (digest {}){}", describe_target(bs), short_digest(b.model_digest),
                        c.name, short_digest(c.model_digest), older);
   }
   const std::string of = fmt::format("for {}", c.name);
   if (Device::canonical(b.device) != Device::canonical(c.device))
     return fmt::format("{} on {}, not on {}", of, b.device, c.device);
   if (b.mode != c.mode) return fmt::format("{} in {} mode, not {} mode", of, b.mode, c.mode);
-  if (b.steps != c.steps) return fmt::format("{} with {} train steps, not {}", of, b.steps, c.steps);
-  if (b.optimizer != c.optimizer || b.lr != c.lr)
-    return fmt::format("{} with optimizer {}, not {}", of, optimizer_text(b), optimizer_text(c));
+  if (bs.run && cs.run) {  // models: how they train
+    const report::RunFacts &bf = *bs.run, &cf = *cs.run;
+    if (bf.steps != cf.steps) return fmt::format("{} with {} train steps, not {}", of, bf.steps, cf.steps);
+    if (bf.optimizer != cf.optimizer || bf.lr != cf.lr)
+      return fmt::format("{} with optimizer {}, not {}", of, optimizer_text(bf), optimizer_text(cf));
+  }
   if (b.seed != c.seed) return fmt::format("{} with seed {}, not {}", of, b.seed, c.seed);
   if (b.inputs != c.inputs)
     return fmt::format("{} with inputs {}, not {}", of, inputs_text(b.inputs), inputs_text(c.inputs));
@@ -127,20 +131,22 @@ std::string identity_mismatch(const report::Target& b, const report::Target& c) 
 }
 
 // What the comparison says of a model matched by its content rather than its bytes.
-std::optional<report::ModelChange> model_change(const report::Target& b, const report::Target& c) {
+std::optional<report::ModelChange> model_change(const Side& bs, const Side& cs) {
+  const report::Target& b = *bs.target;
+  const report::Target& c = *cs.target;
   switch (model_sameness(b, c)) {
     case ModelSameness::Resaved:
       return report::ModelChange{
           c.name, "resaved",
           fmt::format("{} was saved or exported again: its file's bytes differ (digest {}; the baseline's is {}), "
                       "its graph and weights do not",
-                      describe_target(c), short_digest(c.model_digest), short_digest(b.model_digest))};
+                      describe_target(cs), short_digest(c.model_digest), short_digest(b.model_digest))};
     case ModelSameness::OtherWeights:
       return report::ModelChange{
           c.name, "other_weights",
           fmt::format("{}: same graph, other weights (weights {}; the baseline's are {}), so its "
                       "results are expected to differ and the weights explain it",
-                      describe_target(c), short_digest(c.weights_digest), short_digest(b.weights_digest))};
+                      describe_target(cs), short_digest(c.weights_digest), short_digest(b.weights_digest))};
     default:
       return std::nullopt;
   }
@@ -360,28 +366,44 @@ Baseline load_baseline(const std::string& path, const std::string& what) {
   // (audit/common/owned_folder.h), as exec reads no artifact through one.
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   bool missing = false;
-  if (std::vector<report::Target>* targets = report::target_list(b.results.body))
-    for (auto& t : *targets)
-      for (auto& c : t.configs) {
-        if (c.reference_tensors.empty()) continue;
-        c.reference_tensors = (dir / c.reference_tensors).string();
-        const std::string problem = kept_file_problem(c.reference_tensors);
-        if (problem.empty()) continue;
-        if (!missing)
-          log::warn("{} {}: its kept tensor file {} {}: changed tensors are named, not measured", what, path,
-                    c.reference_tensors, problem);
-        missing = true;
-        c.reference_tensors.clear();
-      }
+  for (auto& t : b.results.targets())
+    for (auto& c : t.configs) {
+      if (c.reference_tensors.empty()) continue;
+      c.reference_tensors = (dir / c.reference_tensors).string();
+      const std::string problem = kept_file_problem(c.reference_tensors);
+      if (problem.empty()) continue;
+      if (!missing)
+        log::warn("{} {}: its kept tensor file {} {}: changed tensors are named, not measured", what, path,
+                  c.reference_tensors, problem);
+      missing = true;
+      c.reference_tensors.clear();
+    }
   return b;
 }
 
-std::vector<int> pair_targets(const std::vector<report::Target>& baseline, const std::vector<report::Target>& current) {
+std::vector<Side> sides(const report::Body& body) {
+  std::vector<Side> out;
+  const std::string_view noun = report::kind_of(body).target;
+  std::visit(report::overloaded{[&](const report::RunBody& b) {
+                                  for (const auto& t : b.targets) out.push_back({&t.common, &t.facts, noun});
+                                },
+                                [&](const report::ExecBody& b) {
+                                  for (const auto& t : b.targets) out.push_back({&t.common, nullptr, noun});
+                                },
+                                [&](const report::ProbesBody& b) {
+                                  for (const auto& t : b.targets) out.push_back({&t.common, nullptr, noun});
+                                },
+                                [](const report::Invariance&) {}, [](const report::SelfTest&) {}},
+             body);
+  return out;
+}
+
+std::vector<int> pair_targets(const std::vector<Side>& baseline, const std::vector<Side>& current) {
   std::vector<int> pair(current.size(), -1);
   std::vector<bool> used(baseline.size(), false);
   for (size_t i = 0; i < current.size(); ++i)
     for (size_t k = 0; k < baseline.size(); ++k)
-      if (!used[k] && baseline[k].kind == current[i].kind && baseline[k].name == current[i].name) {
+      if (!used[k] && baseline[k].noun == current[i].noun && baseline[k].target->name == current[i].target->name) {
         pair[i] = int(k);
         used[k] = true;
         break;
@@ -389,16 +411,15 @@ std::vector<int> pair_targets(const std::vector<report::Target>& baseline, const
   // A renamed model file: one unpaired model on each side.
   std::vector<size_t> lone_current, lone_baseline;
   for (size_t i = 0; i < current.size(); ++i)
-    if (pair[i] < 0 && current[i].kind == "model") lone_current.push_back(i);
+    if (pair[i] < 0 && current[i].run) lone_current.push_back(i);
   for (size_t k = 0; k < baseline.size(); ++k)
-    if (!used[k] && baseline[k].kind == "model") lone_baseline.push_back(k);
+    if (!used[k] && baseline[k].run) lone_baseline.push_back(k);
   if (lone_current.size() == 1 && lone_baseline.size() == 1) pair[lone_current.front()] = int(lone_baseline.front());
   return pair;
 }
 
-void check_baseline_targets(const Baseline& base, const std::vector<report::Target>& targets,
-                            const std::vector<std::string>& configs) {
-  const auto& held = base.results.targets();
+void check_baseline_targets(const Baseline& base, const report::Body& body, const std::vector<std::string>& configs) {
+  const std::vector<Side> held = sides(base.results.body), targets = sides(body);
   // Two reports without targets (self-tests) compare by their environments alone.
   if (held.empty() && targets.empty()) return;
   const std::vector<int> pair = pair_targets(held, targets);
@@ -413,7 +434,7 @@ void check_baseline_targets(const Baseline& base, const std::vector<report::Targ
   std::vector<std::string> names;
   for (size_t i = 0; i < targets.size(); ++i)
     if (pair[i] >= 0)
-      for (const auto& c : held[size_t(pair[i])].configs)
+      for (const auto& c : held[size_t(pair[i])].target->configs)
         if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
   for (const auto& c : configs)
     if (std::find(names.begin(), names.end(), c) != names.end()) return;
@@ -519,17 +540,17 @@ namespace {
 
 // run, exec, probes (and two self-tests, which have no targets and compare by their environments):
 // each target's configurations against the baseline's.
-void apply_targets_baseline(report::Report& current, const std::vector<report::Target>& targets, const Baseline& base,
-                            const DiffFn& diff) {
+void apply_targets_baseline(report::Report& current, const Baseline& base, const DiffFn& diff) {
   if (std::holds_alternative<report::Invariance>(base.results.body))
     throw InputError(fmt::format("baseline {} holds an invariance audit; this report is not one", base.path));
+  const std::vector<Side> targets = sides(current.body);
   std::vector<std::string> configs;
   for (const auto& t : targets)
-    for (const auto& c : t.configs)
+    for (const auto& c : t.target->configs)
       if (std::find(configs.begin(), configs.end(), c.name) == configs.end()) configs.push_back(c.name);
-  check_baseline_targets(base, targets, configs);
+  check_baseline_targets(base, current.body, configs);
 
-  const auto& held = base.results.targets();
+  const std::vector<Side> held = sides(base.results.body);
   const EnvironmentDiff env = diff_environments(base.results.environment, current.environment);
   report::BaselineComparison cmp;
   cmp.source = base.path;
@@ -541,16 +562,16 @@ void apply_targets_baseline(report::Report& current, const std::vector<report::T
   const std::vector<int> pair = pair_targets(held, targets);
   std::vector<bool> used(held.size(), false);
   for (size_t i = 0; i < targets.size(); ++i) {
-    const report::Target& t = targets[i];
+    const report::Target& t = *targets[i].target;
     if (pair[i] < 0) {
       for (const auto& c : t.configs) cmp.results.push_back(one_side(t.name, c, false));
       continue;
     }
-    const report::Target& b = held[size_t(pair[i])];
+    const report::Target& b = *held[size_t(pair[i])].target;
     used[size_t(pair[i])] = true;
     // Other weights under the same graph explain any difference of this target's results.
     std::vector<EnvironmentChange> changes = env.changes;
-    if (const auto model = model_change(b, t)) {
+    if (const auto model = model_change(held[size_t(pair[i])], targets[i])) {
       if (model->relation == "other_weights")
         changes.push_back({"model.weights", short_digest(b.weights_digest), short_digest(t.weights_digest), "any"});
       cmp.models.push_back(*model);
@@ -564,7 +585,7 @@ void apply_targets_baseline(report::Report& current, const std::vector<report::T
   }
   for (size_t k = 0; k < held.size(); ++k)
     if (!used[k])
-      for (const auto& bc : held[k].configs) cmp.results.push_back(one_side(held[k].name, bc, true));
+      for (const auto& bc : held[k].target->configs) cmp.results.push_back(one_side(held[k].target->name, bc, true));
   current.baseline = std::move(cmp);
   report::finalize(current);
 }
@@ -572,13 +593,13 @@ void apply_targets_baseline(report::Report& current, const std::vector<report::T
 }  // namespace
 
 void apply_baseline(report::Report& current, const Baseline& base, const DiffFn& diff) {
-  std::visit(
-      report::overloaded{[&](const report::TargetsBody& b) { apply_targets_baseline(current, b.targets, base, diff); },
-                         [&](const report::ProbesBody& b) { apply_targets_baseline(current, b.targets, base, diff); },
-                         // An invariance report has no targets: its classes of sizes are compared.
-                         [&](const report::Invariance& inv) { apply_invariance_baseline(current, inv, base); },
-                         [&](const report::SelfTest&) { apply_targets_baseline(current, {}, base, diff); }},
-      current.body);
+  std::visit(report::overloaded{[&](const report::RunBody&) { apply_targets_baseline(current, base, diff); },
+                                [&](const report::ExecBody&) { apply_targets_baseline(current, base, diff); },
+                                [&](const report::ProbesBody&) { apply_targets_baseline(current, base, diff); },
+                                // An invariance report has no targets: its classes of sizes are compared.
+                                [&](const report::Invariance& inv) { apply_invariance_baseline(current, inv, base); },
+                                [&](const report::SelfTest&) { apply_targets_baseline(current, base, diff); }},
+             current.body);
 }
 
 }  // namespace ra

@@ -69,6 +69,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ra {
@@ -91,15 +92,24 @@ bool has_kept_tensors(const report::Report& r);
 // (--baseline-tensors) are resolved beside it; a kept file that is missing is dropped with a warning.
 Baseline load_baseline(const std::string& path, const std::string& what = "baseline");
 
+// A target as a comparison sees it: its shared part, what its kind calls a target ("model",
+// "probe", "command": reports/model.h, kKinds), and a model's run facts (null for other kinds).
+struct Side {
+  const report::Target* target = nullptr;
+  const report::RunFacts* run = nullptr;
+  std::string_view noun;
+};
+// The targets of a body as sides, in order (none for invariance and selftest).
+std::vector<Side> sides(const report::Body& body);
+
 // The baseline target that each of `current` pairs with (an index into `baseline`, or -1): same
 // kind and name, then a lone unpaired model with a lone unpaired model.
-std::vector<int> pair_targets(const std::vector<report::Target>& baseline, const std::vector<report::Target>& current);
+std::vector<int> pair_targets(const std::vector<Side>& baseline, const std::vector<Side>& current);
 
-// Throws InputError naming the first mismatch when `targets` (identity set; configurations may
-// be empty) were not made from the same targets as the baseline, or when no target or no
-// configuration (`configs`, the run's names) is shared.
-void check_baseline_targets(const Baseline& base, const std::vector<report::Target>& targets,
-                            const std::vector<std::string>& configs);
+// Throws InputError naming the first mismatch when the targets of `body` (identity set;
+// configurations may be empty) were not made from the same targets as the baseline, or when no
+// target or no configuration (`configs`, the run's names) is shared.
+void check_baseline_targets(const Baseline& base, const report::Body& body, const std::vector<std::string>& configs);
 
 // What a change of the fingerprint key can affect: "cpu", "cuda", "cuda:N", "any", or "" when it
 // cannot change results (ignored). Keys are flattened: "cuda.devices[0].sm_count".

@@ -243,8 +243,11 @@ class CommandAudit : public AuditKind {
     check_no_artifact_yet();
     cwd_before_ = stamp_tree(roots_->fd(0), *roots_);
     session_.emplace(o_, scratch_, *roots_, executable_);
-    AuditPlan plan{fingerprint(scratch_, o_.timeout_s), {command_target()}, {}};
-    plan.identity = exec_plan(o_, plan.targets.front().model_digest);
+    report::ExecTarget command{command_target(), {}};
+    AuditPlan plan;
+    plan.environment = fingerprint(scratch_, o_.timeout_s);
+    plan.identity = exec_plan(o_, command.common.model_digest);
+    plan.body = report::ExecBody{{std::move(command)}};
     facts_.command = o_.argv;
     facts_.executable = executable_;
     std::error_code ec;
@@ -260,7 +263,8 @@ class CommandAudit : public AuditKind {
   }
 
   void analyse(const Cells&, report::Report& rep) override {
-    report::Target& target = rep.targets().front();
+    report::ExecTarget& command = std::get<report::ExecBody>(rep.body).targets.front();
+    report::Target& target = command.common;
     target.configs = session_->analyse(batch_, configs_);
     for (size_t c = 0; c < configs_.size(); ++c) {
       reword_failures(target.configs[c]);
@@ -294,7 +298,7 @@ class CommandAudit : public AuditKind {
     for (auto& item : facts_.checklist) item.where = shown_source(item.where, cwd);
     for (auto& c : target.configs)
       for (auto& sw : c.switches) sw.set_at = shown_source(sw.set_at, cwd);
-    target.exec = std::move(facts_);
+    command.facts = std::move(facts_);
   }
 
  private:
@@ -318,7 +322,6 @@ class CommandAudit : public AuditKind {
   report::Target command_target() const {
     report::Target target;
     target.name = joined(o_.argv);
-    target.kind = "command";
     target.path = executable_;
     target.model_digest = command_digest(o_.argv, executable_);
     target.device = o_.device.to_string();

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 namespace ra::fleet {
 namespace {
@@ -47,8 +48,6 @@ struct Joined {
   report::Target target;
   std::vector<std::string> dumps, traces;
   std::vector<int> repeats;
-  std::optional<CensusRun> census;
-  bool judge = false;
   bool one_machine = true;  // every piece ran on one machine kind
 };
 
@@ -68,34 +67,75 @@ Joined join(const std::vector<Piece>& parts, size_t target_index, const std::map
       j.repeats.push_back(reference_repeat(p.target->configs[k]));
     }
   }
-  if (j.target.probe) {
-    const std::string off_device = probe_off_device_message(Device::of(j.target.device));
-    j.judge = !std::all_of(j.target.configs.begin(), j.target.configs.end(), [&](const report::ConfigResult& c) {
-      return c.verdict == report::Verdict::Skipped && c.message == off_device;
-    });
-    // The census ran with the probe's first configuration.
-    for (const auto& c : parts.front().shard->report.shard->census)
-      if (c.target == j.target.name) j.census = CensusRun{c.completed, c.alerts};
-  }
   return j;
 }
 
-// The merged report's body, of the shards' kind: probes when a shard is a probes report (the first
-// shard's census cross-tabulated again over every probe), else the targets of run or exec.
-report::Body joined_body(const std::vector<const ShardFile*>& ordered, std::vector<report::Target> targets) {
-  std::optional<report::Body> body;
-  for (const ShardFile* s : ordered)
-    std::visit(report::overloaded{[](const report::TargetsBody&) {},
-                                  [&](const report::ProbesBody& p) {
-                                    if (body) return;
-                                    report::ProbesBody joined{std::move(targets), std::nullopt};
-                                    if (p.census) joined.census = cross_tabulate(joined.targets, p.census->config);
-                                    body = std::move(joined);
-                                  },
-                                  // merge_invariance joins these (cli/cmd_merge.cpp); a selftest is never sharded.
-                                  [](const report::Invariance&) {}, [](const report::SelfTest&) {}},
-               s->report.body);
-  return body ? std::move(*body) : report::Body{report::TargetsBody{std::move(targets)}};
+// The merged targets of body kind B in plan order: each first piece's element (its kind's facts)
+// with the shared part joined (`common`, one per target of the plan).
+template <class B>
+auto elements(const std::vector<std::vector<Piece>>& all, std::vector<report::Target>& common) {
+  std::vector<typename decltype(B::targets)::value_type> out;
+  for (size_t t = 0; t < all.size(); ++t) {
+    const Piece& first = all[t].front();
+    out.push_back(std::get<B>(first.shard->report.body).targets[first.index]);
+    out.back().common = std::move(common[t]);
+  }
+  return out;
+}
+
+// A probe split across shards is judged again over its joined configurations, against the
+// knowledge base, with the census of its first configuration's shard; not one that was skipped
+// everywhere as off-device.
+void judge_split_probes(std::vector<report::ProbeTarget>& probes, const std::vector<std::vector<Piece>>& all,
+                        const MergeOptions& options) {
+  for (size_t t = 0; t < all.size(); ++t) {
+    if (all[t].size() <= 1) continue;
+    report::ProbeTarget& probe = probes[t];
+    const report::Target& target = probe.common;
+    const std::string off_device = probe_off_device_message(Device::of(target.device));
+    if (std::all_of(target.configs.begin(), target.configs.end(), [&](const report::ConfigResult& c) {
+          return c.verdict == report::Verdict::Skipped && c.message == off_device;
+        }))
+      continue;
+    std::optional<CensusRun> census;  // the census ran with the probe's first configuration
+    for (const auto& c : all[t].front().shard->report.shard->census)
+      if (c.target == target.name) census = CensusRun{c.completed, c.alerts};
+    if (options.knowledge == nullptr)
+      throw InputError("merge needs the knowledge base to judge a probe split across shards");
+    report::ProbeFacts& facts = probe.facts;
+    facts.census.clear();
+    facts.alerts.clear();
+    facts.disagreements.clear();
+    const KnowledgeEntry* entry = facts.knowledge_id.empty() ? nullptr : options.knowledge->find(facts.knowledge_id);
+    judge_probe(probe, entry, Device::of(target.device), census);
+  }
+}
+
+// The merged report's body, of the shards' kind (merge_shards checks that they share one), with
+// the joined targets; probes split across shards judged again, and the census cross-tabulated again
+// over every probe when the first shard has one.
+report::Body joined_body(const report::Report& first, const std::vector<std::vector<Piece>>& all,
+                         std::vector<report::Target> common, const MergeOptions& options) {
+  return std::visit(
+      report::overloaded{
+          [&](const report::RunBody&) -> report::Body {
+            return report::RunBody{elements<report::RunBody>(all, common)};
+          },
+          [&](const report::ExecBody&) -> report::Body {
+            return report::ExecBody{elements<report::ExecBody>(all, common)};
+          },
+          [&](const report::ProbesBody& p) -> report::Body {
+            report::ProbesBody joined{elements<report::ProbesBody>(all, common), std::nullopt};
+            judge_split_probes(joined.targets, all, options);
+            if (p.census) joined.census = cross_tabulate(joined.targets, p.census->config);
+            return joined;
+          },
+          // merge_invariance joins these (cli/cmd_merge.cpp); a selftest is never sharded.
+          [](const report::Invariance&) -> report::Body {
+            throw std::logic_error("merge_shards: an invariance shard");
+          },
+          [](const report::SelfTest&) -> report::Body { throw std::logic_error("merge_shards: a self-test shard"); }},
+      first.body);
 }
 
 // The report of one complete set of shards (each K once, ordered by K).
@@ -151,22 +191,12 @@ report::Report merge_set(const std::vector<const ShardFile*>& ordered, const Mer
                       "on the configuration is not judged",
                       j.target.name));
     }
-    if (j.judge) {
-      if (options.knowledge == nullptr)
-        throw InputError("merge needs the knowledge base to judge a probe split across shards");
-      auto& facts = *j.target.probe;
-      facts.census.clear();
-      facts.alerts.clear();
-      facts.disagreements.clear();
-      const KnowledgeEntry* entry = facts.knowledge_id.empty() ? nullptr : options.knowledge->find(facts.knowledge_id);
-      judge_probe(j.target, entry, Device::of(j.target.device), j.census);
-    }
     targets.push_back(std::move(j.target));
   }
   // The shards' own allowlist decisions are not carried over: merge applies its own.
   for (auto& t : targets)
     for (auto& c : t.configs) c.allowed_by.reset();
-  rep.body = joined_body(ordered, std::move(targets));
+  rep.body = joined_body(first, all, std::move(targets), options);
   for (const ShardFile* s : ordered)
     rep.wall_ms += s->report.wall_ms;  // the shards' time, as one process would spend it
   report::finalize(rep);
@@ -223,6 +253,12 @@ std::vector<std::string> unsharded_command(const std::vector<std::string>& comma
 report::Report merge_shards(const std::vector<ShardFile>& shards, const MergeOptions& options) {
   const ShardSets checked = check_shards(shards);
   const ShardFile& head = *checked.head;
+  // One kind: a plan names its kind (fleet::session_plan), but a file can be edited.
+  for (const auto& s : shards)
+    if (s.report.body.index() != head.report.body.index())
+      throw InputError(fmt::format("{} is a shard of a {} report, and {} of a {} report", s.path,
+                                   report::kind_of(s.report.body).name, head.path,
+                                   report::kind_of(head.report.body).name));
   const int count = checked.count;
   const auto& kinds = checked.kinds;
   const auto& machine_of = checked.machine_of;

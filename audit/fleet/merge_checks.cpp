@@ -115,7 +115,8 @@ std::vector<std::vector<Piece>> pieces(const std::vector<const ShardFile*>& shar
       const size_t end = std::min(sh.last_cell, (t + 1) * configs);
       if (next >= s->report.targets().size())
         throw InputError(fmt::format("{}: shard {}/{} has fewer targets than its cells", s->path, sh.index, sh.count));
-      const report::Target& target = s->report.targets()[next++];
+      const size_t index = next++;
+      const report::Target& target = s->report.targets()[index];
       bool names_match = target.configs.size() == end - cell;
       for (size_t c = cell; names_match && c < end; ++c)
         names_match = target.configs[c - cell].name == head.configs[c % configs];
@@ -126,7 +127,7 @@ std::vector<std::vector<Piece>> pieces(const std::vector<const ShardFile*>& shar
           (out[t].front().target->name != target.name || out[t].front().target->model_digest != target.model_digest))
         throw InputError(fmt::format("{}: target {} is '{}' here but '{}' in {}", s->path, t + 1, target.name,
                                      out[t].front().target->name, out[t].front().shard->path));
-      out[t].push_back({s, &target, cell % configs});
+      out[t].push_back({s, &target, index, cell % configs});
       cell = end;
     }
     if (next != s->report.targets().size())

@@ -27,6 +27,7 @@ struct ShardSets {
 struct Piece {
   const ShardFile* shard = nullptr;
   const report::Target* target = nullptr;
+  size_t index = 0;         // the target's place among its shard's targets (its kind's element there)
   size_t first_config = 0;  // the plan's index of the piece's first configuration
 };
 

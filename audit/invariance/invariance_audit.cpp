@@ -313,17 +313,14 @@ class InvarianceKind : public AuditKind {
  public:
   explicit InvarianceKind(const InvarianceOptions& o) : o_(o) {}
 
-  // The targets are size chunks (one unless sharded: invariance_shard.h), the cells' columns the
-  // configurations.
+  // The rows of cells are size chunks (one unless sharded: invariance_shard.h), the cells' columns
+  // the configurations.
   AuditPlan plan() override {
     check_readable(o_.model, "model");
     check_readable(o_.input, "input");
     AuditPlan p;
-    for (size_t t = 0; t < plan_chunks(o_); ++t) {
-      report::Target chunk;
-      chunk.name = o_.model;
-      p.targets.push_back(std::move(chunk));
-    }
+    p.body = report::Invariance{};  // no targets; analyse fills the sweep
+    p.rows = plan_chunks(o_);
     if (o_.shard) p.identity = invariance_plan(o_);
     return p;
   }
@@ -342,7 +339,7 @@ class InvarianceKind : public AuditKind {
     search_fix(o_, scratch_, inv);
     bound_rows(inv);
     report.environment = std::move(environment);
-    report.body = std::move(inv);  // the sweep is the result, in place of the plan's targets
+    report.body = std::move(inv);
   }
 
  private:

@@ -22,9 +22,10 @@ bool deterministic_off(const report::ConfigResult& c) {
 
 }  // namespace
 
-void judge_probe(report::Target& target, const KnowledgeEntry* entry, const Device& device,
+void judge_probe(report::ProbeTarget& probe, const KnowledgeEntry* entry, const Device& device,
                  const std::optional<CensusRun>& census) {
-  report::ProbeFacts& facts = *target.probe;
+  const report::Target& target = probe.common;
+  report::ProbeFacts& facts = probe.facts;
   const bool applies = entry && KnowledgeBase::applies_to(*entry, device);
   const bool documented = applies && entry->documented != Documented::Undocumented;
   const bool documented_raises =
@@ -99,18 +100,17 @@ std::string probe_off_device_message(const Device& device) {
   return fmt::format("the probe does not run on {}", device.type());
 }
 
-report::Census cross_tabulate(const std::vector<report::Target>& targets, const std::string& config_name) {
+report::Census cross_tabulate(const std::vector<report::ProbeTarget>& targets, const std::string& config_name) {
   report::Census c;
   c.config = config_name;
   for (const auto& t : targets) {
-    if (!t.probe) continue;
-    const std::string& k = t.probe->census;
+    const std::string& k = t.facts.census;
     auto& list = k == "alerted-diverged"  ? c.alerted_diverged
                  : k == "alerted-stable"  ? c.alerted_stable
                  : k == "silent-diverged" ? c.silent_diverged
                  : k == "stable"          ? c.stable
                                           : c.not_run;
-    list.push_back(t.name);
+    list.push_back(t.common.name);
   }
   return c;
 }

@@ -18,8 +18,7 @@
 #pragma once
 
 #include "audit/knowledge/knowledge.h"
-#include "reports/probe_model.h"
-#include "reports/target_model.h"
+#include "reports/model.h"
 
 #include <optional>
 #include <string>
@@ -32,8 +31,8 @@ struct CensusRun {
   std::vector<std::string> alerts;  // determinism alerts it raised as warnings
 };
 
-// Fills target.probe->census, ->alerts and ->disagreements from target.configs.
-void judge_probe(report::Target& target, const KnowledgeEntry* entry, const Device& device,
+// Fills the probe's facts' census, alerts and disagreements from its configurations.
+void judge_probe(report::ProbeTarget& probe, const KnowledgeEntry* entry, const Device& device,
                  const std::optional<CensusRun>& census);
 
 // Why each configuration of a probe that does not run on `device` is skipped ("the probe does not
@@ -41,6 +40,6 @@ void judge_probe(report::Target& target, const KnowledgeEntry* entry, const Devi
 std::string probe_off_device_message(const Device& device);
 
 // Cross-tabulates the census over probe targets, in their order.
-report::Census cross_tabulate(const std::vector<report::Target>& targets, const std::string& config_name);
+report::Census cross_tabulate(const std::vector<report::ProbeTarget>& targets, const std::string& config_name);
 
 }  // namespace ra

@@ -336,11 +336,10 @@ std::string documented_status(const probes::ProbeInfo& info, const KnowledgeBase
   return e ? to_string(e->documented) : "not-listed";
 }
 
-// A probe's target as the report names it, before any result: name, kind, identity, device, mode, seed.
+// A probe's target as the report names it, before any result: name, identity, device, mode, seed.
 report::Target probe_target(const probes::ProbeInfo& info, const ProbeRunOptions& o) {
   report::Target t;
   t.name = info.name;
-  t.kind = "probe";
   const std::string identity = info.name + "\n" + info.form;
   t.model_digest = digest_kernel::bytes_digest(identity.data(), identity.size());
   t.device = o.device.to_string();
@@ -364,11 +363,11 @@ report::Target skipped_target(report::Target t, const ProbeRunOptions& o, const 
 
 // What names the probe suite's plan (fleet/shard.h): every option that changes a result, the
 // knowledge base the findings are judged against, and each probe's identity.
-nlohmann::ordered_json probe_plan(const ProbeRunOptions& o, const std::vector<report::Target>& targets) {
+nlohmann::ordered_json probe_plan(const ProbeRunOptions& o, const std::vector<report::ProbeTarget>& targets) {
   nlohmann::ordered_json plan = fleet::session_plan(o, "probes");
   plan["census"] = o.census;
   plan["knowledge"] = o.knowledge_digest;
-  for (const auto& t : targets) plan["targets"].push_back({t.name, t.model_digest});
+  for (const auto& t : targets) plan["targets"].push_back({t.common.name, t.common.model_digest});
   return plan;
 }
 
@@ -403,9 +402,12 @@ class ProbeSuite : public AuditKind {
     log::debug("scratch folder {}", scratch_.path());
     const TrialResult pre = preflight(o_, scratch_);
     environment_ = pre.environment;
-    AuditPlan plan{pre.environment, {}, {}};
-    for (const auto& info : selected_) plan.targets.push_back(probe_target(info, o_));
-    plan.identity = probe_plan(o_, plan.targets);
+    report::ProbesBody probes;
+    for (const auto& info : selected_) probes.targets.push_back({probe_target(info, o_), probe_facts(info, kb_)});
+    AuditPlan plan;
+    plan.environment = pre.environment;
+    plan.identity = probe_plan(o_, probes.targets);
+    plan.body = std::move(probes);
     return plan;
   }
 
@@ -438,8 +440,8 @@ class ProbeSuite : public AuditKind {
       if (mine.empty()) continue;
       const auto& info = selected_[n];
       const KnowledgeEntry* entry = info.kb.empty() ? nullptr : kb_.find(info.kb);
-      report::Target& t = rep.targets()[n];
-      t.probe = probe_facts(info, kb_);
+      report::ProbeTarget& probe = std::get<report::ProbesBody>(rep.body).targets[n];
+      report::Target& t = probe.common;
       if (!runs_here(info)) {
         t = skipped_target(std::move(t), o_, mine, probe_off_device_message(o_.device));
         continue;
@@ -456,17 +458,16 @@ class ProbeSuite : public AuditKind {
       if (info.family == "batch-invariance")
         for (const auto& c : t.configs)
           if (auto classes = batch_classes(c.reference); !classes.empty())
-            t.probe->batch_classes.push_back({c.name, std::move(classes)});
-      judge_probe(t, entry, o_.device, runner_->census(i));
+            probe.facts.batch_classes.push_back({c.name, std::move(classes)});
+      judge_probe(probe, entry, o_.device, runner_->census(i));
       if (const auto& c = runner_->census(i); c) census_.push_back({t.name, c->completed, c->alerts});
     }
   }
 
-  // A probes report, an empty shard's too (its census joins the merge).
+  // The census of a probes report, an empty shard's too (its census joins the merge).
   void summarise(report::Report& rep) override {
-    report::ProbesBody probes{std::move(rep.targets()), std::nullopt};
+    auto& probes = std::get<report::ProbesBody>(rep.body);
     if (o_.census) probes.census = cross_tabulate(probes.targets, "det-warn");
-    rep.body = std::move(probes);
   }
 
   std::vector<report::CensusRecord> shard_census() override { return std::move(census_); }

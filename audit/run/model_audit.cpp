@@ -396,22 +396,17 @@ nlohmann::ordered_json run_plan(const RunOptions& o, const report::Target& targe
 }
 
 // The model's target as the report names it, before any result, from the options and the preflight.
-report::Target model_target(const RunOptions& o, const TrialResult& pre, bool native) {
-  report::Target target;
+report::RunTarget model_target(const RunOptions& o, const TrialResult& pre, bool native) {
+  report::RunTarget model;
+  report::Target& target = model.common;
   target.name = std::filesystem::path(o.model).filename().string();
-  target.kind = "model";
   target.path = o.model;
   target.model_digest = file_digest(o.model, "model");
   if (!o.input_file.empty()) target.input_digest = file_digest(o.input_file, "input file");
   target.device = o.device.to_string();
   target.mode = o.mode;
-  target.steps = o.mode == "train" ? o.steps : 0;
-  target.optimizer = o.mode == "train" ? o.optimizer : "";
-  target.lr = o.mode == "train" ? o.lr : 0;
   target.seed = o.seed;
   target.inputs = pre.input_descriptions;
-  target.input_names = pre.input_names;
-  target.package = pre.package;
   target.weights_digest = pre.weights_digest;
   target.graph_digest = pre.graph_digest;
   target.notes = pre.warnings;
@@ -420,7 +415,13 @@ report::Target model_target(const RunOptions& o, const TrialResult& pre, bool na
         target.notes.begin(),
         "this AOTInductor package's compiled library (.so) was loaded and ran as native code in the audit's "
         "worker processes, with your rights: auditing a package trusts it (run --no-native refuses packages)");
-  return target;
+  report::RunFacts& facts = model.facts;
+  facts.steps = o.mode == "train" ? o.steps : 0;
+  facts.optimizer = o.mode == "train" ? o.optimizer : "";
+  facts.lr = o.mode == "train" ? o.lr : 0;
+  facts.input_names = pre.input_names;
+  facts.package = pre.package;
+  return model;
 }
 
 // `run` as an audit kind (audit/skeleton/audit_kind.h): one target, the model; a cell is a
@@ -444,8 +445,11 @@ class ModelAudit : public AuditKind {
       log::warn("--trace: {}", pre.untraceable);
       o_.trace = false;
     }
-    AuditPlan plan{pre.environment, {model_target(o_, pre, native_)}, {}};
-    plan.identity = run_plan(o_, plan.targets.front());
+    report::RunTarget model = model_target(o_, pre, native_);
+    AuditPlan plan;
+    plan.environment = pre.environment;
+    plan.identity = run_plan(o_, model.common);
+    plan.body = report::RunBody{{std::move(model)}};
     environment_ = pre.environment;
     return plan;
   }
@@ -459,7 +463,8 @@ class ModelAudit : public AuditKind {
 
   void analyse(const Cells& cells, report::Report& rep) override {
     if (placement_) rep.contention = contention_note(*placement_, o_.jobs);
-    report::Target& target = rep.targets().front();
+    report::RunTarget& model = std::get<report::RunBody>(rep.body).targets.front();
+    report::Target& target = model.common;
     if (referee_) target.referee = *referee_;
     analyse_configs(cells, target);
     if (o_.calls > 1)
@@ -468,9 +473,9 @@ class ModelAudit : public AuditKind {
     if (o_.trace) capture_stats(target);
     if (o_.trace && o_.fix_search) fix_search(target);
     if (o_.replay)
-      target.replay = run_replay({base_spec(o_), o_.replay_omit, &scratch_, o_.timeout_s,
-                                  worker_diff(scratch_, o_.timeout_s, o_.tolerance), o_.progress},
-                                 configs_, target.configs, batch_.runs);
+      model.facts.replay = run_replay({base_spec(o_), o_.replay_omit, &scratch_, o_.timeout_s,
+                                       worker_diff(scratch_, o_.timeout_s, o_.tolerance), o_.progress},
+                                      configs_, target.configs, batch_.runs);
   }
 
  private:

@@ -15,11 +15,11 @@ constexpr const char* kLinear = "batch.linear";
 constexpr const char* kLayerNorm = "batch.layer_norm";
 constexpr const char* kDetect = "batch.detect-control";
 
-// The classes a probe gave under default, or nullptr when it did not run there.
+// The classes a probe of the suite's report gave under default, or nullptr when it did not run there.
 const std::vector<std::vector<int64_t>>* classes_of(const report::Report& r, const std::string& name) {
-  for (const auto& t : r.targets())
-    if (t.name == name && t.probe)
-      for (const auto& b : t.probe->batch_classes)
+  for (const auto& t : std::get<report::ProbesBody>(r.body).targets)
+    if (t.common.name == name)
+      for (const auto& b : t.facts.batch_classes)
         if (b.config == "default") return &b.classes;
   return nullptr;
 }

@@ -29,12 +29,7 @@ Cells cells_of(size_t targets, size_t configs, fleet::ShardPlan* shard) {
 // and the verdicts.
 void close_report(report::Report& rep, AuditKind& kind, const Cells& cells, const SessionOptions& o,
                   std::optional<fleet::ShardPlan>& shard) {
-  if (std::vector<report::Target>* targets = report::target_list(rep.body)) {  // invariance and selftest have none
-    std::vector<report::Target> kept;
-    for (size_t t = 0; t < targets->size(); ++t)
-      if (t < cells.configs.size() && !cells.configs[t].empty()) kept.push_back(std::move((*targets)[t]));
-    *targets = std::move(kept);
-  }
+  report::keep_targets(rep.body, [&](size_t t) { return t < cells.configs.size() && !cells.configs[t].empty(); });
   kind.summarise(rep);
   rep.tolerance = o.tolerance;
   rep.tolerant = o.tolerant;
@@ -53,16 +48,17 @@ report::Report run_kind(AuditKind& kind, const SessionOptions& o,
                         const std::optional<fleet::ShardOptions>& shard_options) {
   const auto started = std::chrono::steady_clock::now();
   AuditPlan plan = kind.plan();
-  if (o.check_targets) o.check_targets(plan.targets, config_names(o.configs));
+  if (o.check_targets) o.check_targets(plan.body, config_names(o.configs));
+  const size_t rows = plan.row_count();
   std::optional<fleet::ShardPlan> shard;
-  if (shard_options) shard.emplace(*shard_options, plan.identity, plan.targets.size(), config_names(o.configs));
-  const Cells cells = cells_of(plan.targets.size(), o.configs.size(), shard ? &*shard : nullptr);
+  if (shard_options) shard.emplace(*shard_options, plan.identity, rows, config_names(o.configs));
+  const Cells cells = cells_of(rows, o.configs.size(), shard ? &*shard : nullptr);
 
   report::Report rep;
   rep.tool_version = tool_version();
   rep.command = o.command;
   rep.environment = std::move(plan.environment);
-  rep.body = report::TargetsBody{std::move(plan.targets)};  // the kind's analyse may choose another body
+  rep.body = std::move(plan.body);
   // An empty shard (the plan has fewer cells than shards) runs nothing: a valid result with no target.
   if (!shard || !cells.empty()) {
     kind.run(cells);

@@ -6,16 +6,17 @@
 // into shards, what an empty shard writes, or how a report is closed, judged and written. So a kind
 // is a class that fills in three parts, and `run_kind` owns the order and everything between them:
 //
-//   plan()           checks the inputs, runs the preflight, and names every target of the plan
-//                    (identity set, no results), the environment, and the plan's identity for
-//                    --shard (fleet::session_plan plus what of the kind changes a result).
+//   plan()           checks the inputs, runs the preflight, and names every target of the plan in
+//                    the kind's own body (reports/model.h: RunBody, ExecBody, ProbesBody; identity
+//                    and the kind's facts set, no results), the environment, and the plan's
+//                    identity for --shard (fleet::session_plan plus what of the kind changes a
+//                    result). A kind without targets gives its own alternative and its rows.
 //   run(cells)       runs the trials of the cells this process owns: per target, the configurations
 //                    (indices into SessionOptions::configs). Unsharded, that is every cell.
 //   analyse(cells, report)
-//                    turns the trials into results: fills the targets in report.targets() (the
-//                    plan's, in plan order, in a TargetsBody) whose cells ran here, or sets the
-//                    report's body to the kind's own alternative (reports/model.h: ProbesBody,
-//                    Invariance, SelfTest).
+//                    turns the trials into results: fills the targets of the report's body (the
+//                    plan's, in plan order) whose cells ran here, or sets the body of a kind
+//                    without targets (Invariance, SelfTest).
 // Two optional parts: summarise(report), called on the final list of targets in every case, an
 // empty shard included (the probe census's cross-tabulation), and shard_census(), what a shard
 // keeps for merge beyond the results.
@@ -39,9 +40,10 @@
 //   4. In cli/, one cmd_<name>.cpp parses the device (Device::parse, audit/common/device.h), fills
 //      the options (fill_session, shard_option, load_judges) and ends with
 //      finish_report(report, args.out, judges).
-//   5. Results go in report::Target::configs, one per configuration that ran; a result of a new
-//      shape is a new alternative of report::Body (reports/model.h), and the compiler then lists
-//      every consumer that must say what to do with it (docs/ARCHITECTURE.md, "An audit kind").
+//   5. Its report is an alternative of report::Body (reports/model.h) of its own, with a row of
+//      kKinds; the compiler then lists every consumer that must say what to do with it
+//      (docs/ARCHITECTURE.md, "An audit kind"). Results go in each target's configs, one per
+//      configuration that ran.
 // A kind never sets tool_version, command, tolerance, shard or wall time, never calls finalize, and
 // never writes a file: if a kind needs something the skeleton does not offer, change the skeleton
 // rather than copy a driver.
@@ -68,9 +70,15 @@ struct Cells {
 
 // What a kind's plan gives the skeleton.
 struct AuditPlan {
-  nlohmann::ordered_json environment;   // the preflight's fingerprint (null where analyse sets it)
-  std::vector<report::Target> targets;  // every target of the plan, named and identified, no results
-  nlohmann::ordered_json identity;      // what names the plan for --shard (audit/fleet/shard.h)
+  nlohmann::ordered_json environment;  // the preflight's fingerprint (null where analyse sets it)
+  // The kind's body, with every target of the plan named and identified, no results; a kind without
+  // targets gives its own (empty) alternative.
+  report::Body body;
+  // A kind without targets: the rows of its cells (invariance's size chunks), each as many cells as
+  // configurations. A kind with targets has one row per target.
+  size_t rows = 0;
+  nlohmann::ordered_json identity;  // what names the plan for --shard (audit/fleet/shard.h)
+  size_t row_count() const { return rows + report::common_targets(body).size(); }
 };
 
 class AuditKind {

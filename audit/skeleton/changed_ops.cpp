@@ -20,16 +20,16 @@ const report::ConfigResult* find_config(const report::Target& t, const std::stri
 
 void name_changed_ops(report::Report& current, const Baseline& base) {
   if (!current.baseline) return;
-  const std::vector<report::Target>& targets = std::as_const(current).targets();  // none for invariance
-  const std::vector<int> pairs = pair_targets(base.results.targets(), targets);
+  const std::vector<Side> targets = sides(current.body), held = sides(base.results.body);  // none for invariance
+  const std::vector<int> pairs = pair_targets(held, targets);
   for (auto& result : current.baseline->results) {
     if (result.differing == 0) continue;
     const report::ConfigResult* now = nullptr;
     const report::ConfigResult* then = nullptr;
     for (size_t i = 0; i < targets.size(); ++i) {
-      if (targets[i].name != result.target || pairs[i] < 0) continue;
-      now = find_config(targets[i], result.config);
-      then = find_config(base.results.targets()[static_cast<size_t>(pairs[i])], result.config);
+      if (targets[i].target->name != result.target || pairs[i] < 0) continue;
+      now = find_config(*targets[i].target, result.config);
+      then = find_config(*held[static_cast<size_t>(pairs[i])].target, result.config);
     }
     if (now == nullptr || then == nullptr || !now->op_stream) continue;  // not traced now: nothing to say
     if (!then->op_stream) {

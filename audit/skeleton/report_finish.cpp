@@ -64,15 +64,15 @@ void compare_with_baseline(report::Report& rep, const ReportJudges& judges) {
 std::string baseline_with_tensors(const report::Report& rep, const std::string& path) {
   report::Report named = rep;
   std::map<std::string, std::string> files;
-  if (std::vector<report::Target>* targets = report::target_list(named.body))
-    for (size_t t = 0; t < targets->size(); ++t)
-      for (size_t c = 0; c < (*targets)[t].configs.size(); ++c) {
-        std::string& kept = (*targets)[t].configs[c].reference_tensors;
-        if (kept.empty()) continue;
-        const std::string name = fmt::format("t{}-c{}.pt", t, c);
-        files[name] = kept;
-        kept = name;
-      }
+  const report::Targets targets = named.targets();
+  for (size_t t = 0; t < targets.size(); ++t)
+    for (size_t c = 0; c < targets[t].configs.size(); ++c) {
+      std::string& kept = targets[t].configs[c].reference_tensors;
+      if (kept.empty()) continue;
+      const std::string name = fmt::format("t{}-c{}.pt", t, c);
+      files[name] = kept;
+      kept = name;
+    }
   const std::string folder = path + ".tensors";
   write_owned_folder(folder, files, "the baseline's reference tensors");
   return report::render_baseline(named, files.empty() ? "" : std::filesystem::path(folder).filename().string());

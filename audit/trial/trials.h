@@ -10,7 +10,7 @@
 #include "audit/trial/placement.h"
 #include "audit/trial/runner.h"
 #include "audit/trial/trial_spec.h"
-#include "reports/target_model.h"
+#include "reports/model.h"
 
 #include <functional>
 #include <memory>
@@ -38,10 +38,10 @@ struct SessionOptions {
   // (ConfigResult::reference_tensors: --baseline-tensors, or a --baseline that kept its own); null:
   // not kept. The caller owns the folder until the report is finished.
   std::shared_ptr<const ScratchDir> keep_tensors;
-  // Called after the preflight and before any trial, with the targets as the report will name them
-  // (identity set, no results yet) and the configurations' names; throws to stop the audit
+  // Called after the preflight and before any trial, with the body of the kind's report as its plan
+  // names its targets (identity set, no results yet) and the configurations' names; throws to stop the audit
   // (--baseline checks that the baseline was made from the same targets: audit/baseline/baseline.h).
-  std::function<void(const std::vector<report::Target>&, const std::vector<std::string>&)> check_targets;
+  std::function<void(const report::Body&, const std::vector<std::string>&)> check_targets;
 };
 
 // The placement of this session's children on GPUs (audit/trial/placement.h), from --devices or

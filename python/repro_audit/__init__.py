@@ -6,8 +6,8 @@ names below are loaded on first use, so the `repro-audit` launcher (_launcher.py
 import importlib
 
 _WHERE = {"run": "api", "invariance": "api", "exec": "api", "save_model": "api", "Result": "results",
-          "ConfigVerdict": "results", "FirstOp": "results", "Fix": "results", "ReproAuditError": "_binary",
-          "SetupError": "_binary"}
+          "ConfigVerdict": "results", "FirstOp": "results", "Fix": "results", "ReportKindError": "results",
+          "ReproAuditError": "_binary", "SetupError": "_binary"}
 __all__ = list(_WHERE)
 
 

@@ -88,6 +88,7 @@ class Result:
     # `classes` is invariance's classes of batch sizes.
     error_vs_reference: tuple[ReferenceError, ...] = ()
     difference_classes: tuple[DifferenceClass, ...] = ()
+    kind: str = ""  # the report's kind, one of KINDS (report_kind)
 
     @property
     def ok(self) -> bool:
@@ -151,6 +152,37 @@ def format_classes(classes) -> str:
     return " | ".join(parts)
 
 
+# The kinds a report names in its "kind" key, as reports/model.h's kKinds has them.
+KINDS = ("run", "exec", "probes", "invariance", "selftest")
+
+
+class ReportKindError(ValueError):
+    """A report whose "kind" this package does not read (a newer repro-audit's, or a damaged file)."""
+
+
+def legacy_kind(doc: dict) -> str:
+    """The kind of a report written before reports carried "kind", from its keys, as the C++ readers
+    guess it (reports/json.cpp, legacy_kind): nothing else guesses."""
+    if "selftest" in doc:
+        return "selftest"
+    if "invariance" in doc:
+        return "invariance"
+    if "census" in doc:
+        return "probes"
+    targets = doc.get("targets") or ()
+    first = targets[0] if isinstance(targets, list) and targets and isinstance(targets[0], dict) else {}
+    return {"probe": "probes", "command": "exec"}.get(first.get("kind"), "run")
+
+
+def report_kind(doc: dict) -> str:
+    """The report's kind: its "kind" key, or legacy_kind for an older file; ReportKindError for a kind
+    that is not one of KINDS."""
+    kind = doc["kind"] if "kind" in doc else legacy_kind(doc)
+    if kind not in KINDS:
+        raise ReportKindError(f"report kind {kind!r} is not one this repro_audit reads (it reads {', '.join(KINDS)})")
+    return kind
+
+
 def _classes(cfg) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(c.get("sizes", ())) for c in cfg.get("classes", ()))
 
@@ -182,8 +214,9 @@ def _referee_parts(target: dict) -> tuple[list[ReferenceError], list[DifferenceC
 def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
     configs, first_op, fixes, advice, conclusion, dependence = [], None, [], [], "", ()
     errors, difference_classes = _referee_parts((doc.get("targets") or [{}])[0])
-    inv = doc.get("invariance")
-    if inv:
+    kind = report_kind(doc)
+    if kind == "invariance":
+        inv = doc.get("invariance") or {}
         for cfg in inv.get("configs", ()):
             configs.append(ConfigVerdict(cfg.get("config", ""), cfg.get("verdict", ""), cfg.get("message", ""),
                                          _classes(cfg)))
@@ -196,7 +229,7 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
         for cand in (inv.get("fix") or {}).get("candidates", ()):
             if cand.get("fixes"):
                 fixes.append(Fix(cand.get("toggles", ""), cand.get("python", ""), cand.get("cpp", "")))
-    for target in doc.get("targets", ()):
+    for target in doc.get("targets", ()) if kind in ("run", "exec", "probes") else ():
         groups = (target.get("configuration_dependence") or {}).get("groups", ())
         dependence = dependence or tuple(tuple(g) for g in groups)
         for cfg in target.get("configs", ()):
@@ -212,4 +245,4 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
                     toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
                     fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
     return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), conclusion,
-                  summary, doc, path, dependence, tuple(errors), tuple(difference_classes))
+                  summary, doc, path, dependence, tuple(errors), tuple(difference_classes), kind)

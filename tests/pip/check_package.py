@@ -13,6 +13,8 @@
 #  - a model whose output holds non-tensors is ReproAuditError exit 3 with the binary's line;
 #  - exit 4 is ReproAuditError with the first reason ("verdict incomplete: ... SIGABRT"), which the
 #    binary prints on stderr even under -q;
+#  - a report's kind is read from its "kind" key, or guessed from an older file's keys, and an unknown
+#    kind is ReportKindError (issue 52);
 #  - the pytest plugin's report names differ for ids that differ only in punctuation. pytest is not
 #    in ./dev's venv: where it is missing, the plugin module is imported over a stand-in `pytest`
 #    that has only what the module uses at import time (its name computation is what is tested).
@@ -112,6 +114,23 @@ e = raises(lambda: repro_audit.exec([sys.executable, "-c", script], metrics={"lo
                                     repeats=2), repro_audit.ReproAuditError)
 check(e is not None and e.exit_code == 4 and e.message.startswith("repro-audit: verdict incomplete: ") and
       "SIGABRT" in e.message, f"a run that aborts: exit 4 with why ({e and (e.exit_code, e.message)})")
+
+# The report's kind: its "kind" key, or for an older file without it its keys (legacy_kind); a kind
+# this package does not know is ReportKindError, never a run's Result.
+from repro_audit.results import from_report  # noqa: E402
+
+ex = repro_audit.exec([sys.executable, "-c", "print('loss 1.0')"], metrics={"loss": r"loss (\S+)"}, configs="default",
+                      repeats=2)
+check(r.kind == "invariance" == r.report.get("kind"), f"invariance's Result and report say its kind ({r.kind})")
+check(ex.kind == "exec" == ex.report.get("kind"), f"exec's Result and report say its kind ({ex.kind})")
+for result in (r, ex):
+    older = {k: v for k, v in result.report.items() if k != "kind"}
+    back = from_report(older, result.exit_code, result.summary, "")
+    check(back.kind == result.kind and back.configs == result.configs and back.verdict == result.verdict,
+          f"a {result.kind} report without \"kind\" reads as before ({back.kind})")
+e = raises(lambda: from_report(dict(ex.report, kind="census-v2"), 0, "", ""), repro_audit.ReportKindError)
+check(e is not None and isinstance(e, ValueError) and "'census-v2'" in str(e) and "exec" in str(e),
+      f"an unknown kind: ReportKindError naming it and the kinds read ({e})")
 
 # The pytest plugin's report names.
 try:

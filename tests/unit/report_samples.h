@@ -4,7 +4,31 @@
 
 #include "reports/model.h"
 
+#include <utility>
+#include <vector>
+
 namespace ra::test {
+
+// A body of one kind holding `targets` with empty facts: the tests' shorthand for a run, exec or
+// probes report's targets.
+template <class Body>
+Body body_of(std::vector<ra::report::Target> targets) {
+  Body body;
+  for (auto& t : targets) body.targets.push_back({std::move(t), {}});
+  return body;
+}
+
+// The facts of a report's target of each kind (the tests' shorthand; std::bad_variant_access for a
+// report of another kind).
+inline ra::report::RunFacts& run_facts(ra::report::Report& r, size_t i = 0) {
+  return std::get<ra::report::RunBody>(r.body).targets.at(i).facts;
+}
+inline ra::report::ExecFacts& exec_facts(ra::report::Report& r, size_t i = 0) {
+  return std::get<ra::report::ExecBody>(r.body).targets.at(i).facts;
+}
+inline ra::report::ProbeFacts& probe_facts(ra::report::Report& r, size_t i = 0) {
+  return std::get<ra::report::ProbesBody>(r.body).targets.at(i).facts;
+}
 
 // A trace summary with one backward root cause (aten::index_add in IndexAddBackward0 at
 // model.py:5, 2/2 runs, 14 ops propagated) and one structural split at #90.
@@ -55,11 +79,11 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   r.tool_version = "0.1.0";
   ra::report::Target t;
   t.name = "m<1>&\"'.pt";
-  t.kind = "model";
   t.model_digest = "0123456789abcdef0123456789abcdef";
   t.device = "cpu";
   t.mode = "train";
-  t.steps = 4;
+  ra::report::RunFacts facts;
+  facts.steps = 4;
   ra::report::TensorFinding output;
   output.name = "output";
   output.dtype = "float32";
@@ -173,8 +197,8 @@ inline ra::report::Report every_verdict_report(double wall_ms) {
   params.tensors = 1;
   replay.components = {params};
   replay.differing = {output};
-  t.replay = replay;
-  r.targets() = {t};
+  facts.replay = replay;
+  r.body = ra::report::RunBody{{{t, facts}}};
   r.wall_ms = wall_ms;
   ra::report::finalize(r);
   return r;

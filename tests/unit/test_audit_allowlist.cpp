@@ -34,9 +34,8 @@ ra::report::Report model_report(Verdict v) {
   ra::report::Report r;
   ra::report::Target t;
   t.name = "nd.pt";
-  t.kind = "model";
   t.configs.push_back(config("default", v));
-  r.targets().push_back(t);
+  r.body = ra::report::RunBody{{{t, {}}}};
   ra::report::finalize(r);
   return r;
 }
@@ -173,11 +172,10 @@ TEST_CASE("apply_allowlist: op entries cover a probe's op, or every root cause o
   ra::report::Report probes;
   ra::report::Target p;
   p.name = "index_add";
-  p.kind = "probe";
-  p.probe = ra::report::ProbeFacts{};
-  p.probe->op = "aten::index_add";
+  ra::report::ProbeFacts facts;
+  facts.op = "aten::index_add";
   p.configs.push_back(config("default", Verdict::Diverged));
-  probes.targets().push_back(p);
+  probes.body = ra::report::ProbesBody{{{p, facts}}, std::nullopt};
   ra::apply_allowlist(probes, list, "2026-01-01");
   CHECK(probes.targets()[0].configs[0].allowed_by);
   CHECK(probes.exit_code == 0);

@@ -18,11 +18,13 @@ class FakeKind : public ra::AuditKind {
     calls.push_back("plan");
     ra::AuditPlan p;
     p.environment = {{"torch", "x"}};
+    ra::report::RunBody models;
     for (const char* name : {"a", "b"}) {
       ra::report::Target t;
       t.name = name;
-      p.targets.push_back(t);
+      models.targets.push_back({t, {}});
     }
+    p.body = models;
     p.identity = {{"kind", "fake"}};
     return p;
   }
@@ -58,8 +60,8 @@ TEST_CASE("run_kind: plan, run, analyse and summarise in order, every cell unsha
   FakeKind kind;
   ra::SessionOptions o = session();
   std::vector<std::string> checked;
-  o.check_targets = [&](const std::vector<ra::report::Target>& targets, const std::vector<std::string>& configs) {
-    for (const auto& t : targets) checked.push_back(t.name);
+  o.check_targets = [&](const ra::report::Body& body, const std::vector<std::string>& configs) {
+    for (const auto& t : ra::report::common_targets(body)) checked.push_back(t.name);
     CHECK(configs == std::vector<std::string>{"default", "det"});
   };
   const ra::report::Report rep = ra::run_kind(kind, o, std::nullopt);

@@ -66,13 +66,12 @@ ra::report::Report report(const std::string& device = "cpu") {
   r.environment = environment();
   ra::report::Target t;
   t.name = "m.pt";
-  t.kind = "model";
   t.model_digest = hex('1');
   t.device = device;
   t.mode = "infer";
   t.inputs = {"float32[4x16]"};
   t.configs = {config("default", Verdict::Reproducible), config("threads-1", Verdict::Reproducible, 'b', "1")};
-  r.targets() = {t};
+  r.body = ra::report::RunBody{{{t, {}}}};
   ra::report::finalize(r);
   return r;
 }
@@ -87,7 +86,10 @@ const ra::report::BaselineResult& result(const ra::report::Report& r, const std:
   return *found;
 }
 
-std::string check_error(const ra::Baseline& base, const std::vector<ra::report::Target>& targets,
+// The first target of a body, to change.
+ra::report::Target& first(ra::report::Body& body) { return ra::report::common_targets(body)[0]; }
+
+std::string check_error(const ra::Baseline& base, const ra::report::Body& targets,
                         const std::vector<std::string>& configs = {"default"}) {
   try {
     ra::check_baseline_targets(base, targets, configs);
@@ -384,53 +386,53 @@ TEST_CASE("apply_baseline: differing tensors are listed in execution order, the 
 
 TEST_CASE("check_baseline_targets: another model, device, mode, seed or inputs is an input error naming it") {
   const auto base = baseline_of(report());
-  CHECK(check_error(base, report().targets()).empty());
+  CHECK(check_error(base, report().body).empty());
 
-  auto renamed = report().targets();
-  renamed[0].name = "renamed.pt";  // same bytes under another name: the same model
+  auto renamed = report().body;
+  first(renamed).name = "renamed.pt";  // same bytes under another name: the same model
   CHECK(check_error(base, renamed).empty());
 
-  auto other = report().targets();
-  other[0].name = "b.pt";
-  other[0].model_digest = hex('9');
+  auto other = report().body;
+  first(other).name = "b.pt";
+  first(other).model_digest = hex('9');
   CHECK(check_error(base, other) ==
         "baseline golden.json was made from model m.pt (digest 111111111111...), not b.pt (digest 999999999999...)");
-  other[0].name = "m.pt";
+  first(other).name = "m.pt";
   CHECK(check_error(base, other) ==
         "baseline golden.json was made from another version of model m.pt (digest 111111111111...; this one's is "
         "999999999999...)");
 
-  auto t = report().targets();
-  t[0].device = "cuda";
+  auto t = report().body;
+  first(t).device = "cuda";
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt on cpu, not on cuda");
-  t = report().targets();
-  t[0].mode = "train";
+  t = report().body;
+  first(t).mode = "train";
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt in infer mode, not train mode");
-  t = report().targets();
-  t[0].seed = 7;
+  t = report().body;
+  first(t).seed = 7;
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with seed 0, not 7");
-  t = report().targets();
-  t[0].inputs = {"float32[8x16]"};
+  t = report().body;
+  first(t).inputs = {"float32[8x16]"};
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with inputs float32[4x16], not float32[8x16]");
-  t = report().targets();
-  t[0].input_digest = hex('7');
+  t = report().body;
+  first(t).input_digest = hex('7');
   CHECK(check_error(base, t) == "baseline golden.json was made for m.pt with synthetic inputs, not an input file");
 
   // A baseline from a report written before targets carried digests: the rest is still checked.
   auto old = report();
-  old.targets()[0].model_digest.clear();
-  t = report().targets();
-  t[0].input_digest = hex('7');
-  t[0].model_digest = hex('9');
+  first(old.body).model_digest.clear();
+  t = report().body;
+  first(t).input_digest = hex('7');
+  first(t).model_digest = hex('9');
   CHECK(check_error(baseline_of(old), t).empty());
-  t[0].seed = 3;
+  first(t).seed = 3;
   CHECK(check_error(baseline_of(old), t) == "baseline golden.json was made for m.pt with seed 0, not 3");
 
-  auto probe = report().targets();
-  probe[0].kind = "probe";
+  auto model = report().body;
+  const ra::report::Body probe = ra::report::ProbesBody{{{first(model), {}}}, std::nullopt};
   CHECK(check_error(base, probe) ==
         "baseline golden.json has no target of this run: it holds model m.pt, this run has probe m.pt");
-  CHECK(check_error(base, report().targets(), {"det", "strict"}) ==
+  CHECK(check_error(base, report().body, {"det", "strict"}) ==
         "baseline golden.json has no configuration of this run: it holds default, threads-1, this run has det, strict");
 }
 
@@ -493,7 +495,7 @@ ra::report::Report with_identity(char bytes, char weights, char graph) {
 
 TEST_CASE("identity: a re-saved model (other bytes, same graph and weights) compares as the same model") {
   auto r = with_identity('2', 'w', 'g');
-  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), r.targets()).empty());
+  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), r.body).empty());
   ra::apply_baseline(r, baseline_of(with_identity('1', 'w', 'g')));
   for (const auto& res : r.baseline->results) CHECK(res.status == BaselineStatus::Match);
   REQUIRE(r.baseline->models.size() == 1);
@@ -537,13 +539,13 @@ TEST_CASE("identity: same graph, other weights is compared, said, and explains t
 }
 
 TEST_CASE("identity: another graph is another model; an older baseline matches by bytes and says how to upgrade") {
-  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), with_identity('2', 'w', 'h').targets()) ==
+  CHECK(check_error(baseline_of(with_identity('1', 'w', 'g')), with_identity('2', 'w', 'h').body) ==
         "baseline golden.json was made from another version of model m.pt, which computes another graph (graph "
         "gggggggggggg...; this one's is hhhhhhhhhhhh...)");
   // Written before identities by content: the bytes decide, and the message says what to do.
   auto old = report();
-  CHECK(check_error(baseline_of(old), with_identity('1', 'w', 'g').targets()).empty());
-  CHECK(check_error(baseline_of(old), with_identity('2', 'w', 'g').targets()) ==
+  CHECK(check_error(baseline_of(old), with_identity('1', 'w', 'g').body).empty());
+  CHECK(check_error(baseline_of(old), with_identity('2', 'w', 'g').body) ==
         "baseline golden.json was made from another version of model m.pt (digest 111111111111...; this one's is "
         "222222222222...): this baseline predates identities by content, so it matches by the file's bytes; save it "
         "again to match a re-saved model by its graph and weights");

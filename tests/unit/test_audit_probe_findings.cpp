@@ -18,13 +18,11 @@ ra::report::ConfigResult config(const std::string& name, const std::string& dete
   return c;
 }
 
-ra::report::Target probe_target(std::vector<ra::report::ConfigResult> configs, const std::string& role = "probe") {
-  ra::report::Target t;
-  t.name = "p";
-  t.kind = "probe";
-  t.probe = ra::report::ProbeFacts{};
-  t.probe->role = role;
-  t.configs = std::move(configs);
+ra::report::ProbeTarget probe_target(std::vector<ra::report::ConfigResult> configs, const std::string& role = "probe") {
+  ra::report::ProbeTarget t;
+  t.common.name = "p";
+  t.facts.role = role;
+  t.common.configs = std::move(configs);
   return t;
 }
 
@@ -38,8 +36,8 @@ ra::KnowledgeEntry entry(ra::Documented documented, const std::string& device) {
   return e;
 }
 
-bool mentions(const ra::report::Target& t, const std::string& text) {
-  for (const auto& d : t.probe->disagreements)
+bool mentions(const ra::report::ProbeTarget& t, const std::string& text) {
+  for (const auto& d : t.facts.disagreements)
     if (d.find(text) != std::string::npos) return true;
   return false;
 }
@@ -50,9 +48,9 @@ TEST_CASE("judge_probe: measurement that matches the documentation gives no disa
   const auto e = entry(ra::Documented::Raises, "cuda");
   auto t = probe_target({config("default", "off", Verdict::Diverged), config("det", "on", Verdict::Raised, 0)});
   ra::judge_probe(t, &e, ra::Device::cuda(), ra::CensusRun{true, {"op does not have a deterministic implementation"}});
-  CHECK(t.probe->disagreements.empty());
-  CHECK(t.probe->census == "alerted-diverged");
-  CHECK(t.probe->alerts.size() == 1);
+  CHECK(t.facts.disagreements.empty());
+  CHECK(t.facts.census == "alerted-diverged");
+  CHECK(t.facts.alerts.size() == 1);
 }
 
 TEST_CASE("judge_probe: documented to raise but ran, and no alert in the census") {
@@ -62,19 +60,19 @@ TEST_CASE("judge_probe: documented to raise but ran, and no alert in the census"
   CHECK(mentions(t, "documented to raise under use_deterministic_algorithms on cuda, but ran without an error"));
   CHECK(mentions(t, "no alert fired"));
   CHECK(mentions(t, "never diverged here (not observed)"));
-  CHECK(t.probe->census == "stable");
+  CHECK(t.facts.census == "stable");
 }
 
 TEST_CASE("judge_probe: an entry for another device documents nothing here") {
   const auto e = entry(ra::Documented::Raises, "cuda");
   auto t = probe_target({config("default", "off", Verdict::Reproducible), config("det", "on", Verdict::Reproducible)});
   ra::judge_probe(t, &e, ra::Device::cpu(), ra::CensusRun{true, {}});
-  CHECK(t.probe->disagreements.empty());
+  CHECK(t.facts.disagreements.empty());
 
   auto diverging = probe_target({config("default", "off", Verdict::Diverged)});
   ra::judge_probe(diverging, &e, ra::Device::cpu(), std::nullopt);
   CHECK(mentions(diverging, "nothing documents it as nondeterministic on cpu"));
-  CHECK(diverging.probe->census.empty());  // no census run
+  CHECK(diverging.facts.census.empty());  // no census run
 }
 
 TEST_CASE("judge_probe: made deterministic but diverged under det; raised though not documented to") {
@@ -97,24 +95,23 @@ TEST_CASE("judge_probe: a control that diverges is a disagreement; one that is s
 
   auto stable = probe_target({config("default", "off", Verdict::Reproducible)}, "control");
   ra::judge_probe(stable, &e, ra::Device::cpu(), std::nullopt);
-  CHECK(stable.probe->disagreements.empty());
+  CHECK(stable.facts.disagreements.empty());
 }
 
 TEST_CASE("judge_probe: 'not observed' needs two completed repeats under a deterministic-off configuration") {
   const auto e = entry(ra::Documented::MadeDeterministic, "cpu");
   auto one = probe_target({config("default", "off", Verdict::Reproducible, 1)});
   ra::judge_probe(one, &e, ra::Device::cpu(), std::nullopt);
-  CHECK(one.probe->disagreements.empty());
+  CHECK(one.facts.disagreements.empty());
 }
 
 TEST_CASE("cross_tabulate: each probe lands in one cell, in suite order") {
-  std::vector<ra::report::Target> targets(5);
+  std::vector<ra::report::ProbeTarget> targets(5);
   const char* classes[] = {"alerted-diverged", "stable", "silent-diverged", "", "alerted-stable"};
   const char* names[] = {"p0", "p1", "p2", "p3", "p4"};
   for (int i = 0; i < 5; ++i) {
-    targets[i].name = names[i];
-    targets[i].probe = ra::report::ProbeFacts{};
-    targets[i].probe->census = classes[i];
+    targets[i].common.name = names[i];
+    targets[i].facts.census = classes[i];
   }
   const auto c = ra::cross_tabulate(targets, "census");
   CHECK(c.alerted_diverged == std::vector<std::string>{"p0"});

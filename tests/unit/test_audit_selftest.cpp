@@ -7,6 +7,7 @@
 #include "audit/trial/config.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
+#include "tests/unit/report_samples.h"
 
 #include <doctest/doctest.h>
 
@@ -35,15 +36,15 @@ ConfigResult config(const std::string& name, Verdict v, int diverging = 0) {
 Target target(const std::string& name, Verdict on_default, Verdict on_det) {
   Target t;
   t.name = name;
-  t.kind = "probe";
   t.configs = {config("default", on_default, on_default == Verdict::Diverged ? 3 : 0), config("det", on_det)};
   return t;
 }
 
 Report probes(Verdict pos_default, Verdict pos_det, Verdict neg_default = Verdict::Reproducible) {
   Report r;
-  r.targets() = {target("index_put.accumulate", pos_default, pos_det),
-                 target("index_put.accumulate.unique-control", neg_default, Verdict::Reproducible)};
+  r.body = ra::test::body_of<ra::report::ProbesBody>(
+      {target("index_put.accumulate", pos_default, pos_det),
+       target("index_put.accumulate.unique-control", neg_default, Verdict::Reproducible)});
   return r;
 }
 
@@ -79,7 +80,7 @@ Report traced(const std::string& direction, uint32_t thread, Verdict v = Verdict
     c.trace->root_causes.push_back(cause);
   }
   t.configs = {c};
-  r.targets() = {t};
+  r.body = ra::test::body_of<ra::report::RunBody>({t});
   return r;
 }
 
@@ -218,15 +219,16 @@ namespace {
 Report batch_probes(std::vector<std::vector<int64_t>> linear, std::vector<std::vector<int64_t>> norm,
                     std::vector<std::vector<int64_t>> detect) {
   Report r;
+  ra::report::ProbesBody probes;
   for (auto [name, classes] :
        {std::pair{"batch.linear", linear}, {"batch.layer_norm", norm}, {"batch.detect-control", detect}}) {
-    Target t;
-    t.name = name;
-    t.probe = ra::report::ProbeFacts{};
-    t.probe->family = "batch-invariance";
-    t.probe->batch_classes = {{"default", classes}};
-    r.targets().push_back(t);
+    ra::report::ProbeTarget t;
+    t.common.name = name;
+    t.facts.family = "batch-invariance";
+    t.facts.batch_classes = {{"default", classes}};
+    probes.targets.push_back(t);
   }
+  r.body = probes;
   return r;
 }
 
@@ -258,7 +260,7 @@ TEST_CASE("selftest invariance: Linear variant where measured so in-process, lay
   CHECK(contains(blind.evidence, "the comparison cannot see one ulp"));
   // A probe that did not run.
   Report partial = batch_probes(split, one, ulp);
-  partial.targets().pop_back();
+  std::get<ra::report::ProbesBody>(partial.body).targets.pop_back();
   CHECK_FALSE(ra::invariance_check(partial, variant).passed);
 }
 

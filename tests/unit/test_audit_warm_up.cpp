@@ -67,7 +67,6 @@ TEST_CASE("warm_up: a dependent configuration makes the report exit 1, and the J
   r.command = {"repro-audit", "run", "m.pt", "--calls", "3"};
   ra::report::Target t;
   t.name = "m.pt";
-  t.kind = "model";
   t.device = "cpu";
   t.mode = "infer";
   ra::report::ConfigResult c;
@@ -75,7 +74,7 @@ TEST_CASE("warm_up: a dependent configuration makes the report exit 1, and the J
   c.repeats = c.completed = 3;
   c.warm_up = ra::compare_calls({trial(0, A, {B, B}), trial(1, A, {B, B}), trial(2, A, {B, B})}, {}, 3);
   t.configs.push_back(c);
-  r.targets().push_back(t);
+  r.body = ra::report::RunBody{{{t, {}}}};
   ra::report::finalize(r);
   CHECK(r.targets()[0].configs[0].verdict == ra::report::Verdict::Reproducible);
   CHECK(r.exit_code == 1);

@@ -41,7 +41,6 @@ ra::report::Report exec_report() {
   r.command = {"repro-audit", "exec", "--artifact", "{out}/ckpt.pt", "--", "python", "train.py"};
   ra::report::Target t;
   t.name = "python train.py";
-  t.kind = "command";
   t.device = "cpu";
   ra::report::ExecFacts e;
   e.command = {"python", "train.py"};
@@ -67,7 +66,6 @@ ra::report::Report exec_report() {
        where + ":8",
        {},
        ""}};
-  t.exec = e;
   std::vector<std::string> entries;
   for (const char* n : {"model/0.bias", "model/0.weight", "model/2.bias", "model/2.weight"})
     entries.push_back(std::string("ckpt.pt:") + n);
@@ -115,7 +113,7 @@ ra::report::Report exec_report() {
   fix.conclusion = "no candidate made it reproducible";
   diverged.fix_search = fix;
   t.configs = {diverged, exec_config("threads-1", Verdict::Reproducible, {"ckpt.pt", "metric:loss"})};
-  r.targets() = {t};
+  r.body = ra::report::ExecBody{{{t, e}}};
   r.wall_ms = 5000;
   ra::report::finalize(r);
   return r;

@@ -154,13 +154,14 @@ TEST_CASE("render_html: every clock figure is inside the timing markers") {
 
 TEST_CASE("render_html: one heat-map cell per target x configuration, coloured by verdict") {
   auto r = ra::test::every_verdict_report(10);
-  auto second = r.targets().front();
-  second.name = "second.pt";
-  r.targets().push_back(second);
+  auto& models = std::get<ra::report::RunBody>(r.body).targets;
+  auto second = models.front();
+  second.common.name = "second.pt";
+  models.push_back(second);
   auto third = second;
-  third.name = "third.pt";
-  third.configs.resize(2);  // det, default: a shorter row
-  r.targets().push_back(third);
+  third.common.name = "third.pt";
+  third.common.configs.resize(2);  // det, default: a shorter row
+  models.push_back(third);
   const std::string h = ra::report::render_html(r);
   CHECK(count(h, "<tr class=\"hm-row\"") == 3);
   CHECK(count(h, "<td class=\"hm-cell") == 6 + 6 + 2);
@@ -210,23 +211,24 @@ TEST_CASE("render_html: root causes, fix candidates, tensors and failures as man
 
 TEST_CASE("render_html: the alert census and the probes' disagreements") {
   ra::report::Report r;
+  ra::report::ProbesBody probes;
   for (const char* name : {"index_add", "scatter|reduce", "mm", "conv"}) {
     ra::report::Target t;
     t.name = name;
-    t.kind = "probe";
-    t.probe = ra::report::ProbeFacts{};
-    t.probe->family = "fam";
+    ra::report::ProbeFacts facts;
+    facts.family = "fam";
     t.configs.resize(1);
     t.configs[0].name = "default";
-    r.targets().push_back(t);
+    probes.targets.push_back({t, facts});
   }
-  r.targets()[1].probe->disagreements = {"diverged without an alert", "not documented"};
+  probes.targets[1].facts.disagreements = {"diverged without an alert", "not documented"};
   ra::report::Census c;
   c.config = "det-warn";
   c.alerted_diverged = {"index_add"};
   c.silent_diverged = {"scatter|reduce"};
   c.stable = {"mm", "conv"};
-  r.body = ra::report::ProbesBody{r.targets(), c};
+  probes.census = c;
+  r.body = probes;
   const std::string h = ra::report::render_html(r);
   CHECK(h.find("<td class=\"census-class\" data-class=\"alerted_diverged\" data-count=\"1\">") != std::string::npos);
   CHECK(h.find("<td class=\"census-class\" data-class=\"alerted_stable\" data-count=\"0\">") != std::string::npos);

@@ -22,7 +22,7 @@ ra::report::Report sample(double wall_ms) {
   trial.startup_ms = wall_ms / 2;
   c.trials = {trial};
   t.configs = {c};
-  r.targets() = {t};
+  r.body = ra::test::body_of<ra::report::RunBody>({t});
   r.wall_ms = wall_ms;
   ra::report::finalize(r);
   return r;
@@ -96,19 +96,19 @@ TEST_CASE("to_json: the trace of a configuration") {
 TEST_CASE("finalize: a restart-replay that diverged exits 1, one that crashed exits 4, inconclusive changes nothing") {
   auto r = sample(1);
   r.targets()[0].configs[0].verdict = ra::report::Verdict::Reproducible;
-  r.targets()[0].replay = ra::report::Replay{};
-  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Inconclusive;
+  ra::test::run_facts(r).replay = ra::report::Replay{};
+  ra::test::run_facts(r).replay->verdict = ra::report::ReplayVerdict::Inconclusive;
   ra::report::finalize(r);
   CHECK(r.exit_code == 0);
-  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Crashed;
+  ra::test::run_facts(r).replay->verdict = ra::report::ReplayVerdict::Crashed;
   ra::report::finalize(r);
   CHECK(r.exit_code == 4);
   CHECK(r.targets()[0].verdict == ra::report::Verdict::Crashed);
-  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Diverged;
+  ra::test::run_facts(r).replay->verdict = ra::report::ReplayVerdict::Diverged;
   ra::report::finalize(r);
   CHECK(r.exit_code == 1);
   CHECK(r.verdict == ra::report::Verdict::Diverged);
-  r.targets()[0].replay->verdict = ra::report::ReplayVerdict::Reproducible;
+  ra::test::run_facts(r).replay->verdict = ra::report::ReplayVerdict::Reproducible;
   r.targets()[0].configs[0].verdict = ra::report::Verdict::Timeout;
   ra::report::finalize(r);
   CHECK(r.exit_code == 4);
@@ -120,8 +120,8 @@ TEST_CASE("to_json: the optimizer of a train-mode target, and the replay only wh
   CHECK(j["targets"][0]["optimizer"].is_null());
   CHECK(!j["targets"][0].contains("replay"));
   r.targets()[0].mode = "train";
-  r.targets()[0].optimizer = "adam";
-  r.targets()[0].lr = 0.001;
+  ra::test::run_facts(r).optimizer = "adam";
+  ra::test::run_facts(r).lr = 0.001;
   ra::report::Replay replay;
   replay.config = "default";
   replay.steps_before = 2;
@@ -132,7 +132,7 @@ TEST_CASE("to_json: the optimizer of a train-mode target, and the replay only wh
   replay.components = {{"generator/cpu", "the CPU generator state", 1, false, true, false, {"generator/cpu"}}};
   replay.tensors_compared = 12;
   replay.differing = {{"step3/output", "float32", {2}, "a", "b", 1, std::nullopt}};
-  r.targets()[0].replay = replay;
+  ra::test::run_facts(r).replay = replay;
   j = ra::report::to_json(r);
   CHECK(j["targets"][0]["optimizer"] == nlohmann::ordered_json({{"name", "adam"}, {"lr", 0.001}}));
   const auto& jr = j["targets"][0]["replay"];

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "reports/baseline_file.h"
 #include "reports/json_read.h"
 #include "reports/render.h"
 #include "tests/unit/report_samples.h"
@@ -6,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -23,10 +26,10 @@ ra::report::Report probes_report() {
   r.tool_version = "0.1.0";
   r.command = {"repro-audit", "probes"};
   r.environment = {{"torch", {{"version", "2.11.0"}}}, {"cpu", {{"threads", 2}}}};
+  ra::report::ProbesBody probes;
   for (const char* name : {"index_add.forward", "sum.control"}) {
     ra::report::Target t;
     t.name = name;
-    t.kind = "probe";
     t.device = "cpu";
     t.mode = "infer";
     t.seed = 7;
@@ -62,17 +65,59 @@ ra::report::Report probes_report() {
     p.disagreements = {"documented to raise, measured stable"};
     if (std::string(name) == "sum.control")
       p.batch_classes = {{"default", {{1, 2, 3}, {4, 5, 257}}}, {"det", {{1, 2, 3, 4, 5, 257}}}};
-    t.probe = p;
-    r.targets().push_back(t);
+    probes.targets.push_back({t, p});
   }
   ra::report::Census census;
   census.config = "det-warn";
   census.stable = {"index_add.forward", "sum.control"};
   census.not_run = {"embedding_bag.backward"};
-  r.body = ra::report::ProbesBody{r.targets(), census};
+  probes.census = census;
+  r.body = probes;
   r.wall_ms = 321.5;
   ra::report::finalize(r);
   return r;
+}
+
+// An exec report: one command with its facts and one configuration.
+ra::report::Report exec_report() {
+  ra::report::Report r;
+  r.tool_version = "0.1.0";
+  r.command = {"repro-audit", "exec", "--", "python", "train.py"};
+  r.environment = {{"torch", {{"version", "2.11.0"}}}};
+  ra::report::Target t;
+  t.name = "python train.py";
+  t.path = "/usr/bin/python";
+  t.device = "cpu";
+  ra::report::ConfigResult c;
+  c.name = "default";
+  c.repeats = c.completed = 2;
+  c.compared = ra::report::ExecCompared{0, 0};  // what exec records for a run that names no file
+  t.configs = {c};
+  ra::report::ExecFacts e;
+  e.command = {"python", "train.py"};
+  r.body = ra::report::ExecBody{{{t, e}}};
+  ra::report::finalize(r);
+  return r;
+}
+
+// A report of every kind, in the order of Body's alternatives.
+std::vector<ra::report::Report> one_of_each_kind() {
+  ra::report::Report invariance;
+  ra::report::Invariance inv;
+  inv.model = "m.pt2";
+  inv.kind = "a torch.export archive";
+  inv.device = "cpu";
+  inv.sizes = "1,4";
+  inv.control = {true, "passed"};
+  invariance.body = inv;
+  ra::report::finalize(invariance);
+  ra::report::Report selftest;
+  selftest.body = ra::report::SelfTest{};
+  ra::report::finalize(selftest);
+  std::vector<ra::report::Report> all = {ra::test::every_verdict_report(40), exec_report(), probes_report(), invariance,
+                                         selftest};
+  for (auto& r : all) r.environment = {{"torch", {{"version", "2.11.0"}}}};
+  return all;
 }
 
 void expect_error(const json& j, const std::string& message) {
@@ -89,7 +134,7 @@ void expect_error(const json& j, const std::string& message) {
 TEST_CASE("report_from_json: to_json(report_from_json(to_json(r))) is to_json(r), byte for byte") {
   SUBCASE("every verdict, trace, fix search with timings, dependence, restart-replay") {
     const auto r = ra::test::every_verdict_report(40);
-    REQUIRE(r.targets().front().replay.has_value());
+    REQUIRE(std::get<ra::report::RunBody>(r.body).targets.front().facts.replay.has_value());
     CHECK(round_trip(r) == ra::report::render_json(r));
   }
   SUBCASE("probe facts and the census") {
@@ -169,7 +214,7 @@ TEST_CASE("report_from_json: timings and non-finite statistics come back") {
   CHECK(back.wall_ms == r.wall_ms);
 
   auto nan = ra::test::every_verdict_report(40);
-  nan.targets().front().configs.front().diverged_tensors = nan.targets().front().replay->differing;
+  nan.targets().front().configs.front().diverged_tensors = ra::test::run_facts(nan).replay->differing;
   nan.targets().front().configs.front().diverged_tensors.front().stats->max_abs_diff = std::nan("");
   const auto nan_back = ra::report::report_from_json(to_json(nan));
   CHECK(std::isnan(nan_back.targets().front().configs.front().diverged_tensors.front().stats->max_abs_diff));
@@ -225,4 +270,75 @@ TEST_CASE("report_from_json: errors name the schema, the version or the JSON pat
   j = good;
   j["timing"]["trials"].erase(0);
   CHECK_THROWS_AS(ra::report::report_from_json(j), ra::report::ReportError);
+}
+
+TEST_CASE("report kind: one row per alternative, each written as \"kind\" and read back as itself by both readers") {
+  using ra::report::kKinds;
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < kKinds.size(); ++i) {
+    CAPTURE(kKinds[i].name);
+    names.insert(kKinds[i].name);
+    const auto body = ra::report::body_of_kind(kKinds[i].name);
+    REQUIRE(body.has_value());
+    CHECK(body->index() == i);
+    CHECK(ra::report::kind_of(*body).name == kKinds[i].name);
+  }
+  CHECK(names.size() == kKinds.size());
+  CHECK_FALSE(ra::report::body_of_kind("model").has_value());
+
+  const auto reports = one_of_each_kind();
+  REQUIRE(reports.size() == kKinds.size());
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const auto& r = reports[i];
+    CAPTURE(kKinds[i].name);
+    REQUIRE(r.body.index() == i);
+    const json j = to_json(r);
+    CHECK(j.at("kind") == std::string(kKinds[i].name));
+    CHECK(ra::report::report_from_json(j).body.index() == i);
+    CHECK(round_trip(r) == ra::report::render_json(r));
+    const json b = ra::report::baseline_to_json(r);
+    CHECK(b.at("kind") == std::string(kKinds[i].name));
+    CHECK(ra::report::baseline_from_json(b).body.index() == i);
+  }
+}
+
+TEST_CASE("report kind: a file without \"kind\" reads as before, by its keys (legacy_kind)") {
+  for (const auto& r : one_of_each_kind()) {
+    CAPTURE(ra::report::kind_of(r.body).name);
+    json j = to_json(r);
+    j.erase("kind");
+    const auto back = ra::report::report_from_json(j);
+    CHECK(back.body.index() == r.body.index());
+    CHECK(ra::report::render_text(back) == ra::report::render_text(r));
+    // A self-test's baseline holds neither targets nor a section: only its "kind" tells it from a run's.
+    if (std::holds_alternative<ra::report::SelfTest>(r.body)) continue;
+    json b = ra::report::baseline_to_json(r);
+    b.erase("kind");
+    CHECK(ra::report::baseline_from_json(b).body.index() == r.body.index());
+  }
+  // An exec report and a probes report are their own kinds, not a run with facts.
+  const auto exec = ra::report::report_from_json(to_json(exec_report()));
+  REQUIRE(std::holds_alternative<ra::report::ExecBody>(exec.body));
+  CHECK(std::get<ra::report::ExecBody>(exec.body).targets.front().facts.command.size() == 2);
+  const auto probes = ra::report::report_from_json(to_json(probes_report()));
+  REQUIRE(std::holds_alternative<ra::report::ProbesBody>(probes.body));
+  CHECK(std::get<ra::report::ProbesBody>(probes.body).targets.size() == 2);
+}
+
+TEST_CASE("report kind: an unknown kind is refused with its name by both readers, never read as a run") {
+  const std::string message =
+      "kind: 'census-v2' is not a kind this repro-audit reads (it reads run, exec, probes, invariance, selftest)";
+  json j = to_json(ra::test::every_verdict_report(40));
+  j["kind"] = "census-v2";
+  expect_error(j, message);
+  j["kind"] = 3;
+  expect_error(j, "kind: expected a string");
+  json b = ra::report::baseline_to_json(one_of_each_kind().front());
+  b["kind"] = "census-v2";
+  CHECK_THROWS_WITH_AS(ra::report::baseline_from_json(b), message.c_str(), ra::report::ReportError);
+  // A kind that does not match its targets is named too: a probe's target in a run file.
+  j = to_json(probes_report());
+  j["kind"] = "run";
+  CHECK_THROWS_WITH_AS(ra::report::report_from_json(j),
+                       doctest::Contains("'probe' in a file whose targets are 'model'"), ra::report::ReportError);
 }

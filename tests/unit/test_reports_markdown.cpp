@@ -61,7 +61,7 @@ TEST_CASE("render_markdown: the alert census of a probe report") {
   c.alerted_diverged = {"index_add"};
   c.silent_diverged = {"scatter|reduce"};
   c.stable = {"mm", "conv"};
-  r.body = ra::report::ProbesBody{{}, c};
+  r.body = ra::report::ProbesBody{{}, c};  // a probes report of an empty shard
   const std::string m = ra::report::render_markdown(r);
   CHECK(m.rfind("## repro-audit: reproducible (exit 0)\n", 0) == 0);
   CHECK(m.find("**Alert census under det-warn**") != std::string::npos);

@@ -12,7 +12,8 @@ ra::report::Report traced_report() {
   t.name = "m.pt";
   t.device = "cpu";
   t.mode = "train";
-  t.steps = 1;
+  ra::report::RunFacts facts;
+  facts.steps = 1;
   ra::report::ConfigResult c;
   c.name = "default";
   c.verdict = ra::report::Verdict::Diverged;
@@ -27,7 +28,7 @@ ra::report::Report traced_report() {
   trace.root_causes.push_back(rc);
   c.trace = trace;
   t.configs = {c};
-  r.targets() = {t};
+  r.body = ra::report::RunBody{{{t, facts}}};
   ra::report::finalize(r);
   return r;
 }
@@ -143,14 +144,15 @@ TEST_CASE("render_text: an AOTInductor package's metadata, and whether it says h
   t.name = "net.pt2";
   t.device = "cpu";
   t.mode = "infer";
-  t.package = {{"AOTI_DEVICE_KEY", "cpu"}, {"AOTI_CPU_ISA", "AVX512"}, {"AOTI_COMPUTE_CAPABILITY", ""}};
-  r.targets() = {t};
+  ra::report::RunFacts facts;
+  facts.package = {{"AOTI_DEVICE_KEY", "cpu"}, {"AOTI_CPU_ISA", "AVX512"}, {"AOTI_COMPUTE_CAPABILITY", ""}};
+  r.body = ra::report::RunBody{{{t, facts}}};
   ra::report::finalize(r);
   std::string text = ra::report::render_text(r);
   CHECK(text.find("  AOTInductor package: AOTI_COMPUTE_CAPABILITY -, AOTI_CPU_ISA AVX512, AOTI_DEVICE_KEY cpu\n") !=
         std::string::npos);
   CHECK(text.find("does not record whether it was compiled with deterministic algorithms") != std::string::npos);
-  r.targets()[0].package["Deterministic_Algorithms"] = "True";
+  ra::test::run_facts(r).package["Deterministic_Algorithms"] = "True";
   text = ra::report::render_text(r);
   CHECK(text.find("Deterministic_Algorithms True") != std::string::npos);
   CHECK(text.find("does not record whether") == std::string::npos);
@@ -162,14 +164,15 @@ TEST_CASE("render_text: run's summary names the outputs it compared, each once, 
   t.name = "lm.pt2";
   t.device = "cpu";
   t.mode = "train";
-  t.package = {{"runtime", "interpreter"}};
   ra::report::ConfigResult c;
   c.name = "default";
   c.verdict = ra::report::Verdict::Reproducible;
   for (const char* name : {"param/lm_head.weight", "step1/output/logits", "step1/loss", "step2/output/logits"})
     c.reference.push_back({name, "float32", {2}, std::string(32, '0')});
   t.configs = {c};
-  r.targets() = {t};
+  ra::report::RunFacts f;
+  f.package = {{"runtime", "interpreter"}};
+  r.body = ra::report::RunBody{{{t, f}}};
   ra::report::finalize(r);
   CHECK(ra::report::render_text(r).find("  outputs compared: output/logits\n") != std::string::npos);
   auto& ref = r.targets()[0].configs[0].reference;
