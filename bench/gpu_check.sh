@@ -127,7 +127,7 @@ gpu_step gpt2_pad_others 60 "$B" invariance "$M/gpt2.pt2" --input "$M/gpt2_rows.
   --pad-others right --sizes 1,2,3,4,8 --no-fix-search --report "$OUT/gpt2-pad-others.json"
 # The float64 referee on the device, once `run --referee` exists (another change adds it).
 if "$B" run --help 2>/dev/null | grep -q -- "--referee"; then
-  gpu_step referee 60 "$B" run "$WORK/resnet18.pt2" --input "$WORK/resnet18.in.pt" --device cuda --referee \
+  gpu_step referee 60 "$B" run "$WORK/resnet18.pt2" --input "$WORK/resnet18.in.pt" --device cuda --referee device \
     --configs default,det --repeats 2 --report "$OUT/referee.json"
 else
   say "== SKIP referee (this build's run has no --referee yet: the float64 referee is measured once it does)"

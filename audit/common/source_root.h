@@ -5,7 +5,7 @@
 //
 // Problem: the files a model's graph names are paths of the machine that made it. An archive
 // exported in the same checkout names files inside the repository; one exported on a laptop and
-// committed names /home/alice/proj/src/net.py, while CI lints it in /home/runner/work/proj/proj.
+// committed names /home/alice/proj/src/net.py, while CI lints it in its runner's checkout, /home/runner/ci/proj.
 // Approach: a file that lies inside the root (symlinks resolved on both sides) is named by its path
 // from the root; any other is named by the longest tail of its path that is a regular file under
 // the root (src/net.py, else net.py). Files of installed packages (site-packages, dist-packages) are

@@ -573,8 +573,11 @@ class ModelAudit : public AuditKind {
       run.process = run_children({p.job}, 1).front();
       run.result = read_result(p.result_path);
       run.timeout_s = o_.timeout_s;
-      referee_ = referee_outcome(o_.referee, where, summarise_trial(run), run.result);
+      const report::Trial summary = summarise_trial(run);
+      referee_ = referee_outcome(o_.referee, where, summary, run.result);
       if (referee_->ran) o_.reference_dump = p.dump_path;
+      // A worker the loader cannot start fails every trial too, whose one line says why: no second one.
+      if (summary.message.starts_with("could not start")) return;
     }
     if (!referee_->ran) log::warn("{}", report::referee_note_line(*referee_));
   }

@@ -78,10 +78,13 @@ def refused(args, code, text):
 
 refused(["run", package, "--shape", "2x5"], 3, "the compiled package rejects the inputs (float32[2x5])")
 refused(["run", package, "--shape", "2x4", "--no-native"], 3, "--no-native refuses native code")
-# --trace: one line on stderr, then the audit without it.
+# --trace: one line on stderr, then the audit without it; the float64 referee, which cannot run a package
+# compiled for one dtype, says so in one line of its own.
 r = run("run", package, "--shape", "2x4", "--trace", "--report", work / "t.json")
-check(r.returncode == 0 and "--trace: an AOTInductor package (compiled, fused kernels) cannot be traced op by op; "
-      "auditing its outputs without --trace" in r.stderr and len(r.stderr.strip().splitlines()) == 1,
+lines = r.stderr.strip().splitlines()
+check(r.returncode == 0 and len(lines) == 2 and "--trace: an AOTInductor package (compiled, fused kernels) cannot be "
+      "traced op by op; auditing its outputs without --trace" in lines[0] and
+      "float64 referee: did not run (an AOTInductor package: its kernels are compiled for one dtype)" in lines[1],
       f"--trace: exit {r.returncode}, stderr {r.stderr!r}")
 check(r.returncode != 0 or json.loads((work / "t.json").read_text())["targets"][0]["configs"][0].get("trace") is None,
       "a trace section in a package's report")
