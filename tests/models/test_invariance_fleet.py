@@ -123,8 +123,10 @@ if nb is not None:
     p = tool("invariance", norm, "--input", rows, "--sizes", sizes, "--baseline", work / "norm.edited.json")
     check(p.returncode == 1 and "class boundary at 4 gone for the output" in p.stdout,
           f"a boundary that went: exit 1 and named (got {p.returncode})")
-    # Old baselines (no invariance section) still read; for invariance they are another experiment.
+    # Old baselines (no invariance section, and from before baselines said their kind) still read; for
+    # invariance they are another experiment.
     del nb["invariance"]
+    nb.pop("kind", None)
     (work / "old.baseline.json").write_text(json.dumps(nb))
     p = tool("invariance", norm, "--input", rows, "--sizes", "1,2", "--baseline", work / "old.baseline.json")
     check(p.returncode == 3 and "holds no invariance audit" in p.stderr, f"an old baseline: exit 3 named ({p.returncode})")
