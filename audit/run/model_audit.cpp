@@ -562,20 +562,11 @@ class ModelAudit : public AuditKind {
       referee_ = referee_refused(o_.referee, where, "an AOTInductor package: its kernels are compiled for one dtype");
     } else {
       log::debug("float64 referee: one run of the model in float64 on {}", where.to_string());
-      TrialSpec spec = base_spec(o_);
-      spec.task = ChildTask::Referee;
-      spec.device = where;
-      spec.config = referee_config(where);
-      spec.precision = "float64";
-      const std::string gpu = where.is_cuda() && placement_ ? placement_->visible.front() : "";
-      const PreparedChild p = prepare_child(scratch_, "referee", spec, o_.timeout_s, /*dump=*/true, gpu);
-      TrialRun run;
-      run.process = run_children({p.job}, 1).front();
-      run.result = read_result(p.result_path);
-      run.timeout_s = o_.timeout_s;
+      std::string dump;
+      const TrialRun run = run_float64(where, false, dump);
       const report::Trial summary = summarise_trial(run);
       referee_ = referee_outcome(o_.referee, where, summary, run.result);
-      if (referee_->ran) o_.reference_dump = p.dump_path;
+      if (referee_->ran) o_.reference_dump = dump;
       // A worker the loader cannot start fails every trial too, whose one line says why: no second one.
       if (summary.message.starts_with("could not start")) return;
     }
@@ -600,25 +591,37 @@ class ModelAudit : public AuditKind {
     }
   }
 
-  // The conditioning run (audit/trial/referee.h): the referee once more, its floating inputs moved by
-  // one rounding of their dtype, measured against the referee's dump. Its errors by tensor; none,
-  // with a warning, when it fails (the classes then stand as the ULP figures give them).
-  std::vector<report::ReferenceError> conditioning_errors() {
-    log::debug("float64 referee: one more run, its inputs moved by one rounding, for the conditioning");
-    const Device where = o_.referee == RefereeMode::Device ? o_.device : Device::cpu();
+  // One float64 child on `where`: the referee (its dump's path in `dump`), or the conditioning run (its
+  // inputs moved by one rounding, measured against the referee's dump, no dump of its own).
+  TrialRun run_float64(const Device& where, bool conditioning, std::string& dump) {
     TrialSpec spec = base_spec(o_);
     spec.task = ChildTask::Referee;
     spec.device = where;
     spec.config = referee_config(where);
     spec.precision = "float64";
-    spec.perturb_inputs = true;
-    spec.reference_dump = o_.reference_dump;
+    if (conditioning) {
+      spec.perturb_inputs = true;
+      spec.reference_dump = o_.reference_dump;
+    }
     const std::string gpu = where.is_cuda() && placement_ ? placement_->visible.front() : "";
-    const PreparedChild p = prepare_child(scratch_, "conditioning", spec, o_.timeout_s, /*dump=*/false, gpu);
+    const PreparedChild p =
+        prepare_child(scratch_, conditioning ? "conditioning" : "referee", spec, o_.timeout_s, !conditioning, gpu);
+    dump = p.dump_path;
     TrialRun run;
     run.process = run_children({p.job}, 1).front();
     run.result = read_result(p.result_path);
     run.timeout_s = o_.timeout_s;
+    return run;
+  }
+
+  // The conditioning run (audit/trial/referee.h): the referee once more, its floating inputs moved by
+  // one rounding of their dtype, measured against the referee's dump. Its errors by tensor; none,
+  // with a warning, when it fails (the classes then stand as the ULP figures give them).
+  std::vector<report::ReferenceError> conditioning_errors() {
+    log::debug("float64 referee: one more run, its inputs moved by one rounding, for the conditioning");
+    std::string unused;
+    const TrialRun run =
+        run_float64(o_.referee == RefereeMode::Device ? o_.device : Device::cpu(), /*conditioning=*/true, unused);
     const report::Trial summary = summarise_trial(run);
     if (summary.status != report::TrialStatus::Ok || !run.result) {
       log::warn("float64 referee: the conditioning run failed ({}); differences beyond reordering stay so classed",
