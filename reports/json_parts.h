@@ -140,6 +140,8 @@ json class_summary_json(const ClassSummary& s);
 ClassSummary read_class_summary(const Node& n);
 json config_referee_json(const ConfigReferee& c);
 ConfigReferee read_config_referee(const Node& n);
+json fix_accuracy_json(const FixAccuracy& a);
+FixAccuracy read_fix_accuracy(const Node& n);
 
 // invariance_outputs.cpp: what an invariance report and an invariance baseline both hold (model,
 // kind, device, inputs, rows, filler, sizes, budget, outputs), read by one reader.
