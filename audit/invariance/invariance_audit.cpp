@@ -360,6 +360,8 @@ class InvarianceKind : public AuditKind {
   }
 
   void analyse(const Cells&, report::Report& report) override {
+    // Said once the sweeps ran: a bad model or input stops the referee too, and its own line says so.
+    if (referee_.referee && !referee_.referee->ran) log::warn("{}", report::referee_note_line(*referee_.referee));
     nlohmann::ordered_json environment;
     report::Invariance inv = analyse_cells(o_, cells_, results_, referee_, environment);
     search_fix(o_, scratch_, referee_, inv);
@@ -401,7 +403,6 @@ class InvarianceKind : public AuditKind {
       referee_.referee = referee_outcome(o_.referee, where, summary, result);
       if (referee_.referee->ran) referee_.dump = cells.front().dump_path;
     }
-    if (!referee_.referee->ran) log::warn("{}", report::referee_note_line(*referee_.referee));
   }
 
   const InvarianceOptions& o_;
