@@ -23,7 +23,8 @@ import os
 import subprocess
 import sys
 
-from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker, tool_batches
+from model_test import (arguments, check, failures, fresh_folder, jit_as_the_worker, python_error, tool_batches,
+                        validate_reports)
 
 binary, source, work = arguments()
 python3 = sys.argv[4] if len(sys.argv) > 4 else "python3"
@@ -51,22 +52,6 @@ def audit(name, *extra):
     return p, doc, junit.read_text() if junit.exists() else ""
 
 
-def ordered(t):
-    """float32 bits as integers in the order of the floats, -0 and +0 one value (as the tool counts)."""
-    i = t.contiguous().view(torch.int32).to(torch.int64)
-    return torch.where(i < 0, -(2 ** 31) - i, i)
-
-
-def python_error(x, r):
-    """Max ULP (in x's float32), max abs and max relative error of x against the float64 r."""
-    x64 = x.double()
-    diff = (x64 - r).abs()
-    scale = torch.maximum(x64.abs(), r.abs())
-    rel = torch.where(scale > 0, diff / scale, torch.zeros_like(diff))
-    ulp = (ordered(x) - ordered(r.to(torch.float32))).abs()
-    return ulp.max().item(), diff.max().item(), rel.max().item()
-
-
 # The referee's rows: each anchor alone, the model in float64, one thread (as the referee runs).
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
@@ -84,7 +69,7 @@ def class_error(size):
         for anchors, start, _ in tool_batches(len(rows), ANCHORS, size):
             out = linear(rows[start])
             for k, a in enumerate(anchors):
-                u, d, r = python_error(out[k], reference[a])
+                u, d, r = python_error(torch, out[k], reference[a])
                 ulp, abs_, rel = max(ulp, u), max(abs_, d), max(rel, r)
     return ulp, abs_, rel
 
@@ -151,10 +136,7 @@ check(off is not None and all("errors" not in k for c in off["invariance"]["conf
       "--referee off: no class has figures")
 
 # 4. The reports fit the schema.
-v = subprocess.run([python3, str(source / "tests/validate_schema.py"), str(source / "share/schema/report-v1.schema.json"),
-                    str(work), "linear.json", "off.json"], capture_output=True, text=True)
-print(v.stdout + v.stderr)
-check(v.returncode == 0, "the reports validate against report-v1.schema.json")
+validate_reports(python3, source, work, "linear.json", "off.json")
 
 print(f"{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
