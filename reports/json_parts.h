@@ -148,5 +148,9 @@ FixAccuracy read_fix_accuracy(const Node& n);
 void read_invariance_head(const Node& n, Invariance& inv);
 // ... and what a configuration of each holds: config, verdict, position and warm-up dependence.
 void read_invariance_config_head(const Node& n, InvarianceConfig& c);
+// invariance_json.cpp: a class of sizes in a report (a configuration's, a fix candidate's), with the
+// float64 referee's figures where it has them.
+json size_class_json(const SizeClass& k);
+SizeClass read_size_class(const Node& n);
 
 }  // namespace ra::report::detail
