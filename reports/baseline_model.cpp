@@ -55,9 +55,6 @@ BehaviourChanges behaviour_changes(const BaselineComparison& b) {
   return out;
 }
 
-}  // namespace ra::report
-
-namespace ra::report {
 namespace {
 
 // An error in ULP as the lines print it: a count ("3"), or three digits once it is large ("4.19e+06"),

@@ -243,7 +243,9 @@ report::BaselineResult compare_config(const report::Target& held, const report::
     return r;
   }
   std::vector<report::BaselineTensor> changed = diff_tensors(b, c, r);
-  if (!changed.empty()) r.direction = upgrade_direction(held, b, target, c, names, changed);
+  // None where nothing the model computed changed (only its own state: weights its outputs ignore).
+  if (auto d = upgrade_direction(held, b, target, c, names, changed); d.classed() > 0 || !d.note.empty())
+    r.direction = std::move(d);
   if (changed.size() > report::kBaselineTensorsListed) changed.resize(report::kBaselineTensorsListed);
   r.differing_tensors = std::move(changed);
   measure_tensors(b, c, r, diff);

@@ -73,6 +73,8 @@ BaselineDirection upgrade_direction(const report::Target& bt, const report::Conf
                                     const report::ConfigResult& c, const report::SideNames& names,
                                     std::vector<report::BaselineTensor>& changed) {
   BaselineDirection out;
+  if (std::all_of(changed.begin(), changed.end(), [](const report::BaselineTensor& t) { return model_state(t.name); }))
+    return out;  // nothing the model computed changed
   out.note = side_without_errors(bt, b, names.baseline, "saved before the referee, or with --referee off");
   if (out.note.empty()) out.note = side_without_errors(ct, c, names.current, "run with --referee off");
   if (!out.note.empty()) return out;

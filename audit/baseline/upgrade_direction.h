@@ -28,7 +28,7 @@ namespace ra {
 // The direction of the changed tensors `changed` (every differing tensor of one configuration, not
 // only those a result lists) from the baseline's target `bt` and configuration `b` to the current
 // `ct` and `c`, the sides named `names`; each tensor of `changed` gets its class (BaselineTensor::referee)
-// where one is claimed.
+// where one is claimed. Empty (nothing classed, no note) when nothing the model computed changed.
 report::BaselineDirection upgrade_direction(const report::Target& bt, const report::ConfigResult& b,
                                             const report::Target& ct, const report::ConfigResult& c,
                                             const report::SideNames& names,

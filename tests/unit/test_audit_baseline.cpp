@@ -1002,3 +1002,15 @@ TEST_CASE("apply_baseline: a reshaped or one-sided tensor is unclassified, and e
         "direction vs float64: the current results changed 26 tensors, all within 2 ULP of float64 on both sides: "
         "reordering; neither is more right");
 }
+
+TEST_CASE("apply_baseline: no direction where only the model's own state changed, or nothing did") {
+  auto weights = refereed(report(), 3);
+  weights.targets()[0].configs[0].reference[0].digest = hex('f');  // param/w only
+  ra::apply_baseline(weights, baseline_of(report()));              // even against a baseline without errors
+  CHECK_FALSE(result(weights, "default").direction);
+  auto same = refereed(report(), 3);
+  ra::apply_baseline(same, baseline_of(report()));
+  CHECK_FALSE(result(same, "default").direction);
+  CHECK(ra::report::direction_summary(*same.baseline).empty());
+  CHECK(ra::report::render_text(same).find("direction vs float64") == std::string::npos);
+}
