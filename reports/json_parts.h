@@ -144,6 +144,8 @@ ConfigReferee read_config_referee(const Node& n);
 // infinity counts and the note only where they are not zero or empty.
 json compact_error_json(const ReferenceError& e);
 ReferenceError read_compact_error(const Node& n);
+json fix_accuracy_json(const FixAccuracy& a);
+FixAccuracy read_fix_accuracy(const Node& n);
 
 // invariance_outputs.cpp: what an invariance report and an invariance baseline both hold (model,
 // kind, device, inputs, rows, filler, sizes, budget, outputs), read by one reader.

@@ -31,10 +31,13 @@ class FirstOp:
 
 @dataclasses.dataclass(frozen=True)
 class Fix:
-    """A fix the fix search measured to work: the switches it toggles and the snippet to paste."""
+    """A fix the fix search measured to work: the switches it toggles and the snippet to paste. run:
+    `downgrade` when it is reproducible only by computing further from the float64 referee (the
+    report's `error_vs_reference.downgrade`; False without a referee); such fixes come after the others."""
     toggles: str
     python: str
     cpp: str
+    downgrade: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,6 +246,8 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
                 if cand.get("minimal") and cand.get("reproducible"):
                     snippet = cand.get("snippet") or {}
                     toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
-                    fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
+                    fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", ""),
+                                     bool((cand.get("error_vs_reference") or {}).get("downgrade"))))
+    fixes.sort(key=lambda f: f.downgrade)  # stable: the fixes that are no downgrade first
     return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), conclusion,
                   summary, doc, path, dependence, tuple(errors), tuple(difference_classes), kind)
