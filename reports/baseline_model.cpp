@@ -57,10 +57,6 @@ BehaviourChanges behaviour_changes(const BaselineComparison& b) {
 
 namespace {
 
-// An error in ULP as the lines print it: a count ("3"), or three digits once it is large ("4.19e+06"),
-// as the referee's classes print theirs (audit/trial/referee.cpp).
-std::string ulp_text(double ulp) { return ulp < 1e6 ? fmt::format("{:.0f}", ulp) : fmt::format("{:.3g}", ulp); }
-
 std::string tensors_text(int n) { return fmt::format("{} tensor{}", n, n == 1 ? "" : "s"); }
 
 void add_group(DirectionGroup& into, const DirectionGroup& g) {
@@ -86,9 +82,9 @@ std::string group_text(const DirectionGroup& g, const char* way, const SideNames
                              : ratio < 10 ? fmt::format("{:.2g}x ", ratio)
                                           : fmt::format("{:.0f}x ", ratio);
   const std::string base = g.baseline_ulp == 0 ? fmt::format("{} was exact", names.baseline)
-                                               : fmt::format("{} had {}", names.baseline, ulp_text(g.baseline_ulp));
+                                               : fmt::format("{} had {}", names.baseline, ulp_figure(g.baseline_ulp));
   return fmt::format("{} {}{} float64 under {} ({}{}: {} ULP where {})", tensors_text(g.count), factor, way,
-                     names.current, g.count > 1 ? "furthest apart, " : "", g.tensor, ulp_text(g.current_ulp), base);
+                     names.current, g.count > 1 ? "furthest apart, " : "", g.tensor, ulp_figure(g.current_ulp), base);
 }
 
 }  // namespace
@@ -119,7 +115,7 @@ std::string direction_line(const BaselineDirection& d, const SideNames& names) {
   const std::string both = releases ? "under both releases" : "on both sides";
   if (d.reordering == n)
     return line + fmt::format(", {}within {} ULP of float64 {}: reordering; neither is more right{}",
-                              n == 1 ? "" : "all ", ulp_text(std::max(d.baseline_max_ulp, d.current_max_ulp)), both,
+                              n == 1 ? "" : "all ", ulp_figure(std::max(d.baseline_max_ulp, d.current_max_ulp)), both,
                               d.note.empty() ? "" : fmt::format("; not known for the rest: {}", d.note));
   std::vector<std::string> parts;
   if (d.further.count > 0)
@@ -130,7 +126,7 @@ std::string direction_line(const BaselineDirection& d, const SideNames& names) {
                     ": beyond reordering, an improvement or another algorithm");
   if (d.reordering > 0)
     parts.push_back(fmt::format("{} within {} ULP of float64 {}: reordering", d.reordering,
-                                ulp_text(std::max(d.baseline_max_ulp, d.current_max_ulp)), both));
+                                ulp_figure(std::max(d.baseline_max_ulp, d.current_max_ulp)), both));
   if (d.unclassified > 0) parts.push_back(fmt::format("{} unclassified ({})", d.unclassified, d.unclassified_why));
   line += ": ";
   for (size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? "" : "; ") + parts[i];
