@@ -23,6 +23,13 @@ json config_json(const ConfigResult& c, bool tensors) {
   json j = detail::config_head_json(kept);
   j["reference_digests"] = detail::digests_json(c.reference);
   if (tensors && !c.reference_tensors.empty()) j["reference_tensors"] = c.reference_tensors;
+  // The reference repeat's error per floating tensor against the float64 referee, for an upgrade's
+  // direction (audit/baseline/upgrade_direction.h); only where the referee ran: older files stay as they were.
+  if (c.referee) {
+    json errors = json::array();
+    for (const auto& e : c.referee->errors) errors.push_back(detail::compact_error_json(e));
+    j["referee"] = {{"errors", errors}};
+  }
   return j;
 }
 
@@ -32,6 +39,7 @@ json target_json(const Element& t, bool tensors) {
   json configs = json::array();
   for (const auto& c : t.common.configs) configs.push_back(config_json(c, tensors));
   json j = detail::target_head_json(t, detail::TargetDoc::Baseline);
+  if (t.common.referee) j["referee"] = detail::referee_json(*t.common.referee);  // ran, or why not
   j["configs"] = configs;
   return j;
 }
@@ -62,6 +70,7 @@ ConfigResult config(const Node& n, const std::string& folder) {
       n.at("reference_tensors").fail("names kept tensors, but the baseline names no \"tensors\" folder");
     c.reference_tensors = folder + "/" + plain_name(n.at("reference_tensors"));
   }
+  if (n.has("referee")) c.referee = ConfigReferee{n.at("referee").at("errors").list(detail::read_compact_error), {}};
   return c;
 }
 
@@ -70,6 +79,7 @@ std::vector<Element> targets(const Node& list, const std::string& folder) {
   return list.list([&folder](const Node& n) {
     Element t;
     detail::read_target_head(n, t, detail::TargetDoc::Baseline);
+    if (n.has("referee")) t.common.referee = detail::read_referee(n.at("referee"));
     t.common.configs = n.at("configs").list([&folder](const Node& c) { return config(c, folder); });
     return t;
   });

@@ -26,6 +26,39 @@ std::optional<Verdict> opt_verdict(const Node& n) {
   return n.null() ? std::nullopt : std::optional<Verdict>(verdict(n));
 }
 
+json group_json(const DirectionGroup& g) {
+  return {{"count", g.count}, {"tensor", g.tensor}, {"baseline_ulp", g.baseline_ulp}, {"current_ulp", g.current_ulp}};
+}
+
+DirectionGroup read_group(const Node& n) {
+  return DirectionGroup{n.at("count").i32(), n.at("tensor").str(), n.at("baseline_ulp").num(),
+                        n.at("current_ulp").num()};
+}
+
+json direction_json(const BaselineDirection& d) {
+  return {{"note", d.note},
+          {"reordering", d.reordering},
+          {"baseline_max_ulp", d.baseline_max_ulp},
+          {"current_max_ulp", d.current_max_ulp},
+          {"further", group_json(d.further)},
+          {"closer", group_json(d.closer)},
+          {"unclassified", d.unclassified},
+          {"unclassified_why", d.unclassified_why}};
+}
+
+BaselineDirection read_direction(const Node& n) {
+  BaselineDirection d;
+  d.note = n.at("note").str();
+  d.reordering = n.at("reordering").i32();
+  d.baseline_max_ulp = n.at("baseline_max_ulp").num();
+  d.current_max_ulp = n.at("current_max_ulp").num();
+  d.further = read_group(n.at("further"));
+  d.closer = read_group(n.at("closer"));
+  d.unclassified = n.at("unclassified").i32();
+  d.unclassified_why = n.at("unclassified_why").str();
+  return d;
+}
+
 json result_json(const BaselineResult& r) {
   json switches = json::array(), tensors = json::array();
   for (const auto& c : r.switch_changes) switches.push_back(change_json(c));
@@ -33,6 +66,7 @@ json result_json(const BaselineResult& r) {
     json entry = {
         {"name", t.name}, {"baseline", tensor_digest_json(t.baseline)}, {"current", tensor_digest_json(t.current)}};
     if (t.stats) entry["stats"] = stats_to_json(*t.stats);  // only where measured: older reports stay as they were
+    if (t.referee) entry["referee"] = classified_json(*t.referee);  // likewise, where classed
     tensors.push_back(std::move(entry));
   }
   json j = {{"target", r.target},
@@ -53,6 +87,7 @@ json result_json(const BaselineResult& r) {
   };
   if (r.baseline_repeats && r.current_repeats)  // only where both are known: older reports stay as they were
     j["repeats"] = {{"baseline", repeats(*r.baseline_repeats)}, {"current", repeats(*r.current_repeats)}};
+  if (r.direction) j["direction"] = direction_json(*r.direction);  // digests differ; older reports lack it
   return j;
 }
 
@@ -75,6 +110,7 @@ BaselineResult read_result(const Node& n) {
     const std::string name = t.at("name").str();
     BaselineTensor out{name, tensor_digest(t.at("baseline"), name), tensor_digest(t.at("current"), name), {}};
     if (t.has("stats")) out.stats = read_stats(t.at("stats"));
+    if (t.has("referee")) out.referee = read_classified(t.at("referee"));
     return out;
   });
   // Reports written before op streams have neither.
@@ -90,6 +126,7 @@ BaselineResult read_result(const Node& n) {
     r.baseline_repeats = repeats(n.at("repeats").at("baseline"));
     r.current_repeats = repeats(n.at("repeats").at("current"));
   }
+  if (n.has("direction")) r.direction = read_direction(n.at("direction"));
   return r;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "reports/core_model.h"
+#include "reports/referee_model.h"
 #include "reports/trace_model.h"
 
 #include <cstddef>
@@ -38,7 +39,38 @@ struct BaselineTensor {
   // How far it moved (max abs, ULP, ...): where both sides kept their reference tensors (a
   // baseline saved with --baseline-tensors) and the dtype and shape agree.
   std::optional<DivergenceStats> stats = std::nullopt;
+  // Its direction against the float64 referee: the class of the change, the baseline's result as a
+  // and the current one as b, from the errors each side's reference repeat kept (BaselineDirection).
+  std::optional<Classified> referee = std::nullopt;
 };
+
+// Which way a changed result moved against the float64 referee (issue 53: an upgrade's direction).
+// Each tensor whose bits changed is classed as a difference between the baseline's result and the
+// current one (audit/baseline/upgrade_direction.h), from the errors against float64 that each side's
+// reference repeat kept (ConfigResult::referee, which a baseline file keeps too): reordering (both
+// within one order of float64: neither is more right), or beyond reordering, further from float64
+// in the current results or closer. Counted over every changed tensor, not only those listed.
+struct DirectionGroup {
+  int count = 0;
+  std::string tensor;       // the one whose errors lie furthest apart (the first such)
+  double baseline_ulp = 0;  // its error on each side, in its dtype's ULP
+  double current_ulp = 0;
+};
+struct BaselineDirection {
+  // Why no class is claimed, in one clause ("the baseline holds no errors against float64: ..."),
+  // "" when the tensors were classed.
+  std::string note;
+  int reordering = 0;
+  double baseline_max_ulp = 0, current_max_ulp = 0;  // the largest error of a reordering tensor on each side
+  DirectionGroup further;                            // beyond reordering, further from float64 now
+  DirectionGroup closer;                             // beyond reordering, closer to float64 now
+  int unclassified = 0;
+  std::string unclassified_why;  // the first one's reason
+  int classed() const { return reordering + further.count + closer.count + unclassified; }
+};
+// Two results' directions as one (a comparison's over its results): counts add, the largest errors
+// and the widest gaps are kept, the first note and reason stand.
+void add_direction(BaselineDirection& into, const BaselineDirection& d);
 
 // The differing tensors a result lists (then a count).
 inline constexpr size_t kBaselineTensorsListed = 20;
@@ -70,6 +102,9 @@ struct BaselineResult {
   // Each side's repeats, where its verdict is a rate over repeats (run, probes, exec; not
   // invariance, and not in reports written before them): what "newly fixed" needs.
   std::optional<RepeatEvidence> baseline_repeats, current_repeats;
+  // Digests differ: which way the changed tensors moved against the float64 referee (nullopt
+  // when nothing changed, and in reports written before it).
+  std::optional<BaselineDirection> direction;
 };
 
 // A paired model whose file's bytes differ from the baseline's while it can still be compared
@@ -115,6 +150,20 @@ struct BehaviourChanges {
 };
 struct BaselineComparison;
 BehaviourChanges behaviour_changes(const BaselineComparison& b);
+
+// What the direction lines call the two sides: "torch 2.11.0" and "torch 2.15.0" where torch's
+// version changed (`stack`), else "the baseline" and "the current results".
+struct SideNames {
+  std::string baseline, current;
+};
+SideNames side_names(const std::vector<StackVersion>& stack);
+// "direction vs float64: torch 2.15.0 changed 12 tensors, all within 2 ULP of float64 under both
+// releases: reordering; neither is more right", "... 3 tensors 40x further from float64 under torch
+// 2.15.0 (output: 310 ULP where torch 2.11.0 had 8): beyond reordering; investigate as a bug ...",
+// or "direction vs float64: not known: <note>": the line every renderer prints for a direction.
+std::string direction_line(const BaselineDirection& d, const SideNames& names);
+// The comparison's direction over all its results (add_direction), nullopt when no result has one.
+std::optional<BaselineDirection> comparison_direction(const BaselineComparison& b);
 
 struct BaselineComparison {
   std::string source;                      // the baseline file as given

@@ -40,7 +40,22 @@ std::string baseline_tensor_text(const BaselineTensor& t) {
   std::string out = fmt::format("{} {}: {} -> {}", ln(t.name), side_text(*t.current),
                                 ln(short_digest(t.baseline->digest)), ln(short_digest(t.current->digest)));
   if (t.stats) out += "; " + stats_text(*t.stats);
+  // Its direction: each side's error against float64, and the class of the change.
+  if (t.referee && t.referee->a && t.referee->b)
+    out += fmt::format("; vs float64 {:.0f} -> {:.0f} ULP ({})", t.referee->a->max_ulp, t.referee->b->max_ulp,
+                       to_string(t.referee->cls));
   return out;
+}
+
+std::string direction_summary(const BaselineComparison& b) {
+  const auto d = comparison_direction(b);
+  return d ? direction_line(*d, side_names(b.stack)) : "";
+}
+
+std::string result_direction_text(const BaselineComparison& b, const BaselineResult& res) {
+  const auto directed = std::count_if(b.results.begin(), b.results.end(),
+                                      [](const BaselineResult& r) { return r.direction.has_value(); });
+  return res.direction && directed > 1 ? direction_line(*res.direction, side_names(b.stack)) : "";
 }
 
 bool baseline_noteworthy(const BaselineResult& r) {
@@ -162,6 +177,7 @@ std::string render_baseline_text(const Report& r) {
   }
   if (const std::string up = upgrade_text(b); !up.empty()) out += fmt::format("  {}: {}\n", upgrade_label(b), up);
   for (const auto& line : behaviour_lines(b)) out += fmt::format("  {}\n", line);
+  if (const std::string d = direction_summary(b); !d.empty()) out += fmt::format("  {}\n", ln(d));
   if (!b.ignored.empty()) {
     std::vector<std::string> keys;
     for (const auto& c : b.ignored) keys.push_back(ln(c.key));
@@ -180,6 +196,7 @@ std::string render_baseline_text(const Report& r) {
       out += fmt::format("    switch {}: {} -> {}\n", ln(c.key.substr(c.key.find('.') + 1)), ln(c.baseline),
                          ln(c.current));
     if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("    {}\n", op);
+    if (const std::string d = result_direction_text(b, res); !d.empty()) out += fmt::format("    {}\n", ln(d));
     const size_t shown = std::min(res.differing_tensors.size(), kTensorsShown);
     for (size_t i = 0; i < shown; ++i) out += fmt::format("    {}\n", baseline_tensor_text(res.differing_tensors[i]));
     if (res.differing > shown) out += fmt::format("    ... and {} more tensors\n", res.differing - shown);

@@ -63,6 +63,8 @@ void baseline_section(std::string& out, const Report& r) {
     for (const auto& line : lines) out += fmt::format("<li>{}</li>\n", esc(line));
     out += "</ul>\n";
   }
+  if (const std::string d = direction_summary(b); !d.empty())
+    out += fmt::format("<p class=\"direction\">{}</p>\n", esc(d));
   for (const auto& m : b.models)
     out += fmt::format("<p class=\"model-change\"><strong>Model:</strong> {}.</p>\n", esc(m.reason));
   std::string rows;
@@ -96,6 +98,8 @@ void baseline_section(std::string& out, const Report& r) {
     explained = explained || res.status == BaselineStatus::Explained;
     out += fmt::format("<details class=\"baseline-detail\"><summary>{} · {}: {}</summary>\n<ul>\n", esc(res.target),
                        esc(res.config), status_badge(res.status));
+    if (const std::string d = result_direction_text(b, res); !d.empty())
+      out += fmt::format("<li class=\"baseline-direction\">{}</li>\n", esc(d));
     for (const auto& t : res.differing_tensors)
       out += fmt::format("<li class=\"baseline-tensor\">{}</li>\n", esc(baseline_tensor_text(t)));
     if (res.differing > res.differing_tensors.size())

@@ -140,6 +140,10 @@ json class_summary_json(const ClassSummary& s);
 ClassSummary read_class_summary(const Node& n);
 json config_referee_json(const ConfigReferee& c);
 ConfigReferee read_config_referee(const Node& n);
+// A baseline's error (baseline_file.cpp): name, dtype and the three figures, with the NaN and
+// infinity counts and the note only where they are not zero or empty.
+json compact_error_json(const ReferenceError& e);
+ReferenceError read_compact_error(const Node& n);
 json fix_accuracy_json(const FixAccuracy& a);
 FixAccuracy read_fix_accuracy(const Node& n);
 

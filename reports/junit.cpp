@@ -165,6 +165,8 @@ Outcome baseline_outcome(const Report& r, const BaselineResult& b, std::string& 
     body += fmt::format("  ... and {} more tensors\n", b.differing - b.differing_tensors.size());
   if (!body.empty()) body = fmt::format("differing tensors ({}):\n{}", b.differing, body);
   if (const std::string op = changed_op_text(b); !op.empty()) body = op + "\n" + body;
+  // Which way they moved against float64 (this result's own line, whatever the others say).
+  if (b.direction) body = direction_line(*b.direction, side_names(r.baseline->stack)) + "\n" + body;
   switch (b.status) {
     case BaselineStatus::Match:
       return {};

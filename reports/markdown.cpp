@@ -177,6 +177,7 @@ void baseline_section(std::string& out, const Report& r) {
     for (const auto& line : lines) out += fmt::format("- {}\n", md(line));
     out += "\n";
   }
+  if (const std::string d = direction_summary(b); !d.empty()) out += fmt::format("{}\n\n", md(d));
   for (const auto& m : b.models) out += fmt::format("**Model:** {}.\n\n", md(m.reason));
   out += "| target | configuration | against the baseline | tensors |\n|---|---|---|---|\n";
   size_t unlisted = 0;
@@ -207,6 +208,7 @@ void baseline_section(std::string& out, const Report& r) {
       names.push_back(fmt::format("and {} more", res.differing - res.differing_tensors.size()));
     if (!names.empty()) out += fmt::format("  - differing tensors: {}\n", fmt::join(names, ", "));
     if (const std::string op = changed_op_text(res); !op.empty()) out += fmt::format("  - {}\n", md(op));
+    if (const std::string d = result_direction_text(b, res); !d.empty()) out += fmt::format("  - {}\n", md(d));
   }
   if (explained)
     out += fmt::format(

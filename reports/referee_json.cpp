@@ -124,6 +124,34 @@ ConfigReferee read_config_referee(const Node& n) {
   return c;
 }
 
+json compact_error_json(const ReferenceError& e) {
+  json j = {{"name", e.name},
+            {"dtype", e.dtype},
+            {"max_ulp", number_or_null(e.max_ulp)},
+            {"max_abs", number_or_null(e.max_abs)},
+            {"max_rel", number_or_null(e.max_rel)}};
+  // What keeps an error from a class (referee.h), only where there is some: most tensors have none.
+  if (e.nonfinite > 0) j["nonfinite"] = e.nonfinite;
+  if (e.nan_result > 0) j["nan_result"] = e.nan_result;
+  if (e.nan_reference > 0) j["nan_reference"] = e.nan_reference;
+  if (!e.note.empty()) j["note"] = e.note;
+  return j;
+}
+
+ReferenceError read_compact_error(const Node& n) {
+  ReferenceError e;
+  e.name = n.at("name").str();
+  e.dtype = n.at("dtype").str();
+  e.max_ulp = n.at("max_ulp").num_or_nan();
+  e.max_abs = n.at("max_abs").num_or_nan();
+  e.max_rel = n.at("max_rel").num_or_nan();
+  if (n.has("nonfinite")) e.nonfinite = n.at("nonfinite").i64();
+  if (n.has("nan_result")) e.nan_result = n.at("nan_result").i64();
+  if (n.has("nan_reference")) e.nan_reference = n.at("nan_reference").i64();
+  if (n.has("note")) e.note = n.at("note").str();
+  return e;
+}
+
 json fix_accuracy_json(const FixAccuracy& a) {
   json errors = json::array();
   for (const auto& e : a.errors) errors.push_back(reference_error_to_json(e));

@@ -151,6 +151,14 @@ std::string upgrade_label(const BaselineComparison& baseline);
 // put / default"), or one saying that none changed; none when neither side changed behaviour and
 // nothing was upgraded. Every format prints these lines.
 std::vector<std::string> behaviour_lines(const BaselineComparison& baseline);
+// Which way the changed tensors moved against the float64 referee, over every result
+// (direction_line, reports/baseline_model.h): "direction vs float64: torch 2.15.0 changed 12
+// tensors, all within 2 ULP of float64 under both releases: reordering; ...", or why it is not
+// known; "" when no result changed. Every format prints it beside behaviour_lines.
+std::string direction_summary(const BaselineComparison& baseline);
+// A result's own direction line, where several results have one (with one, the summary says it);
+// "" otherwise.
+std::string result_direction_text(const BaselineComparison& baseline, const BaselineResult& result);
 // For the verdict line: ", 1 baseline regression", ", changed with the environment since the
 // baseline", ", matches the baseline"; "" without a baseline.
 std::string baseline_verdict_text(const Report& report);

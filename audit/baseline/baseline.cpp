@@ -5,6 +5,7 @@
 
 #include "audit/baseline/identity.h"
 #include "audit/baseline/invariance_baseline.h"
+#include "audit/baseline/upgrade_direction.h"
 
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -190,29 +191,29 @@ void measure_tensors(const report::ConfigResult& b, const report::ConfigResult& 
     if (const auto it = stats.find(t.name); it != stats.end()) t.stats = it->second;
 }
 
-// Fills tensors, differing and differing_tensors: the current reference's order, then tensors
-// only in the baseline in its order.
-void diff_tensors(const report::ConfigResult& b, const report::ConfigResult& c, report::BaselineResult& r) {
+// Every tensor that differs in digest, dtype or shape, or is on one side only: the current
+// reference's order, then tensors only in the baseline in its order; fills tensors and differing.
+std::vector<report::BaselineTensor> diff_tensors(const report::ConfigResult& b, const report::ConfigResult& c,
+                                                 report::BaselineResult& r) {
   std::map<std::string, const report::TensorDigest*> before;
   for (const auto& t : b.reference) before.emplace(t.name, &t);
   std::set<std::string> seen;
-  const auto add = [&r](report::BaselineTensor t) {
-    ++r.differing;
-    if (r.differing_tensors.size() < report::kBaselineTensorsListed) r.differing_tensors.push_back(std::move(t));
-  };
+  std::vector<report::BaselineTensor> out;
   for (const auto& t : c.reference) {
     if (!seen.insert(t.name).second) continue;
     const auto it = before.find(t.name);
     if (it == before.end()) {
-      add({t.name, std::nullopt, t});
+      out.push_back({t.name, std::nullopt, t});
       continue;
     }
     const report::TensorDigest& o = *it->second;
-    if (o.digest != t.digest || o.dtype != t.dtype || o.shape != t.shape) add({t.name, o, t});
+    if (o.digest != t.digest || o.dtype != t.dtype || o.shape != t.shape) out.push_back({t.name, o, t});
   }
   for (const auto& t : b.reference)
-    if (seen.insert(t.name).second) add({t.name, t, std::nullopt});
+    if (seen.insert(t.name).second) out.push_back({t.name, t, std::nullopt});
   r.tensors = seen.size();
+  r.differing = out.size();
+  return out;
 }
 
 std::string keys_text(const std::vector<const EnvironmentChange*>& changes) {
@@ -221,8 +222,9 @@ std::string keys_text(const std::vector<const EnvironmentChange*>& changes) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-report::BaselineResult compare_config(const report::Target& target, const report::ConfigResult& b,
-                                      const report::ConfigResult& c, const std::vector<EnvironmentChange>& env,
+report::BaselineResult compare_config(const report::Target& held, const report::Target& target,
+                                      const report::ConfigResult& b, const report::ConfigResult& c,
+                                      const std::vector<EnvironmentChange>& env, const report::SideNames& names,
                                       const DiffFn& diff) {
   report::BaselineResult r;
   r.target = target.name;
@@ -240,7 +242,12 @@ report::BaselineResult compare_config(const report::Target& target, const report
                            to_string(empty.verdict));
     return r;
   }
-  diff_tensors(b, c, r);
+  std::vector<report::BaselineTensor> changed = diff_tensors(b, c, r);
+  // None where nothing the model computed changed (only its own state: weights its outputs ignore).
+  if (auto d = upgrade_direction(held, b, target, c, names, changed); d.classed() > 0 || !d.note.empty())
+    r.direction = std::move(d);
+  if (changed.size() > report::kBaselineTensorsListed) changed.resize(report::kBaselineTensorsListed);
+  r.differing_tensors = std::move(changed);
   measure_tensors(b, c, r, diff);
   if (r.differing == 0) {
     r.status = BaselineStatus::Match;
@@ -559,6 +566,7 @@ void apply_targets_baseline(report::Report& current, const Baseline& base, const
   cmp.changes = env.changes;
   cmp.ignored = env.ignored;
   cmp.stack = stack_versions(base.results.environment, current.environment);
+  const report::SideNames names = report::side_names(cmp.stack);
   const std::vector<int> pair = pair_targets(held, targets);
   std::vector<bool> used(held.size(), false);
   for (size_t i = 0; i < targets.size(); ++i) {
@@ -578,7 +586,7 @@ void apply_targets_baseline(report::Report& current, const Baseline& base, const
     }
     for (const auto& c : t.configs) {
       const report::ConfigResult* bc = find_config(b, c.name);
-      cmp.results.push_back(bc ? compare_config(t, *bc, c, changes, diff) : one_side(t.name, c, false));
+      cmp.results.push_back(bc ? compare_config(b, t, *bc, c, changes, names, diff) : one_side(t.name, c, false));
     }
     for (const auto& bc : b.configs)
       if (!find_config(t, bc.name)) cmp.results.push_back(one_side(t.name, bc, true));

@@ -801,3 +801,216 @@ TEST_CASE("baseline file: kept tensors are named in a folder beside it, as plain
   CHECK_THROWS_WITH_AS(ra::report::baseline_from_json(orphan), doctest::Contains("names no \"tensors\" folder"),
                        ra::report::ReportError);
 }
+
+namespace {
+
+// A referee error of `ulp` in float32's ULP (the other figures scaled alike).
+ra::report::ReferenceError error(const std::string& name, double ulp) {
+  ra::report::ReferenceError e;
+  e.name = name;
+  e.dtype = "float32";
+  e.numel = 32;
+  e.max_ulp = ulp;
+  e.max_abs = ulp * 1e-7;
+  e.max_rel = ulp * 6e-8;
+  return e;
+}
+
+// `r` as audited with the float64 referee: each configuration's reference repeat `output_ulp` from
+// float64 in its output and 1 ULP in param/w.
+ra::report::Report refereed(ra::report::Report r, double output_ulp) {
+  for (auto& t : r.targets()) {
+    t.referee = ra::report::Referee{"cpu", "cpu", true, ""};
+    for (auto& c : t.configs)
+      c.referee = ra::report::ConfigReferee{{error("param/w", 1), error("output", output_ulp)}, {}};
+  }
+  return r;
+}
+
+// The current side of an upgrade: torch 2.15.0, the default configuration's output with new bits.
+ra::report::Report upgraded(double output_ulp) {
+  auto r = refereed(report(), output_ulp);
+  r.environment["torch"]["version"] = "2.15.0";
+  r.targets()[0].configs[0].reference[1].digest = hex('c');
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("baseline file: the referee's line and each configuration's errors, compact; older files read as before") {
+  auto r = refereed(report(), 3);
+  r.targets()[0].configs[0].referee->errors[1].nan_result = 2;
+  r.targets()[0].configs[0].referee->errors[1].note = "";
+  const json j = ra::report::baseline_to_json(r);
+  const json& target = j["targets"][0];
+  CHECK(target["referee"] == json::parse(R"({"mode": "cpu", "device": "cpu", "ran": true, "note": ""})"));
+  const json& e = target["configs"][0]["referee"]["errors"];
+  REQUIRE(e.size() == 2);
+  // Name, dtype and the figures; counts only where not zero.
+  CHECK(e[0] == json::parse(R"({"name": "param/w", "dtype": "float32", "max_ulp": 1.0, "max_abs": 1e-7,
+                                "max_rel": 6e-8})"));
+  CHECK(e[1]["nan_result"] == 2);
+  CHECK_FALSE(e[1].contains("numel"));
+  const auto back = ra::report::baseline_from_json(j);
+  REQUIRE(back.targets()[0].referee);
+  CHECK(back.targets()[0].referee->ran);
+  REQUIRE(back.targets()[0].configs[0].referee);
+  const auto& errors = back.targets()[0].configs[0].referee->errors;
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[1].name == "output");
+  CHECK(errors[1].max_ulp == 3);
+  CHECK(errors[1].max_abs == doctest::Approx(3e-7));
+  CHECK(errors[1].nan_result == 2);
+  CHECK(errors[0].nan_result == 0);
+  // A run without the referee writes none of it, and such a file reads back without.
+  const json plain = ra::report::baseline_to_json(report());
+  CHECK_FALSE(plain["targets"][0].contains("referee"));
+  CHECK_FALSE(plain["targets"][0]["configs"][0].contains("referee"));
+  CHECK_FALSE(ra::report::baseline_from_json(plain).targets()[0].referee);
+  CHECK_FALSE(ra::report::baseline_from_json(plain).targets()[0].configs[0].referee);
+}
+
+TEST_CASE("apply_baseline: a changed tensor within one order of float64 on both sides is reordering") {
+  auto now = upgraded(5);
+  // The model's own state is what it was given, not what it computed: not counted.
+  now.targets()[0].configs[0].reference[0].digest = hex('f');
+  ra::apply_baseline(now, baseline_of(refereed(report(), 3)));
+  const auto& res = result(now, "default");
+  REQUIRE(res.direction);
+  CHECK(res.direction->note.empty());
+  CHECK(res.direction->reordering == 1);
+  CHECK(res.direction->baseline_max_ulp == 3);
+  CHECK(res.direction->current_max_ulp == 5);
+  REQUIRE(res.differing_tensors.size() == 2);
+  CHECK_FALSE(res.differing_tensors[0].referee);  // param/w
+  const auto& cls = res.differing_tensors[1].referee;
+  REQUIRE(cls);
+  CHECK(cls->cls == ra::report::DifferenceClass::Reordering);
+  CHECK(cls->a_run == "torch 2.11.0");
+  CHECK(cls->b_run == "torch 2.15.0");
+  CHECK(cls->a->max_ulp == 3);
+  CHECK(cls->b->max_ulp == 5);
+  CHECK_FALSE(result(now, "threads-1").direction);  // its bits did not change
+  const std::string line =
+      "direction vs float64: torch 2.15.0 changed 1 tensor, within 5 ULP of float64 under both releases: reordering; "
+      "neither is more right";
+  CHECK(ra::report::direction_summary(*now.baseline) == line);
+  const std::string text = ra::report::render_text(now);
+  CHECK(text.find("  " + line + "\n") != std::string::npos);
+  CHECK(text.find("output float32[4x8]: bbbbbbbbbbbb -> cccccccccccc; vs float64 3 -> 5 ULP (reordering)") !=
+        std::string::npos);
+  CHECK(ra::report::render_markdown(now).find(line) != std::string::npos);
+  CHECK(ra::report::render_html(now).find("<p class=\"direction\">" + line + "</p>") != std::string::npos);
+}
+
+TEST_CASE("apply_baseline: a tensor much further from float64 under the new release is beyond reordering") {
+  auto now = upgraded(400);
+  ra::apply_baseline(now, baseline_of(refereed(report(), 3)));
+  const auto& res = result(now, "default");
+  REQUIRE(res.direction);
+  CHECK(res.direction->further.count == 1);
+  CHECK(res.direction->further.tensor == "output");
+  CHECK(res.direction->further.baseline_ulp == 3);
+  CHECK(res.direction->further.current_ulp == 400);
+  CHECK(res.direction->closer.count == 0);
+  CHECK(res.differing_tensors[0].referee->cls == ra::report::DifferenceClass::BeyondReordering);
+  CHECK(res.differing_tensors[0].name == "output");
+  const std::string line =
+      "direction vs float64: torch 2.15.0 changed 1 tensor: 1 tensor 133x further from float64 under torch 2.15.0 "
+      "(output: 400 ULP where torch 2.11.0 had 3): beyond reordering; investigate as a bug";
+  CHECK(ra::report::render_text(now).find(line) != std::string::npos);
+  // The JUnit case carries it, and the JSON report reads back with the direction and each tensor's class.
+  CHECK(ra::report::render_junit(now).find(line) != std::string::npos);
+  const auto back = ra::report::report_from_json(json::parse(ra::report::render_json(now)));
+  REQUIRE(result(back, "default").direction);
+  CHECK(result(back, "default").direction->further.current_ulp == 400);
+  REQUIRE(result(back, "default").differing_tensors[0].referee);
+  CHECK(result(back, "default").differing_tensors[0].referee->b->max_ulp == 400);
+  CHECK(ra::report::direction_summary(*back.baseline) == ra::report::direction_summary(*now.baseline));
+
+  // The other way: the new release is the closer one.
+  auto better = upgraded(3);
+  ra::apply_baseline(better, baseline_of(refereed(report(), 400)));
+  REQUIRE(result(better, "default").direction);
+  CHECK(result(better, "default").direction->closer.count == 1);
+  INFO(ra::report::direction_summary(*better.baseline));
+  CHECK(ra::report::direction_summary(*better.baseline)
+            .find("1 tensor 133x closer to float64 under torch 2.15.0 (output: 3 ULP where torch 2.11.0 had 400): "
+                  "beyond reordering") != std::string::npos);
+}
+
+TEST_CASE("apply_baseline: without errors on a side, one line says so and no class is claimed") {
+  auto now = upgraded(400);
+  ra::apply_baseline(now, baseline_of(report()));  // a baseline saved before the referee
+  const auto& res = result(now, "default");
+  REQUIRE(res.direction);
+  CHECK(res.direction->classed() == 0);
+  CHECK_FALSE(res.differing_tensors[0].referee);
+  CHECK(ra::report::direction_summary(*now.baseline) ==
+        "direction vs float64: not known: no errors against float64 for torch 2.11.0 (saved before the referee, or "
+        "with --referee off)");
+
+  auto off = report();  // --referee off now
+  off.targets()[0].configs[0].reference[1].digest = hex('c');
+  ra::apply_baseline(off, baseline_of(refereed(report(), 3)));
+  CHECK(ra::report::direction_summary(*off.baseline) ==
+        "direction vs float64: not known: no errors against float64 for the current results (run with --referee "
+        "off)");
+
+  auto raised = upgraded(3);
+  raised.targets()[0].referee = ra::report::Referee{"cpu", "cpu", false, "its float64 run raised: boom"};
+  ra::apply_baseline(raised, baseline_of(refereed(report(), 3)));
+  CHECK(ra::report::direction_summary(*raised.baseline) ==
+        "direction vs float64: not known: the float64 referee did not run for torch 2.15.0 (its float64 run raised: "
+        "boom)");
+}
+
+TEST_CASE("apply_baseline: a reshaped or one-sided tensor is unclassified, and every changed tensor is counted") {
+  const auto with_hidden = [](ra::report::Report r, std::vector<int64_t> shape) {
+    r.targets()[0].configs[0].reference.push_back({"hidden", "float32", shape, hex('f')});
+    r.targets()[0].configs[0].referee->errors.push_back(error("hidden", 2));
+    return r;
+  };
+  auto now = with_hidden(upgraded(3), {8, 2});  // reshaped
+  ra::apply_baseline(now, baseline_of(with_hidden(refereed(report(), 3), {4, 4})));
+  const auto& d = *result(now, "default").direction;
+  CHECK(d.reordering == 1);
+  CHECK(d.unclassified == 1);
+  CHECK(d.unclassified_why == "hidden: its dtype or shape changed");
+  CHECK(ra::report::direction_summary(*now.baseline) ==
+        "direction vs float64: torch 2.15.0 changed 2 tensors: 1 within 3 ULP of float64 under both releases: "
+        "reordering; 1 unclassified (hidden: its dtype or shape changed)");
+
+  // More changed tensors than a result lists: the direction counts them all.
+  auto many = report();
+  auto& ref = many.targets()[0].configs[0].reference;
+  for (size_t i = 0; i < ra::report::kBaselineTensorsListed + 5; ++i)
+    ref.push_back({"t" + std::to_string(i), "float32", {2}, hex('d')});
+  auto base = refereed(many, 3);
+  auto cur = refereed(many, 3);
+  for (auto& t : cur.targets()[0].configs[0].reference) t.digest = hex('e');
+  std::vector<ra::report::ReferenceError> errors;
+  for (const auto& t : ref) errors.push_back(error(t.name, 2));
+  base.targets()[0].configs[0].referee->errors = errors;
+  cur.targets()[0].configs[0].referee->errors = errors;
+  ra::apply_baseline(cur, baseline_of(base));
+  const auto& res = result(cur, "default");
+  CHECK(res.differing_tensors.size() == ra::report::kBaselineTensorsListed);
+  CHECK(res.direction->reordering == int(ref.size()) - 1);  // all but param/w
+  // Without a torch change, the sides are the baseline and the current results.
+  CHECK(ra::report::direction_summary(*cur.baseline) ==
+        "direction vs float64: the current results changed 26 tensors, all within 2 ULP of float64 on both sides: "
+        "reordering; neither is more right");
+}
+
+TEST_CASE("apply_baseline: no direction where only the model's own state changed, or nothing did") {
+  auto weights = refereed(report(), 3);
+  weights.targets()[0].configs[0].reference[0].digest = hex('f');  // param/w only
+  ra::apply_baseline(weights, baseline_of(report()));              // even against a baseline without errors
+  CHECK_FALSE(result(weights, "default").direction);
+  auto same = refereed(report(), 3);
+  ra::apply_baseline(same, baseline_of(report()));
+  CHECK_FALSE(result(same, "default").direction);
+  CHECK(ra::report::direction_summary(*same.baseline).empty());
+  CHECK(ra::report::render_text(same).find("direction vs float64") == std::string::npos);
+}

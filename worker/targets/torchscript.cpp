@@ -191,8 +191,14 @@ class TorchScriptTarget final : public Target {
       throw TrialInputError(
           fmt::format("model '{}' is not a loadable TorchScript archive: {}", spec.model, error_text(e)));
     }
-    // The float64 referee: parameters and buffers cast (Module::to casts the floating ones).
-    if (spec.precision == "float64") module_.to(at::kDouble);
+    // The float64 referee: the floating parameters and buffers cast. Not Module::to, which casts
+    // integer ones too (an index buffer, batch norm's num_batches_tracked), so that indexing raises.
+    if (spec.precision == "float64") {
+      for (const auto& p : module_.parameters())
+        if (p.is_floating_point()) p.set_data(p.to(at::kDouble));
+      for (const auto& b : module_.buffers())
+        if (b.is_floating_point()) b.set_data(b.to(at::kDouble));
+    }
     inputs_ = load_inputs(spec, device);
     check_arity(module_, inputs_);
     return inputs_.descriptions;
