@@ -59,7 +59,8 @@ class ReferenceError:
 class DifferenceClass:
     """run: the class of one difference the report names (reordering, beyond-reordering,
     uninitialized, write-race, unclassified) with its evidence; `between` is the configuration whose
-    repeats differed, or "dependence" for a difference between configurations."""
+    repeats differed, or "dependence" for a difference between configurations; `tensor` is the
+    tensor's name, or "root cause OP" for the trace's first differing op."""
     between: str
     tensor: str
     cls: str
@@ -204,6 +205,10 @@ def _referee_parts(target: dict) -> tuple[list[ReferenceError], list[DifferenceC
             if f.get("referee"):
                 classes.append(DifferenceClass(name, f.get("name", ""), f["referee"].get("class", ""),
                                                f["referee"].get("why", "")))
+        for rc in (cfg.get("trace") or {}).get("root_causes", ()):
+            if rc.get("referee"):  # the trace's first differing op, classed on its own
+                classes.append(DifferenceClass(name, f"root cause {rc.get('op', '')}", rc["referee"].get("class", ""),
+                                               rc["referee"].get("why", "")))
     for f in (target.get("configuration_dependence") or {}).get("differing_tensors", ()):
         if f.get("referee"):
             classes.append(DifferenceClass("dependence", f.get("name", ""), f["referee"].get("class", ""),

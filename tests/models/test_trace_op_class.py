@@ -8,7 +8,7 @@
 #   * index_put_ without accumulate and with duplicate indices: the root cause is aten::index_put_,
 #     classed write-race; the elements written more than once (their count, and the first positions)
 #     are Python's; every element of the kept output holds one of the values Python says were written
-#     to it; the configuration's differences follow the race;
+#     to it; the configuration's differences follow the race; the text, JUnit and the Python API say so;
 #   * index_put_ with accumulate=True (sums in an order that changes between runs): the root cause is
 #     classed reordering against the op rerun in float64, and both runs' errors lie within the bound
 #     float32 summation allows (Python: n * 2^-24 * sum |x| per element, n the element's addends);
@@ -85,8 +85,8 @@ def audit(path, inp, name, *extra, threads=2):
         doc = json.loads(report.read_text()) if report.exists() else None
         rc = root_cause(doc) if doc else None
         if rc and (rc.get("stats") or {}).get("differing", 0) > 0:
-            return doc, baseline, p.stdout
-    return doc, None, ""
+            return doc, baseline, p.stdout, report
+    return doc, None, "", None
 
 
 # 1. A write race: index_put_ with duplicate indices and no accumulate. Which thread's write lands
@@ -94,7 +94,7 @@ def audit(path, inp, name, *extra, threads=2):
 torch.manual_seed(0)
 x = torch.randn(N, WIDTH)
 path, inp = save_script(Overwrite(), "overwrite", x)
-doc, baseline, stdout = audit(path, inp, "overwrite", threads=4)
+doc, baseline, stdout, report = audit(path, inp, "overwrite", threads=4)
 check(baseline is not None, "overwrite: the capture runs saw the root cause differ in one of four audits")
 if baseline is not None:
     rc = root_cause(doc)
@@ -123,11 +123,21 @@ if baseline is not None:
     check(summary.get("class") == "write-race", f"overwrite: the configuration's differences follow the race "
                                                 f"({summary.get('class')}: {summary.get('why')})")
     check("class: write-race - aten::index_put_ wrote" in stdout, "overwrite: the text names the race under the root cause")
+    # JUnit and the Python API carry the root cause's class too.
+    junit = work / "overwrite.xml"
+    subprocess.run([binary, "report", str(report), "--junit", str(junit)], capture_output=True, text=True)
+    check(junit.exists() and "(write-race)" in junit.read_text(), "overwrite: the JUnit failure names the race")
+    sys.path.insert(0, str(source / "python"))
+    from repro_audit.results import from_report
+    result = from_report(doc, 1, stdout, str(report))
+    check(("threads=4", "root cause aten::index_put_", "write-race") in
+          [(c.between, c.tensor, c.cls) for c in result.difference_classes],
+          f"overwrite: Result.difference_classes {result.difference_classes}")
 
 # 2. Reordering: index_put_ with accumulate=True, whose sums are added in an order that changes.
 x = torch.randn(N, WIDTH) * 100
 path, inp = save_script(Accumulate(), "accumulate", x)
-doc, baseline, stdout = audit(path, inp, "accumulate")
+doc, baseline, stdout, report = audit(path, inp, "accumulate")
 check(baseline is not None, "accumulate: the capture runs saw the root cause differ in one of four audits")
 if baseline is not None:
     rc = root_cause(doc)
@@ -149,7 +159,7 @@ if baseline is not None:
               f"accumulate: run {side} lies {e.get('max_abs')} from float64, within Python's bound {bound:.3g}")
 
 # 3. --referee off: the root cause keeps no class.
-doc, baseline, stdout = audit(path, inp, "accumulate-off", "--referee", "off")
+doc, baseline, stdout, report = audit(path, inp, "accumulate-off", "--referee", "off")
 if baseline is not None:
     rc = root_cause(doc)
     check(rc is not None and "referee" not in rc, "referee off: the root cause has no class")
