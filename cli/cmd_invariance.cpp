@@ -31,6 +31,7 @@ struct InvarianceArgs : AuditArgs {
   std::string pad_others;  // "", "right" or "left"
   int draft = 4;
   int positions = 3;
+  std::string referee = "cpu";
 };
 
 // --axis and --pad-others: pad-others alone chooses the pad axis; --axis pad pads on the right
@@ -144,6 +145,7 @@ int execute_invariance(const InvarianceArgs& a, const GlobalOptions& global, con
     throw UsageError("--trace needs every size of a configuration in one process: run it without --shard");
   o.trace = a.trace;
   o.fix_search = !a.no_fix_search;
+  o.referee = parse_referee_mode(a.referee);
   const ReportJudges judges =
       invariance_judges(a, o.session.device, o.rows, a.filler, axis_name(o.axis), config_names(o.session.configs));
   return finish_report(invariance::run_invariance(o), a.out, judges);
@@ -205,6 +207,7 @@ Action attach_invariance(CLI::App& sub, const GlobalOptions& global) {
       ->delimiter(',');
   sub.add_flag("--no-fix-search", a->no_fix_search,
                "when the first configuration is variant, do not search for a switch that makes it invariant");
+  add_referee_option(sub, a->referee);
   add_output_options(sub, a->out, {.junit = "one test case per configuration"});
   sub.add_option("--jobs,-j", a->jobs, "configurations run at once (at most the number of CPUs)")
       ->check(integer_in(1, 4096))

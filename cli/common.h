@@ -108,8 +108,8 @@ void add_output_options(CLI::App& sub, ReportOutputs& out, const OutputHelp& hel
 // made from the same targets (audit/baseline/baseline.h).
 ReportJudges load_judges(const AuditArgs& a, SessionOptions& session);
 
-// --referee cpu|device|off on `sub`, storing into `mode` (run; invariance's classes take it too once
-// they are built): where the float64 referee runs (audit/trial/referee.h).
+// --referee cpu|device|off on `sub`, storing into `mode` (run and invariance): where the float64
+// referee runs (audit/trial/referee.h, audit/invariance/invariance_referee.h).
 void add_referee_option(CLI::App& sub, std::string& mode);
 
 // --baseline-tensors, on the commands whose kinds keep reference tensors (run, probes).

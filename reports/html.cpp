@@ -353,21 +353,26 @@ std::string targets_timing(const ConstTargets& targets) {
         const FixCandidate& c = f.candidates[k];
         out += fmt::format(
             "<tr class=\"fix-cost\" data-fix=\"{}\"{}><td><a "
-            "href=\"#{}\"><code>{}</code></a></td><td>{}</td><td>{}</td></tr>\n",
+            "href=\"#{}\"><code>{}</code></a>{}</td><td>{}</td><td>{}</td></tr>\n",
             html::fix_id(i, j, k), c.cost_ratio ? fmt::format(" data-cost=\"{:.2f}\"", *c.cost_ratio) : "",
-            html::fix_id(i, j, k), esc(c.config), c.median_ms ? ms(*c.median_ms) : "not timed",
-            c.cost_ratio ? esc(cost_text(c)) : "-");
+            html::fix_id(i, j, k), esc(c.config), c.downgrade() ? " (a downgrade)" : "",
+            c.median_ms ? ms(*c.median_ms) : "not timed", c.cost_ratio ? esc(cost_text(c)) : "-");
       }
       out += "</tbody></table>\n";
       // Which fix is cheapest is a timing fact: it stays inside this block.
       if (const FixCandidate* cheapest = cheapest_fix(f)) {
         const FixCandidate& c = *cheapest;
-        out += fmt::format("<p class=\"cheapest\">{}: {} (<code>{}</code>){}.</p>\n",
+        out += fmt::format("<p class=\"cheapest\">{}{}: {} (<code>{}</code>){}{}.</p>\n",
                            cheapest_known(f) ? "Cheapest minimal fix" : "A minimal fix",
-                           esc(fix_change_text(c, t.configs[j].switches)), esc(c.config), esc(cost_clause(c, f.from)));
+                           downgrades_passed_over(f).empty() ? "" : " without a downgrade",
+                           esc(fix_change_text(c, t.configs[j].switches)), esc(c.config), esc(cost_clause(c, f.from)),
+                           esc(accuracy_clause(c, f.from)));
         for (const FixCandidate* other : fixes_costing_the_same(f))
-          out += fmt::format("<p class=\"same-cost\">The same cost within noise: <code>{}</code> at {}.</p>\n",
-                             esc(other->config), esc(cost_text(*other)));
+          out += fmt::format("<p class=\"same-cost\">The same cost within noise: <code>{}</code> at {}{}.</p>\n",
+                             esc(other->config), esc(cost_text(*other)), esc(accuracy_clause(*other, f.from)));
+        for (const FixCandidate* down : downgrades_passed_over(f))
+          out += fmt::format("<p class=\"downgrade\">Not <code>{}</code>: {}.</p>\n", esc(down->config),
+                             esc(fix_accuracy_text(*down->accuracy, f.from)));
       }
     }
   }

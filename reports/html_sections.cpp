@@ -43,7 +43,8 @@ void root_cause_row(std::string& out, const RootCause& rc, const FixSearch* fixe
   std::vector<std::string> fixed;
   for (const size_t k : rc.fixed_by)
     if (fixes && k < fixes->candidates.size())
-      fixed.push_back(fmt::format("<a href=\"#{}\">{}</a>", fix_id(i, j, k), code(fixes->candidates[k].config)));
+      fixed.push_back(fmt::format("<a href=\"#{}\">{}</a>{}", fix_id(i, j, k), code(fixes->candidates[k].config),
+                                  fixes->candidates[k].downgrade() ? " (a downgrade)" : ""));
   out += fmt::format(
       "<tr class=\"root-cause\" data-direction=\"{}\" data-op=\"{}\"><td class=\"num\">#{}</td>"
       "<td>{}<div class=\"sub\">{}</div></td><td>{}</td>"
@@ -115,7 +116,8 @@ void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, siz
         "<td class=\"cost\" data-fix=\"{}\"></td></tr>\n",
         fc.minimal ? " minimal" : "", fix_id(i, j, k), to_string(fc.verdict), fc.minimal, fc.fixes_all, k + 1,
         esc(fc.config), toggles_text(fc), esc(fc.stage), badge(fc.verdict), fixed, fc.fixes_all ? "yes" : "no",
-        fc.minimal ? "<strong>minimal</strong>" : "", fix_id(i, j, k));
+        fc.minimal ? (fc.downgrade() ? "<strong>minimal</strong>, a downgrade" : "<strong>minimal</strong>") : "",
+        fix_id(i, j, k));
     if (!fc.message.empty())
       out += fmt::format("<tr class=\"fix-message\"><td></td><td colspan=\"{}\">{}</td></tr>\n", command ? 6 : 7,
                          message(fc.message));
@@ -125,10 +127,12 @@ void fix_search(std::string& out, const FixSearch& f, const ConfigResult& c, siz
     const FixCandidate& fc = f.candidates[k];
     if (!fc.minimal) continue;
     out += fmt::format(
-        "<div class=\"snippet\" data-fix=\"{}\"><h4>Minimal fix {}: {}</h4><div class=\"snippets\">"
+        "<div class=\"snippet\" data-fix=\"{}\"><h4>Minimal fix {}: {}</h4>{}<div class=\"snippets\">"
         "<figure><figcaption>C++</figcaption><pre><code class=\"cpp\">{}</code></pre></figure>"
         "<figure><figcaption>Python</figcaption><pre><code class=\"python\">{}</code></pre></figure></div></div>\n",
-        fix_id(i, j, k), k + 1, code(fc.config), esc(fc.cpp), esc(fc.python));
+        fix_id(i, j, k), k + 1, code(fc.config),
+        fc.accuracy ? fmt::format("<p class=\"accuracy\">{}</p>", esc(fix_accuracy_text(*fc.accuracy, f.from))) : "",
+        esc(fc.cpp), esc(fc.python));
   }
   for (const auto& n : f.no_deterministic) {
     out +=

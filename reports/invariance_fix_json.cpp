@@ -4,6 +4,7 @@
 // figures (forward pass times, cost ratios) sit in its "timing" object, candidates in their order.
 #include "reports/invariance_model.h"
 #include "reports/json_node.h"
+#include "reports/json_parts.h"
 
 namespace ra::report {
 namespace {
@@ -15,7 +16,7 @@ json optional_number(const std::optional<double>& x) { return x ? json(*x) : jso
 
 json classes_json(const std::vector<SizeClass>& classes) {
   json out = json::array();
-  for (const auto& k : classes) out.push_back({{"sizes", k.sizes}, {"reference", k.reference}});
+  for (const auto& k : classes) out.push_back(detail::size_class_json(k));
   return out;
 }
 
@@ -23,7 +24,8 @@ json candidate_json(const InvarianceFixCandidate& c) {
   json j = {{"toggles", c.toggles}, {"config", c.config},   {"stage", c.stage},
             {"verdict", c.verdict}, {"message", c.message}, {"classes", classes_json(c.classes)},
             {"fixes", c.fixes},     {"cpp", c.cpp},         {"python", c.python}};
-  if (c.anchors > 0) j["anchors"] = c.anchors;  // a screen's sweep only
+  if (c.anchors > 0) j["anchors"] = c.anchors;                                        // a screen's sweep only
+  if (!c.accuracy.empty()) j["accuracy"] = c.accuracy, j["downgrade"] = c.downgrade;  // with the float64 referee
   return j;
 }
 
@@ -38,13 +40,12 @@ InvarianceFixCandidate candidate_from(const Node& n) {
   if (c.verdict != "invariant" && c.verdict != "variant" && c.verdict != "crashed" && c.verdict != "not run")
     n.at("verdict").fail("expected invariant, variant, crashed or not run");
   c.message = n.at("message").str();
-  c.classes = n.at("classes").list([](const Node& k) {
-    return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()};
-  });
+  c.classes = n.at("classes").list(detail::read_size_class);
   if (n.has("anchors")) c.anchors = n.at("anchors").i32();
   c.fixes = n.at("fixes").boolean();
   c.cpp = n.at("cpp").str();
   c.python = n.at("python").str();
+  if (n.has("accuracy")) c.accuracy = n.at("accuracy").str(), c.downgrade = n.at("downgrade").boolean();
   return c;
 }
 

@@ -25,7 +25,10 @@ using escaped::xml;
 // no effect on cpu", "crashed: ...".
 std::string outcome(const InvarianceFixCandidate& c) {
   if (c.verdict == "not run" || c.verdict == "crashed") return fmt::format("{}: {}", c.verdict, c.message);
-  if (c.fixes) return "invariant: fixes it";
+  // With the float64 referee, a fix says what it did to the rows' error (issue 53): a downgrade is
+  // never called a fix without that word.
+  if (c.fixes && c.downgrade) return "invariant, but " + c.accuracy;
+  if (c.fixes) return c.accuracy.empty() ? "invariant: fixes it" : "invariant: fixes it, " + c.accuracy;
   const std::string on = c.anchors == 1  ? " on anchor 0"
                          : c.anchors > 1 ? fmt::format(" on anchors 0…{}", c.anchors - 1)
                                          : "";

@@ -49,7 +49,7 @@ RowTrace row_trace_from(const Node& n) {
 
 json config_json(const InvarianceConfig& c) {
   json classes = json::array();
-  for (const auto& k : c.classes) classes.push_back({{"sizes", k.sizes}, {"reference", k.reference}});
+  for (const auto& k : c.classes) classes.push_back(detail::size_class_json(k));
   json j = {{"config", c.config},
             {"verdict", c.verdict},
             {"message", c.message},
@@ -65,6 +65,7 @@ json config_json(const InvarianceConfig& c) {
               {"sweep_ms", c.timing.sweep_ms},
               {"worker_ms", c.timing.worker_ms}}}};
   if (c.allowed_by) j["allowed_by"] = detail::allowed_by_json(*c.allowed_by);
+  if (c.referee) j["referee"] = detail::class_summary_json(*c.referee);
   return j;
 }
 
@@ -80,19 +81,40 @@ InvarianceConfig config_from(const Node& n) {
   detail::read_invariance_config_head(n, c);
   c.message = n.at("message").str();
   c.switches = switches_from(n.at("switches"));
-  c.classes = n.at("classes").list([](const Node& k) {
-    return SizeClass{k.at("sizes").i64s(), k.at("reference").boolean()};
-  });
+  c.classes = n.at("classes").list(detail::read_size_class);
   c.advice = n.at("advice").strings();
   c.cells = cells_from_json(n.at("cells").v);
   const Node t = n.at("timing");
   c.timing = {t.at("forward_ms").num(), t.at("calls").i64(), t.at("sweep_ms").num(), t.at("worker_ms").num()};
   if (n.has("allowed_by")) c.allowed_by = detail::read_allowed_by(n.at("allowed_by"));
   if (n.has("trace")) c.trace = row_trace_from(n.at("trace"));
+  if (n.has("referee")) c.referee = detail::read_class_summary(n.at("referee"));
   return c;
 }
 
 }  // namespace
+
+namespace detail {
+
+json size_class_json(const SizeClass& k) {
+  json j = {{"sizes", k.sizes}, {"reference", k.reference}};
+  if (!k.errors.empty()) {
+    json errors = json::array();
+    for (const auto& e : k.errors) errors.push_back(reference_error_to_json(e));
+    j["errors"] = std::move(errors);
+  }
+  if (k.difference) j["difference"] = classified_json(*k.difference);
+  return j;
+}
+
+SizeClass read_size_class(const Node& n) {
+  SizeClass k{n.at("sizes").i64s(), n.at("reference").boolean(), {}, std::nullopt};
+  if (n.has("errors")) k.errors = n.at("errors").list(read_reference_error);
+  if (n.has("difference")) k.difference = read_classified(n.at("difference"));
+  return k;
+}
+
+}  // namespace detail
 
 json cells_to_json(const std::vector<InvarianceCell>& cells) {
   json out = json::array();
@@ -160,6 +182,7 @@ json invariance_to_json(const Invariance& inv) {
       {"configs", configs},     {"fix", invariance_fix_to_json(inv.fix)}};
   if (inv.axis == "verify") out["draft"] = inv.draft, out["positions"] = inv.positions;
   if (!inv.runtime.empty()) out["runtime"] = inv.runtime;
+  if (inv.referee) out["referee"] = detail::referee_json(*inv.referee);
   return out;
 }
 
@@ -173,7 +196,8 @@ Invariance invariance_from_json(const json& j) {
   inv.notes = n.at("notes").strings();
   inv.control = {n.at("control").at("detected").boolean(), n.at("control").at("evidence").str()};
   inv.configs = n.at("configs").list(config_from);
-  if (n.has("fix")) inv.fix = invariance_fix_from_json(n.at("fix").v);  // reports before the fix search have none
+  if (n.has("fix")) inv.fix = invariance_fix_from_json(n.at("fix").v);        // reports before the fix search have none
+  if (n.has("referee")) inv.referee = detail::read_referee(n.at("referee"));  // reports before issue 53 have none
   return inv;
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "reports/core_model.h"
+#include "reports/referee_model.h"
 
 #include <nlohmann/json.hpp>
 
@@ -64,6 +65,12 @@ struct InvarianceCell {
 struct SizeClass {
   std::vector<int64_t> sizes;  // ascending
   bool reference = false;      // holds size 1
+  // The float64 referee (issue 53), where it ran: per compared floating output, the anchor rows of the
+  // class's smallest size against each anchor alone in float64 (the furthest anchor's figures, numel
+  // summed); and, for a class other than the reference one, the class of its
+  // difference from the reference class (the most severe over outputs; audit/invariance/invariance_referee.h).
+  std::vector<ReferenceError> errors;
+  std::optional<Classified> difference;
 };
 
 // One output's classes (every anchor row of that output alone): what a baseline keeps, so that a
@@ -111,6 +118,9 @@ struct InvarianceConfig {
   std::vector<OutputClasses> by_output;     // read from a baseline file, which keeps no cells; else empty
   std::optional<AllowedBy> allowed_by;      // --allowlist accepted this variant configuration
   std::optional<RowTrace> trace;            // with --trace only
+  // The float64 referee: the summary of the classes' differences from the reference class (over
+  // classes and outputs), when there are several classes and the referee ran or was asked for.
+  std::optional<ClassSummary> referee;
   InvarianceTiming timing;
 };
 
@@ -139,6 +149,11 @@ struct InvarianceFixCandidate {
   std::optional<double> cost_ratio;  // median over pricing rounds of its forward pass over the configuration's
   std::optional<double> cost_low, cost_high;  // the lowest and highest per-round ratio (core_model.h's RoundCost)
   std::string cpp, python;                    // how a program sets it
+  // The float64 referee: its error against float64 beside the configuration's ("error vs float64
+  // unchanged (max 2 ULP)"), and whether it is a downgrade: invariant, but some output further from
+  // float64 than max(kFloorUlp, kFactor x the configuration's error) (audit/invariance/invariance_fix.h).
+  std::string accuracy;
+  bool downgrade = false;
 };
 
 struct InvarianceFix {
@@ -174,6 +189,7 @@ struct Invariance {
   NegativeControl control;
   std::vector<InvarianceConfig> configs;
   std::optional<InvarianceFix> fix;  // when the first configuration was variant and the search ran
+  std::optional<Referee> referee;    // --referee cpu|device: where the float64 referee ran, or why not
 };
 
 // "{1,2,3} | {4…9,15…17}": the classes in one line; a run of three or more consecutive integers, every

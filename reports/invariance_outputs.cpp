@@ -116,7 +116,7 @@ json baseline_classes_json(const std::vector<SizeClass>& classes) {
 }
 
 std::vector<SizeClass> baseline_classes_from(const Node& n) {
-  std::vector<SizeClass> classes = n.list([](const Node& k) { return SizeClass{k.i64s(), false}; });
+  std::vector<SizeClass> classes = n.list([](const Node& k) { return SizeClass{k.i64s(), false, {}, std::nullopt}; });
   for (auto& k : classes) k.reference = !k.sizes.empty() && k.sizes.front() == 1;
   return classes;
 }

@@ -136,6 +136,18 @@ std::vector<std::string> advice_of(const InvarianceConfig& c, const Invariance& 
   return out;
 }
 
+// The float64 referee's lines of a configuration (issue 53): each class's error against float64
+// ("{4…9}: error vs float64: output 3 ULP (...)"), then the class of the differences between classes.
+std::vector<std::string> referee_lines(const InvarianceConfig& c, const Invariance& inv) {
+  std::vector<std::string> out;
+  if (!inv.referee) return out;
+  if (inv.referee->ran)
+    for (const auto& k : c.classes)
+      if (!k.errors.empty()) out.push_back(fmt::format("{{{}}}: {}", sizes_text(k.sizes), errors_line(k.errors)));
+  if (c.referee) out.push_back("between classes, " + class_summary_line(*c.referee));
+  return out;
+}
+
 void config_text(std::string& out, const InvarianceConfig& c, const Invariance& inv) {
   out += fmt::format("{}: {}\n", ln(c.config), ln(invariance_summary(c)));
   if (c.verdict == "crashed") {
@@ -157,6 +169,7 @@ void config_text(std::string& out, const InvarianceConfig& c, const Invariance& 
   }
   out += fmt::format("  warm-up: {}\n", warmup_text(c));
   if (const std::string w = worst_line(c, inv); !w.empty()) out += fmt::format("  {}\n", ln(w));
+  for (const auto& line : referee_lines(c, inv)) out += fmt::format("  {}\n", ln(line));
   for (const auto& a : advice_of(c, inv)) out += fmt::format("  advice: {}\n", ln(a));
   if (c.trace) out += trace_text(*c.trace);
 }
@@ -273,6 +286,7 @@ std::string invariance_text(const Report& r, const Invariance& inv) {
   for (const auto& e : inv.excluded) out += fmt::format("  left out: {}\n", ln(e));
   for (const auto& n : inv.notes) out += fmt::format("  note: {}\n", ln(n));
   out += fmt::format("  negative control: {}\n", ln(inv.control.evidence));
+  if (inv.referee && !inv.referee->ran) out += fmt::format("  {}\n", ln(referee_note_line(*inv.referee)));
   for (const auto& c : inv.configs) config_text(out, c, inv);
   out += invariance_fix_text(inv);
   for (const auto& c : inv.configs)
@@ -303,6 +317,9 @@ std::string invariance_markdown(const Report& r, const Invariance& inv) {
   // the fix search's section below.
   for (const auto& c : inv.configs)
     if (const std::string w = worst_line(c, inv); !w.empty()) out += fmt::format("\n- **{}** {}", md(c.config), md(w));
+  if (inv.referee && !inv.referee->ran) out += fmt::format("\n- {}", md(referee_note_line(*inv.referee)));
+  for (const auto& c : inv.configs)
+    for (const auto& line : referee_lines(c, inv)) out += fmt::format("\n- **{}** {}", md(c.config), md(line));
   for (const auto& c : inv.configs)
     for (const auto& a : advice_of(c, inv)) out += fmt::format("\n- **{}**: {}", md(c.config), md(a));
   for (const auto& c : inv.configs)
@@ -348,6 +365,12 @@ std::string invariance_html_section(const Report& r, const Invariance& inv) {
     if (const std::string w = worst_line(c, inv); !w.empty())
       out += fmt::format("<p class=\"largest-difference\" data-config=\"{}\">{} {}</p>\n", esc(c.config), esc(c.config),
                          esc(w));
+  if (inv.referee && !inv.referee->ran)
+    out += fmt::format("<p class=\"referee\">{}</p>\n", esc(referee_note_line(*inv.referee)));
+  for (const auto& c : inv.configs)
+    for (const auto& line : referee_lines(c, inv))
+      out +=
+          fmt::format("<p class=\"referee\" data-config=\"{}\">{} {}</p>\n", esc(c.config), esc(c.config), esc(line));
   for (const auto& c : inv.configs)
     if (c.trace) {
       const std::string shapes = trace_shapes(*c.trace);
@@ -369,9 +392,10 @@ std::string invariance_junit_suites(const Invariance& inv, int& tests, int& fail
       body = fmt::format("      <failure type=\"nondeterministic\" message=\"{}\"/>\n", xml(invariance_summary(c)));
     } else if (c.verdict == "variant" && !c.allowed_by) {
       ++f;
-      body = fmt::format(
-          "      <failure type=\"diverged\" message=\"{}\"/>\n",
-          xml(invariance_summary(c) + ": " + classes_text(c.classes) + (c.trace ? "; " + c.trace->message : "")));
+      body = fmt::format("      <failure type=\"diverged\" message=\"{}\"/>\n",
+                         xml(invariance_summary(c) + ": " + classes_text(c.classes) +
+                             (c.referee ? "; between classes, " + class_summary_line(*c.referee) : "") +
+                             (c.trace ? "; " + c.trace->message : "")));
     } else if (c.verdict == "crashed") {
       ++e;
       body = fmt::format("      <error type=\"crashed\" message=\"{}\"/>\n", xml(c.message));

@@ -140,11 +140,17 @@ json class_summary_json(const ClassSummary& s);
 ClassSummary read_class_summary(const Node& n);
 json config_referee_json(const ConfigReferee& c);
 ConfigReferee read_config_referee(const Node& n);
+json fix_accuracy_json(const FixAccuracy& a);
+FixAccuracy read_fix_accuracy(const Node& n);
 
 // invariance_outputs.cpp: what an invariance report and an invariance baseline both hold (model,
 // kind, device, inputs, rows, filler, sizes, budget, outputs), read by one reader.
 void read_invariance_head(const Node& n, Invariance& inv);
 // ... and what a configuration of each holds: config, verdict, position and warm-up dependence.
 void read_invariance_config_head(const Node& n, InvarianceConfig& c);
+// invariance_json.cpp: a class of sizes in a report (a configuration's, a fix candidate's), with the
+// float64 referee's figures where it has them.
+json size_class_json(const SizeClass& k);
+SizeClass read_size_class(const Node& n);
 
 }  // namespace ra::report::detail

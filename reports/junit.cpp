@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace ra::report {
@@ -52,11 +53,13 @@ std::string root_cause_text(const RootCause& r) {
   return s;
 }
 
-// Minimal fixes in candidate order (their cost order is a timing figure, kept out of JUnit).
+// Minimal fixes in candidate order (their cost order is a timing figure, kept out of JUnit), the
+// downgrades (FixCandidate::accuracy) after the others.
 std::vector<const FixCandidate*> minimal_fixes(const FixSearch& f) {
   std::vector<const FixCandidate*> out;
   for (const auto& c : f.candidates)
     if (c.minimal) out.push_back(&c);
+  std::stable_partition(out.begin(), out.end(), [](const FixCandidate* c) { return !c->downgrade(); });
   return out;
 }
 
@@ -104,12 +107,13 @@ Outcome diverged_outcome(const ConfigResult& c) {
     // the first would read as a choice the other formats may not make.
     if (!fixes.empty()) {
       std::vector<std::string> names;
-      for (const auto* m : fixes) names.push_back(m->config);
+      for (const auto* m : fixes) names.push_back(m->downgrade() ? m->config + " (a downgrade)" : m->config);
       o.message += fmt::format("; minimal fix{}: {}", names.size() == 1 ? "" : "es", fmt::join(names, ", "));
     }
     o.body += fmt::format("fix search from {}: {}\n", f.from, f.conclusion);
     for (const auto* m : fixes)
-      o.body += fmt::format("minimal fix: {}\n  C++:    {}\n  Python: {}\n", m->config, m->cpp, m->python);
+      o.body += fmt::format("minimal fix: {}{}\n  C++:    {}\n  Python: {}\n", m->config,
+                            m->accuracy ? "; " + fix_accuracy_text(*m->accuracy, f.from) : "", m->cpp, m->python);
     for (const auto& n : f.no_deterministic) {
       o.body += fmt::format("no deterministic implementation: {}{}\n", n.op, n.advice.empty() ? "" : ": " + n.advice);
       for (const auto& a : n.alternatives) o.body += fmt::format("  - {}\n", a);

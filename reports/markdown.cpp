@@ -100,9 +100,12 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   }
   if (!c.fix_search) return;
   const FixSearch& f = *c.fix_search;
-  for (const size_t i : f.best) {
+  std::vector<size_t> best = f.best;  // the fixes that are no downgrade first
+  std::stable_partition(best.begin(), best.end(), [&f](size_t i) { return !f.candidates[i].downgrade(); });
+  for (const size_t i : best) {
     const FixCandidate& fix = f.candidates[i];
-    out += fmt::format("- minimal fix: {}\n", code(fix.config));
+    out += fmt::format("- minimal fix: {}{}\n", code(fix.config),
+                       fix.accuracy ? ": " + md(fix_accuracy_text(*fix.accuracy, f.from)) : "");
     fence(out, "cpp", fix.cpp);
     fence(out, "python", fix.python);
   }
@@ -123,15 +126,21 @@ void timing(std::string& out, const Report& r) {
       const FixSearch& f = *c.fix_search;
       out += fmt::format("\n**{} · {}**", md(t.name), md(c.name));
       if (const FixCandidate* fix = cheapest_fix(f))
-        out += fmt::format(": {} {} ({}){}", cheapest_known(f) ? "cheapest fix" : "a minimal fix",
+        out += fmt::format(": {}{} {} ({}){}{}", cheapest_known(f) ? "cheapest fix" : "a minimal fix",
+                           downgrades_passed_over(f).empty() ? "" : " without a downgrade",
                            md(fix_change_text(*fix, c.switches)), code(fix->config),
-                           fix->cost_ratio ? cost_clause(*fix, md(f.from)) : " (not measured)");
+                           fix->cost_ratio ? cost_clause(*fix, md(f.from)) : " (not measured)",
+                           md(accuracy_clause(*fix, f.from)));
       for (const FixCandidate* other : fixes_costing_the_same(f))
-        out += fmt::format("; the same cost within noise: {} ({})", code(other->config), cost_text(*other));
+        out += fmt::format("; the same cost within noise: {} ({}){}", code(other->config), cost_text(*other),
+                           md(accuracy_clause(*other, f.from)));
+      for (const FixCandidate* down : downgrades_passed_over(f))
+        out += fmt::format("; not {}: {}", code(down->config), md(fix_accuracy_text(*down->accuracy, f.from)));
       out += "\n\n| candidate | verdict | median | cost |\n|---|---|---|---|\n";
       for (const auto& cand : f.candidates)
-        out += fmt::format("| {} | {} | {} | {} |\n", code(cand.config), to_string(cand.verdict),
-                           cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-", cost_cell(cand));
+        out += fmt::format("| {}{} | {} | {} | {} |\n", code(cand.config), cand.downgrade() ? " (a downgrade)" : "",
+                           to_string(cand.verdict), cand.median_ms ? fmt::format("{:.1f} ms", *cand.median_ms) : "-",
+                           cost_cell(cand));
     }
   out += fmt::format("{}\n", kTimingEnd);
 }

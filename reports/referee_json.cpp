@@ -124,5 +124,28 @@ ConfigReferee read_config_referee(const Node& n) {
   return c;
 }
 
+json fix_accuracy_json(const FixAccuracy& a) {
+  json errors = json::array();
+  for (const auto& e : a.errors) errors.push_back(reference_error_to_json(e));
+  return {{"change", to_string(a.change)},
+          {"downgrade", a.downgrade()},  // derived from "change", for readers of the JSON; not read back
+          {"tensor", a.tensor},
+          {"max_ulp", number_or_null(a.max_ulp)},
+          {"from_max_ulp", number_or_null(a.from_ulp)},
+          {"errors", errors}};
+}
+
+FixAccuracy read_fix_accuracy(const Node& n) {
+  FixAccuracy a;
+  const auto change = accuracy_change_from_string(n.at("change").str());
+  if (!change) n.at("change").fail(fmt::format("unknown change '{}'", n.at("change").str()));
+  a.change = *change;
+  a.tensor = n.at("tensor").str();
+  a.max_ulp = n.at("max_ulp").num_or_nan();
+  a.from_ulp = n.at("from_max_ulp").num_or_nan();
+  a.errors = n.at("errors").list(read_reference_error);
+  return a;
+}
+
 }  // namespace detail
 }  // namespace ra::report

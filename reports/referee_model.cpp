@@ -24,6 +24,8 @@ double referee_own_ulp(const std::string& dtype, double ulp) {
   return ulp * std::ldexp(1.0, p - 53);
 }
 
+std::string ulp_figure(double ulp) { return ulp < 1e6 ? fmt::format("{:.0f}", ulp) : fmt::format("{:.3g}", ulp); }
+
 std::string referee_bound_text(const std::string& dtype, double ulp) {
   const double own = referee_own_ulp(dtype, ulp);
   if (!std::isfinite(own)) return "";
@@ -135,6 +137,45 @@ std::string referee_note_line(const Referee& r) {
   if (r.ran) return "";
   return fmt::format("float64 referee: did not run ({}); the bitwise verdict stands, and differences are unclassified",
                      r.note);
+}
+
+const char* to_string(AccuracyChange c) {
+  switch (c) {
+    case AccuracyChange::Unchanged:
+      return "unchanged";
+    case AccuracyChange::SameOrder:
+      return "same-order";
+    case AccuracyChange::Closer:
+      return "closer";
+    case AccuracyChange::Downgrade:
+      return "downgrade";
+  }
+  return "unchanged";
+}
+
+std::optional<AccuracyChange> accuracy_change_from_string(const std::string& s) {
+  for (const AccuracyChange c :
+       {AccuracyChange::Unchanged, AccuracyChange::SameOrder, AccuracyChange::Closer, AccuracyChange::Downgrade})
+    if (s == to_string(c)) return c;
+  return std::nullopt;
+}
+
+std::string fix_accuracy_text(const FixAccuracy& a, const std::string& from) {
+  const std::string tensor = a.errors.size() > 1 ? fmt::format(" in {}", a.tensor) : "";
+  switch (a.change) {
+    case AccuracyChange::Unchanged:
+      return fmt::format("error vs float64 unchanged (max {} ULP{})", ulp_figure(a.max_ulp), tensor);
+    case AccuracyChange::SameOrder:
+      return fmt::format("error vs float64 of the same order (max {} ULP{} where {} had {})", ulp_figure(a.max_ulp),
+                         tensor, from, ulp_figure(a.from_ulp));
+    case AccuracyChange::Closer:
+      return fmt::format("closer to float64 (max {} ULP{} where {} had {})", ulp_figure(a.max_ulp), tensor, from,
+                         ulp_figure(a.from_ulp));
+    case AccuracyChange::Downgrade:
+      return fmt::format("max {} ULP from float64{} where {} had {}: a downgrade", ulp_figure(a.max_ulp), tensor, from,
+                         ulp_figure(a.from_ulp));
+  }
+  return "";
 }
 
 }  // namespace ra::report

@@ -126,8 +126,38 @@ std::vector<std::string> config_referee_lines(const std::optional<Referee>& targ
 std::string classified_line(const Classified& c);
 // The line under a target whose referee did not run ("float64 referee: did not run: ..."), "" when it ran.
 std::string referee_note_line(const Referee& r);
+// An error in ULP as the lines print it: a count ("3"), or three digits once it is large ("4.19e+06").
+std::string ulp_figure(double ulp);
 // "float64's own error here < 0.01 ULP" for an error of `ulp` in `dtype`'s ULP, "" without a figure.
 std::string referee_bound_text(const std::string& dtype, double ulp);
+
+// A fix's effect on the error against float64 (issue 53 item 3). Bitwise sameness can be bought by
+// computing worse (a deterministic path through TF32 or bfloat16), so the fix search measures each
+// candidate's floating tensors against the referee as it does the failing configuration's, and
+// compares each tensor's error with the failing configuration's reference repeat's (audit/trial/
+// referee.h, judge_fix_accuracy): a downgrade when some tensor's error rises above the classes' bound
+// max(kFloorUlp, kFactor x the failing configuration's error); closer when it falls below the same
+// bound taken the other way; unchanged when every tensor's error is the same; else of the same order.
+enum class AccuracyChange { Unchanged, SameOrder, Closer, Downgrade };
+const char* to_string(AccuracyChange c);  // "unchanged", "same-order", "closer", "downgrade"
+std::optional<AccuracyChange> accuracy_change_from_string(const std::string& s);
+
+struct FixAccuracy {
+  std::vector<ReferenceError> errors;  // the candidate's per floating tensor, the furthest over its repeats
+  AccuracyChange change = AccuracyChange::Unchanged;
+  // The tensor the line names: for a downgrade the one that rose furthest above its bound, else the
+  // one furthest from float64; with the candidate's error and the failing configuration's.
+  std::string tensor;
+  double max_ulp = 0;
+  double from_ulp = 0;
+  bool downgrade() const { return change == AccuracyChange::Downgrade; }
+};
+
+// "error vs float64 unchanged (max 2 ULP)", "error vs float64 of the same order (max 5 ULP where
+// default had 3)", "closer to float64 (max 3 ULP where default had 310)" or "max 310 ULP from
+// float64 where default had 3: a downgrade" (with the tensor's name when several were measured):
+// what every renderer prints beside a fix's cost; `from` is the failing configuration.
+std::string fix_accuracy_text(const FixAccuracy& a, const std::string& from);
 
 // The JSON of a ReferenceError, which the trial protocol (audit/trial/trial_spec.h) carries too.
 nlohmann::ordered_json reference_error_to_json(const ReferenceError& e);

@@ -86,6 +86,10 @@ std::string cost_text(const FixCandidate& fix);
 // The cost after a fix's name: " at 0.29x (0.25-0.33) the run time of FROM", " (cost not measurable
 // on this machine now)", or "" (escape `from` for the format first).
 std::string cost_clause(const FixCandidate& fix, const std::string& from);
+// The error after a fix's cost: "; error vs float64 unchanged (max 2 ULP)", "; max 310 ULP from
+// float64 where FROM had 3: a downgrade" (fix_accuracy_text), or "" without a referee; unescaped
+// (it holds a tensor's name): escape the whole for the format.
+std::string accuracy_clause(const FixCandidate& fix, const std::string& from);
 // What "reproducible" can promise after so few repeats: "reproducible: no divergence in 2
 // comparisons (3 runs); a divergence rate above 66% would have shown (95% confidence)", for the
 // reproducible configuration with the fewest comparisons (Wilson's upper bound, as rate_ci_high);

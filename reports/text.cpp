@@ -183,6 +183,10 @@ std::string cost_clause(const FixCandidate& fix, const std::string& from) {
   return fmt::format(" at {} the run time of {}", cost_text(fix), from);
 }
 
+std::string accuracy_clause(const FixCandidate& fix, const std::string& from) {
+  return fix.accuracy ? "; " + fix_accuracy_text(*fix.accuracy, from) : "";
+}
+
 std::string tolerance_text(const DivergenceStats& s) {
   if (!s.note.empty() || s.differing == 0 || s.tolerance == Tolerance{}) return "";
   const std::string tol = fmt::format("rtol {:g}, atol {:g}", s.tolerance.rtol, s.tolerance.atol);
@@ -297,6 +301,7 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
       line += fmt::format(" fixes {}/{} root causes", c.fixes.size(), root_causes);
     if (c.cost_ratio) line += fmt::format("  cost {}", cost_text(c));
     if (c.minimal) line += "  minimal";
+    if (c.accuracy) line += "  " + ln(fix_accuracy_text(*c.accuracy, f.from));
     if ((c.verdict == Verdict::Raised || c.verdict == Verdict::Crashed || c.verdict == Verdict::Timeout) &&
         !c.message.empty())
       line += "  (" + ln(c.message.substr(0, c.message.find('\n'))) + ")";
@@ -306,11 +311,16 @@ void fix_lines(std::string& out, const FixSearch& f, size_t root_causes, const s
   out += fmt::format("    => {}\n", ln(f.conclusion));
   if (const FixCandidate* cheapest = cheapest_fix(f)) {
     const FixCandidate& c = *cheapest;
-    out += fmt::format("       {}: {} ({}){}\n", cheapest_known(f) ? "cheapest" : "fix", fix_change_text(c, failing),
-                       ln(c.config), cost_clause(c, ln(f.from)));
+    const auto passed_over = downgrades_passed_over(f);
+    out += fmt::format("       {}{}: {} ({}){}{}\n", cheapest_known(f) ? "cheapest" : "fix",
+                       passed_over.empty() ? "" : " without a downgrade", fix_change_text(c, failing), ln(c.config),
+                       cost_clause(c, ln(f.from)), ln(accuracy_clause(c, f.from)));
     for (const FixCandidate* other : fixes_costing_the_same(f))
-      out += fmt::format("       the same cost within noise: {} ({}) at {}\n", fix_change_text(*other, failing),
-                         ln(other->config), cost_text(*other));
+      out += fmt::format("       the same cost within noise: {} ({}) at {}{}\n", fix_change_text(*other, failing),
+                         ln(other->config), cost_text(*other), ln(accuracy_clause(*other, f.from)));
+    for (const FixCandidate* down : passed_over)
+      out += fmt::format("       not {} ({}): {}\n", fix_change_text(*down, failing), ln(down->config),
+                         ln(fix_accuracy_text(*down->accuracy, f.from)));
     out += fmt::format("       C++:    {}\n       Python: {}\n", block(c.cpp, "               "),
                        block(c.python, "               "));
   }

@@ -45,6 +45,7 @@ FixCandidate read_candidate(const Node& n) {
   c.minimal = n.at("minimal").boolean();
   c.cpp = n.at("snippet").at("cpp").str();
   c.python = n.at("snippet").at("python").str();
+  if (n.has("error_vs_reference")) c.accuracy = read_fix_accuracy(n.at("error_vs_reference"));
   return c;
 }
 
@@ -156,6 +157,7 @@ json fix_search_json(const FixSearch& f) {
                           {"reproducible", c.fixes_all},
                           {"minimal", c.minimal},
                           {"snippet", {{"cpp", c.cpp}, {"python", c.python}}}});
+    if (c.accuracy) candidates.back()["error_vs_reference"] = fix_accuracy_json(*c.accuracy);
   }
   json none = json::array();
   for (const auto& n : f.no_deterministic)

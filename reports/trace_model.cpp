@@ -11,10 +11,21 @@ bool fix_costs_measured(const FixSearch& f) {
                                                          [](const FixCandidate& c) { return c.median_ms.has_value(); });
 }
 
+namespace {
+
+// Whether minimal fix `c` is one cheapest_fix weighs: every fix when all are downgrades, else the others.
+bool weighed(const FixSearch& f, const FixCandidate& c) {
+  if (!c.downgrade()) return true;
+  return std::none_of(f.best.begin(), f.best.end(),
+                      [&f](size_t i) { return i < f.candidates.size() && !f.candidates[i].downgrade(); });
+}
+
+}  // namespace
+
 const FixCandidate* cheapest_fix(const FixSearch& f) {
   const FixCandidate* best = nullptr;
   for (const size_t i : f.best) {
-    if (i >= f.candidates.size()) continue;
+    if (i >= f.candidates.size() || !weighed(f, f.candidates[i])) continue;
     const FixCandidate& c = f.candidates[i];
     const bool priced = cost_measurable(c.cost_low, c.cost_high);
     if (!best || (priced && (!cost_measurable(best->cost_low, best->cost_high) || *c.cost_ratio < *best->cost_ratio)))
@@ -25,7 +36,9 @@ const FixCandidate* cheapest_fix(const FixSearch& f) {
 
 bool cheapest_known(const FixSearch& f) {
   const FixCandidate* c = cheapest_fix(f);
-  return c && (f.best.size() == 1 || cost_measurable(c->cost_low, c->cost_high));
+  const auto rivals = std::count_if(f.best.begin(), f.best.end(),
+                                    [&f](size_t i) { return i < f.candidates.size() && weighed(f, f.candidates[i]); });
+  return c && (rivals == 1 || cost_measurable(c->cost_low, c->cost_high));
 }
 
 bool same_cost(const FixCandidate& a, const FixCandidate& b) {
@@ -38,8 +51,16 @@ std::vector<const FixCandidate*> fixes_costing_the_same(const FixSearch& f) {
   const FixCandidate* cheapest = cheapest_fix(f);
   if (!cheapest) return out;
   for (const size_t i : f.best)
-    if (i < f.candidates.size() && &f.candidates[i] != cheapest && same_cost(f.candidates[i], *cheapest))
+    if (i < f.candidates.size() && &f.candidates[i] != cheapest && weighed(f, f.candidates[i]) &&
+        same_cost(f.candidates[i], *cheapest))
       out.push_back(&f.candidates[i]);
+  return out;
+}
+
+std::vector<const FixCandidate*> downgrades_passed_over(const FixSearch& f) {
+  std::vector<const FixCandidate*> out;
+  for (const size_t i : f.best)
+    if (i < f.candidates.size() && !weighed(f, f.candidates[i])) out.push_back(&f.candidates[i]);
   return out;
 }
 

@@ -89,6 +89,10 @@ struct FixCandidate {
   // failing configuration (A B A B ...), so a busy machine slows both sides of a pair; with
   // kTimingRounds rounds the median ratio lies in [low, high] with 94% confidence.
   std::optional<double> cost_low, cost_high;
+  // Its effect on the error against the float64 referee (issue 53): nullopt without a referee (off,
+  // an AOTInductor package, a float64 run that failed), and then nothing is claimed.
+  std::optional<FixAccuracy> accuracy;
+  bool downgrade() const { return accuracy && accuracy->downgrade(); }
 };
 
 inline constexpr int kTimingRounds = 5;
@@ -150,15 +154,19 @@ struct OpStream {
 // fixes the configuration (audit/trace/fix_search.h). Renderers say so instead of an empty table.
 bool fix_costs_measured(const FixSearch& f);
 
-// The cheapest minimal fix of a fix search: the lowest measurable cost (core_model.h's
-// cost_measurable), those before the others, then candidate order; null when no candidate fixes
-// everything. Every renderer names this one, so no two formats can disagree about it.
+// The cheapest minimal fix of a fix search: a fix that is no downgrade (FixCandidate::accuracy)
+// before a downgrade, then the lowest measurable cost (core_model.h's cost_measurable), those before
+// the others, then candidate order; null when no candidate fixes everything. Every renderer names
+// this one, so no two formats can disagree about it.
 const FixCandidate* cheapest_fix(const FixSearch& f);
 // Whether cheapest_fix is known to be the cheapest: it is the only minimal fix, or its cost was
 // measurable. Otherwise renderers name it as a fix, not the cheapest one.
 bool cheapest_known(const FixSearch& f);
 // The other minimal fixes whose cost intervals overlap the cheapest's: they cost the same within
-// noise, and the renderers say so instead of calling one cheaper.
+// noise, and the renderers say so instead of calling one cheaper (a downgrade only beside a downgrade).
 std::vector<const FixCandidate*> fixes_costing_the_same(const FixSearch& f);
+// The minimal fixes that cheapest_fix passed over because they are downgrades: the renderers name the
+// cheapest "without a downgrade" then, and each of these with the word.
+std::vector<const FixCandidate*> downgrades_passed_over(const FixSearch& f);
 
 }  // namespace ra::report

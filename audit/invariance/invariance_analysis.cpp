@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "audit/invariance/invariance_analysis.h"
 
+#include "audit/invariance/invariance_referee.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -146,7 +148,7 @@ std::vector<std::string> size_advice(const InvarianceConfig& c) {
     return {fmt::format("every batch size tried ({}) gives a row the same bits: batch freely within them",
                         report::sizes_text(all))};
   if (c.classes.size() <= 1) {
-    SizeClass batched{c.classes.empty() ? all : c.classes.front().sizes, false};
+    SizeClass batched{c.classes.empty() ? all : c.classes.front().sizes, false, {}, std::nullopt};
     std::erase(batched.sizes, 1);
     return {pad_line({batched}, c, all)};
   }
@@ -254,6 +256,7 @@ std::string padding_advice(const InvarianceConfig& c) {
   std::string out = fmt::format("pad every batch to a size in {}{}", text.sizes, text.gaps);
   if (alone) out += " and never compare a row run alone with batched results";
   if (c.classes.size() > 2) out += fmt::format(", or bucket batches by class: {}", report::classes_text(c.classes));
+  if (const std::string closest = closest_class_text(c); !closest.empty()) out += "; " + closest;
   return out;
 }
 

@@ -6,8 +6,10 @@
 #include "audit/common/log.h"
 #include "audit/common/paths.h"
 #include "audit/common/progress.h"
+#include "audit/common/zip_check.h"
 #include "audit/invariance/invariance_analysis.h"
 #include "audit/invariance/invariance_fix.h"
+#include "audit/invariance/invariance_referee.h"
 #include "audit/invariance/invariance_shard.h"
 #include "audit/skeleton/audit_kind.h"
 #include "audit/trial/runner.h"
@@ -33,7 +35,15 @@ struct Cell {
   // What the progress line says it runs: "invariance under default", "fix search: candidate threads=1".
   std::string label;
   std::string request_path, result_path;
+  std::string dump_path;  // the float64 referee's worker: where it writes the anchors' rows
   ChildJob job;
+};
+
+// The float64 referee of the audit (invariance_referee.h): where it ran or why not (none with
+// --referee off, in a shard, on the verify axis), and its dump, which every worker measures against.
+struct RefereeRun {
+  std::optional<report::Referee> referee;
+  std::string dump;  // "" when it did not run
 };
 
 struct CellResult {
@@ -47,9 +57,12 @@ struct CellResult {
 // its request written, its worker described. `tag` names the files ("" for the audit's own sweep;
 // the fix search's sweeps have their own, and its screens compare only the first `anchors`); the
 // first of the audit's own cells reads the fingerprint.
-// --trace rides on the audit's own sweep, never on a shard's (a shard holds only some sizes).
+// --trace rides on the audit's own sweep, never on a shard's (a shard holds only some sizes). Each
+// worker measures its rows against `referee`'s dump where it has one; with `float64_on`, the cells are
+// the referee's own worker instead (InvarianceRequest::referee), on that device, its dump in `dump_path`.
 std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scratch, const std::vector<SweepStep>& steps,
-                             const std::vector<SweepPart>& parts, const std::string& tag, int anchors = 0) {
+                             const std::vector<SweepPart>& parts, const std::string& tag, const RefereeRun& referee,
+                             int anchors = 0, const Device* float64_on = nullptr) {
   std::vector<Cell> cells;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (!parts[i].runs) continue;
@@ -68,7 +81,14 @@ std::vector<Cell> plan_cells(const InvarianceOptions& o, const ScratchDir& scrat
     rq.spec.seed = o.session.seed;
     rq.spec.config = c.config;
     rq.spec.load_libraries = o.session.load_libraries;
+    rq.spec.reference_dump = referee.dump;
     const std::string base = fmt::format("{}/invariance{}-{}", scratch.path(), tag, i);
+    if (float64_on != nullptr) {
+      rq.referee = true, rq.fingerprint = false, rq.trace = false;
+      rq.spec.device = *float64_on;
+      rq.spec.precision = "float64";
+      rq.spec.dump_path = c.dump_path = base + ".float64.pt";
+    }
     c.request_path = base + ".request.json", c.result_path = base + ".result.json";
     write_file_atomic(c.request_path, to_json(rq).dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     c.job.argv = {worker_executable(), "__invariance", c.request_path, c.result_path};
@@ -159,7 +179,7 @@ std::vector<CellResult> run_cells(const std::vector<Cell>& cells, const Invarian
   return results;
 }
 
-report::InvarianceConfig config_of(const Cell& cell, const CellResult& r, Axis axis) {
+report::InvarianceConfig config_of(const Cell& cell, const CellResult& r, Axis axis, const RefereeRun& referee) {
   report::InvarianceConfig c;
   c.config = cell.config.name;
   c.timing.worker_ms = r.worker_ms;
@@ -180,6 +200,7 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r, Axis a
   }
   c.message = r.measured->stopped;  // the model failed at one size: the sizes before it are kept (exit 3)
   analyse(c);
+  if (referee.referee) attach_class_errors(c, r.measured->errors, *referee.referee);
   if (c.verdict == "variant" && (axis == Axis::PadRight || axis == Axis::PadLeft))
     c.advice.push_back(
         "to tell the other rows' padding from the batch size, audit the same rows with --axis batch: at the sizes "
@@ -189,15 +210,17 @@ report::InvarianceConfig config_of(const Cell& cell, const CellResult& r, Axis a
 }
 
 report::Invariance analyse_cells(const InvarianceOptions& o, const std::vector<Cell>& cells,
-                                 const std::vector<CellResult>& results, nlohmann::ordered_json& environment) {
+                                 const std::vector<CellResult>& results, const RefereeRun& referee,
+                                 nlohmann::ordered_json& environment) {
   report::Invariance inv;
   inv.model = o.model, inv.input = o.input, inv.device = o.session.device.to_string(), inv.rows = o.rows;
   inv.filler = o.filler == Filler::Random ? "random" : "input";
   inv.sizes = o.sizes_text, inv.budget = o.budget;
   inv.axis = axis_name(o.axis), inv.draft = o.axis == Axis::Verify ? o.draft : 0;
   inv.positions = o.axis == Axis::Verify ? o.positions : 0;
+  inv.referee = referee.referee;
   for (size_t i = 0; i < cells.size(); ++i) {
-    inv.configs.push_back(config_of(cells[i], results[i], o.axis));
+    inv.configs.push_back(config_of(cells[i], results[i], o.axis, referee));
     if (results[i].measured && environment.is_null()) environment = results[i].measured->environment;
     if (!results[i].measured || !inv.kind.empty()) continue;
     const InvarianceMeasurement& m = *results[i].measured;
@@ -272,7 +295,8 @@ constexpr const char* kFixLeft =
 // run one worker at a time, so that the forward passes it prices do not share the CPU, on one
 // progress line ("[3/5] fix search: timing round 2 of 5, candidate threads=1: 4.1 s") whose total
 // grows as the search plans more.
-void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::Invariance& inv) {
+void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, const RefereeRun& referee,
+                report::Invariance& inv) {
   // Not after the model failed at a size: every candidate's sweep would stop there too.
   if (!o.fix_search || inv.configs.empty() || inv.configs.front().verdict != "variant" ||
       !inv.configs.front().message.empty())
@@ -288,12 +312,13 @@ void search_fix(const InvarianceOptions& o, const ScratchDir& scratch, report::I
   Progress progress(planned, o.session.progress, LineEnd::ByOwner);
   const SweepFn sweep = [&](const std::vector<SweepStep>& steps, const std::vector<int64_t>& sizes, int anchors) {
     const std::vector<SweepPart> all(steps.size(), SweepPart{true, sizes, false});
-    const std::vector<Cell> cells = plan_cells(o, scratch, steps, all, fmt::format("-fix{}", round++), anchors);
+    const std::vector<Cell> cells =
+        plan_cells(o, scratch, steps, all, fmt::format("-fix{}", round++), referee, anchors);
     if (const size_t need = progress.finished() + cells.size(); need > progress.total())
       progress.add(need - progress.total());
     const std::vector<CellResult> results = run_cells(cells, o, 1, false, progress);
     std::vector<report::InvarianceConfig> out;
-    for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i], o.axis));
+    for (size_t i = 0; i < cells.size(); ++i) out.push_back(config_of(cells[i], results[i], o.axis, referee));
     return out;
   };
   if (o.session.progress)
@@ -326,25 +351,63 @@ class InvarianceKind : public AuditKind {
   }
 
   void run(const Cells& cells) override {
+    run_referee();
     std::vector<SweepStep> steps;
     for (const auto& c : o_.session.configs) steps.push_back({c, "invariance under " + c.name});
-    cells_ = plan_cells(o_, scratch_, steps, sweep_parts(o_, cells), "");
+    cells_ = plan_cells(o_, scratch_, steps, sweep_parts(o_, cells), "", referee_);
     Progress progress(cells_.size(), o_.session.progress);
     results_ = run_cells(cells_, o_, o_.session.jobs, true, progress);
   }
 
   void analyse(const Cells&, report::Report& report) override {
+    // Said once the sweeps ran: a bad model or input stops the referee too, and its own line says so.
+    if (referee_.referee && !referee_.referee->ran) log::warn("{}", report::referee_note_line(*referee_.referee));
     nlohmann::ordered_json environment;
-    report::Invariance inv = analyse_cells(o_, cells_, results_, environment);
-    search_fix(o_, scratch_, inv);
+    report::Invariance inv = analyse_cells(o_, cells_, results_, referee_, environment);
+    search_fix(o_, scratch_, referee_, inv);
     bound_rows(inv);
     report.environment = std::move(environment);
     report.body = std::move(inv);
   }
 
  private:
+  // The float64 referee (invariance_referee.h): one worker before the sweeps, on the CPU (or the
+  // audited device with --referee device), that calls each anchor row alone in float64. Not in a shard
+  // (merge runs no worker to class its rows), nor on the verify axis (its tokens are compared with
+  // decode steps); an AOTInductor package cannot run in float64: one line, and the bitwise verdict stands.
+  void run_referee() {
+    if (o_.referee == RefereeMode::Off || o_.shard || o_.axis == Axis::Verify) return;
+    const Device where = o_.referee == RefereeMode::Device ? o_.session.device : Device::cpu();
+    if (looks_like_zip(o_.model) &&
+        is_aoti_package(checked_zip_entries(o_.model, fmt::format("model '{}'", o_.model)))) {
+      referee_.referee =
+          referee_refused(o_.referee, where, "an AOTInductor package: its kernels are compiled for one dtype");
+    } else {
+      log::debug("float64 referee: each anchor row alone in float64 on {}", where.to_string());
+      const Config config = referee_config(where);
+      const std::vector<Cell> cells = plan_cells(o_, scratch_, {{config, "float64 referee"}},
+                                                 {SweepPart{true, {1}, false}}, "-referee", RefereeRun{}, 0, &where);
+      const ChildOutcome out = run_children({cells.front().job}, 1).front();
+      // Its outcome in the words of run's referee (audit/trial/referee.h): ran, or why not.
+      report::Trial summary;
+      std::optional<TrialResult> result;
+      if (out.kind == ChildOutcome::Kind::Exited && out.exit_code == 0 && !out.disk_full) {
+        result.emplace();
+      } else {
+        summary.status = out.kind == ChildOutcome::Kind::TimedOut ? report::TrialStatus::Timeout
+                         : out.kind == ChildOutcome::Kind::Exited ? report::TrialStatus::Error
+                                                                  : report::TrialStatus::Crashed;
+        summary.message = out.disk_full ? "no space left to write its tensors" : worker_error_line(out, false);
+        if (summary.message.starts_with("not float64 throughout")) result.emplace().error_kind = "precision";
+      }
+      referee_.referee = referee_outcome(o_.referee, where, summary, result);
+      if (referee_.referee->ran) referee_.dump = cells.front().dump_path;
+    }
+  }
+
   const InvarianceOptions& o_;
   const ScratchDir scratch_;
+  RefereeRun referee_;
   std::vector<Cell> cells_;
   std::vector<CellResult> results_;
 };

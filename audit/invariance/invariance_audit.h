@@ -6,12 +6,16 @@
 //   run cells starts one `__invariance` worker per configuration with its environment, at most
 //             --jobs at once; a bad model or input (exit 2 or 3 of the worker) ends the audit with
 //             the worker's line and no report; a crash or timeout makes that configuration crashed;
-//   analyse   classes, position and warm-up dependence, advice (invariance_analysis.h);
+//             Before them, unless --referee off, one float64 referee worker that calls each anchor
+//             alone (invariance_referee.h), whose dump every worker measures its anchor rows against;
+//   analyse   classes, position and warm-up dependence, advice (invariance_analysis.h), each
+//             class's error against float64 and the class of its difference (invariance_referee.h);
 //   finish    the report (reports/invariance_model.h), its verdict and exit code.
 #pragma once
 
 #include "audit/fleet/shard_run.h"
 #include "audit/invariance/invariance_protocol.h"
+#include "audit/trial/referee.h"
 #include "audit/trial/trials.h"
 #include "reports/model.h"
 
@@ -40,6 +44,7 @@ struct InvarianceOptions {
   Axis axis = Axis::Batch;                   // --axis, --pad-others (invariance_protocol.h)
   int draft = 4;                             // --draft: verify blocks of 2…draft+1 tokens
   int positions = 3;                         // --positions: the places the longest verify block is measured at
+  RefereeMode referee = RefereeMode::Cpu;    // --referee: where the float64 referee runs (invariance_referee.h)
 };
 
 // Throws UsageError or InputError (one line) for what stops the audit before any report.

@@ -4,6 +4,7 @@
 
 #include "audit/common/device.h"
 #include "audit/invariance/invariance_analysis.h"
+#include "audit/invariance/invariance_referee.h"
 #include "audit/trace/fix_search.h"
 
 #include <fmt/format.h>
@@ -62,10 +63,11 @@ std::optional<double> per_call(const InvarianceConfig& c) {
 }
 
 // Fills a candidate from its sweep (whether it fixes anything is the search's to say).
-void record(InvarianceFixCandidate& c, const InvarianceConfig& result) {
+void record(InvarianceFixCandidate& c, const InvarianceConfig& result, const InvarianceConfig& from) {
   c.verdict = result.verdict;
   c.message = result.verdict == "crashed" ? result.message : "";
   c.classes = result.classes;
+  weigh_candidate(c, from);  // its error against float64 beside the configuration's, where the referee ran
 }
 
 // A candidate the search does not run: listed with the reason, no snippet.
@@ -175,14 +177,25 @@ std::string conclusion(const InvarianceFix& f, const InvarianceConfig& from, con
     return fmt::format(
         "{} swept again over sizes {} was {}: the variance did not come back, so no switch can be credited", f.from,
         fmt::join(f.sizes, ","), f.baseline_verdict);
-  std::vector<std::string> fixes, tried;
+  // Fixes that keep the rows as close to float64 as they were come first; a downgrade is never named
+  // without that word (issue 53).
+  std::vector<std::string> fixes, downgrades, tried;
   for (const auto& c : f.candidates) {
-    if (c.fixes) fixes.push_back(c.toggles);
+    if (c.fixes && !c.downgrade) fixes.push_back(c.toggles);
+    if (c.fixes && c.downgrade) downgrades.push_back(fmt::format("{} (a downgrade: {})", c.toggles, c.accuracy));
     if (c.stage != "skipped") tried.push_back(c.toggles);
   }
   if (!fixes.empty())
-    return fmt::format("{} from {} make{} it invariant: every size swept again gives a row the same bits",
-                       fmt::join(fixes, " or "), f.from, fixes.size() == 1 ? "s" : "");
+    return fmt::format("{} from {} make{} it invariant: every size swept again gives a row the same bits{}",
+                       fmt::join(fixes, " or "), f.from, fixes.size() == 1 ? "s" : "",
+                       downgrades.empty() ? "" : fmt::format("; so does {}", fmt::join(downgrades, " or ")));
+  if (!downgrades.empty())
+    return fmt::format(
+        "only {} from {} make{} it invariant, at the price of accuracy: the rows move further from float64 than "
+        "the batch classes differ; {}",
+        fmt::join(downgrades, " or "), f.from, downgrades.size() == 1 ? "s" : "",
+        padding_advice(from).empty() ? "prefer the variance where accuracy matters"
+                                     : "padding or bucketing to one class keeps the accuracy: " + padding_advice(from));
   const std::string pad = padding_advice(from);
   const std::string none = tried.empty()
                                ? fmt::format("no candidate switch can change it on {}", device.type())
@@ -271,14 +284,14 @@ InvarianceFix search_invariance_fix(const InvarianceConfig& from, const Config& 
     if (screen > 0) {
       const InvarianceConfig result = sweeps.run({{config, label}}, f.sizes, screen).at(0);
       if (result.verdict != "invariant") {
-        record(c, result);
+        record(c, result, from);
         c.anchors = screen;
         return;
       }
     }
     const InvarianceConfig result =
         sweeps.run({{config, screen > 0 ? label + ", every anchor" : label}}, f.sizes, 0).at(0);
-    record(c, result);
+    record(c, result, from);
     if (c.verdict != "invariant") return;
     if (!first_sweep_credits && !rerun) {
       rerun =

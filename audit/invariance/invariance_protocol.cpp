@@ -40,7 +40,8 @@ nlohmann::json to_json(const InvarianceRequest& r) {
           {"trace", r.trace},
           {"axis", axis_name(r.axis)},
           {"draft", r.draft},
-          {"positions", r.positions}};
+          {"positions", r.positions},
+          {"referee", r.referee}};
 }
 
 InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
@@ -59,6 +60,7 @@ InvarianceRequest invariance_request_from_json(const nlohmann::json& j) {
   r.axis = *axis;
   r.draft = j.value("draft", 4);
   r.positions = j.value("positions", 3);
+  r.referee = j.value("referee", false);
   return r;
 }
 
@@ -66,6 +68,12 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
   nlohmann::ordered_json switches = nlohmann::ordered_json::array();
   for (const auto& s : m.switches)
     switches.push_back({{"key", s.key}, {"requested", s.requested}, {"effective", s.effective}});
+  nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+  for (const auto& e : m.errors)
+    errors.push_back({{"anchor", e.anchor},
+                      {"output", e.output},
+                      {"digest", e.digest},
+                      {"error", report::reference_error_to_json(e.error)}});
   return {{"kind", m.kind},
           {"runtime", m.runtime},
           {"inputs", m.inputs},
@@ -81,7 +89,8 @@ nlohmann::ordered_json to_json(const InvarianceMeasurement& m) {
           {"nondeterministic", m.nondeterministic},
           {"stopped", m.stopped},
           {"trace", m.trace ? report::row_trace_to_json(*m.trace) : nlohmann::ordered_json(nullptr)},
-          {"environment", m.environment}};
+          {"environment", m.environment},
+          {"errors", errors}};
 }
 
 InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_json& j) {
@@ -104,6 +113,10 @@ InvarianceMeasurement invariance_measurement_from_json(const nlohmann::ordered_j
   m.stopped = j.value("stopped", std::string());
   if (!j.at("trace").is_null()) m.trace = report::row_trace_from_json(j.at("trace"));
   m.environment = j.at("environment");
+  if (j.contains("errors"))
+    for (const auto& e : j.at("errors"))
+      m.errors.push_back({e.at("anchor").get<int>(), e.at("output").get<std::string>(),
+                          e.at("digest").get<std::string>(), report::reference_error_from_json(e.at("error"))});
   return m;
 }
 

@@ -49,6 +49,21 @@ struct InvarianceRequest {
   // Verify: the places the longest block is measured at; every block inside the row's last
   // draft + positions tokens is measured (worker/invariance/verify_sweep.h).
   int positions = 3;
+  // The float64 referee (audit/invariance/invariance_referee.h): no sweep; the spec (precision
+  // "float64", the referee's configuration) loads the model in float64, each anchor row is called alone,
+  // and each output's anchor rows, stacked in anchor order, are written to spec.dump_path.
+  bool referee = false;
+};
+
+// The float64 referee (issue 53; audit/trial/referee.h): one anchor row's slice of one output, with
+// the bits `digest`, against that anchor's float64 row (the request's spec names the referee's dump,
+// TrialSpec::reference_dump). The worker measures each distinct slice of the start
+// placement once: a class's rows share their bits, so a sweep measures about anchors x outputs x classes.
+struct RowError {
+  int anchor = 0;
+  std::string output;
+  std::string digest;
+  report::ReferenceError error;
 };
 
 // What a worker measured.
@@ -73,6 +88,7 @@ struct InvarianceMeasurement {
   std::string stopped;
   std::optional<report::RowTrace> trace;  // with --trace
   nlohmann::ordered_json environment;     // the fingerprint, when asked; null otherwise
+  std::vector<RowError> errors;           // with the referee's dump: each distinct start slice against it
 };
 
 nlohmann::json to_json(const InvarianceRequest& r);

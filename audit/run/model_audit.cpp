@@ -662,7 +662,7 @@ class ModelAudit : public AuditKind {
         most_runs = std::max(most_runs, static_cast<int>(b.runs[0].size()));
         const report::ConfigResult r =
             analyse_runs(config, b.runs[0], b.traces[0], true, worker_diff(scratch_, o_.timeout_s, o_.tolerance));
-        CandidateOutcome out{r.verdict, r.message, {}};
+        CandidateOutcome out{r.verdict, r.message, {}, furthest_errors(b.runs[0])};
         if (r.trace) out.root_causes = r.trace->root_causes;
         return out;
       };

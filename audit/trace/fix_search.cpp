@@ -3,6 +3,7 @@
 #include "audit/trace/fix_search.h"
 
 #include "audit/common/device.h"
+#include "audit/trial/referee.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -55,6 +56,8 @@ class Search {
     f.verdict = outcome.verdict;
     f.message = outcome.message;
     f.fixes_all = outcome.verdict == Verdict::Reproducible;
+    if (ran(outcome.verdict) && failing_.referee)
+      f.accuracy = judge_fix_accuracy(failing_.referee->errors, outcome.errors);
     if (ran(outcome.verdict) && failing_.trace) {
       std::set<std::string> still;
       for (const auto& r : outcome.root_causes) still.insert(root_cause_key(r));
@@ -211,8 +214,17 @@ report::FixSearch search_fixes(const report::ConfigResult& failing, const Config
   }
 
   // 4. One sentence.
-  std::vector<std::string> fixes;
-  for (size_t i : minimal) fixes.push_back(s.result.candidates[i].config.substr(failing_config.name.size() + 1));
+  // The fixes that are no downgrade first; a downgrade is named with the word.
+  std::vector<std::string> fixes, downgrades;
+  for (size_t i : minimal) {
+    const FixCandidate& c = s.result.candidates[i];
+    const std::string name = c.config.substr(failing_config.name.size() + 1);
+    if (c.downgrade())
+      downgrades.push_back(name + " (a downgrade)");
+    else
+      fixes.push_back(name);
+  }
+  fixes.insert(fixes.end(), downgrades.begin(), downgrades.end());
   std::vector<std::string> raising;
   for (const auto& n : s.result.no_deterministic) raising.push_back(n.op);
   if (toggles.empty())

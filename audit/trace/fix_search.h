@@ -17,7 +17,10 @@
 // stays reproducible, which leaves a minimal set (no toggle of it can be dropped). A toggle that
 // makes an op raise (deterministic mode on an op without a deterministic implementation) names
 // the op, and the report gives the alternatives: a deterministic formulation, running the op on
-// the CPU, or warn-only mode plus an allowlist entry. When a fix was found, every candidate that
+// the CPU, or warn-only mode plus an allowlist entry. Where the float64 referee ran, each candidate's
+// errors against it are compared with the failing configuration's (judge_fix_accuracy, audit/trial/
+// referee.h): a fix that is reproducible only by computing further from float64 is a downgrade, named
+// after the fixes that are not, and never without the word. When a fix was found, every candidate that
 // ran (fixing or not) is then timed against the failing configuration in uninstrumented children
 // (the median of the timed runs after a warm-up run), side by side, so the cost ratios come from
 // one sitting; when none was, nothing is timed.
@@ -56,6 +59,9 @@ struct CandidateOutcome {
   report::Verdict verdict = report::Verdict::Reproducible;
   std::string message;                         // the raise / crash message
   std::vector<report::RootCause> root_causes;  // from its trace, when it diverged
+  // Its floating tensors' errors against the float64 referee, the furthest over its repeats
+  // (furthest_errors, audit/trial/referee.h); empty without a referee.
+  std::vector<report::ReferenceError> errors;
 };
 
 // Seams, so the search can be tested without processes: run a configuration's traced repeats;

@@ -18,8 +18,7 @@ using report::Classified;
 using report::DifferenceClass;
 using report::ReferenceError;
 
-// An error in ULP as the lines print it: a count ("3"), or three digits once it is large ("4.19e+06").
-std::string ulp_figure(double ulp) { return ulp < 1e6 ? fmt::format("{:.0f}", ulp) : fmt::format("{:.3g}", ulp); }
+using report::ulp_figure;
 
 const ReferenceError* error_named(const std::vector<ReferenceError>& errors, const std::string& name) {
   for (const auto& e : errors)
@@ -379,6 +378,53 @@ void weigh_conditioning(std::vector<report::ConfigResult>& configs, std::optiona
       classes.emplace_back(f.name, *f.referee);
     }
   if (d->referee) d->referee = report::summarise_classes(classes);
+}
+
+std::vector<ReferenceError> furthest_errors(const std::vector<TrialRun>& runs) {
+  std::vector<ReferenceError> out;
+  for (const auto& run : runs) {
+    if (!run.result || run.result->status != report::TrialStatus::Ok) continue;
+    for (const auto& e : run.result->errors) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const ReferenceError& o) { return o.name == e.name; });
+      if (it == out.end())
+        out.push_back(e);
+      else if (unusable(*it, "").empty() && (!unusable(e, "").empty() || e.max_ulp > it->max_ulp))
+        *it = e;
+    }
+  }
+  return out;
+}
+
+std::optional<report::FixAccuracy> judge_fix_accuracy(const std::vector<ReferenceError>& failing,
+                                                      const std::vector<ReferenceError>& candidate) {
+  report::FixAccuracy a;
+  a.errors = candidate;
+  bool measured = false, all_equal = true, all_closer = true;
+  double furthest_over = 0;  // a downgrade's: how far its tensor rose above the bound
+  for (const auto& c : candidate) {
+    const ReferenceError* f = error_named(failing, c.name);
+    if (f == nullptr || !unusable(c, "").empty() || !unusable(*f, "").empty()) continue;
+    const double bound = std::max(kFloorUlp, kFactor * f->max_ulp);
+    const bool first = !measured;
+    measured = true;
+    all_equal = all_equal && c.max_ulp == f->max_ulp;
+    all_closer = all_closer && f->max_ulp > std::max(kFloorUlp, kFactor * c.max_ulp);
+    if (c.max_ulp > bound) {
+      if (a.change != report::AccuracyChange::Downgrade || c.max_ulp / bound > furthest_over) {
+        furthest_over = c.max_ulp / bound;
+        a.tensor = c.name, a.max_ulp = c.max_ulp, a.from_ulp = f->max_ulp;
+      }
+      a.change = report::AccuracyChange::Downgrade;
+    } else if (a.change != report::AccuracyChange::Downgrade && (first || c.max_ulp > a.max_ulp)) {
+      a.tensor = c.name, a.max_ulp = c.max_ulp, a.from_ulp = f->max_ulp;
+    }
+  }
+  if (!measured) return std::nullopt;
+  if (a.change != report::AccuracyChange::Downgrade)
+    a.change = all_equal    ? report::AccuracyChange::Unchanged
+               : all_closer ? report::AccuracyChange::Closer
+                            : report::AccuracyChange::SameOrder;
+  return a;
 }
 
 }  // namespace ra

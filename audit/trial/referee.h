@@ -127,4 +127,14 @@ bool any_beyond_reordering(const std::vector<report::ConfigResult>& configs,
 void weigh_conditioning(std::vector<report::ConfigResult>& configs, std::optional<report::ConfigDependence>& d,
                         const std::vector<report::ReferenceError>& sensitivity);
 
+// The errors of `runs` against the referee: per floating tensor, the furthest over the completed
+// runs (a run's error with a note, a NaN or a disagreeing infinity counts as furthest), in the
+// first run's order. Empty when no run measured any (no referee).
+std::vector<report::ReferenceError> furthest_errors(const std::vector<TrialRun>& runs);
+// A fix candidate's effect on the error against float64 (reports/referee_model.h, FixAccuracy): its
+// errors against `failing` (the failing configuration's reference repeat's), tensor by tensor, with
+// the classes' bound. nullopt when no tensor has figures on both sides (no referee: nothing claimed).
+std::optional<report::FixAccuracy> judge_fix_accuracy(const std::vector<report::ReferenceError>& failing,
+                                                      const std::vector<report::ReferenceError>& candidate);
+
 }  // namespace ra

@@ -31,10 +31,13 @@ class FirstOp:
 
 @dataclasses.dataclass(frozen=True)
 class Fix:
-    """A fix the fix search measured to work: the switches it toggles and the snippet to paste."""
+    """A fix the fix search measured to work: the switches it toggles and the snippet to paste. run:
+    `downgrade` when it is reproducible only by computing further from the float64 referee (the
+    report's `error_vs_reference.downgrade`; False without a referee); such fixes come after the others."""
     toggles: str
     python: str
     cpp: str
+    downgrade: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +45,9 @@ class ReferenceError:
     """run: how far a configuration's result for one floating tensor lies from the float64 referee's
     (the report's `configs[].referee.errors[]`): in the tensor's own dtype's ULP, as max abs and max
     relative error, with float64's own error in that ULP beside it. The figures are NaN where no element
-    is finite in both: then the NaN counts, or `note` ("shape differs from the referee's"), say why."""
+    is finite in both: then the NaN counts, or `note` ("shape differs from the referee's"), say why.
+    invariance: one output of a class of batch sizes (`sizes`), its anchor rows at the class's smallest
+    size against the referee's rows (the report's `configs[].classes[].errors[]`)."""
     config: str
     tensor: str
     dtype: str
@@ -53,6 +58,7 @@ class ReferenceError:
     nan_result: int
     nan_reference: int
     note: str
+    sizes: tuple[int, ...] = ()  # invariance: the class of batch sizes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,11 +66,14 @@ class DifferenceClass:
     """run: the class of one difference the report names (reordering, beyond-reordering,
     uninitialized, write-race, unclassified) with its evidence; `between` is the configuration whose
     repeats differed, or "dependence" for a difference between configurations; `tensor` is the
-    tensor's name, or "root cause OP" for the trace's first differing op."""
+    tensor's name, or "root cause OP" for the trace's first differing op. invariance: `between`
+    is the configuration, `sizes` the class of batch sizes whose difference from the reference class
+    (batch 1's) it is, `tensor` the output it names."""
     between: str
     tensor: str
     cls: str
     why: str
+    sizes: tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,9 +92,9 @@ class Result:
     # which differ between groups ((("default",), ("threads-1",)): threads change the bits); () when the
     # configurations agree. The verdict stays "reproducible": the report's "configuration-dependent".
     configuration_dependence: tuple[tuple[str, ...], ...] = ()
-    # run with the float64 referee (the default): each configuration's error per floating tensor, and
-    # the class of every difference; () with --referee off, or where the referee did not run (its
-    # reason is in report["targets"][0]["referee"]["note"]). Named difference_classes, because
+    # run and invariance with the float64 referee (the default): each configuration's (invariance: each
+    # class's) error per floating tensor, and the class of every difference; () with --referee off, or
+    # where the referee did not run (its reason is in the report's "referee" "note"). Named difference_classes, because
     # `classes` is invariance's classes of batch sizes.
     error_vs_reference: tuple[ReferenceError, ...] = ()
     difference_classes: tuple[DifferenceClass, ...] = ()
@@ -196,11 +205,7 @@ def _referee_parts(target: dict) -> tuple[list[ReferenceError], list[DifferenceC
     errors, classes = [], []
     for cfg in target.get("configs", ()):
         name = cfg.get("config", "")
-        for e in (cfg.get("referee") or {}).get("errors", ()):
-            errors.append(ReferenceError(name, e.get("name", ""), e.get("dtype", ""), _number(e.get("max_ulp")),
-                                         _number(e.get("max_abs")), _number(e.get("max_rel")),
-                                         _number(e.get("referee_own_ulp")), e.get("nan_result", 0),
-                                         e.get("nan_reference", 0), e.get("note", "")))
+        errors += [_reference_error(name, e) for e in (cfg.get("referee") or {}).get("errors", ())]
         for f in cfg.get("diverged_tensors", ()):
             if f.get("referee"):
                 classes.append(DifferenceClass(name, f.get("name", ""), f["referee"].get("class", ""),
@@ -216,12 +221,35 @@ def _referee_parts(target: dict) -> tuple[list[ReferenceError], list[DifferenceC
     return errors, classes
 
 
+def _reference_error(config: str, e: dict, sizes: tuple[int, ...] = ()) -> ReferenceError:
+    return ReferenceError(config, e.get("name", ""), e.get("dtype", ""), _number(e.get("max_ulp")),
+                          _number(e.get("max_abs")), _number(e.get("max_rel")), _number(e.get("referee_own_ulp")),
+                          e.get("nan_result", 0), e.get("nan_reference", 0), e.get("note", ""), sizes)
+
+
+def _invariance_referee_parts(inv: dict) -> tuple[list[ReferenceError], list[DifferenceClass]]:
+    """invariance with the float64 referee: each class's errors, and each class's difference from the
+    reference class (the tensor its evidence names: the output that decided its class)."""
+    errors, classes = [], []
+    for cfg in inv.get("configs", ()):
+        name = cfg.get("config", "")
+        for k in cfg.get("classes", ()):
+            sizes = tuple(k.get("sizes", ()))
+            errors += [_reference_error(name, e, sizes) for e in k.get("errors", ())]
+            d = k.get("difference")
+            if d:
+                tensor = (d.get("b") or d.get("a") or {}).get("name", "")
+                classes.append(DifferenceClass(name, tensor, d.get("class", ""), d.get("why", ""), sizes))
+    return errors, classes
+
+
 def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
     configs, first_op, fixes, advice, conclusion, dependence = [], None, [], [], "", ()
     errors, difference_classes = _referee_parts((doc.get("targets") or [{}])[0])
     kind = report_kind(doc)
     if kind == "invariance":
         inv = doc.get("invariance") or {}
+        errors, difference_classes = _invariance_referee_parts(inv)
         for cfg in inv.get("configs", ()):
             configs.append(ConfigVerdict(cfg.get("config", ""), cfg.get("verdict", ""), cfg.get("message", ""),
                                          _classes(cfg)))
@@ -248,6 +276,8 @@ def from_report(doc: dict, exit_code: int, summary: str, path: str) -> Result:
                 if cand.get("minimal") and cand.get("reproducible"):
                     snippet = cand.get("snippet") or {}
                     toggles = ",".join(f"{k}={v}" for k, v in sorted((cand.get("toggles") or {}).items()))
-                    fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", "")))
+                    fixes.append(Fix(toggles, snippet.get("python", ""), snippet.get("cpp", ""),
+                                     bool((cand.get("error_vs_reference") or {}).get("downgrade"))))
+    fixes.sort(key=lambda f: f.downgrade)  # stable: the fixes that are no downgrade first
     return Result(doc.get("verdict", ""), exit_code, tuple(configs), first_op, tuple(fixes), tuple(advice), conclusion,
                   summary, doc, path, dependence, tuple(errors), tuple(difference_classes), kind)

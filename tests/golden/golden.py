@@ -102,6 +102,12 @@ NORMALISE = [
     (re.compile(r'moves float64 by [-0-9.e+]+, far less than the [-0-9.e+]+ seen'), 'moves float64 by <e>, far less'),
     (re.compile(r"float64(?:'|&#39;|&apos;)s own error here (?:< 0\.01|is at most ~[0-9.e+]+) ULP"),
      "float64's own error here <e> ULP"),
+    (re.compile(r' is [0-9.e+]+ ULP from float64 where ([^:<]*?) is (?:exact|[0-9.e+]+ \(<r> further\))'),
+     r' is <e> ULP from float64 where \1 is <e>'),
+    # invariance's classes against float64 (the closest class), and a fix's effect on the error
+    (re.compile(r'every class lies within [0-9.e+]+ ULP of float64'), 'every class lies within <e> ULP of float64'),
+    (re.compile(r'\(max [0-9.e+]+ ULP, where (\{[^}]*\}) is [0-9.e+]+ ULP'), r'(max <e> ULP, where \1 is <e> ULP'),
+    (re.compile(r'max [0-9.e+]+ ULP(; | from float64 where | where )([^ ]+) had [0-9.e+]+'), r'max <e> ULP\1\2 had <e>'),
     # invariance's negative control shows the machine's BLAS: whether torch.mm batches a row alike varies
     (re.compile(r'torch\.mm gives row 0 (?:the same bits alone and in a batch of 64|other bits in a batch of 64 than '
                 r'alone) on ([a-z0-9:]+)(?: \(max abs [^)]*\))?'), r'torch.mm on \1: <machine>'),

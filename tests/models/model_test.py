@@ -6,6 +6,7 @@
 import os
 import pathlib
 import shutil
+import subprocess
 import sys
 
 failures = []
@@ -25,6 +26,32 @@ def arguments():
 def fresh_folder(work):
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+
+
+def validate_reports(python3, source, work, *names):
+    """check() that the reports `names` in `work` fit report-v1.schema.json (tests/validate_schema.py)."""
+    v = subprocess.run([python3, str(source / "tests/validate_schema.py"),
+                        str(source / "share/schema/report-v1.schema.json"), str(work), *names],
+                       capture_output=True, text=True)
+    print(v.stdout + v.stderr)
+    check(v.returncode == 0, "the reports validate against report-v1.schema.json")
+
+
+def ordered(torch, t):
+    """float32 bits as integers in the order of the floats, -0 and +0 one value (as the tool counts)."""
+    i = t.contiguous().view(torch.int32).to(torch.int64)
+    return torch.where(i < 0, -(2 ** 31) - i, i)
+
+
+def python_error(torch, x, r):
+    """Max ULP (in x's float32), max abs and max relative error of x against the float64 r: the float64
+    referee's figures (reports/referee_model.h, ReferenceError), computed by torch."""
+    x64 = x.double()
+    diff = (x64 - r).abs()
+    scale = torch.maximum(x64.abs(), r.abs())
+    rel = torch.where(scale > 0, diff / scale, torch.zeros_like(diff))
+    ulp = (ordered(torch, x) - ordered(torch, r.to(torch.float32))).abs()
+    return ulp.max().item(), diff.max().item(), rel.max().item()
 
 
 def jit_as_the_worker(torch):

@@ -31,6 +31,8 @@ import math
 import subprocess
 import sys
 
+import model_test
+
 from model_test import arguments, check, failures, fresh_folder, jit_as_the_worker, kept_tensors
 
 binary, source, work = arguments()
@@ -88,20 +90,8 @@ def audit(model, inp, *extra, name, repeats=2):
     return p, (json.loads(report.read_text()) if report.exists() else None), baseline
 
 
-def ordered(t):
-    """float32 bits as integers in the order of the floats, -0 and +0 one value (as the tool counts)."""
-    i = t.contiguous().view(torch.int32).to(torch.int64)
-    return torch.where(i < 0, -(2 ** 31) - i, i)
-
-
 def python_error(x, r):
-    """Max ULP (in x's float32), max abs and max relative error of x against the float64 r."""
-    x64 = x.double()
-    diff = (x64 - r).abs()
-    scale = torch.maximum(x64.abs(), r.abs())
-    rel = torch.where(scale > 0, diff / scale, torch.zeros_like(diff))
-    ulp = (ordered(x) - ordered(r.to(torch.float32))).abs()
-    return ulp.max().item(), diff.max().item(), rel.max().item()
+    return model_test.python_error(torch, x, r)
 
 
 def close(a, b):

@@ -11,6 +11,10 @@
 //       'ra_test_nondet_alert': an op without a deterministic implementation.
 //   ra_test::fault(x) -> x, except that it raises SIGSEGV when intra-op threads == 1 and hangs
 //       when intra-op threads == 3: the crash/timeout control, selected by configuration.
+//   ra_test::bf16_when_deterministic(x) -> x, except that a float32 x is rounded to bfloat16 and back
+//       while deterministic algorithms are on (at::globalContext().deterministicAlgorithms()): a
+//       kernel whose deterministic path is less accurate, as a TF32 or bfloat16 "invariant" kernel is.
+//       Like TF32, the lower precision touches float32 only, so a float64 run (the referee's) is exact.
 //   ra_test::killed(x) -> never returns: the process gets SIGKILL, as from the out-of-memory killer
 //       or a scheduler (a signal from outside, not a crash).
 // It is also a probe plugin (ra_probe_plugin_v1, see probes/registry.h) adding test-only probes to
@@ -87,6 +91,12 @@ at::Tensor fault(const at::Tensor& x) {
   if (threads == 1) std::raise(SIGSEGV);
   if (threads == 3)
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  return x.clone();
+}
+
+at::Tensor bf16_when_deterministic(const at::Tensor& x) {
+  if (at::globalContext().deterministicAlgorithms() && x.scalar_type() == at::kFloat)
+    return x.to(at::kBFloat16).to(at::kFloat);
   return x.clone();
 }
 
@@ -175,6 +185,7 @@ TORCH_LIBRARY(ra_test, m) {
   m.def("nondet_grad(Tensor x) -> Tensor");
   m.def("nondet_alert(Tensor x) -> Tensor");
   m.def("killed(Tensor x) -> Tensor");
+  m.def("bf16_when_deterministic(Tensor x) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(ra_test, Autograd, m) { m.impl("nondet_grad", nondet_grad); }
@@ -185,6 +196,7 @@ TORCH_LIBRARY_IMPL(ra_test, CPU, m) {
   m.impl("nondet_grad", nondet_grad_cpu);
   m.impl("nondet_alert", nondet_alert);
   m.impl("killed", killed);
+  m.impl("bf16_when_deterministic", bf16_when_deterministic);
 }
 
 // Referenced by the test programs so that the linker keeps this library (and its registrations).

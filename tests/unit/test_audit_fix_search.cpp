@@ -259,3 +259,40 @@ TEST_CASE("search_fixes: cuDNN attention under det is fixed by sdpa.cudnn=off al
   CHECK(fix.python == "torch.backends.cuda.enable_cudnn_sdp(False)");
   CHECK(r.conclusion == "sdpa.cudnn=off from det makes it reproducible");
 }
+
+TEST_CASE("search_fixes: a fix that computes further from float64 is a downgrade, named after the others") {
+  // Any switch fixes it; deterministic=on by rounding to bfloat16: 310 ULP from float64 where the
+  // failing configuration's reference repeat had 3.
+  auto failing = failing_cpu();
+  ra::report::ReferenceError e;
+  e.name = "output", e.dtype = "float32", e.numel = 64, e.max_ulp = 3;
+  failing.referee.emplace();
+  failing.referee->errors = {e};
+  const ra::EvaluateFn model = [&](const Config& c) {
+    const auto value = [&c](const char* key) {
+      const auto it = c.values.find(key);
+      return it == c.values.end() ? std::string() : it->second;
+    };
+    CandidateOutcome o;
+    o.errors = {e};
+    if (value("deterministic") == "on") o.errors[0].max_ulp = 310;
+    if (value("mkl_cbwr") == "COMPATIBLE") o.verdict = Verdict::Diverged;
+    return o;
+  };
+  const auto fs = ra::search_fixes(failing, ra::parse_config("default", 2), ra::Device::cpu(), model, fake_time);
+  REQUIRE(fs.candidates.size() == 3);
+  REQUIRE(fs.candidates[0].accuracy);
+  CHECK(fs.candidates[0].downgrade());
+  CHECK(fs.candidates[0].accuracy->from_ulp == 3);
+  REQUIRE(fs.candidates[1].accuracy);
+  CHECK(fs.candidates[1].accuracy->change == ra::report::AccuracyChange::Unchanged);
+  CHECK(fs.candidates[2].accuracy);  // it ran: measured, though not a fix
+  CHECK(fs.best == std::vector<size_t>{0, 1});
+  CHECK(fs.conclusion == "threads=1 or deterministic=on (a downgrade) from default make it reproducible");
+  CHECK(ra::report::cheapest_fix(fs) == &fs.candidates[1]);
+  // Without a referee (off, AOTI, a float64 run that failed): no figures, nothing claimed.
+  failing.referee.reset();
+  const auto plain = ra::search_fixes(failing, ra::parse_config("default", 2), ra::Device::cpu(), model, fake_time);
+  for (const auto& c : plain.candidates) CHECK_FALSE(c.accuracy.has_value());
+  CHECK(plain.conclusion == "deterministic=on or threads=1 from default make it reproducible");
+}

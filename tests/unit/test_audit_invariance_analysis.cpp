@@ -83,8 +83,10 @@ TEST_CASE("analyse: position and warm-up dependence apart from size dependence")
 TEST_CASE("classes_text: a range spans only sizes that were measured") {
   // Issue 54: {2…5} for a class over the sizes 2, 4, 5 read as if 3 had been measured.
   using ra::report::SizeClass;
-  CHECK(ra::report::classes_text({SizeClass{{1}, true}, SizeClass{{2, 4, 5}, false}}) == "{1} | {2,4,5}");
-  CHECK(ra::report::classes_text({SizeClass{{1, 2, 3}, true}, SizeClass{{4, 5, 6, 7, 8, 9, 15, 16, 17, 257}, false}}) ==
+  CHECK(ra::report::classes_text({SizeClass{{1}, true, {}, {}}, SizeClass{{2, 4, 5}, false, {}, {}}}) ==
+        "{1} | {2,4,5}");
+  CHECK(ra::report::classes_text(
+            {SizeClass{{1, 2, 3}, true, {}, {}}, SizeClass{{4, 5, 6, 7, 8, 9, 15, 16, 17, 257}, false, {}, {}}}) ==
         "{1…3} | {4…9,15…17,257}");
   CHECK(ra::report::sizes_text({5, 6, 7, 9, 10, 11}) == "5…7,9…11");
   CHECK(ra::report::sizes_text({}).empty());

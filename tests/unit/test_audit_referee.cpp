@@ -155,3 +155,66 @@ TEST_CASE("referee: reruns that agree with fresh NaN are uninitialized memory; a
   ra::classify_uninitialized(one, {rerun(0, a, 4)}, "default+fill", "");
   CHECK(one.diverged_tensors[0].referee->cls == DifferenceClass::Unclassified);
 }
+
+TEST_CASE("referee: a fix is a downgrade when a tensor's error rises past the classes' bound, and only then") {
+  auto named = [](const char* name, double ulp) {
+    ReferenceError e = error(ulp, ulp * 1e-7);
+    e.name = name;
+    return e;
+  };
+  const std::vector<ReferenceError> failing = {named("output", 3), named("hidden", 40)};
+  // 310 ULP where the failing configuration had 3: past max(16, 8 x 3).
+  auto a = ra::judge_fix_accuracy(failing, {named("output", 310), named("hidden", 40)});
+  REQUIRE(a);
+  CHECK(a->downgrade());
+  CHECK(a->tensor == "output");
+  CHECK(a->max_ulp == 310);
+  CHECK(a->from_ulp == 3);
+  CHECK(ra::report::fix_accuracy_text(*a, "default") ==
+        "max 310 ULP from float64 in output where default had 3: a downgrade");
+  // 16 ULP where it had 3 is within the floor; 320 where it had 40 within 8x: of the same order.
+  a = ra::judge_fix_accuracy(failing, {named("output", 16), named("hidden", 320)});
+  REQUIRE(a);
+  CHECK(a->change == ra::report::AccuracyChange::SameOrder);
+  CHECK(a->tensor == "hidden");  // the furthest from float64
+  a = ra::judge_fix_accuracy({named("output", 2)}, {named("output", 2)});
+  REQUIRE(a);
+  CHECK(a->change == ra::report::AccuracyChange::Unchanged);
+  CHECK(ra::report::fix_accuracy_text(*a, "default") == "error vs float64 unchanged (max 2 ULP)");
+  a = ra::judge_fix_accuracy({named("output", 310)}, {named("output", 3)});
+  REQUIRE(a);
+  CHECK(a->change == ra::report::AccuracyChange::Closer);
+  // The furthest of two downgraded tensors above its own bound is named.
+  a = ra::judge_fix_accuracy(failing, {named("output", 100), named("hidden", 5000)});
+  REQUIRE(a);
+  CHECK(a->tensor == "hidden");
+  // Nothing to compare (no referee, a NaN, a tensor the failing run lacks): nothing claimed.
+  CHECK_FALSE(ra::judge_fix_accuracy({}, {named("output", 310)}));
+  CHECK_FALSE(ra::judge_fix_accuracy(failing, {}));
+  auto nan = named("output", 310);
+  nan.nan_result = 1;
+  CHECK_FALSE(ra::judge_fix_accuracy(failing, {nan}));
+  CHECK_FALSE(ra::judge_fix_accuracy(failing, {named("other", 310)}));
+}
+
+TEST_CASE("referee: a candidate's errors are each tensor's furthest over its repeats") {
+  auto run = [](double ulp) {
+    ra::TrialRun r;
+    r.result.emplace();
+    r.result->status = ra::report::TrialStatus::Ok;
+    r.result->errors = {error(ulp, ulp * 1e-7)};
+    return r;
+  };
+  std::vector<ra::TrialRun> runs = {run(3), run(40), run(5)};
+  auto worst = ra::furthest_errors(runs);
+  REQUIRE(worst.size() == 1);
+  CHECK(worst[0].max_ulp == 40);
+  runs[2].result->errors[0].nan_result = 2;  // a NaN is further than any figure
+  worst = ra::furthest_errors(runs);
+  REQUIRE(worst.size() == 1);
+  CHECK(worst[0].nan_result == 2);
+  runs[1].result->status = ra::report::TrialStatus::Crashed;
+  runs.pop_back();
+  CHECK(ra::furthest_errors(runs)[0].max_ulp == 3);
+  CHECK(ra::furthest_errors({}).empty());
+}

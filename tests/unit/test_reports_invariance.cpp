@@ -31,7 +31,7 @@ InvarianceConfig variant() {
   c.verdict = "variant";
   c.cells = {{1, "start", {{0, "output/logits", 0, "a", true, 0, 0}}},
              {4, "start", {{0, "output/logits", 0, "b", false, 0.25, 3}}}};
-  c.classes = {{{1}, true}, {{4}, false}};
+  c.classes = {{{1}, true, {}, {}}, {{4}, false, {}, {}}};
   c.advice = {"batch 1 is the odd one: never compare unbatched with batched results",
               "or bucket batches so that results you compare come from one class: {1} | {4}"};
   ra::report::RowTrace t;
@@ -64,8 +64,8 @@ InvarianceFixCandidate candidate(const std::string& toggles, bool fixes) {
   c.config = "default+" + toggles;
   c.stage = "single";
   c.verdict = fixes ? "invariant" : "variant";
-  c.classes = fixes ? std::vector<ra::report::SizeClass>{{{1, 4}, true}}
-                    : std::vector<ra::report::SizeClass>{{{1}, true}, {{4}, false}};
+  c.classes = fixes ? std::vector<ra::report::SizeClass>{{{1, 4}, true, {}, {}}}
+                    : std::vector<ra::report::SizeClass>{{{1}, true, {}, {}}, {{4}, false, {}, {}}};
   c.fixes = fixes;
   c.cpp = "at::set_num_threads(1); // " + toggles;
   c.python = "torch.set_num_threads(1)  # " + toggles;

@@ -2,6 +2,7 @@
 // The determinism contract across renderers, on a report with every verdict, root causes, a fix
 // search, a replay and timing figures: changing only the timing figures changes only the timing
 // sections (JSON "timing", the HTML and Markdown timing blocks) and leaves JUnit alone.
+#include "reports/json_read.h"
 #include "reports/render.h"
 #include "tests/unit/report_samples.h"
 
@@ -168,4 +169,72 @@ TEST_CASE("renderers: a fix search that found no fix says nothing about costs, w
   const std::string html = ra::report::render_html(r);
   CHECK(html.find("Nothing was timed: no candidate fixed it.") != std::string::npos);
   CHECK(html.find("not timed") == std::string::npos);
+}
+
+TEST_CASE("renderers: a downgrade is never the cheapest fix while another fix is not one, nor named without the word") {
+  // deterministic=on is the cheaper fix (0.29x) but 310 ULP from float64 where default had 3;
+  // threads=1 costs 1.52x and leaves the error as it was.
+  ra::report::Report r = ra::test::every_verdict_report(10);
+  ra::report::FixSearch* f = sample_fix_search(r);
+  REQUIRE(f != nullptr);
+  REQUIRE(f->candidates.size() == 2);
+  REQUIRE(f->candidates[0].config == "default+deterministic=on");
+  for (auto& c : f->candidates) c.verdict = ra::report::Verdict::Reproducible, c.fixes_all = c.minimal = true;
+  f->candidates[0].cost_ratio = 0.29, f->candidates[0].cost_low = 0.25, f->candidates[0].cost_high = 0.33;
+  f->candidates[1].cost_ratio = 1.52, f->candidates[1].cost_low = 1.41, f->candidates[1].cost_high = 1.63;
+  f->best = {0, 1};
+  f->conclusion = "threads=1 or deterministic=on (a downgrade) from default make it reproducible";
+  ra::report::ReferenceError e;
+  e.name = "output", e.dtype = "float32", e.numel = 64, e.max_ulp = 310;
+  f->candidates[0].accuracy = ra::report::FixAccuracy{{e}, ra::report::AccuracyChange::Downgrade, "output", 310, 3};
+  e.max_ulp = 3;
+  f->candidates[1].accuracy = ra::report::FixAccuracy{{e}, ra::report::AccuracyChange::Unchanged, "output", 3, 3};
+  REQUIRE(ra::report::cheapest_fix(*f) == &f->candidates[1]);
+  CHECK(ra::report::cheapest_known(*f));  // the only fix that is no downgrade
+  CHECK(ra::report::downgrades_passed_over(*f) == std::vector<const ra::report::FixCandidate*>{&f->candidates[0]});
+  const std::string down = "max 310 ULP from float64 where default had 3: a downgrade";
+  const std::string text = ra::report::render_text(r), md = ra::report::render_markdown(r),
+                    html = ra::report::render_html(r), junit = ra::report::render_junit(r);
+  CHECK(text.find("cheapest without a downgrade: threads ") != std::string::npos);
+  CHECK(text.find("; error vs float64 unchanged (max 3 ULP)\n") != std::string::npos);
+  const std::string det = ra::report::fix_change_text(f->candidates[0], r.targets().front().configs[1].switches);
+  CHECK(text.find("not " + det + " (default+deterministic=on): " + down) != std::string::npos);
+  CHECK(md.find("cheapest fix without a downgrade threads ") != std::string::npos);
+  CHECK(md.find("not `default+deterministic=on`: " + down) != std::string::npos);
+  CHECK(html.find("Cheapest minimal fix without a downgrade: threads ") != std::string::npos);
+  CHECK(html.find("Not <code>default+deterministic=on</code>: " + down) != std::string::npos);
+  CHECK(junit.find("minimal fixes: default+threads=1, default+deterministic=on (a downgrade)") != std::string::npos);
+  // Every line that names deterministic=on as a fix says downgrade.
+  for (const std::string* s : {&text, &md, &junit}) {
+    size_t at = 0, named = 0;
+    while ((at = s->find("deterministic=on", at)) != std::string::npos) {
+      const size_t begin = s->rfind('\n', at) + 1, end = s->find('\n', at);
+      const std::string line = s->substr(begin, end - begin);
+      if (line.find("Python:") == std::string::npos && line.find("C++:") == std::string::npos) {
+        ++named;
+        CHECK_MESSAGE(line.find("downgrade") != std::string::npos, line);
+      }
+      at = end;
+    }
+    CHECK(named > 0);
+  }
+  // The JSON carries it, and reads back to the same lines.
+  const auto j = ra::report::to_json(r);
+  const ra::report::Report back = ra::report::report_from_json(j);
+  CHECK(ra::report::render_text(back) == text);
+  const ra::report::FixSearch* g = nullptr;
+  for (const auto& c : back.targets().front().configs)
+    if (c.fix_search) g = &*c.fix_search;
+  REQUIRE(g != nullptr);
+  REQUIRE(g->candidates[0].accuracy);
+  CHECK(g->candidates[0].downgrade());
+  CHECK(g->candidates[0].accuracy->errors.size() == 1);
+  // All fixes downgrades: the cheapest is named, with the word.
+  f->candidates[1].accuracy->change = ra::report::AccuracyChange::Downgrade;
+  REQUIRE(ra::report::cheapest_fix(*f) == &f->candidates[0]);
+  CHECK(ra::report::downgrades_passed_over(*f).empty());
+  const std::string all = ra::report::render_text(r);
+  const size_t cheapest = all.find("cheapest: " + det + " (default+deterministic=on)");
+  REQUIRE(cheapest != std::string::npos);
+  CHECK(all.substr(cheapest, all.find('\n', cheapest) - cheapest).find(down) != std::string::npos);
 }

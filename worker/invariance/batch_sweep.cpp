@@ -16,9 +16,12 @@
 #include "worker/runtime/switches.h"
 #include "worker/targets/export_archive.h"
 #include "worker/targets/target.h"
+#include "worker/tensor_io/kept_read.h"
+#include "worker/trace/precision_guard.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/DefaultDtype.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <fmt/format.h>
@@ -30,6 +33,8 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <string_view>
+#include <tuple>
 #include <unordered_set>
 
 namespace ra::invariance {
@@ -130,6 +135,10 @@ class Sweep {
 
   void reference();
   void measure(int64_t m);
+  // With the float64 referee's dump (TrialSpec::reference_dump): each distinct start slice of an
+  // anchor is measured against the referee's row at the anchor's place (RowError); an unreadable
+  // dump gives every slice a note instead of figures.
+  void compare_with_referee(const std::string& dump);
   std::string signature(int64_t m) const;
   report::NegativeControl control() const;
   void fill(InvarianceMeasurement& out) const;
@@ -155,7 +164,48 @@ class Sweep {
   bool decided_ = false;               // outputs checked against a batch of 2 or more
   Slices reference_;
   std::map<std::pair<int64_t, int>, InvarianceCell> cells_;
+  bool referee_asked_ = false;
+  std::map<std::string, at::Tensor> referee_;  // the referee's tensors by name (float64, on the CPU)
+  std::string referee_problem_;                // why the dump could not be read, "" when it was
+  std::map<std::tuple<int, std::string, std::string>, report::ReferenceError> errors_;  // (anchor, output, digest)
+  void measure_against_referee(int anchor, size_t output, const at::Tensor& slice, const std::string& digest);
 };
+
+void Sweep::compare_with_referee(const std::string& dump) {
+  if (dump.empty()) return;
+  referee_asked_ = true;
+  std::string problem;
+  auto tensors = read_own_dump(dump, problem);
+  if (tensors)
+    referee_ = std::move(*tensors);
+  else
+    referee_problem_ =
+        fmt::format("the referee's dump could not be read{}", problem.empty() ? "" : fmt::format(" ({})", problem));
+}
+
+// One anchor's slice of an output against the referee's row of that anchor (the referee called each
+// anchor alone in float64: referee_rows), once per distinct bits. Integer and bool outputs are
+// compared bit for bit only.
+void Sweep::measure_against_referee(int anchor, size_t output, const at::Tensor& slice, const std::string& digest) {
+  if (!referee_asked_ || !(at::isFloatingType(slice.scalar_type()) || slice.is_complex())) return;
+  const auto key = std::make_tuple(anchor, names_[output], digest);
+  if (errors_.count(key) != 0) return;
+  report::ReferenceError e;
+  const auto it = referee_.find(names_[output]);
+  if (!referee_problem_.empty() || it == referee_.end() || it->second.dim() == 0 || it->second.size(0) <= anchor) {
+    e.name = names_[output];
+    e.dtype = dtype_name(slice.scalar_type());
+    e.numel = slice.numel();
+    e.note = !referee_problem_.empty() ? referee_problem_
+             : it == referee_.end()    ? std::string("the referee has no tensor of this name")
+             : it->second.dim() == 0
+                 ? std::string("the referee's tensor has no batch dimension")
+                 : fmt::format("the referee's tensor has {} rows, not anchor {}'s", it->second.size(0), anchor);
+  } else {
+    e = reference_error(names_[output], slice, it->second.select(0, anchor));
+  }
+  errors_.emplace(key, std::move(e));
+}
 
 std::vector<at::Tensor> Sweep::call(const std::vector<int64_t>& batch) {
   const int64_t m = static_cast<int64_t>(batch.size());
@@ -214,6 +264,7 @@ void Sweep::record(int64_t m, const char* placement, const std::vector<at::Tenso
       if (!excluded_[i].empty()) continue;
       const at::Tensor slice = out[i].select(0, pos);
       RowComparison row{anchor, names_[i], pos, digest(slice), true, 0, 0};
+      if (std::string_view(placement) == "start") measure_against_referee(anchor, i, slice, row.digest);
       if (against != nullptr) {
         const Slice& ref = (*against)[static_cast<size_t>(anchor)][i];
         if (ref.t.defined() && (ref.t.scalar_type() != slice.scalar_type() || ref.t.sizes() != slice.sizes()))
@@ -391,6 +442,9 @@ void Sweep::fill(InvarianceMeasurement& m) const {
       if (kept.count(r.output) != 0) c.rows.push_back(r);
     m.cells.push_back(std::move(c));
   }
+  for (const auto& [key, e] : errors_)
+    if (kept.count(std::get<1>(key)) != 0)
+      m.errors.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), e});
   m.control = control();
   m.forward_ms = forward_ms;
   m.calls = calls;
@@ -532,6 +586,7 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   m.notes = rows.notes;
   if (request.axis == Axis::Verify) return verify_measurement(request, *target, rows, device, progress_path, m);
   Sweep sweep(*target, std::move(rows), device);
+  sweep.compare_with_referee(spec.reference_dump);
   ProgressFile progress(progress_path, sizes);
   const double t0 = now_ms();
   {
@@ -571,11 +626,56 @@ InvarianceMeasurement sweep_measurement(const InvarianceRequest& request, const 
   return m;
 }
 
+// The float64 referee of `invariance` (InvarianceRequest::referee): each anchor row alone in float64,
+// as the sweep's reference calls it in the audited precision, under the precision guard (a model that
+// computes below float64 itself is no reference: its op named, and no dump), with float64 the default
+// dtype of factory functions as in run's referee. Each output that keeps the batch at dim 0 is written
+// to the dump as its anchors' rows, stacked in anchor order. A failure is the worker's one line (exit
+// 3), which the front reports as the referee's note ("its float64 run raised: ...").
+InvarianceMeasurement referee_rows(const InvarianceRequest& request, const std::string& scratch) {
+  InvarianceMeasurement m;
+  TrialSpec spec = request.spec;
+  spec.scratch = scratch;
+  m.switches = apply_configuration(spec);
+  const c10::Device device = checked_device(spec.device);
+  seed_generators(spec.seed);
+  c10::set_default_dtype(caffe2::TypeMeta::Make<double>());
+  const std::unique_ptr<targets::Target> target = targets::open_model_target(spec);
+  const targets::Inputs inputs = targets::load_inputs(spec, device);
+  BatchRows rows = split_rows(request, inputs, 1, device);
+  (void)target->load(spec, device);
+  m.kind = target->kind();
+  std::map<std::string, std::vector<at::Tensor>> slices;
+  std::vector<std::string> order;
+  {
+    c10::InferenceMode guard;
+    trace::PrecisionGuard precision;
+    for (int a = 0; a < rows.anchors; ++a) {
+      const NamedTensors out = timed_call(*target, make_batch(rows, {a}, device), device, m.forward_ms, m.calls,
+                                          [](const std::exception& e) { throw InputError(error_text(e)); });
+      for (const auto& [name, t] : out) {
+        if (t.dim() == 0 || t.size(0) != 1) continue;  // not an output the sweep compares
+        if (a == 0) order.push_back(name);
+        slices[name].push_back(t.select(0, 0).detach().to(at::kCPU).clone());
+      }
+    }
+    if (const std::string below = precision.first_below(); !below.empty()) throw InputError(below);
+  }
+  Recorder rec(true);
+  for (const auto& name : order)
+    if (slices[name].size() == static_cast<size_t>(rows.anchors)) rec.add(name, at::stack(slices[name]));
+  if (const std::string why = rec.write_dump(spec.dump_path); !why.empty())
+    throw InputError(fmt::format("its tensors could not be written ({})", why));
+  m.outputs = order;
+  return m;
+}
+
 }  // namespace
 
 InvarianceMeasurement run_sweep(const InvarianceRequest& request, const std::string& scratch,
                                 const std::string& progress_path) {
   try {
+    if (request.referee) return referee_rows(request, scratch);
     return sweep_measurement(request, scratch, progress_path);
   } catch (const TrialInputError& e) {
     if (e.kind == "usage") throw UsageError(e.what());
