@@ -219,7 +219,8 @@ void answer(const OpClassRequest& r, OpClassAnswer& out) {
     out.index_write = false;  // no claim of a race from arguments that could not be read as a write
   }
   if (!ta.is_floating_point()) {
-    out.note = fmt::format("a {} output: compared bit for bit only, without error figures", dtype_name(ta.scalar_type()));
+    out.note =
+        fmt::format("a {} output: compared bit for bit only, without error figures", dtype_name(ta.scalar_type()));
     return;
   }
   std::vector<at::Tensor> reference;
