@@ -3,6 +3,7 @@
 // essay; the probes' facts under the census are probes', reports/probes_render.cpp). None of them writes a clock figure: fix costs live in the
 // timing section, and the fix tables' cost cells stay empty for the page's script to fill.
 #include "reports/html.h"
+#include "reports/referee_model.h"
 #include "reports/render.h"
 
 #include <fmt/format.h>
@@ -57,7 +58,8 @@ void root_cause_row(std::string& out, const RootCause& rc, const FixSearch* fixe
           : fmt::format(" (repeat{} {})", rc.repeats.size() == 1 ? "" : "s", fmt::join(rc.repeats, ", ")),
       rc.propagated, rc.propagated == 1 ? "" : "s",
       rc.independent_mismatches ? fmt::format(", {} with matching inputs", rc.independent_mismatches) : "",
-      rc.stats ? esc(stats_text(*rc.stats)) : "<span class=\"none\">no dump compared</span>",
+      (rc.stats ? esc(stats_text(*rc.stats)) : "<span class=\"none\">no dump compared</span>") +
+          (rc.referee ? "<div class=\"sub\">" + esc(classified_line(*rc.referee)) + "</div>" : ""),
       fixed.empty() ? "-" : fmt::format("{}", fmt::join(fixed, "<br>")));
 }
 

@@ -90,10 +90,14 @@ Outcome diverged_outcome(const ConfigResult& c) {
   }
   if (c.trace) {
     if (!c.trace->root_causes.empty()) o.message += "; root cause: " + root_cause_text(c.trace->root_causes.front());
-    for (const auto& r : c.trace->root_causes)
+    if (!c.trace->root_causes.empty() && c.trace->root_causes.front().referee)
+      o.message += fmt::format(" ({})", to_string(c.trace->root_causes.front().referee->cls));
+    for (const auto& r : c.trace->root_causes) {
       o.body += fmt::format("root cause: {}; inputs matched, outputs differed; {}/{} runs; {} propagated\n",
                             root_cause_text(r), r.runs_diverged, r.runs_compared,
                             plural(r.propagated, "later op", "later ops"));
+      if (r.referee) o.body += "  " + classified_line(*r.referee) + "\n";
+    }
     if (c.trace->root_causes.empty()) o.body += "root cause: none in the trace\n";
   }
   if (c.fix_search) {

@@ -10,6 +10,7 @@
 // comment lines at the end, invisible when rendered, so two audits with the same results differ
 // only there.
 #include "reports/escape.h"
+#include "reports/referee_model.h"
 #include "reports/render.h"
 #include "reports/render_parts.h"
 #include "reports/utf8.h"
@@ -93,7 +94,8 @@ void details(std::string& out, const Target& t, const ConfigResult& c) {
   if (!names.empty()) out += fmt::format("- diverged {}: {}\n", findings_word(c, 2), fmt::join(names, ", "));
   if (c.trace) {
     for (const auto& r : c.trace->root_causes)
-      out += fmt::format("- root cause: {}; {}/{} runs\n", root_cause_md(r), r.runs_diverged, r.runs_compared);
+      out += fmt::format("- root cause: {}; {}/{} runs{}\n", root_cause_md(r), r.runs_diverged, r.runs_compared,
+                         r.referee ? "; " + md(classified_line(*r.referee)) : "");
     if (c.trace->root_causes.empty()) out += "- root cause: none in the trace\n";
   }
   if (!c.fix_search) return;

@@ -72,6 +72,8 @@ std::optional<ClassSummary> summarise_classes(const std::vector<std::pair<std::s
   return s;
 }
 
+std::string classified_line(const Classified& c) { return fmt::format("class: {} - {}", to_string(c.cls), c.why); }
+
 std::string class_summary_line(const ClassSummary& s) {
   int total = 0;
   for (const int n : s.counts) total += n;

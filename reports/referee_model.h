@@ -121,6 +121,9 @@ std::string errors_line(const std::vector<ReferenceError>& errors);
 // ran, and the summary of its differences' classes where it has one. None without a referee.
 std::vector<std::string> config_referee_lines(const std::optional<Referee>& target,
                                               const std::optional<ConfigReferee>& config);
+// "class: write-race - aten::index_put_ wrote 64 elements more than once ...": the line every renderer
+// prints under a trace's root cause for its class.
+std::string classified_line(const Classified& c);
 // The line under a target whose referee did not run ("float64 referee: did not run: ..."), "" when it ran.
 std::string referee_note_line(const Referee& r);
 // An error in ULP as the lines print it: a count ("3"), or three digits once it is large ("4.19e+06").

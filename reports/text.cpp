@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reports/escape.h"
+#include "reports/referee_model.h"
 #include "reports/render.h"
 #include "reports/render_parts.h"
 #include "reports/utf8.h"
@@ -220,6 +221,7 @@ std::string root_cause_line(const RootCause& r) {
   if (r.independent_mismatches > 0) line += fmt::format(" ({} of them with matching inputs)", r.independent_mismatches);
   line += "\n";
   if (r.stats) line += fmt::format("      {}\n", stats_text(*r.stats));
+  if (r.referee) line += fmt::format("      {}\n", ln(classified_line(*r.referee)));
   return line;
 }
 

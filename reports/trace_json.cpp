@@ -52,26 +52,28 @@ FixCandidate read_candidate(const Node& n) {
 }  // namespace
 
 json root_cause_json(const RootCause& r) {
-  return {{"op", r.op},
-          {"direction", r.direction},
-          {"node", or_null(r.node)},
-          {"forward_op", or_null(r.forward_op)},
-          {"module", or_null(r.module)},
-          {"source", or_null(r.source)},
-          {"phase", r.phase},
-          {"step", r.step},
-          {"thread", r.thread},
-          {"position", r.position},
-          {"inputs", r.inputs},
-          {"outputs", r.outputs},
-          {"differing_outputs", r.differing_outputs},
-          {"runs_diverged", r.runs_diverged},
-          {"runs_compared", r.runs_compared},
-          {"repeats", r.repeats},
-          {"propagated", r.propagated},
-          {"independent_mismatches", r.independent_mismatches},
-          {"stats", r.stats ? stats_to_json(*r.stats) : json(nullptr)},
-          {"fixed_by", r.fixed_by}};
+  json j = {{"op", r.op},
+            {"direction", r.direction},
+            {"node", or_null(r.node)},
+            {"forward_op", or_null(r.forward_op)},
+            {"module", or_null(r.module)},
+            {"source", or_null(r.source)},
+            {"phase", r.phase},
+            {"step", r.step},
+            {"thread", r.thread},
+            {"position", r.position},
+            {"inputs", r.inputs},
+            {"outputs", r.outputs},
+            {"differing_outputs", r.differing_outputs},
+            {"runs_diverged", r.runs_diverged},
+            {"runs_compared", r.runs_compared},
+            {"repeats", r.repeats},
+            {"propagated", r.propagated},
+            {"independent_mismatches", r.independent_mismatches},
+            {"stats", r.stats ? stats_to_json(*r.stats) : json(nullptr)},
+            {"fixed_by", r.fixed_by}};
+  if (r.referee) j["referee"] = classified_json(*r.referee);
+  return j;
 }
 
 RootCause read_root_cause(const Node& n) {
@@ -98,6 +100,7 @@ RootCause read_root_cause(const Node& n) {
   r.independent_mismatches = n.at("independent_mismatches").u64();
   r.stats = read_opt_stats(n.at("stats"));
   r.fixed_by = n.at("fixed_by").sizes();
+  if (n.has("referee")) r.referee = read_classified(n.at("referee"));
   return r;
 }
 

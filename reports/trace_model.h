@@ -39,6 +39,11 @@ struct RootCause {
   uint64_t independent_mismatches = 0;       // of those, ops whose inputs matched (further causes, not listed)
   std::optional<DivergenceStats> stats;      // of the first differing output, where a dump allowed it
   std::vector<size_t> fixed_by;              // indices into the configuration's fix_search->candidates that fix it
+  // The class of its first differing output (issue 53): from the op run once more in float64 on the
+  // inputs a capture run kept, or, for an index write that wrote some elements more than once and whose
+  // differing elements each hold one of the values written there, a write race. nullopt without a
+  // capture or with --referee off.
+  std::optional<Classified> referee;
 };
 
 // A place where the op streams of two runs differ (an op inserted, deleted or reordered).

@@ -330,6 +330,10 @@ void capture_root_cause_stats(const RunOptions& o, const ScratchDir& scratch, co
       const auto it = stats.find(name);
       if (it != stats.end() && it->second.note.empty() && it->second.differing > 0) {
         rc.stats = it->second;
+        // The op's own class: its float64 rerun on the inputs the run kept, or a write race.
+        if (o.referee != RefereeMode::Off)
+          rc.referee = classify_root_cause(
+              rc, worker_op_class(scratch, {usable[a] + ".call", usable[a], usable[b], output}, o.timeout_s));
         return;
       }
     }
@@ -639,6 +643,7 @@ class ModelAudit : public AuditKind {
         constexpr size_t kCapturedCauses = 3;  // statistics for the first few; the rest keep digests only
         for (size_t i = 0; i < causes.size() && i < kCapturedCauses; ++i)
           capture_root_cause_stats(o_, scratch_, configs_[c], causes[i], fmt::format("c{}-", c));
+        inherit_write_race(target.configs[c]);
       }
   }
 

@@ -4,6 +4,7 @@
 #include "audit/common/errors.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -275,6 +276,56 @@ void classify_dependence(report::ConfigDependence& d, const std::vector<report::
     classes.emplace_back(f.name, *f.referee);
   }
   d.referee = report::summarise_classes(classes);
+}
+
+report::Classified classify_root_cause(const report::RootCause& rc, const OpClassAnswer& facts) {
+  if (facts.index_write && facts.written_twice > 0 && facts.differing > 0 && facts.differing_hold_written_values) {
+    Classified c;
+    c.cls = DifferenceClass::WriteRace;
+    c.op = rc.op;
+    c.indices = facts.first_written_twice;
+    c.index_count = facts.written_twice;
+    c.a_run = "one capture run";
+    c.b_run = "another";
+    c.a = facts.a;
+    c.b = facts.b;
+    std::vector<std::string> first;
+    for (const int64_t i : facts.first_written_twice) first.push_back(std::to_string(i));
+    c.why = fmt::format(
+        "{} wrote {} element{} more than once (flat positions {}{}), and each of the {} element{} that differ "
+        "between runs holds, in both, one of the values written to it: which writer came last changed",
+        rc.op, facts.written_twice, facts.written_twice == 1 ? "" : "s", fmt::join(first, ", "),
+        facts.written_twice > static_cast<int64_t>(first.size()) ? ", ..." : "", facts.differing,
+        facts.differing == 1 ? "" : "s");
+    return c;
+  }
+  if (!facts.a || !facts.b) return unclassified(facts.note.empty() ? "the op was not rerun in float64" : facts.note);
+  report::TensorFinding f;
+  f.name = facts.a->name;
+  f.dtype = facts.a->dtype;
+  const report::Referee op_referee{"cpu", "cpu", true, ""};
+  Classified c = classify_difference(f, op_referee, "one capture run", &*facts.a, "another", &*facts.b);
+  c.why = "against the op rerun in float64 on the same inputs: " + c.why;
+  return c;
+}
+
+void inherit_write_race(report::ConfigResult& c) {
+  if (!c.trace || c.trace->root_causes.empty() || !c.referee) return;
+  const report::RootCause& root = c.trace->root_causes.front();
+  if (!root.referee || root.referee->cls != DifferenceClass::WriteRace) return;
+  bool changed = false;
+  for (auto& f : c.diverged_tensors) {
+    if (report::significand_bits(f.dtype) > 0 && f.referee && f.referee->cls == DifferenceClass::Reordering) continue;
+    Classified w = f.referee.value_or(Classified{});
+    w.cls = DifferenceClass::WriteRace;
+    w.op = root.op;
+    w.indices = root.referee->indices;
+    w.index_count = root.referee->index_count;
+    w.why = fmt::format("follows the write race the trace found at its root: {}", root.referee->why);
+    f.referee = std::move(w);
+    changed = true;
+  }
+  if (changed) summarise(c);
 }
 
 bool any_beyond_reordering(const std::vector<report::ConfigResult>& configs,

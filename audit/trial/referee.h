@@ -29,14 +29,21 @@
 // with deterministic algorithms and fill_uninitialized_memory on, under which torch fills what it
 // allocates with NaN: a tensor whose reruns agree bit for bit and hold NaN it did not hold before is
 // uninitialized memory (classify_uninitialized; with --trace the first differing op is named).
-// The write-race class (with --trace, an index write whose captured inputs hold duplicate indices)
-// has its place in the model (reports/referee_model.h) and is not decided here yet. The cost: one float64 run per audit
-// and a comparison per recorded floating tensor in each trial.
+// With --trace, the first differing op gets a class of its own (classify_root_cause): the capture runs
+// that repeat it keep its call, and the worker (`__op_class`, worker/trace/op_referee.h) reruns that
+// one op in float64 on those inputs, and for a non-accumulating index write (index_put_, scatter_ ...)
+// works out which elements were written more than once and with what. Every differing element written
+// more than once and holding, in both runs, one of the values written to it is a write race; else the
+// ULP rule above against the op's own float64 result. The differences of the configuration's tensors
+// that the model's referee could not call reordering then follow a write race at the root
+// (inherit_write_race). The cost: one float64 run per audit and a comparison per recorded floating
+// tensor in each trial; with --trace, one float64 op call per root cause captured.
 #pragma once
 
 #include "audit/common/device.h"
 #include "audit/trial/analysis.h"
 #include "audit/trial/config.h"
+#include "audit/trial/worker_protocol.h"
 #include "reports/target_model.h"
 
 #include <optional>
@@ -101,6 +108,15 @@ bool worth_fill_rerun(const report::ConfigResult& c);
 // reference run held is uninitialized; `op` names the trace's first differing op ("" without one).
 void classify_uninitialized(report::ConfigResult& c, const std::vector<TrialRun>& reruns, const std::string& rerun,
                             const std::string& op);
+
+// The class of the trace's first differing op `rc` from the worker's facts about it (`__op_class`):
+// a write race when some elements were written more than once and every differing element is one of
+// them holding, in both capture runs, a value written to it; else the ULP rule against the op's own
+// float64 rerun; else unclassified with the facts' note.
+report::Classified classify_root_cause(const report::RootCause& rc, const OpClassAnswer& facts);
+// Where configuration `c`'s first root cause is a write race, its tensors' differences that the model's
+// referee did not call reordering are that race's, carried on (their errors kept).
+void inherit_write_race(report::ConfigResult& c);
 
 // Whether any difference of `configs` or `d` is classed beyond reordering (and the conditioning run
 // is worth its child).

@@ -214,6 +214,24 @@ std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vect
   return out;
 }
 
+OpClassAnswer worker_op_class(const ScratchDir& scratch, const OpClassRequest& request, double timeout_s) {
+  static int calls = 0;
+  const std::string tag = fmt::format("opclass{}", calls++);
+  const std::string request_path = scratch.path() + "/" + tag + ".request.json";
+  const std::string result_path = scratch.path() + "/" + tag + ".result.json";
+  try {
+    write_file_atomic(request_path, to_json(request).dump());
+    run_worker_service(scratch, tag, {"__op_class", request_path, result_path}, timeout_s);
+    return op_class_answer_from_json(nlohmann::json::parse(read_file(result_path, "op class")));
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    OpClassAnswer a;
+    a.note = fmt::format("the op could not be examined: {}", e.what());
+    return a;
+  }
+}
+
 DiffFn worker_diff(const ScratchDir& scratch, double timeout_s, const std::optional<report::Tolerance>& tolerance) {
   return [&scratch, timeout_s, tolerance](const std::string& a, const std::string& b,
                                           const std::vector<std::string>& names) {

@@ -8,7 +8,8 @@
 //     --load-library plugins, described in JSON (audit/probes/probe_info.h).
 //   * what an `exec` artifact holds (`__artifacts REQUEST RESULT`): a torch.save, safetensors or
 //     TorchScript file's entries, read once per distinct version (worker/tensor_io/artifact_read.h);
-//   * the self-test's in-process checks and traced models (`__selftest`, worker/child/selftest_child.h).
+//   * the self-test's in-process checks and traced models (`__selftest`, worker/child/selftest_child.h);
+//   * the class of a trace's first differing op (`__op_class`, worker/trace/op_referee.h).
 // A service that fails turns into the error the worker printed, with its exit code (2 usage,
 // 3 input), so that the user reads the same line as before the split. The files both sides read
 // and write are audit/trial/worker_protocol.h, which the worker includes instead of this header:
@@ -64,6 +65,11 @@ void run_worker_service(const ScratchDir& scratch, const std::string& tag, const
 // (the worker failed, a dump is unreadable) gets a note per name, never an exception.
 std::vector<StatsAnswer> worker_stats(const ScratchDir& scratch, const std::vector<StatsRequest>& requests,
                                       double timeout_s);
+
+// The facts for the class of a trace's first differing op (`__op_class`, worker/trace/op_referee.h),
+// in one worker. A worker that fails gives an answer whose note says so, never an exception (an
+// interrupt excepted).
+OpClassAnswer worker_op_class(const ScratchDir& scratch, const OpClassRequest& request, double timeout_s);
 
 // A DiffFn (audit/trial/analysis.h) that asks the worker, one worker per call: for the few calls
 // of a traced run.

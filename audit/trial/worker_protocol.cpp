@@ -121,6 +121,46 @@ ArtifactAnswer artifact_answer_from_json(const nlohmann::json& j) {
   return a;
 }
 
+nlohmann::json to_json(const OpClassRequest& r) {
+  return {{"call", r.call}, {"dump_a", r.dump_a}, {"dump_b", r.dump_b}, {"output", r.output}};
+}
+
+OpClassRequest op_class_request_from_json(const nlohmann::json& j) {
+  return {j.at("call").get<std::string>(), j.at("dump_a").get<std::string>(), j.at("dump_b").get<std::string>(),
+          j.at("output").get<int>()};
+}
+
+nlohmann::json to_json(const OpClassAnswer& a) {
+  const auto error = [](const std::optional<report::ReferenceError>& e) {
+    return e ? nlohmann::json(report::reference_error_to_json(*e)) : nlohmann::json(nullptr);
+  };
+  return {{"note", a.note},
+          {"a", error(a.a)},
+          {"b", error(a.b)},
+          {"index_write", a.index_write},
+          {"written_twice", a.written_twice},
+          {"first_written_twice", a.first_written_twice},
+          {"differing", a.differing},
+          {"differing_hold_written_values", a.differing_hold_written_values}};
+}
+
+OpClassAnswer op_class_answer_from_json(const nlohmann::json& j) {
+  const auto error = [](const nlohmann::json& e) -> std::optional<report::ReferenceError> {
+    if (e.is_null()) return std::nullopt;
+    return report::reference_error_from_json(nlohmann::ordered_json(e));
+  };
+  OpClassAnswer a;
+  a.note = j.at("note").get<std::string>();
+  a.a = error(j.at("a"));
+  a.b = error(j.at("b"));
+  a.index_write = j.at("index_write").get<bool>();
+  a.written_twice = j.at("written_twice").get<int64_t>();
+  a.first_written_twice = j.at("first_written_twice").get<std::vector<int64_t>>();
+  a.differing = j.at("differing").get<int64_t>();
+  a.differing_hold_written_values = j.at("differing_hold_written_values").get<bool>();
+  return a;
+}
+
 void take_back_forwarded_stderr() {
   const char* fd = std::getenv(kForwardedStderr);
   if (fd == nullptr) return;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "reports/core_model.h"
+#include "reports/referee_model.h"
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +73,34 @@ nlohmann::json to_json(const ArtifactRequest& r);
 ArtifactRequest artifact_request_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const ArtifactAnswer& a);
 ArtifactAnswer artifact_answer_from_json(const nlohmann::json& j);
+
+// `__op_class REQUEST RESULT` (audit/trace/op_class.h, worker/trace/op_referee.h): the class of a trace's
+// first differing op, from the call a capture run kept (its name and its inputs, `<dump>.call`) and the
+// outputs two capture runs gave (`output/N` of their dumps).
+struct OpClassRequest {
+  std::string call;            // the kept call: torch.save'd (name, overload, arguments)
+  std::string dump_a, dump_b;  // the two runs' captured outputs
+  int output = 0;              // which output differed
+};
+struct OpClassAnswer {
+  // Why there are no figures against the op's float64 rerun ("" when there are): the call was not kept,
+  // the op has no float64 kernel, its output is not floating.
+  std::string note;
+  std::optional<report::ReferenceError> a, b;  // each run's output against the op rerun in float64
+  // A non-accumulating index write (index_put_, index_copy_, scatter_ without reduce, put_): how many
+  // elements it wrote more than once, the first few of them (flat offsets into the written tensor), and
+  // whether every element that differs between the runs is one of them and holds, in both runs, one of
+  // the values written to it.
+  bool index_write = false;
+  int64_t written_twice = 0;
+  std::vector<int64_t> first_written_twice;
+  int64_t differing = 0;
+  bool differing_hold_written_values = false;
+};
+nlohmann::json to_json(const OpClassRequest& r);
+OpClassRequest op_class_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const OpClassAnswer& a);
+OpClassAnswer op_class_answer_from_json(const nlohmann::json& j);
 
 // `env`, `lint` and `diff` forwarded (run_forwarded, audit/trial/worker_client.h): the front names in
 // this variable the descriptor of its own stderr, which the worker takes back once main() runs.

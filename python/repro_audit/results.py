@@ -65,7 +65,8 @@ class ReferenceError:
 class DifferenceClass:
     """run: the class of one difference the report names (reordering, beyond-reordering,
     uninitialized, write-race, unclassified) with its evidence; `between` is the configuration whose
-    repeats differed, or "dependence" for a difference between configurations. invariance: `between`
+    repeats differed, or "dependence" for a difference between configurations; `tensor` is the
+    tensor's name, or "root cause OP" for the trace's first differing op. invariance: `between`
     is the configuration, `sizes` the class of batch sizes whose difference from the reference class
     (batch 1's) it is, `tensor` the output it names."""
     between: str
@@ -209,6 +210,10 @@ def _referee_parts(target: dict) -> tuple[list[ReferenceError], list[DifferenceC
             if f.get("referee"):
                 classes.append(DifferenceClass(name, f.get("name", ""), f["referee"].get("class", ""),
                                                f["referee"].get("why", "")))
+        for rc in (cfg.get("trace") or {}).get("root_causes", ()):
+            if rc.get("referee"):  # the trace's first differing op, classed on its own
+                classes.append(DifferenceClass(name, f"root cause {rc.get('op', '')}", rc["referee"].get("class", ""),
+                                               rc["referee"].get("why", "")))
     for f in (target.get("configuration_dependence") or {}).get("differing_tensors", ()):
         if f.get("referee"):
             classes.append(DifferenceClass("dependence", f.get("name", ""), f["referee"].get("class", ""),

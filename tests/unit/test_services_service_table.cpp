@@ -48,7 +48,8 @@ TEST_CASE("needs_cuda: env, and work on a CUDA device or recording the fingerpri
   CHECK_FALSE(needs_cuda({"__invariance", dir.write("i-cpu.json", R"({"spec": {"device": "cpu"}})")}));
   CHECK_FALSE(needs_cuda({"__invariance", dir.write("i-none.json", R"({"device": "cuda"})")}));
   // The services that never touch a device.
-  for (const char* command : {"__stats", "__catalogue", "__artifacts"}) CHECK_FALSE(needs_cuda({command, "x"}));
+  for (const char* command : {"__stats", "__catalogue", "__artifacts", "__op_class"})
+    CHECK_FALSE(needs_cuda({command, "x"}));
   // REPRO_AUDIT_LOAD_CUDA=1 loads it for any command.
   ::setenv("REPRO_AUDIT_LOAD_CUDA", "1", 1);
   CHECK(needs_cuda({"lint", "model.pt"}));

@@ -26,6 +26,7 @@
 #include "worker/targets/call_state.h"
 #include "worker/targets/target.h"
 #include "worker/tensor_io/kept_read.h"
+#include "worker/trace/op_referee.h"
 #include "worker/trace/precision_guard.h"
 #include "worker/trace/tracer.h"
 
@@ -212,6 +213,7 @@ TrialResult run_child(const TrialSpec& spec) {
             for (size_t i = 0; i < tracer->captured().size(); ++i)
               if (tracer->captured()[i].defined()) captured.add(fmt::format("output/{}", i), tracer->captured()[i]);
             (void)captured.write_dump(spec.capture_path);
+            trace::write_call(spec.capture_path + ".call", *tracer);
           }
         }
         tracer.reset();

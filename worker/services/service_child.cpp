@@ -9,6 +9,7 @@
 //   __catalogue RESULT [LIB...]  the probes, built in and from plugins, as JSON.
 //   __selftest DEVICE RESULT FOLDER  the self-test's in-process checks, and its traced models
 //                              (worker/child/selftest_child.h).
+//   __op_class REQUEST RESULT  the class of a trace's first differing op (worker/trace/op_referee.h).
 //   __invariance REQUEST RESULT  one configuration's batch-invariance sweep (worker/services/service_invariance.cpp).
 #include "audit/common/errors.h"
 #include "audit/common/files.h"
@@ -19,6 +20,7 @@
 #include "worker/services/service_table.h"
 #include "worker/tensor_io/artifact_read.h"
 #include "worker/tensor_io/kept_read.h"
+#include "worker/trace/op_referee.h"
 
 #include <CLI/CLI.hpp>
 
@@ -64,6 +66,22 @@ Action attach_stats(CLI::App& sub, const GlobalOptions&) {
     for (const auto& r : requests)
       answers.push_back(dump_differences({r.dump_a, r.declared_a}, {r.dump_b, r.declared_b}, r.names, r.tolerance));
     write_file_atomic(paths->second, stats_answers_to_json(answers).dump());
+    return 0;
+  };
+}
+
+Action attach_op_class(CLI::App& sub, const GlobalOptions&) {
+  auto paths = std::make_shared<std::pair<std::string, std::string>>();
+  sub.add_option("request", paths->first, "request (JSON)")->required();
+  sub.add_option("result", paths->second, "where to write the answer (JSON)")->required();
+  return [paths] {
+    OpClassRequest request;
+    try {
+      request = op_class_request_from_json(nlohmann::json::parse(read_file(paths->first, "op class request")));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(std::string("malformed op class request: ") + e.what());
+    }
+    write_file_atomic(paths->second, to_json(trace::op_class(request)).dump());
     return 0;
   };
 }

@@ -22,11 +22,12 @@ constexpr Service kWorkerCommands[] = {
     {{"__stats",      "divergence statistics between dumps",             true,  attach_stats},        Cuda::Never},
     {{"__catalogue",  "the probe catalogue",                             true,  attach_catalogue},    Cuda::Never},
     {{"__artifacts",  "what exec's artifacts hold and how they differ",  true,  attach_artifacts},    Cuda::Never},
+    {{"__op_class",   "the class of a trace's first differing op",       true,  attach_op_class},     Cuda::Never},
     {{"__selftest",   "the self-test's in-process checks",               true,  attach_selftest},     Cuda::DeviceArgument},
     {{"__invariance", "one configuration's batch-invariance sweep",      true,  attach_invariance},   Cuda::Request},
 };
 // clang-format on
-static_assert(std::size(kWorkerCommands) == 9, "a worker command was added or removed");
+static_assert(std::size(kWorkerCommands) == 10, "a worker command was added or removed");
 
 // The command line's table: the first column of the one above.
 constexpr auto kCommands = [] {

@@ -22,6 +22,7 @@ Action attach_child(CLI::App& sub, const GlobalOptions& global);
 Action attach_stats(CLI::App& sub, const GlobalOptions& global);
 Action attach_catalogue(CLI::App& sub, const GlobalOptions& global);
 Action attach_artifacts(CLI::App& sub, const GlobalOptions& global);
+Action attach_op_class(CLI::App& sub, const GlobalOptions& global);
 Action attach_selftest(CLI::App& sub, const GlobalOptions& global);
 Action attach_invariance(CLI::App& sub, const GlobalOptions& global);
 

@@ -263,6 +263,7 @@ struct Tracer::State {
   uint64_t reused = 0;  // digests taken from the cache
   int64_t capture_order = -1;
   std::vector<at::Tensor> captured;
+  Tracer::Call captured_call;
   bool full = false;
   std::vector<std::string> names;
   std::unordered_map<std::string, uint32_t> name_ids;
@@ -511,6 +512,36 @@ struct Tracer::State {
     generations.clear();
   }
 
+  // The captured record's call, before the op runs: its arguments with every tensor copied to the CPU.
+  void keep_call(const at::RecordFunction& fn) {
+    const std::optional<c10::OperatorName> op = fn.operator_name();
+    if (!op) return;
+    captured_call.name = op->name;
+    captured_call.overload = op->overload_name;
+    for (const c10::IValue& v : last(fn.inputs(), fn.num_inputs())) captured_call.arguments.push_back(cpu_copy(v));
+  }
+
+  static at::Tensor cpu_copy(const at::Tensor& t) {
+    if (!t.defined()) return t;
+    return t.is_cpu() ? t.detach().clone() : t.detach().to(at::kCPU);
+  }
+
+  static c10::IValue cpu_copy(const c10::IValue& v) {
+    if (v.isTensor()) return cpu_copy(v.toTensor());
+    if (v.isTensorList()) {
+      c10::List<at::Tensor> out;
+      for (const at::Tensor& t : v.toTensorVector()) out.push_back(cpu_copy(t));
+      return out;
+    }
+    if (v.isList()) {
+      const c10::List<c10::IValue> in = v.toList();
+      c10::impl::GenericList out(in.elementType());
+      for (const c10::IValue& e : in) out.push_back(cpu_copy(e));
+      return out;
+    }
+    return v;
+  }
+
   // Reserves room for `n` digests (and a new record); false (and the trace is full from now on) when
   // there is none. Records count against the capacity too, so that ops without tensors cannot grow
   // the trace past it (a forward of 1M ops once took 1.76 GB).
@@ -571,6 +602,7 @@ struct Tracer::State {
     for (const at::Tensor& t : inputs) add_tensor(t);
     flush_batch(rec.in_begin);
     const auto index = static_cast<int64_t>(records.size());
+    if (!node && index == capture_order) keep_call(fn);
     records.push_back(std::move(rec));
     if (node) ts.nodes.push_back({index, ts.depth});
     auto ctx = std::make_unique<Ctx>(node ? What::Node : What::Op, index);
@@ -668,6 +700,8 @@ Tracer::~Tracer() {
 void Tracer::capture(uint64_t order) { state_->capture_order = static_cast<int64_t>(order); }
 
 const std::vector<at::Tensor>& Tracer::captured() const { return state_->captured; }
+
+const Tracer::Call& Tracer::captured_call() const { return state_->captured_call; }
 
 Trace Tracer::finish() {
   State& s = *state_;

@@ -40,6 +40,7 @@
 #include "audit/trace/trace_record.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
@@ -79,9 +80,17 @@ class Tracer {
   Tracer& operator=(const Tracer&) = delete;
 
   // Keeps CPU copies of the outputs of the record at `order` (for divergence statistics of a
-  // root cause found in an earlier run).
+  // root cause found in an earlier run), and of the call that made them: its dispatcher name and
+  // its arguments, tensors copied to the CPU before the op ran (an in-place op overwrites them), for
+  // the op's float64 rerun (worker/trace/op_referee.h). The call is empty for a record that is not a
+  // dispatcher op (an autograd node).
   void capture(uint64_t order);
   const std::vector<at::Tensor>& captured() const;
+  struct Call {
+    std::string name, overload;  // "aten::index_put_", ""
+    std::vector<c10::IValue> arguments;
+  };
+  const Call& captured_call() const;
 
   // Stops recording, waits for the device's queued digests and returns the trace.
   Trace finish();
