@@ -314,8 +314,10 @@ void inherit_write_race(report::ConfigResult& c) {
   const report::RootCause& root = c.trace->root_causes.front();
   if (!root.referee || root.referee->cls != DifferenceClass::WriteRace) return;
   bool changed = false;
+  // Every difference downstream is the race's, even one whose two results happen to lie equally far
+  // from float64 (which the ULP rule alone calls reordering): the runs disagree on which value was kept.
   for (auto& f : c.diverged_tensors) {
-    if (report::significand_bits(f.dtype) > 0 && f.referee && f.referee->cls == DifferenceClass::Reordering) continue;
+    if (f.referee && f.referee->cls == DifferenceClass::Uninitialized) continue;
     Classified w = f.referee.value_or(Classified{});
     w.cls = DifferenceClass::WriteRace;
     w.op = root.op;

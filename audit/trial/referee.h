@@ -35,8 +35,7 @@
 // works out which elements were written more than once and with what. Every differing element written
 // more than once and holding, in both runs, one of the values written to it is a write race; else the
 // ULP rule above against the op's own float64 result. The differences of the configuration's tensors
-// that the model's referee could not call reordering then follow a write race at the root
-// (inherit_write_race). The cost: one float64 run per audit and a comparison per recorded floating
+// then follow a write race at the root (inherit_write_race). The cost: one float64 run per audit and a comparison per recorded floating
 // tensor in each trial; with --trace, one float64 op call per root cause captured.
 #pragma once
 
@@ -114,8 +113,8 @@ void classify_uninitialized(report::ConfigResult& c, const std::vector<TrialRun>
 // them holding, in both capture runs, a value written to it; else the ULP rule against the op's own
 // float64 rerun; else unclassified with the facts' note.
 report::Classified classify_root_cause(const report::RootCause& rc, const OpClassAnswer& facts);
-// Where configuration `c`'s first root cause is a write race, its tensors' differences that the model's
-// referee did not call reordering are that race's, carried on (their errors kept).
+// Where configuration `c`'s first root cause is a write race, its tensors' differences (but those read
+// from memory nobody wrote) are that race's, carried on (their errors kept).
 void inherit_write_race(report::ConfigResult& c);
 
 // Whether any difference of `configs` or `d` is classed beyond reordering (and the conditioning run

@@ -155,7 +155,12 @@ if linear_variant:
 
 # --- --shard K/N and merge give the classes of one unsharded run -------------------------------
 def classes_of(rep):
-    return {c["config"]: (c["verdict"], c["classes"], c["position_dependent"], c["warmup_dependent"],
+    """Each configuration's classes of sizes; a shard runs no float64 referee, so the classes' errors
+    against it (and their difference's class) are left out."""
+    def sizes(classes):
+        return [{k: v for k, v in cls.items() if k not in ("errors", "difference")} for cls in classes]
+
+    return {c["config"]: (c["verdict"], sizes(c["classes"]), c["position_dependent"], c["warmup_dependent"],
                           sorted({cell["size"] for cell in c["cells"]})) for c in rep["invariance"]["configs"]}
 
 
