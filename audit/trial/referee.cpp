@@ -113,7 +113,7 @@ Classified classify_difference(const report::TensorFinding& f, const report::Ref
                                const ReferenceError* a, const std::string& b_run, const ReferenceError* b) {
   if (!referee.ran) return unclassified(fmt::format("no float64 referee: {}", referee.note));
   if (report::significand_bits(f.dtype) == 0)
-    return unclassified(fmt::format("a {} tensor: compared bit for bit only, without error figures", f.dtype));
+    return unclassified(fmt::format("{} is not floating: compared bit for bit only, without error figures", f.dtype));
   if (a == nullptr || b == nullptr)
     return unclassified(fmt::format("{} has no error against the referee", a == nullptr ? a_run : b_run));
   Classified c;
